@@ -1,0 +1,97 @@
+#pragma once
+// The network as the editor edits it: nodes (a layer type, a unique name,
+// attributes, a canvas position) and edges from a node's output to an input
+// port of another node. The graph is a DAG; shape inference reports, per
+// node, either its output shape or an error naming the node.
+#include <deepcanvas/attrs.h>
+#include <deepcanvas/tensor.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dc {
+
+using NodeId = int;
+
+struct Node {
+  NodeId id = -1;
+  std::string type;
+  std::string name;
+  Attrs attrs;
+  double x = 0, y = 0;
+};
+
+struct Edge {
+  NodeId src = -1;  // producing node (single output)
+  NodeId dst = -1;  // consuming node
+  int dst_port = 0;
+  bool operator==(const Edge& o) const {
+    return src == o.src && dst == o.dst && dst_port == o.dst_port;
+  }
+};
+
+struct NodeShape {
+  std::optional<Shape> shape;  // per sample, no batch dimension
+  std::string error;           // set when shape is empty
+  bool ok() const { return shape.has_value(); }
+};
+
+class Graph {
+ public:
+  // Adds a node; fills missing attributes from the layer's defaults. An empty
+  // name becomes a unique one ("conv1", "conv2", ...). Throws GraphError for
+  // an unknown type or a duplicate name. Returns the new id.
+  NodeId add_node(const std::string& type, const std::string& name = "", Attrs attrs = {},
+                  double x = 0, double y = 0, NodeId id = -1);
+  void remove_node(NodeId id);  // also removes its edges
+  // Connects src's output to dst's input port. Throws GraphError with the
+  // reason when the edge would be illegal (port out of range, port already
+  // connected, self loop, cycle).
+  void connect(NodeId src, NodeId dst, int dst_port = 0);
+  // Returns "" when connect() would succeed, else the reason.
+  std::string can_connect(NodeId src, NodeId dst, int dst_port) const;
+  void disconnect(const Edge& e);
+
+  void set_attr(NodeId id, const std::string& name, AttrValue v);  // validates
+  void rename(NodeId id, const std::string& name);
+  void move(NodeId id, double x, double y);
+
+  const Node& node(NodeId id) const;  // throws GraphError
+  Node& node(NodeId id);
+  const Node* find(NodeId id) const;
+  const Node* find_by_name(const std::string& name) const;
+  const std::map<NodeId, Node>& nodes() const { return nodes_; }
+  const std::vector<Edge>& edges() const { return edges_; }
+  std::vector<Edge> in_edges(NodeId id) const;
+  std::vector<Edge> out_edges(NodeId id) const;
+  int num_inputs(NodeId id) const;  // ports, from the descriptor
+  std::string unique_name(const std::string& base) const;
+  bool empty() const { return nodes_.empty(); }
+  void clear();
+
+  // Topological order; throws GraphError naming a node on a cycle.
+  std::vector<NodeId> topo_order() const;
+  // Shapes per node. Never throws: errors (unconnected input, shape rule
+  // failure, cycle, upstream error) are reported on the node they concern.
+  std::map<NodeId, NodeShape> infer_shapes() const;
+  // The Input nodes and the output nodes (no outgoing edges), by id.
+  std::vector<NodeId> inputs() const;
+  std::vector<NodeId> outputs() const;
+  // Throws GraphError with every node error, one per line, when the graph
+  // cannot be compiled: exactly one Input, exactly one output, all shapes ok.
+  void validate() const;
+
+  bool operator==(const Graph& o) const;
+
+ private:
+  std::map<NodeId, Node> nodes_;
+  std::vector<Edge> edges_;
+  NodeId next_id_ = 1;
+};
+
+// "Conv2D 'conv2'" — how messages name a node.
+std::string node_label(const Node& n);
+
+}  // namespace dc

@@ -1,0 +1,101 @@
+#pragma once
+// The layer registry. Each layer type registers one LayerDescriptor: its
+// ports, attribute schema, shape rule, cost rule and a factory for the
+// runtime Layer that owns parameters and CPU kernels. Adding a layer means
+// adding one file in engine/layers; the editor, project loader, summary and
+// execution plan all read the descriptor.
+#include <deepcanvas/attrs.h>
+#include <deepcanvas/tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dc {
+
+class Rng;
+
+// A learnable tensor (or a non-trainable buffer such as BatchNorm's running
+// statistics, which is saved in checkpoints but not updated by optimizers).
+struct Param {
+  std::string name;  // "weight", "bias", "running_mean", ...
+  Tensor value;
+  Tensor grad;  // undefined for buffers
+  bool trainable = true;
+  bool decay = true;  // false for biases and norm scales: no weight decay
+};
+
+// Per-step context handed to kernels.
+struct RunContext {
+  bool training = true;
+  Rng* rng = nullptr;  // for Dropout; seeded by the Trainer per step
+};
+
+// The runtime half of a layer: parameters plus CPU forward/backward.
+//   forward:  in[i] is [N, ...in_shape[i]], out is [N, ...out_shape], already
+//             allocated by the plan.
+//   backward: dout like out; din[i] like in[i] and zero-filled by the plan
+//             (nullptr where no gradient is needed, e.g. the network input);
+//             kernels ACCUMULATE (+=) into din and into Param::grad.
+// Layers may keep per-step state between forward and backward (masks,
+// argmax indices, batch statistics); forward always precedes backward.
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual std::vector<Param*> params() { return {}; }
+  // Initialises parameters (PyTorch's defaults unless the layer says why not).
+  virtual void init(Rng& /*rng*/) {}
+  virtual void forward(const std::vector<const Tensor*>& in, Tensor& out, RunContext& ctx) = 0;
+  virtual void backward(const std::vector<const Tensor*>& in, const Tensor& out,
+                        const Tensor& dout, const std::vector<Tensor*>& din,
+                        RunContext& ctx) = 0;
+  // True when backward needs `out` (e.g. ReLU, Sigmoid); lets the plan know
+  // which activations stay alive.
+  virtual bool backward_needs_output() const { return false; }
+};
+
+struct Cost {
+  int64_t params = 0;  // learnable scalars
+  int64_t macs = 0;    // multiply-accumulates per sample, forward
+};
+
+struct LayerDescriptor {
+  std::string type;      // "Conv2D"
+  std::string category;  // "Convolution", "Pooling", "Core", "Activation", ...
+  std::string help;      // one line for the palette tooltip
+  std::vector<AttrSpec> attrs;
+  // Number of input ports given the attributes (Add/Concat: attribute
+  // "inputs"); Input has 0.
+  std::function<int(const Attrs&)> num_inputs;
+  // Per-sample output shape from per-sample input shapes. Throws ShapeError
+  // with a message that does not repeat the node's name (the graph adds it).
+  std::function<Shape(const std::vector<Shape>& in, const Attrs& a)> infer;
+  std::function<Cost(const std::vector<Shape>& in, const Shape& out, const Attrs& a)> cost;
+  std::function<std::unique_ptr<Layer>(const Attrs& a, const std::vector<Shape>& in,
+                                       const Shape& out)>
+      create;
+
+  const AttrSpec* find_attr(const std::string& name) const;
+  // Attributes with every missing value filled from its default.
+  Attrs with_defaults(const Attrs& a) const;
+};
+
+class LayerRegistry {
+ public:
+  static LayerRegistry& instance();
+  void add(LayerDescriptor d);
+  const LayerDescriptor* find(const std::string& type) const;  // nullptr if unknown
+  const LayerDescriptor& get(const std::string& type) const;   // throws GraphError
+  std::vector<const LayerDescriptor*> all() const;             // sorted by category, type
+
+ private:
+  std::vector<std::unique_ptr<LayerDescriptor>> items_;
+};
+
+// Registers every built-in layer exactly once. Explicit (not static
+// initialisers) so that linking the engine as a static library keeps them.
+void register_builtin_layers();
+
+}  // namespace dc

@@ -1,0 +1,24 @@
+#pragma once
+// Threading for CPU kernels. Work is split into fixed, contiguous chunks per
+// thread so results do not depend on scheduling (bit-for-bit repeatable for a
+// given thread count).
+#include <cstdint>
+#include <functional>
+
+namespace dc {
+
+// Sets the number of threads used by kernels and by the BLAS library.
+void set_num_threads(int n);
+int num_threads();
+
+// Calls fn(begin, end) over [0, n) split into at most num_threads() chunks of
+// at least `grain` items. Runs inline when n is small.
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+// Row-major single-precision GEMM: C = alpha * op(A) * op(B) + beta * C.
+// op(A) is MxK, op(B) is KxN, C is MxN with leading dimensions lda/ldb/ldc.
+void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+           int64_t ldc);
+
+}  // namespace dc

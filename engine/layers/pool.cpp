@@ -1,0 +1,8 @@
+#include "builtin.h"
+
+namespace dc {
+
+// Placeholder until this family's layers land.
+void register_pool_layers(LayerRegistry&) {}
+
+}  // namespace dc
