@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   qt6-base-dev libqt6svg6 qt6-image-formats-plugins libqcustomplot-dev
   libopencv-dev nlohmann-json3-dev libgtest-dev libgmock-dev
-  libopenblas-openmp-dev zlib1g-dev
+  libopenblas-openmp-dev libdnnl-dev zlib1g-dev
   dataset-fashion-mnist python3 python3-torch python3-numpy
   xvfb x11-apps imagemagick xauth
   dpkg-dev lintian file

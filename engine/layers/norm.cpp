@@ -1,8 +1,221 @@
+// BatchNorm1D and BatchNorm2D, matching torch.nn.BatchNorm*d: training
+// normalises with the batch's biased variance and moves the running variance
+// towards the unbiased one; evaluation uses the running statistics. The input
+// is viewed as [N, C, S] (S = H*W, L or 1) and each channel is reduced on its
+// own thread in a fixed order, in double, so results do not depend on the
+// thread count.
+#include <deepcanvas/errors.h>
+#include <deepcanvas/parallel.h>
+#include <deepcanvas/rng.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include "builtin.h"
 
 namespace dc {
+namespace {
 
-// Placeholder until this family's layers land.
-void register_norm_layers(LayerRegistry&) {}
+class BatchNorm : public Layer {
+ public:
+  BatchNorm(int64_t channels, int64_t spatial, double momentum, double eps)
+      : C_(channels), S_(spatial), momentum_(momentum), eps_(eps) {
+    Shape s{channels};
+    auto make = [&](Param& p, const char* name, bool trainable) {
+      p.name = name;
+      p.value = Tensor(s);
+      p.trainable = trainable;
+      p.decay = false;  // norm scales and shifts are not weight-decayed
+      if (trainable) p.grad = Tensor(s);
+    };
+    make(gamma_, "weight", true);
+    make(beta_, "bias", true);
+    make(running_mean_, "running_mean", false);
+    make(running_var_, "running_var", false);
+    reset();
+  }
+
+  std::vector<Param*> params() override { return {&gamma_, &beta_, &running_mean_, &running_var_}; }
+
+  void init(Rng&) override { reset(); }
+
+  void forward(const std::vector<const Tensor*>& in, Tensor& out, RunContext& ctx) override {
+    const int64_t N = in[0]->dim(0), C = C_, S = S_, M = N * S;
+    const float* x = in[0]->f32();
+    float* y = out.f32();
+    mean_.resize(static_cast<size_t>(C));
+    invstd_.resize(static_cast<size_t>(C));
+    training_ = ctx.training;
+    const float* g = gamma_.value.f32();
+    const float* b = beta_.value.f32();
+    float* rm = running_mean_.value.f32();
+    float* rv = running_var_.value.f32();
+    parallel_for(C, 1, [&](int64_t cb, int64_t ce) {
+      for (int64_t c = cb; c < ce; ++c) {
+        double mean, var;
+        if (training_) {
+          double s = 0;
+          for (int64_t n = 0; n < N; ++n) {
+            const float* p = x + (n * C + c) * S;
+            for (int64_t i = 0; i < S; ++i) s += p[i];
+          }
+          mean = s / double(M);
+          double q = 0;
+          for (int64_t n = 0; n < N; ++n) {
+            const float* p = x + (n * C + c) * S;
+            for (int64_t i = 0; i < S; ++i) q += (p[i] - mean) * (p[i] - mean);
+          }
+          var = q / double(M);
+          // A single value per channel carries no variance estimate; PyTorch
+          // refuses it, we leave the running statistics untouched instead so
+          // a last batch of one sample does not abort training.
+          if (M > 1) {
+            rm[c] = float((1.0 - momentum_) * rm[c] + momentum_ * mean);
+            rv[c] = float((1.0 - momentum_) * rv[c] + momentum_ * q / double(M - 1));
+          }
+        } else {
+          mean = rm[c];
+          var = rv[c];
+        }
+        double inv = 1.0 / std::sqrt(var + eps_);
+        mean_[c] = float(mean);
+        invstd_[c] = float(inv);
+        // Subtracting the mean first (rather than folding it into the
+        // shift) avoids cancellation when the mean is large.
+        const float m = float(mean), scale = float(inv * g[c]), shift = b[c];
+        for (int64_t n = 0; n < N; ++n) {
+          const float* p = x + (n * C + c) * S;
+          float* q = y + (n * C + c) * S;
+          for (int64_t i = 0; i < S; ++i) q[i] = (p[i] - m) * scale + shift;
+        }
+      }
+    });
+  }
+
+  void backward(const std::vector<const Tensor*>& in, const Tensor&, const Tensor& dout,
+                const std::vector<Tensor*>& din, RunContext&) override {
+    const int64_t N = in[0]->dim(0), C = C_, S = S_, M = N * S;
+    const float* x = in[0]->f32();
+    const float* dy = dout.f32();
+    float* dx = din[0] ? din[0]->f32() : nullptr;
+    const float* g = gamma_.value.f32();
+    float* dg = gamma_.grad.f32();
+    float* db = beta_.grad.f32();
+    parallel_for(C, 1, [&](int64_t cb, int64_t ce) {
+      for (int64_t c = cb; c < ce; ++c) {
+        const double mean = mean_[c], inv = invstd_[c];
+        double sdy = 0, sdyx = 0;  // sum(dy), sum(dy * xhat)
+        for (int64_t n = 0; n < N; ++n) {
+          const float* p = x + (n * C + c) * S;
+          const float* d = dy + (n * C + c) * S;
+          for (int64_t i = 0; i < S; ++i) {
+            sdy += d[i];
+            sdyx += d[i] * (p[i] - mean) * inv;
+          }
+        }
+        dg[c] += float(sdyx);
+        db[c] += float(sdy);
+        if (!dx) continue;
+        const double k = g[c] * inv;
+        // In training the batch statistics depend on x too, which removes
+        // the mean of dy and its projection on xhat; in evaluation they are
+        // constants.
+        const float a = float(k);
+        const float b0 = training_ ? float(-k * sdy / double(M)) : 0.f;
+        const float b1 = training_ ? float(-k * sdyx / double(M) * inv) : 0.f;
+        const float m = float(mean);
+        for (int64_t n = 0; n < N; ++n) {
+          const float* p = x + (n * C + c) * S;
+          const float* d = dy + (n * C + c) * S;
+          float* o = dx + (n * C + c) * S;
+          for (int64_t i = 0; i < S; ++i) o[i] += a * d[i] + b0 + b1 * (p[i] - m);
+        }
+      }
+    });
+  }
+
+ private:
+  void reset() {
+    gamma_.value.fill(1.f);
+    beta_.value.zero();
+    running_mean_.value.zero();
+    running_var_.value.fill(1.f);
+  }
+
+  int64_t C_, S_;
+  double momentum_, eps_;
+  Param gamma_, beta_, running_mean_, running_var_;
+  std::vector<float> mean_, invstd_;  // from the last forward, for backward
+  bool training_ = true;
+};
+
+std::vector<AttrSpec> bn_attrs() {
+  return {
+      {"momentum",
+       AttrType::Float,
+       0.1,
+       0,
+       1,
+       {},
+       "Weight of the current batch in the running statistics (PyTorch's convention)"},
+      {"eps", AttrType::Float, 1e-5, 0, 1, {}, "Added to the variance for numerical stability"},
+  };
+}
+
+// Channels and values per channel from the per-sample shape.
+void bn_layout(const std::string& type, const Shape& s, int64_t& C, int64_t& S) {
+  if (type == "BatchNorm2D") {
+    if (s.rank() != 3)
+      throw ShapeError("expects a 3-D input (channels×height×width) but got " + s.str() +
+                       (s.rank() < 3 ? "; use BatchNorm1D for features or sequences" : ""));
+    C = s[0];
+    S = s[1] * s[2];
+  } else {
+    if (s.rank() != 1 && s.rank() != 2)
+      throw ShapeError("expects features (F) or channels×length (C×L) but got " + s.str() +
+                       (s.rank() == 3 ? "; use BatchNorm2D for images" : ""));
+    C = s[0];
+    S = s.rank() == 2 ? s[1] : 1;
+  }
+}
+
+LayerDescriptor batch_norm(const std::string& type, const std::string& help) {
+  LayerDescriptor d;
+  d.type = type;
+  d.category = "Normalization";
+  d.help = help;
+  d.attrs = bn_attrs();
+  d.num_inputs = [](const Attrs&) { return 1; };
+  d.infer = [type](const std::vector<Shape>& in, const Attrs&) {
+    if (in.size() != 1) throw ShapeError("expects exactly one input");
+    int64_t C, S;
+    bn_layout(type, in[0], C, S);
+    return in[0];
+  };
+  // After folding the statistics, one multiply-add per value.
+  d.cost = [type](const std::vector<Shape>& in, const Shape&, const Attrs&) {
+    int64_t C, S;
+    bn_layout(type, in[0], C, S);
+    return Cost{2 * C, C * S};
+  };
+  d.create = [type](const Attrs& attrs, const std::vector<Shape>& in, const Shape&) {
+    Attrs a = LayerRegistry::instance().get(type).with_defaults(attrs);
+    int64_t C, S;
+    bn_layout(type, in[0], C, S);
+    return std::unique_ptr<Layer>(new BatchNorm(C, S, a.f("momentum"), a.f("eps")));
+  };
+  return d;
+}
+
+}  // namespace
+
+void register_norm_layers(LayerRegistry& r) {
+  r.add(batch_norm("BatchNorm2D",
+                   "Normalises each channel over the batch and image (like torch.nn.BatchNorm2d)"));
+  r.add(batch_norm("BatchNorm1D",
+                   "Normalises each feature (F) or channel (C×L) over the batch (like "
+                   "torch.nn.BatchNorm1d)"));
+}
 
 }  // namespace dc

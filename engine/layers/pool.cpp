@@ -1,8 +1,301 @@
+// MaxPool2D, AvgPool2D and GlobalAvgPool2D with PyTorch's semantics
+// (floor output size, padding at most half the kernel, average pooling counts
+// the zero padding). Every (sample, channel) plane is independent, so kernels
+// parallelise over planes and need no reduction.
+#include <deepcanvas/errors.h>
+#include <deepcanvas/parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
 #include "builtin.h"
 
 namespace dc {
+namespace {
 
-// Placeholder until this family's layers land.
-void register_pool_layers(LayerRegistry&) {}
+std::string num(int64_t v) {
+  return std::to_string(v);
+}
+std::string pair_str(int64_t a, int64_t b) {
+  return num(a) + "×" + num(b);
+}
+
+void require_chw(const std::vector<Shape>& in) {
+  if (in.size() != 1) throw ShapeError("expects exactly one input");
+  const Shape& s = in[0];
+  if (s.rank() == 3) return;
+  std::string msg = "expects a 3-D input (channels×height×width) but got " + s.str();
+  if (s.rank() == 1)
+    msg += "; pooling works on images, so put it before the Flatten (or use a Reshape)";
+  else if (s.rank() == 2)
+    msg += "; add a Reshape to channels×height×width (e.g. 1×" + num(s[0]) + "×" + num(s[1]) + ")";
+  throw ShapeError(msg);
+}
+
+struct PoolGeom {
+  int64_t C = 0, H = 0, W = 0, KH = 0, KW = 0, SH = 1, SW = 1, PH = 0, PW = 0, OH = 0, OW = 0;
+  int64_t HW() const { return H * W; }
+  int64_t OHW() const { return OH * OW; }
+};
+
+PoolGeom pool_geom(const std::vector<Shape>& in, const Attrs& a) {
+  require_chw(in);
+  PoolGeom g;
+  g.C = in[0][0];
+  g.H = in[0][1];
+  g.W = in[0][2];
+  const auto& k = a.ints("kernel");
+  const auto& s = a.ints("stride");
+  const auto& p = a.ints("padding");
+  g.KH = k[0];
+  g.KW = k[1];
+  g.SH = s[0];
+  g.SW = s[1];
+  g.PH = p[0];
+  g.PW = p[1];
+  // More padding than half the window would allow windows made only of
+  // padding; PyTorch refuses it for the same reason.
+  if (2 * g.PH > g.KH || 2 * g.PW > g.KW)
+    throw ShapeError("padding " + pair_str(g.PH, g.PW) + " is more than half the " +
+                     pair_str(g.KH, g.KW) + " kernel; use at most " + pair_str(g.KH / 2, g.KW / 2));
+  int64_t ph = g.H + 2 * g.PH, pw = g.W + 2 * g.PW;
+  if (g.KH > ph || g.KW > pw)
+    throw ShapeError("the " + pair_str(g.KH, g.KW) + " window is larger than the " +
+                     pair_str(g.H, g.W) + " input" +
+                     (g.PH || g.PW ? " padded to " + pair_str(ph, pw) : std::string()) +
+                     ", so the output would be empty; use a smaller kernel or remove a pooling "
+                     "layer before it");
+  g.OH = (ph - g.KH) / g.SH + 1;
+  g.OW = (pw - g.KW) / g.SW + 1;
+  return g;
+}
+
+class MaxPool2D : public Layer {
+ public:
+  explicit MaxPool2D(const PoolGeom& g) : g_(g) {}
+
+  void forward(const std::vector<const Tensor*>& in, Tensor& out, RunContext&) override {
+    const int64_t planes = in[0]->dim(0) * g_.C;
+    const float* x = in[0]->f32();
+    float* y = out.f32();
+    argmax_.resize(static_cast<size_t>(planes * g_.OHW()));
+    int32_t* am = argmax_.data();
+    parallel_for(planes, 4, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) {
+        const float* xp = x + p * g_.HW();
+        float* yp = y + p * g_.OHW();
+        int32_t* ap = am + p * g_.OHW();
+        for (int64_t oh = 0; oh < g_.OH; ++oh) {
+          int64_t h0 = oh * g_.SH - g_.PH;
+          int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h0 + g_.KH, g_.H);
+          for (int64_t ow = 0; ow < g_.OW; ++ow) {
+            int64_t w0 = ow * g_.SW - g_.PW;
+            int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w0 + g_.KW, g_.W);
+            int64_t best = hs * g_.W + ws;
+            float m = xp[best];
+            for (int64_t h = hs; h < he; ++h)
+              for (int64_t w = ws; w < we; ++w) {
+                float v = xp[h * g_.W + w];
+                // First maximum wins and NaN propagates, as in PyTorch.
+                if (v > m || std::isnan(v)) {
+                  m = v;
+                  best = h * g_.W + w;
+                }
+              }
+            yp[oh * g_.OW + ow] = m;
+            ap[oh * g_.OW + ow] = static_cast<int32_t>(best);
+          }
+        }
+      }
+    });
+  }
+
+  void backward(const std::vector<const Tensor*>& in, const Tensor&, const Tensor& dout,
+                const std::vector<Tensor*>& din, RunContext&) override {
+    if (!din[0]) return;
+    const int64_t planes = in[0]->dim(0) * g_.C;
+    const float* dy = dout.f32();
+    float* dx = din[0]->f32();
+    const int32_t* am = argmax_.data();
+    parallel_for(planes, 4, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) {
+        float* dxp = dx + p * g_.HW();
+        for (int64_t i = p * g_.OHW(); i < (p + 1) * g_.OHW(); ++i) dxp[am[i]] += dy[i];
+      }
+    });
+  }
+
+ private:
+  PoolGeom g_;
+  std::vector<int32_t> argmax_;  // index within the input plane, per output
+};
+
+class AvgPool2D : public Layer {
+ public:
+  explicit AvgPool2D(const PoolGeom& g) : g_(g) {}
+
+  // With floor sizing and padding <= kernel/2 every window lies inside the
+  // padded input, so count_include_pad=True always divides by the full
+  // window size.
+  void forward(const std::vector<const Tensor*>& in, Tensor& out, RunContext&) override {
+    const int64_t planes = in[0]->dim(0) * g_.C;
+    const float* x = in[0]->f32();
+    float* y = out.f32();
+    const float inv = 1.0f / float(g_.KH * g_.KW);
+    parallel_for(planes, 4, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) {
+        const float* xp = x + p * g_.HW();
+        float* yp = y + p * g_.OHW();
+        for (int64_t oh = 0; oh < g_.OH; ++oh) {
+          int64_t h0 = oh * g_.SH - g_.PH;
+          int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h0 + g_.KH, g_.H);
+          for (int64_t ow = 0; ow < g_.OW; ++ow) {
+            int64_t w0 = ow * g_.SW - g_.PW;
+            int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w0 + g_.KW, g_.W);
+            float s = 0.f;
+            for (int64_t h = hs; h < he; ++h)
+              for (int64_t w = ws; w < we; ++w) s += xp[h * g_.W + w];
+            yp[oh * g_.OW + ow] = s * inv;
+          }
+        }
+      }
+    });
+  }
+
+  void backward(const std::vector<const Tensor*>& in, const Tensor&, const Tensor& dout,
+                const std::vector<Tensor*>& din, RunContext&) override {
+    if (!din[0]) return;
+    const int64_t planes = in[0]->dim(0) * g_.C;
+    const float* dy = dout.f32();
+    float* dx = din[0]->f32();
+    const float inv = 1.0f / float(g_.KH * g_.KW);
+    parallel_for(planes, 4, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) {
+        float* dxp = dx + p * g_.HW();
+        const float* dyp = dy + p * g_.OHW();
+        for (int64_t oh = 0; oh < g_.OH; ++oh) {
+          int64_t h0 = oh * g_.SH - g_.PH;
+          int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h0 + g_.KH, g_.H);
+          for (int64_t ow = 0; ow < g_.OW; ++ow) {
+            int64_t w0 = ow * g_.SW - g_.PW;
+            int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w0 + g_.KW, g_.W);
+            float v = dyp[oh * g_.OW + ow] * inv;
+            for (int64_t h = hs; h < he; ++h)
+              for (int64_t w = ws; w < we; ++w) dxp[h * g_.W + w] += v;
+          }
+        }
+      }
+    });
+  }
+
+ private:
+  PoolGeom g_;
+};
+
+class GlobalAvgPool2D : public Layer {
+ public:
+  explicit GlobalAvgPool2D(int64_t hw) : hw_(hw) {}
+
+  void forward(const std::vector<const Tensor*>& in, Tensor& out, RunContext&) override {
+    const float* x = in[0]->f32();
+    float* y = out.f32();
+    const int64_t hw = hw_;
+    const float inv = 1.0f / float(hw);
+    parallel_for(out.numel(), 16, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) {
+        const float* xp = x + p * hw;
+        float s = 0.f;
+        for (int64_t i = 0; i < hw; ++i) s += xp[i];
+        y[p] = s * inv;
+      }
+    });
+  }
+
+  void backward(const std::vector<const Tensor*>&, const Tensor&, const Tensor& dout,
+                const std::vector<Tensor*>& din, RunContext&) override {
+    if (!din[0]) return;
+    const float* dy = dout.f32();
+    float* dx = din[0]->f32();
+    const int64_t hw = hw_;
+    const float inv = 1.0f / float(hw);
+    parallel_for(dout.numel(), 16, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) {
+        float v = dy[p] * inv;
+        float* dxp = dx + p * hw;
+        for (int64_t i = 0; i < hw; ++i) dxp[i] += v;
+      }
+    });
+  }
+
+ private:
+  int64_t hw_;
+};
+
+std::vector<AttrSpec> window_attrs() {
+  auto pair = [](int64_t a, int64_t b) { return AttrValue(std::vector<int64_t>{a, b}); };
+  return {
+      {"kernel", AttrType::IntPair, pair(2, 2), 1, 64, {}, "Window height×width"},
+      {"stride", AttrType::IntPair, pair(2, 2), 1, 64, {}, "Step between windows, rows×columns"},
+      {"padding",
+       AttrType::IntPair,
+       pair(0, 0),
+       0,
+       32,
+       {},
+       "Padding on each side, rows×columns (at most half the kernel)"},
+  };
+}
+
+template <typename L>
+LayerDescriptor window_pool(const std::string& type, const std::string& help) {
+  LayerDescriptor d;
+  d.type = type;
+  d.category = "Pooling";
+  d.help = help;
+  d.attrs = window_attrs();
+  d.num_inputs = [](const Attrs&) { return 1; };
+  d.infer = [type](const std::vector<Shape>& in, const Attrs& a) {
+    PoolGeom g = pool_geom(in, LayerRegistry::instance().get(type).with_defaults(a));
+    return Shape{g.C, g.OH, g.OW};
+  };
+  // One comparison (max) or addition (average) per window element.
+  d.cost = [type](const std::vector<Shape>& in, const Shape&, const Attrs& a) {
+    PoolGeom g = pool_geom(in, LayerRegistry::instance().get(type).with_defaults(a));
+    return Cost{0, g.C * g.OHW() * g.KH * g.KW};
+  };
+  d.create = [type](const Attrs& a, const std::vector<Shape>& in, const Shape&) {
+    return std::unique_ptr<Layer>(
+        new L(pool_geom(in, LayerRegistry::instance().get(type).with_defaults(a))));
+  };
+  return d;
+}
+
+}  // namespace
+
+void register_pool_layers(LayerRegistry& r) {
+  r.add(window_pool<MaxPool2D>("MaxPool2D", "Maximum over each window (like torch.nn.MaxPool2d)"));
+  r.add(window_pool<AvgPool2D>(
+      "AvgPool2D", "Average over each window, padding counted as zeros (like torch.nn.AvgPool2d)"));
+
+  LayerDescriptor g;
+  g.type = "GlobalAvgPool2D";
+  g.category = "Pooling";
+  g.help = "Average of each channel over height×width: channels×H×W becomes channels";
+  g.num_inputs = [](const Attrs&) { return 1; };
+  g.infer = [](const std::vector<Shape>& in, const Attrs&) {
+    require_chw(in);
+    return Shape{in[0][0]};
+  };
+  g.cost = [](const std::vector<Shape>& in, const Shape&, const Attrs&) {
+    return Cost{0, in[0].numel()};
+  };
+  g.create = [](const Attrs&, const std::vector<Shape>& in, const Shape&) {
+    return std::unique_ptr<Layer>(new GlobalAvgPool2D(in[0][1] * in[0][2]));
+  };
+  r.add(std::move(g));
+}
 
 }  // namespace dc

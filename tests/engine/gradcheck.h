@@ -14,8 +14,8 @@
 namespace dc::test {
 
 struct GradCheckOptions {
-  float eps = 1e-2f;       // step; float32 forwards need a fairly large one
-  float rtol = 2e-2f;      // |a - n| <= atol + rtol * max(|a|, |n|)
+  float eps = 1e-2f;   // step; float32 forwards need a fairly large one
+  float rtol = 2e-2f;  // |a - n| <= atol + rtol * max(|a|, |n|)
   float atol = 2e-3f;
   float input_lo = -1.0f;  // inputs drawn uniformly from [lo, hi]
   float input_hi = 1.0f;
@@ -55,7 +55,10 @@ inline void check_layer_gradients(const std::string& type, const Attrs& attrs,
     Tensor t(s.with_batch(n));
     for (int64_t i = 0; i < t.numel(); ++i) {
       float v = rng.uniform(o.input_lo, o.input_hi);
-      if (o.distinct_inputs) v = o.input_lo + (o.input_hi - o.input_lo) * float((i * 7919) % t.numel()) / float(t.numel()) + 1e-4f * rng.uniform();
+      if (o.distinct_inputs)
+        v = o.input_lo +
+            (o.input_hi - o.input_lo) * float((i * 7919) % t.numel()) / float(t.numel()) +
+            1e-4f * rng.uniform();
       t.f32()[i] = v;
     }
     inputs.push_back(std::move(t));
@@ -108,7 +111,8 @@ inline void check_layer_gradients(const std::string& type, const Attrs& attrs,
     }
     run_forward();  // restore layer state
   };
-  for (size_t k = 0; k < inputs.size(); ++k) check_tensor(inputs[k], din[k], "d_input" + std::to_string(k));
+  for (size_t k = 0; k < inputs.size(); ++k)
+    check_tensor(inputs[k], din[k], "d_input" + std::to_string(k));
   for (Param* p : layer->params())
     if (p->trainable) check_tensor(p->value, p->grad, "d_" + p->name);
 }

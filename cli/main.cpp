@@ -1,0 +1,430 @@
+// deepcanvas-cli: train, evaluate and inspect DeepCanvas projects without the
+// desktop app. Every failure prints one message (naming the file, node or
+// field) and exits non-zero; nothing is written unless it succeeds.
+#include <deepcanvas/errors.h>
+#include <deepcanvas/io.h>
+#include <deepcanvas/parallel.h>
+#include <deepcanvas/project.h>
+#include <deepcanvas/trainer.h>
+
+#include <unistd.h>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "args.h"
+#include "predict.h"
+
+#ifndef DC_VERSION
+#define DC_VERSION "0.0.0"
+#endif
+
+namespace dc::cli {
+namespace {
+
+using json = nlohmann::json;
+
+const char* kUsage =
+    "usage: deepcanvas-cli COMMAND [options]\n"
+    "\n"
+    "commands:\n"
+    "  train PROJECT     train the project's network on its dataset\n"
+    "      --epochs N --batch N --lr X --seed N --threads N --device cpu\n"
+    "      --data DIR (IDX folder, or 'fashion-mnist' for Debian's full set)\n"
+    "      --checkpoint FILE (save the trained model) --checkpoint-dir DIR (per epoch)\n"
+    "      --resume FILE --val-split F --steps-per-epoch N --json --quiet\n"
+    "  eval PROJECT --checkpoint FILE [--data DIR] [--batch N] [--json]\n"
+    "  predict PROJECT --checkpoint FILE (IMAGE... | --index N [--data DIR]) [--top K]\n"
+    "  summary PROJECT [--batch N] [--json]\n"
+    "  devices           list compute devices\n"
+    "  --version         print the version and build options\n";
+
+double peak_rss_mb() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return 0;
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (b >= 1024 && u < 3) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+  return buf;
+}
+
+std::string human_count(double n) {
+  char buf[32];
+  if (n >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.2fG", n / 1e9);
+  else if (n >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2fM", n / 1e6);
+  else if (n >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.1fk", n / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f", n);
+  return buf;
+}
+
+std::string clock_text(double s) {
+  if (!std::isfinite(s) || s < 0) return "--:--";
+  int t = int(s + 0.5);
+  char buf[32];
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%02d:%02d", t / 60, t % 60);
+  return buf;
+}
+
+void check_device(const std::string& dev) {
+  if (dev == "cpu" || dev.empty()) return;
+  if (dev.rfind("cuda", 0) == 0)
+    throw Error("device '" + dev +
+                "' is not available: this build of DeepCanvas has no CUDA backend yet, "
+                "so training runs on the CPU (use --device cpu)");
+  throw Error("unknown device '" + dev + "' (use cpu)");
+}
+
+struct LoadedData {
+  std::shared_ptr<Dataset> train, test;
+  std::string dir;
+};
+
+LoadedData load_data(const Project& p, const std::string& override_dir) {
+  LoadedData d;
+  d.dir = resolve_dataset_dir(p, override_dir);
+  TrainTest tt = d.dir.find("fashion") != std::string::npos ? load_fashion_mnist(d.dir)
+                                                            : load_idx_folder(d.dir);
+  d.train = std::make_shared<Dataset>(std::move(tt.train));
+  d.test = std::make_shared<Dataset>(std::move(tt.test));
+  return d;
+}
+
+Project load(const Args& a) {
+  if (a.positional.empty()) throw Error("missing PROJECT (a .dcproj file)");
+  return load_project(a.positional[0]);
+}
+
+int cmd_train(const Args& a) {
+  Project p = load(a);
+  TrainConfig c = p.training;
+  c.epochs = a.get_int("epochs", c.epochs, 1, 100000);
+  c.batch = a.get_int("batch", c.batch, 1, 1 << 20);
+  c.optimizer.lr = a.get_double("lr", c.optimizer.lr, 1e-12, 1e6);
+  c.seed = static_cast<uint64_t>(a.get_int("seed", int64_t(c.seed), 0, INT64_MAX));
+  c.threads = int(a.get_int("threads", c.threads, 0, 1024));
+  c.val_split = a.get_double("val-split", c.val_split, 0, 0.99);
+  c.steps_per_epoch_limit = a.get_int("steps-per-epoch", 0, 0, INT64_MAX);
+  c.device = a.get("device", c.device);
+  c.checkpoint_dir = a.get("checkpoint-dir", "");
+  c.resume = a.get("resume", "");
+  std::string out_ckpt = a.get("checkpoint", "");
+  bool as_json = a.flag("json"), quiet = a.flag("quiet");
+  check_device(c.device);
+  LoadedData data = load_data(p, a.get("data", ""));
+
+  Trainer t(p.graph, c, data.train, data.test);
+  bool tty = isatty(STDERR_FILENO) && !quiet;
+  if (!quiet)
+    std::fprintf(stderr, "Training '%s' on %s (%lld train / %lld test samples, %d threads)\n",
+                 p.name.c_str(), data.dir.c_str(), (long long)data.train->size(),
+                 (long long)data.test->size(), num_threads());
+  t.start();
+  auto last_print = std::chrono::steady_clock::now() - std::chrono::seconds(10);
+  int last_pct = -1;
+  bool done = false;
+  while (!done) {
+    auto ev = t.events().pop(std::chrono::milliseconds(200));
+    if (!ev) continue;
+    const TrainEvent& e = *ev;
+    switch (e.kind) {
+      case TrainEvent::Kind::Step: {
+        if (quiet) break;
+        auto now = std::chrono::steady_clock::now();
+        int pct =
+            int(100.0 * double(e.step_in_epoch) / double(std::max<int64_t>(1, e.steps_per_epoch)));
+        bool due =
+            tty ? now - last_print > std::chrono::milliseconds(100) : pct / 25 != last_pct / 25;
+        if (!due && e.step_in_epoch != e.steps_per_epoch) break;
+        last_print = now;
+        last_pct = pct;
+        int width = 24, fill = pct * width / 100;
+        std::string bar(fill, '#');
+        bar += std::string(width - fill, '.');
+        std::fprintf(stderr,
+                     "%sepoch %d/%d [%s] %3d%%  loss %.4f  acc %.2f%%  %.0f samples/s  ETA %s%s",
+                     tty ? "\r" : "", e.epoch, e.epochs, bar.c_str(), pct, e.loss, 100 * e.accuracy,
+                     e.samples_per_s, clock_text(e.eta_s).c_str(), tty ? "\033[K" : "\n");
+        break;
+      }
+      case TrainEvent::Kind::Epoch:
+        if (!quiet) {
+          std::fprintf(stderr, "%sepoch %d/%d: train loss %.4f acc %.2f%%", tty ? "\r\033[K" : "",
+                       e.epoch, e.epochs, e.train_loss, 100 * e.train_accuracy);
+          if (std::isfinite(e.val_accuracy))
+            std::fprintf(stderr, " | val loss %.4f acc %.2f%%", e.val_loss, 100 * e.val_accuracy);
+          if (std::isfinite(e.test_accuracy))
+            std::fprintf(stderr, " | test loss %.4f acc %.2f%%", e.test_loss,
+                         100 * e.test_accuracy);
+          std::fprintf(stderr, " | %.0f samples/s%s\n", e.samples_per_s, e.best ? " *" : "");
+          if (!e.message.empty()) std::fprintf(stderr, "%s\n", e.message.c_str());
+        }
+        break;
+      case TrainEvent::Kind::Checkpoint:
+        if (!quiet) std::fprintf(stderr, "checkpoint written: %s\n", e.message.c_str());
+        break;
+      case TrainEvent::Kind::Finished:
+      case TrainEvent::Kind::Failed:
+      case TrainEvent::Kind::Cancelled:
+        done = true;
+        break;
+      default:
+        break;
+    }
+  }
+  t.wait();
+  const TrainResult& r = t.result();
+  if (!r.ok) throw Error("training failed: " + r.error);
+  if (!out_ckpt.empty()) {
+    t.save_checkpoint(out_ckpt, r.epochs_run, 0);
+    if (!quiet) std::fprintf(stderr, "model saved to %s\n", out_ckpt.c_str());
+  }
+  if (as_json) {
+    json j = {{"test_accuracy", r.test_accuracy},
+              {"test_top5", r.test_top5},
+              {"test_loss", r.test_loss},
+              {"train_samples_per_s", r.train_samples_per_s},
+              {"epochs", r.epochs_run},
+              {"best_epoch", r.best_epoch},
+              {"train_seconds", r.train_seconds},
+              {"final_train_loss", r.final_train_loss},
+              {"batch", c.batch},
+              {"threads", num_threads()},
+              {"peak_rss_mb", peak_rss_mb()}};
+    if (std::isfinite(r.val_accuracy)) j["val_accuracy"] = r.val_accuracy;
+    std::cout << j.dump() << std::endl;
+  } else {
+    std::printf("test accuracy %.2f%% (top-5 %.2f%%), %d epochs, %.1f s training, %.0f samples/s\n",
+                100 * r.test_accuracy, 100 * r.test_top5, r.epochs_run, r.train_seconds,
+                r.train_samples_per_s);
+  }
+  return 0;
+}
+
+// Loads the project, a checkpoint into a plan, and returns both.
+struct Loaded {
+  Project project;
+  std::unique_ptr<Plan> plan;
+  CheckpointInfo ck;
+  float mean = 0, stddev = 1;
+  std::vector<std::string> class_names;
+};
+
+Loaded load_trained(const Args& a, int64_t batch) {
+  Loaded l;
+  l.project = load(a);
+  std::string ck = a.get("checkpoint", "");
+  if (ck.empty()) throw Error("missing --checkpoint FILE (written by 'train --checkpoint')");
+  l.plan = std::make_unique<Plan>(l.project.graph, batch);
+  l.ck = read_checkpoint(ck);
+  l.plan->load_state(l.ck.model, ck);
+  try {
+    l.mean = std::stof(l.ck.metadata.at("mean"));
+    l.stddev = std::stof(l.ck.metadata.at("stddev"));
+    auto names = json::parse(l.ck.metadata.at("class_names"), nullptr, false);
+    if (names.is_array())
+      for (auto& n : names)
+        if (n.is_string()) l.class_names.push_back(n);
+  } catch (const std::exception&) {
+    throw IoError(ck + ": checkpoint metadata lacks the input normalisation (mean/stddev)");
+  }
+  return l;
+}
+
+int cmd_eval(const Args& a) {
+  int64_t batch = a.get_int("batch", 256, 1, 1 << 20);
+  set_num_threads(int(a.get_int("threads", 0, 0, 1024)));
+  Loaded l = load_trained(a, batch);
+  LoadedData d = load_data(l.project, a.get("data", ""));
+  d.test->mean = l.mean;
+  d.test->stddev = l.stddev;
+  auto loss = make_loss(l.project.training.loss, float(l.project.training.label_smoothing));
+  EvalResult r = evaluate(*l.plan, *d.test, {}, batch, *loss);
+  if (a.flag("json")) {
+    json j = {{"test_accuracy", r.top1},
+              {"test_top5", r.top5},
+              {"test_loss", r.loss},
+              {"samples", r.samples},
+              {"confusion", r.confusion}};
+    std::cout << j.dump() << std::endl;
+    return 0;
+  }
+  std::printf("%lld test samples: accuracy %.2f%%, top-5 %.2f%%, loss %.4f\n", (long long)r.samples,
+              100 * r.top1, 100 * r.top5, r.loss);
+  std::printf("confusion matrix (rows: true class, columns: predicted):\n");
+  for (size_t i = 0; i < r.confusion.size(); ++i) {
+    std::printf("%14s",
+                i < l.class_names.size() ? l.class_names[i].c_str() : std::to_string(i).c_str());
+    for (int64_t v : r.confusion[i]) std::printf(" %5lld", (long long)v);
+    std::printf("\n");
+  }
+  return 0;
+}
+
+int cmd_predict(const Args& a) {
+  Loaded l = load_trained(a, 1);
+  int top = int(a.get_int("top", 5, 1, 1000));
+  std::vector<std::pair<std::string, Tensor>> inputs;  // label, [1, ...input]
+  const Shape& in = l.plan->input_shape();
+  if (a.has("index")) {
+    LoadedData d = load_data(l.project, a.get("data", ""));
+    int64_t i = a.get_int("index", 0, 0, d.test->size() - 1);
+    d.test->mean = l.mean;
+    d.test->stddev = l.stddev;
+    Tensor x(in.with_batch(1));
+    int32_t label;
+    d.test->gather(&i, 1, x.f32(), &label);
+    std::string truth =
+        label < int(l.class_names.size()) ? l.class_names[label] : std::to_string(label);
+    inputs.emplace_back("test sample " + std::to_string(i) + " (true class: " + truth + ")", x);
+  }
+  for (size_t k = 1; k < a.positional.size(); ++k)
+    inputs.emplace_back(a.positional[k], load_image_input(a.positional[k], in, l.mean, l.stddev));
+  if (inputs.empty()) throw Error("nothing to predict: give image files or --index N");
+  RunContext ctx{false, nullptr};
+  for (auto& [what, x] : inputs) {
+    const Tensor& out = l.plan->forward(x, ctx);
+    int c = int(out.numel());
+    std::vector<double> prob(c);
+    double mx = -1e30, sum = 0;
+    for (int i = 0; i < c; ++i) mx = std::max(mx, double(out.f32()[i]));
+    for (int i = 0; i < c; ++i) sum += prob[i] = std::exp(double(out.f32()[i]) - mx);
+    std::vector<int> order(c);
+    for (int i = 0; i < c; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return prob[x] > prob[y]; });
+    std::printf("%s\n", what.c_str());
+    for (int k = 0; k < std::min(top, c); ++k) {
+      int i = order[k];
+      std::string name =
+          i < int(l.class_names.size()) ? l.class_names[i] : "class " + std::to_string(i);
+      std::printf("  %-14s %6.2f%%\n", name.c_str(), 100 * prob[i] / sum);
+    }
+  }
+  return 0;
+}
+
+int cmd_summary(const Args& a) {
+  Project p = load(a);
+  int64_t batch = a.get_int("batch", p.training.batch, 1, 1 << 20);
+  Plan plan(p.graph, 1);
+  auto rows = plan.summary();
+  int64_t params = 0, macs = 0, act = 0;
+  for (auto& r : rows) {
+    params += r.cost.params;
+    macs += r.cost.macs;
+    if (r.type != "Input") act += r.activation_bytes;
+  }
+  int64_t train_bytes = plan.activation_bytes(batch, true) + plan.parameter_bytes() * 4;
+  if (a.flag("json")) {
+    json layers = json::array();
+    for (auto& r : rows)
+      layers.push_back({{"name", r.name},
+                        {"type", r.type},
+                        {"output", r.out.dims()},
+                        {"params", r.cost.params},
+                        {"macs", r.cost.macs},
+                        {"activation_bytes", r.activation_bytes}});
+    std::cout << json{{"layers", layers}, {"params", params},
+                      {"macs", macs},     {"activation_bytes_per_sample", act},
+                      {"batch", batch},   {"training_bytes", train_bytes}}
+                     .dump(2)
+              << std::endl;
+    return 0;
+  }
+  std::printf("%-16s %-16s %-14s %12s %12s %12s\n", "layer", "type", "output", "params", "MACs",
+              "act/sample");
+  for (auto& r : rows)
+    std::printf("%-16s %-16s %-14s %12s %12s %12s\n", r.name.c_str(), r.type.c_str(),
+                r.out.str(true).c_str(), human_count(double(r.cost.params)).c_str(),
+                human_count(double(r.cost.macs)).c_str(),
+                human_bytes(double(r.activation_bytes)).c_str());
+  std::printf("total: %s parameters (%s), %s MACs per sample, %s activations per sample\n",
+              human_count(double(params)).c_str(), human_bytes(double(params) * 4).c_str(),
+              human_count(double(macs)).c_str(), human_bytes(double(act)).c_str());
+  std::printf(
+      "training at batch %lld needs about %s (activations and their gradients, "
+      "weights, gradients and Adam state)\n",
+      (long long)batch, human_bytes(double(train_bytes)).c_str());
+  return 0;
+}
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+int cmd_devices(const Args&) {
+  std::printf("cpu      %s, %u hardware threads\n", cpu_model().c_str(),
+              std::thread::hardware_concurrency());
+  std::printf("cuda     not available: this build has no CUDA backend yet\n");
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (cmd == "--version") {
+    std::printf("deepcanvas-cli %s (CUDA: off, OpenCV: %s, BLAS: OpenBLAS)\n", DC_VERSION,
+                opencv_enabled() ? "on" : "off");
+    return 0;
+  }
+  register_builtin_layers();
+  Args a = parse_args(argc - 2, argv + 2);
+  if (cmd == "train") return cmd_train(a);
+  if (cmd == "eval") return cmd_eval(a);
+  if (cmd == "predict") return cmd_predict(a);
+  if (cmd == "summary") return cmd_summary(a);
+  if (cmd == "devices") return cmd_devices(a);
+  std::fprintf(stderr, "deepcanvas-cli: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
+  return 2;
+}
+
+}  // namespace
+}  // namespace dc::cli
+
+int main(int argc, char** argv) {
+  try {
+    return dc::cli::run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "deepcanvas-cli: out of memory\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "deepcanvas-cli: %s\n", e.what());
+  }
+  return 1;
+}

@@ -1,0 +1,48 @@
+#include "predict.h"
+
+#include <deepcanvas/errors.h>
+
+#ifdef DC_HAVE_OPENCV
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#endif
+
+namespace dc::cli {
+
+#ifdef DC_HAVE_OPENCV
+bool opencv_enabled() {
+  return true;
+}
+
+Tensor load_image_input(const std::string& path, const Shape& in, float mean, float stddev) {
+  if (in.rank() != 3 || (in[0] != 1 && in[0] != 3))
+    throw Error("the network's input is " + in.str() +
+                ", not an image (channels×height×width with 1 or 3 channels)");
+  cv::Mat img = cv::imread(path, in[0] == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
+  if (img.empty())
+    throw IoError(path + ": cannot be read as an image (missing, unreadable or not an image)");
+  cv::Mat resized;
+  cv::resize(img, resized, cv::Size(int(in[2]), int(in[1])), 0, 0, cv::INTER_AREA);
+  if (in[0] == 3) cv::cvtColor(resized, resized, cv::COLOR_BGR2RGB);
+  Tensor x(in.with_batch(1));
+  const int64_t hw = in[1] * in[2];
+  for (int64_t y = 0; y < in[1]; ++y)
+    for (int64_t xx = 0; xx < in[2]; ++xx)
+      for (int64_t c = 0; c < in[0]; ++c) {
+        float p = resized.ptr<uint8_t>(int(y))[xx * in[0] + c] / 255.0f;
+        x.f32()[c * hw + y * in[2] + xx] = (p - mean) / stddev;
+      }
+  return x;
+}
+#else
+bool opencv_enabled() {
+  return false;
+}
+
+Tensor load_image_input(const std::string& path, const Shape&, float, float) {
+  throw Error("cannot read " + path +
+              ": this build has no OpenCV; use --index N to predict a test sample");
+}
+#endif
+
+}  // namespace dc::cli

@@ -1,0 +1,175 @@
+// In-memory datasets: gathering normalised batches, statistics, splits and
+// the IDX folder layout.
+#include <deepcanvas/data.h>
+#include <deepcanvas/errors.h>
+#include <deepcanvas/rng.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+namespace dc {
+
+void Dataset::gather(const int64_t* idx, int64_t n, float* x, int32_t* out_labels) const {
+  const int64_t per = sample_shape.numel();
+  const int64_t count = size();
+  const bool u8 = !pixels.empty() || values.empty();
+  const int64_t stored =
+      u8 ? static_cast<int64_t>(pixels.size()) : static_cast<int64_t>(values.size());
+  if (stored != count * per)
+    throw DataError(source + ": the dataset holds " + std::to_string(stored) + " values for " +
+                    std::to_string(count) + " samples of " + sample_shape.str() +
+                    "; it was not loaded correctly");
+  const float inv = 1.0f / (stddev > 0 ? stddev : 1.0f);
+  // One table lookup per pixel instead of a divide: the same float result for
+  // every occurrence of a byte value.
+  float lut[256];
+  if (u8)
+    for (int v = 0; v < 256; ++v) lut[v] = (static_cast<float>(v) / 255.0f - mean) * inv;
+
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t s = idx[i];
+    if (s < 0 || s >= count)
+      throw DataError(source + ": sample index " + std::to_string(s) + " is outside the dataset (" +
+                      std::to_string(count) + " samples)");
+    float* dst = x + i * per;
+    if (u8) {
+      const uint8_t* src = pixels.data() + s * per;
+      for (int64_t k = 0; k < per; ++k) dst[k] = lut[src[k]];
+    } else {
+      const float* src = values.data() + s * per;
+      for (int64_t k = 0; k < per; ++k) dst[k] = (src[k] - mean) * inv;
+    }
+    if (out_labels) out_labels[i] = labels[static_cast<size_t>(s)];
+  }
+}
+
+void compute_normalization(Dataset& d) {
+  double mean = 0, var = 0;
+  if (!d.pixels.empty()) {
+    // A histogram makes this exact and independent of summation order.
+    std::vector<uint64_t> hist(256, 0);
+    for (uint8_t p : d.pixels) ++hist[p];
+    const double count = static_cast<double>(d.pixels.size());
+    for (int v = 0; v < 256; ++v) mean += static_cast<double>(hist[v]) * (v / 255.0);
+    mean /= count;
+    for (int v = 0; v < 256; ++v) {
+      double diff = v / 255.0 - mean;
+      var += static_cast<double>(hist[v]) * diff * diff;
+    }
+    var /= count;
+  } else if (!d.values.empty()) {
+    const double count = static_cast<double>(d.values.size());
+    for (float v : d.values) mean += v;
+    mean /= count;
+    for (float v : d.values) var += (v - mean) * (v - mean);
+    var /= count;
+  }
+  double sd = std::sqrt(var);
+  d.mean = static_cast<float>(mean);
+  // Constant data would divide by zero; leave its scale alone instead.
+  d.stddev = sd > 1e-6 ? static_cast<float>(sd) : 1.0f;
+}
+
+namespace {
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+}  // namespace
+
+std::pair<std::vector<int64_t>, std::vector<int64_t>> split_indices(int64_t n, double val_fraction,
+                                                                    uint64_t seed) {
+  if (n < 0) throw DataError("cannot split a dataset of " + std::to_string(n) + " samples");
+  if (!(val_fraction >= 0.0 && val_fraction < 1.0))
+    throw DataError("the validation fraction must be at least 0 and below 1 (got " +
+                    fmt(val_fraction) + ")");
+  const int64_t val = std::llround(val_fraction * static_cast<double>(n));
+  if (n > 0 && val >= n)
+    throw DataError("a validation fraction of " + std::to_string(val_fraction) +
+                    " leaves none of " + std::to_string(n) + " samples for training; lower it");
+  std::vector<int64_t> perm(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) perm[static_cast<size_t>(i)] = i;
+  // Its own stream, so the split does not echo the loader's shuffle of the
+  // same seed.
+  Rng rng(seed ^ 0xA0761D6478BD642Full);
+  for (int64_t i = n - 1; i > 0; --i)
+    std::swap(perm[static_cast<size_t>(i)], perm[rng.below(static_cast<uint64_t>(i) + 1)]);
+  std::vector<int64_t> v(perm.begin(), perm.begin() + val), t(perm.begin() + val, perm.end());
+  // Sorted, so evaluation walks memory in order.
+  std::sort(v.begin(), v.end());
+  std::sort(t.begin(), t.end());
+  return {std::move(t), std::move(v)};
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The name on the MNIST site unpacks to either spelling.
+std::string find_idx(const fs::path& dir, const std::string& split, const std::string& kind) {
+  for (const std::string& stem : {split + "-" + kind, split + "-" + kind.substr(0, kind.find('-')) +
+                                                          "." + kind.substr(kind.find('-') + 1)})
+    for (const char* ext : {".gz", ""}) {
+      fs::path p = dir / (stem + ext);
+      std::error_code ec;
+      if (fs::is_regular_file(p, ec)) return p.string();
+    }
+  return {};
+}
+
+}  // namespace
+
+TrainTest load_idx_folder(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) throw IoError("dataset folder '" + dir + "' does not exist");
+  if (!fs::is_directory(dir, ec))
+    throw IoError("dataset folder '" + dir +
+                  "' is a file; choose the folder that holds the IDX files");
+
+  const char* splits[2] = {"train", "t10k"};
+  const char* kinds[2] = {"images-idx3-ubyte", "labels-idx1-ubyte"};
+  std::string found[2][2];
+  std::string missing;
+  for (int s = 0; s < 2; ++s)
+    for (int k = 0; k < 2; ++k) {
+      found[s][k] = find_idx(dir, splits[s], kinds[k]);
+      if (found[s][k].empty())
+        missing +=
+            (missing.empty() ? "" : ", ") + std::string(splits[s]) + "-" + kinds[k] + "[.gz]";
+    }
+  if (!missing.empty())
+    throw IoError("dataset folder '" + dir + "' lacks " + missing +
+                  "; an IDX dataset needs train-images-idx3-ubyte, train-labels-idx1-ubyte, "
+                  "t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte (each may be .gz)");
+
+  TrainTest tt;
+  tt.train = load_idx(found[0][0], found[0][1]);
+  tt.test = load_idx(found[1][0], found[1][1]);
+  if (tt.train.sample_shape != tt.test.sample_shape)
+    throw DataError("dataset folder '" + dir + "': the training images are " +
+                    tt.train.sample_shape.str() + " but the test images are " +
+                    tt.test.sample_shape.str() + "; both must have the same size");
+  int classes = std::max(tt.train.num_classes, tt.test.num_classes);
+  tt.train.num_classes = tt.test.num_classes = classes;
+  return tt;
+}
+
+TrainTest load_fashion_mnist(const std::string& dir) {
+  static const char* kNames[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                   "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  TrainTest tt = load_idx_folder(dir);
+  if (tt.train.num_classes > 10)
+    throw DataError("dataset folder '" + dir + "' has labels up to " +
+                    std::to_string(tt.train.num_classes - 1) +
+                    ", but Fashion-MNIST has 10 classes (0-9); is this another data set?");
+  for (Dataset* d : {&tt.train, &tt.test}) {
+    d->num_classes = 10;
+    d->class_names.assign(kNames, kNames + 10);
+  }
+  return tt;
+}
+
+}  // namespace dc

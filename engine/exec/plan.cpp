@@ -1,0 +1,210 @@
+#include <deepcanvas/errors.h>
+#include <deepcanvas/plan.h>
+
+#include <map>
+
+namespace dc {
+
+struct Plan::Step {
+  NodeId id;
+  std::string name, type;
+  const LayerDescriptor* desc = nullptr;
+  std::unique_ptr<Layer> layer;
+  std::vector<int> inputs;  // indices into steps_, one per port
+  std::vector<Shape> in_shapes;
+  Attrs attrs;
+  Shape out_shape;
+  Tensor out_buf, grad_buf;  // [max_batch, ...out_shape]
+  Tensor out, grad;          // views for the current batch
+  bool is_input = false;
+  bool needs_grad = false;  // whether anything upstream has parameters
+};
+
+Plan::~Plan() = default;
+
+Plan::Plan(const Graph& g, int64_t max_batch) : max_batch_(max_batch) {
+  register_builtin_layers();
+  if (max_batch < 1) throw Error("batch size must be at least 1");
+  g.validate();
+  auto shapes = g.infer_shapes();
+  std::map<NodeId, int> index;
+  for (NodeId id : g.topo_order()) {
+    const Node& n = g.node(id);
+    auto s = std::make_unique<Step>();
+    s->id = id;
+    s->name = n.name;
+    s->type = n.type;
+    s->desc = &LayerRegistry::instance().get(n.type);
+    s->out_shape = *shapes.at(id).shape;
+    s->is_input = n.type == "Input";
+    s->attrs = n.attrs;
+    for (const Edge& e : g.in_edges(id)) {
+      s->inputs.push_back(index.at(e.src));
+      s->in_shapes.push_back(steps_[index.at(e.src)]->out_shape);
+    }
+    s->layer = s->desc->create(n.attrs, s->in_shapes, s->out_shape);
+    s->out_buf = Tensor(s->out_shape.with_batch(max_batch));
+    bool has_params = !s->layer->params().empty();
+    for (int i : s->inputs) has_params |= steps_[i]->needs_grad;
+    s->needs_grad = has_params;
+    for (Param* p : s->layer->params()) {
+      if (p->trainable && !p->grad.defined()) p->grad = Tensor(p->value.shape());
+      params_.push_back({n.name + "." + p->name, p});
+    }
+    if (s->is_input) input_shape_ = s->out_shape;
+    index[id] = static_cast<int>(steps_.size());
+    steps_.push_back(std::move(s));
+  }
+  output_shape_ = steps_.back()->out_shape;
+  // The output node is the only one with no consumers; topo order may put
+  // it anywhere after its inputs, so find it explicitly.
+  NodeId out_id = g.outputs().at(0);
+  for (size_t i = 0; i < steps_.size(); ++i)
+    if (steps_[i]->id == out_id && i + 1 != steps_.size()) {
+      // Everything after the output in topo order cannot feed it (it has no
+      // consumers) and would be a second output; validate() forbids that.
+      throw GraphError("internal: output node is not last in the plan");
+    }
+}
+
+void Plan::init_params(uint64_t seed) {
+  Rng rng(seed);
+  for (auto& s : steps_) s->layer->init(rng);
+}
+
+const Tensor& Plan::forward(const Tensor& x, RunContext& ctx) {
+  if (x.shape().rank() != input_shape_.rank() + 1 || x.shape().without_batch() != input_shape_)
+    throw DataError("the input batch has shape " + x.shape().str(true) +
+                    " but the network's Input is " + input_shape_.str(true) + " per sample");
+  int64_t n = x.shape()[0];
+  if (n > max_batch_ || n < 1)
+    throw Error("batch of " + std::to_string(n) + " samples exceeds the plan's " +
+                std::to_string(max_batch_));
+  cur_n_ = n;
+  std::vector<const Tensor*> ins;
+  for (auto& s : steps_) {
+    if (s->is_input) {
+      s->out = x;
+      continue;
+    }
+    s->out = s->out_buf.narrow_batch(n);
+    ins.clear();
+    for (int i : s->inputs) ins.push_back(&steps_[i]->out);
+    s->layer->forward(ins, s->out, ctx);
+  }
+  return steps_.back()->out;
+}
+
+void Plan::backward(const Tensor& dout, RunContext& ctx) {
+  int64_t n = cur_n_;
+  if (dout.shape() != output_shape_.with_batch(n))
+    throw Error("backward: gradient shape " + dout.shape().str(true) + " does not match output " +
+                output_shape_.with_batch(n).str(true));
+  // Gradient buffers are allocated on first use: inference-only plans (the
+  // inference panel, eval) never pay for them.
+  for (auto& s : steps_) {
+    if (!s->needs_grad || s->is_input) continue;
+    if (!s->grad_buf.defined()) s->grad_buf = Tensor(s->out_shape.with_batch(max_batch_));
+    s->grad = s->grad_buf.narrow_batch(n);
+    s->grad.zero();
+  }
+  steps_.back()->grad.copy_from(dout);
+  std::vector<const Tensor*> ins;
+  std::vector<Tensor*> dins;
+  for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) {
+    Step& s = **it;
+    if (s.is_input || !s.needs_grad) continue;
+    ins.clear();
+    dins.clear();
+    for (int i : s.inputs) {
+      Step& src = *steps_[i];
+      ins.push_back(&src.out);
+      dins.push_back(src.needs_grad && !src.is_input ? &src.grad : nullptr);
+    }
+    s.layer->backward(ins, s.out, s.grad, dins, ctx);
+  }
+}
+
+void Plan::zero_grad() {
+  for (auto& p : params_)
+    if (p.param->trainable) p.param->grad.zero();
+}
+
+std::vector<Param*> Plan::trainable() const {
+  std::vector<Param*> v;
+  for (auto& p : params_)
+    if (p.param->trainable) v.push_back(p.param);
+  return v;
+}
+
+int64_t Plan::num_parameters() const {
+  int64_t n = 0;
+  for (auto& p : params_)
+    if (p.param->trainable) n += p.param->value.numel();
+  return n;
+}
+
+std::vector<std::pair<std::string, Tensor>> Plan::state() const {
+  std::vector<std::pair<std::string, Tensor>> v;
+  for (auto& p : params_) v.emplace_back(p.name, p.param->value);
+  return v;
+}
+
+void Plan::load_state(const std::vector<std::pair<std::string, Tensor>>& tensors,
+                      const std::string& source) {
+  std::map<std::string, const Tensor*> by_name;
+  for (auto& [k, t] : tensors) by_name[k] = &t;
+  // Check everything before copying anything so a bad checkpoint leaves the
+  // current weights intact.
+  for (auto& p : params_) {
+    auto it = by_name.find(p.name);
+    if (it == by_name.end())
+      throw IoError(source + ": has no tensor '" + p.name +
+                    "'; it was made for a different network");
+    if (it->second->shape() != p.param->value.shape() || it->second->dtype() != DType::F32)
+      throw IoError(source + ": tensor '" + p.name + "' is " + it->second->shape().str(true) +
+                    " but this network needs " + p.param->value.shape().str(true) +
+                    "; it was made for a different network");
+  }
+  for (auto& p : params_) p.param->value.copy_from(*by_name[p.name]);
+}
+
+std::vector<LayerSummary> Plan::summary() const {
+  std::vector<LayerSummary> v;
+  for (auto& s : steps_) {
+    LayerSummary l;
+    l.id = s->id;
+    l.name = s->name;
+    l.type = s->type;
+    l.out = s->out_shape;
+    if (s->desc->cost) l.cost = s->desc->cost(s->in_shapes, s->out_shape, s->attrs);
+    l.activation_bytes = s->out_shape.numel() * 4;
+    v.push_back(l);
+  }
+  return v;
+}
+
+int64_t Plan::activation_bytes(int64_t batch, bool training) const {
+  int64_t b = 0;
+  for (auto& s : steps_) {
+    if (s->is_input) continue;
+    int64_t per = s->out_shape.numel() * 4 * batch;
+    b += per;
+    if (training && s->needs_grad) b += per;
+  }
+  return b;
+}
+
+int64_t Plan::parameter_bytes() const {
+  int64_t b = 0;
+  for (auto& p : params_) b += static_cast<int64_t>(p.param->value.bytes());
+  return b;
+}
+
+const Tensor* Plan::activation(NodeId id) const {
+  for (auto& s : steps_)
+    if (s->id == id) return &s->out;
+  return nullptr;
+}
+
+}  // namespace dc

@@ -1,0 +1,311 @@
+#include <deepcanvas/errors.h>
+#include <deepcanvas/graph.h>
+#include <deepcanvas/layer.h>
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <set>
+
+namespace dc {
+
+std::string node_label(const Node& n) {
+  return n.type + " '" + n.name + "'";
+}
+
+static std::string lower_base(const std::string& type) {
+  // "Conv2D" -> "conv", "MaxPool2D" -> "maxpool", "BatchNorm2D" -> "batchnorm"
+  std::string b;
+  for (char c : type) {
+    if (std::isdigit(static_cast<unsigned char>(c))) break;
+    b += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return b.empty() ? "node" : b;
+}
+
+std::string Graph::unique_name(const std::string& base) const {
+  for (int i = 1;; ++i) {
+    std::string n = base + std::to_string(i);
+    if (!find_by_name(n)) return n;
+  }
+}
+
+NodeId Graph::add_node(const std::string& type, const std::string& name, Attrs attrs, double x,
+                       double y, NodeId id) {
+  register_builtin_layers();
+  const LayerDescriptor& d = LayerRegistry::instance().get(type);
+  std::string nm = name.empty() ? unique_name(lower_base(type)) : name;
+  if (find_by_name(nm)) throw GraphError("a node named '" + nm + "' already exists");
+  for (const auto& [k, v] : attrs.values()) {
+    const AttrSpec* s = d.find_attr(k);
+    if (!s) throw GraphError(type + " '" + nm + "': unknown attribute '" + k + "'");
+    std::string err = validate_attr(*s, v);
+    if (!err.empty()) throw GraphError(type + " '" + nm + "': " + err);
+  }
+  if (id < 0) id = next_id_;
+  if (nodes_.count(id)) throw GraphError("node id " + std::to_string(id) + " is already used");
+  next_id_ = std::max(next_id_, id + 1);
+  Node n;
+  n.id = id;
+  n.type = type;
+  n.name = nm;
+  n.attrs = d.with_defaults(attrs);
+  n.x = x;
+  n.y = y;
+  nodes_.emplace(id, std::move(n));
+  return id;
+}
+
+void Graph::remove_node(NodeId id) {
+  node(id);
+  edges_.erase(std::remove_if(edges_.begin(), edges_.end(),
+                              [&](const Edge& e) { return e.src == id || e.dst == id; }),
+               edges_.end());
+  nodes_.erase(id);
+}
+
+const Node& Graph::node(NodeId id) const {
+  auto it = nodes_.find(id);
+  if (it == nodes_.end()) throw GraphError("no node with id " + std::to_string(id));
+  return it->second;
+}
+
+Node& Graph::node(NodeId id) {
+  auto it = nodes_.find(id);
+  if (it == nodes_.end()) throw GraphError("no node with id " + std::to_string(id));
+  return it->second;
+}
+
+const Node* Graph::find(NodeId id) const {
+  auto it = nodes_.find(id);
+  return it == nodes_.end() ? nullptr : &it->second;
+}
+
+const Node* Graph::find_by_name(const std::string& name) const {
+  for (const auto& [id, n] : nodes_)
+    if (n.name == name) return &n;
+  return nullptr;
+}
+
+int Graph::num_inputs(NodeId id) const {
+  const Node& n = node(id);
+  return LayerRegistry::instance().get(n.type).num_inputs(n.attrs);
+}
+
+std::vector<Edge> Graph::in_edges(NodeId id) const {
+  std::vector<Edge> v;
+  for (const auto& e : edges_)
+    if (e.dst == id) v.push_back(e);
+  std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.dst_port < b.dst_port; });
+  return v;
+}
+
+std::vector<Edge> Graph::out_edges(NodeId id) const {
+  std::vector<Edge> v;
+  for (const auto& e : edges_)
+    if (e.src == id) v.push_back(e);
+  return v;
+}
+
+std::string Graph::can_connect(NodeId src, NodeId dst, int port) const {
+  const Node* s = find(src);
+  const Node* d = find(dst);
+  if (!s || !d) return "both ends of a connection must be existing nodes";
+  if (src == dst) return "a layer cannot feed itself";
+  int ports = num_inputs(dst);
+  if (ports == 0) return node_label(*d) + " has no inputs";
+  if (port < 0 || port >= ports)
+    return node_label(*d) + " has " + std::to_string(ports) + " input(s); port " +
+           std::to_string(port) + " does not exist";
+  for (const auto& e : edges_)
+    if (e.dst == dst && e.dst_port == port)
+      return "input " + std::to_string(port) + " of " + node_label(*d) +
+             " is already connected (from '" + node(e.src).name + "'); remove that edge first";
+  // A path dst -> ... -> src would close a cycle.
+  std::set<NodeId> seen;
+  std::function<bool(NodeId)> reaches = [&](NodeId from) {
+    if (from == src) return true;
+    if (!seen.insert(from).second) return false;
+    for (const auto& e : edges_)
+      if (e.src == from && reaches(e.dst)) return true;
+    return false;
+  };
+  if (reaches(dst))
+    return "connecting '" + s->name + "' to '" + d->name +
+           "' would create a cycle; networks must flow one way";
+  return "";
+}
+
+void Graph::connect(NodeId src, NodeId dst, int port) {
+  std::string err = can_connect(src, dst, port);
+  if (!err.empty()) throw GraphError(err);
+  edges_.push_back({src, dst, port});
+}
+
+void Graph::disconnect(const Edge& e) {
+  auto it = std::find(edges_.begin(), edges_.end(), e);
+  if (it != edges_.end()) edges_.erase(it);
+}
+
+void Graph::set_attr(NodeId id, const std::string& name, AttrValue v) {
+  Node& n = node(id);
+  const LayerDescriptor& d = LayerRegistry::instance().get(n.type);
+  const AttrSpec* s = d.find_attr(name);
+  if (!s) throw GraphError(node_label(n) + ": unknown attribute '" + name + "'");
+  std::string err = validate_attr(*s, v);
+  if (!err.empty()) throw GraphError(node_label(n) + ": " + err);
+  n.attrs.set(name, std::move(v));
+  // Fewer input ports (Add/Concat "inputs") drops edges into removed ports.
+  int ports = d.num_inputs(n.attrs);
+  edges_.erase(std::remove_if(edges_.begin(), edges_.end(),
+                              [&](const Edge& e) { return e.dst == id && e.dst_port >= ports; }),
+               edges_.end());
+}
+
+void Graph::rename(NodeId id, const std::string& name) {
+  Node& n = node(id);
+  if (name.empty()) throw GraphError("a node name cannot be empty");
+  const Node* other = find_by_name(name);
+  if (other && other->id != id) throw GraphError("a node named '" + name + "' already exists");
+  n.name = name;
+}
+
+void Graph::move(NodeId id, double x, double y) {
+  Node& n = node(id);
+  n.x = x;
+  n.y = y;
+}
+
+void Graph::clear() {
+  nodes_.clear();
+  edges_.clear();
+  next_id_ = 1;
+}
+
+std::vector<NodeId> Graph::topo_order() const {
+  // Kahn's algorithm with ids in ascending order among ready nodes, so the
+  // order (and therefore initialisation and RNG use) is stable.
+  std::map<NodeId, int> indeg;
+  for (const auto& [id, n] : nodes_) indeg[id] = 0;
+  for (const auto& e : edges_) indeg[e.dst]++;
+  std::set<NodeId> ready;
+  for (auto& [id, d] : indeg)
+    if (d == 0) ready.insert(id);
+  std::vector<NodeId> order;
+  while (!ready.empty()) {
+    NodeId id = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(id);
+    for (const auto& e : edges_)
+      if (e.src == id && --indeg[e.dst] == 0) ready.insert(e.dst);
+  }
+  if (order.size() != nodes_.size()) {
+    for (auto& [id, d] : indeg)
+      if (d > 0) throw GraphError(node_label(node(id)) + " is part of a cycle");
+  }
+  return order;
+}
+
+std::map<NodeId, NodeShape> Graph::infer_shapes() const {
+  std::map<NodeId, NodeShape> out;
+  std::vector<NodeId> order;
+  try {
+    order = topo_order();
+  } catch (const GraphError& e) {
+    for (const auto& [id, n] : nodes_) out[id].error = e.what();
+    return out;
+  }
+  const auto& reg = LayerRegistry::instance();
+  for (NodeId id : order) {
+    const Node& n = node(id);
+    NodeShape& r = out[id];
+    const LayerDescriptor* d = reg.find(n.type);
+    if (!d) {
+      r.error = "unknown layer type '" + n.type + "'";
+      continue;
+    }
+    int ports = d->num_inputs(n.attrs);
+    std::vector<Shape> in(ports);
+    std::string problem;
+    std::vector<bool> have(ports, false);
+    for (const auto& e : edges_) {
+      if (e.dst != id || e.dst_port >= ports) continue;
+      have[e.dst_port] = true;
+      const NodeShape& up = out[e.src];
+      if (!up.ok()) {
+        if (problem.empty()) problem = "input from '" + node(e.src).name + "' has no valid shape";
+      } else {
+        in[e.dst_port] = *up.shape;
+      }
+    }
+    for (int p = 0; p < ports && problem.empty(); ++p)
+      if (!have[p])
+        problem = ports == 1 ? "input is not connected"
+                             : "input " + std::to_string(p) + " is not connected";
+    if (!problem.empty()) {
+      r.error = node_label(n) + ": " + problem;
+      continue;
+    }
+    try {
+      r.shape = d->infer(in, n.attrs);
+    } catch (const Error& e) {
+      r.error = node_label(n) + ": " + e.what();
+    }
+  }
+  return out;
+}
+
+std::vector<NodeId> Graph::inputs() const {
+  std::vector<NodeId> v;
+  for (const auto& [id, n] : nodes_)
+    if (n.type == "Input") v.push_back(id);
+  return v;
+}
+
+std::vector<NodeId> Graph::outputs() const {
+  std::vector<NodeId> v;
+  for (const auto& [id, n] : nodes_)
+    if (n.type != "Input" && out_edges(id).empty()) v.push_back(id);
+  return v;
+}
+
+void Graph::validate() const {
+  if (nodes_.empty()) throw GraphError("the network is empty: add an Input and some layers");
+  std::string errors;
+  auto ins = inputs();
+  if (ins.empty()) errors += "the network has no Input layer\n";
+  if (ins.size() > 1)
+    errors += "the network has more than one Input layer; only one is supported\n";
+  auto outs = outputs();
+  if (outs.empty()) errors += "the network has no output layer\n";
+  if (outs.size() > 1) {
+    std::string names;
+    for (NodeId id : outs) names += (names.empty() ? "" : ", ") + node(id).name;
+    errors += "the network has several outputs (" + names +
+              "); connect them so that exactly one layer has no outgoing edge\n";
+  }
+  for (const auto& [id, s] : infer_shapes())
+    if (!s.ok()) errors += s.error + "\n";
+  if (!errors.empty()) {
+    errors.pop_back();
+    throw GraphError(errors);
+  }
+}
+
+bool Graph::operator==(const Graph& o) const {
+  if (nodes_.size() != o.nodes_.size()) return false;
+  for (const auto& [id, n] : nodes_) {
+    const Node* m = o.find(id);
+    if (!m || m->type != n.type || m->name != n.name || !(m->attrs == n.attrs) || m->x != n.x ||
+        m->y != n.y)
+      return false;
+  }
+  auto a = edges_, b = o.edges_;
+  auto key = [](const Edge& e) { return std::tuple(e.dst, e.dst_port, e.src); };
+  auto cmp = [&](const Edge& x, const Edge& y) { return key(x) < key(y); };
+  std::sort(a.begin(), a.end(), cmp);
+  std::sort(b.begin(), b.end(), cmp);
+  return a == b;
+}
+
+}  // namespace dc

@@ -1,0 +1,104 @@
+#pragma once
+// Datasets held in memory and the batch loader that feeds training.
+#include <deepcanvas/tensor.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace dc {
+
+struct Dataset {
+  Shape sample_shape;                    // per sample, e.g. {1,28,28}
+  std::vector<uint8_t> pixels;           // u8 samples (IDX images), size()*sample numel; or empty
+  std::vector<float> values;             // f32 samples (non-image data); empty when pixels is used
+  std::vector<int32_t> labels;           // one per sample
+  int num_classes = 0;                   // max label + 1 (or declared)
+  std::vector<std::string> class_names;  // filled in by load_fashion_mnist
+  // Normalisation applied when gathering: pixels -> (p/255 - mean)/stddev,
+  // values -> (v - mean)/stddev.
+  float mean = 0.f, stddev = 1.f;
+  std::string source;  // file or folder it came from (for messages)
+
+  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+  // Writes n samples (normalised float, [n, ...sample_shape] contiguous) and
+  // their labels (labels may be null). Throws DataError for an index outside
+  // the dataset.
+  void gather(const int64_t* idx, int64_t n, float* x, int32_t* labels) const;
+};
+
+// Reads an IDX image file and its IDX label file, gzip-compressed (detected by
+// the magic bytes 1f 8b) or raw. Images are unsigned bytes of rank 2 (N×F,
+// samples {F}), 3 (N×H×W, samples {1,H,W}) or 4 (N×C×H×W, channels first).
+// Throws IoError naming the file for anything unreadable or malformed, and
+// DataError when the two files do not belong together.
+Dataset load_idx(const std::string& images_path, const std::string& labels_path);
+
+struct TrainTest {
+  Dataset train, test;
+};
+
+// Loads train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte
+// and t10k-labels-idx1-ubyte (each optionally .gz) from a folder.
+TrainTest load_idx_folder(const std::string& dir);
+// load_idx_folder plus the 10 Fashion-MNIST class names.
+TrainTest load_fashion_mnist(const std::string& dir);
+
+// Sets mean/stddev to those of p/255 (or of the values) over the dataset.
+void compute_normalization(Dataset& d);
+
+// Splits off a validation subset: {train_indices, val_indices}, chosen by a
+// shuffle with seed, val = round(fraction*n); both lists come back sorted.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> split_indices(int64_t n, double val_fraction,
+                                                                    uint64_t seed);
+
+struct Batch {
+  Tensor x;  // [n, ...sample_shape]
+  std::vector<int32_t> labels;
+  int64_t n = 0;
+};
+
+// Prefetches batches on a background thread so compute never waits on data.
+// The dataset must outlive the loader.
+class BatchLoader {
+ public:
+  BatchLoader(const Dataset& ds, std::vector<int64_t> indices, int64_t batch, bool shuffle,
+              bool drop_last, uint64_t seed, int prefetch = 3);
+  ~BatchLoader();  // stops and joins the thread
+  BatchLoader(const BatchLoader&) = delete;
+  BatchLoader& operator=(const BatchLoader&) = delete;
+
+  // The order depends only on (seed, epoch), so runs repeat; abandons any
+  // epoch still in progress and starts prefetching.
+  void start_epoch(int epoch);
+  // False at the end of the epoch. Rethrows an error from the loader thread.
+  bool next(Batch& out);
+  int64_t batches_per_epoch() const;
+  int64_t samples_per_epoch() const;
+
+ private:
+  void stop();
+  void produce(std::vector<int64_t> order);
+
+  const Dataset& ds_;
+  std::vector<int64_t> indices_;
+  int64_t batch_;
+  bool shuffle_, drop_last_;
+  uint64_t seed_;
+  size_t prefetch_;
+
+  std::thread worker_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Batch> queue_;
+  bool stop_ = false, done_ = false, started_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace dc

@@ -1,0 +1,59 @@
+#pragma once
+// Optimizers and learning-rate schedules. Update rules follow PyTorch's
+// torch.optim exactly (same hyper-parameter meaning), so settings carry over.
+#include <deepcanvas/layer.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dc {
+
+struct OptimizerConfig {
+  std::string type = "adam";  // "sgd" | "adam" | "adamw"
+  double lr = 1e-3;
+  double momentum = 0.9;      // SGD
+  bool nesterov = false;      // SGD
+  double weight_decay = 0.0;  // L2 for SGD/Adam, decoupled for AdamW
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  // Applies one update with learning rate lr to every parameter, using and
+  // then leaving Param::grad as is (the trainer zeroes it).
+  virtual void step(const std::vector<Param*>& params, double lr) = 0;
+  // Moment buffers etc., by parameter index, for checkpoints ("m.3").
+  virtual std::vector<std::pair<std::string, Tensor>> state() = 0;
+  virtual void load_state(const std::vector<std::pair<std::string, Tensor>>& s) = 0;
+  int64_t steps() const { return t_; }
+  void set_steps(int64_t t) { t_ = t; }
+
+ protected:
+  int64_t t_ = 0;
+};
+
+// Throws dc::Error for an unknown type.
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c);
+
+struct ScheduleConfig {
+  std::string type = "constant";  // "constant" | "step" | "cosine" | "onecycle"
+  int64_t warmup_steps = 0;       // linear warm-up from 0 (constant/step/cosine)
+  double step_epochs = 1;         // step: decay every step_epochs epochs ...
+  double gamma = 0.1;             // ... by this factor
+  double min_lr = 0.0;            // cosine: floor
+  double pct_start = 0.3;         // onecycle: fraction of steps spent rising
+  double div_factor = 25.0;       // onecycle: initial lr = max lr / div_factor
+  double final_div_factor = 1e4;  // onecycle: final lr = initial lr / final_div_factor
+};
+
+// Learning rate at `step` (0-based) of `total_steps`, for base (or peak) lr.
+double schedule_lr(const ScheduleConfig& s, double base_lr, int64_t step, int64_t total_steps,
+                   int64_t steps_per_epoch);
+
+std::vector<std::string> optimizer_names();
+std::vector<std::string> schedule_names();
+
+}  // namespace dc

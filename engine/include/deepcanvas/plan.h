@@ -1,0 +1,80 @@
+#pragma once
+// A Graph compiled for execution: layers instantiated in topological order,
+// activation and gradient buffers allocated up front for the largest batch,
+// so memory is known (and reported) before the first step. Backward walks the
+// plan in reverse and accumulates gradients; the graph is static, so no tape.
+#include <deepcanvas/graph.h>
+#include <deepcanvas/layer.h>
+#include <deepcanvas/rng.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dc {
+
+struct NamedParam {
+  std::string name;  // "<node name>.<param name>", e.g. "conv1.weight"
+  Param* param = nullptr;
+};
+
+struct LayerSummary {
+  NodeId id = -1;
+  std::string name, type;
+  Shape out;                 // per sample
+  Cost cost;                 // parameters and MACs per sample
+  int64_t activation_bytes;  // per sample, forward output
+};
+
+class Plan {
+ public:
+  // Validates the graph (throws GraphError listing every problem) and builds
+  // the layers for batches of up to max_batch samples.
+  Plan(const Graph& g, int64_t max_batch);
+  ~Plan();
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+
+  // Initialises every parameter from the seed, in topological order.
+  void init_params(uint64_t seed);
+  // x is [n, ...input_shape] with n <= max_batch. Returns the output
+  // [n, ...output_shape]; valid until the next forward.
+  const Tensor& forward(const Tensor& x, RunContext& ctx);
+  // Gradient of the loss w.r.t. the output of the last forward (training).
+  // Accumulates into every parameter's grad.
+  void backward(const Tensor& dout, RunContext& ctx);
+  void zero_grad();
+
+  const Shape& input_shape() const { return input_shape_; }
+  const Shape& output_shape() const { return output_shape_; }
+  int64_t max_batch() const { return max_batch_; }
+  std::vector<NamedParam>& params() { return params_; }
+  // Learnable parameters only (what an optimizer updates).
+  std::vector<Param*> trainable() const;
+  int64_t num_parameters() const;  // learnable scalars
+
+  // Everything needed to reproduce the model's outputs: parameters and
+  // buffers (BatchNorm running statistics), by name.
+  std::vector<std::pair<std::string, Tensor>> state() const;
+  // Copies tensors in by name. Throws IoError when a name is missing or a
+  // shape differs (a checkpoint made for another graph), naming the tensor.
+  void load_state(const std::vector<std::pair<std::string, Tensor>>& tensors,
+                  const std::string& source);
+
+  std::vector<LayerSummary> summary() const;
+  // Bytes of activations (+ their gradients when training) for a batch.
+  int64_t activation_bytes(int64_t batch, bool training) const;
+  int64_t parameter_bytes() const;
+  // The output of a node from the last forward (for activation views).
+  const Tensor* activation(NodeId id) const;
+
+ private:
+  struct Step;
+  std::vector<std::unique_ptr<Step>> steps_;
+  std::vector<NamedParam> params_;
+  Shape input_shape_, output_shape_;
+  int64_t max_batch_ = 0;
+  int64_t cur_n_ = 0;
+};
+
+}  // namespace dc

@@ -1,0 +1,48 @@
+#pragma once
+// .dcproj project files: JSON with a schema version, holding the graph
+// (nodes, attributes, positions, edges), the dataset and the training
+// settings. Loading validates every field against the layer registry and
+// names the file and field on error; saving is atomic.
+#include <deepcanvas/graph.h>
+#include <deepcanvas/trainer.h>
+
+#include <string>
+
+namespace dc {
+
+constexpr int kProjectVersion = 1;
+
+struct DatasetSpec {
+  std::string kind = "idx";  // IDX folder (MNIST layout)
+  // Folder, relative to the project file, or "fashion-mnist" for Debian's
+  // dataset-fashion-mnist package, or "sample:NAME" for bundled sample data.
+  std::string path;
+};
+
+struct Project {
+  std::string name;
+  Graph graph;
+  DatasetSpec dataset;
+  TrainConfig training;
+  std::string file;  // where it was loaded from / saved to ("" if new)
+};
+
+Project parse_project(const std::string& json_text, const std::string& source);
+Project load_project(const std::string& path);
+std::string project_to_json(const Project& p);
+void save_project(Project& p, const std::string& path);
+
+// Graph alone, for the clipboard and undo snapshots.
+std::string graph_to_json(const Graph& g);
+Graph graph_from_json(const std::string& json_text, const std::string& source);
+
+// The dataset folder for a project: an override (CLI --data) wins; names
+// relative to the project file's folder; "fashion-mnist" maps to the
+// Debian package's folder. Throws IoError when it does not exist.
+std::string resolve_dataset_dir(const Project& p, const std::string& override_path = "");
+
+// Where bundled resources (templates, sample data) live: next to the
+// installed binary (../share/deepcanvas) or, in a build tree, the sources.
+std::string resource_dir();
+
+}  // namespace dc

@@ -1,0 +1,177 @@
+#pragma once
+// The Trainer runs training on its own thread and reports through a
+// thread-safe event channel; it never calls back into the caller's thread,
+// so a GUI can poll or a CLI can block on events. Pause, resume and cancel
+// take effect at step boundaries.
+#include <deepcanvas/data.h>
+#include <deepcanvas/graph.h>
+#include <deepcanvas/loss.h>
+#include <deepcanvas/metrics.h>
+#include <deepcanvas/optim.h>
+#include <deepcanvas/plan.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace dc {
+
+struct TrainConfig {
+  int epochs = 3;
+  int64_t batch = 64;
+  OptimizerConfig optimizer;
+  ScheduleConfig schedule;
+  std::string loss = "softmax_cross_entropy";
+  double label_smoothing = 0.0;
+  double val_split = 0.0;  // fraction of the training set held out for validation
+  uint64_t seed = 42;
+  int threads = 0;                    // 0: all cores
+  bool normalize = true;              // standardise inputs with the training set's mean/std
+  std::string checkpoint_dir;         // "" = none; else last.safetensors / best.safetensors there
+  std::string resume;                 // a checkpoint to continue from
+  int early_stopping_patience = 0;    // epochs without improvement; 0 = off
+  bool restore_best = true;           // at the end, load the best epoch's weights (if any was kept)
+  int64_t steps_per_epoch_limit = 0;  // 0 = whole epoch (tests and quick looks use less)
+  std::string device = "cpu";
+};
+
+struct TrainEvent {
+  enum class Kind {
+    Started,
+    Step,
+    Epoch,
+    Checkpoint,
+    Paused,
+    Resumed,
+    Finished,
+    Failed,
+    Cancelled
+  };
+  Kind kind = Kind::Step;
+  int epoch = 0, epochs = 0;  // 1-based epoch
+  int64_t step = 0, steps_total = 0, step_in_epoch = 0, steps_per_epoch = 0;
+  double loss = 0, accuracy = 0, lr = 0;  // Step: running means over the epoch so far
+  double samples_per_s = 0, elapsed_s = 0, eta_s = 0;
+  // Epoch (NaN when not evaluated)
+  double train_loss = 0, train_accuracy = 0;
+  double val_loss = NAN, val_accuracy = NAN, test_loss = NAN, test_accuracy = NAN;
+  std::vector<std::vector<int64_t>> confusion;  // on the test (else validation) set
+  bool best = false;
+  std::string message;  // Failed: the reason; Checkpoint: the path; Started: a summary
+};
+
+const char* event_kind_name(TrainEvent::Kind k);
+
+// A blocking multi-producer multi-consumer queue.
+template <typename T>
+class Channel {
+ public:
+  void push(T v) {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      q_.push_back(std::move(v));
+    }
+    cv_.notify_all();
+  }
+  // Waits up to `timeout` for an item.
+  std::optional<T> pop(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> l(m_);
+    if (!cv_.wait_for(l, timeout, [&] { return !q_.empty(); })) return std::nullopt;
+    T v = std::move(q_.front());
+    q_.pop_front();
+    return v;
+  }
+  std::optional<T> try_pop() { return pop(std::chrono::milliseconds(0)); }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<T> q_;
+};
+
+struct TrainResult {
+  bool ok = false, cancelled = false;
+  std::string error;
+  int epochs_run = 0, best_epoch = 0;
+  double train_seconds = 0, train_samples_per_s = 0;
+  double final_train_loss = NAN;
+  double test_accuracy = NAN, test_loss = NAN, val_accuracy = NAN, test_top5 = NAN;
+  std::vector<std::vector<int64_t>> confusion;
+};
+
+struct EvalResult {
+  double loss = 0, top1 = 0, top5 = 0;
+  int64_t samples = 0;
+  std::vector<std::vector<int64_t>> confusion;
+};
+
+// Runs the plan in inference mode over indices of ds (all when empty).
+EvalResult evaluate(Plan& plan, const Dataset& ds, const std::vector<int64_t>& indices,
+                    int64_t batch, Loss& loss);
+
+class Trainer {
+ public:
+  // test may be null. Throws GraphError/DataError up front when the graph
+  // and data do not fit together (shape, number of classes).
+  Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
+          std::shared_ptr<Dataset> test);
+  ~Trainer();
+
+  void start();  // launches the training thread
+  void pause();
+  void resume();
+  void cancel();
+  void wait();  // joins the thread
+  bool running() const { return running_; }
+
+  Channel<TrainEvent>& events() { return events_; }
+  // Valid after wait().
+  const TrainResult& result() const { return result_; }
+  Plan& plan() { return *plan_; }
+  const TrainConfig& config() const { return cfg_; }
+  const Dataset& train_data() const { return *train_; }
+
+  // Writes a checkpoint of the current weights (atomically).
+  void save_checkpoint(const std::string& path, int epoch, int64_t step);
+
+ private:
+  void run();
+  bool wait_if_paused();  // false when cancelled
+  void emit(TrainEvent e) { events_.push(std::move(e)); }
+
+  Graph graph_;
+  TrainConfig cfg_;
+  std::shared_ptr<Dataset> train_, test_;
+  std::unique_ptr<Plan> plan_;
+  std::unique_ptr<Optimizer> opt_;
+  std::unique_ptr<Loss> loss_;
+  Channel<TrainEvent> events_;
+  TrainResult result_;
+  std::thread thread_;
+  std::atomic<bool> running_{false}, cancel_{false}, paused_{false};
+  std::mutex pause_m_;
+  std::condition_variable pause_cv_;
+  int start_epoch_ = 1;
+  int64_t start_step_ = 0;
+};
+
+// Checkpoint helpers shared by the CLI.
+// Metadata keys: format, epoch, step, input_shape, num_classes, mean, stddev,
+// class_names (JSON array).
+struct CheckpointInfo {
+  std::vector<std::pair<std::string, Tensor>> model, optimizer;
+  std::map<std::string, std::string> metadata;
+  int epoch = 0;
+  int64_t step = 0;
+};
+CheckpointInfo read_checkpoint(const std::string& path);
+
+}  // namespace dc

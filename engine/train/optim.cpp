@@ -1,0 +1,180 @@
+#include <deepcanvas/errors.h>
+#include <deepcanvas/optim.h>
+#include <deepcanvas/parallel.h>
+
+#include <cmath>
+
+namespace dc {
+
+namespace {
+
+// Elementwise update loops are split by dc::parallel_for in fixed chunks, so
+// updates are deterministic for a given thread count.
+constexpr int64_t kGrain = 1 << 14;
+
+class Sgd : public Optimizer {
+ public:
+  explicit Sgd(const OptimizerConfig& c) : c_(c) {}
+  void step(const std::vector<Param*>& ps, double lr) override {
+    ++t_;
+    if (buf_.size() != ps.size()) buf_.assign(ps.size(), Tensor());
+    const float mu = float(c_.momentum), wd = float(c_.weight_decay), flr = float(lr);
+    for (size_t k = 0; k < ps.size(); ++k) {
+      Param& p = *ps[k];
+      float* w = p.value.f32();
+      const float* g = p.grad.f32();
+      const float pwd = p.decay ? wd : 0.0f;
+      if (mu == 0.0f) {
+        parallel_for(p.value.numel(), kGrain, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) w[i] -= flr * (g[i] + pwd * w[i]);
+        });
+        continue;
+      }
+      // PyTorch initialises the momentum buffer with the first gradient.
+      bool first = !buf_[k].defined();
+      if (first) buf_[k] = Tensor(p.value.shape());
+      float* v = buf_[k].f32();
+      const bool nest = c_.nesterov;
+      parallel_for(p.value.numel(), kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          float d = g[i] + pwd * w[i];
+          v[i] = first ? d : mu * v[i] + d;
+          w[i] -= flr * (nest ? d + mu * v[i] : v[i]);
+        }
+      });
+    }
+  }
+  std::vector<std::pair<std::string, Tensor>> state() override {
+    std::vector<std::pair<std::string, Tensor>> s;
+    for (size_t k = 0; k < buf_.size(); ++k)
+      if (buf_[k].defined()) s.emplace_back("momentum." + std::to_string(k), buf_[k]);
+    return s;
+  }
+  void load_state(const std::vector<std::pair<std::string, Tensor>>& s) override {
+    for (auto& [name, t] : s) {
+      if (name.rfind("momentum.", 0) != 0) continue;
+      size_t k = std::stoul(name.substr(9));
+      if (buf_.size() <= k) buf_.resize(k + 1);
+      buf_[k] = t.clone();
+    }
+  }
+
+ private:
+  OptimizerConfig c_;
+  std::vector<Tensor> buf_;
+};
+
+class Adam : public Optimizer {
+ public:
+  Adam(const OptimizerConfig& c, bool decoupled) : c_(c), decoupled_(decoupled) {}
+  void step(const std::vector<Param*>& ps, double lr) override {
+    ++t_;
+    if (m_.size() != ps.size()) {
+      m_.assign(ps.size(), Tensor());
+      v_.assign(ps.size(), Tensor());
+    }
+    const double bc1 = 1.0 - std::pow(c_.beta1, double(t_));
+    const double bc2 = 1.0 - std::pow(c_.beta2, double(t_));
+    const float b1 = float(c_.beta1), b2 = float(c_.beta2), eps = float(c_.eps);
+    const float step_size = float(lr / bc1);
+    const float inv_sqrt_bc2 = float(1.0 / std::sqrt(bc2));
+    for (size_t k = 0; k < ps.size(); ++k) {
+      Param& p = *ps[k];
+      if (!m_[k].defined()) {
+        m_[k] = Tensor(p.value.shape());
+        v_[k] = Tensor(p.value.shape());
+      }
+      float* w = p.value.f32();
+      const float* g = p.grad.f32();
+      float* m = m_[k].f32();
+      float* v = v_[k].f32();
+      const float wd = p.decay ? float(c_.weight_decay) : 0.0f;
+      const float l2 = decoupled_ ? 0.0f : wd;
+      const float shrink = decoupled_ ? float(1.0 - lr * wd) : 1.0f;
+      parallel_for(p.value.numel(), kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          float gi = g[i] + l2 * w[i];
+          m[i] = b1 * m[i] + (1.0f - b1) * gi;
+          v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+          float denom = std::sqrt(v[i]) * inv_sqrt_bc2 + eps;
+          w[i] = w[i] * shrink - step_size * m[i] / denom;
+        }
+      });
+    }
+  }
+  std::vector<std::pair<std::string, Tensor>> state() override {
+    std::vector<std::pair<std::string, Tensor>> s;
+    for (size_t k = 0; k < m_.size(); ++k) {
+      if (!m_[k].defined()) continue;
+      s.emplace_back("exp_avg." + std::to_string(k), m_[k]);
+      s.emplace_back("exp_avg_sq." + std::to_string(k), v_[k]);
+    }
+    return s;
+  }
+  void load_state(const std::vector<std::pair<std::string, Tensor>>& s) override {
+    for (auto& [name, t] : s) {
+      bool is_m = name.rfind("exp_avg.", 0) == 0, is_v = name.rfind("exp_avg_sq.", 0) == 0;
+      if (!is_m && !is_v) continue;
+      size_t k = std::stoul(name.substr(name.find('.') + 1));
+      if (m_.size() <= k) {
+        m_.resize(k + 1);
+        v_.resize(k + 1);
+      }
+      (is_m ? m_ : v_)[k] = t.clone();
+    }
+  }
+
+ private:
+  OptimizerConfig c_;
+  bool decoupled_;
+  std::vector<Tensor> m_, v_;
+};
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c) {
+  if (c.type == "sgd") return std::make_unique<Sgd>(c);
+  if (c.type == "adam") return std::make_unique<Adam>(c, false);
+  if (c.type == "adamw") return std::make_unique<Adam>(c, true);
+  throw Error("unknown optimizer '" + c.type + "' (use sgd, adam or adamw)");
+}
+
+std::vector<std::string> optimizer_names() {
+  return {"sgd", "adam", "adamw"};
+}
+std::vector<std::string> schedule_names() {
+  return {"constant", "step", "cosine", "onecycle"};
+}
+
+double schedule_lr(const ScheduleConfig& s, double base, int64_t step, int64_t total,
+                   int64_t steps_per_epoch) {
+  const double pi = 3.14159265358979323846;
+  if (s.type == "onecycle") {
+    // torch.optim.lr_scheduler.OneCycleLR with cosine annealing.
+    double initial = base / s.div_factor, final_lr = initial / s.final_div_factor;
+    double up = std::max(1.0, s.pct_start * double(total) - 1.0);
+    double down_end = std::max(up + 1.0, double(total) - 1.0);
+    auto cosine = [&](double a, double b, double pct) {
+      return b + (a - b) / 2.0 * (std::cos(pi * pct) + 1.0);
+    };
+    double t = double(step);
+    if (t <= up) return cosine(initial, base, t / up);
+    return cosine(base, final_lr, std::min(1.0, (t - up) / (down_end - up)));
+  }
+  double lr = base;
+  if (s.type == "step") {
+    double per = std::max<double>(1.0, s.step_epochs * double(steps_per_epoch));
+    lr = base * std::pow(s.gamma, std::floor(double(step) / per));
+  } else if (s.type == "cosine") {
+    double span = std::max<double>(1.0, double(total - s.warmup_steps));
+    double pct = std::clamp(double(step - s.warmup_steps) / span, 0.0, 1.0);
+    lr = s.min_lr + (base - s.min_lr) * 0.5 * (1.0 + std::cos(pi * pct));
+  } else if (s.type != "constant") {
+    throw Error("unknown learning-rate schedule '" + s.type +
+                "' (use constant, step, cosine or onecycle)");
+  }
+  if (s.warmup_steps > 0 && step < s.warmup_steps) lr *= double(step + 1) / double(s.warmup_steps);
+  return lr;
+}
+
+}  // namespace dc

@@ -1,0 +1,410 @@
+#include <deepcanvas/errors.h>
+#include <deepcanvas/io.h>
+#include <deepcanvas/parallel.h>
+#include <deepcanvas/trainer.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <new>
+
+#include <nlohmann/json.hpp>
+
+namespace dc {
+
+using Clock = std::chrono::steady_clock;
+
+const char* event_kind_name(TrainEvent::Kind k) {
+  switch (k) {
+    case TrainEvent::Kind::Started:
+      return "started";
+    case TrainEvent::Kind::Step:
+      return "step";
+    case TrainEvent::Kind::Epoch:
+      return "epoch";
+    case TrainEvent::Kind::Checkpoint:
+      return "checkpoint";
+    case TrainEvent::Kind::Paused:
+      return "paused";
+    case TrainEvent::Kind::Resumed:
+      return "resumed";
+    case TrainEvent::Kind::Finished:
+      return "finished";
+    case TrainEvent::Kind::Failed:
+      return "failed";
+    case TrainEvent::Kind::Cancelled:
+      return "cancelled";
+  }
+  return "?";
+}
+
+EvalResult evaluate(Plan& plan, const Dataset& ds, const std::vector<int64_t>& indices,
+                    int64_t batch, Loss& loss) {
+  std::vector<int64_t> idx = indices;
+  if (idx.empty())
+    for (int64_t i = 0; i < ds.size(); ++i) idx.push_back(i);
+  batch = std::min(batch, plan.max_batch());
+  ClassificationMetrics m;
+  Tensor x(plan.input_shape().with_batch(batch));
+  std::vector<int32_t> labels(batch);
+  Tensor dout(plan.output_shape().with_batch(batch));
+  RunContext ctx{false, nullptr};
+  for (size_t b = 0; b < idx.size(); b += batch) {
+    int64_t n = std::min<int64_t>(batch, int64_t(idx.size() - b));
+    Tensor xb = x.narrow_batch(n);
+    ds.gather(idx.data() + b, n, xb.f32(), labels.data());
+    const Tensor& out = plan.forward(xb, ctx);
+    Tensor db = dout.narrow_batch(n);
+    float l = loss.compute(out, Targets{labels.data(), nullptr}, db);
+    m.add(out, labels.data(), double(l) * double(n));
+  }
+  EvalResult r;
+  r.loss = m.mean_loss();
+  r.top1 = m.top1();
+  r.top5 = m.top5();
+  r.samples = m.count();
+  r.confusion = m.confusion();
+  return r;
+}
+
+Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
+                 std::shared_ptr<Dataset> test)
+    : graph_(g), cfg_(std::move(c)), train_(std::move(train)), test_(std::move(test)) {
+  if (!train_ || train_->size() == 0) throw DataError("the training set is empty");
+  if (cfg_.epochs < 1) throw Error("epochs must be at least 1");
+  if (cfg_.batch < 1) throw Error("batch size must be at least 1");
+  if (cfg_.val_split < 0 || cfg_.val_split >= 1) throw Error("validation split must be in [0, 1)");
+  plan_ = std::make_unique<Plan>(graph_, cfg_.batch);
+  auto check_data = [&](const Dataset& d, const char* what) {
+    if (d.sample_shape != plan_->input_shape())
+      throw DataError(std::string("the ") + what + " samples (" + d.source + ") are " +
+                      d.sample_shape.str() + " but the Input layer expects " +
+                      plan_->input_shape().str() + "; change the Input's shape");
+    int64_t outputs = plan_->output_shape().numel();
+    int32_t max_label = 0;
+    for (int32_t l : d.labels) max_label = std::max(max_label, l);
+    if (cfg_.loss == "softmax_cross_entropy" && max_label >= outputs)
+      throw DataError(std::string("the ") + what + " set has labels up to " +
+                      std::to_string(max_label) + " (" + std::to_string(max_label + 1) +
+                      " classes) but the network outputs " + std::to_string(outputs) +
+                      " values; set the last Dense layer's units to " +
+                      std::to_string(max_label + 1));
+  };
+  check_data(*train_, "training");
+  if (test_) check_data(*test_, "test");
+  if (cfg_.normalize) {
+    compute_normalization(*train_);
+  } else {
+    train_->mean = 0.0f;
+    train_->stddev = 1.0f;
+  }
+  if (test_) {
+    test_->mean = train_->mean;
+    test_->stddev = train_->stddev;
+  }
+  loss_ = make_loss(cfg_.loss, float(cfg_.label_smoothing));
+  opt_ = make_optimizer(cfg_.optimizer);
+  schedule_lr(cfg_.schedule, 1.0, 0, 1, 1);  // rejects an unknown schedule now
+  plan_->init_params(cfg_.seed);
+  if (!cfg_.resume.empty()) {
+    CheckpointInfo ck = read_checkpoint(cfg_.resume);
+    plan_->load_state(ck.model, cfg_.resume);
+    opt_->load_state(ck.optimizer);
+    opt_->set_steps(ck.step);
+    start_epoch_ = ck.epoch + 1;
+    start_step_ = ck.step;
+    if (start_epoch_ > cfg_.epochs)
+      throw Error(cfg_.resume + ": already trained for " + std::to_string(ck.epoch) +
+                  " epochs; ask for more than that with --epochs");
+  }
+}
+
+Trainer::~Trainer() {
+  cancel();
+  wait();
+}
+
+void Trainer::start() {
+  if (running_ || thread_.joinable()) throw Error("training is already running");
+  running_ = true;
+  thread_ = std::thread([this] { run(); });
+}
+
+void Trainer::pause() {
+  paused_ = true;
+}
+
+void Trainer::resume() {
+  {
+    std::lock_guard<std::mutex> l(pause_m_);
+    paused_ = false;
+  }
+  pause_cv_.notify_all();
+}
+
+void Trainer::cancel() {
+  cancel_ = true;
+  resume();
+}
+
+void Trainer::wait() {
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Trainer::wait_if_paused() {
+  if (paused_ && !cancel_) {
+    TrainEvent e;
+    e.kind = TrainEvent::Kind::Paused;
+    emit(e);
+    std::unique_lock<std::mutex> l(pause_m_);
+    pause_cv_.wait(l, [&] { return !paused_ || cancel_; });
+    if (!cancel_) {
+      e.kind = TrainEvent::Kind::Resumed;
+      emit(e);
+    }
+  }
+  return !cancel_;
+}
+
+void Trainer::save_checkpoint(const std::string& path, int epoch, int64_t step) {
+  std::vector<std::pair<std::string, Tensor>> tensors = plan_->state();
+  for (auto& [k, t] : opt_->state()) tensors.emplace_back("optimizer." + k, t);
+  nlohmann::json names = train_->class_names;
+  std::map<std::string, std::string> meta{
+      {"format", "deepcanvas-checkpoint"},
+      {"format_version", "1"},
+      {"epoch", std::to_string(epoch)},
+      {"step", std::to_string(step)},
+      {"input_shape", plan_->input_shape().str(true)},
+      {"num_classes", std::to_string(plan_->output_shape().numel())},
+      {"mean", std::to_string(train_->mean)},
+      {"stddev", std::to_string(train_->stddev)},
+      {"class_names", names.dump()},
+  };
+  std::filesystem::path p(path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  save_safetensors(path, tensors, meta);
+}
+
+CheckpointInfo read_checkpoint(const std::string& path) {
+  SafetensorsFile f = load_safetensors(path);
+  CheckpointInfo ck;
+  ck.metadata = f.metadata;
+  auto it = f.metadata.find("format");
+  if (it == f.metadata.end() || it->second != "deepcanvas-checkpoint")
+    throw IoError(path +
+                  ": not a DeepCanvas checkpoint (its metadata has no format "
+                  "\"deepcanvas-checkpoint\")");
+  for (auto& [k, t] : f.tensors) {
+    if (k.rfind("optimizer.", 0) == 0)
+      ck.optimizer.emplace_back(k.substr(10), t);
+    else
+      ck.model.emplace_back(k, t);
+  }
+  try {
+    ck.epoch = std::stoi(f.metadata.at("epoch"));
+    ck.step = std::stoll(f.metadata.at("step"));
+  } catch (const std::exception&) {
+    throw IoError(path + ": checkpoint metadata lacks a valid epoch/step");
+  }
+  return ck;
+}
+
+void Trainer::run() {
+  TrainResult& R = result_;
+  try {
+    set_num_threads(cfg_.threads);
+    auto [train_idx, val_idx] = split_indices(train_->size(), cfg_.val_split, cfg_.seed);
+    BatchLoader loader(*train_, train_idx, cfg_.batch, /*shuffle=*/true, /*drop_last=*/false,
+                       cfg_.seed);
+    int64_t spe = loader.batches_per_epoch();
+    if (cfg_.steps_per_epoch_limit > 0) spe = std::min(spe, cfg_.steps_per_epoch_limit);
+    const int64_t total = spe * cfg_.epochs;
+    std::vector<Param*> params = plan_->trainable();
+    std::vector<Tensor> good(params.size());  // weights that last gave a finite loss
+    for (size_t k = 0; k < params.size(); ++k) good[k] = Tensor(params[k]->value.shape());
+    std::vector<std::pair<std::string, Tensor>> best_state;
+    double best_metric = -1;
+    int since_best = 0;
+    Tensor dout(plan_->output_shape().with_batch(cfg_.batch));
+    Rng step_rng(cfg_.seed);
+    int64_t step = start_step_;
+    double train_time = 0;
+    int64_t trained_samples = 0;
+    auto t_start = Clock::now();
+
+    TrainEvent started;
+    started.kind = TrainEvent::Kind::Started;
+    started.epochs = cfg_.epochs;
+    started.steps_total = total;
+    started.steps_per_epoch = spe;
+    started.message = std::to_string(train_idx.size()) + " training samples, " +
+                      std::to_string(val_idx.size()) + " validation, " +
+                      (test_ ? std::to_string(test_->size()) : std::string("no")) + " test; " +
+                      std::to_string(plan_->num_parameters()) + " parameters";
+    emit(started);
+
+    for (int epoch = start_epoch_; epoch <= cfg_.epochs; ++epoch) {
+      loader.start_epoch(epoch);
+      ClassificationMetrics m;
+      Batch b;
+      int64_t in_epoch = 0;
+      auto epoch_t0 = Clock::now();
+      double epoch_train_time = 0;
+      int64_t epoch_samples = 0;
+      while (in_epoch < spe && loader.next(b)) {
+        if (!wait_if_paused()) break;
+        auto t0 = Clock::now();
+        step_rng.reseed(cfg_.seed * 0x9E3779B97F4A7C15ull + uint64_t(step));
+        RunContext ctx{true, &step_rng};
+        const Tensor& out = plan_->forward(b.x, ctx);
+        Tensor db = dout.narrow_batch(b.n);
+        float l = loss_->compute(out, Targets{b.labels.data(), nullptr}, db);
+        if (!std::isfinite(l)) {
+          for (size_t k = 0; k < params.size(); ++k) params[k]->value.copy_from(good[k]);
+          throw Error("the loss became " + std::string(std::isnan(l) ? "NaN" : "infinite") +
+                      " at epoch " + std::to_string(epoch) + ", step " + std::to_string(step + 1) +
+                      "; training stopped and the last good weights were kept. Lower the "
+                      "learning rate, normalise the inputs or add BatchNorm");
+        }
+        m.add(out, b.labels.data(), double(l) * double(b.n));
+        plan_->zero_grad();
+        plan_->backward(db, ctx);
+        for (size_t k = 0; k < params.size(); ++k) good[k].copy_from(params[k]->value);
+        double lr = schedule_lr(cfg_.schedule, cfg_.optimizer.lr, step, total, spe);
+        opt_->step(params, lr);
+        ++step;
+        ++in_epoch;
+        double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+        epoch_train_time += dt;
+        train_time += dt;
+        epoch_samples += b.n;
+        trained_samples += b.n;
+
+        TrainEvent e;
+        e.kind = TrainEvent::Kind::Step;
+        e.epoch = epoch;
+        e.epochs = cfg_.epochs;
+        e.step = step;
+        e.steps_total = total;
+        e.step_in_epoch = in_epoch;
+        e.steps_per_epoch = spe;
+        e.loss = m.mean_loss();
+        e.accuracy = m.top1();
+        e.lr = lr;
+        e.elapsed_s = std::chrono::duration<double>(Clock::now() - t_start).count();
+        double wall = std::chrono::duration<double>(Clock::now() - epoch_t0).count();
+        e.samples_per_s = wall > 0 ? double(epoch_samples) / wall : 0;
+        e.eta_s = double(total - step) * (wall / double(in_epoch));
+        emit(e);
+      }
+      if (cancel_) break;
+
+      TrainEvent e;
+      e.kind = TrainEvent::Kind::Epoch;
+      e.epoch = epoch;
+      e.epochs = cfg_.epochs;
+      e.step = step;
+      e.steps_total = total;
+      e.train_loss = m.mean_loss();
+      e.train_accuracy = m.top1();
+      e.samples_per_s = epoch_train_time > 0 ? double(epoch_samples) / epoch_train_time : 0;
+      R.final_train_loss = e.train_loss;
+      double metric = -e.train_loss;  // what "best" means without held-out data
+      if (!val_idx.empty()) {
+        EvalResult v = evaluate(*plan_, *train_, val_idx, cfg_.batch, *loss_);
+        e.val_loss = v.loss;
+        e.val_accuracy = v.top1;
+        e.confusion = v.confusion;
+        metric = v.top1;
+        R.val_accuracy = v.top1;
+      }
+      if (test_) {
+        EvalResult t = evaluate(*plan_, *test_, {}, cfg_.batch, *loss_);
+        e.test_loss = t.loss;
+        e.test_accuracy = t.top1;
+        e.confusion = t.confusion;
+        R.test_accuracy = t.top1;
+        R.test_loss = t.loss;
+        R.test_top5 = t.top5;
+        R.confusion = t.confusion;
+        // Model selection uses the validation split when there is one; the
+        // test set only when the user chose not to hold out data.
+        if (val_idx.empty()) metric = t.top1;
+      }
+      R.epochs_run = epoch;
+      if (metric > best_metric) {
+        best_metric = metric;
+        since_best = 0;
+        e.best = true;
+        R.best_epoch = epoch;
+        best_state.clear();
+        for (auto& [k, t] : plan_->state()) best_state.emplace_back(k, t.clone());
+      } else {
+        ++since_best;
+      }
+      if (!cfg_.checkpoint_dir.empty()) {
+        std::string last = cfg_.checkpoint_dir + "/last.safetensors";
+        save_checkpoint(last, epoch, step);
+        TrainEvent c;
+        c.kind = TrainEvent::Kind::Checkpoint;
+        c.epoch = epoch;
+        c.message = last;
+        emit(c);
+        if (e.best) {
+          std::string best = cfg_.checkpoint_dir + "/best.safetensors";
+          save_checkpoint(best, epoch, step);
+          c.message = best;
+          emit(c);
+        }
+      }
+      bool stop_early =
+          cfg_.early_stopping_patience > 0 && since_best >= cfg_.early_stopping_patience;
+      if (stop_early)
+        e.message = "early stopping: no improvement for " + std::to_string(since_best) + " epochs";
+      emit(e);
+      if (stop_early) break;
+    }
+    R.train_seconds = train_time;
+    R.train_samples_per_s = train_time > 0 ? double(trained_samples) / train_time : 0;
+    if (cancel_) {
+      R.cancelled = true;
+      TrainEvent e;
+      e.kind = TrainEvent::Kind::Cancelled;
+      e.message = "training stopped by the user";
+      emit(e);
+    } else {
+      if (cfg_.restore_best && !best_state.empty() && R.best_epoch != R.epochs_run) {
+        plan_->load_state(best_state, "best epoch");
+        if (test_) {
+          EvalResult t = evaluate(*plan_, *test_, {}, cfg_.batch, *loss_);
+          R.test_accuracy = t.top1;
+          R.test_loss = t.loss;
+          R.test_top5 = t.top5;
+          R.confusion = t.confusion;
+        }
+      }
+      R.ok = true;
+      TrainEvent e;
+      e.kind = TrainEvent::Kind::Finished;
+      e.epoch = R.epochs_run;
+      e.test_accuracy = R.test_accuracy;
+      e.elapsed_s = std::chrono::duration<double>(Clock::now() - t_start).count();
+      e.samples_per_s = R.train_samples_per_s;
+      emit(e);
+    }
+  } catch (const std::bad_alloc&) {
+    R.error = "out of memory: lower the batch size or make the network smaller";
+  } catch (const std::exception& ex) {
+    R.error = ex.what();
+  }
+  if (!R.error.empty()) {
+    TrainEvent e;
+    e.kind = TrainEvent::Kind::Failed;
+    e.message = R.error;
+    emit(e);
+  }
+  running_ = false;
+}
+
+}  // namespace dc

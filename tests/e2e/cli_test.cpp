@@ -1,0 +1,207 @@
+// End-to-end tests of deepcanvas-cli: real processes on the bundled sample
+// project and deliberately broken inputs. Bad input must give one clear
+// message, a non-zero exit, and leave no partial output file.
+#include <deepcanvas/io.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <sys/wait.h>
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CliRun {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+CliRun cli(const std::string& args) {
+  std::string cmd = std::string(DC_CLI) + " " + args + " 2>&1";
+  CliRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int st = pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  return r;
+}
+
+std::string src(const std::string& rel) {
+  return std::string(DC_SOURCE_DIR) + "/" + rel;
+}
+const std::string kSample = src("sample_data/sample_project.dcproj");
+
+class Tmp {
+ public:
+  Tmp() {
+    dir_ = fs::temp_directory_path() /
+           ("dc_e2e_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
+    fs::create_directories(dir_);
+  }
+  ~Tmp() { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path(name), std::ios::binary) << text;
+    return path(name);
+  }
+
+ private:
+  fs::path dir_;
+  static inline int counter_ = 0;
+};
+
+std::string sample_text() {
+  return dc::read_file(kSample);
+}
+
+std::string replaced(std::string s, const std::string& a, const std::string& b) {
+  auto p = s.find(a);
+  EXPECT_NE(p, std::string::npos) << a;
+  if (p != std::string::npos) s.replace(p, a.size(), b);
+  return s;
+}
+
+// A project file in tmp whose dataset points at the bundled subset (a
+// truncated project may have lost its dataset section; it stays as it is).
+std::string project_in(const Tmp& t, std::string text) {
+  const std::string rel = "\"path\": \"fashion-mnist-subset\"";
+  auto p = text.find(rel);
+  if (p != std::string::npos)
+    text.replace(p, rel.size(), "\"path\": \"" + src("sample_data/fashion-mnist-subset") + "\"");
+  return t.write("p.dcproj", text);
+}
+
+TEST(Cli, TrainsTheSampleProjectToAUsefulAccuracy) {
+  // The correctness check the README promises: 2 epochs on the bundled
+  // 10k-image subset reach >= 80% test accuracy.
+  Tmp t;
+  std::string ck = t.path("model.safetensors");
+  CliRun r = cli("train " + kSample + " --epochs 2 --json --quiet --checkpoint " + ck);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto line = r.out.substr(r.out.rfind('{'));
+  auto j = nlohmann::json::parse(line);
+  for (const char* k : {"test_accuracy", "train_samples_per_s", "epochs", "train_seconds"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_EQ(j["epochs"], 2);
+  EXPECT_GE(j["test_accuracy"].get<double>(), 0.80) << r.out;
+  ASSERT_TRUE(fs::exists(ck));
+
+  // The saved model evaluates to the same accuracy and predicts a sample.
+  CliRun e = cli("eval " + kSample + " --checkpoint " + ck + " --json");
+  ASSERT_EQ(e.code, 0) << e.out;
+  auto je = nlohmann::json::parse(e.out.substr(e.out.rfind('{')));
+  EXPECT_NEAR(je["test_accuracy"].get<double>(), j["test_accuracy"].get<double>(), 1e-9);
+  CliRun p = cli("predict " + kSample + " --checkpoint " + ck + " --index 0");
+  ASSERT_EQ(p.code, 0) << p.out;
+  EXPECT_NE(p.out.find("true class"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("%"), std::string::npos) << p.out;
+}
+
+TEST(Cli, SummaryListsLayersAndTotals) {
+  CliRun r = cli("summary " + kSample);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("conv2"), std::string::npos);
+  EXPECT_NE(r.out.find("64x14x14"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("421.6k parameters"), std::string::npos) << r.out;
+  CliRun j = cli("summary " + kSample + " --json");
+  ASSERT_EQ(j.code, 0) << j.out;
+  auto js = nlohmann::json::parse(j.out);
+  EXPECT_EQ(js["params"], 421642);
+}
+
+TEST(Cli, VersionDevicesAndUsage) {
+  CliRun v = cli("--version");
+  EXPECT_EQ(v.code, 0);
+  EXPECT_NE(v.out.find("deepcanvas-cli"), std::string::npos);
+  CliRun d = cli("devices");
+  EXPECT_EQ(d.code, 0);
+  EXPECT_NE(d.out.find("cpu"), std::string::npos);
+  EXPECT_NE(cli("").code, 0);
+  EXPECT_NE(cli("frobnicate").code, 0);
+  CliRun c = cli("train " + kSample + " --device cuda:0");
+  EXPECT_NE(c.code, 0);
+  EXPECT_NE(c.out.find("not available"), std::string::npos) << c.out;
+  CliRun bad = cli("train " + kSample + " --epochs many");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.out.find("--epochs must be an integer"), std::string::npos) << bad.out;
+}
+
+struct BadCase {
+  const char* what;
+  std::string from, to;  // textual edit of the sample project
+  const char* expect;    // part of the message
+};
+
+TEST(Cli, BadProjectsGiveOneClearMessage) {
+  std::string s = sample_text();
+  std::vector<BadCase> cases = {
+      {"truncated", s, s.substr(0, s.size() / 3), "not valid JSON"},
+      {"unknown layer", "\"type\": \"MaxPool2D\"", "\"type\": \"MaxPool\"",
+       "unknown layer type 'MaxPool'"},
+      {"unknown attribute", "\"units\": 128", "\"neurons\": 128", "unknown attribute 'neurons'"},
+      {"wrong type", "\"units\": 128", "\"units\": true", "must be a integer"},
+      {"out of range", "\"units\": 128", "\"units\": 0", "outside"},
+      {"shape mismatch",
+       "\"shape\": [\n            1,\n            28,\n            28\n          ]",
+       "\"shape\": [\n            1,\n            28\n          ]", "conv1"},
+      {"label outside output", "\"units\": 10", "\"units\": 5",
+       "set the last Dense layer's units to 10"},
+  };
+  for (auto& c : cases) {
+    Tmp t;
+    std::string text = c.from == s ? c.to : replaced(s, c.from, c.to);
+    std::string proj = project_in(t, text);
+    std::string ck = t.path("out.safetensors");
+    CliRun r = cli("train " + proj + " --epochs 1 --steps-per-epoch 2 --checkpoint " + ck);
+    EXPECT_NE(r.code, 0) << c.what;
+    EXPECT_NE(r.out.find(c.expect), std::string::npos) << c.what << ": " << r.out;
+    EXPECT_FALSE(fs::exists(ck)) << c.what << ": partial output left";
+    EXPECT_EQ(r.out.find("terminate called"), std::string::npos) << c.what;
+  }
+}
+
+TEST(Cli, BadDataAndCheckpointsGiveOneClearMessage) {
+  Tmp t;
+  // Truncated IDX: copy the subset and cut the training images file short.
+  fs::path data = t.path("data");
+  fs::create_directories(data);
+  for (auto& f : fs::directory_iterator(src("sample_data/fashion-mnist-subset")))
+    if (f.path().extension() == ".gz") fs::copy_file(f.path(), data / f.path().filename());
+  {
+    std::string img = dc::read_file((data / "train-images-idx3-ubyte.gz").string());
+    std::ofstream((data / "train-images-idx3-ubyte.gz").string(), std::ios::binary)
+        << img.substr(0, img.size() / 2);
+  }
+  CliRun r = cli("train " + kSample + " --epochs 1 --data " + data.string());
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("train-images-idx3-ubyte.gz"), std::string::npos) << r.out;
+
+  CliRun m = cli("train " + kSample + " --data " + t.path("missing"));
+  EXPECT_NE(m.code, 0);
+  EXPECT_NE(m.out.find("does not exist"), std::string::npos) << m.out;
+
+  // Unreadable checkpoint and a checkpoint for another graph.
+  std::string junk = t.write("junk.safetensors", "this is not a checkpoint");
+  CliRun u = cli("eval " + kSample + " --checkpoint " + junk);
+  EXPECT_NE(u.code, 0);
+  EXPECT_NE(u.out.find("junk.safetensors"), std::string::npos) << u.out;
+
+  std::string other = project_in(t, replaced(sample_text(), "\"units\": 128", "\"units\": 64"));
+  std::string ck = t.path("other.safetensors");
+  CliRun tr = cli("train " + other + " --epochs 1 --steps-per-epoch 3 --quiet --checkpoint " + ck);
+  ASSERT_EQ(tr.code, 0) << tr.out;
+  CliRun w = cli("eval " + kSample + " --checkpoint " + ck);
+  EXPECT_NE(w.code, 0);
+  EXPECT_NE(w.out.find("different network"), std::string::npos) << w.out;
+}
+
+}  // namespace

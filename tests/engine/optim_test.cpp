@@ -1,0 +1,155 @@
+#include <deepcanvas/errors.h>
+#include <deepcanvas/optim.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace dc {
+namespace {
+
+// One scalar parameter, stepped with given gradients; compared against the
+// update rules written out by hand from PyTorch's documentation.
+struct Scalar {
+  Param p;
+  Scalar(float w, bool decay = true) {
+    p.value = Tensor::from(Shape{1}, {w});
+    p.grad = Tensor(Shape{1});
+    p.decay = decay;
+  }
+  float w() const { return p.value.f32()[0]; }
+};
+
+TEST(Optimizer, SgdPlainMomentumNesterovAndWeightDecay) {
+  OptimizerConfig c;
+  c.type = "sgd";
+  c.momentum = 0.0;
+  Scalar s(1.0f);
+  auto o = make_optimizer(c);
+  s.p.grad.f32()[0] = 0.5f;
+  o->step({&s.p}, 0.1);
+  EXPECT_FLOAT_EQ(s.w(), 1.0f - 0.05f);
+
+  c.momentum = 0.9;
+  c.weight_decay = 0.1;
+  Scalar m(1.0f);
+  o = make_optimizer(c);
+  double w = 1.0, buf = 0;
+  for (int t = 0; t < 3; ++t) {
+    m.p.grad.f32()[0] = 0.5f;
+    o->step({&m.p}, 0.1);
+    double d = 0.5 + 0.1 * w;
+    buf = t == 0 ? d : 0.9 * buf + d;
+    w -= 0.1 * buf;
+  }
+  EXPECT_NEAR(m.w(), w, 1e-6);
+
+  c.nesterov = true;
+  Scalar n(1.0f);
+  o = make_optimizer(c);
+  w = 1.0;
+  buf = 0;
+  for (int t = 0; t < 3; ++t) {
+    n.p.grad.f32()[0] = 0.5f;
+    o->step({&n.p}, 0.1);
+    double d = 0.5 + 0.1 * w;
+    buf = t == 0 ? d : 0.9 * buf + d;
+    w -= 0.1 * (d + 0.9 * buf);
+  }
+  EXPECT_NEAR(n.w(), w, 1e-6);
+}
+
+TEST(Optimizer, AdamAndAdamWFollowTheirFormulas) {
+  for (std::string type : {"adam", "adamw"}) {
+    OptimizerConfig c;
+    c.type = type;
+    c.weight_decay = 0.01;
+    Scalar s(2.0f);
+    auto o = make_optimizer(c);
+    double w = 2.0, m = 0, v = 0, lr = 0.01;
+    const double grads[] = {0.3, -0.2, 0.7, 0.1};
+    for (int t = 1; t <= 4; ++t) {
+      s.p.grad.f32()[0] = float(grads[t - 1]);
+      o->step({&s.p}, lr);
+      double g = grads[t - 1];
+      if (type == "adam")
+        g += 0.01 * w;
+      else
+        w *= 1 - lr * 0.01;
+      m = 0.9 * m + 0.1 * g;
+      v = 0.999 * v + 0.001 * g * g;
+      double mh = m / (1 - std::pow(0.9, t)), vh = v / (1 - std::pow(0.999, t));
+      w -= lr * mh / (std::sqrt(vh) + 1e-8);
+    }
+    EXPECT_NEAR(s.w(), w, 1e-5) << type;
+  }
+}
+
+TEST(Optimizer, NoDecayParamsAreNotDecayed) {
+  OptimizerConfig c;
+  c.type = "adamw";
+  c.weight_decay = 0.5;
+  Scalar s(1.0f, /*decay=*/false);
+  auto o = make_optimizer(c);
+  o->step({&s.p}, 0.1);  // zero gradient: only decay could move it
+  EXPECT_FLOAT_EQ(s.w(), 1.0f);
+}
+
+TEST(Optimizer, StateRoundTripsSoResumedRunsMatch) {
+  OptimizerConfig c;
+  Scalar a(1.0f), b(1.0f);
+  auto oa = make_optimizer(c);
+  for (int t = 0; t < 3; ++t) {
+    a.p.grad.f32()[0] = 0.1f * float(t + 1);
+    oa->step({&a.p}, 0.01);
+  }
+  auto ob = make_optimizer(c);
+  ob->load_state(oa->state());
+  ob->set_steps(oa->steps());
+  b.p.value.copy_from(a.p.value);
+  a.p.grad.f32()[0] = b.p.grad.f32()[0] = 0.5f;
+  oa->step({&a.p}, 0.01);
+  ob->step({&b.p}, 0.01);
+  EXPECT_EQ(a.w(), b.w());
+}
+
+TEST(Optimizer, UnknownNameIsRejected) {
+  OptimizerConfig c;
+  c.type = "rmsprop";
+  EXPECT_THROW(make_optimizer(c), Error);
+}
+
+TEST(Schedule, ConstantStepCosineWarmup) {
+  ScheduleConfig s;
+  EXPECT_DOUBLE_EQ(schedule_lr(s, 0.1, 50, 100, 10), 0.1);
+  s.type = "step";
+  s.step_epochs = 2;
+  s.gamma = 0.5;
+  EXPECT_DOUBLE_EQ(schedule_lr(s, 0.1, 19, 100, 10), 0.1);
+  EXPECT_DOUBLE_EQ(schedule_lr(s, 0.1, 20, 100, 10), 0.05);
+  EXPECT_DOUBLE_EQ(schedule_lr(s, 0.1, 45, 100, 10), 0.025);
+  s.type = "cosine";
+  EXPECT_NEAR(schedule_lr(s, 0.1, 0, 100, 10), 0.1, 1e-12);
+  EXPECT_NEAR(schedule_lr(s, 0.1, 50, 100, 10), 0.05, 1e-12);
+  EXPECT_NEAR(schedule_lr(s, 0.1, 100, 100, 10), 0.0, 1e-12);
+  s.type = "constant";
+  s.warmup_steps = 10;
+  EXPECT_NEAR(schedule_lr(s, 0.1, 0, 100, 10), 0.01, 1e-12);
+  EXPECT_NEAR(schedule_lr(s, 0.1, 9, 100, 10), 0.1, 1e-12);
+  s.type = "bogus";
+  EXPECT_THROW(schedule_lr(s, 0.1, 0, 100, 10), Error);
+}
+
+TEST(Schedule, OneCycleMatchesPyTorchShape) {
+  // OneCycleLR(max_lr=3e-3, total_steps=100, pct_start=0.3): starts at
+  // max/25, peaks at step 29 (pct*total - 1), ends at max/25/1e4.
+  ScheduleConfig s;
+  s.type = "onecycle";
+  EXPECT_NEAR(schedule_lr(s, 3e-3, 0, 100, 10), 3e-3 / 25, 1e-12);
+  EXPECT_NEAR(schedule_lr(s, 3e-3, 29, 100, 10), 3e-3, 1e-12);
+  EXPECT_NEAR(schedule_lr(s, 3e-3, 99, 100, 10), 3e-3 / 25 / 1e4, 1e-12);
+  EXPECT_LT(schedule_lr(s, 3e-3, 10, 100, 10), schedule_lr(s, 3e-3, 20, 100, 10));
+  EXPECT_GT(schedule_lr(s, 3e-3, 50, 100, 10), schedule_lr(s, 3e-3, 80, 100, 10));
+}
+
+}  // namespace
+}  // namespace dc

@@ -1,0 +1,167 @@
+#include <deepcanvas/errors.h>
+#include <deepcanvas/io.h>
+#include <deepcanvas/plan.h>
+#include <deepcanvas/project.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace dc {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string templates() {
+  return std::string(DC_SOURCE_DIR) + "/resources/templates/";
+}
+
+std::string expect_error(const std::string& text) {
+  try {
+    parse_project(text, "bad.dcproj");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "accepted: " << text.substr(0, 200);
+  return "";
+}
+
+std::string sample_text() {
+  return read_file(templates() + "two_conv_cnn.dcproj");
+}
+
+std::string replace(std::string s, const std::string& a, const std::string& b) {
+  auto p = s.find(a);
+  EXPECT_NE(p, std::string::npos) << a;
+  if (p != std::string::npos) s.replace(p, a.size(), b);
+  return s;
+}
+
+TEST(Project, EveryTemplateLoadsValidatesAndRoundTrips) {
+  int n = 0;
+  for (auto& f : fs::directory_iterator(templates())) {
+    if (f.path().extension() != ".dcproj") continue;
+    ++n;
+    Project p = load_project(f.path().string());
+    EXPECT_NO_THROW(p.graph.validate()) << f.path();
+    Plan plan(p.graph, 2);
+    EXPECT_EQ(plan.output_shape(), (Shape{10})) << f.path();
+    Project q = parse_project(project_to_json(p), "roundtrip");
+    EXPECT_TRUE(q.graph == p.graph) << f.path();
+    EXPECT_EQ(project_to_json(q), project_to_json(p)) << f.path();
+  }
+  EXPECT_EQ(n, 4);
+}
+
+TEST(Project, TwoConvTemplateIsTheClassicNetwork) {
+  Project p = load_project(templates() + "two_conv_cnn.dcproj");
+  Plan plan(p.graph, 1);
+  // conv1 320 + conv2 18496 + dense1 401536 + dense2 1290
+  EXPECT_EQ(plan.num_parameters(), 320 + 18496 + 401536 + 1290);
+}
+
+TEST(Project, SaveIsAtomicAndReloads) {
+  fs::path dir = fs::temp_directory_path() / "dc_project_test";
+  fs::create_directories(dir);
+  std::string path = (dir / "p.dcproj").string();
+  Project p = load_project(templates() + "lenet5.dcproj");
+  p.training.epochs = 7;
+  save_project(p, path);
+  Project q = load_project(path);
+  EXPECT_EQ(q.training.epochs, 7);
+  EXPECT_TRUE(q.graph == p.graph);
+  for (auto& f : fs::directory_iterator(dir))
+    EXPECT_EQ(f.path().filename(), "p.dcproj") << "temp file left behind";
+  fs::remove_all(dir);
+}
+
+TEST(Project, MalformedAndTruncatedFiles) {
+  std::string t = sample_text();
+  EXPECT_NE(expect_error(t.substr(0, t.size() / 2)).find("not valid JSON"), std::string::npos);
+  EXPECT_NE(expect_error("").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(expect_error("[1,2]").find("not a DeepCanvas project"), std::string::npos);
+  EXPECT_THROW(load_project("/nonexistent/x.dcproj"), IoError);
+}
+
+TEST(Project, NewerVersionIsRefusedClearly) {
+  std::string e = expect_error(replace(sample_text(), "\"version\": 1", "\"version\": 99"));
+  EXPECT_NE(e.find("newer DeepCanvas"), std::string::npos) << e;
+}
+
+TEST(Project, UnknownLayerTypeNamesTheNode) {
+  std::string e = expect_error(replace(sample_text(), "\"type\": \"ReLU\"", "\"type\": \"Relu\""));
+  EXPECT_NE(e.find("unknown layer type 'Relu'"), std::string::npos) << e;
+  EXPECT_NE(e.find("graph.nodes["), std::string::npos) << e;
+}
+
+TEST(Project, UnknownMissingWrongTypeAndOutOfRangeAttributes) {
+  std::string t = sample_text();
+  std::string e = expect_error(replace(t, "\"filters\": 32", "\"filterz\": 32"));
+  EXPECT_NE(e.find("unknown attribute 'filterz'"), std::string::npos) << e;
+  EXPECT_NE(e.find("conv1"), std::string::npos) << e;
+  e = expect_error(replace(t, "\"filters\": 32", "\"filters\": \"32\""));
+  EXPECT_NE(e.find("must be a integer"), std::string::npos) << e;
+  e = expect_error(replace(t, "\"filters\": 32", "\"filters\": -3"));
+  EXPECT_NE(e.find("outside"), std::string::npos) << e;
+  e = expect_error(replace(t, "\"filters\": 32", "\"filters\": 2.5"));
+  EXPECT_NE(e.find("filters"), std::string::npos) << e;
+  // A missing attribute takes its default (forward compatible); the file loads.
+  Project p = parse_project(replace(t, "\"filters\": 32,", ""), "ok");
+  EXPECT_EQ(p.graph.find_by_name("conv1")->attrs.i("filters"), 32);
+}
+
+TEST(Project, CycleUnconnectedAndShapeMismatch) {
+  std::string t = sample_text();
+  // relu3 -> dense1 closes dense1 -> relu3 -> dense1 (dense1's port is taken
+  // first, so also drop the flatten edge).
+  std::string cyc = replace(t, "\"from\": \"flatten\",\n        \"to\": \"dense1\"",
+                            "\"from\": \"relu3\",\n        \"to\": \"dense1\"");
+  std::string e = expect_error(cyc);
+  EXPECT_NE(e.find("cycle"), std::string::npos) << e;
+
+  e = expect_error(replace(t, "\"to\": \"dense1\",\n        \"port\": 0",
+                           "\"to\": \"dense1\",\n        \"port\": 1"));
+  EXPECT_NE(e.find("does not exist"), std::string::npos) << e;
+
+  // Without the Flatten the file loads (it is a valid drawing) but the
+  // network does not validate, and the message names the node to fix.
+  Project p = parse_project(replace(t, "\"from\": \"flatten\",\n        \"to\": \"dense1\"",
+                                    "\"from\": \"pool2\",\n        \"to\": \"dense1\""),
+                            "x");
+  try {
+    p.graph.validate();
+    ADD_FAILURE() << "validated a Dense on a 3-D input";
+  } catch (const GraphError& ex) {
+    EXPECT_NE(std::string(ex.what()).find("Dense 'dense1'"), std::string::npos) << ex.what();
+  }
+}
+
+TEST(Project, DuplicateEdgeAndUnknownNodeInEdge) {
+  std::string t = sample_text();
+  std::string e = expect_error(replace(t, "\"to\": \"relu1\"", "\"to\": \"nowhere\""));
+  EXPECT_NE(e.find("no node named 'nowhere'"), std::string::npos) << e;
+}
+
+TEST(Project, TrainingFieldsAreChecked) {
+  std::string t = sample_text();
+  std::string e = expect_error(replace(t, "\"epochs\": 3", "\"epochs\": \"three\""));
+  EXPECT_NE(e.find("training.epochs"), std::string::npos) << e;
+  e = expect_error(replace(t, "\"epochs\": 3", "\"epoch\": 3"));
+  EXPECT_NE(e.find("unknown field 'epoch'"), std::string::npos) << e;
+  e = expect_error(replace(t, "\"type\": \"adam\"", "\"type\": \"adagrad\""));
+  EXPECT_NE(e.find("training.optimizer.type"), std::string::npos) << e;
+  e = expect_error(replace(t, "\"epochs\": 3", "\"epochs\": 0"));
+  EXPECT_NE(e.find("at least 1"), std::string::npos) << e;
+}
+
+TEST(Project, DatasetResolution) {
+  Project p = load_project(std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj");
+  std::string d = resolve_dataset_dir(p);
+  EXPECT_TRUE(fs::exists(fs::path(d) / "train-images-idx3-ubyte.gz")) << d;
+  Project t = load_project(templates() + "two_conv_cnn.dcproj");
+  EXPECT_EQ(fs::canonical(resolve_dataset_dir(t)), fs::canonical(d));
+  EXPECT_THROW(resolve_dataset_dir(p, "/nonexistent/data"), IoError);
+}
+
+}  // namespace
+}  // namespace dc

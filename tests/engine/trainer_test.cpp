@@ -1,0 +1,232 @@
+#include <deepcanvas/errors.h>
+#include <deepcanvas/io.h>
+#include <deepcanvas/trainer.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+namespace dc {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A learnable toy problem: 8×8 images whose class is the quadrant with the
+// brightest blob.
+std::shared_ptr<Dataset> toy(int64_t n, uint64_t seed) {
+  auto d = std::make_shared<Dataset>();
+  d->sample_shape = Shape{1, 8, 8};
+  d->num_classes = 4;
+  d->source = "toy";
+  Rng r(seed);
+  d->pixels.resize(n * 64);
+  d->labels.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    int q = int(r.below(4));
+    d->labels[i] = q;
+    for (int y = 0; y < 8; ++y)
+      for (int x = 0; x < 8; ++x) {
+        bool in = (y / 4) * 2 + (x / 4) == q;
+        d->pixels[i * 64 + y * 8 + x] = uint8_t(r.below(100) + (in ? 120 : 0));
+      }
+  }
+  return d;
+}
+
+Graph mlp(bool dropout = false) {
+  Graph g;
+  Attrs in;
+  in.set("shape", std::vector<int64_t>{1, 8, 8});
+  NodeId a = g.add_node("Input", "input", in);
+  NodeId f = g.add_node("Flatten");
+  Attrs h;
+  h.set("units", int64_t(16));
+  NodeId d1 = g.add_node("Dense", "hidden", h);
+  NodeId r = g.add_node("ReLU");
+  Attrs o;
+  o.set("units", int64_t(4));
+  NodeId d2 = g.add_node("Dense", "out", o);
+  g.connect(a, f);
+  g.connect(f, d1);
+  g.connect(d1, r);
+  if (dropout) {
+    NodeId dr = g.add_node("Dropout", "drop");
+    g.connect(r, dr);
+    g.connect(dr, d2);
+  } else {
+    g.connect(r, d2);
+  }
+  return g;
+}
+
+TrainConfig cfg(int epochs) {
+  TrainConfig c;
+  c.epochs = epochs;
+  c.batch = 32;
+  c.threads = 2;
+  c.optimizer.lr = 0.01;
+  return c;
+}
+
+std::vector<TrainEvent> drain(Trainer& t) {
+  std::vector<TrainEvent> ev;
+  for (;;) {
+    auto e = t.events().pop(std::chrono::milliseconds(30000));
+    if (!e) {
+      ADD_FAILURE() << "no event for 30 s";
+      break;
+    }
+    ev.push_back(*e);
+    if (e->kind == TrainEvent::Kind::Finished || e->kind == TrainEvent::Kind::Failed ||
+        e->kind == TrainEvent::Kind::Cancelled)
+      break;
+  }
+  t.wait();
+  return ev;
+}
+
+std::vector<float> weights(Trainer& t) {
+  std::vector<float> w;
+  for (auto& [k, v] : t.plan().state()) w.insert(w.end(), v.f32(), v.f32() + v.numel());
+  return w;
+}
+
+TEST(Trainer, LearnsAndReportsEveryEvent) {
+  Trainer t(mlp(), cfg(3), toy(512, 1), toy(128, 2));
+  t.start();
+  auto ev = drain(t);
+  ASSERT_EQ(ev.back().kind, TrainEvent::Kind::Finished) << ev.back().message;
+  EXPECT_EQ(ev.front().kind, TrainEvent::Kind::Started);
+  int steps = 0, epochs = 0;
+  for (auto& e : ev) {
+    steps += e.kind == TrainEvent::Kind::Step;
+    epochs += e.kind == TrainEvent::Kind::Epoch;
+  }
+  EXPECT_EQ(steps, 3 * 16);
+  EXPECT_EQ(epochs, 3);
+  EXPECT_GT(t.result().test_accuracy, 0.9);
+  EXPECT_EQ(t.result().confusion.size(), 4u);
+}
+
+TEST(Trainer, SameSeedSameThreadsIsBitForBit) {
+  auto run = [](uint64_t seed) {
+    TrainConfig c = cfg(2);
+    c.seed = seed;
+    Trainer t(mlp(true), c, toy(256, 1), nullptr);
+    t.start();
+    drain(t);
+    return weights(t);
+  };
+  auto a = run(7), b = run(7), c = run(8);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+}
+
+TEST(Trainer, ResumeContinuesExactlyLikeAnUninterruptedRun) {
+  fs::path dir = fs::temp_directory_path() / "dc_trainer_resume";
+  fs::remove_all(dir);
+  TrainConfig c = cfg(3);
+  c.restore_best = false;
+  Trainer full(mlp(true), c, toy(256, 1), nullptr);
+  full.start();
+  drain(full);
+  auto w_full = weights(full);
+
+  TrainConfig c2 = cfg(2);
+  c2.checkpoint_dir = dir.string();
+  c2.restore_best = false;
+  {
+    Trainer first(mlp(true), c2, toy(256, 1), nullptr);
+    first.start();
+    drain(first);
+  }
+  ASSERT_TRUE(fs::exists(dir / "last.safetensors"));
+  TrainConfig c3 = cfg(3);
+  c3.resume = (dir / "last.safetensors").string();
+  c3.restore_best = false;
+  Trainer second(mlp(true), c3, toy(256, 1), nullptr);
+  second.start();
+  auto ev = drain(second);
+  ASSERT_EQ(ev.back().kind, TrainEvent::Kind::Finished) << ev.back().message;
+  EXPECT_EQ(weights(second), w_full);
+  fs::remove_all(dir);
+}
+
+TEST(Trainer, NanLossStopsAndKeepsTheLastGoodWeights) {
+  TrainConfig c = cfg(5);
+  c.optimizer.type = "sgd";
+  c.optimizer.momentum = 0;
+  c.optimizer.lr = 1e12;  // diverges within a few steps
+  Trainer t(mlp(), c, toy(256, 1), nullptr);
+  t.start();
+  auto ev = drain(t);
+  ASSERT_EQ(ev.back().kind, TrainEvent::Kind::Failed);
+  EXPECT_NE(ev.back().message.find("last good weights"), std::string::npos) << ev.back().message;
+  for (float w : weights(t)) ASSERT_TRUE(std::isfinite(w));
+}
+
+TEST(Trainer, PauseResumeAndCancelAtStepBoundaries) {
+  TrainConfig c = cfg(200);
+  Trainer t(mlp(), c, toy(512, 1), nullptr);
+  t.start();
+  // Wait for a few steps, pause, check no steps arrive, resume, cancel.
+  int steps = 0;
+  while (steps < 5) {
+    auto e = t.events().pop(std::chrono::milliseconds(30000));
+    ASSERT_TRUE(e);
+    steps += e->kind == TrainEvent::Kind::Step;
+  }
+  t.pause();
+  bool paused = false;
+  while (!paused) {
+    auto e = t.events().pop(std::chrono::milliseconds(30000));
+    ASSERT_TRUE(e);
+    paused = e->kind == TrainEvent::Kind::Paused;
+  }
+  EXPECT_FALSE(t.events().pop(std::chrono::milliseconds(300)).has_value());
+  t.resume();
+  auto e = t.events().pop(std::chrono::milliseconds(30000));
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, TrainEvent::Kind::Resumed);
+  t.cancel();
+  auto ev = drain(t);
+  EXPECT_EQ(ev.back().kind, TrainEvent::Kind::Cancelled);
+  EXPECT_TRUE(t.result().cancelled);
+}
+
+TEST(Trainer, EarlyStoppingAndBestCheckpoint) {
+  fs::path dir = fs::temp_directory_path() / "dc_trainer_best";
+  fs::remove_all(dir);
+  TrainConfig c = cfg(50);
+  c.val_split = 0.25;
+  c.early_stopping_patience = 2;
+  c.optimizer.lr = 0.05;
+  c.checkpoint_dir = dir.string();
+  Trainer t(mlp(), c, toy(256, 1), nullptr);
+  t.start();
+  auto ev = drain(t);
+  ASSERT_EQ(ev.back().kind, TrainEvent::Kind::Finished) << ev.back().message;
+  EXPECT_LT(t.result().epochs_run, 50);
+  EXPECT_EQ(t.result().epochs_run, t.result().best_epoch + 2);
+  EXPECT_TRUE(fs::exists(dir / "best.safetensors"));
+  CheckpointInfo ck = read_checkpoint((dir / "best.safetensors").string());
+  EXPECT_EQ(ck.epoch, t.result().best_epoch);
+  fs::remove_all(dir);
+}
+
+TEST(Trainer, DataThatDoesNotFitTheNetworkIsRefusedUpFront) {
+  auto d = toy(64, 1);
+  d->labels[3] = 9;  // more classes than the 4 outputs
+  try {
+    Trainer t(mlp(), cfg(1), d, nullptr);
+    FAIL() << "accepted labels beyond the output size";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("units to 10"), std::string::npos) << e.what();
+  }
+  auto wrong = toy(64, 1);
+  wrong->sample_shape = Shape{1, 4, 16};
+  EXPECT_THROW(Trainer(mlp(), cfg(1), wrong, nullptr), DataError);
+}
+
+}  // namespace
+}  // namespace dc
