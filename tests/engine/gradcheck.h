@@ -55,9 +55,11 @@ inline void check_layer_gradients(const std::string& type, const Attrs& attrs,
     Tensor t(s.with_batch(n));
     for (int64_t i = 0; i < t.numel(); ++i) {
       float v = rng.uniform(o.input_lo, o.input_hi);
+      // The quarter-step offset keeps every value a quarter step away from
+      // the range's midpoint (0 for symmetric ranges), where ReLU kinks.
       if (o.distinct_inputs)
         v = o.input_lo +
-            (o.input_hi - o.input_lo) * float((i * 7919) % t.numel()) / float(t.numel()) +
+            (o.input_hi - o.input_lo) * (float((i * 7919) % t.numel()) + 0.25f) / float(t.numel()) +
             1e-4f * rng.uniform();
       t.f32()[i] = v;
     }

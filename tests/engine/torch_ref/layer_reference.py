@@ -1,0 +1,133 @@
+#!/usr/bin/python3
+"""PyTorch reference for one DeepCanvas layer (used by torch_reference_test).
+
+Reads a safetensors file written by the test: the layer's inputs x0.., its
+parameters p.NAME, our output y, the output gradient R, and our gradients
+dx0.. and g.NAME; metadata "type" and "attrs" (JSON). Rebuilds the layer with
+torch in float64, runs forward and backward with the same values and prints
+one JSON object: for every compared tensor the normwise relative error
+||ours - torch|| / ||torch||.
+"""
+import json
+import struct
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+DTYPES = {"F32": np.float32, "I32": np.int32, "U8": np.uint8}
+
+
+def load(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    meta = header.pop("__metadata__", {})
+    data = raw[8 + n:]
+    out = {}
+    for name, h in header.items():
+        b, e = h["data_offsets"]
+        a = np.frombuffer(data[b:e], dtype=DTYPES[h["dtype"]]).reshape(h["shape"])
+        out[name] = torch.from_numpy(a.astype(np.float64))
+    return out, meta
+
+
+def pair(v):
+    return tuple(v) if isinstance(v, list) else (v, v)
+
+
+def conv(a, xs, p):
+    x = xs[0]
+    mode = a.get("padding_mode", "explicit")
+    pad = pair(a.get("padding", [0, 0]))
+    k = p["weight"].shape[2:]
+    dil = pair(a.get("dilation", [1, 1]))
+    if mode == "valid":
+        pad = (0, 0)
+    if mode == "same":
+        # PyTorch's padding='same' pads the extra element at the end, as we do.
+        return F.conv2d(x, p["weight"], p.get("bias"), pair(a.get("stride", [1, 1])), "same",
+                        dil, a.get("groups", 1))
+    return F.conv2d(x, p["weight"], p.get("bias"), pair(a.get("stride", [1, 1])), pad, dil,
+                    a.get("groups", 1))
+
+
+def batchnorm(a, xs, p, training):
+    x = xs[0]
+    rm, rv = p["running_mean"].clone(), p["running_var"].clone()
+    y = F.batch_norm(x, rm, rv, p.get("weight"), p.get("bias"), training, a.get("momentum", 0.1),
+                     a.get("eps", 1e-5))
+    return y
+
+
+def forward(t, a, xs, p, training):
+    if t == "Conv2D":
+        return conv(a, xs, p)
+    if t == "MaxPool2D":
+        return F.max_pool2d(xs[0], pair(a.get("kernel", [2, 2])), pair(a.get("stride", a.get("kernel", [2, 2]))),
+                            pair(a.get("padding", [0, 0])))
+    if t == "AvgPool2D":
+        return F.avg_pool2d(xs[0], pair(a.get("kernel", [2, 2])), pair(a.get("stride", a.get("kernel", [2, 2]))),
+                            pair(a.get("padding", [0, 0])), count_include_pad=True)
+    if t == "GlobalAvgPool2D":
+        return xs[0].mean(dim=(2, 3))
+    if t in ("BatchNorm1D", "BatchNorm2D"):
+        return batchnorm(a, xs, p, training)
+    if t == "Dense":
+        return F.linear(xs[0], p["weight"], p.get("bias"))
+    if t == "ReLU":
+        return F.relu(xs[0])
+    if t == "LeakyReLU":
+        return F.leaky_relu(xs[0], a.get("slope", 0.01))
+    if t == "Sigmoid":
+        return torch.sigmoid(xs[0])
+    if t == "Tanh":
+        return torch.tanh(xs[0])
+    if t == "GELU":
+        return F.gelu(xs[0])
+    if t == "Softmax":
+        return F.softmax(xs[0], dim=-1)
+    if t == "Add":
+        return sum(xs)
+    if t == "Concat":
+        return torch.cat(xs, dim=a.get("axis", 0) + 1)
+    raise SystemExit(f"layer_reference.py: no reference for {t}")
+
+
+def main():
+    tensors, meta = load(sys.argv[1])
+    t = meta["type"]
+    a = json.loads(meta["attrs"])
+    training = meta.get("training", "1") == "1"
+    xs = []
+    i = 0
+    while f"x{i}" in tensors:
+        xs.append(tensors[f"x{i}"].clone().requires_grad_(True))
+        i += 1
+    p = {}
+    for k, v in tensors.items():
+        if k.startswith("p."):
+            name = k[2:]
+            p[name] = v.clone().requires_grad_(name not in ("running_mean", "running_var"))
+    y = forward(t, a, xs, p, training)
+    y.backward(tensors["R"])
+
+    def rel(ours, ref):
+        ref = ref.detach()
+        d = torch.linalg.norm((ours - ref).flatten())
+        n = torch.linalg.norm(ref.flatten())
+        return float(d / n) if n > 0 else float(d)
+
+    res = {"y": rel(tensors["y"], y)}
+    for i, x in enumerate(xs):
+        res[f"dx{i}"] = rel(tensors[f"dx{i}"], x.grad)
+    for name, v in p.items():
+        if v.requires_grad and f"g.{name}" in tensors:
+            res[f"g.{name}"] = rel(tensors[f"g.{name}"], v.grad)
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()
