@@ -73,6 +73,36 @@ PoolGeom pool_geom(const std::vector<Shape>& in, const Attrs& a) {
   return g;
 }
 
+// The 2×2/stride-2 window every classic CNN uses, on one plane: the geometry
+// is in registers and the window unrolled, which makes it several times
+// faster than the general loop (it was a fifth of a two-conv CNN's step).
+// Same tie and NaN rules as the general loop: scan order, first maximum
+// wins, a NaN is taken.
+void max_pool_2x2(const PoolGeom& g, const float* x, float* y, int32_t* am) {
+  const int64_t W = g.W, OW = g.OW;
+  for (int64_t oh = 0; oh < g.OH; ++oh) {
+    const float* r0 = x + 2 * oh * W;
+    const float* r1 = r0 + W;
+    float* yr = y + oh * OW;
+    int32_t* ar = am + oh * OW;
+    const int32_t base = static_cast<int32_t>(2 * oh * W);
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      float m = r0[2 * ow];
+      int32_t at = 0;
+      auto take = [&](float v, int32_t off) {
+        bool t = v > m || v != v;
+        m = t ? v : m;
+        at = t ? off : at;
+      };
+      take(r0[2 * ow + 1], 1);
+      take(r1[2 * ow], static_cast<int32_t>(W));
+      take(r1[2 * ow + 1], static_cast<int32_t>(W + 1));
+      yr[ow] = m;
+      ar[ow] = base + static_cast<int32_t>(2 * ow) + at;
+    }
+  }
+}
+
 class MaxPool2D : public Layer {
  public:
   explicit MaxPool2D(const PoolGeom& g) : g_(g) {}
@@ -83,6 +113,14 @@ class MaxPool2D : public Layer {
     float* y = out.f32();
     argmax_.resize(static_cast<size_t>(planes * g_.OHW()));
     int32_t* am = argmax_.data();
+    const PoolGeom g = g_;
+    if (g.KH == 2 && g.KW == 2 && g.SH == 2 && g.SW == 2 && g.PH == 0 && g.PW == 0) {
+      parallel_for(planes, 4, [=](int64_t b, int64_t e) {
+        for (int64_t p = b; p < e; ++p)
+          max_pool_2x2(g, x + p * g.HW(), y + p * g.OHW(), am + p * g.OHW());
+      });
+      return;
+    }
     parallel_for(planes, 4, [&](int64_t b, int64_t e) {
       for (int64_t p = b; p < e; ++p) {
         const float* xp = x + p * g_.HW();

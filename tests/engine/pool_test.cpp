@@ -147,6 +147,19 @@ TEST(Pool2D, MaxTiesGoToTheFirstMaximum) {
   EXPECT_EQ(dx.f32()[1] + dx.f32()[2] + dx.f32()[3], 0.f);
 }
 
+TEST(Pool2D, MaxPropagatesNaNOnBothPaths) {
+  // 2×2/stride 2 has its own fast loop; 3×3/stride 1 takes the general one.
+  for (Ints k : {Ints{2, 2}, Ints{3, 3}}) {
+    Tensor x(Shape{1, 1, 4, 4});
+    x.fill(1.f);
+    x.f32()[5] = std::numeric_limits<float>::quiet_NaN();
+    Pooled m =
+        forward("MaxPool2D",
+                attrs({{"kernel", k}, {"stride", Ints{k[0] == 2 ? 2 : 1, k[0] == 2 ? 2 : 1}}}), x);
+    EXPECT_TRUE(std::isnan(m.y.f32()[0])) << k[0];
+  }
+}
+
 TEST(Pool2D, GradientsMatchFiniteDifferences) {
   for (const WCase& c : window_cases()) {
     SCOPED_TRACE(c.in.str(true));
