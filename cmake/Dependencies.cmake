@@ -15,25 +15,44 @@ else()
   target_link_libraries(dc_json INTERFACE nlohmann_json::nlohmann_json)
 endif()
 
-# OpenBLAS, the OpenMP build: it shares the OpenMP thread pool with our own
-# kernels instead of a second pthread pool spinning against it (measured in
-# docs/BENCHMARKS.md). RUNPATH points at its folder so the Debian
-# alternatives choice for libopenblas.so.0 does not switch it under us.
+# CPU GEMM. oneDNN's sgemm is the default (faster on the CNN's shapes,
+# measured in docs/BENCHMARKS.md); OpenBLAS, the OpenMP build, stays linked
+# for comparison runs (DC_GEMM=openblas). The OpenMP build shares our OpenMP
+# thread pool instead of a second pthread pool spinning against it, and
+# RUNPATH points at its folder so the Debian alternatives choice for
+# libopenblas.so.0 does not switch it under us. A machine with neither (the
+# bare GPU build machine) gets portable loops: correct, slow, enough for the
+# CPU reference in CUDA tests.
+add_library(dc_blas INTERFACE)
+find_library(DC_DNNL_LIB dnnl)
+find_path(DC_DNNL_INCLUDE dnnl.h)
+if(DC_DNNL_LIB AND DC_DNNL_INCLUDE)
+  target_link_libraries(dc_blas INTERFACE ${DC_DNNL_LIB})
+  target_include_directories(dc_blas SYSTEM INTERFACE ${DC_DNNL_INCLUDE})
+  target_compile_definitions(dc_blas INTERFACE DC_HAVE_DNNL=1)
+endif()
 set(DC_OPENBLAS_DIR /usr/lib/x86_64-linux-gnu/openblas-openmp CACHE PATH "OpenBLAS library folder")
 set(DC_OPENBLAS_INCLUDE /usr/include/x86_64-linux-gnu/openblas-openmp CACHE PATH "OpenBLAS headers")
 find_library(DC_OPENBLAS_LIB NAMES openblas PATHS ${DC_OPENBLAS_DIR} NO_DEFAULT_PATH)
 if(NOT DC_OPENBLAS_LIB)
-  find_library(DC_OPENBLAS_LIB NAMES openblas REQUIRED)
-  get_filename_component(DC_OPENBLAS_DIR ${DC_OPENBLAS_LIB} DIRECTORY)
+  find_library(DC_OPENBLAS_LIB NAMES openblas)
+  if(DC_OPENBLAS_LIB)
+    get_filename_component(DC_OPENBLAS_DIR ${DC_OPENBLAS_LIB} DIRECTORY)
+  endif()
   set(DC_OPENBLAS_INCLUDE "")
 endif()
-add_library(dc_blas INTERFACE)
-target_link_libraries(dc_blas INTERFACE ${DC_OPENBLAS_LIB})
-if(DC_OPENBLAS_INCLUDE AND EXISTS ${DC_OPENBLAS_INCLUDE})
-  target_include_directories(dc_blas SYSTEM INTERFACE ${DC_OPENBLAS_INCLUDE})
+if(DC_OPENBLAS_LIB)
+  target_link_libraries(dc_blas INTERFACE ${DC_OPENBLAS_LIB})
+  target_compile_definitions(dc_blas INTERFACE DC_HAVE_OPENBLAS=1)
+  if(DC_OPENBLAS_INCLUDE AND EXISTS ${DC_OPENBLAS_INCLUDE})
+    target_include_directories(dc_blas SYSTEM INTERFACE ${DC_OPENBLAS_INCLUDE})
+  endif()
+  set(CMAKE_BUILD_RPATH ${DC_OPENBLAS_DIR})
+  set(CMAKE_INSTALL_RPATH ${DC_OPENBLAS_DIR})
 endif()
-set(CMAKE_BUILD_RPATH ${DC_OPENBLAS_DIR})
-set(CMAKE_INSTALL_RPATH ${DC_OPENBLAS_DIR})
+if(NOT DC_DNNL_LIB AND NOT DC_OPENBLAS_LIB)
+  message(WARNING "Neither oneDNN nor OpenBLAS found: CPU GEMMs use portable loops (slow)")
+endif()
 # RUNPATH is consulted before the ld.so cache; keep it on executables and libs.
 add_link_options(-Wl,--enable-new-dtags)
 

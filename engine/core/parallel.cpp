@@ -1,10 +1,20 @@
+#include <deepcanvas/errors.h>
 #include <deepcanvas/parallel.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 #include <thread>
 
-#include <cblas.h>
 #include <omp.h>
+
+#if DC_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+#if DC_HAVE_DNNL
+#include <dnnl.h>
+#endif
 
 namespace dc {
 
@@ -16,7 +26,9 @@ void set_num_threads(int n) {
   if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   g_threads = n;
   omp_set_num_threads(n);
+#if DC_HAVE_OPENBLAS
   openblas_set_num_threads(n);
+#endif
 }
 
 int num_threads() {
@@ -32,20 +44,101 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
     fn(0, n);
     return;
   }
-#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static, 1)
+#pragma omp parallel for num_threads(static_cast <int>(chunks)) schedule(static, 1)
   for (int64_t c = 0; c < chunks; ++c) {
     int64_t b = n * c / chunks, e = n * (c + 1) / chunks;
     if (b < e) fn(b, e);
   }
 }
 
-void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-           int64_t ldc) {
+// oneDNN's sgemm is the default: on the two-conv CNN's shapes (small M and
+// K, N a few hundred) it beat OpenBLAS end to end (docs/BENCHMARKS.md has
+// the measurement). DC_GEMM=openblas switches back, for comparison runs.
+// Both run single-threaded when called inside our parallel regions and
+// multithreaded otherwise, and both repeat exactly for a thread count.
+namespace {
+
+enum class Gemm { OneDnn, OpenBlas, Portable };
+
+Gemm gemm_backend() {
+  static const Gemm g = [] {
+    const char* e = std::getenv("DC_GEMM");
+    const bool want_openblas = e && std::strcmp(e, "openblas") == 0;
+#if DC_HAVE_OPENBLAS
+    if (want_openblas) return Gemm::OpenBlas;
+#endif
+#if DC_HAVE_DNNL
+    return Gemm::OneDnn;
+#elif DC_HAVE_OPENBLAS
+    return Gemm::OpenBlas;
+#else
+    (void)want_openblas;
+    return Gemm::Portable;
+#endif
+  }();
+  return g;
+}
+
+// Plain loops for builds without a BLAS (the bare GPU build machine, where
+// CPU GEMMs only serve as the CUDA tests' reference). i-k-j order keeps the
+// inner loop contiguous in B and C so it vectorises.
+void portable_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                    int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i) {
+    float* c = C + i * ldc;
+    for (int64_t j = 0; j < N; ++j) c[j] = beta == 0.f ? 0.f : beta * c[j];
+    for (int64_t k = 0; k < K; ++k) {
+      const float a = alpha * (ta ? A[k * lda + i] : A[i * lda + k]);
+      if (tb) {
+        for (int64_t j = 0; j < N; ++j) c[j] += a * B[j * ldb + k];
+      } else {
+        const float* b = B + k * ldb;
+        for (int64_t j = 0; j < N; ++j) c[j] += a * b[j];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+const char* gemm_backend_name() {
+  switch (gemm_backend()) {
+    case Gemm::OneDnn:
+      return "oneDNN";
+    case Gemm::OpenBlas:
+      return "OpenBLAS";
+    case Gemm::Portable:
+      break;
+  }
+  return "portable loops";
+}
+
+void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A,
-              static_cast<int>(lda), B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
+  switch (gemm_backend()) {
+    case Gemm::OneDnn: {
+#if DC_HAVE_DNNL
+      dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A,
+                                    lda, B, ldb, beta, C, ldc);
+      if (st != dnnl_success)
+        throw Error("oneDNN sgemm failed (status " + std::to_string(int(st)) + ") for " +
+                    std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K));
+#endif
+      return;
+    }
+    case Gemm::OpenBlas:
+#if DC_HAVE_OPENBLAS
+      cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                  trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(M), static_cast<int>(N),
+                  static_cast<int>(K), alpha, A, static_cast<int>(lda), B, static_cast<int>(ldb),
+                  beta, C, static_cast<int>(ldc));
+#endif
+      return;
+    case Gemm::Portable:
+      portable_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+      return;
+  }
 }
 
 }  // namespace dc

@@ -15,6 +15,9 @@ int num_threads();
 // at least `grain` items. Runs inline when n is small.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
+// Which library sgemm uses: "oneDNN", "OpenBLAS" or "portable loops".
+const char* gemm_backend_name();
+
 // Row-major single-precision GEMM: C = alpha * op(A) * op(B) + beta * C.
 // op(A) is MxK, op(B) is KxN, C is MxN with leading dimensions lda/ldb/ldc.
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
