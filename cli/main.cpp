@@ -1,10 +1,12 @@
 // deepcanvas-cli: train, evaluate and inspect DeepCanvas projects without the
 // desktop app. Every failure prints one message (naming the file, node or
 // field) and exits non-zero; nothing is written unless it succeeds.
+#include <deepcanvas/device.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/project.h>
+#include <deepcanvas/sequence_data.h>
 #include <deepcanvas/trainer.h>
 
 #include <unistd.h>
@@ -92,13 +94,10 @@ std::string clock_text(double s) {
   return buf;
 }
 
+// Throws with the reason ("device 'cuda:0' is not available: no NVIDIA
+// driver ...") when a GPU is asked for and cannot be used.
 void check_device(const std::string& dev) {
-  if (dev == "cpu" || dev.empty()) return;
-  if (dev.rfind("cuda", 0) == 0)
-    throw Error("device '" + dev +
-                "' is not available: this build of DeepCanvas has no CUDA backend yet, "
-                "so training runs on the CPU (use --device cpu)");
-  throw Error("unknown device '" + dev + "' (use cpu)");
+  require_device(parse_device(dev));
 }
 
 struct LoadedData {
@@ -109,8 +108,14 @@ struct LoadedData {
 LoadedData load_data(const Project& p, const std::string& override_dir) {
   LoadedData d;
   d.dir = resolve_dataset_dir(p, override_dir);
-  TrainTest tt = d.dir.find("fashion") != std::string::npos ? load_fashion_mnist(d.dir)
-                                                            : load_idx_folder(d.dir);
+  TrainTest tt;
+  if (p.dataset.kind == "text")
+    tt = load_text_dataset(d.dir, {p.dataset.window, p.dataset.stride, p.dataset.test_fraction});
+  else if (p.dataset.kind == "csv_sequence")
+    tt = load_csv_sequences(d.dir, {p.dataset.window, p.dataset.target, p.dataset.test_fraction});
+  else
+    tt = d.dir.find("fashion") != std::string::npos ? load_fashion_mnist(d.dir)
+                                                    : load_idx_folder(d.dir);
   d.train = std::make_shared<Dataset>(std::move(tt.train));
   d.test = std::make_shared<Dataset>(std::move(tt.test));
   return d;
@@ -149,6 +154,7 @@ int cmd_train(const Args& a) {
   auto last_print = std::chrono::steady_clock::now() - std::chrono::seconds(10);
   int last_pct = -1;
   bool done = false;
+  json history = json::array();  // per epoch, for benchmarks (--json)
   while (!done) {
     auto ev = t.events().pop(std::chrono::milliseconds(200));
     if (!ev) continue;
@@ -174,6 +180,11 @@ int cmd_train(const Args& a) {
         break;
       }
       case TrainEvent::Kind::Epoch:
+        history.push_back(
+            {{"epoch", e.epoch},
+             {"train_samples_per_s", e.samples_per_s},
+             {"train_loss", e.train_loss},
+             {"test_accuracy", std::isfinite(e.test_accuracy) ? e.test_accuracy : -1.0}});
         if (!quiet) {
           std::fprintf(stderr, "%sepoch %d/%d: train loss %.4f acc %.2f%%", tty ? "\r\033[K" : "",
                        e.epoch, e.epochs, e.train_loss, 100 * e.train_accuracy);
@@ -216,7 +227,9 @@ int cmd_train(const Args& a) {
               {"final_train_loss", r.final_train_loss},
               {"batch", c.batch},
               {"threads", num_threads()},
-              {"peak_rss_mb", peak_rss_mb()}};
+              {"peak_rss_mb", peak_rss_mb()},
+              {"device", c.device},
+              {"history", history}};
     if (std::isfinite(r.val_accuracy)) j["val_accuracy"] = r.val_accuracy;
     std::cout << j.dump() << std::endl;
   } else {
@@ -265,7 +278,21 @@ int cmd_eval(const Args& a) {
   d.test->mean = l.mean;
   d.test->stddev = l.stddev;
   auto loss = make_loss(l.project.training.loss, float(l.project.training.label_smoothing));
-  EvalResult r = evaluate(*l.plan, *d.test, {}, batch, *loss);
+  DeviceSpec dev = parse_device(a.get("device", "cpu"));
+  EvalResult r;
+  if (DeviceBackend* backend = require_device(dev)) {
+    DevicePlanOptions o;
+    o.device = dev.index;
+    o.max_batch = batch;
+    o.loss = l.project.training.loss;
+    o.label_smoothing = l.project.training.label_smoothing;
+    auto dp = backend->create_plan(l.project.graph, *l.plan, o);
+    dp->upload_params();
+    int h = dp->add_dataset(*d.test);
+    r = evaluate_device(*dp, h, *d.test, l.plan->output_shape(), {}, batch, *loss);
+  } else {
+    r = evaluate(*l.plan, *d.test, {}, batch, *loss);
+  }
   if (a.flag("json")) {
     json j = {{"test_accuracy", r.top1},
               {"test_top5", r.top5},
@@ -338,7 +365,7 @@ int cmd_summary(const Args& a) {
   for (auto& r : rows) {
     params += r.cost.params;
     macs += r.cost.macs;
-    if (r.type != "Input") act += r.activation_bytes;
+    if (!is_input_type(r.type)) act += r.activation_bytes;
   }
   int64_t train_bytes = plan.activation_bytes(batch, true) + plan.parameter_bytes() * 4;
   if (a.flag("json")) {
@@ -382,10 +409,36 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
-int cmd_devices(const Args&) {
+int cmd_devices(const Args& a) {
+  std::string why;
+  std::vector<GpuInfo> gpus = list_gpus(&why);
+  if (a.flag("json")) {
+    json j = {{"cpu", {{"name", cpu_model()}, {"threads", std::thread::hardware_concurrency()}}}};
+    json g = json::array();
+    for (const GpuInfo& d : gpus)
+      g.push_back(
+          {{"device", "cuda:" + std::to_string(d.index)},
+           {"name", d.name},
+           {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
+           {"multiprocessors", d.multiprocessors},
+           {"memory_bytes", d.total_bytes},
+           {"free_bytes", d.free_bytes},
+           {"tensor_cores", d.tensor_cores}});
+    j["cuda"] = g;
+    if (gpus.empty()) j["cuda_unavailable"] = why;
+    std::cout << j.dump() << std::endl;
+    return 0;
+  }
   std::printf("cpu      %s, %u hardware threads\n", cpu_model().c_str(),
               std::thread::hardware_concurrency());
-  std::printf("cuda     not available: this build has no CUDA backend yet\n");
+  if (gpus.empty()) std::printf("cuda     not available: %s\n", why.c_str());
+  for (const GpuInfo& d : gpus)
+    std::printf(
+        "cuda:%-3d %s, compute capability %d.%d, %d SMs, %.1f GiB (%.1f GiB free), "
+        "tensor cores: %s, driver CUDA %d.%d\n",
+        d.index, d.name.c_str(), d.cc_major, d.cc_minor, d.multiprocessors,
+        double(d.total_bytes) / (1 << 30), double(d.free_bytes) / (1 << 30),
+        d.tensor_cores ? "yes" : "no", d.driver_version / 1000, d.driver_version % 1000 / 10);
   return 0;
 }
 
@@ -400,8 +453,9 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (cmd == "--version") {
-    std::printf("deepcanvas-cli %s (CUDA: off, OpenCV: %s, BLAS: OpenBLAS)\n", DC_VERSION,
-                opencv_enabled() ? "on" : "off");
+    std::printf("deepcanvas-cli %s (CUDA: %s, OpenCV: %s, GEMM: %s)\n", DC_VERSION,
+                cuda_backend() ? "on" : "off", opencv_enabled() ? "on" : "off",
+                gemm_backend_name());
     return 0;
   }
   register_builtin_layers();

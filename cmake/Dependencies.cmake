@@ -47,8 +47,10 @@ if(DC_OPENBLAS_LIB)
   if(DC_OPENBLAS_INCLUDE AND EXISTS ${DC_OPENBLAS_INCLUDE})
     target_include_directories(dc_blas SYSTEM INTERFACE ${DC_OPENBLAS_INCLUDE})
   endif()
+  # Build tree only: installed binaries use oneDNN by default and leave the
+  # OpenBLAS variant to Debian's alternatives (a custom RPATH is a lintian
+  # error).
   set(CMAKE_BUILD_RPATH ${DC_OPENBLAS_DIR})
-  set(CMAKE_INSTALL_RPATH ${DC_OPENBLAS_DIR})
 endif()
 if(NOT DC_DNNL_LIB AND NOT DC_OPENBLAS_LIB)
   message(WARNING "Neither oneDNN nor OpenBLAS found: CPU GEMMs use portable loops (slow)")

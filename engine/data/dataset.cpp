@@ -46,6 +46,11 @@ void Dataset::gather(const int64_t* idx, int64_t n, float* x, int32_t* out_label
 }
 
 void compute_normalization(Dataset& d) {
+  if (d.tokens) {
+    d.mean = 0.f;
+    d.stddev = 1.f;
+    return;
+  }
   double mean = 0, var = 0;
   if (!d.pixels.empty()) {
     // A histogram makes this exact and independent of summation order.

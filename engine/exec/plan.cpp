@@ -36,7 +36,7 @@ Plan::Plan(const Graph& g, int64_t max_batch) : max_batch_(max_batch) {
     s->type = n.type;
     s->desc = &LayerRegistry::instance().get(n.type);
     s->out_shape = *shapes.at(id).shape;
-    s->is_input = n.type == "Input";
+    s->is_input = is_input_type(n.type);
     s->attrs = n.attrs;
     for (const Edge& e : g.in_edges(id)) {
       s->inputs.push_back(index.at(e.src));

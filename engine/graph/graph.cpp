@@ -258,14 +258,14 @@ std::map<NodeId, NodeShape> Graph::infer_shapes() const {
 std::vector<NodeId> Graph::inputs() const {
   std::vector<NodeId> v;
   for (const auto& [id, n] : nodes_)
-    if (n.type == "Input") v.push_back(id);
+    if (is_input_type(n.type)) v.push_back(id);
   return v;
 }
 
 std::vector<NodeId> Graph::outputs() const {
   std::vector<NodeId> v;
   for (const auto& [id, n] : nodes_)
-    if (n.type != "Input" && out_edges(id).empty()) v.push_back(id);
+    if (!is_input_type(n.type) && out_edges(id).empty()) v.push_back(id);
   return v;
 }
 

@@ -250,6 +250,13 @@ std::string project_to_json(const Project& p) {
             {"graph", graph_json(p.graph)},
             {"dataset", {{"kind", p.dataset.kind}, {"path", p.dataset.path}}},
             {"training", training}};
+  if (p.dataset.kind != "idx") {
+    json& d = j["dataset"];
+    d["window"] = p.dataset.window;
+    d["test_fraction"] = p.dataset.test_fraction;
+    if (p.dataset.kind == "text") d["stride"] = p.dataset.stride;
+    if (p.dataset.kind == "csv_sequence") d["target"] = p.dataset.target;
+  }
   return j.dump(2) + "\n";
 }
 
@@ -274,11 +281,20 @@ Project parse_project(const std::string& text, const std::string& src) {
   p.graph = graph_from(j["graph"], src);
   if (j.contains("dataset")) {
     const json& d = j["dataset"];
-    only_keys(d, {"kind", "path"}, src, "dataset");
+    only_keys(d, {"kind", "path", "window", "stride", "target", "test_fraction"}, src, "dataset");
     field(d, "kind", p.dataset.kind, src, "dataset");
     field(d, "path", p.dataset.path, src, "dataset");
-    if (p.dataset.kind != "idx")
-      fail(src, "dataset.kind", "'" + p.dataset.kind + "' is not supported (use \"idx\")");
+    field(d, "window", p.dataset.window, src, "dataset");
+    field(d, "stride", p.dataset.stride, src, "dataset");
+    field(d, "target", p.dataset.target, src, "dataset");
+    field(d, "test_fraction", p.dataset.test_fraction, src, "dataset");
+    if (p.dataset.kind != "idx" && p.dataset.kind != "text" && p.dataset.kind != "csv_sequence")
+      fail(src, "dataset.kind",
+           "'" + p.dataset.kind + "' is not supported (use \"idx\", \"text\" or \"csv_sequence\")");
+    if (p.dataset.window < 1) fail(src, "dataset.window", "must be at least 1");
+    if (p.dataset.stride < 1) fail(src, "dataset.stride", "must be at least 1");
+    if (!(p.dataset.test_fraction >= 0 && p.dataset.test_fraction < 1))
+      fail(src, "dataset.test_fraction", "must be in [0, 1)");
   }
   if (j.contains("training")) {
     const json& t = j["training"];
@@ -360,14 +376,19 @@ void save_project(Project& p, const std::string& path) {
 }
 
 std::string resource_dir() {
-  // Installed layout: <prefix>/bin/deepcanvas-cli and <prefix>/share/deepcanvas.
+  // Installed layout: <prefix>/bin/deepcanvas-cli and <prefix>/share/deepcanvas
+  // holding resources/templates and sample_data, as in the source tree.
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
     fs::path share = exe.parent_path().parent_path() / "share" / "deepcanvas";
-    if (fs::exists(share / "templates", ec)) return share.string();
+    if (fs::exists(share / "resources" / "templates", ec)) return share.string();
   }
-  if (std::string(DC_SOURCE_DIR).size() && fs::exists(fs::path(DC_SOURCE_DIR) / "resources", ec))
+  // A binary still in its build tree uses the source tree's resources; an
+  // installed one never does, even when the source tree is still around.
+  const std::string build = DC_BINARY_DIR;
+  if (!ec && exe.string().rfind(build + "/", 0) == 0 &&
+      fs::exists(fs::path(DC_SOURCE_DIR) / "resources", ec))
     return DC_SOURCE_DIR;
   return {};
 }

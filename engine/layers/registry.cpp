@@ -53,6 +53,10 @@ std::vector<const LayerDescriptor*> LayerRegistry::all() const {
   return v;
 }
 
+bool is_input_type(const std::string& type) {
+  return type == "Input" || type == "SequenceInput";
+}
+
 void register_builtin_layers() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -66,6 +70,9 @@ void register_builtin_layers() {
     register_pool_layers(r);
     register_norm_layers(r);
     register_dropout_layers(r);
+    register_sequence_layers(r);
+    register_embedding_layers(r);
+    register_recurrent_layers(r);
   });
 }
 

@@ -1,6 +1,8 @@
+#include <deepcanvas/device.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/parallel.h>
+#include <deepcanvas/sequence_data.h>
 #include <deepcanvas/trainer.h>
 
 #include <cmath>
@@ -67,6 +69,33 @@ EvalResult evaluate(Plan& plan, const Dataset& ds, const std::vector<int64_t>& i
   return r;
 }
 
+EvalResult evaluate_device(DevicePlan& plan, int dataset, const Dataset& ds,
+                           const Shape& output_shape, const std::vector<int64_t>& indices,
+                           int64_t batch, Loss& loss) {
+  std::vector<int64_t> idx = indices;
+  if (idx.empty())
+    for (int64_t i = 0; i < ds.size(); ++i) idx.push_back(i);
+  ClassificationMetrics m;
+  Tensor out(output_shape.with_batch(batch)), dout(output_shape.with_batch(batch));
+  for (size_t b = 0; b < idx.size(); b += batch) {
+    int64_t n = std::min<int64_t>(batch, int64_t(idx.size() - b));
+    Tensor ob = out.narrow_batch(n), db = dout.narrow_batch(n);
+    plan.predict(dataset, idx.data() + b, n, ob.f32());
+    const int32_t* labels = ds.labels.data();
+    std::vector<int32_t> lab(n);
+    for (int64_t i = 0; i < n; ++i) lab[i] = labels[idx[b + i]];
+    float l = loss.compute(ob, Targets{lab.data(), nullptr}, db);
+    m.add(ob, lab.data(), double(l) * double(n));
+  }
+  EvalResult r;
+  r.loss = m.mean_loss();
+  r.top1 = m.top1();
+  r.top5 = m.top5();
+  r.samples = m.count();
+  r.confusion = m.confusion();
+  return r;
+}
+
 Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
                  std::shared_ptr<Dataset> test)
     : graph_(g), cfg_(std::move(c)), train_(std::move(train)), test_(std::move(test)) {
@@ -90,6 +119,9 @@ Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
                       " values; set the last Dense layer's units to " +
                       std::to_string(max_label + 1));
   };
+  // A network that reads sequences takes grayscale images row by row.
+  images_as_row_sequences(*train_, plan_->input_shape());
+  if (test_) images_as_row_sequences(*test_, plan_->input_shape());
   check_data(*train_, "training");
   if (test_) check_data(*test_, "test");
   if (cfg_.normalize) {
@@ -116,6 +148,27 @@ Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
     if (start_epoch_ > cfg_.epochs)
       throw Error(cfg_.resume + ": already trained for " + std::to_string(ck.epoch) +
                   " epochs; ask for more than that with --epochs");
+  }
+  DeviceSpec spec = parse_device(cfg_.device);
+  if (spec.cuda) {
+    DeviceBackend* backend = require_device(spec);  // throws with the reason
+    DevicePlanOptions o;
+    o.device = spec.index;
+    o.max_batch = cfg_.batch;
+    o.optimizer = cfg_.optimizer;
+    o.loss = cfg_.loss;
+    o.label_smoothing = cfg_.label_smoothing;
+    dplan_ = backend->create_plan(graph_, *plan_, o);
+    dplan_->upload_params();
+    if (!cfg_.resume.empty()) {
+      CheckpointInfo ck = read_checkpoint(cfg_.resume);
+      dplan_->load_optimizer_state(ck.optimizer);
+      dplan_->set_optimizer_steps(ck.step);
+    }
+    // Normalisation is fixed above, so the resident copies gather the same
+    // values the CPU loader would.
+    dtrain_ = dplan_->add_dataset(*train_);
+    if (test_) dtest_ = dplan_->add_dataset(*test_);
   }
 }
 
@@ -168,7 +221,9 @@ bool Trainer::wait_if_paused() {
 
 void Trainer::save_checkpoint(const std::string& path, int epoch, int64_t step) {
   std::vector<std::pair<std::string, Tensor>> tensors = plan_->state();
-  for (auto& [k, t] : opt_->state()) tensors.emplace_back("optimizer." + k, t);
+  if (dplan_) dplan_->download_params();
+  for (auto& [k, t] : dplan_ ? dplan_->optimizer_state() : opt_->state())
+    tensors.emplace_back("optimizer." + k, t);
   nlohmann::json names = train_->class_names;
   std::map<std::string, std::string> meta{
       {"format", "deepcanvas-checkpoint"},
@@ -210,6 +265,71 @@ CheckpointInfo read_checkpoint(const std::string& path) {
   return ck;
 }
 
+// One epoch on the device plan. Steps are queued without waiting; the
+// device's running loss and accuracy are read every kReport steps (and at
+// the end), which is when Step events go out, so the host never stalls the
+// GPU per step. The shuffle is the CPU loader's, so both see the same order.
+void Trainer::device_epoch(int epoch, const std::vector<int64_t>& train_idx, int64_t spe,
+                           int64_t total, int64_t& step, int64_t& in_epoch, int64_t& epoch_samples,
+                           double& epoch_train_time, ClassificationMetrics& m,
+                           std::chrono::steady_clock::time_point t_start,
+                           std::chrono::steady_clock::time_point epoch_t0) {
+  constexpr int64_t kReport = 25;
+  std::vector<int64_t> order = train_idx;
+  Rng rng(cfg_.seed ^ (0x9E3779B97F4A7C15ull * (static_cast<uint64_t>(epoch) + 1)));
+  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+  const int64_t ns = int64_t(order.size());
+  double loss_sum = 0;
+  int64_t correct = 0, counted = 0;
+  auto t0 = Clock::now();
+  for (int64_t b0 = 0; b0 < ns && in_epoch < spe; b0 += cfg_.batch) {
+    if (!wait_if_paused()) break;
+    const int64_t n = std::min<int64_t>(cfg_.batch, ns - b0);
+    const double lr = schedule_lr(cfg_.schedule, cfg_.optimizer.lr, step, total, spe);
+    dplan_->train_step(dtrain_, order.data() + b0, n, lr,
+                       cfg_.seed * 0x9E3779B97F4A7C15ull + uint64_t(step));
+    ++step;
+    ++in_epoch;
+    epoch_samples += n;
+    const bool last = in_epoch == spe || b0 + cfg_.batch >= ns;
+    if (in_epoch % kReport != 0 && !last && !cancel_ && !paused_) continue;
+    DeviceStepStats st = dplan_->take_stats();
+    auto now = Clock::now();
+    epoch_train_time += std::chrono::duration<double>(now - t0).count();
+    t0 = now;
+    if (!st.finite) {
+      dplan_->download_params();
+      throw Error("the loss became NaN or infinite at epoch " + std::to_string(epoch) +
+                  ", within the " + std::to_string(kReport) + " steps before step " +
+                  std::to_string(step) +
+                  "; training stopped. Lower the learning rate, normalise the inputs or add "
+                  "BatchNorm");
+    }
+    loss_sum += st.loss_sum;
+    correct += st.correct;
+    counted += st.samples;
+    TrainEvent e;
+    e.kind = TrainEvent::Kind::Step;
+    e.epoch = epoch;
+    e.epochs = cfg_.epochs;
+    e.step = step;
+    e.steps_total = total;
+    e.step_in_epoch = in_epoch;
+    e.steps_per_epoch = spe;
+    e.loss = counted ? loss_sum / double(counted) : 0;
+    e.accuracy = counted ? double(correct) / double(counted) : 0;
+    e.lr = lr;
+    e.elapsed_s = std::chrono::duration<double>(now - t_start).count();
+    double wall = std::chrono::duration<double>(now - epoch_t0).count();
+    e.samples_per_s = wall > 0 ? double(epoch_samples) / wall : 0;
+    e.eta_s = double(total - step) * (wall / double(in_epoch));
+    emit(e);
+  }
+  device_loss_ = counted ? loss_sum / double(counted) : 0;
+  device_acc_ = counted ? double(correct) / double(counted) : 0;
+  (void)m;
+}
+
 void Trainer::run() {
   TrainResult& R = result_;
   try {
@@ -245,14 +365,20 @@ void Trainer::run() {
     emit(started);
 
     for (int epoch = start_epoch_; epoch <= cfg_.epochs; ++epoch) {
-      loader.start_epoch(epoch);
+      if (!dplan_) loader.start_epoch(epoch);
       ClassificationMetrics m;
       Batch b;
       int64_t in_epoch = 0;
       auto epoch_t0 = Clock::now();
       double epoch_train_time = 0;
       int64_t epoch_samples = 0;
-      while (in_epoch < spe && loader.next(b)) {
+      if (dplan_) {
+        device_epoch(epoch, train_idx, spe, total, step, in_epoch, epoch_samples, epoch_train_time,
+                     m, t_start, epoch_t0);
+        train_time += epoch_train_time;
+        trained_samples += epoch_samples;
+      }
+      while (!dplan_ && in_epoch < spe && loader.next(b)) {
         if (!wait_if_paused()) break;
         auto t0 = Clock::now();
         step_rng.reseed(cfg_.seed * 0x9E3779B97F4A7C15ull + uint64_t(step));
@@ -298,6 +424,7 @@ void Trainer::run() {
         e.eta_s = double(total - step) * (wall / double(in_epoch));
         emit(e);
       }
+      if (dplan_) dplan_->download_params();  // the host Plan serves checkpoints and "best"
       if (cancel_) break;
 
       TrainEvent e;
@@ -306,13 +433,15 @@ void Trainer::run() {
       e.epochs = cfg_.epochs;
       e.step = step;
       e.steps_total = total;
-      e.train_loss = m.mean_loss();
-      e.train_accuracy = m.top1();
+      e.train_loss = dplan_ ? device_loss_ : m.mean_loss();
+      e.train_accuracy = dplan_ ? device_acc_ : m.top1();
       e.samples_per_s = epoch_train_time > 0 ? double(epoch_samples) / epoch_train_time : 0;
       R.final_train_loss = e.train_loss;
       double metric = -e.train_loss;  // what "best" means without held-out data
       if (!val_idx.empty()) {
-        EvalResult v = evaluate(*plan_, *train_, val_idx, cfg_.batch, *loss_);
+        EvalResult v = dplan_ ? evaluate_device(*dplan_, dtrain_, *train_, plan_->output_shape(),
+                                                val_idx, cfg_.batch, *loss_)
+                              : evaluate(*plan_, *train_, val_idx, cfg_.batch, *loss_);
         e.val_loss = v.loss;
         e.val_accuracy = v.top1;
         e.confusion = v.confusion;
@@ -320,7 +449,9 @@ void Trainer::run() {
         R.val_accuracy = v.top1;
       }
       if (test_) {
-        EvalResult t = evaluate(*plan_, *test_, {}, cfg_.batch, *loss_);
+        EvalResult t = dplan_ ? evaluate_device(*dplan_, dtest_, *test_, plan_->output_shape(), {},
+                                                cfg_.batch, *loss_)
+                              : evaluate(*plan_, *test_, {}, cfg_.batch, *loss_);
         e.test_loss = t.loss;
         e.test_accuracy = t.top1;
         e.confusion = t.confusion;
@@ -376,8 +507,11 @@ void Trainer::run() {
     } else {
       if (cfg_.restore_best && !best_state.empty() && R.best_epoch != R.epochs_run) {
         plan_->load_state(best_state, "best epoch");
+        if (dplan_) dplan_->upload_params();
         if (test_) {
-          EvalResult t = evaluate(*plan_, *test_, {}, cfg_.batch, *loss_);
+          EvalResult t = dplan_ ? evaluate_device(*dplan_, dtest_, *test_, plan_->output_shape(),
+                                                  {}, cfg_.batch, *loss_)
+                                : evaluate(*plan_, *test_, {}, cfg_.batch, *loss_);
           R.test_accuracy = t.top1;
           R.test_loss = t.loss;
           R.test_top5 = t.top5;

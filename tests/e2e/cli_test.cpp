@@ -80,6 +80,14 @@ std::string project_in(const Tmp& t, std::string text) {
   return t.write("p.dcproj", text);
 }
 
+// --json prints one JSON object as the last line of stdout; it nests objects
+// (the per-epoch history), so the last '{' is not where it starts.
+nlohmann::json last_json_line(const std::string& out) {
+  size_t end = out.find_last_not_of("\n");
+  size_t start = out.rfind('\n', end);
+  return nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1));
+}
+
 TEST(Cli, TrainsTheSampleProjectToAUsefulAccuracy) {
   // The correctness check the README promises: 2 epochs on the bundled
   // 10k-image subset reach >= 80% test accuracy.
@@ -87,8 +95,7 @@ TEST(Cli, TrainsTheSampleProjectToAUsefulAccuracy) {
   std::string ck = t.path("model.safetensors");
   CliRun r = cli("train " + kSample + " --epochs 2 --json --quiet --checkpoint " + ck);
   ASSERT_EQ(r.code, 0) << r.out;
-  auto line = r.out.substr(r.out.rfind('{'));
-  auto j = nlohmann::json::parse(line);
+  auto j = last_json_line(r.out);
   for (const char* k : {"test_accuracy", "train_samples_per_s", "epochs", "train_seconds"})
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_EQ(j["epochs"], 2);
@@ -98,7 +105,7 @@ TEST(Cli, TrainsTheSampleProjectToAUsefulAccuracy) {
   // The saved model evaluates to the same accuracy and predicts a sample.
   CliRun e = cli("eval " + kSample + " --checkpoint " + ck + " --json");
   ASSERT_EQ(e.code, 0) << e.out;
-  auto je = nlohmann::json::parse(e.out.substr(e.out.rfind('{')));
+  auto je = last_json_line(e.out);
   EXPECT_NEAR(je["test_accuracy"].get<double>(), j["test_accuracy"].get<double>(), 1e-9);
   CliRun p = cli("predict " + kSample + " --checkpoint " + ck + " --index 0");
   ASSERT_EQ(p.code, 0) << p.out;

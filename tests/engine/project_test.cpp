@@ -45,12 +45,18 @@ TEST(Project, EveryTemplateLoadsValidatesAndRoundTrips) {
     Project p = load_project(f.path().string());
     EXPECT_NO_THROW(p.graph.validate()) << f.path();
     Plan plan(p.graph, 2);
-    EXPECT_EQ(plan.output_shape(), (Shape{10})) << f.path();
+    // Classifiers end in the 10 Fashion-MNIST classes; the character model
+    // predicts the next character over its corpus's vocabulary.
+    const bool text = f.path().stem() == "char_lstm";
+    EXPECT_EQ(plan.output_shape().rank(), 1u) << f.path();
+    if (!text) {
+      EXPECT_EQ(plan.output_shape(), (Shape{10})) << f.path();
+    }
     Project q = parse_project(project_to_json(p), "roundtrip");
     EXPECT_TRUE(q.graph == p.graph) << f.path();
     EXPECT_EQ(project_to_json(q), project_to_json(p)) << f.path();
   }
-  EXPECT_EQ(n, 4);
+  EXPECT_EQ(n, 8);  // four CNN and four recurrent templates
 }
 
 TEST(Project, TwoConvTemplateIsTheClassicNetwork) {

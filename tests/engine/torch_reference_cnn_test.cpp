@@ -100,8 +100,11 @@ void compare_with_torch(const Case& c) {
   layer->backward(xp, y, R, dxp, ctx);
 
   for (size_t i = 0; i < xs.size(); ++i) {
-    file.emplace_back("x" + std::to_string(i), xs[i]);
-    file.emplace_back("dx" + std::to_string(i), dx[i]);
+    // Appending (not "x" + to_string) sidesteps GCC 12's false -Wrestrict
+    // (GCC bug 105329), which -Werror in CI turns into a build failure.
+    std::string idx = std::to_string(i);
+    file.emplace_back(std::string("x").append(idx), xs[i]);
+    file.emplace_back(std::string("dx").append(idx), dx[i]);
   }
   for (Param* p : layer->params())
     if (p->trainable) file.emplace_back("g." + p->name, p->grad);

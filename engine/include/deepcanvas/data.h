@@ -25,6 +25,8 @@ struct Dataset {
   // values -> (v - mean)/stddev.
   float mean = 0.f, stddev = 1.f;
   std::string source;  // file or folder it came from (for messages)
+  // values are token ids (text): never normalised, so they stay exact.
+  bool tokens = false;
 
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
   // Writes n samples (normalised float, [n, ...sample_shape] contiguous) and

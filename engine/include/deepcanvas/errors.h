@@ -37,4 +37,12 @@ class DataError : public Error {
   using Error::Error;
 };
 
+// An accelerator that is missing or failed: no driver, no device, plugin
+// not found, out of device memory, or a CUDA/cuDNN/cuBLAS error (the message
+// names the layer and shapes).
+class DeviceError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace dc

@@ -48,9 +48,8 @@ class Layer {
   // Initialises parameters (PyTorch's defaults unless the layer says why not).
   virtual void init(Rng& /*rng*/) {}
   virtual void forward(const std::vector<const Tensor*>& in, Tensor& out, RunContext& ctx) = 0;
-  virtual void backward(const std::vector<const Tensor*>& in, const Tensor& out,
-                        const Tensor& dout, const std::vector<Tensor*>& din,
-                        RunContext& ctx) = 0;
+  virtual void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
+                        const std::vector<Tensor*>& din, RunContext& ctx) = 0;
   // True when backward needs `out` (e.g. ReLU, Sigmoid); lets the plan know
   // which activations stay alive.
   virtual bool backward_needs_output() const { return false; }
@@ -97,5 +96,9 @@ class LayerRegistry {
 // Registers every built-in layer exactly once. Explicit (not static
 // initialisers) so that linking the engine as a static library keeps them.
 void register_builtin_layers();
+
+// Whether nodes of this type are where data enters the network (Input,
+// SequenceInput): they take no inputs and the plan feeds them the batch.
+bool is_input_type(const std::string& type);
 
 }  // namespace dc

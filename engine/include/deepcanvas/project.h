@@ -17,6 +17,12 @@ struct DatasetSpec {
   // Folder, relative to the project file, or "fashion-mnist" for Debian's
   // dataset-fashion-mnist package, or "sample:NAME" for bundled sample data.
   std::string path;
+  // kind "text" (a UTF-8 file, next-character windows) and "csv_sequence"
+  // (sliding windows over a CSV file's rows); see sequence_data.h.
+  int64_t window = 64;         // steps per sample
+  int64_t stride = 1;          // text: distance between windows
+  std::string target;          // csv_sequence: label column ("" = last)
+  double test_fraction = 0.1;  // end of the text / series kept for testing
 };
 
 struct Project {

@@ -3,6 +3,7 @@
 // thread-safe event channel; it never calls back into the caller's thread,
 // so a GUI can poll or a CLI can block on events. Pause, resume and cancel
 // take effect at step boundaries.
+#include <deepcanvas/backend.h>
 #include <deepcanvas/data.h>
 #include <deepcanvas/graph.h>
 #include <deepcanvas/loss.h>
@@ -116,6 +117,11 @@ struct EvalResult {
 // Runs the plan in inference mode over indices of ds (all when empty).
 EvalResult evaluate(Plan& plan, const Dataset& ds, const std::vector<int64_t>& indices,
                     int64_t batch, Loss& loss);
+// The same on a device plan, over a dataset already resident there (handle
+// from DevicePlan::add_dataset); logits come back to the host for metrics.
+EvalResult evaluate_device(DevicePlan& plan, int dataset, const Dataset& ds,
+                           const Shape& output_shape, const std::vector<int64_t>& indices,
+                           int64_t batch, Loss& loss);
 
 class Trainer {
  public:
@@ -136,6 +142,8 @@ class Trainer {
   // Valid after wait().
   const TrainResult& result() const { return result_; }
   Plan& plan() { return *plan_; }
+  // The GPU plan when config().device is cuda, else null.
+  DevicePlan* device_plan() { return dplan_.get(); }
   const TrainConfig& config() const { return cfg_; }
   const Dataset& train_data() const { return *train_; }
 
@@ -144,6 +152,11 @@ class Trainer {
 
  private:
   void run();
+  void device_epoch(int epoch, const std::vector<int64_t>& train_idx, int64_t spe, int64_t total,
+                    int64_t& step, int64_t& in_epoch, int64_t& epoch_samples,
+                    double& epoch_train_time, ClassificationMetrics& m,
+                    std::chrono::steady_clock::time_point t_start,
+                    std::chrono::steady_clock::time_point epoch_t0);
   bool wait_if_paused();  // false when cancelled
   void emit(TrainEvent e) { events_.push(std::move(e)); }
 
@@ -161,6 +174,10 @@ class Trainer {
   std::condition_variable pause_cv_;
   int start_epoch_ = 1;
   int64_t start_step_ = 0;
+  // device != cpu: the plan on the device and the resident datasets.
+  std::unique_ptr<DevicePlan> dplan_;
+  int dtrain_ = -1, dtest_ = -1;
+  double device_loss_ = 0, device_acc_ = 0;  // the last device epoch's running means
 };
 
 // Checkpoint helpers shared by the CLI.

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Two-conv CNN on Fashion-MNIST on one GPU: DeepCanvas (deepcanvas-cli
+--device cuda) against PyTorch eager and torch.compile in the same run, same
+network, batch (128), optimizer (Adam, lr 1e-3), float32, with the data
+resident on the GPU for both. Reports steady-state training samples/s and the
+training time to reach 91 % test accuracy (evaluation not counted, first
+epoch included, process start and cuDNN/compile warm-up excluded where said).
+
+  python3 bench/gpu_cnn_vs_pytorch.py --cli build/bin/deepcanvas-cli --data DIR [--epochs N]
+"""
+import argparse
+import gzip
+import json
+import os
+import struct
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TARGET = 0.91
+
+
+def read_idx(path):
+    import numpy as np
+    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as f:
+        data = f.read()
+    ndim = struct.unpack(">I", data[:4])[0] & 0xFF
+    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def find(folder, stem):
+    for ext in (".gz", ""):
+        if os.path.exists(f"{folder}/{stem}{ext}"):
+            return f"{folder}/{stem}{ext}"
+    sys.exit(f"missing {stem} in {folder}")
+
+
+def time_to_target(history, n_train):
+    """Cumulative training seconds at the first epoch whose test accuracy >= TARGET."""
+    t = 0.0
+    for h in history:
+        t += n_train / h["train_samples_per_s"]
+        if h["test_accuracy"] >= TARGET:
+            return t, h["epoch"]
+    return None, None
+
+
+def run_deepcanvas(a, n_train):
+    cmd = [a.cli, "train", os.path.join(HERE, "two_conv_adam.dcproj"), "--data", a.data,
+           "--device", "cuda", "--batch", "128", "--epochs", str(a.epochs), "--json", "--quiet"]
+    t0 = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr}\n{p.stdout}")
+    j = json.loads(p.stdout.strip().splitlines()[-1])
+    j["wall_s"] = time.time() - t0
+    j["cmd"] = " ".join(cmd)
+    hist = j["history"]
+    # Steady state: epochs after the first (which includes cuDNN's algorithm search).
+    later = hist[1:] or hist
+    j["steady_samples_per_s"] = sum(h["train_samples_per_s"] for h in later) / len(later)
+    j["time_to_target_s"], j["epoch_to_target"] = time_to_target(hist, n_train)
+    return j
+
+
+def run_torch(a, compiled):
+    import torch
+    import torch.nn as nn
+    dev = torch.device("cuda")
+    torch.backends.cudnn.benchmark = True
+    # float32 as DeepCanvas computes it (no TF32 on either side).
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.manual_seed(1)
+    xtr = torch.from_numpy(read_idx(find(a.data, "train-images-idx3-ubyte")).copy())
+    ytr = torch.from_numpy(read_idx(find(a.data, "train-labels-idx1-ubyte")).astype("int64"))
+    xte = torch.from_numpy(read_idx(find(a.data, "t10k-images-idx3-ubyte")).copy())
+    yte = torch.from_numpy(read_idx(find(a.data, "t10k-labels-idx1-ubyte")).astype("int64"))
+    xtr = xtr.to(dev).float().div_(255).unsqueeze(1)
+    xte = xte.to(dev).float().div_(255).unsqueeze(1)
+    mean, std = xtr.mean(), xtr.std()
+    xtr = (xtr - mean) / std
+    xte = (xte - mean) / std
+    ytr, yte = ytr.to(dev), yte.to(dev)
+    net = nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10)).to(dev)
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    lossf = nn.CrossEntropyLoss()
+
+    def step(xb, yb):
+        opt.zero_grad(set_to_none=True)
+        loss = lossf(net(xb), yb)
+        loss.backward()
+        opt.step()
+        return loss
+
+    fstep = torch.compile(step) if compiled else step
+    n, B = xtr.shape[0], 128
+    warm_s = 0.0
+    if compiled:
+        # Compilation (full and last partial batch) happens here, outside the
+        # timed epochs; these 3 warm-up steps also train, a negligible head start.
+        t0 = time.perf_counter()
+        fstep(xtr[:B], ytr[:B])
+        fstep(xtr[B:2 * B], ytr[B:2 * B])
+        fstep(xtr[:n % B or B], ytr[:n % B or B])
+        torch.cuda.synchronize()
+        warm_s = time.perf_counter() - t0
+    history = []
+    for epoch in range(1, a.epochs + 1):
+        net.train()
+        perm = torch.randperm(n, device=dev)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for i in range(0, n, B):
+            idx = perm[i:i + B]
+            fstep(xtr[idx], ytr[idx])
+        torch.cuda.synchronize()
+        dt = time.perf_counter() - t0
+        net.eval()
+        with torch.no_grad():
+            correct = sum((net(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum().item()
+                          for i in range(0, xte.shape[0], 1000))
+        history.append({"epoch": epoch, "train_samples_per_s": n / dt,
+                        "test_accuracy": correct / xte.shape[0]})
+    later = history[1:] or history
+    r = {"history": history, "torch": torch.__version__, "warmup_s": warm_s,
+         "steady_samples_per_s": sum(h["train_samples_per_s"] for h in later) / len(later),
+         "test_accuracy": history[-1]["test_accuracy"]}
+    r["time_to_target_s"], r["epoch_to_target"] = time_to_target(history, n)
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--cli", default=os.path.join(os.path.dirname(HERE), "build", "bin",
+                                                  "deepcanvas-cli"))
+    ap.add_argument("--epochs", type=int, default=8)
+    ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--json-out", default="")
+    a = ap.parse_args()
+    import torch
+    gpu = torch.cuda.get_device_name(0)
+    n_train = len(read_idx(find(a.data, "train-labels-idx1-ubyte")))
+    rows = {}
+    rows["DeepCanvas (cuda)"] = run_deepcanvas(a, n_train)
+    rows["PyTorch eager"] = run_torch(a, False)
+    if not a.no_compile:
+        try:
+            rows["torch.compile"] = run_torch(a, True)
+        except Exception as e:  # report, do not fail the benchmark
+            print(f"torch.compile failed: {type(e).__name__}: {e}", file=sys.stderr)
+    if a.json_out:
+        with open(a.json_out, "w") as f:
+            json.dump({"gpu": gpu, "rows": rows}, f, indent=1)
+    eager = rows["PyTorch eager"]["steady_samples_per_s"]
+    print(f"\nGPU: {gpu}; data {a.data} ({n_train} train); batch 128; Adam 1e-3; fp32; "
+          f"{a.epochs} epochs; torch {torch.__version__}")
+    print(f"{'':20} {'samples/s':>10} {'vs eager':>8} {'final acc':>9} {'to 91%':>14}")
+    for name, r in rows.items():
+        t = r["time_to_target_s"]
+        tt = f"{t:6.2f} s (ep {r['epoch_to_target']})" if t else "not reached"
+        print(f"{name:20} {r['steady_samples_per_s']:10.0f} "
+              f"{r['steady_samples_per_s'] / eager:7.2f}x {100 * r['test_accuracy']:8.2f}% "
+              f"{tt:>14}")
+
+
+if __name__ == "__main__":
+    main()

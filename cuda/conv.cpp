@@ -1,0 +1,184 @@
+// Conv2D through cuDNN. The algorithms are chosen by cudnnFind* (which times
+// them on the device) once per batch size and cached, as PyTorch's
+// cudnn.benchmark does; float32 math unless tf32 is allowed.
+#include <algorithm>
+#include <map>
+
+#include "kernels.h"
+#include "ops.h"
+
+namespace dc::cuda {
+namespace {
+
+constexpr size_t kMaxWorkspace = size_t(1) << 30;
+
+struct Algos {
+  cudnnConvolutionFwdAlgo_t fwd;
+  cudnnConvolutionBwdDataAlgo_t bwd_data;
+  cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+  size_t ws = 0;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+};
+
+class Conv2D : public Op {
+ public:
+  int64_t C, H, W, OC, KH, KW, SH, SW, DH, DW, G, PH, PW, OH, OW;
+  bool bias;
+
+  template <typename Perf>
+  static decltype(Perf::algo) pick(const Perf* p, int got, size_t& ws, const std::string& what,
+                                   const char* dir) {
+    for (int i = 0; i < got; ++i)
+      if (p[i].status == CUDNN_STATUS_SUCCESS && p[i].memory <= kMaxWorkspace) {
+        ws = std::max(ws, p[i].memory);
+        return p[i].algo;
+      }
+    throw DeviceError(what + ": cuDNN found no usable " + dir + " convolution algorithm");
+  }
+
+  ~Conv2D() override {
+    for (auto& [n, a] : algos_) {
+      cudnnDestroyTensorDescriptor(a.x);
+      cudnnDestroyTensorDescriptor(a.y);
+    }
+    if (wdesc_) cudnnDestroyFilterDescriptor(wdesc_);
+    if (conv_) cudnnDestroyConvolutionDescriptor(conv_);
+  }
+
+  std::string shapes(int n) const {
+    return label + " (input " + std::to_string(n) + "x" + std::to_string(C) + "x" +
+           std::to_string(H) + "x" + std::to_string(W) + ", weight " + std::to_string(OC) + "x" +
+           std::to_string(C / G) + "x" + std::to_string(KH) + "x" + std::to_string(KW) + ")";
+  }
+
+  void prepare(OpContext& c, int n) override {
+    if (!conv_) {
+      DC_CUDNN(cudnnCreateFilterDescriptor(&wdesc_), label);
+      DC_CUDNN(cudnnSetFilter4dDescriptor(wdesc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(OC),
+                                          int(C / G), int(KH), int(KW)),
+               shapes(n));
+      DC_CUDNN(cudnnCreateConvolutionDescriptor(&conv_), label);
+      DC_CUDNN(cudnnSetConvolution2dDescriptor(conv_, int(PH), int(PW), int(SH), int(SW), int(DH),
+                                               int(DW), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+               shapes(n));
+      DC_CUDNN(cudnnSetConvolutionGroupCount(conv_, int(G)), shapes(n));
+      DC_CUDNN(cudnnSetConvolutionMathType(conv_, c.tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
+               shapes(n));
+    }
+    if (algos_.count(n)) {
+      c.ws(algos_[n].ws, label);
+      return;
+    }
+    const std::string what = shapes(n);
+    Algos a{};
+    DC_CUDNN(cudnnCreateTensorDescriptor(&a.x), what);
+    DC_CUDNN(cudnnCreateTensorDescriptor(&a.y), what);
+    DC_CUDNN(cudnnSetTensor4dDescriptor(a.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, int(C), int(H),
+                                        int(W)),
+             what);
+    DC_CUDNN(cudnnSetTensor4dDescriptor(a.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, int(OC),
+                                        int(OH), int(OW)),
+             what);
+    int got = 0;
+    cudnnConvolutionFwdAlgoPerf_t fp[8];
+    DC_CUDNN(cudnnFindConvolutionForwardAlgorithm(c.dnn, a.x, wdesc_, conv_, a.y, 8, &got, fp),
+             what);
+    a.fwd = pick(fp, got, a.ws, what, "forward");
+    cudnnConvolutionBwdDataAlgoPerf_t dp[8];
+    DC_CUDNN(cudnnFindConvolutionBackwardDataAlgorithm(c.dnn, wdesc_, a.y, conv_, a.x, 8, &got, dp),
+             what);
+    a.bwd_data = pick(dp, got, a.ws, what, "backward data");
+    cudnnConvolutionBwdFilterAlgoPerf_t wp[8];
+    DC_CUDNN(
+        cudnnFindConvolutionBackwardFilterAlgorithm(c.dnn, a.x, a.y, conv_, wdesc_, 8, &got, wp),
+        what);
+    a.bwd_filter = pick(wp, got, a.ws, what, "backward filter");
+    algos_[n] = a;
+    c.ws(a.ws, label);
+  }
+
+  void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) override {
+    Algos& a = algos_.at(n);
+    const float one = 1.f, zero = 0.f;
+    DC_CUDNN(cudnnConvolutionForward(c.dnn, &one, a.x, in[0], wdesc_, params[0].value, conv_, a.fwd,
+                                     c.workspace->get(), c.workspace->bytes(), &zero, a.y, out),
+             shapes(n));
+    if (bias) {
+      add_bias(out, params[1].value, n, OC, OH * OW, c.stream);
+      DC_LAUNCHED(shapes(n));
+    }
+  }
+
+  void backward(OpContext& c, const std::vector<const float*>& in, const float*, const float* dout,
+                const std::vector<float*>& din, int n) override {
+    Algos& a = algos_.at(n);
+    const float one = 1.f;
+    if (bias) {
+      bias_grad(dout, params[1].grad, n, OC, OH * OW, c.stream);
+      DC_LAUNCHED(shapes(n));
+    }
+    DC_CUDNN(cudnnConvolutionBackwardFilter(c.dnn, &one, a.x, in[0], a.y, dout, conv_, a.bwd_filter,
+                                            c.workspace->get(), c.workspace->bytes(), &one, wdesc_,
+                                            params[0].grad),
+             shapes(n));
+    if (din[0])
+      DC_CUDNN(cudnnConvolutionBackwardData(c.dnn, &one, wdesc_, params[0].value, a.y, dout, conv_,
+                                            a.bwd_data, c.workspace->get(), c.workspace->bytes(),
+                                            &one, a.x, din[0]),
+               shapes(n));
+  }
+
+ private:
+  cudnnFilterDescriptor_t wdesc_ = nullptr;
+  cudnnConvolutionDescriptor_t conv_ = nullptr;
+  std::map<int, Algos> algos_;
+};
+
+void same_padding(int64_t in, int64_t k, int64_t s, int64_t d, int64_t& before, int64_t& after) {
+  int64_t out = (in + s - 1) / s;
+  int64_t total = std::max<int64_t>(0, (out - 1) * s + d * (k - 1) + 1 - in);
+  before = total / 2;
+  after = total - before;
+}
+
+}  // namespace
+
+std::unique_ptr<Op> make_conv(const Attrs& a, const std::vector<Shape>& in, const Shape& out) {
+  auto op = std::make_unique<Conv2D>();
+  Conv2D& g = *op;
+  g.C = in[0][0];
+  g.H = in[0][1];
+  g.W = in[0][2];
+  g.OC = a.i("filters");
+  g.G = a.i("groups");
+  g.KH = a.ints("kernel")[0];
+  g.KW = a.ints("kernel")[1];
+  g.SH = a.ints("stride")[0];
+  g.SW = a.ints("stride")[1];
+  g.DH = a.ints("dilation")[0];
+  g.DW = a.ints("dilation")[1];
+  g.bias = a.b("bias");
+  const std::string& mode = a.s("padding_mode");
+  int64_t pt = 0, pb = 0, pl = 0, pr = 0;
+  if (mode == "explicit") {
+    pt = pb = a.ints("padding")[0];
+    pl = pr = a.ints("padding")[1];
+  } else if (mode == "same") {
+    same_padding(g.H, g.KH, g.SH, g.DH, pt, pb);
+    same_padding(g.W, g.KW, g.SW, g.DW, pl, pr);
+  }
+  if (pt != pb || pl != pr)
+    throw Error("padding 'same' needs uneven padding here (" + std::to_string(pt) + "/" +
+                std::to_string(pb) + " rows, " + std::to_string(pl) + "/" + std::to_string(pr) +
+                " columns), which cuDNN cannot do; use an odd kernel, stride 1, or explicit "
+                "padding to train on CUDA");
+  g.PH = pt;
+  g.PW = pl;
+  g.OH = out[1];
+  g.OW = out[2];
+  g.params.push_back({"weight", Shape{g.OC, g.C / g.G, g.KH, g.KW}, true});
+  if (g.bias) g.params.push_back({"bias", Shape{g.OC}, true});
+  return op;
+}
+
+}  // namespace dc::cuda

@@ -1,0 +1,154 @@
+// Pointwise ops: activations, Add, Dropout, bias. Grid-stride loops so one
+// launch shape fits every size.
+#include "kernels.h"
+
+namespace dc::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+inline int blocks_for(int64_t n) {
+  int64_t b = (n + kThreads - 1) / kThreads;
+  return int(b < 65535 * 8 ? (b > 0 ? b : 1) : 65535 * 8);
+}
+
+#define DC_GRID_LOOP(i, n)                                                  \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
+       i += int64_t(gridDim.x) * blockDim.x)
+
+__device__ inline float act_f(Act a, float slope, float x) {
+  switch (a) {
+    case Act::Relu:
+      return x > 0.f ? x : 0.f;
+    case Act::LeakyRelu:
+      return x > 0.f ? x : slope * x;
+    case Act::Sigmoid:
+      return 1.f / (1.f + expf(-x));
+    case Act::Tanh:
+      return tanhf(x);
+    case Act::Gelu:
+      return 0.5f * x * erfcf(-x * 0.70710678118654752f);
+  }
+  return x;
+}
+
+__device__ inline float act_df(Act a, float slope, float x, float y) {
+  switch (a) {
+    case Act::Relu:
+      return x > 0.f ? 1.f : 0.f;
+    case Act::LeakyRelu:
+      return x > 0.f ? 1.f : slope;
+    case Act::Sigmoid:
+      return y * (1.f - y);
+    case Act::Tanh:
+      return 1.f - y * y;
+    case Act::Gelu: {
+      float cdf = 0.5f * erfcf(-x * 0.70710678118654752f);
+      float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+      return cdf + x * pdf;
+    }
+  }
+  return 1.f;
+}
+
+__global__ void k_act_fwd(Act a, float slope, const float* x, float* y, int64_t n) {
+  DC_GRID_LOOP(i, n) y[i] = act_f(a, slope, x[i]);
+}
+__global__ void k_act_bwd(Act a, float slope, const float* x, const float* y, const float* dy,
+                          float* dx, int64_t n) {
+  DC_GRID_LOOP(i, n) dx[i] += dy[i] * act_df(a, slope, x ? x[i] : 0.f, y ? y[i] : 0.f);
+}
+
+struct Ptrs {
+  const float* p[8];
+};
+__global__ void k_add(Ptrs xs, int k, float* y, int64_t n) {
+  DC_GRID_LOOP(i, n) {
+    float s = xs.p[0][i];
+    for (int j = 1; j < k; ++j) s += xs.p[j][i];
+    y[i] = s;
+  }
+}
+__global__ void k_accumulate(const float* src, float* dst, int64_t n) {
+  DC_GRID_LOOP(i, n) dst[i] += src[i];
+}
+__global__ void k_copy(const float* src, float* dst, int64_t n) {
+  DC_GRID_LOOP(i, n) dst[i] = src[i];
+}
+
+// splitmix64 of (seed, i): a counter-based generator, so backward rebuilds
+// the forward mask without storing it.
+__device__ inline float uniform01(uint64_t seed, uint64_t i) {
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return float(z >> 40) * (1.0f / 16777216.0f);
+}
+__global__ void k_dropout_fwd(const float* x, float* y, int64_t n, float rate, float scale,
+                              uint64_t seed) {
+  DC_GRID_LOOP(i, n) y[i] = uniform01(seed, uint64_t(i)) >= rate ? x[i] * scale : 0.f;
+}
+__global__ void k_dropout_bwd(const float* dy, float* dx, int64_t n, float rate, float scale,
+                              uint64_t seed) {
+  DC_GRID_LOOP(i, n) dx[i] += uniform01(seed, uint64_t(i)) >= rate ? dy[i] * scale : 0.f;
+}
+
+__global__ void k_add_bias(float* y, const float* b, int64_t total, int64_t C, int64_t S) {
+  DC_GRID_LOOP(i, total) y[i] += b[(i / S) % C];
+}
+
+// One block per channel; partial sums in a fixed order so results repeat.
+__global__ void k_bias_grad(const float* dy, float* db, int64_t N, int64_t C, int64_t S) {
+  const int c = blockIdx.x;
+  float acc = 0.f;
+  for (int64_t j = threadIdx.x; j < N * S; j += blockDim.x) {
+    int64_t n = j / S, s = j % S;
+    acc += dy[(n * C + c) * S + s];
+  }
+  __shared__ float red[kThreads];
+  red[threadIdx.x] = acc;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+    if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) db[c] += red[0];
+}
+
+}  // namespace
+
+void act_forward(Act a, float slope, const float* x, float* y, int64_t n, cudaStream_t s) {
+  k_act_fwd<<<blocks_for(n), kThreads, 0, s>>>(a, slope, x, y, n);
+}
+void act_backward(Act a, float slope, const float* x, const float* y, const float* dy, float* dx,
+                  int64_t n, cudaStream_t s) {
+  k_act_bwd<<<blocks_for(n), kThreads, 0, s>>>(a, slope, x, y, dy, dx, n);
+}
+void add_forward(const float* const* xs, int k, float* y, int64_t n, cudaStream_t s) {
+  Ptrs p{};
+  for (int j = 0; j < k && j < 8; ++j) p.p[j] = xs[j];
+  k_add<<<blocks_for(n), kThreads, 0, s>>>(p, k, y, n);
+}
+void accumulate(const float* src, float* dst, int64_t n, cudaStream_t s) {
+  k_accumulate<<<blocks_for(n), kThreads, 0, s>>>(src, dst, n);
+}
+void copy(const float* src, float* dst, int64_t n, cudaStream_t s) {
+  k_copy<<<blocks_for(n), kThreads, 0, s>>>(src, dst, n);
+}
+void dropout_forward(const float* x, float* y, int64_t n, float rate, uint64_t seed,
+                     cudaStream_t s) {
+  k_dropout_fwd<<<blocks_for(n), kThreads, 0, s>>>(x, y, n, rate, 1.f / (1.f - rate), seed);
+}
+void dropout_backward(const float* dy, float* dx, int64_t n, float rate, uint64_t seed,
+                      cudaStream_t s) {
+  k_dropout_bwd<<<blocks_for(n), kThreads, 0, s>>>(dy, dx, n, rate, 1.f / (1.f - rate), seed);
+}
+void add_bias(float* y, const float* bias, int64_t N, int64_t C, int64_t S, cudaStream_t s) {
+  int64_t total = N * C * S;
+  k_add_bias<<<blocks_for(total), kThreads, 0, s>>>(y, bias, total, C, S);
+}
+void bias_grad(const float* dy, float* db, int64_t N, int64_t C, int64_t S, cudaStream_t s) {
+  k_bias_grad<<<int(C), kThreads, 0, s>>>(dy, db, N, C, S);
+}
+
+}  // namespace dc::cuda

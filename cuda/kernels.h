@@ -1,0 +1,94 @@
+#pragma once
+// Launchers for the plugin's own kernels, one .cu per op family. Plain
+// pointers and sizes only, so the .cu files need no engine headers. Shapes
+// are NCHW float32; "acc" outputs are accumulated (+=) as in the CPU layers.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace dc::cuda {
+
+// elementwise.cu
+enum class Act : int { Relu, LeakyRelu, Sigmoid, Tanh, Gelu };
+void act_forward(Act a, float slope, const float* x, float* y, int64_t n, cudaStream_t s);
+// dx += dy * f'(x) (from x, or from y for Sigmoid/Tanh)
+void act_backward(Act a, float slope, const float* x, const float* y, const float* dy, float* dx,
+                  int64_t n, cudaStream_t s);
+void add_forward(const float* const* xs, int k, float* y, int64_t n, cudaStream_t s);
+void accumulate(const float* src, float* dst, int64_t n, cudaStream_t s);  // dst += src
+void copy(const float* src, float* dst, int64_t n, cudaStream_t s);
+// y = x * mask(seed) / (1-rate); the mask is recomputed from (seed, i) in backward.
+void dropout_forward(const float* x, float* y, int64_t n, float rate, uint64_t seed,
+                     cudaStream_t s);
+void dropout_backward(const float* dy, float* dx, int64_t n, float rate, uint64_t seed,
+                      cudaStream_t s);
+// y[n, c, s] += bias[c]; bias grad db[c] += sum over n, s of dy
+void add_bias(float* y, const float* bias, int64_t N, int64_t C, int64_t S, cudaStream_t s);
+void bias_grad(const float* dy, float* db, int64_t N, int64_t C, int64_t S, cudaStream_t s);
+
+// pool.cu
+struct PoolDims {
+  int N, C, H, W, KH, KW, SH, SW, PH, PW, OH, OW;
+};
+void maxpool_forward(const PoolDims& d, const float* x, float* y, cudaStream_t s);
+void maxpool_backward(const PoolDims& d, const float* x, const float* dy, float* dx,
+                      cudaStream_t s);
+void avgpool_forward(const PoolDims& d, const float* x, float* y, cudaStream_t s);
+void avgpool_backward(const PoolDims& d, const float* dy, float* dx, cudaStream_t s);
+void global_avgpool_forward(const float* x, float* y, int64_t planes, int64_t hw, cudaStream_t s);
+void global_avgpool_backward(const float* dy, float* dx, int64_t planes, int64_t hw,
+                             cudaStream_t s);
+
+// norm.cu: x viewed as [N, C, S]. Training computes batch statistics into
+// mean/invstd and moves the running ones (unbiased variance, as PyTorch).
+void batchnorm_forward(const float* x, float* y, const float* gamma, const float* beta,
+                       float* running_mean, float* running_var, float* mean, float* invstd, int N,
+                       int C, int S, float momentum, float eps, bool training, cudaStream_t s);
+void batchnorm_backward(const float* x, const float* dy, float* dx, const float* gamma,
+                        float* dgamma, float* dbeta, const float* mean, const float* invstd, int N,
+                        int C, int S, bool training, cudaStream_t s);
+
+// softmax.cu: rows of length L
+void softmax_forward(const float* x, float* y, int64_t rows, int L, cudaStream_t s);
+void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int L,
+                      cudaStream_t s);
+// concat.cu: out viewed as [outer, total]; input k is [outer, block_k] at column offset
+void concat_forward(const float* x, float* y, int64_t outer, int64_t block, int64_t total,
+                    int64_t offset, cudaStream_t s);
+void concat_backward(const float* dy, float* dx, int64_t outer, int64_t block, int64_t total,
+                     int64_t offset, cudaStream_t s);
+
+// loss.cu. Each writes d(mean loss)/d(out) into dout and adds the batch's
+// loss sum, top-1 hits and sample count into stats (device memory), and sets
+// stats->nonfinite when a loss is NaN or Inf.
+struct LossStats {
+  double loss_sum;
+  unsigned long long correct;
+  unsigned long long samples;
+  unsigned int nonfinite;
+};
+enum class LossKind : int { SoftmaxCE, BCE, MSE };
+void loss_forward_backward(LossKind k, const float* out, const int32_t* labels, const float* values,
+                           float* dout, int N, int C, float smoothing, bool classification,
+                           LossStats* stats, cudaStream_t s);
+
+// optim.cu: one launch over all parameters laid out contiguously; decay[i]
+// is 0 or 1 (biases and norm scales are not decayed).
+struct AdamArgs {
+  float lr, beta1, beta2, eps, weight_decay, bc1, inv_sqrt_bc2;
+  bool decoupled;
+};
+void adam_step(float* w, const float* g, float* m, float* v, const uint8_t* decay, int64_t n,
+               const AdamArgs& a, cudaStream_t s);
+void sgd_step(float* w, const float* g, float* buf, const uint8_t* decay, int64_t n, float lr,
+              float momentum, float weight_decay, bool nesterov, bool first, cudaStream_t s);
+
+// data.cu: gathers samples idx[0..n) of a resident dataset, normalised.
+void gather_u8(const uint8_t* pixels, const int64_t* idx, int64_t n, int64_t F, float mean,
+               float inv_std, float* x, cudaStream_t s);
+void gather_f32(const float* values, const int64_t* idx, int64_t n, int64_t F, float mean,
+                float inv_std, float* x, cudaStream_t s);
+void gather_labels(const int32_t* labels, const int64_t* idx, int64_t n, int32_t* out,
+                   cudaStream_t s);
+
+}  // namespace dc::cuda

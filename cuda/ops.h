@@ -1,0 +1,63 @@
+#pragma once
+// The plugin's layers. Each Op mirrors one engine layer type: forward writes
+// its output, backward ACCUMULATES into input and parameter gradients (the
+// engine's convention), so the plan can add the gradients of branches.
+#include <deepcanvas/attrs.h>
+#include <deepcanvas/tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "allocator.h"
+#include "common.h"
+
+namespace dc::cuda {
+
+struct OpContext {
+  cudaStream_t stream = nullptr;
+  cudnnHandle_t dnn = nullptr;
+  cublasHandle_t blas = nullptr;
+  Allocator* alloc = nullptr;
+  bool training = true;
+  bool tf32 = false;  // tensor-core float32 (off: bit-for-bit float32 arithmetic)
+  uint64_t seed = 0;  // per step, for Dropout
+  // cuDNN scratch space, grown on demand and shared by every layer.
+  DeviceBuffer* workspace = nullptr;
+  float* ws(size_t bytes, const std::string& what);
+};
+
+struct ParamSlot {
+  std::string name;  // as the CPU layer names it: "weight", "bias", "running_mean"
+  Shape shape;
+  bool trainable = true;
+  float* value = nullptr;  // set by the plan
+  float* grad = nullptr;   // trainable only
+};
+
+class Op {
+ public:
+  virtual ~Op() = default;
+  std::string label;  // "Conv2D 'conv1'" for messages
+  std::vector<Shape> in_shapes;
+  Shape out_shape;  // per sample
+  std::vector<ParamSlot> params;
+  // Layers that only regroup values (Flatten, Reshape) share their input's
+  // buffers instead of copying.
+  virtual bool is_view() const { return false; }
+  // Called before a batch of n is queued (cuDNN algorithm choice, scratch).
+  virtual void prepare(OpContext&, int /*n*/) {}
+  virtual void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) = 0;
+  virtual void backward(OpContext& c, const std::vector<const float*>& in, const float* out,
+                        const float* dout, const std::vector<float*>& din, int n) = 0;
+};
+
+// Throws dc::Error naming the node for a layer type without a CUDA kernel.
+std::unique_ptr<Op> make_op(const std::string& type, const Attrs& attrs,
+                            const std::vector<Shape>& in, const Shape& out,
+                            const std::string& label);
+std::unique_ptr<Op> make_conv(const Attrs& a, const std::vector<Shape>& in, const Shape& out);
+std::unique_ptr<Op> make_dense(const Attrs& a, const std::vector<Shape>& in, const Shape& out);
+
+}  // namespace dc::cuda

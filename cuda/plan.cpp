@@ -1,0 +1,565 @@
+// CudaPlan: the engine's Plan on one GPU. Buffers for every activation and
+// its gradient are allocated up front for the largest batch (so running out
+// of memory happens here, with a message that names the batch), parameters
+// and their gradients live in one contiguous buffer each (one memset, one
+// fused optimizer launch), and a training step is queued on one stream
+// without waiting for the device.
+#include <deepcanvas/backend.h>
+#include <deepcanvas/layer.h>
+#include <deepcanvas/loss.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "kernels.h"
+#include "ops.h"
+
+namespace dc::cuda {
+
+class CudaPlan : public DevicePlan {
+ public:
+  CudaPlan(const Graph& g, Plan& host, const DevicePlanOptions& o, const std::string& name);
+  ~CudaPlan() override;
+
+  void upload_params() override;
+  void download_params() override;
+  void download_grads() override;
+  void forward(const Tensor& x, Tensor& out, bool training, uint64_t seed) override;
+  void backward(const Tensor& dout) override;
+  void zero_grad() override;
+  float loss(const int32_t* labels, const Tensor* values, Tensor* dout) override;
+  void step(double lr) override;
+  int add_dataset(const Dataset& d) override;
+  void train_step(int dataset, const int64_t* idx, int64_t n, double lr, uint64_t seed) override;
+  DeviceStepStats take_stats() override;
+  void predict(int dataset, const int64_t* idx, int64_t n, float* out) override;
+  std::vector<std::pair<std::string, Tensor>> optimizer_state() override;
+  void load_optimizer_state(const std::vector<std::pair<std::string, Tensor>>& s) override;
+  int64_t optimizer_steps() const override { return t_; }
+  void set_optimizer_steps(int64_t t) override { t_ = t; }
+  DeviceMemory memory() override;
+  std::string device_name() const override { return name_; }
+
+ private:
+  struct Node {
+    std::unique_ptr<Op> op;
+    std::vector<int> inputs;  // node indices
+    int64_t numel = 0;        // per sample
+    float* out = nullptr;
+    float* grad = nullptr;
+    bool requires_grad = false;
+    bool is_input = false;
+  };
+  struct ResidentData {
+    DeviceBuffer samples, labels;
+    bool u8 = true;
+    int64_t F = 0, size = 0;
+    float mean = 0, inv_std = 1;
+  };
+
+  void run_forward(int n, bool training, uint64_t seed);
+  void run_backward(int n);
+  void prepare(int n);
+  void gather(int dataset, const int64_t* idx, int64_t n);
+  void run_loss(int n, const float* values);
+  void sync(const std::string& what);
+  std::string where(int n) const { return "(batch " + std::to_string(n) + ")"; }
+
+  Plan& host_;
+  DevicePlanOptions o_;
+  std::string name_;
+  std::unique_ptr<Loss> host_loss_;  // for its name and classification()
+  LossKind loss_kind_ = LossKind::SoftmaxCE;
+  Allocator alloc_;
+  cudaStream_t stream_ = nullptr;
+  cudnnHandle_t dnn_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  DeviceBuffer workspace_;
+  OpContext ctx_;
+  std::vector<Node> nodes_;
+  int out_node_ = -1;
+  DeviceBuffer acts_, grads_, pvals_, pgrads_, buffers_, decay_, m_, v_, labels_, values_, stats_,
+      idx_;
+  int64_t grads_floats_ = 0, trainable_floats_ = 0;
+  // Host Param <-> device pointer, in the host Plan's order.
+  struct Mapped {
+    Param* host;
+    float* dev;
+    float* dev_grad;
+  };
+  std::vector<Mapped> map_;
+  std::vector<int64_t> trainable_offsets_;
+  std::vector<ResidentData> data_;
+  int64_t t_ = 0;
+  bool have_moments_ = false;
+  // Pinned ring for sample indices: the copy is queued asynchronously and an
+  // event tells when a slot may be rewritten.
+  static constexpr int kSlots = 32;
+  int64_t* pinned_ = nullptr;
+  cudaEvent_t slot_done_[kSlots] = {};
+  int slot_ = 0;
+  int64_t cur_n_ = 0;
+};
+
+namespace {
+std::string mib(int64_t b) {
+  return std::to_string(b >> 20) + " MiB";
+}
+}  // namespace
+
+CudaPlan::CudaPlan(const Graph& g, Plan& host, const DevicePlanOptions& o, const std::string& name)
+    : host_(host), o_(o), name_(name) {
+  host_loss_ = make_loss(o.loss, float(o.label_smoothing));
+  loss_kind_ = o.loss == "mse"                    ? LossKind::MSE
+               : o.loss == "binary_cross_entropy" ? LossKind::BCE
+                                                  : LossKind::SoftmaxCE;
+  DC_CUDA(cudaSetDevice(o.device), "selecting " + name);
+  DC_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream");
+  DC_CUDNN(cudnnCreate(&dnn_), "creating the cuDNN handle (is libcudnn 9 installed?)");
+  DC_CUDNN(cudnnSetStream(dnn_, stream_), "cuDNN stream");
+  DC_CUBLAS(cublasCreate(&blas_), "creating the cuBLAS handle");
+  DC_CUBLAS(cublasSetStream(blas_, stream_), "cuBLAS stream");
+  DC_CUBLAS(cublasSetMathMode(blas_, CUBLAS_PEDANTIC_MATH), "cuBLAS math mode");
+  ctx_.stream = stream_;
+  ctx_.dnn = dnn_;
+  ctx_.blas = blas_;
+  ctx_.alloc = &alloc_;
+  ctx_.workspace = &workspace_;
+  if (const char* tf = std::getenv("DC_CUDA_TF32"); tf && *tf == '1') {
+    ctx_.tf32 = true;
+    DC_CUBLAS(cublasSetMathMode(blas_, CUBLAS_TF32_TENSOR_OP_MATH), "cuBLAS math mode");
+  }
+
+  // Nodes in the host Plan's order (a stable topological order).
+  std::map<NodeId, NodeShape> shapes = g.infer_shapes();
+  std::vector<NodeId> order = g.topo_order();
+  std::map<NodeId, int> index;
+  for (NodeId id : order) {
+    const dc::Node& gn = g.node(id);
+    Node n;
+    std::vector<Shape> in;
+    for (const Edge& e : g.in_edges(id)) {
+      n.inputs.push_back(index.at(e.src));
+      in.push_back(*shapes.at(e.src).shape);
+    }
+    // in_edges is not in port order in general; sort by port.
+    std::vector<Edge> es = g.in_edges(id);
+    std::vector<int> by_port(es.size());
+    std::vector<Shape> in_sorted(es.size());
+    for (size_t k = 0; k < es.size(); ++k) {
+      by_port[es[k].dst_port] = index.at(es[k].src);
+      in_sorted[es[k].dst_port] = *shapes.at(es[k].src).shape;
+    }
+    n.inputs = by_port;
+    const Shape& out = *shapes.at(id).shape;
+    n.numel = out.numel();
+    n.is_input = is_input_type(gn.type);
+    if (!n.is_input) n.op = make_op(gn.type, gn.attrs, in_sorted, out, node_label(gn));
+    index[id] = int(nodes_.size());
+    nodes_.push_back(std::move(n));
+  }
+  out_node_ = index.at(g.outputs().at(0));
+  for (Node& n : nodes_) {
+    bool own = false;
+    if (n.op)
+      for (auto& p : n.op->params) own |= p.trainable;
+    n.requires_grad = own;
+    for (int i : n.inputs) n.requires_grad |= nodes_[i].requires_grad;
+  }
+
+  // Activations and their gradients: one allocation each.
+  const int64_t B = o.max_batch;
+  int64_t act_floats = 0;
+  for (Node& n : nodes_)
+    if (!n.op || !n.op->is_view()) act_floats += B * n.numel;
+  size_t free0 = 0, total0 = 0;
+  cudaMemGetInfo(&free0, &total0);
+  try {
+    acts_ = DeviceBuffer(alloc_, act_floats * 4, "activations");
+    grads_ = DeviceBuffer(alloc_, act_floats * 4, "activation gradients");
+  } catch (const DeviceError& e) {
+    int64_t per_sample = act_floats / B * 8;
+    int64_t fit = per_sample ? int64_t(free0 * 0.8) / per_sample : 0;
+    throw DeviceError(std::string(e.what()) + ". Batch size " + std::to_string(B) + " needs " +
+                      mib(act_floats * 8) + " for activations and gradients; " +
+                      mib(int64_t(free0)) + " were free on " + name_ +
+                      ". The largest batch that should fit is about " + std::to_string(fit));
+  }
+  grads_floats_ = act_floats;
+  DC_CUDA(cudaMallocHost(&pinned_, sizeof(int64_t) * kSlots * B), "pinned indices");
+  for (auto& e : slot_done_) DC_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "event");
+  int64_t off = 0;
+  for (Node& n : nodes_) {
+    if (n.op && n.op->is_view()) {
+      n.out = nodes_[n.inputs[0]].out;
+      n.grad = nodes_[n.inputs[0]].grad;
+      continue;
+    }
+    n.out = acts_.get() + off;
+    n.grad = grads_.get() + off;
+    off += B * n.numel;
+  }
+
+  // Parameters: map each device slot to the host Param by "<node>.<param>".
+  std::map<std::string, ParamSlot*> slots;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].op)
+      for (auto& p : nodes_[i].op->params) slots[g.node(order[i]).name + "." + p.name] = &p;
+  int64_t tr = 0, buf = 0;
+  for (NamedParam& np : host.params()) {
+    auto it = slots.find(np.name);
+    if (it == slots.end()) throw Error("the CUDA plan has no parameter " + np.name);
+    if (it->second->shape != np.param->value.shape())
+      throw Error(np.name + ": CUDA and CPU disagree on its shape (" + it->second->shape.str() +
+                  " vs " + np.param->value.shape().str() + ")");
+    (np.param->trainable ? tr : buf) += np.param->value.numel();
+  }
+  trainable_floats_ = tr;
+  pvals_ = DeviceBuffer(alloc_, std::max<int64_t>(tr, 1) * 4, "parameters");
+  pgrads_ = DeviceBuffer(alloc_, std::max<int64_t>(tr, 1) * 4, "parameter gradients");
+  buffers_ = DeviceBuffer(alloc_, std::max<int64_t>(buf, 1) * 4, "BatchNorm statistics");
+  decay_ = DeviceBuffer(alloc_, std::max<int64_t>(tr, 1), "weight decay mask");
+  std::vector<uint8_t> decay(size_t(std::max<int64_t>(tr, 1)), 0);
+  int64_t to = 0, bo = 0;
+  for (NamedParam& np : host.params()) {
+    ParamSlot* s = slots.at(np.name);
+    int64_t k = np.param->value.numel();
+    if (np.param->trainable) {
+      s->value = pvals_.get() + to;
+      s->grad = pgrads_.get() + to;
+      trainable_offsets_.push_back(to);
+      std::memset(decay.data() + to, np.param->decay ? 1 : 0, size_t(k));
+      to += k;
+    } else {
+      s->value = buffers_.get() + bo;
+      bo += k;
+    }
+    map_.push_back({np.param, s->value, s->grad});
+  }
+  DC_CUDA(cudaMemcpy(decay_.get<uint8_t>(), decay.data(), size_t(std::max<int64_t>(tr, 1)),
+                     cudaMemcpyHostToDevice),
+          "uploading the weight decay mask");
+  const int64_t C = nodes_[out_node_].numel;
+  labels_ = DeviceBuffer(alloc_, B * 4, "labels");
+  values_ = DeviceBuffer(alloc_, B * C * 4, "targets");
+  stats_ = DeviceBuffer(alloc_, sizeof(LossStats), "loss statistics");
+  idx_ = DeviceBuffer(alloc_, B * 8 * kSlots, "sample indices");
+  DC_CUDA(cudaMemsetAsync(stats_.get(), 0, sizeof(LossStats), stream_), "loss statistics");
+  prepare(int(B));
+  sync("setting up " + name_);
+}
+
+CudaPlan::~CudaPlan() {
+  if (stream_) cudaStreamSynchronize(stream_);
+  nodes_.clear();
+  for (auto& e : slot_done_)
+    if (e) cudaEventDestroy(e);
+  if (pinned_) cudaFreeHost(pinned_);
+  if (blas_) cublasDestroy(blas_);
+  if (dnn_) cudnnDestroy(dnn_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+void CudaPlan::sync(const std::string& what) {
+  DC_CUDA(cudaStreamSynchronize(stream_), what);
+}
+
+void CudaPlan::prepare(int n) {
+  for (Node& nd : nodes_)
+    if (nd.op) nd.op->prepare(ctx_, n);
+}
+
+void CudaPlan::upload_params() {
+  for (Mapped& m : map_)
+    DC_CUDA(cudaMemcpyAsync(m.dev, m.host->value.f32(), m.host->value.bytes(),
+                            cudaMemcpyHostToDevice, stream_),
+            "uploading parameters");
+  sync("uploading parameters");
+}
+
+void CudaPlan::download_params() {
+  for (Mapped& m : map_)
+    DC_CUDA(cudaMemcpyAsync(m.host->value.f32(), m.dev, m.host->value.bytes(),
+                            cudaMemcpyDeviceToHost, stream_),
+            "downloading parameters");
+  sync("downloading parameters");
+}
+
+void CudaPlan::download_grads() {
+  for (Mapped& m : map_)
+    if (m.dev_grad)
+      DC_CUDA(cudaMemcpyAsync(m.host->grad.f32(), m.dev_grad, m.host->grad.bytes(),
+                              cudaMemcpyDeviceToHost, stream_),
+              "downloading gradients");
+  sync("downloading gradients");
+}
+
+void CudaPlan::run_forward(int n, bool training, uint64_t seed) {
+  prepare(n);
+  ctx_.training = training;
+  ctx_.seed = seed;
+  std::vector<const float*> in;
+  for (Node& nd : nodes_) {
+    if (!nd.op) continue;
+    in.clear();
+    for (int i : nd.inputs) in.push_back(nodes_[i].out);
+    nd.op->forward(ctx_, in, nd.out, n);
+  }
+}
+
+void CudaPlan::run_backward(int n) {
+  std::vector<const float*> in;
+  std::vector<float*> din;
+  for (size_t k = nodes_.size(); k-- > 0;) {
+    Node& nd = nodes_[k];
+    if (!nd.op || !nd.requires_grad) continue;
+    in.clear();
+    din.clear();
+    for (int i : nd.inputs) {
+      in.push_back(nodes_[i].out);
+      din.push_back(nodes_[i].requires_grad ? nodes_[i].grad : nullptr);
+    }
+    nd.op->backward(ctx_, in, nd.out, nd.grad, din, n);
+  }
+}
+
+void CudaPlan::forward(const Tensor& x, Tensor& out, bool training, uint64_t seed) {
+  const int n = int(x.dim(0));
+  if (n > o_.max_batch)
+    throw Error("batch of " + std::to_string(n) + " exceeds the plan's " +
+                std::to_string(o_.max_batch));
+  Node& in = nodes_[0];
+  DC_CUDA(cudaMemcpyAsync(in.out, x.f32(), x.bytes(), cudaMemcpyHostToDevice, stream_),
+          "uploading the input " + where(n));
+  run_forward(n, training, seed);
+  DC_CUDA(cudaMemcpyAsync(out.f32(), nodes_[out_node_].out, out.bytes(), cudaMemcpyDeviceToHost,
+                          stream_),
+          "downloading the output " + where(n));
+  sync("forward " + where(n));
+  cur_n_ = n;
+}
+
+void CudaPlan::backward(const Tensor& dout) {
+  const int n = int(dout.dim(0));
+  DC_CUDA(cudaMemsetAsync(grads_.get(), 0, grads_floats_ * 4, stream_), "zeroing gradients");
+  DC_CUDA(cudaMemcpyAsync(nodes_[out_node_].grad, dout.f32(), dout.bytes(), cudaMemcpyHostToDevice,
+                          stream_),
+          "uploading the output gradient");
+  run_backward(n);
+  sync("backward " + where(n));
+}
+
+void CudaPlan::zero_grad() {
+  DC_CUDA(cudaMemsetAsync(pgrads_.get(), 0, std::max<int64_t>(trainable_floats_, 1) * 4, stream_),
+          "zeroing parameter gradients");
+}
+
+void CudaPlan::run_loss(int n, const float* values) {
+  const int C = int(nodes_[out_node_].numel);
+  loss_forward_backward(loss_kind_, nodes_[out_node_].out, labels_.get<int32_t>(), values,
+                        nodes_[out_node_].grad, n, C, float(o_.label_smoothing),
+                        host_loss_->classification(), stats_.get<LossStats>(), stream_);
+  DC_LAUNCHED("the " + std::string(host_loss_->name()) + " loss " + where(n));
+}
+
+float CudaPlan::loss(const int32_t* labels, const Tensor* values, Tensor* dout) {
+  const int n = int(cur_n_);
+  const int C = int(nodes_[out_node_].numel);
+  if (labels)
+    DC_CUDA(cudaMemcpyAsync(labels_.get(), labels, size_t(n) * 4, cudaMemcpyHostToDevice, stream_),
+            "uploading labels");
+  if (values)
+    DC_CUDA(cudaMemcpyAsync(values_.get(), values->f32(), values->bytes(), cudaMemcpyHostToDevice,
+                            stream_),
+            "uploading targets");
+  DC_CUDA(cudaMemsetAsync(grads_.get(), 0, grads_floats_ * 4, stream_), "zeroing gradients");
+  DeviceStepStats before = take_stats();
+  (void)before;
+  run_loss(n, values ? values_.get() : nullptr);
+  if (dout)
+    DC_CUDA(cudaMemcpyAsync(dout->f32(), nodes_[out_node_].grad, size_t(n) * C * 4,
+                            cudaMemcpyDeviceToHost, stream_),
+            "downloading the loss gradient");
+  DeviceStepStats s = take_stats();
+  return s.samples ? float(s.loss_sum / double(s.samples)) : 0.f;
+}
+
+void CudaPlan::step(double lr) {
+  ++t_;
+  if (trainable_floats_ == 0) return;
+  const OptimizerConfig& c = o_.optimizer;
+  const bool first = !have_moments_;
+  if (!have_moments_) {
+    m_ = DeviceBuffer(alloc_, trainable_floats_ * 4, "optimizer state");
+    DC_CUDA(cudaMemsetAsync(m_.get(), 0, trainable_floats_ * 4, stream_), "optimizer state");
+    if (c.type != "sgd") {
+      v_ = DeviceBuffer(alloc_, trainable_floats_ * 4, "optimizer state");
+      DC_CUDA(cudaMemsetAsync(v_.get(), 0, trainable_floats_ * 4, stream_), "optimizer state");
+    }
+    have_moments_ = true;
+  }
+  if (c.type == "sgd") {
+    sgd_step(pvals_.get(), pgrads_.get(), m_.get(), decay_.get<uint8_t>(), trainable_floats_,
+             float(lr), float(c.momentum), float(c.weight_decay), c.nesterov, first, stream_);
+  } else {
+    AdamArgs a;
+    a.lr = float(lr);
+    a.beta1 = float(c.beta1);
+    a.beta2 = float(c.beta2);
+    a.eps = float(c.eps);
+    a.weight_decay = float(c.weight_decay);
+    a.bc1 = float(1.0 - std::pow(c.beta1, double(t_)));
+    a.inv_sqrt_bc2 = float(1.0 / std::sqrt(1.0 - std::pow(c.beta2, double(t_))));
+    a.decoupled = c.type == "adamw";
+    adam_step(pvals_.get(), pgrads_.get(), m_.get(), v_.get(), decay_.get<uint8_t>(),
+              trainable_floats_, a, stream_);
+  }
+  DC_LAUNCHED("the " + c.type + " update");
+}
+
+int CudaPlan::add_dataset(const Dataset& d) {
+  ResidentData r;
+  r.size = d.size();
+  r.F = d.sample_shape.numel();
+  r.u8 = !d.pixels.empty();
+  r.mean = d.mean;
+  r.inv_std = 1.0f / d.stddev;
+  const std::string what = "the dataset " + d.source;
+  size_t bytes = r.u8 ? d.pixels.size() : d.values.size() * 4;
+  r.samples = DeviceBuffer(alloc_, bytes, what);
+  r.labels = DeviceBuffer(alloc_, d.labels.size() * 4, what + " labels");
+  DC_CUDA(cudaMemcpy(r.samples.get<void>(),
+                     r.u8 ? (const void*)d.pixels.data() : (const void*)d.values.data(), bytes,
+                     cudaMemcpyHostToDevice),
+          "uploading " + what);
+  DC_CUDA(cudaMemcpy(r.labels.get<void>(), d.labels.data(), d.labels.size() * 4,
+                     cudaMemcpyHostToDevice),
+          "uploading " + what);
+  data_.push_back(std::move(r));
+  return int(data_.size()) - 1;
+}
+
+void CudaPlan::gather(int dataset, const int64_t* idx, int64_t n) {
+  if (dataset < 0 || dataset >= int(data_.size())) throw Error("unknown device dataset");
+  if (n > o_.max_batch)
+    throw Error("batch of " + std::to_string(n) + " exceeds the plan's " +
+                std::to_string(o_.max_batch));
+  ResidentData& r = data_[dataset];
+  for (int64_t i = 0; i < n; ++i)
+    if (idx[i] < 0 || idx[i] >= r.size)
+      throw DataError("sample index " + std::to_string(idx[i]) + " is outside the dataset (" +
+                      std::to_string(r.size) + " samples)");
+  const int s = slot_;
+  slot_ = (slot_ + 1) % kSlots;
+  DC_CUDA(cudaEventSynchronize(slot_done_[s]), "waiting for an index slot");
+  int64_t* host = pinned_ + int64_t(s) * o_.max_batch;
+  std::memcpy(host, idx, size_t(n) * 8);
+  int64_t* dev = idx_.get<int64_t>() + int64_t(s) * o_.max_batch;
+  DC_CUDA(cudaMemcpyAsync(dev, host, size_t(n) * 8, cudaMemcpyHostToDevice, stream_),
+          "uploading sample indices");
+  DC_CUDA(cudaEventRecord(slot_done_[s], stream_), "index slot event");
+  float* x = nodes_[0].out;
+  if (r.u8)
+    gather_u8(r.samples.get<uint8_t>(), dev, n, r.F, r.mean, r.inv_std, x, stream_);
+  else
+    gather_f32(r.samples.get(), dev, n, r.F, r.mean, r.inv_std, x, stream_);
+  gather_labels(r.labels.get<int32_t>(), dev, n, labels_.get<int32_t>(), stream_);
+  DC_LAUNCHED("gathering a batch " + where(int(n)));
+}
+
+void CudaPlan::train_step(int dataset, const int64_t* idx, int64_t n, double lr, uint64_t seed) {
+  gather(dataset, idx, n);
+  run_forward(int(n), true, seed);
+  DC_CUDA(cudaMemsetAsync(grads_.get(), 0, grads_floats_ * 4, stream_), "zeroing gradients");
+  zero_grad();
+  run_loss(int(n), nullptr);
+  run_backward(int(n));
+  step(lr);
+}
+
+DeviceStepStats CudaPlan::take_stats() {
+  LossStats s{};
+  DC_CUDA(cudaMemcpyAsync(&s, stats_.get(), sizeof s, cudaMemcpyDeviceToHost, stream_),
+          "reading the loss");
+  DC_CUDA(cudaMemsetAsync(stats_.get(), 0, sizeof s, stream_), "resetting the loss");
+  sync("training steps");
+  DeviceStepStats r;
+  r.loss_sum = s.loss_sum;
+  r.correct = int64_t(s.correct);
+  r.samples = int64_t(s.samples);
+  r.finite = s.nonfinite == 0 && std::isfinite(s.loss_sum);
+  return r;
+}
+
+void CudaPlan::predict(int dataset, const int64_t* idx, int64_t n, float* out) {
+  gather(dataset, idx, n);
+  run_forward(int(n), false, 0);
+  DC_CUDA(cudaMemcpyAsync(out, nodes_[out_node_].out, size_t(n) * nodes_[out_node_].numel * 4,
+                          cudaMemcpyDeviceToHost, stream_),
+          "downloading predictions");
+  sync("inference " + where(int(n)));
+}
+
+std::vector<std::pair<std::string, Tensor>> CudaPlan::optimizer_state() {
+  std::vector<std::pair<std::string, Tensor>> s;
+  if (!have_moments_) return s;
+  std::vector<Param*> tr = host_.trainable();
+  const bool sgd = o_.optimizer.type == "sgd";
+  if (sgd && o_.optimizer.momentum == 0.0) return s;
+  for (size_t k = 0; k < tr.size(); ++k) {
+    Tensor m(tr[k]->value.shape());
+    DC_CUDA(
+        cudaMemcpy(m.f32(), m_.get() + trainable_offsets_[k], m.bytes(), cudaMemcpyDeviceToHost),
+        "downloading optimizer state");
+    if (sgd) {
+      s.emplace_back("momentum." + std::to_string(k), m);
+      continue;
+    }
+    Tensor v(tr[k]->value.shape());
+    DC_CUDA(
+        cudaMemcpy(v.f32(), v_.get() + trainable_offsets_[k], v.bytes(), cudaMemcpyDeviceToHost),
+        "downloading optimizer state");
+    s.emplace_back("exp_avg." + std::to_string(k), m);
+    s.emplace_back("exp_avg_sq." + std::to_string(k), v);
+  }
+  return s;
+}
+
+void CudaPlan::load_optimizer_state(const std::vector<std::pair<std::string, Tensor>>& s) {
+  if (s.empty() || trainable_floats_ == 0) return;
+  m_ = DeviceBuffer(alloc_, trainable_floats_ * 4, "optimizer state");
+  v_ = DeviceBuffer(alloc_, trainable_floats_ * 4, "optimizer state");
+  DC_CUDA(cudaMemset(m_.get(), 0, trainable_floats_ * 4), "optimizer state");
+  DC_CUDA(cudaMemset(v_.get(), 0, trainable_floats_ * 4), "optimizer state");
+  for (auto& [name, t] : s) {
+    size_t dot = name.find('.');
+    if (dot == std::string::npos) continue;
+    std::string kind = name.substr(0, dot);
+    size_t k = std::stoul(name.substr(dot + 1));
+    if (k >= trainable_offsets_.size()) continue;
+    float* dst = (kind == "exp_avg_sq" ? v_ : m_).get() + trainable_offsets_[k];
+    DC_CUDA(cudaMemcpy(dst, t.f32(), t.bytes(), cudaMemcpyHostToDevice),
+            "uploading optimizer state");
+  }
+  have_moments_ = true;
+}
+
+DeviceMemory CudaPlan::memory() {
+  DeviceMemory m;
+  m.allocated = alloc_.allocated();
+  m.reserved = alloc_.reserved();
+  size_t f = 0, t = 0;
+  if (cudaMemGetInfo(&f, &t) == cudaSuccess) {
+    m.device_free = int64_t(f);
+    m.device_total = int64_t(t);
+  }
+  return m;
+}
+
+std::unique_ptr<DevicePlan> make_cuda_plan(const Graph& g, Plan& host, const DevicePlanOptions& o,
+                                           const std::string& name) {
+  return std::make_unique<CudaPlan>(g, host, o, name);
+}
+
+}  // namespace dc::cuda

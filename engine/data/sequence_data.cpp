@@ -1,0 +1,211 @@
+// Sequence datasets (see sequence_data.h). Text windows store token ids as
+// float values flagged `tokens`, so normalisation leaves them alone and the
+// Embedding receives exact integers.
+#include <deepcanvas/errors.h>
+#include <deepcanvas/io.h>
+#include <deepcanvas/sequence_data.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+namespace dc {
+
+bool images_as_row_sequences(Dataset& d, const Shape& input) {
+  const Shape& s = d.sample_shape;
+  if (input.rank() != 2 || s.rank() != 3 || s[0] != 1 || s[1] != input[0] || s[2] != input[1])
+    return false;
+  d.sample_shape = input;
+  return true;
+}
+
+std::vector<std::string> utf8_chars(const std::string& text, const std::string& what) {
+  std::vector<std::string> out;
+  const auto* b = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  size_t line = 1;
+  for (size_t i = 0; i < n;) {
+    unsigned c = b[i];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool ok = len > 0 && i + len <= n;
+    uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+    for (size_t k = 1; ok && k < len; ++k) {
+      ok = (b[i + k] & 0xC0) == 0x80;
+      cp = (cp << 6) | (b[i + k] & 0x3F);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are invalid too.
+    if (ok && ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+               (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF))
+      ok = false;
+    if (!ok)
+      throw DataError(what + ": invalid UTF-8 at byte " + std::to_string(i) + " (line " +
+                      std::to_string(line) +
+                      "); save the text as UTF-8 (e.g. iconv -f latin1 -t utf-8)");
+    if (c == '\n') ++line;
+    out.emplace_back(text, i, len);
+    i += len;
+  }
+  return out;
+}
+
+TrainTest load_text_dataset(const std::string& path, const TextOptions& o) {
+  if (o.window < 1) throw DataError("text window must be at least 1 character");
+  if (o.stride < 1) throw DataError("text stride must be at least 1");
+  if (!(o.test_fraction >= 0 && o.test_fraction < 1))
+    throw DataError("text test fraction must be in [0, 1)");
+  std::string text = read_file(path);
+  std::vector<std::string> chars = utf8_chars(text, path);
+  if (chars.size() < 2)
+    throw DataError(path + ": the corpus is empty (" + std::to_string(chars.size()) +
+                    " characters); a text model needs at least a few thousand characters");
+  std::map<std::string, int32_t> index;
+  for (const auto& c : chars) index.emplace(c, 0);
+  // std::map orders UTF-8 strings bytewise, which is code point order.
+  std::vector<std::string> vocab{""};
+  for (auto& [c, id] : index) {
+    id = int32_t(vocab.size());
+    vocab.push_back(c);
+  }
+  std::vector<int32_t> ids(chars.size());
+  for (size_t i = 0; i < chars.size(); ++i) ids[i] = index[chars[i]];
+
+  const int64_t n = int64_t(ids.size()), T = o.window;
+  // Targets 1..n-1; the test set is the last part of the text, and its
+  // windows may read training text (as any continuation would) but never
+  // predict it.
+  const int64_t split = n - std::llround(o.test_fraction * double(n - 1));
+  TrainTest tt;
+  for (Dataset* d : {&tt.train, &tt.test}) {
+    d->sample_shape = Shape{T};
+    d->tokens = true;
+    d->num_classes = int(vocab.size());
+    d->class_names = vocab;
+    d->source = path;
+  }
+  for (int64_t p = 1; p < n; p += o.stride) {
+    Dataset& d = p < split ? tt.train : tt.test;
+    for (int64_t k = p - T; k < p; ++k) d.values.push_back(k < 0 ? 0.f : float(ids[size_t(k)]));
+    d.labels.push_back(ids[size_t(p)]);
+  }
+  if (tt.train.size() == 0)
+    throw DataError(path + ": too little text for training after keeping " +
+                    std::to_string(o.test_fraction) + " of it for testing");
+  return tt;
+}
+
+double label_entropy(const Dataset& d) {
+  std::map<int32_t, int64_t> count;
+  for (int32_t l : d.labels) ++count[l];
+  double h = 0, n = double(d.labels.size());
+  for (auto& [l, c] : count) h -= double(c) / n * std::log(double(c) / n);
+  return h;
+}
+
+namespace {
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> cells;
+  std::string cur;
+  bool quoted = false;
+  for (char ch : line) {
+    if (ch == '"') {
+      quoted = !quoted;
+    } else if (ch == ',' && !quoted) {
+      cells.push_back(cur);
+      cur.clear();
+    } else if (ch != '\r') {
+      cur += ch;
+    }
+  }
+  cells.push_back(cur);
+  for (auto& c : cells) {
+    size_t b = c.find_first_not_of(" \t"), e = c.find_last_not_of(" \t");
+    c = b == std::string::npos ? "" : c.substr(b, e - b + 1);
+  }
+  return cells;
+}
+
+}  // namespace
+
+TrainTest load_csv_sequences(const std::string& path, const CsvSequenceOptions& o) {
+  if (o.window < 1) throw DataError("CSV window must be at least 1 row");
+  std::istringstream in(read_file(path));
+  std::string line;
+  std::vector<std::string> header;
+  int64_t lineno = 0;
+  while (header.empty() && std::getline(in, line)) {
+    ++lineno;
+    if (line.find_first_not_of(" \t\r") != std::string::npos) header = split_csv_line(line);
+  }
+  if (header.empty()) throw DataError(path + ": the CSV file is empty; it needs a header row");
+  const int64_t C = int64_t(header.size());
+  if (C < 2)
+    throw DataError(path + ": needs at least two columns (features and a target), found " +
+                    std::to_string(C));
+  int64_t target = C - 1;
+  if (!o.target.empty()) {
+    auto it = std::find(header.begin(), header.end(), o.target);
+    if (it == header.end())
+      throw DataError(path + ": no column named '" + o.target + "' in the header");
+    target = it - header.begin();
+  }
+  std::vector<float> feats;
+  std::vector<int32_t> labels;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    auto cells = split_csv_line(line);
+    if (int64_t(cells.size()) != C)
+      throw DataError(path + ": line " + std::to_string(lineno) + " has " +
+                      std::to_string(cells.size()) + " cells but the header has " +
+                      std::to_string(C) + "; every row needs one value per column");
+    for (int64_t c = 0; c < C; ++c) {
+      const std::string& s = cells[size_t(c)];
+      std::string where =
+          path + ": line " + std::to_string(lineno) + ", column '" + header[size_t(c)] + "'";
+      if (s.empty())
+        throw DataError(where + " is empty; fill in or remove rows with missing values");
+      char* end = nullptr;
+      errno = 0;
+      double v = std::strtod(s.c_str(), &end);
+      if (end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(v))
+        throw DataError(where + ": '" + s + "' is not a number");
+      if (c == target) {
+        if (v < 0 || v != std::floor(v) || v > 1e6)
+          throw DataError(where + ": the target " + s +
+                          " is not a class number (a whole number from 0)");
+        labels.push_back(int32_t(v));
+      } else {
+        feats.push_back(float(v));
+      }
+    }
+  }
+  const int64_t rows = int64_t(labels.size()), F = C - 1, T = o.window;
+  if (T > rows)
+    throw DataError(path + ": the window of " + std::to_string(T) +
+                    " rows is longer than the series (" + std::to_string(rows) +
+                    " rows); use a window of at most " + std::to_string(rows));
+  TrainTest tt;
+  int classes = 0;
+  for (int32_t l : labels) classes = std::max(classes, l + 1);
+  for (Dataset* d : {&tt.train, &tt.test}) {
+    d->sample_shape = Shape{T, F};
+    d->num_classes = classes;
+    d->source = path;
+  }
+  const int64_t windows = rows - T + 1;
+  const int64_t test_start = windows - std::llround(o.test_fraction * double(windows));
+  for (int64_t w = 0; w < windows; ++w) {
+    Dataset& d = w < test_start ? tt.train : tt.test;
+    d.values.insert(d.values.end(), feats.begin() + w * F, feats.begin() + (w + T) * F);
+    d.labels.push_back(labels[size_t(w + T - 1)]);
+  }
+  // Too few windows to hold any out: train on them all.
+  if (tt.train.size() == 0) std::swap(tt.train, tt.test);
+  return tt;
+}
+
+}  // namespace dc

@@ -1,0 +1,118 @@
+#pragma once
+// The interface between the engine and an accelerator backend. The engine
+// itself is CPU-only; the CUDA backend lives in a plugin (libdeepcanvas-cuda)
+// that the engine loads at run time (device.h) and that implements these two
+// classes. Keeping the whole training step (gather, forward, loss, backward,
+// optimizer) behind one call lets the plugin run it without a round trip to
+// the host per layer, and lets the dataset stay resident on the device.
+#include <deepcanvas/data.h>
+#include <deepcanvas/graph.h>
+#include <deepcanvas/optim.h>
+#include <deepcanvas/plan.h>
+#include <deepcanvas/tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dc {
+
+// Bumped whenever a class below changes layout; the loader refuses a plugin
+// built for another version instead of crashing in it.
+constexpr int kBackendAbiVersion = 1;
+
+struct GpuInfo {
+  int index = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;  // compute capability
+  int multiprocessors = 0;
+  int64_t total_bytes = 0, free_bytes = 0;
+  bool tensor_cores = false;  // compute capability 7.0 and newer
+  int driver_version = 0;     // e.g. 13000 for CUDA 13.0
+  int runtime_version = 0;
+};
+
+// Accumulated over the training steps since the last take_stats().
+struct DeviceStepStats {
+  double loss_sum = 0;  // sum over samples of the per-sample loss
+  int64_t correct = 0;  // top-1 hits (classification losses)
+  int64_t samples = 0;
+  bool finite = true;  // false when some step's loss was NaN or Inf
+};
+
+struct DeviceMemory {
+  int64_t allocated = 0, reserved = 0;  // the backend's caching allocator
+  int64_t device_free = 0, device_total = 0;
+};
+
+struct DevicePlanOptions {
+  int device = 0;
+  int64_t max_batch = 64;
+  OptimizerConfig optimizer;
+  std::string loss = "softmax_cross_entropy";
+  double label_smoothing = 0.0;
+};
+
+// A Graph compiled for one device. It shadows a host Plan: parameters are
+// copied from it (upload_params) and back into it (download_params), so
+// checkpoints, "best" weights and the CPU code paths keep working on the
+// host Plan's tensors.
+class DevicePlan {
+ public:
+  virtual ~DevicePlan() = default;
+
+  virtual void upload_params() = 0;    // host Plan -> device (values and buffers)
+  virtual void download_params() = 0;  // device -> host Plan (values and buffers)
+  virtual void download_grads() = 0;   // device grads -> host Param::grad (tests)
+
+  // Host-tensor entry points, used by tests and by evaluation of host data.
+  // forward: x [n, ...input], out [n, ...output] (host, allocated by the caller).
+  virtual void forward(const Tensor& x, Tensor& out, bool training, uint64_t seed) = 0;
+  // Gradient of the loss w.r.t. the last forward's output; accumulates into
+  // the device parameter gradients.
+  virtual void backward(const Tensor& dout) = 0;
+  virtual void zero_grad() = 0;
+  // The configured loss on the last forward's output; writes d(loss)/d(out)
+  // into dout (host, may be null) and returns the mean loss.
+  virtual float loss(const int32_t* labels, const Tensor* values, Tensor* dout) = 0;
+  // One optimizer update of every trainable parameter with learning rate lr.
+  virtual void step(double lr) = 0;
+
+  // Resident data: the samples are uploaded once (as stored, u8 or f32) and
+  // normalised while a batch is gathered on the device. Returns a handle.
+  virtual int add_dataset(const Dataset& d) = 0;
+  // gather + forward + loss + backward + optimizer step, queued without
+  // waiting for the device; results accumulate for take_stats().
+  virtual void train_step(int dataset, const int64_t* idx, int64_t n, double lr, uint64_t seed) = 0;
+  virtual DeviceStepStats take_stats() = 0;  // waits for the queued steps
+  // Inference on samples of a resident dataset: logits [n, ...output] to host.
+  virtual void predict(int dataset, const int64_t* idx, int64_t n, float* out) = 0;
+
+  virtual std::vector<std::pair<std::string, Tensor>> optimizer_state() = 0;
+  virtual void load_optimizer_state(const std::vector<std::pair<std::string, Tensor>>& s) = 0;
+  virtual int64_t optimizer_steps() const = 0;
+  virtual void set_optimizer_steps(int64_t t) = 0;
+
+  virtual DeviceMemory memory() = 0;
+  virtual std::string device_name() const = 0;
+};
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+  virtual std::vector<GpuInfo> devices() = 0;
+  // Throws dc::Error (naming the layer) for a graph it cannot run, and
+  // DeviceError for out of memory or a device fault.
+  virtual std::unique_ptr<DevicePlan> create_plan(const Graph& g, Plan& host,
+                                                  const DevicePlanOptions& o) = 0;
+};
+
+}  // namespace dc
+
+// The plugin's one exported symbol. Returns a process-lifetime backend, or
+// null with the reason in err (e.g. no device, driver too old).
+extern "C" {
+typedef dc::DeviceBackend* (*dc_backend_create_fn)(int abi_version, char* err, size_t err_len);
+}

@@ -1,0 +1,38 @@
+#pragma once
+// Compute devices: parsing "--device cpu|cuda|cuda:N", finding the CUDA
+// plugin and asking it which GPUs exist. The engine never links CUDA; the
+// plugin (libdeepcanvas-cuda.so) is opened with dlopen on first use, so the
+// same binary runs on machines with no NVIDIA driver.
+#include <deepcanvas/backend.h>
+
+#include <string>
+#include <vector>
+
+namespace dc {
+
+struct DeviceSpec {
+  bool cuda = false;
+  int index = 0;
+  std::string str() const { return cuda ? "cuda:" + std::to_string(index) : "cpu"; }
+};
+
+// Throws Error for anything but cpu, cuda, cuda:N.
+DeviceSpec parse_device(const std::string& s);
+
+// The loaded CUDA backend, or null with the reason in *why_not ("no NVIDIA
+// driver (libcuda.so.1 not found)", "the CUDA plugin was not found (looked
+// in ...)", "no CUDA device", "driver too old ..."). Loads once per process.
+DeviceBackend* cuda_backend(std::string* why_not = nullptr);
+
+// The GPUs the plugin sees (empty, with the reason, when CUDA is unavailable).
+std::vector<GpuInfo> list_gpus(std::string* why_not = nullptr);
+
+// Throws DeviceError with the reason when spec asks for a GPU that cannot
+// be used; returns the backend (null for cpu).
+DeviceBackend* require_device(const DeviceSpec& spec);
+
+// Where the loader looks for the plugin, in order (for messages and docs):
+// $DC_CUDA_PLUGIN, next to the executable, ../lib, ../lib/deepcanvas.
+std::vector<std::string> cuda_plugin_candidates();
+
+}  // namespace dc

@@ -1,0 +1,102 @@
+#!/bin/bash
+# Run on the bare GPU machine (C++ compiler, CMake, Ninja, CUDA toolkit,
+# Python with PyTorch; no Qt, OpenCV, GoogleTest or nlohmann-json, no
+# network), from the repository root, after installer/gpu/prepare-carry.sh
+# filled ./carry on a development machine. Builds the engine, the CUDA
+# plugin, the CLI and the tests; runs the CUDA tests, then the GPU benchmark;
+# prints a summary table last. Logs go to $DC_LOG_DIR (default build-gpu/logs).
+#   installer/gpu/run-on-gpu.sh [--no-bench] [--engine-tests] [--epochs N]
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+CARRY=${DC_CARRY:-$ROOT/carry}
+BUILD=${DC_BUILD:-$ROOT/build-gpu}
+LOGS=${DC_LOG_DIR:-$BUILD/logs}
+BENCH=1 ENGINE_TESTS=0 EPOCHS=8
+while [ $# -gt 0 ]; do
+  case $1 in
+    --no-bench) BENCH=0 ;;
+    --engine-tests) ENGINE_TESTS=1 ;;
+    --epochs) EPOCHS=$2; shift ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+mkdir -p "$LOGS"
+declare -A RESULT
+step() { echo "=== $1"; }
+
+[ -d "$CARRY/googletest" ] || { echo "no $CARRY/googletest: run installer/gpu/prepare-carry.sh first" >&2; exit 1; }
+SYS=$BUILD/sys
+mkdir -p "$SYS/lib" "$SYS/include"
+tar -xJf "$CARRY/syslibs.tar.xz" -C "$SYS/lib"
+cp -r "$CARRY/include/." "$SYS/include/"
+(cd "$SYS/lib" && for f in *.so.*; do ln -sf "$f" "${f%%.so.*}.so"; done)
+export LIBRARY_PATH=$SYS/lib${LIBRARY_PATH:+:$LIBRARY_PATH}
+export LD_LIBRARY_PATH=$SYS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export CPATH=$SYS/include${CPATH:+:$CPATH}
+export PATH=/usr/local/cuda/bin:$PATH
+
+# cuDNN: the toolkit's, else the one PyTorch's wheels bring.
+CUDNN_ROOT=""
+for d in /usr/local/cuda /usr; do
+  [ -e "$d/include/cudnn.h" ] && { CUDNN_ROOT=$d; break; }
+done
+if [ -z "$CUDNN_ROOT" ]; then
+  h=$(python3 -c 'import nvidia.cudnn, os; print(list(nvidia.cudnn.__path__)[0])' 2>/dev/null)
+  [ -n "$h" ] && [ -e "$h/include/cudnn.h" ] && CUDNN_ROOT=$h
+fi
+echo "cuDNN: ${CUDNN_ROOT:-not found}"
+[ -n "$CUDNN_ROOT" ] && export LD_LIBRARY_PATH=$CUDNN_ROOT/lib:$CUDNN_ROOT/lib64:$LD_LIBRARY_PATH
+if [ -n "$CUDNN_ROOT" ] && [ ! -e "$CUDNN_ROOT/lib/libcudnn.so" ] && [ -e "$CUDNN_ROOT/lib/libcudnn.so.9" ]; then
+  ln -sf "$CUDNN_ROOT/lib/libcudnn.so.9" "$SYS/lib/libcudnn.so"
+fi
+
+step configure
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DDEEPCANVAS_GUI=OFF -DDEEPCANVAS_OPENCV=OFF -DDEEPCANVAS_CUDA=ON \
+  -DCUDNN_ROOT="$CUDNN_ROOT" -DDC_JSON_INCLUDE_DIR="$CARRY/json" \
+  -DDC_GTEST_SOURCE_DIR="$CARRY/googletest" \
+  -DDC_OPENBLAS_DIR="$SYS/lib" -DDC_OPENBLAS_INCLUDE="$SYS/include" \
+  -DZLIB_ROOT="$SYS" >"$LOGS/configure.log" 2>&1
+RESULT[configure]=$?
+tail -5 "$LOGS/configure.log"
+step build
+ninja -C "$BUILD" deepcanvas-cli deepcanvas-cuda cuda_tests engine_tests >"$LOGS/build.log" 2>&1
+RESULT[build]=$?
+grep -E "error|FAILED" "$LOGS/build.log" | head -20
+tail -2 "$LOGS/build.log"
+
+step devices
+"$BUILD/bin/deepcanvas-cli" devices 2>&1 | tee "$LOGS/devices.log"
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+
+step cuda_tests
+(cd "$BUILD" && "$BUILD/bin/cuda_tests" 2>&1) | tee "$LOGS/cuda_tests.log" | grep -vE "^\[ (RUN|       OK) " | tail -40
+RESULT[cuda_tests]=${PIPESTATUS[0]}
+
+if [ "$ENGINE_TESTS" = 1 ]; then
+  step engine_tests
+  "$BUILD/bin/engine_tests" --gtest_brief=1 >"$LOGS/engine_tests.log" 2>&1
+  RESULT[engine_tests]=$?
+  tail -3 "$LOGS/engine_tests.log"
+fi
+
+DATA=$CARRY/fashion-mnist
+ls "$DATA"/train-images* >/dev/null 2>&1 || DATA=$ROOT/sample_data/fashion-mnist-subset
+if [ "$BENCH" = 1 ]; then
+  step "benchmark ($DATA)"
+  PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu_cnn_vs_pytorch.py" --cli "$BUILD/bin/deepcanvas-cli" \
+    --data "$DATA" --epochs "$EPOCHS" --json-out "$LOGS/bench.json" 2>&1 | tee "$LOGS/bench.log"
+  RESULT[bench]=${PIPESTATUS[0]}
+fi
+
+echo
+echo "=== summary"
+printf '%-14s %s\n' step result
+for k in configure build cuda_tests engine_tests bench; do
+  [ -n "${RESULT[$k]+x}" ] && printf '%-14s %s\n' "$k" "$([ "${RESULT[$k]}" = 0 ] && echo ok || echo "FAILED (${RESULT[$k]})")"
+done
+grep -E "^\[  (PASSED|FAILED)  \]|tests? ran" "$LOGS/cuda_tests.log" | head -5
+[ -f "$LOGS/bench.log" ] && tail -6 "$LOGS/bench.log"
+for k in "${!RESULT[@]}"; do [ "${RESULT[$k]}" = 0 ] || exit 1; done
+exit 0

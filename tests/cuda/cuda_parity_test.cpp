@@ -1,0 +1,207 @@
+// Every CUDA op against the engine's CPU layer, forward and backward. Each
+// graph is Input -> pre (a layer with weights) -> op, so the gradient the op
+// passes to its input shows up in pre's weight gradient and is compared too.
+// Skips, with the reason, where no CUDA device or plugin is available.
+#include <deepcanvas/device.h>
+#include <deepcanvas/layer.h>
+#include <deepcanvas/plan.h>
+#include <deepcanvas/rng.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cuda_test_util.h"
+
+namespace dc {
+namespace {
+
+struct Case {
+  std::string name;
+  Shape input;      // per sample
+  std::string pre;  // "Conv2D" (1x1, keeps channels), "Dense" or "" (none)
+  std::string type;
+  Attrs attrs;
+  int extra_inputs = 0;  // Add/Concat: more branches from pre
+  // A bias feeding a training-mode BatchNorm has an exactly zero gradient
+  // (the normalisation removes any constant shift), so both backends return
+  // rounding noise for it that no relative tolerance can compare.
+  bool pre_bias = true;
+};
+
+Attrs A(std::initializer_list<std::pair<const char*, AttrValue>> kv) {
+  Attrs a;
+  for (auto& [k, v] : kv) a.set(k, v);
+  return a;
+}
+AttrValue pair(int64_t a, int64_t b) {
+  return AttrValue(std::vector<int64_t>{a, b});
+}
+
+Graph build(const Case& c) {
+  register_builtin_layers();
+  Graph g;
+  NodeId in = g.add_node("Input", "input", A({{"shape", c.input.dims()}}));
+  NodeId src = in;
+  if (c.pre == "Conv2D") {
+    src = g.add_node("Conv2D", "pre",
+                     A({{"filters", c.input[0]}, {"kernel", pair(1, 1)}, {"bias", c.pre_bias}}));
+    g.connect(in, src);
+  } else if (c.pre == "Dense") {
+    src = g.add_node("Dense", "pre", A({{"units", c.input[0]}, {"bias", c.pre_bias}}));
+    g.connect(in, src);
+  }
+  NodeId op = g.add_node(c.type, "op", c.attrs);
+  g.connect(src, op, 0);
+  for (int k = 0; k < c.extra_inputs; ++k) {
+    NodeId b = g.add_node("Tanh", "branch" + std::to_string(k));
+    g.connect(src, b);
+    g.connect(b, op, k + 1);
+  }
+  return g;
+}
+
+double rel_err(const Tensor& a, const Tensor& b) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    double d = double(a.f32()[i]) - double(b.f32()[i]);
+    if (std::isnan(d)) return INFINITY;
+    num += d * d;
+    den += double(b.f32()[i]) * double(b.f32()[i]);
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+Tensor random(const Shape& s, uint64_t seed) {
+  Tensor t(s);
+  Rng r(seed);
+  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = r.uniform(-1.f, 1.f);
+  return t;
+}
+
+void check_case(const Case& c, bool training = true) {
+  DeviceBackend* be = test::gpu_or_skip();
+  if (!be) GTEST_SKIP() << test::skip_reason();
+  SCOPED_TRACE(c.name);
+  const int64_t N = 6;
+  Graph g = build(c);
+  Plan host(g, N);
+  host.init_params(7);
+  DevicePlanOptions o;
+  o.max_batch = N;
+  auto dev = be->create_plan(g, host, o);
+  dev->upload_params();
+
+  Tensor x = random(c.input.with_batch(N), 11);
+  Tensor dout = random(host.output_shape().with_batch(N), 13);
+  Rng rng(5);
+  RunContext ctx{training, &rng};
+  Tensor cpu_out = host.forward(x, ctx).clone();
+  host.zero_grad();
+  host.backward(dout, ctx);
+  std::vector<std::pair<std::string, Tensor>> cpu_grads, cpu_state;
+  for (auto& p : host.params())
+    if (p.param->trainable) cpu_grads.emplace_back(p.name, p.param->grad.clone());
+  for (auto& [k, t] : host.state()) cpu_state.emplace_back(k, t.clone());
+
+  Tensor gpu_out(host.output_shape().with_batch(N));
+  dev->zero_grad();
+  dev->forward(x, gpu_out, training, 1);
+  dev->backward(dout);
+  dev->download_grads();
+  dev->download_params();
+  EXPECT_LE(rel_err(gpu_out, cpu_out), 1e-4) << "forward output";
+  size_t k = 0;
+  for (auto& p : host.params())
+    if (p.param->trainable) {
+      EXPECT_LE(rel_err(p.param->grad, cpu_grads[k].second), 1e-4) << "gradient of " << p.name;
+      ++k;
+    }
+  auto st = host.state();
+  for (size_t i = 0; i < st.size(); ++i)
+    EXPECT_LE(rel_err(st[i].second, cpu_state[i].second), 1e-4) << "state " << st[i].first;
+}
+
+TEST(CudaParity, Conv2DExplicitPadding) {
+  check_case({"conv",
+              {3, 9, 8},
+              "",
+              "Conv2D",
+              A({{"filters", int64_t(5)}, {"kernel", pair(3, 3)}, {"padding", pair(1, 1)}})});
+}
+TEST(CudaParity, Conv2DStrideDilationGroupsNoBias) {
+  check_case({"conv2",
+              {4, 11, 10},
+              "Conv2D",
+              "Conv2D",
+              A({{"filters", int64_t(6)},
+                 {"kernel", pair(3, 2)},
+                 {"stride", pair(2, 1)},
+                 {"dilation", pair(1, 2)},
+                 {"groups", int64_t(2)},
+                 {"bias", false}})});
+}
+TEST(CudaParity, Conv2DSame) {
+  check_case({"conv same",
+              {2, 7, 7},
+              "Conv2D",
+              "Conv2D",
+              A({{"filters", int64_t(3)},
+                 {"kernel", pair(5, 5)},
+                 {"padding_mode", std::string("same")}})});
+}
+TEST(CudaParity, Dense) {
+  check_case({"dense", {17}, "Dense", "Dense", A({{"units", int64_t(9)}})});
+}
+TEST(CudaParity, MaxPool) {
+  check_case({"maxpool", {3, 8, 9}, "Conv2D", "MaxPool2D", A({})});
+}
+TEST(CudaParity, MaxPoolOverlappingPadded) {
+  check_case({"maxpool3",
+              {2, 9, 9},
+              "Conv2D",
+              "MaxPool2D",
+              A({{"kernel", pair(3, 3)}, {"stride", pair(2, 2)}, {"padding", pair(1, 1)}})});
+}
+TEST(CudaParity, AvgPool) {
+  check_case({"avgpool",
+              {2, 9, 8},
+              "Conv2D",
+              "AvgPool2D",
+              A({{"kernel", pair(3, 3)}, {"stride", pair(2, 2)}, {"padding", pair(1, 1)}})});
+}
+TEST(CudaParity, GlobalAvgPool) {
+  check_case({"gap", {4, 5, 6}, "Conv2D", "GlobalAvgPool2D", A({})});
+}
+TEST(CudaParity, BatchNorm2DTraining) {
+  check_case({"bn2d", {3, 5, 4}, "Conv2D", "BatchNorm2D", A({}), 0, false});
+}
+TEST(CudaParity, BatchNorm2DEval) {
+  check_case({"bn2d eval", {3, 5, 4}, "Conv2D", "BatchNorm2D", A({}), 0, false}, false);
+}
+TEST(CudaParity, BatchNorm1D) {
+  check_case({"bn1d", {7}, "Dense", "BatchNorm1D", A({}), 0, false});
+}
+TEST(CudaParity, Activations) {
+  for (const char* t : {"ReLU", "Sigmoid", "Tanh", "GELU"})
+    check_case({t, {13}, "Dense", t, A({})});
+  check_case({"leaky", {13}, "Dense", "LeakyReLU", A({{"slope", 0.2}})});
+}
+TEST(CudaParity, Softmax) {
+  check_case({"softmax", {11}, "Dense", "Softmax", A({})});
+}
+TEST(CudaParity, FlattenReshape) {
+  check_case({"flatten", {2, 3, 4}, "Conv2D", "Flatten", A({})});
+  check_case({"reshape", {12}, "Dense", "Reshape", A({{"shape", std::vector<int64_t>{3, 4}}})});
+}
+TEST(CudaParity, AddAndConcat) {
+  check_case({"add", {2, 4, 5}, "Conv2D", "Add", A({{"inputs", int64_t(3)}}), 2});
+  check_case({"concat", {2, 4, 5}, "Conv2D", "Concat", A({{"inputs", int64_t(2)}}), 1});
+}
+TEST(CudaParity, DropoutIsIdentityInEvaluation) {
+  check_case({"dropout eval", {10}, "Dense", "Dropout", A({{"rate", 0.3}})}, false);
+}
+
+}  // namespace
+}  // namespace dc
