@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "args.h"
+#include "generate.h"
 #include "predict.h"
 
 #ifndef DC_VERSION
@@ -47,6 +48,8 @@ const char* kUsage =
     "  eval PROJECT --checkpoint FILE [--data DIR] [--batch N] [--json]\n"
     "  predict PROJECT --checkpoint FILE (IMAGE... | --index N [--data DIR]) [--top K]\n"
     "  summary PROJECT [--batch N] [--json]\n"
+    "  generate PROJECT --checkpoint FILE [--prompt TEXT] [--length N]\n"
+    "      [--temperature T] [--top-k K] [--seed N]   (character models)\n"
     "  devices           list compute devices\n"
     "  --version         print the version and build options\n";
 
@@ -464,6 +467,7 @@ int run(int argc, char** argv) {
   if (cmd == "eval") return cmd_eval(a);
   if (cmd == "predict") return cmd_predict(a);
   if (cmd == "summary") return cmd_summary(a);
+  if (cmd == "generate") return cmd_generate(a);
   if (cmd == "devices") return cmd_devices(a);
   std::fprintf(stderr, "deepcanvas-cli: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;

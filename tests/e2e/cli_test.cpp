@@ -212,3 +212,68 @@ TEST(Cli, BadDataAndCheckpointsGiveOneClearMessage) {
 }
 
 }  // namespace
+
+namespace {
+
+// The character template, copied next to its corpus in tmp so that tests can
+// swap the corpus; trained for a few steps only (generation is checked for
+// its contract, not its prose).
+std::string char_project(const Tmp& t, const std::string& corpus_name) {
+  std::string text = replaced(dc::read_file(src("resources/templates/char_lstm.dcproj")),
+                              "\"sample:text/corpus.txt\"", "\"" + corpus_name + "\"");
+  return t.write("char.dcproj", text);
+}
+
+}  // namespace
+
+TEST(CliText, GenerateContinuesThePromptAndRejectsBadInput) {
+  Tmp t;
+  fs::copy_file(src("sample_data/text/corpus.txt"), t.path("corpus.txt"));
+  std::string proj = char_project(t, "corpus.txt");
+  std::string ck = t.path("char.safetensors");
+  CliRun r = cli("train " + proj + " --epochs 1 --steps-per-epoch 20 --quiet --checkpoint " + ck);
+  ASSERT_EQ(r.code, 0) << r.out;
+
+  CliRun g = cli("generate " + proj + " --checkpoint " + ck +
+                 " --prompt 'Shall I' --length 30 --temperature 0.7 --top-k 5 --seed 3");
+  ASSERT_EQ(g.code, 0) << g.out;
+  EXPECT_EQ(g.out.rfind("Shall I", 0), 0u) << g.out;
+  // The prompt, 30 generated characters (all ASCII in this corpus) and a newline.
+  EXPECT_EQ(g.out.size(), 7u + 30u + 1u) << g.out;
+  // Same seed, same text; the sampler is deterministic.
+  CliRun g2 = cli("generate " + proj + " --checkpoint " + ck +
+                  " --prompt 'Shall I' --length 30 --temperature 0.7 --top-k 5 --seed 3");
+  EXPECT_EQ(g2.out, g.out);
+
+  // A character the corpus never uses has no token.
+  CliRun bad = cli("generate " + proj + " --checkpoint " + ck + " --prompt 'x~y'");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.out.find("'~' never occurs in the training text"), std::string::npos) << bad.out;
+
+  // The checkpoint against a corpus with another vocabulary.
+  t.write("other.txt", "abc abc abc, abd.\n");
+  std::string other =
+      t.write("other.dcproj", replaced(dc::read_file(proj), "\"corpus.txt\"", "\"other.txt\""));
+  CliRun mism = cli("generate " + other + " --checkpoint " + ck + " --prompt 'ab'");
+  EXPECT_NE(mism.code, 0);
+  EXPECT_NE(mism.out.find("different vocabulary"), std::string::npos) << mism.out;
+
+  // An image classifier's checkpoint has no vocabulary to generate from.
+  CliRun img = cli("generate " + kSample + " --checkpoint " + ck + " --prompt a");
+  EXPECT_NE(img.code, 0);
+  EXPECT_NE(img.out.find("token sequence"), std::string::npos) << img.out;
+}
+
+TEST(CliText, EmptyCorpusAndInvalidUtf8FailBeforeTraining) {
+  Tmp t;
+  t.write("empty.txt", "");
+  std::string e = char_project(t, "empty.txt");
+  CliRun r = cli("train " + e + " --epochs 1 --quiet");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("the corpus is empty"), std::string::npos) << r.out;
+  t.write("bad.txt", std::string("good text\n\xff\xfe more"));
+  std::string b = t.write("b.dcproj", replaced(dc::read_file(e), "\"empty.txt\"", "\"bad.txt\""));
+  CliRun r2 = cli("train " + b + " --epochs 1 --quiet");
+  EXPECT_NE(r2.code, 0);
+  EXPECT_NE(r2.out.find("invalid UTF-8 at byte 10 (line 2)"), std::string::npos) << r2.out;
+}

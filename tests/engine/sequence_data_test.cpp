@@ -1,0 +1,164 @@
+// Sequence datasets: character text and CSV windows, and every kind of bad
+// input the recurrent-layers issue names, each with one clear message.
+#include <deepcanvas/errors.h>
+#include <deepcanvas/sequence_data.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "test_util.h"
+
+namespace dc {
+namespace {
+
+// Runs f, which must throw DataError whose message contains every needle.
+template <class F>
+void expect_data_error(F f, std::initializer_list<const char*> needles) {
+  try {
+    f();
+    ADD_FAILURE() << "no DataError thrown";
+  } catch (const DataError& e) {
+    for (const char* n : needles)
+      EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what() << " / " << n;
+  }
+}
+
+TEST(TextData, WindowsTargetsAndVocabulary) {
+  test::TmpDir t;
+  std::string p = t.write("c.txt", "abcab\xc3\xa9");  // "abcabé": 6 characters, 4 distinct
+  TrainTest tt = load_text_dataset(p, {3, 1, 0.0});
+  // Vocabulary: padding, then code point order (é after c).
+  ASSERT_EQ(tt.train.class_names.size(), 5u);
+  EXPECT_EQ(tt.train.class_names[0], "");
+  EXPECT_EQ(tt.train.class_names[1], "a");
+  EXPECT_EQ(tt.train.class_names[4], "\xc3\xa9");
+  EXPECT_TRUE(tt.train.tokens);
+  ASSERT_EQ(tt.train.size(), 5);  // targets at characters 1..5
+  // Sample 0 predicts 'b' from [pad, pad, a]; the last predicts 'é' from "cab".
+  EXPECT_EQ(tt.train.labels[0], 2);
+  EXPECT_EQ(tt.train.values[0], 0.f);
+  EXPECT_EQ(tt.train.values[2], 1.f);
+  EXPECT_EQ(tt.train.labels[4], 4);
+  EXPECT_EQ(tt.train.values[4 * 3 + 0], 3.f);
+  EXPECT_EQ(tt.train.values[4 * 3 + 2], 2.f);
+}
+
+TEST(TextData, TestSetIsTheEndOfTheText) {
+  test::TmpDir t;
+  std::string text(1001, 'x');
+  for (size_t i = 0; i < text.size(); i += 3) text[i] = 'y';
+  TrainTest tt = load_text_dataset(t.write("c.txt", text), {8, 1, 0.1});
+  EXPECT_EQ(tt.train.size() + tt.test.size(), 1000);
+  EXPECT_EQ(tt.test.size(), 100);
+}
+
+TEST(TextData, EntropyOfUniformLabelsIsLogN) {
+  Dataset d;
+  d.labels = {0, 1, 2, 3, 0, 1, 2, 3};
+  EXPECT_NEAR(label_entropy(d), std::log(4.0), 1e-12);
+}
+
+TEST(TextData, EmptyCorpusIsAClearError) {
+  test::TmpDir t;
+  std::string p = t.write("empty.txt", "");
+  expect_data_error([&] { load_text_dataset(p); }, {"empty.txt", "empty"});
+}
+
+TEST(TextData, InvalidUtf8NamesTheByteAndLine) {
+  test::TmpDir t;
+  std::string p = t.write("latin1.txt", "line one\ncaf\xe9 au lait\n");
+  expect_data_error([&] { load_text_dataset(p); },
+                    {"latin1.txt", "invalid UTF-8", "byte 12", "line 2"});
+  // Overlong encodings and lone continuation bytes are invalid too.
+  expect_data_error([&] { utf8_chars("\xc0\xaf", "x"); }, {"invalid UTF-8"});
+  expect_data_error([&] { utf8_chars("a\x80", "x"); }, {"byte 1"});
+}
+
+TEST(CsvData, WindowsOverRowsWithTargetColumn) {
+  test::TmpDir t;
+  std::string p = t.write("s.csv",
+                          "a,label,b\n"
+                          "1,0,10\n2,1,20\n3,0,30\n4,1,40\n5,2,50\n");
+  TrainTest tt = load_csv_sequences(p, {2, "label", 0.0});
+  ASSERT_EQ(tt.train.size(), 4);
+  EXPECT_EQ(tt.train.sample_shape, (Shape{2, 2}));
+  EXPECT_EQ(tt.train.num_classes, 3);
+  // Window 1 covers rows 2-3: features (a, b) per row, label of row 3.
+  const float* w1 = tt.train.values.data() + 4;
+  EXPECT_EQ(w1[0], 2.f);
+  EXPECT_EQ(w1[1], 20.f);
+  EXPECT_EQ(w1[3], 30.f);
+  EXPECT_EQ(tt.train.labels[1], 0);
+  EXPECT_EQ(tt.train.labels[3], 2);
+}
+
+TEST(CsvData, MissingValueNamesRowAndColumn) {
+  test::TmpDir t;
+  std::string p = t.write("m.csv", "a,b,y\n1,2,0\n3,,1\n");
+  expect_data_error(
+      [&] {
+        load_csv_sequences(p, {1, "", 0.2});
+      },
+      {"m.csv", "line 3", "column 'b'", "empty"});
+}
+
+TEST(CsvData, NonNumericCellNamesRowAndColumn) {
+  test::TmpDir t;
+  std::string p = t.write("n.csv", "a,b,y\n1,2,0\n3,four,1\n");
+  expect_data_error(
+      [&] {
+        load_csv_sequences(p, {1, "", 0.2});
+      },
+      {"line 3", "column 'b'", "'four'", "not a number"});
+}
+
+TEST(CsvData, RaggedRowNamesTheLine) {
+  test::TmpDir t;
+  std::string p = t.write("r.csv", "a,b,y\n1,2,0\n3,4,5,1\n");
+  expect_data_error(
+      [&] {
+        load_csv_sequences(p, {1, "", 0.2});
+      },
+      {"line 3", "4 cells", "header has 3"});
+}
+
+TEST(CsvData, WindowLongerThanSeriesSaysTheMaximum) {
+  test::TmpDir t;
+  std::string p = t.write("w.csv", "a,y\n1,0\n2,1\n3,0\n");
+  expect_data_error(
+      [&] {
+        load_csv_sequences(p, {5, "", 0.2});
+      },
+      {"window of 5", "3 rows", "at most 3"});
+}
+
+TEST(CsvData, FractionalTargetIsNotAClass) {
+  test::TmpDir t;
+  std::string p = t.write("f.csv", "a,y\n1,0\n2,0.5\n");
+  expect_data_error(
+      [&] {
+        load_csv_sequences(p, {1, "", 0.2});
+      },
+      {"column 'y'", "not a class number"});
+}
+
+TEST(CsvData, EmptyFileAndUnknownTarget) {
+  test::TmpDir t;
+  std::string e = t.write("e.csv", "\n\n");
+  expect_data_error([&] { load_csv_sequences(e, {1, "", 0.2}); }, {"empty", "header"});
+  std::string p = t.write("p.csv", "a,y\n1,0\n");
+  expect_data_error([&] { load_csv_sequences(p, {1, "label", 0.2}); }, {"no column named 'label'"});
+}
+
+TEST(RowSequences, GreyImagesBecomeRowsOnlyForMatchingInputs) {
+  Dataset d;
+  d.sample_shape = Shape{1, 28, 28};
+  EXPECT_FALSE(images_as_row_sequences(d, Shape{1, 28, 28}));
+  EXPECT_FALSE(images_as_row_sequences(d, Shape{28, 27}));
+  EXPECT_TRUE(images_as_row_sequences(d, Shape{28, 28}));
+  EXPECT_EQ(d.sample_shape, (Shape{28, 28}));
+}
+
+}  // namespace
+}  // namespace dc
