@@ -91,4 +91,31 @@ void gather_f32(const float* values, const int64_t* idx, int64_t n, int64_t F, f
 void gather_labels(const int32_t* labels, const int64_t* idx, int64_t n, int32_t* out,
                    cudaStream_t s);
 
+// sequence.cu. Embedding: ids [rows] (floats holding integers), table w
+// [V, D], y [rows, D]; backward adds into dw, skipping the padding id.
+void embedding_forward(const float* ids, const float* w, float* y, int64_t rows, int64_t D,
+                       int64_t V, cudaStream_t s);
+void embedding_backward(const float* ids, const float* dy, float* dw, int64_t rows, int64_t D,
+                        int64_t V, int64_t pad, cudaStream_t s);
+// y[n*ldy + j] = x[(n*T + t)*ldx + j] for j < W; backward accumulates into dx.
+void step_select(const float* x, float* y, int64_t N, int64_t T, int64_t t, int64_t ldx, int64_t W,
+                 int64_t ldy, cudaStream_t s);
+void step_select_backward(const float* dy, float* dx, int64_t N, int64_t T, int64_t t, int64_t ldx,
+                          int64_t W, int64_t ldy, cudaStream_t s);
+// Learned initial states: dst[u, n, :] = src[u][:] for U units (src is a
+// device array of U pointers); reduce_states adds sum_n src[u, n, :] into dst[u].
+void broadcast_states(const float* const* src, float* dst, int U, int64_t N, int64_t H,
+                      cudaStream_t s);
+void reduce_states(const float* src, float* const* dst, int U, int64_t N, int64_t H,
+                   cudaStream_t s);
+// Many small copies in one launch: segs is a device array of `count`
+// segments; dst = src, or dst += src when accumulate.
+struct CopySegment {
+  const float* src;
+  float* dst;
+  int64_t n;
+};
+void copy_segments(const CopySegment* segs, int count, int64_t longest, bool accumulate,
+                   cudaStream_t s);
+
 }  // namespace dc::cuda

@@ -216,6 +216,14 @@ std::unique_ptr<Op> make_op(const std::string& type, const Attrs& attrs,
     op = make_conv(a, in, out);
   else if (type == "Dense")
     op = make_dense(a, in, out);
+  else if (type == "TimeDistributedDense")
+    op = make_time_distributed_dense(a, in, out);
+  else if (type == "LSTM" || type == "GRU" || type == "SimpleRNN")
+    op = make_rnn(type, a, in, out, label);
+  else if (type == "Embedding")
+    op = make_embedding(a, in, out);
+  else if (type == "LastStep")
+    op = make_last_step(a, in, out);
   else if (type == "ReLU")
     op = act(Act::Relu);
   else if (type == "LeakyReLU")

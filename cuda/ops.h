@@ -23,6 +23,10 @@ struct OpContext {
   bool training = true;
   bool tf32 = false;  // tensor-core float32 (off: bit-for-bit float32 arithmetic)
   uint64_t seed = 0;  // per step, for Dropout
+  // False for pure inference (predict): recurrent layers then skip keeping
+  // what backward would need. Tests run backward after an evaluation-mode
+  // forward, so it is not the same as !training.
+  bool need_backward = true;
   // cuDNN scratch space, grown on demand and shared by every layer.
   DeviceBuffer* workspace = nullptr;
   float* ws(size_t bytes, const std::string& what);
@@ -48,6 +52,11 @@ class Op {
   virtual bool is_view() const { return false; }
   // Called before a batch of n is queued (cuDNN algorithm choice, scratch).
   virtual void prepare(OpContext&, int /*n*/) {}
+  // For layers fed straight from the network input (Embedding): throws
+  // DataError when host values x[0..count) are not valid for this layer, so
+  // bad data is refused once, up front, instead of inside a kernel.
+  virtual void check_input(const float* /*x*/, int64_t /*count*/) const {}
+  virtual bool validates_input() const { return false; }
   virtual void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) = 0;
   virtual void backward(OpContext& c, const std::vector<const float*>& in, const float* out,
                         const float* dout, const std::vector<float*>& din, int n) = 0;
@@ -59,5 +68,14 @@ std::unique_ptr<Op> make_op(const std::string& type, const Attrs& attrs,
                             const std::string& label);
 std::unique_ptr<Op> make_conv(const Attrs& a, const std::vector<Shape>& in, const Shape& out);
 std::unique_ptr<Op> make_dense(const Attrs& a, const std::vector<Shape>& in, const Shape& out);
+// TimeDistributedDense: Dense over the N*T rows of a [N, T, F] sequence.
+std::unique_ptr<Op> make_time_distributed_dense(const Attrs& a, const std::vector<Shape>& in,
+                                                const Shape& out);
+// SimpleRNN, LSTM, GRU through cuDNN (rnn.cpp).
+std::unique_ptr<Op> make_rnn(const std::string& type, const Attrs& a, const std::vector<Shape>& in,
+                             const Shape& out, const std::string& label);
+// Embedding and LastStep (sequence_ops.cpp).
+std::unique_ptr<Op> make_embedding(const Attrs& a, const std::vector<Shape>& in, const Shape& out);
+std::unique_ptr<Op> make_last_step(const Attrs& a, const std::vector<Shape>& in, const Shape& out);
 
 }  // namespace dc::cuda

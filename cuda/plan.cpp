@@ -8,9 +8,11 @@
 #include <deepcanvas/layer.h>
 #include <deepcanvas/loss.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <vector>
 
 #include "kernels.h"
 #include "ops.h"
@@ -64,6 +66,7 @@ class CudaPlan : public DevicePlan {
   void gather(int dataset, const int64_t* idx, int64_t n);
   void run_loss(int n, const float* values);
   void sync(const std::string& what);
+  void check_input(const float* x, int64_t count) const;
   std::string where(int n) const { return "(batch " + std::to_string(n) + ")"; }
 
   Plan& host_;
@@ -261,6 +264,13 @@ CudaPlan::~CudaPlan() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
+// Layers that read the network input directly (Embedding) refuse invalid
+// values here, on the host, with the CPU layer's message.
+void CudaPlan::check_input(const float* x, int64_t count) const {
+  for (const Node& nd : nodes_)
+    if (nd.op && !nd.inputs.empty() && nodes_[nd.inputs[0]].is_input) nd.op->check_input(x, count);
+}
+
 void CudaPlan::sync(const std::string& what) {
   DC_CUDA(cudaStreamSynchronize(stream_), what);
 }
@@ -329,6 +339,7 @@ void CudaPlan::forward(const Tensor& x, Tensor& out, bool training, uint64_t see
   if (n > o_.max_batch)
     throw Error("batch of " + std::to_string(n) + " exceeds the plan's " +
                 std::to_string(o_.max_batch));
+  check_input(x.f32(), x.numel());
   Node& in = nodes_[0];
   DC_CUDA(cudaMemcpyAsync(in.out, x.f32(), x.bytes(), cudaMemcpyHostToDevice, stream_),
           "uploading the input " + where(n));
@@ -419,6 +430,24 @@ void CudaPlan::step(double lr) {
 }
 
 int CudaPlan::add_dataset(const Dataset& d) {
+  {
+    // Once per dataset, as the loader would see it (normalised), in chunks.
+    const int64_t per = d.sample_shape.numel(), chunk = std::max<int64_t>(1, (1 << 20) / per);
+    std::vector<int64_t> idx;
+    std::vector<float> x;
+    bool wanted = false;
+    for (const Node& nd : nodes_)
+      wanted |=
+          nd.op && !nd.inputs.empty() && nodes_[nd.inputs[0]].is_input && nd.op->validates_input();
+    for (int64_t b = 0; wanted && b < d.size(); b += chunk) {
+      const int64_t k = std::min(chunk, d.size() - b);
+      idx.resize(size_t(k));
+      for (int64_t i = 0; i < k; ++i) idx[size_t(i)] = b + i;
+      x.resize(size_t(k * per));
+      d.gather(idx.data(), k, x.data(), nullptr);
+      check_input(x.data(), k * per);
+    }
+  }
   ResidentData r;
   r.size = d.size();
   r.F = d.sample_shape.numel();
@@ -494,7 +523,14 @@ DeviceStepStats CudaPlan::take_stats() {
 
 void CudaPlan::predict(int dataset, const int64_t* idx, int64_t n, float* out) {
   gather(dataset, idx, n);
-  run_forward(int(n), false, 0);
+  ctx_.need_backward = false;
+  try {
+    run_forward(int(n), false, 0);
+  } catch (...) {
+    ctx_.need_backward = true;
+    throw;
+  }
+  ctx_.need_backward = true;
   DC_CUDA(cudaMemcpyAsync(out, nodes_[out_node_].out, size_t(n) * nodes_[out_node_].numel * 4,
                           cudaMemcpyDeviceToHost, stream_),
           "downloading predictions");

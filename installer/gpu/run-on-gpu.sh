@@ -3,20 +3,25 @@
 # Python with PyTorch; no Qt, OpenCV, GoogleTest or nlohmann-json, no
 # network), from the repository root, after installer/gpu/prepare-carry.sh
 # filled ./carry on a development machine. Builds the engine, the CUDA
-# plugin, the CLI and the tests; runs the CUDA tests, then the GPU benchmark;
-# prints a summary table last. Logs go to $DC_LOG_DIR (default build-gpu/logs).
-#   installer/gpu/run-on-gpu.sh [--no-bench] [--engine-tests] [--epochs N]
+# plugin, the CLI and the tests; runs the CUDA tests, then the GPU benchmarks
+# (two-conv CNN against PyTorch eager/torch.compile, LSTM rows against
+# torch.nn.LSTM); prints a summary table last. Logs go to $DC_LOG_DIR
+# (default build-gpu/logs).
+#   installer/gpu/run-on-gpu.sh [--no-bench] [--engine-tests] [--epochs N] [--lstm-epochs N]
+#                               [--gtest-filter PATTERN]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CARRY=${DC_CARRY:-$ROOT/carry}
 BUILD=${DC_BUILD:-$ROOT/build-gpu}
 LOGS=${DC_LOG_DIR:-$BUILD/logs}
-BENCH=1 ENGINE_TESTS=0 EPOCHS=8
+BENCH=1 ENGINE_TESTS=0 EPOCHS=8 LSTM_EPOCHS=5 FILTER='*'
 while [ $# -gt 0 ]; do
   case $1 in
     --no-bench) BENCH=0 ;;
     --engine-tests) ENGINE_TESTS=1 ;;
     --epochs) EPOCHS=$2; shift ;;
+    --lstm-epochs) LSTM_EPOCHS=$2; shift ;;
+    --gtest-filter) FILTER=$2; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -71,7 +76,7 @@ step devices
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 
 step cuda_tests
-(cd "$BUILD" && "$BUILD/bin/cuda_tests" 2>&1) | tee "$LOGS/cuda_tests.log" | grep -vE "^\[ (RUN|       OK) " | tail -40
+(cd "$BUILD" && "$BUILD/bin/cuda_tests" --gtest_filter="$FILTER" 2>&1) | tee "$LOGS/cuda_tests.log" | grep -vE "^\[ (RUN|       OK) " | tail -40
 RESULT[cuda_tests]=${PIPESTATUS[0]}
 
 if [ "$ENGINE_TESTS" = 1 ]; then
@@ -88,15 +93,21 @@ if [ "$BENCH" = 1 ]; then
   PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu_cnn_vs_pytorch.py" --cli "$BUILD/bin/deepcanvas-cli" \
     --data "$DATA" --epochs "$EPOCHS" --json-out "$LOGS/bench.json" 2>&1 | tee "$LOGS/bench.log"
   RESULT[bench]=${PIPESTATUS[0]}
+  step "LSTM benchmark ($DATA)"
+  PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu_lstm_vs_pytorch.py" --cli "$BUILD/bin/deepcanvas-cli" \
+    --data "$DATA" --epochs "$LSTM_EPOCHS" --json-out "$LOGS/lstm_bench.json" 2>&1 | tee "$LOGS/lstm_bench.log"
+  RESULT[lstm_bench]=${PIPESTATUS[0]}
 fi
 
 echo
 echo "=== summary"
 printf '%-14s %s\n' step result
-for k in configure build cuda_tests engine_tests bench; do
+for k in configure build cuda_tests engine_tests bench lstm_bench; do
   [ -n "${RESULT[$k]+x}" ] && printf '%-14s %s\n' "$k" "$([ "${RESULT[$k]}" = 0 ] && echo ok || echo "FAILED (${RESULT[$k]})")"
 done
 grep -E "^\[  (PASSED|FAILED)  \]|tests? ran" "$LOGS/cuda_tests.log" | head -5
+grep -E "^\[ (sample subset|  FAILED  ) \]" "$LOGS/cuda_tests.log" | head -20
 [ -f "$LOGS/bench.log" ] && tail -6 "$LOGS/bench.log"
+[ -f "$LOGS/lstm_bench.log" ] && tail -4 "$LOGS/lstm_bench.log"
 for k in "${!RESULT[@]}"; do [ "${RESULT[$k]}" = 0 ] || exit 1; done
 exit 0

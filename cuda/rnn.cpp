@@ -1,0 +1,399 @@
+// SimpleRNN, LSTM and GRU through cuDNN's RNN API (v8 calls, cuDNN 9).
+//
+// Layout: the engine's sequences are [N, T, F] batch first, which is cuDNN's
+// CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, so inputs and outputs are used
+// in place. cuDNN's gate orders are PyTorch's (LSTM i,f,g,o; GRU r,z,n), its
+// GRU with CUDNN_RNN_DOUBLE_BIAS puts b_hn inside r * (W_hn h + b_hn) as
+// PyTorch does, and every gate matrix in its weight space is row-major
+// [H, in], one gate block of PyTorch's weight_ih / weight_hh.
+//
+// Weights: the plan keeps every parameter in its own contiguous buffer (one
+// fused optimizer launch), so the op copies the PyTorch-layout parameters
+// into cuDNN's weight space before each forward and adds cuDNN's weight
+// gradients back into the parameter gradients after backward. Both copies
+// are one launch each over a table of (source, destination, length)
+// segments found once with cudnnGetRNNWeightParams, about 80k floats for
+// the benchmark's LSTM: negligible next to the recurrence.
+//
+// Dropout between layers is cuDNN's own (its mask generator, seeded once per
+// layer), so masks differ from the CPU's while the rate and scaling agree.
+// Evaluation-mode forwards use a second descriptor without dropout, which
+// also lets tests run backward after an evaluation forward.
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "kernels.h"
+#include "ops.h"
+
+namespace dc::cuda {
+namespace {
+
+class Rnn : public Op {
+ public:
+  cudnnRNNMode_t mode = CUDNN_LSTM;
+  int64_t T = 0, F = 0, H = 0, L = 1, D = 1, G = 4;
+  float dropout = 0.f;
+  bool seq = false, learned = false, bias = true;
+
+  ~Rnn() override {
+    for (auto& [n, b] : per_) {
+      cudnnDestroyRNNDataDescriptor(b.x);
+      cudnnDestroyRNNDataDescriptor(b.y);
+      cudnnDestroyTensorDescriptor(b.h);
+    }
+    if (rnn_) cudnnDestroyRNNDescriptor(rnn_);
+    if (rnn_drop_) cudnnDestroyRNNDescriptor(rnn_drop_);
+    if (drop_) cudnnDestroyDropoutDescriptor(drop_);
+  }
+
+  std::string shapes(int n) const {
+    return label + " (input " + std::to_string(n) + "x" + std::to_string(T) + "x" +
+           std::to_string(F) + ", hidden " + std::to_string(H) + ", " + std::to_string(L) +
+           " layer" + (L > 1 ? "s" : "") + (D == 2 ? ", bidirectional" : "") + ")";
+  }
+
+  void prepare(OpContext& c, int n) override {
+    if (!rnn_) setup(c, n);
+    if (!per_.count(n)) per_batch(c, n);
+    c.ws(per_.at(n).ws, label);
+  }
+
+  void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) override {
+    const PerBatch& b = per_.at(n);
+    const std::string what = shapes(n);
+    copy_segments(pack_.get<CopySegment>(), npack_, longest_, false, c.stream);
+    DC_LAUNCHED(what + ": packing the weights");
+    const float* hx = nullptr;
+    const float* cx = nullptr;
+    if (learned) {
+      broadcast_states(h0_.get<const float*>(), hx_.get(), int(L * D), n, H, c.stream);
+      hx = hx_.get();
+      if (mode == CUDNN_LSTM) {
+        broadcast_states(c0_.get<const float*>(), cx_.get(), int(L * D), n, H, c.stream);
+        cx = cx_.get();
+      }
+      DC_LAUNCHED(what + ": initial states");
+    }
+    used_ = c.training && rnn_drop_ ? rnn_drop_ : rnn_;
+    float* y = seq ? out : ybuf_.get();
+    const cudnnForwardMode_t fm =
+        c.need_backward ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
+    DC_CUDNN(cudnnRNNForward(c.dnn, used_, fm, seqlen_.get<int32_t>(), b.x, in[0], b.y, y, b.h, hx,
+                             nullptr, b.h, cx, nullptr, wbytes_, wspace_.get(), b.ws,
+                             c.workspace->get(), fm == CUDNN_FWD_MODE_TRAINING ? b.reserve : 0,
+                             fm == CUDNN_FWD_MODE_TRAINING ? reserve_.get() : nullptr),
+             what);
+    if (!seq) {
+      // The final state of each direction: forward at t = T-1, reverse at t = 0.
+      step_select(y, out, n, T, T - 1, D * H, H, D * H, c.stream);
+      if (D == 2) step_select(y + H, out + H, n, T, 0, D * H, H, D * H, c.stream);
+      DC_LAUNCHED(what + ": final states");
+    }
+  }
+
+  void backward(OpContext& c, const std::vector<const float*>& in, const float* out,
+                const float* dout, const std::vector<float*>& din, int n) override {
+    const PerBatch& b = per_.at(n);
+    const std::string what = shapes(n) + " backward";
+    const float* y = seq ? out : ybuf_.get();
+    const float* dy = dout;
+    if (!seq) {
+      DC_CUDA(cudaMemsetAsync(dybuf_.get(), 0, size_t(n * T * D * H) * 4, c.stream), what);
+      step_select_backward(dout, dybuf_.get(), n, T, T - 1, D * H, H, D * H, c.stream);
+      if (D == 2)
+        step_select_backward(dout + H, dybuf_.get() + H, n, T, 0, D * H, H, D * H, c.stream);
+      DC_LAUNCHED(what + ": final states");
+      dy = dybuf_.get();
+    }
+    const float* hx = learned ? hx_.get() : nullptr;
+    const float* cx = learned && mode == CUDNN_LSTM ? cx_.get() : nullptr;
+    float* dhx = learned ? dhx_.get() : nullptr;
+    float* dcx = learned && mode == CUDNN_LSTM ? dcx_.get() : nullptr;
+    // cuDNN writes dx (it does not accumulate), so it goes through scratch.
+    DC_CUDNN(
+        cudnnRNNBackwardData_v8(c.dnn, used_, seqlen_.get<int32_t>(), b.y, y, dy, b.x, dxbuf_.get(),
+                                b.h, hx, nullptr, dhx, b.h, cx, nullptr, dcx, wbytes_,
+                                wspace_.get(), b.ws, c.workspace->get(), b.reserve, reserve_.get()),
+        what);
+    if (din[0]) {
+      accumulate(dxbuf_.get(), din[0], n * T * F, c.stream);
+      DC_LAUNCHED(what + ": input gradient");
+    }
+    // Weights after data: cuDNN's backward-weights reads what backward-data
+    // left in the reserve space.
+    DC_CUDA(cudaMemsetAsync(dwspace_.get(), 0, wbytes_, c.stream), what);
+    DC_CUDNN(cudnnRNNBackwardWeights_v8(c.dnn, used_, CUDNN_WGRAD_MODE_ADD, seqlen_.get<int32_t>(),
+                                        b.x, in[0], b.h, hx, b.y, y, wbytes_, dwspace_.get(), b.ws,
+                                        c.workspace->get(), b.reserve, reserve_.get()),
+             what);
+    copy_segments(unpack_.get<CopySegment>(), npack_, longest_, true, c.stream);
+    DC_LAUNCHED(what + ": weight gradients");
+    if (learned) {
+      reduce_states(dhx_.get(), h0g_.get<float* const>(), int(L * D), n, H, c.stream);
+      if (mode == CUDNN_LSTM)
+        reduce_states(dcx_.get(), c0g_.get<float* const>(), int(L * D), n, H, c.stream);
+      DC_LAUNCHED(what + ": initial state gradients");
+    }
+  }
+
+ private:
+  struct PerBatch {
+    cudnnRNNDataDescriptor_t x = nullptr, y = nullptr;
+    cudnnTensorDescriptor_t h = nullptr;
+    size_t ws = 0, reserve = 0;
+  };
+
+  ParamSlot& param(const std::string& name) {
+    for (ParamSlot& p : params)
+      if (p.name == name) return p;
+    throw Error(label + ": no parameter " + name);
+  }
+
+  void describe(OpContext& c, cudnnRNNDescriptor_t d, cudnnDropoutDescriptor_t drop, int n) {
+    const cudnnMathType_t math = c.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    DC_CUDNN(cudnnSetRNNDescriptor_v8(
+                 d, CUDNN_RNN_ALGO_STANDARD, mode, bias ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_NO_BIAS,
+                 D == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT,
+                 CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, math, int32_t(F), int32_t(H), int32_t(H),
+                 int32_t(L), drop, CUDNN_RNN_PADDED_IO_ENABLED),
+             shapes(n));
+  }
+
+  void setup(OpContext& c, int n) {
+    const std::string what = shapes(n);
+    DC_CUDNN(cudnnCreateRNNDescriptor(&rnn_), what);
+    describe(c, rnn_, nullptr, n);
+    if (dropout > 0.f && L > 1) {
+      size_t states = 0;
+      DC_CUDNN(cudnnCreateDropoutDescriptor(&drop_), what);
+      DC_CUDNN(cudnnDropoutGetStatesSize(c.dnn, &states), what);
+      drop_states_ = DeviceBuffer(*c.alloc, states, label + " dropout states");
+      const unsigned long long seed = std::hash<std::string>{}(label) ^ c.seed;
+      DC_CUDNN(
+          cudnnSetDropoutDescriptor(drop_, c.dnn, dropout, drop_states_.get<void>(), states, seed),
+          what + ": dropout");
+      DC_CUDNN(cudnnCreateRNNDescriptor(&rnn_drop_), what);
+      describe(c, rnn_drop_, drop_, n);
+    }
+    DC_CUDNN(cudnnGetRNNWeightSpaceSize(c.dnn, rnn_, &wbytes_), what);
+    wspace_ = DeviceBuffer(*c.alloc, wbytes_, label + " weights");
+    dwspace_ = DeviceBuffer(*c.alloc, wbytes_, label + " weight gradients");
+    // cuDNN leaves no gaps we rely on, but zero the space so any padding is defined.
+    DC_CUDA(cudaMemsetAsync(wspace_.get(), 0, wbytes_, c.stream), what);
+    map_weights(c, n);
+    if (learned) {
+      const int64_t U = L * D;
+      const size_t units = static_cast<size_t>(U);
+      std::vector<const float*> h0(units), c0(units);
+      std::vector<float*> h0g(units), c0g(units);
+      for (int64_t l = 0; l < L; ++l)
+        for (int64_t d = 0; d < D; ++d) {
+          const std::string sfx = "_l" + std::to_string(l) + (d ? "_reverse" : "");
+          const size_t u = size_t(l * D + d);
+          h0[u] = param("h0" + sfx).value;
+          h0g[u] = param("h0" + sfx).grad;
+          if (mode == CUDNN_LSTM) {
+            c0[u] = param("c0" + sfx).value;
+            c0g[u] = param("c0" + sfx).grad;
+          }
+        }
+      upload(c, h0_, h0.data(), U * sizeof(void*), what);
+      upload(c, h0g_, h0g.data(), U * sizeof(void*), what);
+      if (mode == CUDNN_LSTM) {
+        upload(c, c0_, c0.data(), U * sizeof(void*), what);
+        upload(c, c0g_, c0g.data(), U * sizeof(void*), what);
+      }
+    }
+  }
+
+  // Synchronous: the host vector goes out of scope right after.
+  static void upload(OpContext& c, DeviceBuffer& dst, const void* src, size_t bytes,
+                     const std::string& what) {
+    dst = DeviceBuffer(*c.alloc, bytes, what);
+    DC_CUDA(cudaMemcpyAsync(dst.get<void>(), src, bytes, cudaMemcpyHostToDevice, c.stream), what);
+    DC_CUDA(cudaStreamSynchronize(c.stream), what);
+  }
+
+  // Builds the pack (parameters -> weight space) and unpack (weight
+  // gradients -> parameter gradients) tables from cuDNN's own addresses.
+  void map_weights(OpContext& c, int n) {
+    const std::string what = shapes(n) + ": mapping the weights";
+    cudnnTensorDescriptor_t md = nullptr, bd = nullptr;
+    DC_CUDNN(cudnnCreateTensorDescriptor(&md), what);
+    DC_CUDNN(cudnnCreateTensorDescriptor(&bd), what);
+    std::vector<CopySegment> pack, unpack;
+    auto numel = [&](cudnnTensorDescriptor_t t) {
+      cudnnDataType_t dt;
+      int rank = 0, dims[8] = {}, strides[8] = {};
+      DC_CUDNN(cudnnGetTensorNdDescriptor(t, 8, &dt, &rank, dims, strides), what);
+      int64_t k = 1;
+      for (int i = 0; i < rank; ++i) k *= dims[i];
+      return k;
+    };
+    char* base = wspace_.get<char>();
+    char* dbase = dwspace_.get<char>();
+    try {
+      for (int64_t l = 0; l < L; ++l)
+        for (int64_t d = 0; d < D; ++d) {
+          const std::string sfx = "_l" + std::to_string(l) + (d ? "_reverse" : "");
+          const int64_t in = l == 0 ? F : D * H;
+          ParamSlot& wih = param("weight_ih" + sfx);
+          ParamSlot& whh = param("weight_hh" + sfx);
+          for (int64_t id = 0; id < 2 * G; ++id) {
+            const bool rec = id >= G;
+            const int64_t gate = id % G, cols = rec ? H : in;
+            void* m = nullptr;
+            void* bptr = nullptr;
+            DC_CUDNN(cudnnGetRNNWeightParams(c.dnn, rnn_, int32_t(l * D + d), wbytes_, base,
+                                             int32_t(id), md, &m, bd, &bptr),
+                     what);
+            if (!m || numel(md) != H * cols)
+              throw DeviceError(what + ": cuDNN's matrix " + std::to_string(id) + " of layer " +
+                                std::to_string(l) + " is not " + std::to_string(H) + "x" +
+                                std::to_string(cols));
+            ParamSlot& w = rec ? whh : wih;
+            const int64_t off = gate * H * cols;
+            const int64_t moff = static_cast<char*>(m) - base;
+            pack.push_back({w.value + off, reinterpret_cast<float*>(base + moff), H * cols});
+            unpack.push_back(
+                {reinterpret_cast<const float*>(dbase + moff), w.grad + off, H * cols});
+            if (!bias) continue;
+            if (!bptr || numel(bd) != H)
+              throw DeviceError(what + ": cuDNN's bias " + std::to_string(id) + " of layer " +
+                                std::to_string(l) + " is not " + std::to_string(H) + " long");
+            ParamSlot& b = param((rec ? "bias_hh" : "bias_ih") + sfx);
+            const int64_t boff = static_cast<char*>(bptr) - base;
+            pack.push_back({b.value + gate * H, reinterpret_cast<float*>(base + boff), H});
+            unpack.push_back({reinterpret_cast<const float*>(dbase + boff), b.grad + gate * H, H});
+          }
+        }
+    } catch (...) {
+      cudnnDestroyTensorDescriptor(md);
+      cudnnDestroyTensorDescriptor(bd);
+      throw;
+    }
+    cudnnDestroyTensorDescriptor(md);
+    cudnnDestroyTensorDescriptor(bd);
+    npack_ = int(pack.size());
+    longest_ = 0;
+    for (const CopySegment& s : pack) longest_ = std::max(longest_, s.n);
+    upload(c, pack_, pack.data(), pack.size() * sizeof(CopySegment), what);
+    upload(c, unpack_, unpack.data(), unpack.size() * sizeof(CopySegment), what);
+  }
+
+  void per_batch(OpContext& c, int n) {
+    const std::string what = shapes(n);
+    PerBatch b;
+    std::vector<int> lengths(static_cast<size_t>(n), static_cast<int>(T));
+    DC_CUDNN(cudnnCreateRNNDataDescriptor(&b.x), what);
+    DC_CUDNN(cudnnCreateRNNDataDescriptor(&b.y), what);
+    DC_CUDNN(cudnnCreateTensorDescriptor(&b.h), what);
+    DC_CUDNN(
+        cudnnSetRNNDataDescriptor(b.x, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                  int(T), n, int(F), lengths.data(), nullptr),
+        what);
+    DC_CUDNN(
+        cudnnSetRNNDataDescriptor(b.y, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                  int(T), n, int(D * H), lengths.data(), nullptr),
+        what);
+    const int hd[3] = {int(L * D), n, int(H)};
+    const int hs[3] = {n * int(H), int(H), 1};
+    DC_CUDNN(cudnnSetTensorNdDescriptor(b.h, CUDNN_DATA_FLOAT, 3, hd, hs), what);
+    for (cudnnRNNDescriptor_t d : {rnn_, rnn_drop_}) {
+      if (!d) continue;
+      size_t ws = 0, rs = 0;
+      DC_CUDNN(cudnnGetRNNTempSpaceSizes(c.dnn, d, CUDNN_FWD_MODE_TRAINING, b.x, &ws, &rs), what);
+      b.ws = std::max(b.ws, ws);
+      b.reserve = std::max(b.reserve, rs);
+    }
+    per_[n] = b;
+    // Buffers sized for the largest batch seen (the plan prepares its
+    // maximum first, so this grows once).
+    if (n > cap_) {
+      cap_ = n;
+      std::vector<int32_t> len(static_cast<size_t>(n), static_cast<int32_t>(T));
+      upload(c, seqlen_, len.data(), len.size() * 4, what);
+      dxbuf_ = DeviceBuffer(*c.alloc, size_t(n * T * F) * 4, what + " input gradient");
+      if (!seq) {
+        ybuf_ = DeviceBuffer(*c.alloc, size_t(n * T * D * H) * 4, what + " outputs");
+        dybuf_ = DeviceBuffer(*c.alloc, size_t(n * T * D * H) * 4, what + " output gradients");
+      }
+      if (learned) {
+        const size_t hb = size_t(L * D * n * H) * 4;
+        hx_ = DeviceBuffer(*c.alloc, hb, what + " initial states");
+        dhx_ = DeviceBuffer(*c.alloc, hb, what + " initial state gradients");
+        if (mode == CUDNN_LSTM) {
+          cx_ = DeviceBuffer(*c.alloc, hb, what + " initial cell states");
+          dcx_ = DeviceBuffer(*c.alloc, hb, what + " initial cell state gradients");
+        }
+      }
+    }
+    if (b.reserve > reserve_.bytes()) {
+      reserve_.reset();
+      reserve_ = DeviceBuffer(*c.alloc, b.reserve, what + " reserve space");
+    }
+  }
+
+  cudnnRNNDescriptor_t rnn_ = nullptr, rnn_drop_ = nullptr, used_ = nullptr;
+  cudnnDropoutDescriptor_t drop_ = nullptr;
+  size_t wbytes_ = 0;
+  int npack_ = 0;
+  int64_t longest_ = 0;
+  int cap_ = 0;
+  std::map<int, PerBatch> per_;
+  DeviceBuffer wspace_, dwspace_, reserve_, drop_states_, pack_, unpack_, seqlen_, ybuf_, dybuf_,
+      dxbuf_, hx_, cx_, dhx_, dcx_, h0_, c0_, h0g_, c0g_;
+};
+
+}  // namespace
+
+std::unique_ptr<Op> make_rnn(const std::string& type, const Attrs& a, const std::vector<Shape>& in,
+                             const Shape&, const std::string& label) {
+  auto op = std::make_unique<Rnn>();
+  Rnn& r = *op;
+  if (type == "LSTM") {
+    r.mode = CUDNN_LSTM;
+    r.G = 4;
+  } else if (type == "GRU") {
+    r.mode = CUDNN_GRU;
+    r.G = 3;
+  } else {
+    r.mode = a.s("nonlinearity") == "relu" ? CUDNN_RNN_RELU : CUDNN_RNN_TANH;
+    r.G = 1;
+  }
+  r.T = in[0][0];
+  r.F = in[0][1];
+  r.H = a.i("hidden_size");
+  r.L = a.i("num_layers");
+  r.D = a.b("bidirectional") ? 2 : 1;
+  r.dropout = float(a.f("dropout"));
+  r.seq = a.b("return_sequences");
+  r.learned = a.s("initial_state") == "learned";
+  r.bias = a.b("bias");
+  if (r.T > (int64_t(1) << 30) || r.F > (int64_t(1) << 30) || r.H > (int64_t(1) << 30))
+    throw Error(label + ": sequence too large for cuDNN's 32-bit sizes");
+  const int64_t GH = r.G * r.H;
+  for (int64_t l = 0; l < r.L; ++l)
+    for (int64_t d = 0; d < r.D; ++d) {
+      const std::string sfx = "_l" + std::to_string(l) + (d ? "_reverse" : "");
+      const int64_t inf = l == 0 ? r.F : r.D * r.H;
+      r.params.push_back({"weight_ih" + sfx, Shape{GH, inf}, true});
+      r.params.push_back({"weight_hh" + sfx, Shape{GH, r.H}, true});
+      if (r.bias) {
+        r.params.push_back({"bias_ih" + sfx, Shape{GH}, true});
+        r.params.push_back({"bias_hh" + sfx, Shape{GH}, true});
+      }
+    }
+  if (r.learned)
+    for (int64_t l = 0; l < r.L; ++l)
+      for (int64_t d = 0; d < r.D; ++d) {
+        const std::string sfx = "_l" + std::to_string(l) + (d ? "_reverse" : "");
+        r.params.push_back({"h0" + sfx, Shape{r.H}, true});
+        if (r.mode == CUDNN_LSTM) r.params.push_back({"c0" + sfx, Shape{r.H}, true});
+      }
+  return op;
+}
+
+}  // namespace dc::cuda

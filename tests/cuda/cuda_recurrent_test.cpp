@@ -1,0 +1,314 @@
+// The recurrent and sequence layers on CUDA (cuDNN RNN, Embedding, LastStep,
+// TimeDistributedDense) against the engine's CPU layers, which match
+// PyTorch: forward outputs, input gradients (through the trainable layer in
+// front) and every parameter gradient, float32, relative error <= 1e-4.
+// Plus the LSTM row classifier trained on both. Skips without a GPU.
+#include <deepcanvas/device.h>
+#include <deepcanvas/errors.h>
+#include <deepcanvas/layer.h>
+#include <deepcanvas/plan.h>
+#include <deepcanvas/project.h>
+#include <deepcanvas/rng.h>
+#include <deepcanvas/trainer.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda_test_util.h"
+
+namespace dc {
+namespace {
+
+Attrs A(std::initializer_list<std::pair<const char*, AttrValue>> kv) {
+  Attrs a;
+  for (auto& [k, v] : kv) a.set(k, v);
+  return a;
+}
+
+struct SeqCase {
+  SeqCase(std::string name_, int64_t T_, int64_t F_, bool tokens_, bool pre_, std::string type_,
+          Attrs attrs_, std::string post_ = "", Attrs post_attrs_ = {})
+      : name(std::move(name_)),
+        T(T_),
+        F(F_),
+        tokens(tokens_),
+        pre(pre_),
+        type(std::move(type_)),
+        attrs(std::move(attrs_)),
+        post(std::move(post_)),
+        post_attrs(std::move(post_attrs_)) {}
+  std::string name;
+  int64_t T, F;  // steps x features; with tokens, F is the vocabulary
+  bool tokens;   // SequenceInput of token ids -> Embedding(F, 6, padding 1)
+  // A trainable layer between input and op, so the op's input gradient is
+  // compared through its weight gradient: TimeDistributedDense (F -> F).
+  bool pre;
+  std::string type;
+  Attrs attrs;
+  std::string post;  // "" or a layer after the op ("LastStep", "TimeDistributedDense")
+  Attrs post_attrs;
+};
+
+Graph build(const SeqCase& c) {
+  register_builtin_layers();
+  Graph g;
+  NodeId in = g.add_node("SequenceInput", "input",
+                         A({{"steps", c.T},
+                            {"features", c.F},
+                            {"kind", std::string(c.tokens ? "tokens" : "features")}}));
+  NodeId src = in;
+  if (c.tokens) {
+    src = g.add_node("Embedding", "emb",
+                     A({{"vocab_size", c.F}, {"dim", int64_t(6)}, {"padding_idx", int64_t(1)}}));
+    g.connect(in, src);
+  } else if (c.pre) {
+    src = g.add_node("TimeDistributedDense", "pre", A({{"units", c.F}}));
+    g.connect(in, src);
+  }
+  NodeId op = g.add_node(c.type, "op", c.attrs);
+  g.connect(src, op);
+  if (!c.post.empty()) {
+    NodeId p = g.add_node(c.post, "post", c.post_attrs);
+    g.connect(op, p);
+  }
+  return g;
+}
+
+Tensor input_for(const SeqCase& c, int64_t N, uint64_t seed) {
+  Tensor t(c.tokens ? Shape{N, c.T} : Shape{N, c.T, c.F});
+  Rng r(seed);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.f32()[i] = c.tokens ? float(r.below(uint64_t(c.F))) : r.uniform(-1.f, 1.f);
+  return t;
+}
+
+Tensor random(const Shape& s, uint64_t seed) {
+  Tensor t(s);
+  Rng r(seed);
+  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = r.uniform(-1.f, 1.f);
+  return t;
+}
+
+double rel_err(const Tensor& a, const Tensor& b) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    double d = double(a.f32()[i]) - double(b.f32()[i]);
+    if (std::isnan(d)) return INFINITY;
+    num += d * d;
+    den += double(b.f32()[i]) * double(b.f32()[i]);
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+// Learned initial states start at zero, which would leave their forward
+// effect untested: give every parameter a random value first.
+void randomize(Plan& p, uint64_t seed) {
+  Rng r(seed);
+  for (auto& np : p.params())
+    if (np.name.find(".h0") != std::string::npos || np.name.find(".c0") != std::string::npos)
+      for (int64_t i = 0; i < np.param->value.numel(); ++i)
+        np.param->value.f32()[i] = r.uniform(-0.5f, 0.5f);
+}
+
+void check(const SeqCase& c, bool training = true, int64_t N = 6) {
+  DeviceBackend* be = test::gpu_or_skip();
+  if (!be) GTEST_SKIP() << test::skip_reason();
+  SCOPED_TRACE(c.name);
+  Graph g = build(c);
+  Plan host(g, N);
+  host.init_params(7);
+  randomize(host, 9);
+  DevicePlanOptions o;
+  o.max_batch = N;
+  auto dev = be->create_plan(g, host, o);
+  dev->upload_params();
+
+  Tensor x = input_for(c, N, 11);
+  Tensor dout = random(host.output_shape().with_batch(N), 13);
+  Rng rng(5);
+  RunContext ctx{training, &rng};
+  Tensor cpu_out = host.forward(x, ctx).clone();
+  host.zero_grad();
+  host.backward(dout, ctx);
+  std::vector<Tensor> cpu_grads;
+  for (auto& p : host.params())
+    if (p.param->trainable) cpu_grads.push_back(p.param->grad.clone());
+
+  Tensor gpu_out(host.output_shape().with_batch(N));
+  dev->zero_grad();
+  dev->forward(x, gpu_out, training, 1);
+  dev->backward(dout);
+  dev->download_grads();
+  EXPECT_LE(rel_err(gpu_out, cpu_out), 1e-4) << "forward output";
+  size_t k = 0;
+  for (auto& p : host.params())
+    if (p.param->trainable) {
+      EXPECT_LE(rel_err(p.param->grad, cpu_grads[k]), 1e-4) << "gradient of " << p.name;
+      ++k;
+    }
+  // A smaller batch through the same plan (the last batch of an epoch).
+  const int64_t n2 = N / 2;
+  Tensor x2 = input_for(c, n2, 21);
+  RunContext ctx2{training, &rng};
+  Tensor cpu2 = host.forward(x2, ctx2).clone();
+  Tensor gpu2(host.output_shape().with_batch(n2));
+  dev->forward(x2, gpu2, training, 2);
+  EXPECT_LE(rel_err(gpu2, cpu2), 1e-4) << "forward output, batch " << n2;
+}
+
+TEST(CudaRecurrent, LstmLastState) {
+  check({"lstm", 7, 5, false, true, "LSTM", A({{"hidden_size", int64_t(8)}})});
+}
+TEST(CudaRecurrent, LstmStackedBidirectionalSequenceLearnedInit) {
+  check({"lstm2", 6, 4, false, true, "LSTM",
+         A({{"hidden_size", int64_t(5)},
+            {"num_layers", int64_t(2)},
+            {"bidirectional", true},
+            {"return_sequences", true},
+            {"initial_state", std::string("learned")}})});
+}
+TEST(CudaRecurrent, LstmBidirectionalLastStateNoBias) {
+  check({"lstm bi", 5, 3, false, true, "LSTM",
+         A({{"hidden_size", int64_t(6)}, {"bidirectional", true}, {"bias", false}})});
+}
+TEST(CudaRecurrent, GruLastStateAndBidirectional) {
+  check({"gru", 6, 4, false, true, "GRU", A({{"hidden_size", int64_t(7)}})});
+  check({"gru bi", 5, 4, false, true, "GRU",
+         A({{"hidden_size", int64_t(5)}, {"bidirectional", true}, {"num_layers", int64_t(2)}})});
+}
+TEST(CudaRecurrent, GruSequenceLearnedInit) {
+  check({"gru learned", 4, 3, false, true, "GRU",
+         A({{"hidden_size", int64_t(6)},
+            {"return_sequences", true},
+            {"initial_state", std::string("learned")}})});
+}
+TEST(CudaRecurrent, SimpleRnnTanhAndRelu) {
+  check({"rnn tanh", 6, 4, false, true, "SimpleRNN", A({{"hidden_size", int64_t(7)}})});
+  check({"rnn relu", 5, 4, false, true, "SimpleRNN",
+         A({{"hidden_size", int64_t(6)},
+            {"nonlinearity", std::string("relu")},
+            {"num_layers", int64_t(2)},
+            {"return_sequences", true}})});
+}
+TEST(CudaRecurrent, SimpleRnnBidirectionalLearnedInit) {
+  check({"rnn bi", 4, 3, false, true, "SimpleRNN",
+         A({{"hidden_size", int64_t(5)},
+            {"bidirectional", true},
+            {"initial_state", std::string("learned")}})});
+}
+// Dropout between layers is off in evaluation, so CPU and CUDA agree there.
+TEST(CudaRecurrent, StackedLstmWithDropoutInEvaluation) {
+  check({"lstm dropout eval", 5, 4, false, true, "LSTM",
+         A({{"hidden_size", int64_t(6)}, {"num_layers", int64_t(2)}, {"dropout", 0.5}})},
+        false);
+}
+TEST(CudaRecurrent, EmbeddingIntoLstm) {
+  check({"embedding", 6, 10, true, false, "LSTM", A({{"hidden_size", int64_t(5)}})});
+}
+TEST(CudaRecurrent, TimeDistributedDenseAndLastStep) {
+  check({"tdd", 5, 4, false, true, "TimeDistributedDense", A({{"units", int64_t(3)}})});
+  check({"last", 5, 4, false, true, "LastStep", A({})});
+  check({"step 1", 5, 4, false, true, "LastStep", A({{"index", int64_t(1)}})});
+  check({"lstm seq -> tdd", 5, 4, false, true, "LSTM",
+         A({{"hidden_size", int64_t(6)}, {"return_sequences", true}}), "TimeDistributedDense",
+         A({{"units", int64_t(3)}})});
+  check({"gru seq -> last", 5, 4, false, true, "GRU",
+         A({{"hidden_size", int64_t(6)}, {"return_sequences", true}, {"bidirectional", true}}),
+         "LastStep", A({{"index", int64_t(-2)}})});
+}
+
+// Training-mode dropout between layers uses cuDNN's masks: not comparable
+// element by element, so check what it must do: change the output from the
+// evaluation output, keep it finite, and give finite gradients.
+TEST(CudaRecurrent, StackedLstmDropoutInTrainingChangesTheOutput) {
+  DeviceBackend* be = test::gpu_or_skip();
+  if (!be) GTEST_SKIP() << test::skip_reason();
+  SeqCase c{"lstm dropout",
+            5,
+            4,
+            false,
+            false,
+            "LSTM",
+            A({{"hidden_size", int64_t(16)},
+               {"num_layers", int64_t(2)},
+               {"dropout", 0.5},
+               {"return_sequences", true}})};
+  const int64_t N = 8;
+  Graph g = build(c);
+  Plan host(g, N);
+  host.init_params(3);
+  DevicePlanOptions o;
+  o.max_batch = N;
+  auto dev = be->create_plan(g, host, o);
+  dev->upload_params();
+  Tensor x = input_for(c, N, 4);
+  Tensor eval(host.output_shape().with_batch(N)), train(host.output_shape().with_batch(N));
+  dev->forward(x, eval, false, 1);
+  dev->zero_grad();
+  dev->forward(x, train, true, 1);
+  Tensor dout = random(host.output_shape().with_batch(N), 5);
+  dev->backward(dout);
+  dev->download_grads();
+  EXPECT_GT(rel_err(train, eval), 1e-3) << "dropout had no effect in training";
+  for (int64_t i = 0; i < train.numel(); ++i) ASSERT_TRUE(std::isfinite(train.f32()[i]));
+  for (auto& p : host.params())
+    for (int64_t i = 0; i < p.param->grad.numel(); ++i)
+      ASSERT_TRUE(std::isfinite(p.param->grad.f32()[i])) << p.name;
+}
+
+TEST(CudaRecurrent, EmbeddingRefusesAnIdOutsideTheVocabulary) {
+  DeviceBackend* be = test::gpu_or_skip();
+  if (!be) GTEST_SKIP() << test::skip_reason();
+  SeqCase c{"bad ids", 4, 10, true, false, "LSTM", A({{"hidden_size", int64_t(4)}})};
+  Graph g = build(c);
+  Plan host(g, 2);
+  host.init_params(1);
+  DevicePlanOptions o;
+  o.max_batch = 2;
+  auto dev = be->create_plan(g, host, o);
+  Tensor x = input_for(c, 2, 1);
+  x.f32()[3] = 10.f;
+  Tensor out(host.output_shape().with_batch(2));
+  try {
+    dev->forward(x, out, false, 0);
+    FAIL() << "token id 10 was accepted with a vocabulary of 10";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("token id"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Embedding"), std::string::npos) << e.what();
+  }
+}
+
+// The LSTM row-classifier template on the bundled subset: the CUDA run
+// reaches the CPU run's test accuracy (within run-to-run noise).
+TEST(CudaRecurrentTraining, LstmRowClassifierReachesTheCpuAccuracy) {
+  DeviceBackend* be = test::gpu_or_skip();
+  if (!be) GTEST_SKIP() << test::skip_reason();
+  register_builtin_layers();
+  Project p = load_project(std::string(DC_SOURCE_DIR) + "/resources/templates/lstm_rows.dcproj");
+  auto run = [&](const std::string& device) {
+    TrainTest tt =
+        load_fashion_mnist(std::string(DC_SOURCE_DIR) + "/sample_data/fashion-mnist-subset");
+    TrainConfig c = p.training;
+    c.epochs = 2;
+    c.device = device;
+    c.seed = 1;
+    Trainer t(p.graph, c, std::make_shared<Dataset>(std::move(tt.train)),
+              std::make_shared<Dataset>(std::move(tt.test)));
+    t.start();
+    t.wait();
+    EXPECT_TRUE(t.result().ok) << t.result().error;
+    return t.result().test_accuracy;
+  };
+  double cpu = run("cpu");
+  double gpu = run("cuda:0");
+  std::printf("[ sample subset ] LSTM rows: CPU test accuracy %.4f, CUDA %.4f\n", cpu, gpu);
+  EXPECT_GT(gpu, 0.65);
+  EXPECT_GE(gpu, cpu - 0.03);
+}
+
+}  // namespace
+}  // namespace dc
