@@ -36,6 +36,8 @@ const char* event_kind_name(TrainEvent::Kind k) {
       return "failed";
     case TrainEvent::Kind::Cancelled:
       return "cancelled";
+    case TrainEvent::Kind::Telemetry:
+      return "telemetry";
   }
   return "?";
 }
@@ -294,6 +296,9 @@ void Trainer::device_epoch(int epoch, const std::vector<int64_t>& train_idx, int
     const bool last = in_epoch == spe || b0 + cfg_.batch >= ns;
     if (in_epoch % kReport != 0 && !last && !cancel_ && !paused_) continue;
     DeviceStepStats st = dplan_->take_stats();
+    DeviceMemory mem = dplan_->memory();
+    device_allocated_ = mem.allocated;
+    device_reserved_ = mem.reserved;
     auto now = Clock::now();
     epoch_train_time += std::chrono::duration<double>(now - t0).count();
     t0 = now;
@@ -363,6 +368,19 @@ void Trainer::run() {
                       (test_ ? std::to_string(test_->size()) : std::string("no")) + " test; " +
                       std::to_string(plan_->num_parameters()) + " parameters";
     emit(started);
+    if (dplan_ && Nvml::instance().available()) {
+      // NVML numbers GPUs in PCI order, as CUDA does with CUDA_DEVICE_ORDER=PCI_BUS_ID;
+      // with the default (fastest first) order they differ only on mixed machines.
+      sampler_ = std::make_unique<GpuSampler>(parse_device(cfg_.device).index, 4.0,
+                                              [this](const GpuSample& g) {
+                                                TrainEvent t;
+                                                t.kind = TrainEvent::Kind::Telemetry;
+                                                t.gpu = g;
+                                                t.device_allocated = device_allocated_.load();
+                                                t.device_reserved = device_reserved_.load();
+                                                emit(std::move(t));
+                                              });
+    }
 
     for (int epoch = start_epoch_; epoch <= cfg_.epochs; ++epoch) {
       if (!dplan_) loader.start_epoch(epoch);
@@ -498,6 +516,7 @@ void Trainer::run() {
     }
     R.train_seconds = train_time;
     R.train_samples_per_s = train_time > 0 ? double(trained_samples) / train_time : 0;
+    sampler_.reset();  // Telemetry never follows the final event
     if (cancel_) {
       R.cancelled = true;
       TrainEvent e;
@@ -532,6 +551,7 @@ void Trainer::run() {
   } catch (const std::exception& ex) {
     R.error = ex.what();
   }
+  sampler_.reset();  // failed runs too
   if (!R.error.empty()) {
     TrainEvent e;
     e.kind = TrainEvent::Kind::Failed;

@@ -10,6 +10,7 @@
 #include <deepcanvas/metrics.h>
 #include <deepcanvas/optim.h>
 #include <deepcanvas/plan.h>
+#include <deepcanvas/telemetry.h>
 
 #include <atomic>
 #include <chrono>
@@ -54,7 +55,8 @@ struct TrainEvent {
     Resumed,
     Finished,
     Failed,
-    Cancelled
+    Cancelled,
+    Telemetry  // GPU runs: an NVML sample (>= 4 Hz) and the plugin allocator's bytes
   };
   Kind kind = Kind::Step;
   int epoch = 0, epochs = 0;  // 1-based epoch
@@ -67,6 +69,10 @@ struct TrainEvent {
   std::vector<std::vector<int64_t>> confusion;  // on the test (else validation) set
   bool best = false;
   std::string message;  // Failed: the reason; Checkpoint: the path; Started: a summary
+  // Telemetry: the GPU's reading, and the backend allocator's allocated and
+  // reserved bytes as of the last reported step (-1 before the first).
+  GpuSample gpu;
+  int64_t device_allocated = -1, device_reserved = -1;
 };
 
 const char* event_kind_name(TrainEvent::Kind k);
@@ -178,6 +184,11 @@ class Trainer {
   std::unique_ptr<DevicePlan> dplan_;
   int dtrain_ = -1, dtest_ = -1;
   double device_loss_ = 0, device_acc_ = 0;  // the last device epoch's running means
+  // GPU telemetry for the run's lifetime; the sampler thread reads the
+  // allocator figures the training thread leaves here, so it never calls
+  // into the device plan itself.
+  std::unique_ptr<GpuSampler> sampler_;
+  std::atomic<int64_t> device_allocated_{-1}, device_reserved_{-1};
 };
 
 // Checkpoint helpers shared by the CLI.
