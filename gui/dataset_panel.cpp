@@ -1,0 +1,377 @@
+#include "gui/dataset_panel.h"
+
+#include "gui/image_folder_dataset.h"
+#include "widgets/image_grid.h"
+
+#include <deepcanvas/errors.h>
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <vector>
+
+namespace dc::gui {
+
+namespace {
+using Kind = DatasetSource::Kind;
+
+bool needs_path(Kind k) {
+  return k == Kind::Idx || k == Kind::ImageFolder || k == Kind::Csv || k == Kind::Text;
+}
+bool is_folder(Kind k) {
+  return k == Kind::Idx || k == Kind::ImageFolder;
+}
+}  // namespace
+
+DatasetPanel::DatasetPanel(ProjectContext* ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
+  buildUi();
+  connect(ctx_, &ProjectContext::datasetChanged, this, &DatasetPanel::showDataset);
+  connect(ctx_, &ProjectContext::projectChanged, this, [this] {
+    val_split_->setValue(ctx_->project().training.val_split);
+    normalize_->setCurrentIndex(ctx_->project().training.normalize ? 0 : 1);
+    showMessages();
+  });
+  kindChanged();
+  if (ctx_->hasDataset()) showDataset();
+}
+
+void DatasetPanel::buildUi() {
+  auto* root = new QHBoxLayout(this);
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  root->addWidget(split);
+
+  auto* left = new QWidget(split);
+  auto* ll = new QVBoxLayout(left);
+  auto* src = new QGroupBox(tr("Source"), left);
+  auto* sf = new QFormLayout(src);
+  kind_ = new QComboBox(src);
+  kind_->addItem(tr("The project's dataset"), int(Kind::Project));
+  kind_->addItem(tr("Bundled sample (Fashion-MNIST subset)"), int(Kind::Sample));
+  kind_->addItem(tr("IDX files (MNIST layout)"), int(Kind::Idx));
+  kind_->addItem(tr("Image folder (one subfolder per class)"), int(Kind::ImageFolder));
+  kind_->addItem(tr("CSV series"), int(Kind::Csv));
+  kind_->addItem(tr("Text corpus"), int(Kind::Text));
+  if (!image_folders_supported()) {
+    kind_->setItemData(3, tr("This build has no OpenCV"), Qt::ToolTipRole);
+    kind_->setItemData(3, false, Qt::UserRole - 1);  // disables the item
+  }
+  path_ = new QLineEdit(src);
+  browse_ = new QPushButton(tr("Browse…"), src);
+  auto* prow = new QHBoxLayout;
+  prow->addWidget(path_, 1);
+  prow->addWidget(browse_);
+  window_ = new QSpinBox(src);
+  window_->setRange(1, 4096);
+  window_->setValue(64);
+  window_->setToolTip(tr("Steps per sample (CSV rows or text characters)"));
+  test_fraction_ = new QDoubleSpinBox(src);
+  test_fraction_->setRange(0.0, 0.9);
+  test_fraction_->setSingleStep(0.05);
+  test_fraction_->setValue(0.2);
+  test_fraction_->setToolTip(
+      tr("Share kept as the test set (image folders without train/ and test/, the end of a CSV "
+         "series or text)"));
+  load_ = new QPushButton(tr("Load"), src);
+  sf->addRow(tr("Kind"), kind_);
+  sf->addRow(tr("Path"), prow);
+  sf->addRow(tr("Window"), window_);
+  sf->addRow(tr("Test fraction"), test_fraction_);
+  sf->addRow(load_);
+  ll->addWidget(src);
+
+  auto* prep = new QGroupBox(tr("Preparation"), left);
+  auto* pf = new QFormLayout(prep);
+  val_split_ = new QDoubleSpinBox(prep);
+  val_split_->setRange(0.0, 0.5);
+  val_split_->setSingleStep(0.05);
+  val_split_->setValue(ctx_->project().training.val_split);
+  val_split_->setToolTip(tr("Share of the training set held out for validation"));
+  normalize_ = new QComboBox(prep);
+  normalize_->addItem(tr("Standardise (training-set mean and std)"));
+  normalize_->addItem(tr("Scale to [0, 1] only"));
+  normalize_->setCurrentIndex(ctx_->project().training.normalize ? 0 : 1);
+  pf->addRow(tr("Validation split"), val_split_);
+  pf->addRow(tr("Normalisation"), normalize_);
+  ll->addWidget(prep);
+
+  auto* aug = new QGroupBox(tr("Augmentation (image data)"), left);
+  auto* af = new QFormLayout(aug);
+  hflip_ = new QCheckBox(tr("Horizontal flip"), aug);
+  vflip_ = new QCheckBox(tr("Vertical flip"), aug);
+  pad_ = new QSpinBox(aug);
+  pad_->setRange(0, 16);
+  pad_->setSuffix(tr(" px"));
+  rotate_ = new QDoubleSpinBox(aug);
+  rotate_->setRange(0, 180);
+  rotate_->setSuffix(tr("°"));
+  brightness_ = new QDoubleSpinBox(aug);
+  brightness_->setRange(0, 0.9);
+  brightness_->setSingleStep(0.05);
+  copies_ = new QSpinBox(aug);
+  copies_->setRange(0, 8);
+  copies_->setSpecialValueText(tr("off"));
+  copies_->setToolTip(tr("Augmented copies of every training sample, made before a run"));
+  af->addRow(hflip_);
+  af->addRow(vflip_);
+  af->addRow(tr("Crop with padding"), pad_);
+  af->addRow(tr("Rotation ±"), rotate_);
+  af->addRow(tr("Brightness ±"), brightness_);
+  af->addRow(tr("Copies per sample"), copies_);
+  ll->addWidget(aug);
+  ll->addStretch();
+
+  auto* right = new QWidget(split);
+  auto* rl = new QVBoxLayout(right);
+  summary_ = new QLabel(tr("No dataset loaded."), right);
+  summary_->setWordWrap(true);
+  message_ = new QLabel(right);
+  message_->setWordWrap(true);
+  message_->setTextFormat(Qt::RichText);
+  message_->setVisible(false);
+  table_ = new QTableWidget(0, 3, right);
+  table_->setHorizontalHeaderLabels({tr("Class"), tr("Training"), tr("Test")});
+  table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  table_->verticalHeader()->setVisible(false);
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table_->setMaximumHeight(260);
+  thumbs_ = new widgets::ImageGrid(right, 56);
+  auto* prev_head = new QHBoxLayout;
+  prev_head->addWidget(new QLabel(tr("<b>Augmentation preview</b> (click a thumbnail above to "
+                                     "choose the sample)"),
+                                  right),
+                       1);
+  reroll_ = new QPushButton(tr("New draw"), right);
+  prev_head->addWidget(reroll_);
+  preview_ = new widgets::ImageGrid(right, 64);
+  preview_->setMaximumHeight(120);
+  rl->addWidget(summary_);
+  rl->addWidget(message_);
+  rl->addWidget(table_);
+  rl->addWidget(new QLabel(tr("<b>Samples</b>"), right));
+  rl->addWidget(thumbs_, 1);
+  rl->addLayout(prev_head);
+  rl->addWidget(preview_);
+  split->addWidget(left);
+  split->addWidget(right);
+  split->setStretchFactor(1, 2);
+  split->setSizes({340, 700});
+
+  connect(kind_, &QComboBox::currentIndexChanged, this, &DatasetPanel::kindChanged);
+  connect(load_, &QPushButton::clicked, this, &DatasetPanel::loadFromWidgets);
+  connect(browse_, &QPushButton::clicked, this, [this] {
+    Kind k = Kind(kind_->currentData().toInt());
+    QString p = is_folder(k)
+                    ? QFileDialog::getExistingDirectory(this, tr("Dataset folder"), path_->text())
+                    : QFileDialog::getOpenFileName(this, tr("Dataset file"), path_->text());
+    if (!p.isEmpty()) path_->setText(p);
+  });
+  connect(val_split_, &QDoubleSpinBox::valueChanged, this,
+          [this](double v) { ctx_->project().training.val_split = v; });
+  connect(normalize_, &QComboBox::currentIndexChanged, this,
+          [this](int i) { ctx_->project().training.normalize = i == 0; });
+  for (auto* c : {hflip_, vflip_})
+    connect(c, &QCheckBox::toggled, this, &DatasetPanel::optionsChanged);
+  for (auto* s : {pad_, copies_})
+    connect(s, &QSpinBox::valueChanged, this, &DatasetPanel::optionsChanged);
+  for (auto* s : {rotate_, brightness_})
+    connect(s, &QDoubleSpinBox::valueChanged, this, &DatasetPanel::optionsChanged);
+  connect(reroll_, &QPushButton::clicked, this, [this] {
+    ++preview_seed_;
+    refreshPreview();
+  });
+  connect(thumbs_, &widgets::ImageGrid::imageActivated, this, [this](int, const QVariant& data) {
+    preview_index_ = data.toInt();
+    refreshPreview();
+  });
+}
+
+void DatasetPanel::kindChanged() {
+  Kind k = Kind(kind_->currentData().toInt());
+  path_->setEnabled(needs_path(k));
+  browse_->setEnabled(needs_path(k));
+  window_->setEnabled(k == Kind::Csv || k == Kind::Text);
+  test_fraction_->setEnabled(k == Kind::ImageFolder || k == Kind::Csv || k == Kind::Text);
+  path_->setPlaceholderText(is_folder(k) ? tr("a folder") : needs_path(k) ? tr("a file") : "");
+}
+
+AugmentOptions DatasetPanel::augmentOptions() const {
+  AugmentOptions o;
+  o.hflip = hflip_->isChecked();
+  o.vflip = vflip_->isChecked();
+  o.pad = pad_->value();
+  o.rotate_deg = rotate_->value();
+  o.brightness = brightness_->value();
+  o.copies = copies_->value();
+  return o;
+}
+
+void DatasetPanel::setAugmentOptions(const AugmentOptions& o) {
+  hflip_->setChecked(o.hflip);
+  vflip_->setChecked(o.vflip);
+  pad_->setValue(o.pad);
+  rotate_->setValue(o.rotate_deg);
+  brightness_->setValue(o.brightness);
+  copies_->setValue(o.copies);
+  optionsChanged();
+}
+
+void DatasetPanel::optionsChanged() {
+  ctx_->setAugmentation(augmentOptions());
+  refreshPreview();
+}
+
+void DatasetPanel::loadFromWidgets() {
+  DatasetSource s;
+  s.kind = Kind(kind_->currentData().toInt());
+  s.path = path_->text().trimmed();
+  s.window = window_->value();
+  s.test_fraction = test_fraction_->value();
+  if (needs_path(s.kind) && s.path.isEmpty()) {
+    showMessages(tr("Choose a %1 first.").arg(is_folder(s.kind) ? tr("folder") : tr("file")));
+    return;
+  }
+  loadSource(s);
+}
+
+bool DatasetPanel::loadSource(const DatasetSource& source) {
+  QApplication::setOverrideCursor(Qt::WaitCursor);
+  QString error;
+  try {
+    ctx_->loadDataset(source);  // emits datasetChanged -> showDataset on success
+  } catch (const std::exception& e) {
+    error = QString::fromUtf8(e.what());
+  }
+  QApplication::restoreOverrideCursor();
+  if (!error.isEmpty()) {
+    // The previous dataset stays loaded: nothing is lost by a bad choice.
+    showMessages(tr("Could not load the dataset: %1").arg(error));
+    Q_EMIT loadFailed(error);
+    return false;
+  }
+  int i = kind_->findData(int(source.kind));
+  if (i >= 0) {
+    const QSignalBlocker block(kind_);
+    kind_->setCurrentIndex(i);
+    kindChanged();
+  }
+  path_->setText(source.path);
+  Q_EMIT datasetLoaded();
+  return true;
+}
+
+void DatasetPanel::showDataset() {
+  auto train = ctx_->trainSet();
+  auto test = ctx_->testSet();
+  table_->setRowCount(0);
+  thumbs_->clear();
+  if (!train) {
+    summary_->setText(tr("No dataset loaded."));
+    return;
+  }
+  summary_->setText(tr("<b>%1</b><br>%2 training and %3 test samples of shape %4")
+                        .arg(ctx_->datasetDescription().toHtmlEscaped())
+                        .arg(train->size())
+                        .arg(test ? test->size() : 0)
+                        .arg(QString::fromStdString(train->sample_shape.str())));
+  int n_classes = train->num_classes;
+  for (int32_t l : train->labels) n_classes = std::max(n_classes, l + 1);
+  std::vector<int64_t> tr_count(size_t(n_classes), 0), te_count(size_t(n_classes), 0);
+  for (int32_t l : train->labels) ++tr_count[size_t(l)];
+  if (test)
+    for (int32_t l : test->labels)
+      if (l >= 0 && l < n_classes) ++te_count[size_t(l)];
+  QStringList names = ctx_->classNames();
+  // A text vocabulary has dozens of classes; the table still helps, the grid not.
+  table_->setRowCount(n_classes);
+  for (int c = 0; c < n_classes; ++c) {
+    QString nm = c < names.size() && !names[c].isEmpty() ? names[c] : QString::number(c);
+    if (nm == "\n") nm = "\\n";
+    table_->setItem(c, 0, new QTableWidgetItem(nm));
+    table_->setItem(c, 1, new QTableWidgetItem(QString::number(tr_count[size_t(c)])));
+    table_->setItem(c, 2, new QTableWidgetItem(QString::number(te_count[size_t(c)])));
+  }
+  // Thumbnails: the first few of every class, so each label is seen.
+  if (!train->pixels.empty()) {
+    constexpr int kPerClass = 6;
+    std::vector<int> shown(size_t(n_classes), 0);
+    for (int64_t i = 0; i < train->size(); ++i) {
+      int l = train->labels[size_t(i)];
+      if (shown[size_t(l)] >= kPerClass) continue;
+      ++shown[size_t(l)];
+      QString nm = l < names.size() ? names[l] : QString::number(l);
+      thumbs_->addImage(sample_image(*train, i), nm, tr("#%1: %2").arg(i).arg(nm),
+                        QVariant::fromValue(int(i)));
+      if (thumbs_->count() >= 120) break;
+    }
+  }
+  preview_index_ = 0;
+  refreshPreview();
+  showMessages();
+}
+
+void DatasetPanel::refreshPreview() {
+  preview_->clear();
+  auto train = ctx_->trainSet();
+  if (!train || train->pixels.empty() || preview_index_ >= train->size()) return;
+  const Shape& s = train->sample_shape;
+  const int64_t per = s.numel();
+  preview_->addImage(sample_image(*train, preview_index_), tr("original"));
+  AugmentOptions o = augmentOptions();
+  if (!o.any()) return;
+  Dataset one;
+  one.sample_shape = s;
+  one.pixels.resize(size_t(per));
+  one.labels = {0};
+  Rng rng(preview_seed_);
+  for (int k = 0; k < 7; ++k) {
+    augment_sample(train->pixels.data() + preview_index_ * per, one.pixels.data(), s, o, rng);
+    preview_->addImage(sample_image(one, 0), tr("augmented"));
+  }
+}
+
+void DatasetPanel::showMessages(const QString& error) {
+  QStringList lines;
+  QString style;
+  if (!error.isEmpty()) {
+    lines << error;
+    style = "background:#fdecea; color:#611a15; border:1px solid #f5c2c0;";
+  } else {
+    lines << ctx_->datasetWarnings();
+    if (ctx_->hasDataset()) {
+      QStringList problems = ctx_->trainingProblems();
+      for (const QString& p : problems) lines << tr("Before training: %1").arg(p);
+      style = problems.isEmpty() ? "background:#fff8e1; color:#5d4200; border:1px solid #ffe08a;"
+                                 : "background:#fdecea; color:#611a15; border:1px solid "
+                                   "#f5c2c0;";
+    }
+  }
+  if (lines.isEmpty()) {
+    message_->clear();
+    message_->setVisible(false);
+    return;
+  }
+  QString html;
+  for (const QString& l : lines) html += "<p style='margin:2px'>" + l.toHtmlEscaped() + "</p>";
+  message_->setText(html);
+  message_->setStyleSheet("QLabel {" + style + " border-radius:4px; padding:6px; }");
+  message_->setVisible(true);
+}
+
+QString DatasetPanel::messageText() const {
+  return message_->isHidden() ? QString() : message_->text();
+}
+
+}  // namespace dc::gui

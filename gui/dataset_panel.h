@@ -1,0 +1,72 @@
+#pragma once
+// The dataset panel: where the data comes from (the project's dataset, the
+// bundled sample, IDX files, an image folder with one subfolder per class, a
+// CSV series or a text corpus), what is in it (samples per class, thumbnails
+// with their labels), how it is prepared (validation split, normalisation)
+// and augmented (flips, crop with padding, rotation, brightness, with a live
+// preview). Loading errors and the checks that would stop training are shown
+// here before any run starts; a failed load keeps the previous dataset.
+#include "gui/project_context.h"
+
+#include <QWidget>
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+class QTableWidget;
+
+namespace dc::widgets {
+class ImageGrid;
+}
+
+namespace dc::gui {
+
+class DatasetPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit DatasetPanel(ProjectContext* ctx, QWidget* parent = nullptr);
+
+  // Loads a source as if chosen in the panel; false (message shown) on error.
+  bool loadSource(const DatasetSource& source);
+  // The banner: load errors, skipped files and training problems.
+  QString messageText() const;
+  widgets::ImageGrid* thumbnails() const { return thumbs_; }
+  widgets::ImageGrid* augmentPreview() const { return preview_; }
+  QTableWidget* classTable() const { return table_; }
+  AugmentOptions augmentOptions() const;
+  void setAugmentOptions(const AugmentOptions& o);
+
+ public slots:
+  void loadFromWidgets();
+  void refreshPreview();  // new random augmentations of the preview sample
+
+ signals:
+  void datasetLoaded();
+  void loadFailed(const QString& message);
+
+ private:
+  void buildUi();
+  void showDataset();
+  void showMessages(const QString& error = {});
+  void kindChanged();
+  void optionsChanged();
+
+  ProjectContext* ctx_;
+  QComboBox *kind_, *normalize_;
+  QLineEdit* path_;
+  QPushButton *browse_, *load_, *reroll_;
+  QSpinBox *window_, *pad_, *copies_;
+  QDoubleSpinBox *test_fraction_, *val_split_, *rotate_, *brightness_;
+  QCheckBox *hflip_, *vflip_;
+  QLabel *summary_, *message_;
+  QTableWidget* table_;
+  widgets::ImageGrid *thumbs_, *preview_;
+  int preview_index_ = 0;
+  uint64_t preview_seed_ = 1;
+};
+
+}  // namespace dc::gui

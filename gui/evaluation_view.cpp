@@ -1,0 +1,150 @@
+#include "gui/evaluation_view.h"
+
+#include "widgets/confusion_matrix_widget.h"
+#include "widgets/image_grid.h"
+
+#include <deepcanvas/errors.h>
+#include <deepcanvas/plan.h>
+
+#include <QLabel>
+#include <QSplitter>
+#include <QVBoxLayout>
+#include <algorithm>
+
+namespace dc::gui {
+
+EvaluationView::EvaluationView(ProjectContext* ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
+  auto* lay = new QVBoxLayout(this);
+  title_ = new QLabel(tr("<b>Confusion matrix</b>"), this);
+  lay->addWidget(title_);
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  matrix_ = new widgets::ConfusionMatrixWidget(split);
+  auto* right = new QWidget(split);
+  auto* rl = new QVBoxLayout(right);
+  rl->setContentsMargins(0, 0, 0, 0);
+  cell_label_ = new QLabel(tr("Click a cell to list its samples, most confident first."), right);
+  cell_label_->setWordWrap(true);
+  grid_ = new widgets::ImageGrid(right, 56);
+  rl->addWidget(cell_label_);
+  rl->addWidget(grid_, 1);
+  split->addWidget(matrix_);
+  split->addWidget(right);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  lay->addWidget(split, 1);
+  connect(matrix_, &widgets::ConfusionMatrixWidget::cellClicked, this, &EvaluationView::showCell);
+}
+
+EvaluationView::~EvaluationView() {
+  if (worker_.joinable()) worker_.join();
+}
+
+void EvaluationView::clear() {
+  matrix_->setMatrix({});
+  grid_->clear();
+  preds_.clear();
+  listed_.clear();
+  predicted_for_.clear();
+  checkpoint_.clear();
+}
+
+void EvaluationView::setConfusion(const std::vector<std::vector<int64_t>>& m, int epoch) {
+  matrix_->setMatrix(m, ctx_->classNames());
+  bool test = ctx_->testSet() != nullptr;
+  title_->setText(tr("<b>Confusion matrix</b> — %1 set, after epoch %2")
+                      .arg(test ? tr("test") : tr("validation"))
+                      .arg(epoch));
+}
+
+void EvaluationView::setCheckpoint(const QString& path) {
+  checkpoint_ = path;
+}
+
+void EvaluationView::showCell(int t, int p) {
+  QStringList names = ctx_->classNames();
+  auto nm = [&](int i) { return i < names.size() ? names[i] : QString::number(i); };
+  cell_label_->setText(tr("True <b>%1</b>, predicted <b>%2</b>:").arg(nm(t), nm(p)));
+  if (!predicted_for_.isEmpty() && predicted_for_ == checkpoint_) {
+    list(t, p);
+    return;
+  }
+  std::shared_ptr<Dataset> ds = ctx_->testSet();
+  if (checkpoint_.isEmpty() || !ds) {
+    cell_label_->setText(
+        tr("Samples can be listed once a checkpoint of this run exists "
+           "(after the first epoch) and the dataset has a test set."));
+    return;
+  }
+  pending_t_ = t;
+  pending_p_ = p;
+  if (worker_.joinable()) return;  // the running job will list the pending cell
+  cell_label_->setText(cell_label_->text() + tr(" computing predictions…"));
+  QString ck = checkpoint_;
+  Graph g = ctx_->project().graph;
+  worker_ = std::thread([this, ck, g, ds] {
+    std::vector<SamplePrediction> preds;
+    QString error;
+    try {
+      ModelWeights w = weights_from_checkpoint(ck);
+      Plan plan(g, 256);
+      plan.load_state(w.state, ck.toStdString());
+      Dataset copy = *ds;  // normalised as the checkpoint was trained
+      copy.mean = w.mean;
+      copy.stddev = w.stddev;
+      preds = predict_samples(plan, copy);
+    } catch (const std::exception& e) {
+      error = QString::fromUtf8(e.what());
+    }
+    // Queued to this object: discarded by Qt if the view is gone (joined first).
+    QMetaObject::invokeMethod(
+        this,
+        [this, ck, preds = std::move(preds), error] {
+          if (worker_.joinable()) worker_.join();
+          if (!error.isEmpty()) {
+            cell_label_->setText(tr("Could not compute predictions: %1").arg(error));
+            Q_EMIT samplesListed(0);
+            return;
+          }
+          preds_ = preds;
+          predicted_for_ = ck;
+          if (ck != checkpoint_) {  // a newer checkpoint arrived meanwhile
+            showCell(pending_t_, pending_p_);
+            return;
+          }
+          list(pending_t_, pending_p_);
+        },
+        Qt::QueuedConnection);
+  });
+}
+
+void EvaluationView::list(int t, int p) {
+  listed_.clear();
+  for (const auto& s : preds_)
+    if (s.label == t && s.predicted == p) listed_.push_back(s);
+  std::stable_sort(listed_.begin(), listed_.end(),
+                   [](const auto& a, const auto& b) { return a.confidence > b.confidence; });
+  grid_->clear();
+  std::shared_ptr<Dataset> ds = ctx_->testSet();
+  const size_t shown = std::min<size_t>(listed_.size(), 200);  // a grid of thousands helps nobody
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& s = listed_[i];
+    QImage img = ds ? sample_image(*ds, s.index) : QImage();
+    QString cap = QString("%1 %").arg(100.0 * s.confidence, 0, 'f', 1);
+    QString tip = tr("test sample #%1\nconfidence %2 %, true class probability %3 %")
+                      .arg(s.index)
+                      .arg(100.0 * s.confidence, 0, 'f', 1)
+                      .arg(100.0 * s.label_prob, 0, 'f', 1);
+    grid_->addImage(img, cap, tip, QVariant::fromValue<qlonglong>(s.index));
+  }
+  QStringList names = ctx_->classNames();
+  auto nm = [&](int i) { return i < names.size() ? names[i] : QString::number(i); };
+  cell_label_->setText(
+      tr("True <b>%1</b>, predicted <b>%2</b>: %3 sample(s)%4, most confident "
+         "first")
+          .arg(nm(t), nm(p))
+          .arg(listed_.size())
+          .arg(listed_.size() > shown ? tr(" (first %1 shown)").arg(shown) : QString()));
+  Q_EMIT samplesListed(int(listed_.size()));
+}
+
+}  // namespace dc::gui

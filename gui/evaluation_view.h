@@ -1,0 +1,60 @@
+#pragma once
+// Evaluation after each epoch: the confusion matrix on the test set (or the
+// validation split) and, for a clicked cell, the samples behind it sorted by
+// the network's confidence, so the most confident mistakes come first.
+// Per-sample predictions are computed from the latest checkpoint on a worker
+// thread, never from the weights the trainer is updating.
+#include "gui/project_context.h"
+
+#include <deepcanvas/probe.h>
+
+#include <QWidget>
+#include <thread>
+#include <vector>
+
+class QLabel;
+
+namespace dc::widgets {
+class ConfusionMatrixWidget;
+class ImageGrid;
+}  // namespace dc::widgets
+
+namespace dc::gui {
+
+class EvaluationView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit EvaluationView(ProjectContext* ctx, QWidget* parent = nullptr);
+  ~EvaluationView() override;
+
+  void setConfusion(const std::vector<std::vector<int64_t>>& m, int epoch);
+  // The checkpoint whose weights explain the matrix (last.safetensors).
+  void setCheckpoint(const QString& path);
+  // Lists the samples of cell (true, predicted); asynchronous when the
+  // predictions for the current checkpoint are not computed yet.
+  void showCell(int true_class, int predicted);
+  void clear();
+
+  widgets::ConfusionMatrixWidget* matrixWidget() const { return matrix_; }
+  widgets::ImageGrid* samplesGrid() const { return grid_; }
+  // Indices (into the evaluated set) of the samples listed, in order.
+  const std::vector<SamplePrediction>& listed() const { return listed_; }
+
+ signals:
+  void samplesListed(int count);
+
+ private:
+  void list(int t, int p);
+
+  ProjectContext* ctx_;
+  widgets::ConfusionMatrixWidget* matrix_;
+  widgets::ImageGrid* grid_;
+  QLabel* title_;
+  QLabel* cell_label_;
+  QString checkpoint_, predicted_for_;
+  std::vector<SamplePrediction> preds_, listed_;
+  std::thread worker_;
+  int pending_t_ = -1, pending_p_ = -1;
+};
+
+}  // namespace dc::gui

@@ -1,0 +1,427 @@
+#include "gui/inference_panel.h"
+
+#include "gui/image_folder_dataset.h"
+#include "widgets/image_grid.h"
+#include "widgets/saliency_view.h"
+#include "widgets/top_k_bars.h"
+
+#include <deepcanvas/errors.h>
+
+#include <QComboBox>
+#include <QDir>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMimeData>
+#include <QPushButton>
+#include <QSlider>
+#include <QSplitter>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace dc::gui {
+
+namespace {
+const QStringList kImageFilters{"*.png", "*.jpg", "*.jpeg", "*.bmp", "*.pgm",
+                                "*.ppm", "*.tif", "*.tiff", "*.webp"};
+}
+
+InferencePanel::InferencePanel(ProjectContext* ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
+  setAcceptDrops(true);
+  buildUi();
+  connect(ctx_, &ProjectContext::weightsChanged, this, [this] {
+    if (use_checkpoint_) return;
+    probe_stale_ = true;
+    weights_label_->setText(tr("Weights: %1").arg(weightsSource()));
+    predictCurrent();
+  });
+  connect(ctx_, &ProjectContext::projectChanged, this, [this] {
+    probe_stale_ = true;
+    predictCurrent();
+  });
+  weights_label_->setText(tr("Weights: %1").arg(weightsSource()));
+  updatePreprocessingText();
+}
+
+InferencePanel::~InferencePanel() = default;
+
+void InferencePanel::buildUi() {
+  auto* root = new QVBoxLayout(this);
+  auto* bar = new QHBoxLayout;
+  open_ = new QPushButton(tr("Open images…"), this);
+  open_dir_ = new QPushButton(tr("Open folder…"), this);
+  open_ckpt_ = new QPushButton(tr("Use checkpoint…"), this);
+  use_current_ = new QPushButton(tr("Use current weights"), this);
+  weights_label_ = new QLabel(this);
+  for (QWidget* w : {static_cast<QWidget*>(open_), static_cast<QWidget*>(open_dir_)})
+    bar->addWidget(w);
+  bar->addSpacing(16);
+  bar->addWidget(weights_label_, 1);
+  bar->addWidget(open_ckpt_);
+  bar->addWidget(use_current_);
+  root->addLayout(bar);
+  message_ = new QLabel(this);
+  message_->setWordWrap(true);
+  message_->setVisible(false);
+  root->addWidget(message_);
+
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  list_ = new widgets::ImageGrid(split, 72);
+  list_->setMinimumWidth(180);
+  auto* mid = new QWidget(split);
+  auto* ml = new QVBoxLayout(mid);
+  ml->setContentsMargins(0, 0, 0, 0);
+  saliency_ = new widgets::SaliencyView(mid);
+  preprocess_ = new QLabel(mid);
+  preprocess_->setWordWrap(true);
+  auto* op = new QHBoxLayout;
+  op->addWidget(new QLabel(tr("Saliency overlay"), mid));
+  opacity_ = new QSlider(Qt::Horizontal, mid);
+  opacity_->setRange(0, 100);
+  opacity_->setValue(55);
+  op->addWidget(opacity_, 1);
+  ml->addWidget(saliency_, 1);
+  ml->addLayout(op);
+  ml->addWidget(preprocess_);
+  auto* right = new QWidget(split);
+  auto* rl = new QVBoxLayout(right);
+  rl->setContentsMargins(0, 0, 0, 0);
+  rl->addWidget(new QLabel(tr("<b>Top 5</b>"), right));
+  bars_ = new widgets::TopKBars(right);
+  rl->addWidget(bars_);
+  auto* lh = new QHBoxLayout;
+  lh->addWidget(new QLabel(tr("<b>Activations</b>"), right));
+  layer_ = new QComboBox(right);
+  lh->addWidget(layer_, 1);
+  rl->addLayout(lh);
+  maps_ = new widgets::ImageGrid(right, 64);
+  rl->addWidget(maps_, 1);
+  split->addWidget(list_);
+  split->addWidget(mid);
+  split->addWidget(right);
+  split->setStretchFactor(0, 1);
+  split->setStretchFactor(1, 2);
+  split->setStretchFactor(2, 2);
+  root->addWidget(split, 1);
+
+  connect(open_, &QPushButton::clicked, this, [this] {
+    QStringList files = QFileDialog::getOpenFileNames(
+        this, tr("Open images"), QString(),
+        tr("Images (%1);;All files (*)").arg(kImageFilters.join(' ')));
+    if (!files.isEmpty()) openPaths(files);
+  });
+  connect(open_dir_, &QPushButton::clicked, this, [this] {
+    QString d = QFileDialog::getExistingDirectory(this, tr("Open a folder of images"));
+    if (!d.isEmpty()) openPaths({d});
+  });
+  connect(open_ckpt_, &QPushButton::clicked, this, [this] {
+    QString f = QFileDialog::getOpenFileName(this, tr("Open a checkpoint"), QString(),
+                                             tr("Checkpoints (*.safetensors)"));
+    if (!f.isEmpty()) loadCheckpoint(f);
+  });
+  connect(use_current_, &QPushButton::clicked, this, &InferencePanel::useCurrentWeights);
+  connect(list_, &widgets::ImageGrid::imageActivated, this,
+          [this](int row, const QVariant&) { selectImage(row); });
+  connect(opacity_, &QSlider::valueChanged, this,
+          [this](int v) { saliency_->setOpacity(v / 100.0); });
+  connect(layer_, &QComboBox::currentIndexChanged, this, &InferencePanel::showActivations);
+}
+
+QString InferencePanel::weightsSource() const {
+  if (use_checkpoint_) return checkpoint_.source;
+  const ModelWeights& w = ctx_->weights();
+  return w.valid() ? w.source : tr("none yet (train the network or use a checkpoint)");
+}
+
+void InferencePanel::setMessage(const QString& text, bool error) {
+  message_->setText(text);
+  message_->setStyleSheet(error ? "QLabel { background:#fdecea; color:#611a15; border:1px solid "
+                                  "#f5c2c0; border-radius:4px; padding:6px; }"
+                                : "QLabel { background:#fff8e1; color:#5d4200; border-radius:4px;"
+                                  " padding:6px; }");
+  message_->setVisible(!text.isEmpty());
+  if (!text.isEmpty()) Q_EMIT message(text);
+}
+
+QString InferencePanel::messageText() const {
+  return message_->isHidden() ? QString() : message_->text();
+}
+
+QString InferencePanel::preprocessingText() const {
+  return preprocess_->text();
+}
+
+bool InferencePanel::loadCheckpoint(const QString& path) {
+  ModelWeights w;
+  std::unique_ptr<ModelProbe> probe;
+  try {
+    w = weights_from_checkpoint(path);
+    probe = std::make_unique<ModelProbe>(ctx_->project().graph, w.state, path.toStdString());
+  } catch (const std::exception& e) {
+    // The weights in use stay as they were.
+    setMessage(tr("Cannot use this checkpoint: %1").arg(QString::fromUtf8(e.what())), true);
+    return false;
+  }
+  checkpoint_ = std::move(w);
+  probe_ = std::move(probe);
+  probe_stale_ = false;
+  use_checkpoint_ = true;
+  weights_label_->setText(tr("Weights: %1").arg(weightsSource()));
+  setMessage({}, false);
+  updatePreprocessingText();
+  predictCurrent();
+  return true;
+}
+
+void InferencePanel::useCurrentWeights() {
+  use_checkpoint_ = false;
+  probe_stale_ = true;
+  weights_label_->setText(tr("Weights: %1").arg(weightsSource()));
+  predictCurrent();
+}
+
+bool InferencePanel::ensureProbe() {
+  if (!probe_stale_ && probe_) return true;
+  probe_.reset();
+  const ModelWeights& w = use_checkpoint_ ? checkpoint_ : ctx_->weights();
+  if (!w.valid()) return false;
+  try {
+    probe_ = std::make_unique<ModelProbe>(ctx_->project().graph, w.state, w.source.toStdString());
+  } catch (const std::exception& e) {
+    setMessage(tr("The weights do not fit the network: %1").arg(QString::fromUtf8(e.what())), true);
+    return false;
+  }
+  probe_stale_ = false;
+  updatePreprocessingText();
+  return true;
+}
+
+void InferencePanel::updatePreprocessingText() {
+  const ModelWeights& w = use_checkpoint_ ? checkpoint_ : ctx_->weights();
+  Shape in;
+  try {
+    in = probe_ ? probe_->input_shape() : Plan(ctx_->project().graph, 1).input_shape();
+  } catch (const std::exception&) {
+    preprocess_->setText(tr("The network is not valid yet."));
+    return;
+  }
+  if (in.rank() != 3 || (in[0] != 1 && in[0] != 3)) {
+    preprocess_->setText(tr("The network's Input is %1, not an image; this panel needs an "
+                            "image input (1 or 3 channels).")
+                             .arg(QString::fromStdString(in.str())));
+    return;
+  }
+  QString norm = w.valid() ? tr("(x/255 − %1) / %2 (the training set's statistics)")
+                                 .arg(w.mean, 0, 'f', 4)
+                                 .arg(w.stddev, 0, 'f', 4)
+                           : tr("from the weights, once there are some");
+  preprocess_->setText(tr("<b>Preprocessing</b> (from the Input layer %1): resize to %2×%3 "
+                          "(area), %4, normalise %5")
+                           .arg(QString::fromStdString(in.str()))
+                           .arg(in[2])
+                           .arg(in[1])
+                           .arg(in[0] == 1 ? tr("greyscale") : tr("RGB colour"), norm));
+}
+
+int InferencePanel::openPaths(const QStringList& paths) {
+  Shape in;
+  try {
+    in = Plan(ctx_->project().graph, 1).input_shape();
+  } catch (const std::exception& e) {
+    setMessage(tr("The network must be valid to read images: %1").arg(e.what()), true);
+    return 0;
+  }
+  QStringList files;
+  for (const QString& p : paths) {
+    QFileInfo fi(p);
+    if (fi.isDir()) {
+      for (const QFileInfo& f : QDir(p).entryInfoList(kImageFilters, QDir::Files, QDir::Name))
+        files << f.absoluteFilePath();
+    } else {
+      files << p;
+    }
+  }
+  QStringList bad;
+  int added = 0, first = -1;
+  for (const QString& f : files) {
+    Image img;
+    img.path = f;
+    try {
+      img.chw = read_image_chw(f.toStdString(), in);
+    } catch (const std::exception& e) {
+      bad << QString::fromUtf8(e.what());
+      continue;
+    }
+    Dataset one;
+    one.sample_shape = in;
+    one.pixels = img.chw;
+    one.labels = {0};
+    list_->addImage(sample_image(one, 0), QFileInfo(f).fileName(), f);
+    images_.push_back(std::move(img));
+    if (first < 0) first = int(images_.size()) - 1;
+    ++added;
+  }
+  if (!bad.isEmpty())
+    setMessage(tr("%1 file(s) could not be opened: %2")
+                   .arg(bad.size())
+                   .arg(bad.mid(0, 5).join("; ") + (bad.size() > 5 ? tr("; …") : QString())),
+               true);
+  else if (files.isEmpty())
+    setMessage(tr("No images found."), true);
+  else
+    setMessage({}, false);
+  if (first >= 0) selectImage(first);
+  return added;
+}
+
+void InferencePanel::selectImage(int row) {
+  if (row < 0 || row >= int(images_.size())) return;
+  current_ = row;
+  {
+    const QSignalBlocker block(list_);
+    list_->setCurrentRow(row);
+  }
+  predictCurrent();
+}
+
+QString InferencePanel::className(int i) const {
+  const ModelWeights& w = use_checkpoint_ ? checkpoint_ : ctx_->weights();
+  QStringList names = w.class_names.isEmpty() ? ctx_->classNames() : w.class_names;
+  return i >= 0 && i < names.size() && !names[i].isEmpty() ? names[i] : tr("class %1").arg(i);
+}
+
+void InferencePanel::predictCurrent() {
+  probs_.clear();
+  if (current_ < 0 || current_ >= int(images_.size())) return;
+  Image& img = images_[size_t(current_)];
+  const ModelWeights& w = use_checkpoint_ ? checkpoint_ : ctx_->weights();
+  if (!ensureProbe()) {
+    Dataset one;
+    try {
+      one.sample_shape = Plan(ctx_->project().graph, 1).input_shape();
+    } catch (const std::exception&) {
+      return;  // an invalid graph is the editor's to report
+    }
+    one.pixels = img.chw;
+    one.labels = {0};
+    saliency_->setImage(sample_image(one, 0));
+    bars_->clear();
+    if (!w.valid()) setMessage(tr("No weights yet: train the network or use a checkpoint."), false);
+    return;
+  }
+  const Shape in = probe_->input_shape();
+  if (int64_t(img.chw.size()) != in.numel()) {
+    setMessage(tr("%1 was read for another Input shape; open it again.").arg(img.path), true);
+    return;
+  }
+  Tensor x(in.with_batch(1));
+  float* px = x.f32();
+  for (size_t i = 0; i < img.chw.size(); ++i) px[i] = (img.chw[i] / 255.f - w.mean) / w.stddev;
+  try {
+    const Tensor& out = probe_->forward(x);
+    const int n = int(out.numel());
+    probs_ = softmax(out.f32(), n);
+    std::vector<int> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return probs_[size_t(a)] > probs_[size_t(b)]; });
+    QVector<widgets::TopKBars::Entry> top;
+    for (int k = 0; k < std::min(5, n); ++k)
+      top.push_back({className(order[size_t(k)]), probs_[size_t(order[size_t(k)])]});
+    bars_->setEntries(top);
+    img.top = order[0];
+    img.prob = probs_[size_t(order[0])];
+    // Saliency: the largest |gradient| over channels at each pixel.
+    Tensor g = probe_->input_gradient(img.top);
+    const int c = int(in[0]), h = int(in[1]), wd = int(in[2]);
+    std::vector<float> heat(size_t(h) * wd, 0.f);
+    for (int k = 0; k < c; ++k)
+      for (int i = 0; i < h * wd; ++i)
+        heat[size_t(i)] = std::max(heat[size_t(i)], std::abs(g.f32()[size_t(k) * h * wd + i]));
+    saliency_->setImage(tensor_image(x.f32(), in, w.mean, w.stddev));
+    saliency_->setHeatmap(heat, wd, h);
+    saliency_->setCaption(tr("%1 — %2 (%3 %)")
+                              .arg(QFileInfo(img.path).fileName(), className(img.top))
+                              .arg(100.0 * img.prob, 0, 'f', 1));
+    if (auto* item = list_->item(current_))
+      item->setText(tr("%1\n%2 %3 %")
+                        .arg(QFileInfo(img.path).fileName(), className(img.top))
+                        .arg(100.0 * img.prob, 0, 'f', 0));
+  } catch (const std::exception& e) {
+    setMessage(tr("Inference failed: %1").arg(QString::fromUtf8(e.what())), true);
+    return;
+  }
+  // Layer list: keep the user's choice across images.
+  QString keep = layer_->currentText();
+  {
+    const QSignalBlocker block(layer_);
+    layer_->clear();
+    for (const auto& a : probe_->activations())
+      layer_->addItem(QString("%1 (%2, %3)")
+                          .arg(QString::fromStdString(a.name), QString::fromStdString(a.type),
+                               QString::fromStdString(a.value->shape().without_batch().str())),
+                      qlonglong(a.id));
+    int i = layer_->findText(keep);
+    layer_->setCurrentIndex(i >= 0 ? i : std::min(1, layer_->count() - 1));
+  }
+  showActivations();
+  if (messageText().startsWith(tr("No weights"))) setMessage({}, false);
+  Q_EMIT predicted(current_, img.top, img.prob);
+}
+
+void InferencePanel::showActivations() {
+  maps_->clear();
+  if (!probe_ || layer_->currentIndex() < 0) return;
+  const NodeId id = NodeId(layer_->currentData().toLongLong());
+  for (const auto& a : probe_->activations()) {
+    if (a.id != id) continue;
+    const Shape s = a.value->shape().without_batch();
+    const float* v = a.value->f32();
+    if (s.rank() == 3) {  // C×H×W: one map per channel
+      const int c = int(s[0]), h = int(s[1]), w = int(s[2]);
+      for (int k = 0; k < std::min(c, 64); ++k) {
+        std::vector<float> m(v + size_t(k) * h * w, v + size_t(k + 1) * h * w);
+        maps_->addImage(widgets::heat_image(m, w, h), tr("ch %1").arg(k));
+      }
+    } else {  // a vector (or sequence): one strip
+      const int n = int(s.numel());
+      std::vector<float> m(v, v + n);
+      const int w = s.rank() == 2 ? int(s[1]) : n, h = s.rank() == 2 ? int(s[0]) : 1;
+      maps_->addImage(widgets::heat_image(m, w, h), tr("%1 values").arg(n));
+    }
+    break;
+  }
+}
+
+int InferencePanel::activationMapCount() const {
+  return maps_->count();
+}
+
+int InferencePanel::topClass() const {
+  return current_ >= 0 ? images_[size_t(current_)].top : -1;
+}
+double InferencePanel::topProbability() const {
+  return current_ >= 0 ? images_[size_t(current_)].prob : 0.0;
+}
+QString InferencePanel::topClassName() const {
+  return topClass() >= 0 ? className(topClass()) : QString();
+}
+
+void InferencePanel::dragEnterEvent(QDragEnterEvent* e) {
+  if (e->mimeData()->hasUrls()) e->acceptProposedAction();
+}
+
+void InferencePanel::dropEvent(QDropEvent* e) {
+  QStringList paths;
+  for (const QUrl& u : e->mimeData()->urls())
+    if (u.isLocalFile()) paths << u.toLocalFile();
+  if (!paths.isEmpty()) openPaths(paths);
+  e->acceptProposedAction();
+}
+
+}  // namespace dc::gui

@@ -1,0 +1,104 @@
+#pragma once
+// The inference panel: open or drop images (or a folder of them), see them
+// preprocessed as the network's Input asks (size, grey/colour, the
+// normalisation the weights were trained with), the top-5 classes, a
+// saliency heat map (gradient of the top class's score with respect to the
+// input) and every layer's activation maps. It runs the current weights of
+// the ProjectContext or any checkpoint. One image is a few milliseconds of
+// forward and backward for the networks this app builds, so it runs on the
+// UI thread when an image is selected, never while training holds the
+// weights (it uses its own copy through a ModelProbe).
+#include "gui/project_context.h"
+
+#include <deepcanvas/probe.h>
+
+#include <QWidget>
+#include <memory>
+#include <vector>
+
+class QComboBox;
+class QLabel;
+class QPushButton;
+class QSlider;
+
+namespace dc::widgets {
+class ImageGrid;
+class SaliencyView;
+class TopKBars;
+}  // namespace dc::widgets
+
+namespace dc::gui {
+
+class InferencePanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit InferencePanel(ProjectContext* ctx, QWidget* parent = nullptr);
+  ~InferencePanel() override;
+
+  // Adds image files and the images in folders (not recursive); returns how
+  // many were added. Unreadable files are listed in the message, not added.
+  int openPaths(const QStringList& paths);
+  // Switches to a checkpoint's weights; false (message shown) when it cannot
+  // be used with the project's network.
+  bool loadCheckpoint(const QString& path);
+  void useCurrentWeights();
+  QString weightsSource() const;
+
+  int imageCount() const { return int(images_.size()); }
+  int currentImage() const { return current_; }
+  void selectImage(int row);
+  // Top-1 class and its probability for the selected image (-1 when none).
+  int topClass() const;
+  double topProbability() const;
+  QString topClassName() const;
+  QString messageText() const;
+  QString preprocessingText() const;
+  int activationMapCount() const;
+
+  widgets::TopKBars* topK() const { return bars_; }
+  widgets::SaliencyView* saliency() const { return saliency_; }
+  widgets::ImageGrid* images() const { return list_; }
+
+ signals:
+  // After each prediction of the selected image.
+  void predicted(int row, int top_class, double probability);
+  void message(const QString& text);
+
+ protected:
+  void dragEnterEvent(QDragEnterEvent* e) override;
+  void dropEvent(QDropEvent* e) override;
+
+ private:
+  struct Image {
+    QString path;
+    std::vector<uint8_t> chw;  // as the network reads it, before normalisation
+    int top = -1;
+    float prob = 0;
+  };
+  void buildUi();
+  bool ensureProbe();
+  void predictCurrent();
+  void showActivations();
+  void setMessage(const QString& text, bool error);
+  void updatePreprocessingText();
+  QString className(int i) const;
+
+  ProjectContext* ctx_;
+  bool use_checkpoint_ = false;
+  ModelWeights checkpoint_;
+  std::unique_ptr<ModelProbe> probe_;
+  bool probe_stale_ = true;
+  std::vector<Image> images_;
+  int current_ = -1;
+  std::vector<float> probs_;
+
+  QLabel *weights_label_, *preprocess_, *message_;
+  QPushButton *open_, *open_dir_, *open_ckpt_, *use_current_;
+  widgets::ImageGrid *list_, *maps_;
+  widgets::SaliencyView* saliency_;
+  widgets::TopKBars* bars_;
+  QSlider* opacity_;
+  QComboBox* layer_;
+};
+
+}  // namespace dc::gui

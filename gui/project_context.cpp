@@ -1,0 +1,255 @@
+#include "gui/project_context.h"
+
+#include "gui/image_folder_dataset.h"
+
+#include <deepcanvas/errors.h>
+#include <deepcanvas/plan.h>
+#include <deepcanvas/sequence_data.h>
+#include <deepcanvas/trainer.h>
+
+#include <nlohmann/json.hpp>
+
+#include <QDir>
+#include <QFileInfo>
+#include <algorithm>
+#include <set>
+
+namespace dc::gui {
+
+QImage sample_image(const Dataset& d, int64_t index) {
+  const Shape& s = d.sample_shape;
+  if (d.pixels.empty() || index < 0 || index >= d.size()) return {};
+  int c = 1, h = 0, w = 0;
+  if (s.rank() == 3 && (s[0] == 1 || s[0] == 3)) {
+    c = int(s[0]);
+    h = int(s[1]);
+    w = int(s[2]);
+  } else if (s.rank() == 2) {
+    h = int(s[0]);
+    w = int(s[1]);
+  } else {
+    return {};
+  }
+  const uint8_t* px = d.pixels.data() + index * s.numel();
+  QImage img(w, h, c == 1 ? QImage::Format_Grayscale8 : QImage::Format_RGB888);
+  for (int y = 0; y < h; ++y) {
+    uchar* line = img.scanLine(y);
+    for (int x = 0; x < w; ++x)
+      for (int k = 0; k < c; ++k) line[x * c + k] = px[k * h * w + y * w + x];
+  }
+  return img;
+}
+
+QImage tensor_image(const float* chw, const Shape& s, float mean, float stddev) {
+  if (s.rank() != 3 || (s[0] != 1 && s[0] != 3)) return {};
+  const int c = int(s[0]), h = int(s[1]), w = int(s[2]);
+  QImage img(w, h, c == 1 ? QImage::Format_Grayscale8 : QImage::Format_RGB888);
+  for (int y = 0; y < h; ++y) {
+    uchar* line = img.scanLine(y);
+    for (int x = 0; x < w; ++x)
+      for (int k = 0; k < c; ++k) {
+        float v = (chw[k * h * w + y * w + x] * stddev + mean) * 255.f;
+        line[x * c + k] = uchar(std::clamp(v, 0.f, 255.f) + 0.5f);
+      }
+  }
+  return img;
+}
+
+ModelWeights weights_from_checkpoint(const QString& path) {
+  CheckpointInfo ck = read_checkpoint(path.toStdString());
+  ModelWeights w;
+  w.state = std::move(ck.model);
+  try {
+    w.mean = std::stof(ck.metadata.at("mean"));
+    w.stddev = std::stof(ck.metadata.at("stddev"));
+  } catch (const std::exception&) {
+    throw IoError(path.toStdString() +
+                  ": checkpoint metadata lacks the input normalisation (mean/stddev)");
+  }
+  auto it = ck.metadata.find("class_names");
+  if (it != ck.metadata.end()) {
+    auto names = nlohmann::json::parse(it->second, nullptr, false);
+    if (names.is_array())
+      for (auto& n : names)
+        if (n.is_string()) w.class_names << QString::fromStdString(n.get<std::string>());
+  }
+  w.source = QFileInfo(path).fileName() + QObject::tr(" (epoch %1)").arg(ck.epoch);
+  return w;
+}
+
+ProjectContext::ProjectContext(Project project, QObject* parent)
+    : QObject(parent), project_(std::move(project)) {}
+
+std::unique_ptr<ProjectContext> ProjectContext::load(const QString& path, QObject* parent) {
+  return std::make_unique<ProjectContext>(load_project(path.toStdString()), parent);
+}
+
+void ProjectContext::setProject(Project p) {
+  project_ = std::move(p);
+  Q_EMIT projectChanged();
+}
+
+void ProjectContext::loadDataset(const DatasetSource& source) {
+  TrainTest tt;
+  QStringList warnings;
+  QString desc;
+  std::string dir;
+  auto idx = [&](const std::string& d) {
+    return d.find("fashion") != std::string::npos ? load_fashion_mnist(d) : load_idx_folder(d);
+  };
+  switch (source.kind) {
+    case DatasetSource::Kind::Project: {
+      dir = resolve_dataset_dir(project_);
+      const DatasetSpec& s = project_.dataset;
+      if (s.kind == "text")
+        tt = load_text_dataset(dir, {s.window, s.stride, s.test_fraction});
+      else if (s.kind == "csv_sequence")
+        tt = load_csv_sequences(dir, {s.window, s.target, s.test_fraction});
+      else
+        tt = idx(dir);
+      desc = tr("project dataset: %1").arg(QString::fromStdString(dir));
+      break;
+    }
+    case DatasetSource::Kind::Sample: {
+      Project tmp = project_;
+      tmp.dataset.path = "sample:fashion-mnist-subset";
+      dir = resolve_dataset_dir(tmp);
+      tt = load_fashion_mnist(dir);
+      desc = tr("bundled sample: Fashion-MNIST subset");
+      break;
+    }
+    case DatasetSource::Kind::Idx:
+      dir = source.path.toStdString();
+      if (!QFileInfo(source.path).isDir()) throw IoError("'" + dir + "' is not a folder");
+      tt = idx(dir);
+      desc = tr("IDX folder: %1").arg(source.path);
+      break;
+    case DatasetSource::Kind::Csv:
+      dir = source.path.toStdString();
+      tt = load_csv_sequences(dir,
+                              {source.window, source.target.toStdString(), source.test_fraction});
+      desc = tr("CSV series: %1").arg(source.path);
+      break;
+    case DatasetSource::Kind::Text:
+      dir = source.path.toStdString();
+      tt = load_text_dataset(dir, {source.window, 1, source.test_fraction});
+      desc = tr("text corpus: %1").arg(source.path);
+      break;
+    case DatasetSource::Kind::ImageFolder: {
+      dir = source.path.toStdString();
+      Shape in;
+      try {
+        in = Plan(project_.graph, 1).input_shape();
+      } catch (const Error& e) {
+        throw GraphError(std::string("the network must be valid to read images at its input "
+                                     "size: ") +
+                         e.what());
+      }
+      ImageFolderReport rep;
+      tt = load_image_folder(dir, in, source.test_fraction, project_.training.seed, &rep);
+      if (!rep.skipped.empty()) {
+        QStringList names;
+        for (size_t i = 0; i < rep.skipped.size() && i < 5; ++i)
+          names << QString::fromStdString(rep.skipped[i]);
+        warnings << tr("%1 file(s) are not images and were skipped: %2%3")
+                        .arg(rep.skipped.size())
+                        .arg(names.join(", "))
+                        .arg(rep.skipped.size() > 5 ? tr(", …") : QString());
+      }
+      desc = tr("image folder: %1").arg(source.path);
+      break;
+    }
+  }
+  source_ = source;
+  train_ = std::make_shared<Dataset>(std::move(tt.train));
+  test_ = tt.test.size() > 0 ? std::make_shared<Dataset>(std::move(tt.test)) : nullptr;
+  if (train_->class_names.empty() && test_ && !test_->class_names.empty())
+    train_->class_names = test_->class_names;
+  if (test_ && test_->class_names.empty()) test_->class_names = train_->class_names;
+  description_ = desc;
+  warnings_ = warnings;
+  augmented_.reset();
+  Q_EMIT datasetChanged();
+}
+
+QStringList ProjectContext::classNames() const {
+  QStringList v;
+  if (weights_.valid() && !weights_.class_names.isEmpty()) return weights_.class_names;
+  if (train_)
+    for (auto& n : train_->class_names) v << QString::fromStdString(n);
+  return v;
+}
+
+QStringList ProjectContext::trainingProblems() const {
+  QStringList p;
+  Shape in, out;
+  try {
+    Plan plan(project_.graph, 1);
+    in = plan.input_shape();
+    out = plan.output_shape();
+  } catch (const Error& e) {
+    p << tr("The network cannot be built: %1").arg(QString::fromUtf8(e.what()));
+    return p;
+  }
+  if (!train_) {
+    p << tr("No dataset is loaded: choose one in the Dataset tab.");
+    return p;
+  }
+  if (train_->size() == 0) p << tr("The training set is empty.");
+  std::set<int32_t> classes(train_->labels.begin(), train_->labels.end());
+  const bool classification = project_.training.loss == "softmax_cross_entropy";
+  if (classification && classes.size() == 1)
+    p << tr("The training set has a single class (%1); a classifier needs at least two.")
+             .arg(train_->class_names.empty()
+                      ? QString::number(*classes.begin())
+                      : QString::fromStdString(train_->class_names[*classes.begin()]));
+  // Sequence models read grey images row by row; the trainer converts those.
+  bool rows = in.rank() == 2 && train_->sample_shape.rank() == 3 && train_->sample_shape[0] == 1 &&
+              train_->sample_shape[1] == in[0] && train_->sample_shape[2] == in[1];
+  if (train_->sample_shape != in && !rows) {
+    bool channels_only = in.rank() == 3 && train_->sample_shape.rank() == 3 &&
+                         in[1] == train_->sample_shape[1] && in[2] == train_->sample_shape[2];
+    if (channels_only)
+      p << tr("The images have %1 channel(s) but the network's Input expects %2; change the "
+              "Input's shape to %3 or use %4 images.")
+               .arg(train_->sample_shape[0])
+               .arg(in[0])
+               .arg(QString::fromStdString(train_->sample_shape.str()))
+               .arg(in[0] == 1 ? tr("greyscale") : tr("colour"));
+    else
+      p << tr("The samples are %1 but the network's Input expects %2; change the Input's shape.")
+               .arg(QString::fromStdString(train_->sample_shape.str()),
+                    QString::fromStdString(in.str()));
+  }
+  if (classification) {
+    int32_t max_label = 0;
+    for (int32_t l : train_->labels) max_label = std::max(max_label, l);
+    int n_classes = std::max<int>(train_->num_classes, max_label + 1);
+    if (n_classes != out.numel())
+      p << tr("The dataset has %1 classes but the network outputs %2 values; set the last "
+              "Dense layer's units to %1.")
+               .arg(n_classes)
+               .arg(out.numel());
+  }
+  return p;
+}
+
+std::shared_ptr<Dataset> ProjectContext::trainingSet() {
+  if (!train_ || !augment_.enabled()) return train_;
+  if (!augmented_)
+    augmented_ =
+        std::make_shared<Dataset>(augmented_dataset(*train_, augment_, project_.training.seed));
+  return augmented_;
+}
+
+void ProjectContext::setAugmentation(const AugmentOptions& o) {
+  augment_ = o;
+  augmented_.reset();
+}
+
+void ProjectContext::setWeights(ModelWeights w) {
+  weights_ = std::move(w);
+  Q_EMIT weightsChanged();
+}
+
+}  // namespace dc::gui

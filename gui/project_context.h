@@ -1,0 +1,105 @@
+#pragma once
+// What the training, dataset and inference panels share: the project (graph,
+// dataset spec, training settings), the loaded datasets and the current
+// weights. Each panel takes a ProjectContext, so a panel can be built and
+// tested on its own, without MainWindow; the app hands the same context to
+// all of them and calls setProject when the editor's graph changes.
+#include "gui/augmentation.h"
+
+#include <deepcanvas/data.h>
+#include <deepcanvas/project.h>
+
+#include <QImage>
+#include <QObject>
+#include <QString>
+#include <QStringList>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dc::gui {
+
+// Where a dataset comes from, as chosen in the dataset panel.
+struct DatasetSource {
+  enum class Kind { Project, Sample, Idx, ImageFolder, Csv, Text };
+  Kind kind = Kind::Project;
+  QString path;                // Idx / ImageFolder: a folder; Csv / Text: a file
+  double test_fraction = 0.2;  // ImageFolder without train/ and test/; end of a CSV / text
+  int64_t window = 64;         // Csv / Text: steps per sample
+  QString target;              // Csv: the label column ("" = last)
+};
+
+// Trained weights with what is needed to feed them new inputs.
+struct ModelWeights {
+  std::vector<std::pair<std::string, Tensor>> state;
+  float mean = 0.f, stddev = 1.f;
+  QStringList class_names;
+  QString source;  // "current weights (epoch 3)" or a checkpoint path
+  bool valid() const { return !state.empty(); }
+};
+
+// A dataset sample as an image (C×H×W u8 with C = 1 or 3); null for
+// non-image samples.
+QImage sample_image(const Dataset& d, int64_t index);
+// An input tensor [1, C, H, W] (normalised floats) back as an image, undoing
+// the normalisation, for showing what the network saw.
+QImage tensor_image(const float* chw, const Shape& s, float mean, float stddev);
+
+// Reads a checkpoint (dc::read_checkpoint) into ModelWeights; throws
+// dc::IoError naming the file.
+ModelWeights weights_from_checkpoint(const QString& path);
+
+class ProjectContext : public QObject {
+  Q_OBJECT
+ public:
+  explicit ProjectContext(Project project, QObject* parent = nullptr);
+  // Throws dc::Error (IoError/GraphError) with a message for the user.
+  static std::unique_ptr<ProjectContext> load(const QString& path, QObject* parent = nullptr);
+
+  const Project& project() const { return project_; }
+  Project& project() { return project_; }
+  void setProject(Project p);  // e.g. after the editor changed the graph
+  QString projectName() const { return QString::fromStdString(project_.name); }
+
+  // Loads the data for `source` (throws dc::Error with a message naming the
+  // file or folder). Problems that do not stop loading (skipped files) are
+  // in datasetWarnings().
+  void loadDataset(const DatasetSource& source);
+  bool hasDataset() const { return train_ != nullptr; }
+  std::shared_ptr<Dataset> trainSet() const { return train_; }
+  // What a run trains on: trainSet() plus its augmented copies when
+  // augmentation is on (made once and kept until the data or options change).
+  std::shared_ptr<Dataset> trainingSet();
+  const AugmentOptions& augmentation() const { return augment_; }
+  void setAugmentation(const AugmentOptions& o);
+  std::shared_ptr<Dataset> testSet() const { return test_; }
+  const DatasetSource& datasetSource() const { return source_; }
+  QString datasetDescription() const { return description_; }
+  QStringList datasetWarnings() const { return warnings_; }
+  QStringList classNames() const;
+  // Everything that would stop training, each a sentence naming the cause:
+  // no data, a single class, sample shape vs the Input layer, number of
+  // classes vs the network's outputs, an invalid graph. Empty when fine.
+  QStringList trainingProblems() const;
+
+  const ModelWeights& weights() const { return weights_; }
+  void setWeights(ModelWeights w);
+
+ signals:
+  void projectChanged();
+  void datasetChanged();
+  void weightsChanged();
+
+ private:
+  Project project_;
+  DatasetSource source_;
+  std::shared_ptr<Dataset> train_, test_;
+  QString description_;
+  QStringList warnings_, blocking_;
+  ModelWeights weights_;
+  AugmentOptions augment_;
+  std::shared_ptr<Dataset> augmented_;
+};
+
+}  // namespace dc::gui

@@ -1,0 +1,176 @@
+// The dataset panel and the checks before training: sources load with their
+// class counts and thumbnails; bad image folders (non-image or unreadable
+// files, a single class, wrong channels, a class count the network does not
+// output) give a message naming the cause before training starts, and the
+// dataset loaded before stays.
+#include "dashboard_test_util.h"
+
+#include "gui/augmentation.h"
+#include "gui/dataset_panel.h"
+#include "gui/image_folder_dataset.h"
+#include "widgets/image_grid.h"
+
+#include <QImage>
+#include <QTableWidget>
+
+namespace dc::test {
+
+namespace {
+void write_images(const QString& dir, int n, bool colour, int seed = 0) {
+  QDir().mkpath(dir);
+  for (int i = 0; i < n; ++i) {
+    QImage img(32, 32, colour ? QImage::Format_RGB888 : QImage::Format_Grayscale8);
+    img.fill(QColor((seed * 40 + i * 7) % 255, 80, 120));
+    ASSERT_TRUE(img.save(dir + QString("/img%1.png").arg(i)));
+  }
+}
+void write_file(const QString& path, const QByteArray& bytes) {
+  QFile f(path);
+  ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+  f.write(bytes);
+}
+gui::DatasetSource folder(const QString& path) {
+  gui::DatasetSource s;
+  s.kind = gui::DatasetSource::Kind::ImageFolder;
+  s.path = path;
+  s.test_fraction = 0.25;
+  return s;
+}
+}  // namespace
+
+TEST(DashboardDataset, SampleShowsClassCountsThumbnailsAndAugmentation) {
+  auto ctx = gui::ProjectContext::load(sample_project_path());
+  gui::DatasetPanel panel(ctx.get());
+  gui::DatasetSource s;
+  s.kind = gui::DatasetSource::Kind::Sample;
+  ASSERT_TRUE(panel.loadSource(s)) << panel.messageText().toStdString();
+  ASSERT_EQ(panel.classTable()->rowCount(), 10);
+  EXPECT_EQ(panel.classTable()->item(1, 0)->text(), "Trouser");
+  EXPECT_EQ(panel.classTable()->item(1, 1)->text(), "1000");
+  EXPECT_EQ(panel.classTable()->item(1, 2)->text(), "200");
+  EXPECT_EQ(panel.thumbnails()->count(), 60);     // 6 per class
+  EXPECT_EQ(panel.augmentPreview()->count(), 1);  // the original only
+  EXPECT_TRUE(ctx->trainingProblems().isEmpty());
+
+  gui::AugmentOptions o;
+  o.hflip = true;
+  o.pad = 2;
+  o.rotate_deg = 10;
+  o.copies = 1;
+  panel.setAugmentOptions(o);
+  EXPECT_EQ(panel.augmentPreview()->count(), 8);
+  EXPECT_TRUE(ctx->augmentation().enabled());
+  EXPECT_EQ(ctx->trainingSet()->size(), 2 * ctx->trainSet()->size());
+}
+
+TEST(DashboardDataset, AugmentationKeepsShapeAndChangesPixels) {
+  Shape s{1, 8, 8};
+  std::vector<uint8_t> src(64), dst(64);
+  for (int i = 0; i < 64; ++i) src[size_t(i)] = uint8_t(i % 8 == 0 ? 255 : 0);  // a left edge
+  gui::AugmentOptions o;
+  o.hflip = true;
+  Rng rng(3);
+  bool flipped = false;
+  for (int k = 0; k < 8 && !flipped; ++k) {
+    gui::augment_sample(src.data(), dst.data(), s, o, rng);
+    flipped = dst[7] == 255 && dst[0] == 0;
+    if (!flipped) {
+      EXPECT_EQ(dst, src);  // a flip or nothing
+    }
+  }
+  EXPECT_TRUE(flipped);
+}
+
+TEST(DashboardDataset, ImageFolderProblemsAreNamedBeforeTraining) {
+  if (!gui::image_folders_supported()) GTEST_SKIP() << "built without OpenCV";
+  auto ctx = sample_context();
+  auto before = ctx->trainSet();
+  gui::DatasetPanel panel(ctx.get());
+  gui::TrainingPanel training(ctx.get());
+  QTemporaryDir tmp;
+  const QString root = tmp.path();
+
+  // Unreadable image: refused, naming the file; the sample stays loaded.
+  write_images(root + "/bad/cats", 4, false, 1);
+  write_images(root + "/bad/dogs", 4, false, 2);
+  write_file(root + "/bad/dogs/broken.png", "\x89PNG not really");
+  QSignalSpy failed(&panel, &gui::DatasetPanel::loadFailed);
+  EXPECT_FALSE(panel.loadSource(folder(root + "/bad")));
+  EXPECT_EQ(failed.count(), 1);
+  EXPECT_TRUE(panel.messageText().contains("broken.png")) << panel.messageText().toStdString();
+  EXPECT_EQ(ctx->trainSet(), before);
+
+  // Colour images for a greyscale Input: refused, naming files and the fix.
+  write_images(root + "/colour/a", 3, true, 1);
+  write_images(root + "/colour/b", 3, true, 2);
+  EXPECT_FALSE(panel.loadSource(folder(root + "/colour")));
+  EXPECT_TRUE(panel.messageText().contains("colour")) << panel.messageText().toStdString();
+  EXPECT_TRUE(panel.messageText().contains("img0.png"));
+  EXPECT_EQ(ctx->trainSet(), before);
+
+  // Non-image files are skipped with a warning; 2 classes vs 10 outputs
+  // stops training with the fix named, and no run starts.
+  write_images(root + "/two/cats", 4, false, 1);
+  write_images(root + "/two/dogs", 4, false, 2);
+  write_file(root + "/two/cats/notes.txt", "hello");
+  ASSERT_TRUE(panel.loadSource(folder(root + "/two"))) << panel.messageText().toStdString();
+  EXPECT_TRUE(panel.messageText().contains("notes.txt"));
+  EXPECT_TRUE(panel.messageText().contains("2 classes")) << panel.messageText().toStdString();
+  EXPECT_EQ(panel.classTable()->rowCount(), 2);
+  EXPECT_EQ(panel.classTable()->item(0, 0)->text(), "cats");
+  EXPECT_EQ(panel.classTable()->item(0, 1)->text(), "3");  // 1 of 4 went to the test set
+  QSignalSpy problems(&training, &gui::TrainingPanel::problemsFound);
+  training.startTraining();
+  EXPECT_EQ(problems.count(), 1);
+  EXPECT_EQ(training.session()->state(), gui::TrainingSession::State::Idle);
+  EXPECT_TRUE(training.problemText().contains("outputs 10"))
+      << training.problemText().toStdString();
+
+  // A single class.
+  write_images(root + "/one/cats", 4, false, 1);
+  ASSERT_TRUE(panel.loadSource(folder(root + "/one")));
+  EXPECT_TRUE(panel.messageText().contains("single class")) << panel.messageText().toStdString();
+  training.startTraining();
+  EXPECT_EQ(training.session()->state(), gui::TrainingSession::State::Idle);
+  EXPECT_TRUE(training.problemText().contains("single class"));
+
+  // Back to the sample: everything is fine again.
+  gui::DatasetSource s;
+  s.kind = gui::DatasetSource::Kind::Sample;
+  ASSERT_TRUE(panel.loadSource(s));
+  EXPECT_TRUE(ctx->trainingProblems().isEmpty());
+}
+
+TEST(DashboardDataset, TextAndCsvSourcesLoad) {
+  auto ctx =
+      gui::ProjectContext::load(QString(DC_SOURCE_DIR) + "/resources/templates/char_lstm.dcproj");
+  gui::DatasetPanel panel(ctx.get());
+  gui::DatasetSource s;
+  s.kind = gui::DatasetSource::Kind::Text;
+  s.path = QString(DC_SOURCE_DIR) + "/sample_data/text/corpus.txt";
+  s.window = 32;
+  s.test_fraction = 0.1;
+  ASSERT_TRUE(panel.loadSource(s)) << panel.messageText().toStdString();
+  EXPECT_GT(panel.classTable()->rowCount(), 20);  // the vocabulary
+  EXPECT_EQ(panel.thumbnails()->count(), 0);      // not images
+
+  QTemporaryDir tmp;
+  write_file(tmp.path() + "/series.csv", "a,b,label\n1,2,0\n2,3,1\n3,4,0\n4,5,1\n5,6,0\n6,7,1\n");
+  s.kind = gui::DatasetSource::Kind::Csv;
+  s.path = tmp.path() + "/series.csv";
+  s.window = 2;
+  s.test_fraction = 0.2;
+  ASSERT_TRUE(panel.loadSource(s)) << panel.messageText().toStdString();
+  EXPECT_EQ(panel.classTable()->rowCount(), 2);
+
+  write_file(tmp.path() + "/broken.csv", "a,b,label\n1,x,0\n");
+  EXPECT_FALSE(panel.loadSource([&] {
+    auto b = s;
+    b.path = tmp.path() + "/broken.csv";
+    return b;
+  }()));
+  EXPECT_FALSE(panel.messageText().isEmpty());
+  EXPECT_EQ(panel.classTable()->rowCount(), 2);  // the previous dataset stays
+}
+
+}  // namespace dc::test

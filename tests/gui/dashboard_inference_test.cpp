@@ -1,0 +1,130 @@
+// The inference panel: a trained checkpoint classifies a sample image
+// correctly through the whole GUI path (file decode, resize, normalisation,
+// probe), and bad files or checkpoints give a message without breaking it.
+#include "dashboard_test_util.h"
+
+#include "gui/inference_panel.h"
+#include "widgets/saliency_view.h"
+#include "widgets/top_k_bars.h"
+
+#include <deepcanvas/probe.h>
+
+#include <QFileInfo>
+
+namespace dc::test {
+
+namespace {
+// The test sample the checkpoint is most confident about and right on,
+// written as a PNG the way a user would have it on disk.
+struct ConfidentSample {
+  QString path;
+  int label = -1;
+  float confidence = 0;
+};
+ConfidentSample confident_sample(gui::ProjectContext& ctx, const QString& checkpoint,
+                                 const QString& dir) {
+  gui::ModelWeights w = gui::weights_from_checkpoint(checkpoint);
+  Plan plan(ctx.project().graph, 256);
+  plan.load_state(w.state, checkpoint.toStdString());
+  Dataset test = *ctx.testSet();
+  test.mean = w.mean;
+  test.stddev = w.stddev;
+  auto preds = predict_samples(plan, test);
+  ConfidentSample best;
+  int64_t index = -1;
+  for (const auto& p : preds)
+    if (p.predicted == p.label && p.confidence > best.confidence) {
+      best.confidence = p.confidence;
+      best.label = p.label;
+      index = p.index;
+    }
+  if (index < 0) return best;
+  best.path = dir + "/sample.png";
+  gui::sample_image(test, index).save(best.path);
+  return best;
+}
+}  // namespace
+
+TEST(DashboardInference, TrainedCheckpointGivesTheRightTopClass) {
+  TrainedRun& run = TrainedRun::get();
+  ASSERT_TRUE(run.ok);
+  ASSERT_TRUE(QFileInfo::exists(run.checkpoint));
+  auto ctx = sample_context();
+  QTemporaryDir dir;
+  ConfidentSample s = confident_sample(*ctx, run.checkpoint, dir.path());
+  ASSERT_FALSE(s.path.isEmpty());
+  ASSERT_GT(s.confidence, 0.9f);
+
+  gui::InferencePanel panel(ctx.get());
+  ASSERT_TRUE(panel.loadCheckpoint(run.checkpoint)) << panel.messageText().toStdString();
+  EXPECT_TRUE(panel.weightsSource().contains(QFileInfo(run.checkpoint).fileName()));
+  QSignalSpy predicted(&panel, &gui::InferencePanel::predicted);
+  ASSERT_EQ(panel.openPaths({s.path}), 1) << panel.messageText().toStdString();
+  ASSERT_EQ(predicted.count(), 1);
+  EXPECT_EQ(panel.topClass(), s.label);
+  EXPECT_EQ(panel.topClassName(), ctx->classNames().at(s.label));
+  EXPECT_NEAR(panel.topProbability(), s.confidence, 1e-3);
+  ASSERT_EQ(panel.topK()->entries().size(), 5);
+  EXPECT_EQ(panel.topK()->entries().front().name, ctx->classNames().at(s.label));
+  for (int i = 1; i < 5; ++i)
+    EXPECT_GE(panel.topK()->entries()[i - 1].probability, panel.topK()->entries()[i].probability);
+  EXPECT_TRUE(panel.saliency()->hasHeatmap());
+  EXPECT_GT(panel.activationMapCount(), 0);
+  EXPECT_TRUE(panel.preprocessingText().contains("28×28"));
+  EXPECT_TRUE(panel.preprocessingText().contains("greyscale"));
+}
+
+TEST(DashboardInference, CorruptImageGivesAMessageAndThePanelKeepsWorking) {
+  TrainedRun& run = TrainedRun::get();
+  ASSERT_TRUE(run.ok);
+  auto ctx = sample_context();
+  QTemporaryDir dir;
+  gui::InferencePanel panel(ctx.get());
+  ASSERT_TRUE(panel.loadCheckpoint(run.checkpoint));
+
+  QFile bad(dir.path() + "/broken.png");
+  ASSERT_TRUE(bad.open(QIODevice::WriteOnly));
+  bad.write("\x89PNG\r\n\x1a\n this is not really a png");
+  bad.close();
+  EXPECT_EQ(panel.openPaths({bad.fileName()}), 0);
+  EXPECT_TRUE(panel.messageText().contains("broken.png")) << panel.messageText().toStdString();
+  EXPECT_EQ(panel.imageCount(), 0);
+
+  // A corrupt checkpoint is refused and the one in use stays.
+  QFile badck(dir.path() + "/bad.safetensors");
+  ASSERT_TRUE(badck.open(QIODevice::WriteOnly));
+  badck.write("garbage");
+  badck.close();
+  EXPECT_FALSE(panel.loadCheckpoint(badck.fileName()));
+  EXPECT_TRUE(panel.messageText().contains("bad.safetensors"));
+  EXPECT_TRUE(panel.weightsSource().contains(QFileInfo(run.checkpoint).fileName()));
+
+  // Still works: a good image from the dataset predicts.
+  QString good = dir.path() + "/good.png";
+  ASSERT_TRUE(gui::sample_image(*ctx->testSet(), 0).save(good));
+  EXPECT_EQ(panel.openPaths({good, bad.fileName()}), 1);
+  EXPECT_GE(panel.topClass(), 0);
+  EXPECT_EQ(panel.topK()->entries().size(), 5);
+  EXPECT_TRUE(panel.messageText().contains("broken.png"));
+}
+
+TEST(DashboardInference, FolderOpensEveryImageAndWorksWithoutWeights) {
+  auto ctx = sample_context();
+  QTemporaryDir dir;
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(gui::sample_image(*ctx->testSet(), i).save(dir.path() + QString("/%1.png").arg(i)));
+  QFile note(dir.path() + "/readme.txt");
+  ASSERT_TRUE(note.open(QIODevice::WriteOnly));
+  note.close();
+  gui::InferencePanel panel(ctx.get());
+  EXPECT_EQ(panel.openPaths({dir.path()}), 3);
+  EXPECT_EQ(panel.topClass(), -1);  // no weights yet: shown, not predicted
+  EXPECT_TRUE(panel.messageText().contains("No weights"));
+  // Weights arriving from a training run are used at once.
+  TrainedRun& run = TrainedRun::get();
+  ASSERT_TRUE(run.ok);
+  ctx->setWeights(gui::weights_from_checkpoint(run.checkpoint));
+  EXPECT_GE(panel.topClass(), 0);
+}
+
+}  // namespace dc::test

@@ -1,0 +1,146 @@
+// The training panel end to end: the sample project trains from the GUI,
+// plots and progress follow, pause/resume/stop act and leave a checkpoint,
+// and the evaluation view lists a confusion-matrix cell's samples.
+#include "dashboard_test_util.h"
+
+#include "gui/evaluation_view.h"
+#include "widgets/confusion_matrix_widget.h"
+#include "widgets/live_plot.h"
+
+#include <QFileInfo>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QTest>
+
+namespace dc::test {
+
+using gui::TrainingSession;
+
+TEST(DashboardTraining, OneEpochFillsPlotsAndProgressReachesFull) {
+  auto ctx = sample_context();
+  gui::TrainingPanel panel(ctx.get());
+  panel.show();
+  QTemporaryDir dir;
+  QSignalSpy epochs(panel.session(), &TrainingSession::epochEnded);
+  QSignalSpy ready(&panel, &gui::TrainingPanel::weightsReady);
+  ASSERT_TRUE(train_briefly(panel, dir.path(), 40)) << panel.logText().toStdString();
+
+  EXPECT_EQ(panel.session()->state(), TrainingSession::State::Finished);
+  EXPECT_EQ(panel.progressBar()->value(), panel.progressBar()->maximum());
+  EXPECT_EQ(epochs.count(), 1);
+  EXPECT_EQ(ready.count(), 1);
+  // Per-step series got points, the per-epoch series exactly one.
+  EXPECT_GT(panel.lossPlot()->pointCount(0), 0);
+  EXPECT_EQ(panel.lossPlot()->pointCount(1), 1);
+  EXPECT_EQ(panel.lossPlot()->pointCount(3), 1);  // test loss
+  EXPECT_GT(panel.accuracyPlot()->pointCount(0), 0);
+  EXPECT_EQ(panel.accuracyPlot()->pointCount(3), 1);
+  EXPECT_GT(panel.throughputPlot()->totalPoints(), 0);
+  EXPECT_GT(panel.lrPlot()->totalPoints(), 0);
+  const double acc = panel.accuracyPlot()->lastValue(3);
+  EXPECT_GT(acc, 30.0) << "test accuracy after 40 steps";  // chance is 10 %
+  // Without a GPU the device plots say what they show instead.
+  EXPECT_FALSE(panel.utilizationPlot()->note().isEmpty());
+  EXPECT_FALSE(panel.memoryPlot()->note().isEmpty());
+
+  EXPECT_TRUE(ctx->weights().valid());
+  EXPECT_TRUE(QFileInfo::exists(panel.session()->lastCheckpoint()));
+  EXPECT_TRUE(panel.logText().contains("Finished"));
+  EXPECT_TRUE(panel.startButton()->isEnabled());
+  EXPECT_FALSE(panel.stopButton()->isEnabled());
+
+  // A second run keeps the first as an overlay for comparison.
+  ASSERT_TRUE(train_briefly(panel, dir.path(), 5));
+  EXPECT_EQ(panel.lossPlot()->overlayCount(), 1);
+
+  // Exports.
+  EXPECT_TRUE(panel.lossPlot()->exportPng(dir.path() + "/loss.png", 400, 300));
+  EXPECT_TRUE(QFileInfo(dir.path() + "/loss.png").size() > 0);
+  EXPECT_TRUE(panel.lossPlot()->exportCsv(dir.path() + "/loss.csv"));
+  EXPECT_TRUE(panel.lossPlot()->csv().contains("run 1"));
+}
+
+TEST(DashboardTraining, PauseResumeStopWriteACheckpoint) {
+  auto ctx = sample_context();
+  gui::TrainingPanel panel(ctx.get());
+  QTemporaryDir dir;
+  panel.setEpochs(3);
+  panel.setStepsPerEpochLimit(0);  // long enough that only Stop ends it
+  panel.setCheckpointDir(dir.path());
+  QSignalSpy steps(panel.session(), &TrainingSession::steps);
+  QSignalSpy states(panel.session(), &TrainingSession::stateChanged);
+  QSignalSpy done(panel.session(), &TrainingSession::finished);
+  auto wait_state = [&](TrainingSession::State s) {
+    while (panel.session()->state() != s)
+      if (!states.wait(120000)) return false;
+    return true;
+  };
+
+  panel.startTraining();
+  ASSERT_EQ(panel.session()->state(), TrainingSession::State::Running);
+  EXPECT_FALSE(panel.startButton()->isEnabled());
+  ASSERT_TRUE(steps.wait(120000));
+
+  panel.pauseButton()->click();
+  ASSERT_TRUE(wait_state(TrainingSession::State::Paused));
+  EXPECT_TRUE(panel.resumeButton()->isEnabled());
+  EXPECT_FALSE(panel.pauseButton()->isEnabled());
+  const int progress_paused = panel.progressBar()->value();
+
+  panel.resumeButton()->click();
+  ASSERT_TRUE(wait_state(TrainingSession::State::Running));
+  steps.clear();
+  ASSERT_TRUE(steps.wait(120000));  // training goes on after resuming
+  EXPECT_GE(panel.progressBar()->value(), progress_paused);
+
+  panel.stopButton()->click();
+  ASSERT_TRUE(done.wait(120000));
+  EXPECT_FALSE(done.first().at(0).toBool());
+  EXPECT_EQ(panel.session()->state(), TrainingSession::State::Cancelled);
+  EXPECT_LT(panel.progressBar()->value(), panel.progressBar()->maximum());
+  const QString ck = panel.session()->lastCheckpoint();
+  EXPECT_TRUE(ck.endsWith("stopped.safetensors")) << ck.toStdString();
+  ASSERT_TRUE(QFileInfo::exists(ck));
+  // The stopped weights are usable: readable and in the context.
+  EXPECT_NO_THROW(gui::weights_from_checkpoint(ck));
+  EXPECT_TRUE(ctx->weights().valid());
+  EXPECT_TRUE(panel.logText().contains("Paused"));
+  EXPECT_TRUE(panel.logText().contains("Resumed"));
+}
+
+TEST(DashboardTraining, ConfusionCellListsItsSamplesMostConfidentFirst) {
+  auto ctx = sample_context();
+  gui::TrainingPanel panel(ctx.get());
+  QTemporaryDir dir;
+  ASSERT_TRUE(train_briefly(panel, dir.path(), 30));
+  auto* view = panel.evaluation();
+  const auto& m = view->matrixWidget()->matrix();
+  ASSERT_EQ(m.size(), 10u);
+  // The most populated off-diagonal cell.
+  int t = -1, p = -1;
+  int64_t best = 0;
+  for (int i = 0; i < 10; ++i)
+    for (int j = 0; j < 10; ++j)
+      if (i != j && m[i][j] > best) best = m[i][j], t = i, p = j;
+  ASSERT_GT(best, 0);
+  QSignalSpy listed(view, &gui::EvaluationView::samplesListed);
+  // A click on the drawn cell, as the user does it.
+  view->resize(900, 600);
+  view->show();
+  QRect r = view->matrixWidget()->cellRect(t, p);
+  ASSERT_EQ(view->matrixWidget()->cellAt(r.center()), QPoint(p, t));
+  QTest::mouseClick(view->matrixWidget(), Qt::LeftButton, {}, r.center());
+  ASSERT_TRUE(listed.wait(120000));
+  EXPECT_EQ(listed.first().at(0).toInt(), int(best));
+  const auto& s = view->listed();
+  ASSERT_EQ(int64_t(s.size()), best);
+  for (size_t i = 0; i < s.size(); ++i) {
+    EXPECT_EQ(s[i].label, t);
+    EXPECT_EQ(s[i].predicted, p);
+    if (i) {
+      EXPECT_GE(s[i - 1].confidence, s[i].confidence);
+    }
+  }
+}
+
+}  // namespace dc::test

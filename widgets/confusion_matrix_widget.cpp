@@ -1,0 +1,159 @@
+#include "widgets/confusion_matrix_widget.h"
+
+#include <QMouseEvent>
+#include <QPainter>
+#include <QToolTip>
+#include <algorithm>
+
+namespace dc::widgets {
+
+ConfusionMatrixWidget::ConfusionMatrixWidget(QWidget* parent) : QWidget(parent) {
+  setMouseTracking(true);
+  setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
+}
+
+void ConfusionMatrixWidget::setMatrix(const std::vector<std::vector<int64_t>>& matrix,
+                                      const QStringList& names) {
+  m_ = matrix;
+  names_ = names;
+  update();
+}
+
+void ConfusionMatrixWidget::setTitle(const QString& t) {
+  title_ = t;
+  update();
+}
+
+QString ConfusionMatrixWidget::name(int i) const {
+  return i < names_.size() ? names_[i] : QString::number(i);
+}
+
+QRect ConfusionMatrixWidget::gridRect() const {
+  const int n = int(m_.size());
+  if (n == 0) return {};
+  QFontMetrics fm(font());
+  int label_w = 0;
+  for (int i = 0; i < n; ++i) label_w = std::max(label_w, fm.horizontalAdvance(name(i)));
+  label_w = std::min(label_w + 8, width() / 3);
+  const int top = fm.height() * 2 + 4 + (title_.isEmpty() ? 0 : fm.height() + 4);
+  const int left = label_w + fm.height() + 4;
+  int side = std::min(width() - left - 6, height() - top - fm.height() - 6);
+  side = std::max(side, n * 4);
+  const int cell = side / n;
+  return QRect(left, top, cell * n, cell * n);
+}
+
+QPoint ConfusionMatrixWidget::cellAt(const QPoint& pos) const {
+  QRect g = gridRect();
+  const int n = int(m_.size());
+  if (n == 0 || !g.contains(pos)) return {-1, -1};
+  const int cell = g.width() / n;
+  int c = (pos.x() - g.left()) / cell, r = (pos.y() - g.top()) / cell;
+  if (r < 0 || r >= n || c < 0 || c >= n) return {-1, -1};
+  return {c, r};  // x = predicted, y = true
+}
+
+QRect ConfusionMatrixWidget::cellRect(int true_class, int predicted) const {
+  QRect g = gridRect();
+  const int n = int(m_.size());
+  if (n == 0) return {};
+  const int cell = g.width() / n;
+  return QRect(g.left() + predicted * cell, g.top() + true_class * cell, cell, cell);
+}
+
+void ConfusionMatrixWidget::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.setRenderHint(QPainter::Antialiasing, false);
+  p.fillRect(rect(), palette().base());
+  QFontMetrics fm(font());
+  const int n = int(m_.size());
+  int y0 = 2;
+  if (!title_.isEmpty()) {
+    QFont bold = font();
+    bold.setBold(true);
+    p.setFont(bold);
+    p.drawText(QRect(0, y0, width(), fm.height()), Qt::AlignHCenter, title_);
+    p.setFont(font());
+    y0 += fm.height() + 4;
+  }
+  if (n == 0) {
+    p.setPen(palette().color(QPalette::PlaceholderText));
+    p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap,
+               tr("The confusion matrix appears after the first epoch"));
+    return;
+  }
+  QRect g = gridRect();
+  const int cell = g.width() / n;
+  p.setPen(palette().color(QPalette::Text));
+  p.drawText(QRect(g.left(), y0, g.width(), fm.height()), Qt::AlignHCenter, tr("predicted"));
+  p.save();
+  p.translate(2, g.center().y());
+  p.rotate(-90);
+  p.drawText(QRect(-g.height() / 2, 0, g.height(), fm.height()), Qt::AlignHCenter, tr("true"));
+  p.restore();
+  QFont small = font();
+  small.setPointSizeF(std::max(6.0, std::min(font().pointSizeF(), cell * 0.32)));
+  for (int r = 0; r < n; ++r) {
+    int64_t row_sum = 0;
+    for (int64_t v : m_[r]) row_sum += v;
+    for (int c = 0; c < n; ++c) {
+      int64_t v = c < int(m_[r].size()) ? m_[r][c] : 0;
+      double frac = row_sum ? double(v) / double(row_sum) : 0.0;
+      // Diagonal in blue, errors in red: mistakes stand out at a glance.
+      QColor base = r == c ? QColor(33, 102, 172) : QColor(202, 0, 32);
+      QColor fill = QColor::fromRgbF(1 - frac * (1 - base.redF()), 1 - frac * (1 - base.greenF()),
+                                     1 - frac * (1 - base.blueF()));
+      QRect cr(g.left() + c * cell, g.top() + r * cell, cell, cell);
+      p.fillRect(cr, fill);
+      p.setPen(QColor(220, 220, 220));
+      p.drawRect(cr.adjusted(0, 0, -1, -1));
+      if (cell >= 18) {
+        p.setFont(small);
+        p.setPen(frac > 0.5 ? Qt::white : Qt::black);
+        p.drawText(cr, Qt::AlignCenter, QString::number(v));
+      }
+    }
+  }
+  if (hover_.x() >= 0) {
+    p.setPen(QPen(palette().color(QPalette::Highlight), 2));
+    p.drawRect(cellRect(hover_.y(), hover_.x()).adjusted(1, 1, -1, -1));
+  }
+  p.setFont(font());
+  p.setPen(palette().color(QPalette::Text));
+  for (int i = 0; i < n; ++i) {
+    QRect lr(fm.height() + 2, g.top() + i * cell, g.left() - fm.height() - 6, cell);
+    p.drawText(lr, Qt::AlignRight | Qt::AlignVCenter,
+               fm.elidedText(name(i), Qt::ElideRight, lr.width()));
+    // Column labels: numbers keep narrow columns readable; names in the tooltip.
+    QRect tr_(g.left() + i * cell, y0 + fm.height(), cell, fm.height());
+    p.drawText(tr_, Qt::AlignCenter, fm.elidedText(name(i), Qt::ElideRight, cell));
+  }
+}
+
+void ConfusionMatrixWidget::mousePressEvent(QMouseEvent* e) {
+  QPoint c = cellAt(e->position().toPoint());
+  if (c.x() >= 0 && e->button() == Qt::LeftButton) Q_EMIT cellClicked(c.y(), c.x());
+}
+
+void ConfusionMatrixWidget::mouseMoveEvent(QMouseEvent* e) {
+  QPoint c = cellAt(e->position().toPoint());
+  if (c != hover_) {
+    hover_ = c;
+    update();
+  }
+  if (c.x() >= 0) {
+    int64_t v = m_[c.y()][c.x()];
+    QToolTip::showText(e->globalPosition().toPoint(),
+                       tr("true %1, predicted %2: %3 samples\nclick to list them")
+                           .arg(name(c.y()), name(c.x()))
+                           .arg(v),
+                       this);
+  }
+}
+
+void ConfusionMatrixWidget::leaveEvent(QEvent*) {
+  hover_ = {-1, -1};
+  update();
+}
+
+}  // namespace dc::widgets

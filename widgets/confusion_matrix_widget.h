@@ -1,0 +1,49 @@
+#pragma once
+// A confusion matrix (rows: true class, columns: predicted class) drawn as a
+// heat map, each cell coloured by its share of the row so classes with few
+// samples read as clearly as big ones. Clicking a cell emits (true, predicted)
+// so a view can list the samples behind it.
+#include <QStringList>
+#include <QWidget>
+#include <cstdint>
+#include <vector>
+
+namespace dc::widgets {
+
+class ConfusionMatrixWidget : public QWidget {
+  Q_OBJECT
+ public:
+  explicit ConfusionMatrixWidget(QWidget* parent = nullptr);
+
+  // matrix[true][predicted]; names may be shorter than the matrix (numbers
+  // are shown instead).
+  void setMatrix(const std::vector<std::vector<int64_t>>& matrix, const QStringList& names = {});
+  const std::vector<std::vector<int64_t>>& matrix() const { return m_; }
+  void setTitle(const QString& t);
+  // The cell under a widget position, or (-1, -1).
+  QPoint cellAt(const QPoint& pos) const;
+  QRect cellRect(int true_class, int predicted) const;
+
+  QSize sizeHint() const override { return {420, 380}; }
+  QSize minimumSizeHint() const override { return {200, 180}; }
+
+ signals:
+  void cellClicked(int true_class, int predicted);
+
+ protected:
+  void paintEvent(QPaintEvent*) override;
+  void mousePressEvent(QMouseEvent* e) override;
+  void mouseMoveEvent(QMouseEvent* e) override;
+  void leaveEvent(QEvent*) override;
+
+ private:
+  QRect gridRect() const;
+  QString name(int i) const;
+
+  std::vector<std::vector<int64_t>> m_;
+  QStringList names_;
+  QString title_;
+  QPoint hover_{-1, -1};
+};
+
+}  // namespace dc::widgets

@@ -1,0 +1,97 @@
+#pragma once
+// A live training plot on QCustomPlot. Each series can show per-step values
+// (raw, faint) with an exponential moving average on top, or per-epoch
+// points; earlier runs are kept as faded overlays for comparison. Appending
+// is cheap and replots are queued, so a caller may append thousands of points
+// per second; QCPGraph's adaptive sampling keeps 100k-point series smooth.
+#include <QColor>
+#include <QString>
+#include <QVector>
+#include <QWidget>
+
+class QCustomPlot;
+class QCPGraph;
+class QLabel;
+
+namespace dc::widgets {
+
+class LivePlot : public QWidget {
+  Q_OBJECT
+ public:
+  enum class Style { Steps, Epochs, Line };
+
+  LivePlot(const QString& title, const QString& y_label, QWidget* parent = nullptr);
+
+  // Returns the series' index. Steps: raw values drawn faint plus their
+  // smoothed curve; Epochs: markers joined by a line; Line: the values as
+  // they are (learning rate, device readings).
+  int addSeries(const QString& name, const QColor& color, Style style = Style::Steps);
+  void addPoint(int series, double x, double y);
+  void addPoints(int series, const QVector<double>& x, const QVector<double>& y);
+  // Smoothing weight of the moving average in [0, 1) (TensorBoard's slider).
+  void setSmoothing(double weight);
+  double smoothing() const { return smoothing_; }
+  void setXLabel(const QString& label);
+  // A line under the title, e.g. "CPU: no GPU found".
+  void setNote(const QString& note);
+  QString note() const;
+  void setYRange(double lo, double hi);  // fixed range (0..100 for %), else automatic
+
+  // Moves the current points into a faded overlay named `run` and clears.
+  void archiveRun(const QString& run);
+  void setOverlaysVisible(bool on);
+  int overlayCount() const { return int(overlays_.size()); }
+  void clear();  // current points only
+  void clearOverlays();
+
+  int seriesCount() const { return int(series_.size()); }
+  int pointCount(int series) const;
+  int totalPoints() const;
+  QString seriesName(int series) const;
+  // Last value of a series (raw), NaN when empty.
+  double lastValue(int series) const;
+
+  bool exportPng(const QString& path, int width = 0, int height = 0);
+  // Long format: run,series,x,y (current run first, then overlays).
+  bool exportCsv(const QString& path) const;
+  QString csv() const;
+
+  QCustomPlot* customPlot() const { return plot_; }
+  // Values under the mouse at plot x (what the hover tooltip shows).
+  QString valuesAt(double x) const;
+
+ public slots:
+  void resetView();  // follow the data again after a zoom or pan
+  void replot();
+
+ protected:
+  bool eventFilter(QObject* o, QEvent* e) override;
+
+ private:
+  struct Series {
+    QString name;
+    QColor color;
+    Style style;
+    QCPGraph* raw = nullptr;     // per-step values (faint) or epoch markers
+    QCPGraph* smooth = nullptr;  // Steps only
+    double ema = 0, ema_weight = 0;
+  };
+  struct Overlay {
+    QString run;
+    QVector<QCPGraph*> graphs;
+  };
+  void rescale();
+  void showContextMenu(const QPoint& pos);
+
+  QCustomPlot* plot_;
+  QLabel* title_;
+  QLabel* note_;
+  QVector<Series> series_;
+  QVector<Overlay> overlays_;
+  double smoothing_ = 0.6;
+  bool follow_ = true;  // auto-rescale until the user zooms or pans
+  bool fixed_y_ = false;
+  double y_lo_ = 0, y_hi_ = 1;
+};
+
+}  // namespace dc::widgets
