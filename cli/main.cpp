@@ -147,12 +147,17 @@ int cmd_train(const Args& a) {
   check_device(c.device);
   LoadedData data = load_data(p, a.get("data", ""));
 
+  // For a text model, what ignoring context would reach: the loss to beat.
+  const double unigram = data.train->tokens ? label_entropy(*data.train) : NAN;
   Trainer t(p.graph, c, data.train, data.test);
   bool tty = isatty(STDERR_FILENO) && !quiet;
   if (!quiet)
     std::fprintf(stderr, "Training '%s' on %s (%lld train / %lld test samples, %d threads)\n",
                  p.name.c_str(), data.dir.c_str(), (long long)data.train->size(),
                  (long long)data.test->size(), num_threads());
+  if (!quiet && std::isfinite(unigram))
+    std::fprintf(stderr, "unigram entropy of the training text: %.4f nats per character\n",
+                 unigram);
   t.start();
   auto last_print = std::chrono::steady_clock::now() - std::chrono::seconds(10);
   int last_pct = -1;
@@ -234,6 +239,7 @@ int cmd_train(const Args& a) {
               {"device", c.device},
               {"history", history}};
     if (std::isfinite(r.val_accuracy)) j["val_accuracy"] = r.val_accuracy;
+    if (std::isfinite(unigram)) j["unigram_entropy"] = unigram;
     std::cout << j.dump() << std::endl;
   } else {
     std::printf("test accuracy %.2f%% (top-5 %.2f%%), %d epochs, %.1f s training, %.0f samples/s\n",

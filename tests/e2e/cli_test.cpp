@@ -231,8 +231,14 @@ TEST(CliText, GenerateContinuesThePromptAndRejectsBadInput) {
   fs::copy_file(src("sample_data/text/corpus.txt"), t.path("corpus.txt"));
   std::string proj = char_project(t, "corpus.txt");
   std::string ck = t.path("char.safetensors");
-  CliRun r = cli("train " + proj + " --epochs 1 --steps-per-epoch 20 --quiet --checkpoint " + ck);
+  CliRun r =
+      cli("train " + proj + " --epochs 1 --steps-per-epoch 20 --quiet --json --checkpoint " + ck);
   ASSERT_EQ(r.code, 0) << r.out;
+  // The loss to beat is reported with the result (English text: 2.5 to 3.5 nats).
+  auto j = last_json_line(r.out);
+  ASSERT_TRUE(j.contains("unigram_entropy")) << r.out;
+  EXPECT_GT(j["unigram_entropy"].get<double>(), 2.5);
+  EXPECT_LT(j["unigram_entropy"].get<double>(), 3.5);
 
   CliRun g = cli("generate " + proj + " --checkpoint " + ck +
                  " --prompt 'Shall I' --length 30 --temperature 0.7 --top-k 5 --seed 3");
