@@ -264,13 +264,21 @@ void TrainingPanel::setupDevicePlots(bool gpu) {
     util_plot_->setXLabel(tr("seconds"));
     mem_plot_->setXLabel(tr("seconds"));
   }
+  // A CPU run's process memory is a sliver of the machine's, so it gets its
+  // own scale (MiB) and the machine's size goes in the note.
+  for (int sr : {s_mem_total_, s_mem_alloc_, s_mem_reserved_}) mem_plot_->setSeriesVisible(sr, gpu);
+  mem_plot_->setYLabel(gpu ? tr("GiB") : tr("MiB"));
   if (gpu) {
     util_plot_->setNote(tr("GPU utilization (NVML)"));
     mem_plot_->setNote(tr("GPU memory used / total (NVML), engine allocated / reserved"));
   } else {
     QString why = Nvml::instance().available() ? tr("training on the CPU") : tr("no GPU found");
-    util_plot_->setNote(tr("CPU use of this process (%1)").arg(why));
-    mem_plot_->setNote(tr("process memory / machine total (%1)").arg(why));
+    util_plot_->setNote(tr("CPU use of this process, 100 % = all %1 cores (%2)")
+                            .arg(ProcessStats::cores())
+                            .arg(why));
+    mem_plot_->setNote(tr("resident memory of this process; the machine has %1 GiB (%2)")
+                           .arg(double(ProcessStats::totalMemoryBytes()) / (1 << 30), 0, 'f', 1)
+                           .arg(why));
   }
 }
 
@@ -421,7 +429,6 @@ void TrainingPanel::onProgress(double fraction, double eta_s, double sps, int ep
                        .arg(epochs)
                        .arg(sps, 0, 'f', 0)
                        .arg(duration_text(eta_s)));
-  progress_->setFormat(tr("%p % · ETA %1").arg(duration_text(eta_s)));
 }
 
 void TrainingPanel::onEpoch(const TrainEvent& e) {
@@ -448,8 +455,7 @@ void TrainingPanel::sampleDevice() {
     double cpu = proc_->cpuPercent();
     if (cpu >= 0) util_plot_->addPoint(s_util_, t, cpu);
     int64_t rss = ProcessStats::residentBytes();
-    if (rss >= 0) mem_plot_->addPoint(s_mem_, t, double(rss) / GiB);
-    mem_plot_->addPoint(s_mem_total_, t, double(ProcessStats::totalMemoryBytes()) / GiB);
+    if (rss >= 0) mem_plot_->addPoint(s_mem_, t, double(rss) / (1024.0 * 1024.0));
   }
 }
 
@@ -482,7 +488,6 @@ void TrainingPanel::onFinished(bool ok, const QString& message) {
     Q_EMIT weightsReady();
   }
   status_->setText(ok ? tr("Finished") : tr("Ended: %1").arg(message));
-  if (ok) progress_->setFormat(tr("%p % · done"));
 }
 
 void TrainingPanel::onState(TrainingSession::State) {
@@ -500,7 +505,8 @@ void TrainingPanel::updateButtons() {
                      static_cast<QWidget*>(schedule_), static_cast<QWidget*>(batch_),
                      static_cast<QWidget*>(epochs_), static_cast<QWidget*>(device_),
                      static_cast<QWidget*>(seed_), static_cast<QWidget*>(steps_limit_),
-                     static_cast<QWidget*>(patience_), static_cast<QWidget*>(checkpoint_dir_)})
+                     static_cast<QWidget*>(precision_), static_cast<QWidget*>(patience_),
+                     static_cast<QWidget*>(checkpoint_dir_)})
     w->setEnabled(!session_->active());
   if (s == S::Paused) status_->setText(tr("Paused"));
 }

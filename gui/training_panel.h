@@ -54,6 +54,8 @@ class TrainingPanel : public QWidget {
 
   TrainingSession* session() const { return session_; }
   EvaluationView* evaluation() const { return eval_; }
+  // The Curves / Evaluation tabs.
+  QTabWidget* plotTabs() const { return tabs_; }
   widgets::LivePlot* lossPlot() const { return loss_plot_; }
   widgets::LivePlot* accuracyPlot() const { return acc_plot_; }
   widgets::LivePlot* throughputPlot() const { return speed_plot_; }

@@ -1,6 +1,7 @@
 #include "widgets/image_grid.h"
 
 #include <QPixmap>
+#include <algorithm>
 
 namespace dc::widgets {
 
@@ -20,7 +21,8 @@ ImageGrid::ImageGrid(QWidget* parent, int thumb) : QListWidget(parent), thumb_(t
 void ImageGrid::setThumbSize(int px) {
   thumb_ = px;
   setIconSize(QSize(px, px));
-  setGridSize(QSize(px + 24, px + 2 * fontMetrics().height() + 8));
+  // Wide enough for a class name like "Ankle boot" under a small thumbnail.
+  setGridSize(QSize(std::max(px + 24, 88), px + 2 * fontMetrics().height() + 8));
 }
 
 void ImageGrid::addImage(const QImage& img, const QString& caption, const QString& tooltip,

@@ -36,6 +36,9 @@ class LivePlot : public QWidget {
   void setNote(const QString& note);
   QString note() const;
   void setYRange(double lo, double hi);  // fixed range (0..100 for %), else automatic
+  void setYLabel(const QString& label);
+  // Hides a series and its legend entry (e.g. GPU-only series on a CPU run).
+  void setSeriesVisible(int series, bool on);
 
   // Moves the current points into a faded overlay named `run` and clears.
   void archiveRun(const QString& run);
