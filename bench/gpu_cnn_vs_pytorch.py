@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Two-conv CNN on Fashion-MNIST on one GPU: DeepCanvas (deepcanvas-cli
 --device cuda) against PyTorch eager and torch.compile in the same run, same
-network, batch (128), optimizer (Adam, lr 1e-3), float32, with the data
-resident on the GPU for both. Reports steady-state training samples/s and the
-training time to reach 91 % test accuracy (evaluation not counted, first
+network, batch (128), optimizer (Adam, lr 1e-3), with the data resident on the
+GPU for both, in float32 (no TF32 on either side) and in bf16: DeepCanvas
+--precision bf16 against PyTorch eager under torch.autocast(bfloat16), both
+keeping float32 master weights. Reports steady-state training samples/s and
+the training time to reach 91 % test accuracy (evaluation not counted, first
 epoch included, process start and cuDNN/compile warm-up excluded where said).
 
   python3 bench/gpu_cnn_vs_pytorch.py --cli build/bin/deepcanvas-cli --data DIR [--epochs N]
+      [--precisions fp32,bf16] [--no-compile]
 """
 import argparse
 import gzip
@@ -47,9 +50,10 @@ def time_to_target(history, n_train):
     return None, None
 
 
-def run_deepcanvas(a, n_train):
+def run_deepcanvas(a, n_train, precision):
     cmd = [a.cli, "train", os.path.join(HERE, "two_conv_adam.dcproj"), "--data", a.data,
-           "--device", "cuda", "--batch", "128", "--epochs", str(a.epochs), "--json", "--quiet"]
+           "--device", "cuda", "--batch", "128", "--epochs", str(a.epochs), "--json", "--quiet",
+           "--precision", precision]
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
@@ -65,7 +69,7 @@ def run_deepcanvas(a, n_train):
     return j
 
 
-def run_torch(a, compiled):
+def run_torch(a, compiled, precision):
     import torch
     import torch.nn as nn
     dev = torch.device("cuda")
@@ -91,9 +95,12 @@ def run_torch(a, compiled):
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     lossf = nn.CrossEntropyLoss()
 
+    autocast = precision == "bf16"
+
     def step(xb, yb):
         opt.zero_grad(set_to_none=True)
-        loss = lossf(net(xb), yb)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+            loss = lossf(net(xb), yb)
         loss.backward()
         opt.step()
         return loss
@@ -122,7 +129,7 @@ def run_torch(a, compiled):
         torch.cuda.synchronize()
         dt = time.perf_counter() - t0
         net.eval()
-        with torch.no_grad():
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
             correct = sum((net(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum().item()
                           for i in range(0, xte.shape[0], 1000))
         history.append({"epoch": epoch, "train_samples_per_s": n / dt,
@@ -142,33 +149,36 @@ def main():
                                                   "deepcanvas-cli"))
     ap.add_argument("--epochs", type=int, default=8)
     ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--precisions", default="fp32,bf16",
+                    help="comma-separated: fp32 (with torch.compile) and/or bf16 (autocast eager)")
     ap.add_argument("--json-out", default="")
     a = ap.parse_args()
     import torch
     gpu = torch.cuda.get_device_name(0)
     n_train = len(read_idx(find(a.data, "train-labels-idx1-ubyte")))
-    rows = {}
-    rows["DeepCanvas (cuda)"] = run_deepcanvas(a, n_train)
-    rows["PyTorch eager"] = run_torch(a, False)
-    if not a.no_compile:
-        try:
-            rows["torch.compile"] = run_torch(a, True)
-        except Exception as e:  # report, do not fail the benchmark
-            print(f"torch.compile failed: {type(e).__name__}: {e}", file=sys.stderr)
+    rows = {}  # name -> (precision, result)
+    for prec in [p for p in a.precisions.split(",") if p]:
+        rows[f"DeepCanvas (cuda) {prec}"] = (prec, run_deepcanvas(a, n_train, prec))
+        rows[f"PyTorch eager {prec}"] = (prec, run_torch(a, False, prec))
+        if prec == "fp32" and not a.no_compile:
+            try:
+                rows["torch.compile fp32"] = (prec, run_torch(a, True, prec))
+            except Exception as e:  # report, do not fail the benchmark
+                print(f"torch.compile failed: {type(e).__name__}: {e}", file=sys.stderr)
     if a.json_out:
         with open(a.json_out, "w") as f:
-            json.dump({"gpu": gpu, "rows": rows}, f, indent=1)
-    eager = rows["PyTorch eager"]["steady_samples_per_s"]
-    print(f"\nGPU: {gpu}; data {a.data} ({n_train} train); batch 128; Adam 1e-3; fp32; "
-          f"{a.epochs} epochs; torch {torch.__version__}")
-    print(f"{'':20} {'samples/s':>10} {'vs eager':>8} {'final acc':>9} {'to 91%':>14}")
-    for name, r in rows.items():
+            json.dump({"gpu": gpu, "rows": {k: r for k, (_, r) in rows.items()}}, f, indent=1)
+    print(f"\nGPU: {gpu}; data {a.data} ({n_train} train); batch 128; Adam 1e-3; "
+          f"{a.epochs} epochs; torch {torch.__version__}; 'vs eager': against PyTorch eager "
+          f"in the same precision (bf16: torch.autocast)")
+    print(f"{'':24} {'samples/s':>10} {'vs eager':>8} {'final acc':>9} {'to 91%':>14}")
+    for name, (prec, r) in rows.items():
+        eager = rows[f"PyTorch eager {prec}"][1]["steady_samples_per_s"]
         t = r["time_to_target_s"]
         tt = f"{t:6.2f} s (ep {r['epoch_to_target']})" if t else "not reached"
-        print(f"{name:20} {r['steady_samples_per_s']:10.0f} "
+        print(f"{name:24} {r['steady_samples_per_s']:10.0f} "
               f"{r['steady_samples_per_s'] / eager:7.2f}x {100 * r['test_accuracy']:8.2f}% "
               f"{tt:>14}")
-
 
 if __name__ == "__main__":
     main()

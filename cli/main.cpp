@@ -41,7 +41,8 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  train PROJECT     train the project's network on its dataset\n"
-    "      --epochs N --batch N --lr X --seed N --threads N --device cpu\n"
+    "      --epochs N --batch N --lr X --seed N --threads N --device cpu|cuda[:N]\n"
+    "      --precision fp32|bf16|fp16 (CUDA: reduced-precision convolutions and GEMMs)\n"
     "      --data DIR (IDX folder, or 'fashion-mnist' for Debian's full set)\n"
     "      --checkpoint FILE (save the trained model) --checkpoint-dir DIR (per epoch)\n"
     "      --resume FILE --val-split F --steps-per-epoch N --json --quiet\n"
@@ -140,6 +141,7 @@ int cmd_train(const Args& a) {
   c.val_split = a.get_double("val-split", c.val_split, 0, 0.99);
   c.steps_per_epoch_limit = a.get_int("steps-per-epoch", 0, 0, INT64_MAX);
   c.device = a.get("device", c.device);
+  c.precision = a.get("precision", c.precision);
   c.checkpoint_dir = a.get("checkpoint-dir", "");
   c.resume = a.get("resume", "");
   std::string out_ckpt = a.get("checkpoint", "");

@@ -1,6 +1,12 @@
 // Conv2D through cuDNN. The algorithms are chosen by cudnnFind* (which times
 // them on the device) once per batch size and cached, as PyTorch's
 // cudnn.benchmark does; float32 math unless tf32 is allowed.
+//
+// bf16/fp16: cuDNN's legacy API wants x, w and y (and dx, dw) in one type, so
+// the op converts x, w and dy to 16 bits, runs the tensor-core convolution
+// with float32 accumulation (PSEUDO_BFLOAT16 / PSEUDO_HALF configurations),
+// and converts the 16-bit y, dx and dw back, adding into the float32
+// activations and gradients. y, dx and dw are thus rounded to 16 bits once.
 #include <algorithm>
 #include <map>
 
@@ -53,17 +59,29 @@ class Conv2D : public Op {
 
   void prepare(OpContext& c, int n) override {
     if (!conv_) {
+      reduced_ = c.reduced;
+      dt_ = !c.reduced ? CUDNN_DATA_FLOAT
+                       : (c.low == Low::Bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF);
       DC_CUDNN(cudnnCreateFilterDescriptor(&wdesc_), label);
-      DC_CUDNN(cudnnSetFilter4dDescriptor(wdesc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(OC),
-                                          int(C / G), int(KH), int(KW)),
+      DC_CUDNN(cudnnSetFilter4dDescriptor(wdesc_, dt_, CUDNN_TENSOR_NCHW, int(OC), int(C / G),
+                                          int(KH), int(KW)),
                shapes(n));
       DC_CUDNN(cudnnCreateConvolutionDescriptor(&conv_), label);
+      // The compute type stays float32 in every precision.
       DC_CUDNN(cudnnSetConvolution2dDescriptor(conv_, int(PH), int(PW), int(SH), int(SW), int(DH),
                                                int(DW), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                shapes(n));
       DC_CUDNN(cudnnSetConvolutionGroupCount(conv_, int(G)), shapes(n));
-      DC_CUDNN(cudnnSetConvolutionMathType(conv_, c.tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
-               shapes(n));
+      const cudnnMathType_t math = c.reduced || c.tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+      DC_CUDNN(cudnnSetConvolutionMathType(conv_, math), shapes(n));
+      if (reduced_)
+        dw_low_ = DeviceBuffer(*c.alloc, size_t(OC * (C / G) * KH * KW) * 2,
+                               label + " 16-bit weight gradient");
+    }
+    if (reduced_ && n > cap_) {
+      cap_ = n;
+      x_low_ = DeviceBuffer(*c.alloc, size_t(n) * C * H * W * 2, label + " 16-bit input");
+      y_low_ = DeviceBuffer(*c.alloc, size_t(n) * OC * OH * OW * 2, label + " 16-bit output");
     }
     if (algos_.count(n)) {
       c.ws(algos_[n].ws, label);
@@ -73,11 +91,9 @@ class Conv2D : public Op {
     Algos a{};
     DC_CUDNN(cudnnCreateTensorDescriptor(&a.x), what);
     DC_CUDNN(cudnnCreateTensorDescriptor(&a.y), what);
-    DC_CUDNN(cudnnSetTensor4dDescriptor(a.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, int(C), int(H),
-                                        int(W)),
+    DC_CUDNN(cudnnSetTensor4dDescriptor(a.x, CUDNN_TENSOR_NCHW, dt_, n, int(C), int(H), int(W)),
              what);
-    DC_CUDNN(cudnnSetTensor4dDescriptor(a.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, int(OC),
-                                        int(OH), int(OW)),
+    DC_CUDNN(cudnnSetTensor4dDescriptor(a.y, CUDNN_TENSOR_NCHW, dt_, n, int(OC), int(OH), int(OW)),
              what);
     int got = 0;
     cudnnConvolutionFwdAlgoPerf_t fp[8];
@@ -100,9 +116,21 @@ class Conv2D : public Op {
   void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) override {
     Algos& a = algos_.at(n);
     const float one = 1.f, zero = 0.f;
-    DC_CUDNN(cudnnConvolutionForward(c.dnn, &one, a.x, in[0], wdesc_, params[0].value, conv_, a.fwd,
-                                     c.workspace->get(), c.workspace->bytes(), &zero, a.y, out),
-             shapes(n));
+    if (reduced_) {
+      to_low(in[0], x_low_.get<void>(), int64_t(n) * C * H * W, c.low, c.stream);
+      DC_LAUNCHED(shapes(n));
+      DC_CUDNN(cudnnConvolutionForward(c.dnn, &one, a.x, x_low_.get<void>(), wdesc_,
+                                       params[0].value_low, conv_, a.fwd, c.workspace->get(),
+                                       c.workspace->bytes(), &zero, a.y, y_low_.get<void>()),
+               shapes(n));
+      from_low(y_low_.get<void>(), out, int64_t(n) * OC * OH * OW, c.low, false, c.stream);
+      DC_LAUNCHED(shapes(n));
+    } else {
+      DC_CUDNN(
+          cudnnConvolutionForward(c.dnn, &one, a.x, in[0], wdesc_, params[0].value, conv_, a.fwd,
+                                  c.workspace->get(), c.workspace->bytes(), &zero, a.y, out),
+          shapes(n));
+    }
     if (bias) {
       add_bias(out, params[1].value, n, OC, OH * OW, c.stream);
       DC_LAUNCHED(shapes(n));
@@ -117,6 +145,10 @@ class Conv2D : public Op {
       bias_grad(dout, params[1].grad, n, OC, OH * OW, c.stream);
       DC_LAUNCHED(shapes(n));
     }
+    if (reduced_) {
+      backward_low(c, a, dout, din[0], n);
+      return;
+    }
     DC_CUDNN(cudnnConvolutionBackwardFilter(c.dnn, &one, a.x, in[0], a.y, dout, conv_, a.bwd_filter,
                                             c.workspace->get(), c.workspace->bytes(), &one, wdesc_,
                                             params[0].grad),
@@ -129,6 +161,32 @@ class Conv2D : public Op {
   }
 
  private:
+  // dy to 16 bits (into y_low_, free after forward), dw through dw_low_, then
+  // dx into x_low_: the weight gradient has read the 16-bit input by then.
+  void backward_low(OpContext& c, Algos& a, const float* dout, float* din, int n) {
+    const float one = 1.f, zero = 0.f;
+    const std::string what = shapes(n);
+    to_low(dout, y_low_.get<void>(), int64_t(n) * OC * OH * OW, c.low, c.stream);
+    DC_LAUNCHED(what);
+    DC_CUDNN(cudnnConvolutionBackwardFilter(
+                 c.dnn, &one, a.x, x_low_.get<void>(), a.y, y_low_.get<void>(), conv_, a.bwd_filter,
+                 c.workspace->get(), c.workspace->bytes(), &zero, wdesc_, dw_low_.get<void>()),
+             what);
+    from_low(dw_low_.get<void>(), params[0].grad, OC * (C / G) * KH * KW, c.low, true, c.stream);
+    DC_LAUNCHED(what);
+    if (!din) return;
+    DC_CUDNN(cudnnConvolutionBackwardData(c.dnn, &one, wdesc_, params[0].value_low, a.y,
+                                          y_low_.get<void>(), conv_, a.bwd_data, c.workspace->get(),
+                                          c.workspace->bytes(), &zero, a.x, x_low_.get<void>()),
+             what);
+    from_low(x_low_.get<void>(), din, int64_t(n) * C * H * W, c.low, true, c.stream);
+    DC_LAUNCHED(what);
+  }
+
+  bool reduced_ = false;
+  cudnnDataType_t dt_ = CUDNN_DATA_FLOAT;
+  int cap_ = 0;
+  DeviceBuffer x_low_, y_low_, dw_low_;
   cudnnFilterDescriptor_t wdesc_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
   std::map<int, Algos> algos_;

@@ -1,5 +1,7 @@
 // Dense through cuBLAS. Row-major y[N,U] = x[N,F]·W[U,F]^T + b is, in
 // cuBLAS's column-major terms, y^T = W^T·x^T, so no transposes are copied.
+// In bf16/fp16 the products read 16-bit copies of x, W and dy (tensor cores)
+// and accumulate and write float32 (cublasGemmEx, CUBLAS_COMPUTE_32F).
 #include "kernels.h"
 #include "ops.h"
 
@@ -17,12 +19,30 @@ class Dense : public Op {
            std::to_string(F) + ", weight " + std::to_string(U) + "x" + std::to_string(F) + ")";
   }
 
+  // Reduced precision keeps a 16-bit copy of the input (read again by the
+  // weight gradient) and of the output gradient.
+  void prepare(OpContext& c, int batch) override {
+    if (!c.reduced || batch <= cap_) return;
+    cap_ = batch;
+    x_low_ = DeviceBuffer(*c.alloc, size_t(batch) * T * F * 2, label + " 16-bit input");
+    dy_low_ = DeviceBuffer(*c.alloc, size_t(batch) * T * U * 2, label + " 16-bit gradient");
+  }
+
   void forward(OpContext& c, const std::vector<const float*>& in, float* out, int batch) override {
     const int n = batch * T;
     const float one = 1.f, zero = 0.f;
-    DC_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_T, CUBLAS_OP_N, U, n, F, &one, params[0].value, F,
-                          in[0], F, &zero, out, U),
-              shapes(batch));
+    if (c.reduced) {
+      to_low(in[0], x_low_.get<void>(), int64_t(n) * F, c.low, c.stream);
+      DC_LAUNCHED(shapes(batch));
+      DC_CUBLAS(cublasGemmEx(c.blas, CUBLAS_OP_T, CUBLAS_OP_N, U, n, F, &one, params[0].value_low,
+                             type(c), F, x_low_.get<void>(), type(c), F, &zero, out, CUDA_R_32F, U,
+                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                shapes(batch));
+    } else {
+      DC_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_T, CUBLAS_OP_N, U, n, F, &one, params[0].value, F,
+                            in[0], F, &zero, out, U),
+                shapes(batch));
+    }
     if (bias) {
       add_bias(out, params[1].value, n, U, 1, c.stream);
       DC_LAUNCHED(shapes(batch));
@@ -33,20 +53,41 @@ class Dense : public Op {
                 const std::vector<float*>& din, int batch) override {
     const int n = batch * T;
     const float one = 1.f;
-    // dW[U,F] += dy^T·x  ->  column-major dW^T (F x U) += x^T (F x N) · dy (N x U)
-    DC_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_N, CUBLAS_OP_T, F, U, n, &one, in[0], F, dout, U, &one,
-                          params[0].grad, F),
-              shapes(batch));
     if (bias) {
       bias_grad(dout, params[1].grad, n, U, 1, c.stream);
       DC_LAUNCHED(shapes(batch));
     }
+    if (c.reduced) {
+      to_low(dout, dy_low_.get<void>(), int64_t(n) * U, c.low, c.stream);
+      DC_LAUNCHED(shapes(batch));
+      DC_CUBLAS(cublasGemmEx(c.blas, CUBLAS_OP_N, CUBLAS_OP_T, F, U, n, &one, x_low_.get<void>(),
+                             type(c), F, dy_low_.get<void>(), type(c), U, &one, params[0].grad,
+                             CUDA_R_32F, F, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                shapes(batch));
+      if (din[0])
+        DC_CUBLAS(cublasGemmEx(c.blas, CUBLAS_OP_N, CUBLAS_OP_N, F, n, U, &one, params[0].value_low,
+                               type(c), F, dy_low_.get<void>(), type(c), U, &one, din[0],
+                               CUDA_R_32F, F, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                  shapes(batch));
+      return;
+    }
+    // dW[U,F] += dy^T·x  ->  column-major dW^T (F x U) += x^T (F x N) · dy (N x U)
+    DC_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_N, CUBLAS_OP_T, F, U, n, &one, in[0], F, dout, U, &one,
+                          params[0].grad, F),
+              shapes(batch));
     // dx[N,F] += dy·W  ->  column-major dx^T (F x N) += W^T (F x U) · dy^T (U x N)
     if (din[0])
       DC_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_N, CUBLAS_OP_N, F, n, U, &one, params[0].value, F,
                             dout, U, &one, din[0], F),
                 shapes(batch));
   }
+
+ private:
+  static cudaDataType_t type(const OpContext& c) {
+    return c.low == Low::Bf16 ? CUDA_R_16BF : CUDA_R_16F;
+  }
+  int cap_ = 0;
+  DeviceBuffer x_low_, dy_low_;
 };
 
 }  // namespace

@@ -78,10 +78,13 @@ struct AdamArgs {
   float lr, beta1, beta2, eps, weight_decay, bc1, inv_sqrt_bc2;
   bool decoupled;
 };
+// skip (device, may be null): when *skip is set the update does nothing
+// (fp16 loss scaling found an overflow in this step's gradients).
 void adam_step(float* w, const float* g, float* m, float* v, const uint8_t* decay, int64_t n,
-               const AdamArgs& a, cudaStream_t s);
+               const AdamArgs& a, cudaStream_t s, const int* skip = nullptr);
 void sgd_step(float* w, const float* g, float* buf, const uint8_t* decay, int64_t n, float lr,
-              float momentum, float weight_decay, bool nesterov, bool first, cudaStream_t s);
+              float momentum, float weight_decay, bool nesterov, bool first, cudaStream_t s,
+              const int* skip = nullptr);
 
 // data.cu: gathers samples idx[0..n) of a resident dataset, normalised.
 void gather_u8(const uint8_t* pixels, const int64_t* idx, int64_t n, int64_t F, float mean,
@@ -117,5 +120,22 @@ struct CopySegment {
 };
 void copy_segments(const CopySegment* segs, int count, int64_t longest, bool accumulate,
                    cudaStream_t s);
+
+// precision.cu: the 16-bit copies that tensor-core GEMMs and convolutions read.
+enum class Low : int { Bf16, Fp16 };
+void to_low(const float* x, void* y, int64_t n, Low t, cudaStream_t s);
+// y = float(x), or y += float(x) when accumulate.
+void from_low(const void* x, float* y, int64_t n, Low t, bool accumulate, cudaStream_t s);
+// fp16 dynamic loss scaling, all on the device (torch.amp.GradScaler's rule).
+struct AmpState {
+  float scale;
+  int good_steps;  // clean steps since the last change of scale
+  int found_inf;   // set by amp_unscale_check, read by the optimizer, cleared by amp_update
+  int skipped;     // steps skipped so far (for tests and reports)
+};
+void amp_scale(float* x, int64_t n, const AmpState* st, cudaStream_t s);  // x *= scale
+// g /= scale; sets found_inf when a result is NaN or Inf.
+void amp_unscale_check(float* g, int64_t n, AmpState* st, cudaStream_t s);
+void amp_update(AmpState* st, int growth_interval, cudaStream_t s);
 
 }  // namespace dc::cuda

@@ -12,6 +12,7 @@
 
 #include "allocator.h"
 #include "common.h"
+#include "kernels.h"
 
 namespace dc::cuda {
 
@@ -27,6 +28,11 @@ struct OpContext {
   // what backward would need. Tests run backward after an evaluation-mode
   // forward, so it is not the same as !training.
   bool need_backward = true;
+  // Mixed precision (bf16/fp16): Conv2D, Dense and TimeDistributedDense feed
+  // 16-bit copies of their inputs and weights to tensor cores and keep float32
+  // results; everything else stays float32 (docs/ARCHITECTURE.md).
+  bool reduced = false;
+  Low low = Low::Bf16;
   // cuDNN scratch space, grown on demand and shared by every layer.
   DeviceBuffer* workspace = nullptr;
   float* ws(size_t bytes, const std::string& what);
@@ -38,6 +44,9 @@ struct ParamSlot {
   bool trainable = true;
   float* value = nullptr;  // set by the plan
   float* grad = nullptr;   // trainable only
+  // Reduced precision: a 16-bit copy of value, refreshed by the plan before
+  // every forward (trainable only).
+  void* value_low = nullptr;
 };
 
 class Op {

@@ -7,7 +7,8 @@ namespace dc::cuda {
 namespace {
 
 __global__ void k_adam(float* w, const float* g, float* m, float* v, const uint8_t* decay,
-                       int64_t n, AdamArgs a) {
+                       int64_t n, AdamArgs a, const int* skip) {
+  if (skip && *skip) return;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const float wd = decay[i] ? a.weight_decay : 0.f;
@@ -25,7 +26,8 @@ __global__ void k_adam(float* w, const float* g, float* m, float* v, const uint8
 }
 
 __global__ void k_sgd(float* w, const float* g, float* buf, const uint8_t* decay, int64_t n,
-                      float lr, float mu, float wd, bool nesterov, bool first) {
+                      float lr, float mu, float wd, bool nesterov, bool first, const int* skip) {
+  if (skip && *skip) return;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     float d = g[i] + (decay[i] ? wd : 0.f) * w[i];
@@ -47,12 +49,12 @@ int blocks(int64_t n) {
 }  // namespace
 
 void adam_step(float* w, const float* g, float* m, float* v, const uint8_t* decay, int64_t n,
-               const AdamArgs& a, cudaStream_t s) {
-  k_adam<<<blocks(n), 256, 0, s>>>(w, g, m, v, decay, n, a);
+               const AdamArgs& a, cudaStream_t s, const int* skip) {
+  k_adam<<<blocks(n), 256, 0, s>>>(w, g, m, v, decay, n, a, skip);
 }
 void sgd_step(float* w, const float* g, float* buf, const uint8_t* decay, int64_t n, float lr,
-              float momentum, float weight_decay, bool nesterov, bool first, cudaStream_t s) {
-  k_sgd<<<blocks(n), 256, 0, s>>>(w, g, buf, decay, n, lr, momentum, weight_decay, nesterov, first);
+              float mu, float wd, bool nesterov, bool first, cudaStream_t s, const int* skip) {
+  k_sgd<<<blocks(n), 256, 0, s>>>(w, g, buf, decay, n, lr, mu, wd, nesterov, first, skip);
 }
 
 }  // namespace dc::cuda

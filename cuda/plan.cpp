@@ -65,6 +65,7 @@ class CudaPlan : public DevicePlan {
   void prepare(int n);
   void gather(int dataset, const int64_t* idx, int64_t n);
   void run_loss(int n, const float* values);
+  void update(double lr, const int* skip);
   void sync(const std::string& what);
   void check_input(const float* x, int64_t count) const;
   std::string where(int n) const { return "(batch " + std::to_string(n) + ")"; }
@@ -85,6 +86,10 @@ class CudaPlan : public DevicePlan {
   DeviceBuffer acts_, grads_, pvals_, pgrads_, buffers_, decay_, m_, v_, labels_, values_, stats_,
       idx_;
   int64_t grads_floats_ = 0, trainable_floats_ = 0;
+  // Reduced precision: 16-bit copies of the trainable parameters (refreshed
+  // before each forward) and, for fp16, the loss scaler's device state.
+  DeviceBuffer plow_, amp_;
+  bool fp16_ = false;
   // Host Param <-> device pointer, in the host Plan's order.
   struct Mapped {
     Param* host;
@@ -132,6 +137,16 @@ CudaPlan::CudaPlan(const Graph& g, Plan& host, const DevicePlanOptions& o, const
   if (const char* tf = std::getenv("DC_CUDA_TF32"); tf && *tf == '1') {
     ctx_.tf32 = true;
     DC_CUBLAS(cublasSetMathMode(blas_, CUBLAS_TF32_TENSOR_OP_MATH), "cuBLAS math mode");
+  }
+  if (o.precision == "bf16" || o.precision == "fp16") {
+    ctx_.reduced = true;
+    ctx_.low = o.precision == "bf16" ? Low::Bf16 : Low::Fp16;
+    fp16_ = o.precision == "fp16";
+    // Pedantic math would keep 16-bit GEMMs off the tensor cores; the
+    // default mode still computes float32 GEMMs in float32.
+    if (!ctx_.tf32) DC_CUBLAS(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH), "cuBLAS math mode");
+  } else if (o.precision != "fp32") {
+    throw Error("precision '" + o.precision + "' is not one of fp32, bf16, fp16");
   }
 
   // Nodes in the host Plan's order (a stable topological order).
@@ -243,6 +258,22 @@ CudaPlan::CudaPlan(const Graph& g, Plan& host, const DevicePlanOptions& o, const
   DC_CUDA(cudaMemcpy(decay_.get<uint8_t>(), decay.data(), size_t(std::max<int64_t>(tr, 1)),
                      cudaMemcpyHostToDevice),
           "uploading the weight decay mask");
+  if (ctx_.reduced) {
+    plow_ = DeviceBuffer(alloc_, size_t(std::max<int64_t>(tr, 1)) * 2, "16-bit parameter copies");
+    for (Mapped& m : map_)
+      if (m.dev_grad) {
+        ParamSlot* s = nullptr;
+        for (auto& [name, slot] : slots)
+          if (slot->value == m.dev) s = slot;
+        s->value_low = plow_.get<char>() + (m.dev - pvals_.get()) * 2;
+      }
+  }
+  if (fp16_) {
+    // torch.amp.GradScaler's defaults: 2^16, doubled after 2000 clean steps.
+    AmpState a{65536.f, 0, 0, 0};
+    amp_ = DeviceBuffer(alloc_, sizeof(AmpState), "loss scaler");
+    DC_CUDA(cudaMemcpy(amp_.get<void>(), &a, sizeof a, cudaMemcpyHostToDevice), "loss scaler");
+  }
   const int64_t C = nodes_[out_node_].numel;
   labels_ = DeviceBuffer(alloc_, B * 4, "labels");
   values_ = DeviceBuffer(alloc_, B * C * 4, "targets");
@@ -309,6 +340,10 @@ void CudaPlan::run_forward(int n, bool training, uint64_t seed) {
   prepare(n);
   ctx_.training = training;
   ctx_.seed = seed;
+  if (ctx_.reduced && trainable_floats_ > 0) {
+    to_low(pvals_.get(), plow_.get<void>(), trainable_floats_, ctx_.low, stream_);
+    DC_LAUNCHED("16-bit copies of the parameters " + where(n));
+  }
   std::vector<const float*> in;
   for (Node& nd : nodes_) {
     if (!nd.op) continue;
@@ -397,6 +432,11 @@ float CudaPlan::loss(const int32_t* labels, const Tensor* values, Tensor* dout) 
 }
 
 void CudaPlan::step(double lr) {
+  update(lr, nullptr);
+}
+
+// skip: the loss scaler's overflow flag (device), or null.
+void CudaPlan::update(double lr, const int* skip) {
   ++t_;
   if (trainable_floats_ == 0) return;
   const OptimizerConfig& c = o_.optimizer;
@@ -412,7 +452,7 @@ void CudaPlan::step(double lr) {
   }
   if (c.type == "sgd") {
     sgd_step(pvals_.get(), pgrads_.get(), m_.get(), decay_.get<uint8_t>(), trainable_floats_,
-             float(lr), float(c.momentum), float(c.weight_decay), c.nesterov, first, stream_);
+             float(lr), float(c.momentum), float(c.weight_decay), c.nesterov, first, stream_, skip);
   } else {
     AdamArgs a;
     a.lr = float(lr);
@@ -424,7 +464,7 @@ void CudaPlan::step(double lr) {
     a.inv_sqrt_bc2 = float(1.0 / std::sqrt(1.0 - std::pow(c.beta2, double(t_))));
     a.decoupled = c.type == "adamw";
     adam_step(pvals_.get(), pgrads_.get(), m_.get(), v_.get(), decay_.get<uint8_t>(),
-              trainable_floats_, a, stream_);
+              trainable_floats_, a, stream_, skip);
   }
   DC_LAUNCHED("the " + c.type + " update");
 }
@@ -503,8 +543,23 @@ void CudaPlan::train_step(int dataset, const int64_t* idx, int64_t n, double lr,
   DC_CUDA(cudaMemsetAsync(grads_.get(), 0, grads_floats_ * 4, stream_), "zeroing gradients");
   zero_grad();
   run_loss(int(n), nullptr);
+  if (!fp16_) {
+    run_backward(int(n));
+    update(lr, nullptr);
+    return;
+  }
+  // fp16: scale the loss gradient so small gradients survive the 16-bit
+  // copies, unscale the parameter gradients, skip the update if any
+  // overflowed and adapt the scale, all queued on the stream.
+  AmpState* amp = amp_.get<AmpState>();
+  amp_scale(nodes_[out_node_].grad, n * nodes_[out_node_].numel, amp, stream_);
+  DC_LAUNCHED("scaling the loss " + where(int(n)));
   run_backward(int(n));
-  step(lr);
+  amp_unscale_check(pgrads_.get(), trainable_floats_, amp, stream_);
+  DC_LAUNCHED("unscaling the gradients " + where(int(n)));
+  update(lr, &amp->found_inf);
+  amp_update(amp, 2000, stream_);
+  DC_LAUNCHED("updating the loss scale");
 }
 
 DeviceStepStats CudaPlan::take_stats() {

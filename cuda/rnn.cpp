@@ -152,7 +152,11 @@ class Rnn : public Op {
   }
 
   void describe(OpContext& c, cudnnRNNDescriptor_t d, cudnnDropoutDescriptor_t drop, int n) {
-    const cudnnMathType_t math = c.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    // fp16: cuDNN converts inputs and weights to 16 bits inside its
+    // tensor-core GEMMs (ALLOW_CONVERSION); bf16 has no such path in cuDNN's
+    // RNN, so the recurrence stays float32 there.
+    cudnnMathType_t math = c.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    if (c.reduced && c.low == Low::Fp16) math = CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
     DC_CUDNN(cudnnSetRNNDescriptor_v8(
                  d, CUDNN_RNN_ALGO_STANDARD, mode, bias ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_NO_BIAS,
                  D == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT,

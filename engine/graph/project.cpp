@@ -250,6 +250,8 @@ std::string project_to_json(const Project& p) {
             {"graph", graph_json(p.graph)},
             {"dataset", {{"kind", p.dataset.kind}, {"path", p.dataset.path}}},
             {"training", training}};
+  // Written only when set, so fp32 projects keep their earlier form.
+  if (t.precision != "fp32") j["training"]["precision"] = t.precision;
   if (p.dataset.kind != "idx") {
     json& d = j["dataset"];
     d["window"] = p.dataset.window;
@@ -301,7 +303,8 @@ Project parse_project(const std::string& text, const std::string& src) {
     TrainConfig& c = p.training;
     only_keys(t,
               {"epochs", "batch", "loss", "label_smoothing", "val_split", "seed", "normalize",
-               "early_stopping_patience", "device", "optimizer", "schedule", "threads"},
+               "early_stopping_patience", "device", "optimizer", "schedule", "threads",
+               "precision"},
               src, "training");
     field(t, "epochs", c.epochs, src, "training");
     field(t, "batch", c.batch, src, "training");
@@ -313,6 +316,7 @@ Project parse_project(const std::string& text, const std::string& src) {
     field(t, "early_stopping_patience", c.early_stopping_patience, src, "training");
     field(t, "device", c.device, src, "training");
     field(t, "threads", c.threads, src, "training");
+    field(t, "precision", c.precision, src, "training");
     if (t.contains("optimizer")) {
       const json& o = t["optimizer"];
       only_keys(o, {"type", "lr", "momentum", "nesterov", "weight_decay", "beta1", "beta2", "eps"},
@@ -354,6 +358,7 @@ Project parse_project(const std::string& text, const std::string& src) {
     one_of(c.optimizer.type, optimizer_names(), "training.optimizer.type");
     one_of(c.schedule.type, schedule_names(), "training.schedule.type");
     one_of(c.loss, loss_names(), "training.loss");
+    one_of(c.precision, {"fp32", "bf16", "fp16"}, "training.precision");
     if (c.epochs < 1) fail(src, "training.epochs", "must be at least 1");
     if (c.batch < 1) fail(src, "training.batch", "must be at least 1");
     if (!(c.optimizer.lr > 0)) fail(src, "training.optimizer.lr", "must be positive");

@@ -152,6 +152,12 @@ Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
                   " epochs; ask for more than that with --epochs");
   }
   DeviceSpec spec = parse_device(cfg_.device);
+  if (cfg_.precision != "fp32" && cfg_.precision != "bf16" && cfg_.precision != "fp16")
+    throw Error("precision '" + cfg_.precision + "' is not one of fp32, bf16, fp16");
+  if (!spec.cuda && cfg_.precision != "fp32")
+    throw Error("precision " + cfg_.precision +
+                " needs a CUDA device; the CPU computes in fp32 only (set precision to fp32 or "
+                "train with --device cuda)");
   if (spec.cuda) {
     DeviceBackend* backend = require_device(spec);  // throws with the reason
     DevicePlanOptions o;
@@ -160,6 +166,7 @@ Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
     o.optimizer = cfg_.optimizer;
     o.loss = cfg_.loss;
     o.label_smoothing = cfg_.label_smoothing;
+    o.precision = cfg_.precision;
     dplan_ = backend->create_plan(graph_, *plan_, o);
     dplan_->upload_params();
     if (!cfg_.resume.empty()) {

@@ -21,7 +21,7 @@ namespace dc {
 
 // Bumped whenever a class below changes layout; the loader refuses a plugin
 // built for another version instead of crashing in it.
-constexpr int kBackendAbiVersion = 1;
+constexpr int kBackendAbiVersion = 2;
 
 struct GpuInfo {
   int index = 0;
@@ -53,6 +53,7 @@ struct DevicePlanOptions {
   OptimizerConfig optimizer;
   std::string loss = "softmax_cross_entropy";
   double label_smoothing = 0.0;
+  std::string precision = "fp32";  // "bf16", "fp16": see TrainConfig::precision
 };
 
 // A Graph compiled for one device. It shadows a host Plan: parameters are

@@ -43,6 +43,9 @@ struct TrainConfig {
   bool restore_best = true;           // at the end, load the best epoch's weights (if any was kept)
   int64_t steps_per_epoch_limit = 0;  // 0 = whole epoch (tests and quick looks use less)
   std::string device = "cpu";
+  // Arithmetic of a CUDA run: "fp32", "bf16" or "fp16" (docs/ARCHITECTURE.md
+  // says exactly what runs in reduced precision). The CPU computes in fp32 only.
+  std::string precision = "fp32";
 };
 
 struct TrainEvent {

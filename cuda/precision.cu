@@ -1,0 +1,109 @@
+// Mixed precision: float32 <-> bfloat16/float16 conversions for the
+// tensor-core GEMMs and convolutions, and fp16's dynamic loss scaling kept
+// entirely on the device (scale, skip flag and growth counter live in one
+// AmpState), so a training step still never waits for the host.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels.h"
+
+namespace dc::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+inline int blocks_for(int64_t n) {
+  int64_t b = (n + kThreads - 1) / kThreads;
+  return int(b < 65535 * 8 ? (b > 0 ? b : 1) : 65535 * 8);
+}
+
+#define DC_GRID_LOOP(i, n)                                                  \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
+       i += int64_t(gridDim.x) * blockDim.x)
+
+// Round to nearest even, as torch's .to(bfloat16) / .half() do; fp16
+// overflows to inf, which the loss scaler detects.
+__global__ void k_to_bf16(const float* x, __nv_bfloat16* y, int64_t n) {
+  DC_GRID_LOOP(i, n) y[i] = __float2bfloat16_rn(x[i]);
+}
+__global__ void k_to_fp16(const float* x, __half* y, int64_t n) {
+  DC_GRID_LOOP(i, n) y[i] = __float2half_rn(x[i]);
+}
+__global__ void k_from_bf16(const __nv_bfloat16* x, float* y, int64_t n, bool acc) {
+  DC_GRID_LOOP(i, n) {
+    float v = __bfloat162float(x[i]);
+    y[i] = acc ? y[i] + v : v;
+  }
+}
+__global__ void k_from_fp16(const __half* x, float* y, int64_t n, bool acc) {
+  DC_GRID_LOOP(i, n) {
+    float v = __half2float(x[i]);
+    y[i] = acc ? y[i] + v : v;
+  }
+}
+
+__global__ void k_amp_scale(float* x, int64_t n, const AmpState* st) {
+  const float s = st->scale;
+  DC_GRID_LOOP(i, n) x[i] *= s;
+}
+
+__global__ void k_amp_unscale(float* g, int64_t n, AmpState* st) {
+  const float inv = 1.0f / st->scale;
+  bool bad = false;
+  DC_GRID_LOOP(i, n) {
+    float v = g[i] * inv;
+    bad |= !isfinite(v);
+    g[i] = v;
+  }
+  // One write per warp that saw a non-finite value.
+  if (__any_sync(0xffffffffu, bad) && (threadIdx.x & 31) == 0) st->found_inf = 1;
+}
+
+// torch.amp.GradScaler's rule: halve on overflow (the step was skipped),
+// double after `interval` clean steps in a row.
+__global__ void k_amp_update(AmpState* st, int interval) {
+  if (st->found_inf) {
+    st->scale = fmaxf(st->scale * 0.5f, 1.0f);
+    st->good_steps = 0;
+    ++st->skipped;
+  } else if (++st->good_steps >= interval) {
+    st->scale = fminf(st->scale * 2.0f, 16777216.0f);
+    st->good_steps = 0;
+  }
+  st->found_inf = 0;
+}
+
+}  // namespace
+
+// Typed pointers are made before the launches (clang-format cannot wrap a
+// launch whose arguments hold template brackets).
+void to_low(const float* x, void* y, int64_t n, Low t, cudaStream_t s) {
+  auto* yb = static_cast<__nv_bfloat16*>(y);
+  auto* yh = static_cast<__half*>(y);
+  if (t == Low::Bf16)
+    k_to_bf16<<<blocks_for(n), kThreads, 0, s>>>(x, yb, n);
+  else
+    k_to_fp16<<<blocks_for(n), kThreads, 0, s>>>(x, yh, n);
+}
+
+void from_low(const void* x, float* y, int64_t n, Low t, bool accumulate, cudaStream_t s) {
+  const auto* xb = static_cast<const __nv_bfloat16*>(x);
+  const auto* xh = static_cast<const __half*>(x);
+  if (t == Low::Bf16)
+    k_from_bf16<<<blocks_for(n), kThreads, 0, s>>>(xb, y, n, accumulate);
+  else
+    k_from_fp16<<<blocks_for(n), kThreads, 0, s>>>(xh, y, n, accumulate);
+}
+
+void amp_scale(float* x, int64_t n, const AmpState* st, cudaStream_t s) {
+  k_amp_scale<<<blocks_for(n), kThreads, 0, s>>>(x, n, st);
+}
+
+void amp_unscale_check(float* g, int64_t n, AmpState* st, cudaStream_t s) {
+  k_amp_unscale<<<blocks_for(n), kThreads, 0, s>>>(g, n, st);
+}
+
+void amp_update(AmpState* st, int growth_interval, cudaStream_t s) {
+  k_amp_update<<<1, 1, 0, s>>>(st, growth_interval);
+}
+
+}  // namespace dc::cuda
