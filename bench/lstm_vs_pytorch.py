@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """LSTM row classifier on Fashion-MNIST (28 steps of 28 features, LSTM 128,
 Dense 10; batch 64, Adam lr 1e-3 constant, normalised inputs): DeepCanvas
-(deepcanvas-cli on resources/templates/lstm_rows.dcproj) against PyTorch CPU
+(deepcanvas-cli on bench/lstm_rows_adam.dcproj) against PyTorch CPU
 (bench/pytorch_lstm.py) on the same machine in one run, same samples and
 epochs. Each runs as its own process and reports its own peak resident set.
 
@@ -23,7 +23,7 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--cli", default=os.path.join(ROOT, "build", "bin", "deepcanvas-cli"))
     a = ap.parse_args()
-    project = os.path.join(ROOT, "resources", "templates", "lstm_rows.dcproj")
+    project = os.path.join(HERE, "lstm_rows_adam.dcproj")
     ours = run([a.cli, "train", project, "--data", a.data, "--epochs", str(a.epochs),
                 "--threads", str(a.threads), "--batch", "64", "--lr", "0.001", "--json", "--quiet"])
     peer = run([sys.executable, os.path.join(HERE, "pytorch_lstm.py"), "--data", a.data,
