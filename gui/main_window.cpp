@@ -1,0 +1,325 @@
+#include "gui/main_window.h"
+
+#include "gui/autosaver.h"
+#include "gui/problems_panel.h"
+#include "gui/summary_panel.h"
+#include "gui/template_dialog.h"
+#include "gui/tool_icons.h"
+#include "widgets/graph_editor.h"
+#include "widgets/graph_model.h"
+#include "widgets/layer_palette.h"
+#include "widgets/node_item.h"
+#include "widgets/node_scene.h"
+#include "widgets/node_view.h"
+#include "widgets/property_editor.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QScreen>
+#include <QSettings>
+#include <QStatusBar>
+#include <QToolBar>
+#include <QUndoStack>
+
+namespace dc::gui {
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  setObjectName("mainWindow");
+  editor_ = new widgets::GraphEditor(this);
+  view_ = new widgets::NodeView(editor_->scene(), this);
+  view_->setObjectName("canvas");
+  view_->setEmptyHint(
+      tr("Drag a layer from the palette onto the canvas, or double-click it.\n"
+         "File → New from Template starts from a ready-made network."));
+  setCentralWidget(view_);
+  setDocumentMode(true);
+  setDockOptions(AnimatedDocks | AllowTabbedDocks);
+  createPanels();
+  createActions();
+  createMenus();
+  applyIcons();
+
+  zoom_label_ = new QLabel(this);
+  count_label_ = new QLabel(this);
+  statusBar()->addPermanentWidget(count_label_);
+  statusBar()->addPermanentWidget(zoom_label_);
+  connect(view_, &widgets::NodeView::zoomChanged, this,
+          [this](double z) { zoom_label_->setText(tr("%1 %").arg(qRound(z * 100))); });
+  zoom_label_->setText(tr("100 %"));
+  connect(editor_, &widgets::GraphEditor::statusMessage, this,
+          [this](const QString& m) { statusBar()->showMessage(m, m.isEmpty() ? 1 : 10000); });
+  connect(editor_->undoStack(), &QUndoStack::cleanChanged, this, &MainWindow::updateTitle);
+  connect(editor_->undoStack(), &QUndoStack::indexChanged, this, &MainWindow::updateTitle);
+  connect(editor_->model(), &widgets::GraphModel::shapesChanged, this,
+          &MainWindow::updateStatusCounts);
+
+  autosaver_ = new Autosaver(
+      [this] { return std::pair(QString::fromStdString(project_to_json(project())), file_); },
+      [this] { return isModified(); }, this);
+
+  newProject();
+  restoreLayout();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::createPanels() {
+  auto dock = [this](const QString& name, const QString& title, QWidget* w,
+                     Qt::DockWidgetArea area) {
+    auto* d = new QDockWidget(title, this);
+    d->setObjectName(name);
+    d->setWidget(w);
+    d->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetClosable |
+                   QDockWidget::DockWidgetFloatable);
+    addDockWidget(area, d);
+    return d;
+  };
+  palette_ = new widgets::LayerPalette(this);
+  dock("paletteDock", tr("Layers"), palette_, Qt::LeftDockWidgetArea);
+  properties_ = new widgets::PropertyEditor(editor_, this);
+  dock("propertiesDock", tr("Properties"), properties_, Qt::RightDockWidgetArea);
+  summary_ = new SummaryPanel(editor_->model(), this);
+  auto* sd = dock("summaryDock", tr("Model Summary"), summary_, Qt::BottomDockWidgetArea);
+  problems_ = new ProblemsPanel(editor_->model(), this);
+  auto* pd = dock("problemsDock", tr("Problems"), problems_, Qt::BottomDockWidgetArea);
+  tabifyDockWidget(sd, pd);
+  sd->raise();
+  resizeDocks({findChild<QDockWidget*>("paletteDock"), findChild<QDockWidget*>("propertiesDock")},
+              {210, 280}, Qt::Horizontal);
+  resizeDocks({sd}, {230}, Qt::Vertical);
+
+  connect(palette_, &widgets::LayerPalette::layerActivated, this, [this](const QString& type) {
+    editor_->addLayer(type, editor_->nextFreePosition());
+    for (NodeId id : editor_->scene()->selectedNodes())
+      view_->ensureVisible(editor_->scene()->nodeItem(id), 60, 60);
+  });
+  connect(view_, &widgets::NodeView::layerDropped, this, [this](const QString& type, QPointF p) {
+    // Drop under the cursor: the point is the card's centre, not its corner.
+    editor_->addLayer(type, p - QPointF(widgets::NodeItem::kWidth / 2, 29));
+    view_->setFocus();
+  });
+  connect(problems_, &ProblemsPanel::nodeActivated, this, &MainWindow::selectAndCenter);
+  connect(summary_, &SummaryPanel::nodeActivated, this, &MainWindow::selectAndCenter);
+  connect(problems_, &ProblemsPanel::countChanged, this, [this, pd](int n) {
+    pd->setWindowTitle(n ? tr("Problems (%1)").arg(n) : tr("Problems"));
+  });
+}
+
+QAction* MainWindow::makeAction(const QString& name, const QString& text, const QKeySequence& key,
+                                const QString& icon) {
+  auto* a = new QAction(text, this);
+  a->setObjectName(name);
+  if (!key.isEmpty()) {
+    a->setShortcut(key);
+    a->setToolTip(QStringLiteral("%1 (%2)").arg(QString(text).remove('&'),
+                                                key.toString(QKeySequence::NativeText)));
+  }
+  if (!icon.isEmpty()) a->setProperty("toolIcon", icon);
+  addAction(a);
+  return a;
+}
+
+QAction* MainWindow::action(const QString& name) const {
+  return findChild<QAction*>(name);
+}
+
+void MainWindow::createActions() {
+  connect(makeAction("actionNew", tr("&New"), QKeySequence::New, "new"), &QAction::triggered, this,
+          [this] {
+            if (maybeSave()) newProject();
+          });
+  connect(makeAction("actionNewFromTemplate", tr("New from &Template…"),
+                     QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_N), "template"),
+          &QAction::triggered, this, [this] {
+            if (!maybeSave()) return;
+            TemplateDialog dlg(this);
+            if (dlg.exec() == QDialog::Accepted && !dlg.selectedFile().isEmpty())
+              newFromTemplate(dlg.selectedFile());
+          });
+  connect(makeAction("actionOpen", tr("&Open…"), QKeySequence::Open, "open"), &QAction::triggered,
+          this, [this] {
+            QString dir = file_.isEmpty() ? QString() : QFileInfo(file_).absolutePath();
+            QString f = QFileDialog::getOpenFileName(this, tr("Open Project"), dir,
+                                                     tr("DeepCanvas projects (*.dcproj)"));
+            if (!f.isEmpty()) openFile(f);
+          });
+  connect(makeAction("actionSave", tr("&Save"), QKeySequence::Save, "save"), &QAction::triggered,
+          this, &MainWindow::save);
+  connect(makeAction("actionSaveAs", tr("Save &As…"), QKeySequence::SaveAs), &QAction::triggered,
+          this, &MainWindow::saveAs);
+  connect(makeAction("actionQuit", tr("&Quit"), QKeySequence::Quit), &QAction::triggered, this,
+          &QWidget::close);
+
+  QUndoStack* undo = editor_->undoStack();
+  QAction* u = undo->createUndoAction(this, tr("&Undo"));
+  u->setObjectName("actionUndo");
+  u->setShortcut(QKeySequence::Undo);
+  u->setProperty("toolIcon", "undo");
+  addAction(u);
+  QAction* r = undo->createRedoAction(this, tr("&Redo"));
+  r->setObjectName("actionRedo");
+  r->setShortcuts({QKeySequence::Redo, QKeySequence(Qt::CTRL | Qt::Key_Y)});
+  r->setProperty("toolIcon", "redo");
+  addAction(r);
+
+  connect(makeAction("actionCut", tr("Cu&t"), QKeySequence::Cut, "cut"), &QAction::triggered,
+          editor_, &widgets::GraphEditor::cutSelection);
+  connect(makeAction("actionCopy", tr("&Copy"), QKeySequence::Copy, "copy"), &QAction::triggered,
+          editor_, &widgets::GraphEditor::copySelection);
+  connect(makeAction("actionPaste", tr("&Paste"), QKeySequence::Paste, "paste"),
+          &QAction::triggered, editor_, &widgets::GraphEditor::paste);
+  QAction* del = makeAction("actionDelete", tr("&Delete"), QKeySequence::Delete, "delete");
+  del->setShortcuts({QKeySequence::Delete, QKeySequence(Qt::Key_Backspace)});
+  connect(del, &QAction::triggered, editor_, &widgets::GraphEditor::deleteSelection);
+  connect(makeAction("actionSelectAll", tr("Select &All"), QKeySequence::SelectAll),
+          &QAction::triggered, editor_, &widgets::GraphEditor::selectAll);
+
+  connect(makeAction("actionZoomIn", tr("Zoom &In"), QKeySequence::ZoomIn, "zoom-in"),
+          &QAction::triggered, view_, &widgets::NodeView::zoomIn);
+  connect(makeAction("actionZoomOut", tr("Zoom &Out"), QKeySequence::ZoomOut, "zoom-out"),
+          &QAction::triggered, view_, &widgets::NodeView::zoomOut);
+  connect(makeAction("actionActualSize", tr("&Actual Size"), QKeySequence(Qt::CTRL | Qt::Key_1)),
+          &QAction::triggered, view_, &widgets::NodeView::resetZoom);
+  connect(makeAction("actionFit", tr("&Fit to Window"), QKeySequence(Qt::CTRL | Qt::Key_0), "fit"),
+          &QAction::triggered, view_, &widgets::NodeView::fitAll);
+  connect(makeAction("actionAutoLayout", tr("Auto-&layout"), QKeySequence(Qt::CTRL | Qt::Key_L),
+                     "layout"),
+          &QAction::triggered, this, [this] {
+            editor_->autoLayout();
+            view_->fitAll();
+          });
+  QAction* snap = makeAction("actionSnap", tr("&Snap to Grid"), {});
+  snap->setCheckable(true);
+  snap->setChecked(true);
+  connect(snap, &QAction::toggled, this, [this](bool on) { editor_->scene()->setSnapToGrid(on); });
+
+  // Canvas actions must not steal keys from text fields in the docks.
+  for (const char* n :
+       {"actionCut", "actionCopy", "actionPaste", "actionDelete", "actionSelectAll"})
+    action(n)->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  for (const char* n :
+       {"actionCut", "actionCopy", "actionPaste", "actionDelete", "actionSelectAll"})
+    view_->addAction(action(n));
+}
+
+void MainWindow::createMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(action("actionNew"));
+  file->addAction(action("actionNewFromTemplate"));
+  file->addAction(action("actionOpen"));
+  recent_menu_ = file->addMenu(tr("Open &Recent"));
+  recent_menu_->setObjectName("menuRecent");
+  connect(recent_menu_, &QMenu::aboutToShow, this, &MainWindow::fillRecentMenu);
+  file->addSeparator();
+  file->addAction(action("actionSave"));
+  file->addAction(action("actionSaveAs"));
+  file->addSeparator();
+  file->addAction(action("actionQuit"));
+
+  QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+  edit->addAction(action("actionUndo"));
+  edit->addAction(action("actionRedo"));
+  edit->addSeparator();
+  for (const char* n : {"actionCut", "actionCopy", "actionPaste", "actionDelete"})
+    edit->addAction(action(n));
+  edit->addSeparator();
+  edit->addAction(action("actionSelectAll"));
+
+  view_menu_ = menuBar()->addMenu(tr("&View"));
+  for (const char* n : {"actionZoomIn", "actionZoomOut", "actionActualSize", "actionFit"})
+    view_menu_->addAction(action(n));
+  view_menu_->addSeparator();
+  view_menu_->addAction(action("actionAutoLayout"));
+  view_menu_->addAction(action("actionSnap"));
+  view_menu_->addSeparator();
+  for (QDockWidget* d : findChildren<QDockWidget*>()) view_menu_->addAction(d->toggleViewAction());
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About DeepCanvas"), this, [this] {
+    QMessageBox::about(this, tr("About DeepCanvas"),
+                       tr("<b>DeepCanvas %1</b><p>Build, train and test neural networks "
+                          "visually.</p>")
+                           .arg(QApplication::applicationVersion()));
+  });
+
+  QToolBar* tb = addToolBar(tr("Main"));
+  tb->setObjectName("mainToolBar");
+  tb->setMovable(false);
+  tb->setIconSize(QSize(20, 20));
+  tb->setToolButtonStyle(Qt::ToolButtonIconOnly);
+  for (const char* n :
+       {"actionNew", "actionNewFromTemplate", "actionOpen", "actionSave", "", "actionUndo",
+        "actionRedo", "", "actionCut", "actionCopy", "actionPaste", "actionDelete", "",
+        "actionZoomIn", "actionZoomOut", "actionFit", "actionAutoLayout"}) {
+    if (!*n)
+      tb->addSeparator();
+    else
+      tb->addAction(action(n));
+  }
+}
+
+void MainWindow::applyIcons() {
+  for (QAction* a : findChildren<QAction*>()) {
+    QString icon = a->property("toolIcon").toString();
+    if (!icon.isEmpty()) a->setIcon(toolIcon(icon, QApplication::palette()));
+  }
+}
+
+void MainWindow::changeEvent(QEvent* e) {
+  // Light/dark switch: icons are drawn in the palette's colours.
+  if (e->type() == QEvent::PaletteChange || e->type() == QEvent::ApplicationPaletteChange)
+    applyIcons();
+  QMainWindow::changeEvent(e);
+}
+
+void MainWindow::restoreLayout() {
+  QSettings s;
+  if (!restoreGeometry(s.value("window/geometry").toByteArray())) {
+    QSize avail = screen() ? screen()->availableGeometry().size() : QSize(1480, 920);
+    resize(avail.boundedTo(QSize(1480, 920)));
+  }
+  restoreState(s.value("window/state").toByteArray());
+  editor_->scene()->setSnapToGrid(s.value("editor/snap", true).toBool());
+  action("actionSnap")->setChecked(editor_->scene()->snapToGrid());
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  if (!maybeSave()) {
+    e->ignore();
+    return;
+  }
+  QSettings s;
+  s.setValue("window/geometry", saveGeometry());
+  s.setValue("window/state", saveState());
+  s.setValue("editor/snap", editor_->scene()->snapToGrid());
+  autosaver_->clear();
+  e->accept();
+}
+
+void MainWindow::selectAndCenter(int id) {
+  widgets::NodeItem* it = editor_->scene()->nodeItem(id);
+  if (!it) return;
+  editor_->scene()->selectNodes({id});
+  view_->centerOnItem(it);
+  view_->setFocus();
+}
+
+void MainWindow::updateStatusCounts() {
+  const Graph& g = editor_->graph();
+  int bad = 0;
+  for (const auto& [id, s] : editor_->model()->shapes())
+    if (!s.ok()) ++bad;
+  QString text = tr("%n layer(s)", nullptr, int(g.nodes().size()));
+  if (bad) text += tr(" · %n invalid", nullptr, bad);
+  count_label_->setText(text);
+}
+
+}  // namespace dc::gui

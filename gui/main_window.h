@@ -1,0 +1,110 @@
+#pragma once
+// The application window: the layer palette (left), the canvas (centre),
+// the properties (right), the model summary and problems (bottom), menus
+// and a toolbar with the standard shortcuts, and the project file's
+// lifecycle (new, template, open, save, autosave and recovery). The window
+// only wires panels together; editing lives in widgets::GraphEditor.
+#include <deepcanvas/project.h>
+
+#include <QMainWindow>
+#include <QString>
+#include <functional>
+
+class QAction;
+class QLabel;
+class QMenu;
+
+namespace dc::widgets {
+class GraphEditor;
+class LayerPalette;
+class NodeView;
+class PropertyEditor;
+}  // namespace dc::widgets
+
+namespace dc::gui {
+
+class Autosaver;
+class ProblemsPanel;
+class SummaryPanel;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  // What maybeSave() asks when there are unsaved changes.
+  enum class Answer { Save, Discard, Cancel };
+
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // File actions. Each returns false when it failed or was cancelled; a
+  // failure is reported through the error handler and changes nothing.
+  void newProject();
+  bool openFile(const QString& path);
+  bool newFromTemplate(const QString& path);
+  bool saveFile(const QString& path);
+  bool save();
+  bool saveAs();
+  // Offers to restore what an earlier, crashed session autosaved.
+  void offerRecovery();
+
+  // The project as it would be saved now (graph included).
+  Project project() const;
+  QString currentFile() const { return file_; }
+  bool isModified() const;
+  void selectAndCenter(int node_id);
+
+  widgets::GraphEditor* editor() const { return editor_; }
+  widgets::LayerPalette* palette() const { return palette_; }
+  widgets::PropertyEditor* properties() const { return properties_; }
+  widgets::NodeView* view() const { return view_; }
+  SummaryPanel* summary() const { return summary_; }
+  ProblemsPanel* problems() const { return problems_; }
+  Autosaver* autosaver() const { return autosaver_; }
+  QAction* action(const QString& name) const;
+
+  // Replaces message boxes (tests, scripted use).
+  void setErrorHandler(std::function<void(const QString&)> f) { on_error_ = std::move(f); }
+  void setConfirmHandler(std::function<Answer(const QString&)> f) { on_confirm_ = std::move(f); }
+  const QString& lastError() const { return last_error_; }
+
+ protected:
+  void closeEvent(QCloseEvent* e) override;
+  void changeEvent(QEvent* e) override;
+
+ private:
+  void createPanels();
+  void createActions();
+  void createMenus();
+  void restoreLayout();
+  void applyIcons();
+  void setProject(Project p, const QString& file, bool modified);
+  bool maybeSave();
+  void reportError(const QString& text);
+  void addRecent(const QString& path);
+  void fillRecentMenu();
+  void updateTitle();
+  void updateStatusCounts();
+  QAction* makeAction(const QString& name, const QString& text, const QKeySequence& key,
+                      const QString& icon = {});
+
+  widgets::GraphEditor* editor_;
+  widgets::NodeView* view_;
+  widgets::LayerPalette* palette_ = nullptr;
+  widgets::PropertyEditor* properties_ = nullptr;
+  SummaryPanel* summary_ = nullptr;
+  ProblemsPanel* problems_ = nullptr;
+  Autosaver* autosaver_ = nullptr;
+  QMenu* recent_menu_ = nullptr;
+  QMenu* view_menu_ = nullptr;
+  QLabel* zoom_label_ = nullptr;
+  QLabel* count_label_ = nullptr;
+
+  Project project_;  // everything but the graph, which the editor holds
+  QString file_;
+  bool forced_modified_ = false;  // e.g. recovered: changed, but no undo history
+  QString last_error_;
+  std::function<void(const QString&)> on_error_;
+  std::function<Answer(const QString&)> on_confirm_;
+};
+
+}  // namespace dc::gui

@@ -1,0 +1,209 @@
+// MainWindow's project file lifecycle: new, template, open, save, recent
+// files, unsaved-changes prompts, autosave recovery.
+#include "gui/autosaver.h"
+#include "gui/main_window.h"
+#include "gui/summary_panel.h"
+#include "widgets/graph_editor.h"
+#include "widgets/node_view.h"
+
+#include <deepcanvas/errors.h>
+
+#include <QApplication>
+#include <QDateTime>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMenu>
+#include <QMessageBox>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTimer>
+#include <QUndoStack>
+
+namespace dc::gui {
+
+namespace {
+constexpr int kMaxRecent = 10;
+}
+
+Project MainWindow::project() const {
+  Project p = project_;
+  p.graph = editor_->graph();
+  p.file = file_.toStdString();
+  return p;
+}
+
+bool MainWindow::isModified() const {
+  return forced_modified_ || !editor_->undoStack()->isClean();
+}
+
+void MainWindow::updateTitle() {
+  QString name = file_.isEmpty() ? tr("Untitled") : QFileInfo(file_).fileName();
+  setWindowTitle(QStringLiteral("%1[*] — DeepCanvas").arg(name));
+  setWindowModified(isModified());
+}
+
+void MainWindow::reportError(const QString& text) {
+  last_error_ = text;
+  if (on_error_)
+    on_error_(text);
+  else
+    QMessageBox::critical(this, tr("DeepCanvas"), text);
+}
+
+bool MainWindow::maybeSave() {
+  if (!isModified()) return true;
+  QString name = file_.isEmpty() ? tr("Untitled") : QFileInfo(file_).fileName();
+  QString q = tr("Save the changes to %1 before closing it?").arg(name);
+  Answer a;
+  if (on_confirm_) {
+    a = on_confirm_(q);
+  } else {
+    auto b = QMessageBox::warning(this, tr("Unsaved changes"), q,
+                                  QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel,
+                                  QMessageBox::Save);
+    a = b == QMessageBox::Save      ? Answer::Save
+        : b == QMessageBox::Discard ? Answer::Discard
+                                    : Answer::Cancel;
+  }
+  if (a == Answer::Save) return save();
+  return a == Answer::Discard;
+}
+
+void MainWindow::setProject(Project p, const QString& file, bool modified) {
+  editor_->loadGraph(p.graph);
+  p.graph = Graph{};  // the editor's copy is the one that changes
+  project_ = std::move(p);
+  file_ = file;
+  forced_modified_ = modified;
+  summary_->setBatch(project_.training.batch);
+  summary_->refresh();
+  autosaver_->clear();
+  updateTitle();
+  updateStatusCounts();
+  // Fit once the window has its size (right after start-up it has none yet).
+  view_->fitAll();
+  QTimer::singleShot(0, view_, [v = view_] { v->fitAll(); });
+}
+
+void MainWindow::newProject() {
+  Project p;
+  p.name = tr("Untitled").toStdString();
+  p.dataset.path = "sample:fashion-mnist-subset";
+  setProject(std::move(p), {}, false);
+}
+
+bool MainWindow::newFromTemplate(const QString& path) {
+  Project p;
+  try {
+    p = load_project(path.toStdString());
+  } catch (const Error& e) {
+    reportError(tr("Could not open the template %1:\n\n%2").arg(path, QString::fromUtf8(e.what())));
+    return false;
+  }
+  // A template is a starting point: saving must not overwrite it.
+  p.file.clear();
+  setProject(std::move(p), {}, false);
+  return true;
+}
+
+bool MainWindow::openFile(const QString& path) {
+  Project p;
+  try {
+    p = load_project(path.toStdString());
+  } catch (const Error& e) {
+    // Nothing has been touched yet: the open project stays as it was.
+    reportError(tr("Could not open %1:\n\n%2")
+                    .arg(QDir::toNativeSeparators(path), QString::fromUtf8(e.what())));
+    return false;
+  }
+  if (!maybeSave()) return false;
+  QString abs = QFileInfo(path).absoluteFilePath();
+  setProject(std::move(p), abs, false);
+  addRecent(abs);
+  statusBar()->showMessage(tr("Opened %1").arg(QDir::toNativeSeparators(abs)), 5000);
+  return true;
+}
+
+bool MainWindow::saveFile(const QString& path_in) {
+  QString path = path_in;
+  if (!path.endsWith(".dcproj", Qt::CaseInsensitive)) path += ".dcproj";
+  Project p = project();
+  try {
+    save_project(p, path.toStdString());  // atomic: temp file, fsync, rename
+  } catch (const Error& e) {
+    reportError(tr("Could not save %1:\n\n%2")
+                    .arg(QDir::toNativeSeparators(path), QString::fromUtf8(e.what())));
+    return false;
+  }
+  file_ = QFileInfo(path).absoluteFilePath();
+  editor_->undoStack()->setClean();
+  forced_modified_ = false;
+  autosaver_->clear();
+  addRecent(file_);
+  updateTitle();
+  statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(file_)), 5000);
+  return true;
+}
+
+bool MainWindow::save() {
+  return file_.isEmpty() ? saveAs() : saveFile(file_);
+}
+
+bool MainWindow::saveAs() {
+  QString dir = file_.isEmpty() ? QDir::homePath() : QFileInfo(file_).absolutePath();
+  QString suggestion = dir + "/" + (file_.isEmpty() ? "model.dcproj" : QFileInfo(file_).fileName());
+  QString f = QFileDialog::getSaveFileName(this, tr("Save Project"), suggestion,
+                                           tr("DeepCanvas projects (*.dcproj)"));
+  return !f.isEmpty() && saveFile(f);
+}
+
+void MainWindow::addRecent(const QString& path) {
+  QSettings s;
+  QStringList list = s.value("recentFiles").toStringList();
+  list.removeAll(path);
+  list.prepend(path);
+  while (list.size() > kMaxRecent) list.removeLast();
+  s.setValue("recentFiles", list);
+}
+
+void MainWindow::fillRecentMenu() {
+  recent_menu_->clear();
+  QStringList list = QSettings().value("recentFiles").toStringList();
+  for (const QString& f : list) {
+    if (!QFileInfo::exists(f)) continue;
+    QAction* a = recent_menu_->addAction(QFileInfo(f).fileName(), this, [this, f] { openFile(f); });
+    a->setToolTip(f);
+    a->setStatusTip(QDir::toNativeSeparators(f));
+  }
+  if (recent_menu_->isEmpty()) recent_menu_->addAction(tr("No recent projects"))->setEnabled(false);
+  recent_menu_->addSeparator();
+  recent_menu_->addAction(tr("Clear Menu"), this, [] { QSettings().remove("recentFiles"); });
+}
+
+void MainWindow::offerRecovery() {
+  std::vector<Recovery> found = Autosaver::findRecoverable();
+  if (found.empty()) return;
+  const Recovery& r = found.front();
+  QString what = r.original.isEmpty() ? tr("an unsaved project") : QFileInfo(r.original).fileName();
+  QString when = QFileInfo(r.data).lastModified().toString(Qt::TextDate);
+  auto b = QMessageBox::question(
+      this, tr("Recover unsaved changes?"),
+      tr("DeepCanvas did not close properly last time. Changes to %1 were autosaved at %2.\n\n"
+         "Recover them?")
+          .arg(what, when),
+      QMessageBox::Yes | QMessageBox::Discard, QMessageBox::Yes);
+  if (b == QMessageBox::Yes) {
+    try {
+      Project p = load_project(r.data.toStdString());
+      setProject(std::move(p), r.original, true);
+    } catch (const Error& e) {
+      reportError(
+          tr("The recovery file could not be read:\n\n%1").arg(QString::fromUtf8(e.what())));
+      return;  // keep it for another try
+    }
+  }
+  for (const Recovery& x : found) Autosaver::discard(x);
+}
+
+}  // namespace dc::gui

@@ -1,0 +1,47 @@
+#pragma once
+// The model summary: per layer output shape, parameters, MACs and
+// activation memory, then totals and the memory a training step needs at
+// the project's batch size. Costs come from the engine's Plan, so they are
+// the numbers training will actually see; while the graph is invalid the
+// table still lists the shapes that are known.
+#include <QWidget>
+
+class QLabel;
+class QTreeWidget;
+class QTimer;
+
+namespace dc::widgets {
+class GraphModel;
+}
+
+namespace dc::gui {
+
+class SummaryPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit SummaryPanel(widgets::GraphModel* model, QWidget* parent = nullptr);
+
+  void setBatch(int64_t batch);
+  // Recomputes now. Edits call scheduleRefresh(), which coalesces a burst
+  // of changes into one recomputation when the event loop is next idle.
+  void refresh();
+  void scheduleRefresh();
+
+  QTreeWidget* table() const { return table_; }
+  const QString& totalsText() const { return totals_text_; }
+  int64_t totalParams() const { return total_params_; }
+
+ signals:
+  void nodeActivated(int id);
+
+ private:
+  widgets::GraphModel* model_;
+  QTreeWidget* table_;
+  QLabel* totals_;
+  QTimer* timer_;
+  QString totals_text_;
+  int64_t batch_ = 64;
+  int64_t total_params_ = 0;
+};
+
+}  // namespace dc::gui

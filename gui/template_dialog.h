@@ -1,0 +1,39 @@
+#pragma once
+// New from Template: the bundled templates on the left, a live preview of
+// the selected one (the same canvas, read-only) with its description and
+// size on the right.
+#include <QDialog>
+#include <QString>
+#include <memory>
+
+class QLabel;
+class QListWidget;
+
+namespace dc::widgets {
+class GraphModel;
+class NodeScene;
+class NodeView;
+}  // namespace dc::widgets
+
+namespace dc::gui {
+
+class TemplateDialog : public QDialog {
+  Q_OBJECT
+ public:
+  explicit TemplateDialog(QWidget* parent = nullptr);
+  static QString templateDir();
+  // The chosen template file ("" when none).
+  QString selectedFile() const;
+  QListWidget* list() const { return list_; }
+
+ private:
+  void showPreview();
+
+  QListWidget* list_;
+  QLabel* info_;
+  widgets::GraphModel* model_;
+  widgets::NodeScene* scene_;
+  widgets::NodeView* view_;
+};
+
+}  // namespace dc::gui

@@ -1,0 +1,35 @@
+#pragma once
+// Shared helpers for the editor tests: a lazily created QApplication on the
+// offscreen platform, isolated settings and data folders, and small finders.
+#include <deepcanvas/graph.h>
+
+#include <QString>
+#include <string>
+
+class QWidget;
+
+namespace dc::gui {
+class MainWindow;
+}
+
+namespace dc::test {
+
+// Creates the QApplication on first use (offscreen, test-mode paths).
+void ensureApp();
+// A fresh temporary folder for this test.
+QString tempDir();
+QString sourcePath(const QString& rel);
+// The node with this name (throws if none).
+NodeId idOf(const Graph& g, const std::string& name);
+// Adds a layer the way a user does: double-clicking its palette row.
+NodeId addFromPalette(gui::MainWindow& w, const QString& type);
+// A child widget of the property editor by object name ("attr:filters").
+template <typename T>
+T* propertyWidget(gui::MainWindow& w, const QString& name);
+// Graph equality without positions (a rebuilt network need not be laid out
+// exactly like the original).
+bool sameStructure(const Graph& a, const Graph& b);
+
+}  // namespace dc::test
+
+#include "gui_test_util_impl.h"

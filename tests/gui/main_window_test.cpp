@@ -1,0 +1,141 @@
+// The main window's file handling: corrupt and newer files, the title's
+// unsaved marker, templates, autosave recovery.
+#include "gui/main_window.h"
+#include "gui/autosaver.h"
+#include "gui/template_dialog.h"
+#include "gui_test_util.h"
+#include "widgets/graph_editor.h"
+
+#include <deepcanvas/project.h>
+#include <gtest/gtest.h>
+
+#include <QFile>
+#include <QListWidget>
+#include <QUndoStack>
+
+namespace dc::test {
+namespace {
+
+class MainWindowFiles : public ::testing::Test {
+ protected:
+  void SetUp() override { ensureApp(); }
+};
+
+void writeFile(const QString& path, const QByteArray& bytes) {
+  QFile f(path);
+  ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+  f.write(bytes);
+}
+
+TEST_F(MainWindowFiles, CorruptFileGivesAMessageAndLosesNothing) {
+  gui::MainWindow w;
+  QStringList errors;
+  w.setErrorHandler([&](const QString& e) { errors << e; });
+  w.setConfirmHandler([](const QString&) {
+    ADD_FAILURE() << "asked to save although the file could not be read";
+    return gui::MainWindow::Answer::Cancel;
+  });
+  QString sample = sourcePath("sample_data/sample_project.dcproj");
+  ASSERT_TRUE(w.openFile(sample));
+  // An unsaved edit that must survive.
+  NodeId extra = w.editor()->addLayer("Dropout", {400, 400});
+  ASSERT_GT(extra, 0);
+  const Graph before = w.editor()->graph();
+  const int history = w.editor()->undoStack()->count();
+
+  QString dir = tempDir();
+  QString corrupt = dir + "/corrupt.dcproj";
+  writeFile(corrupt,
+            "{\"format\": \"deepcanvas-project\", \"version\": 1, \"graph\": {\"nodes\": [");
+  EXPECT_FALSE(w.openFile(corrupt));
+  ASSERT_EQ(errors.size(), 1);
+  EXPECT_TRUE(errors[0].contains("corrupt.dcproj")) << errors[0].toStdString();
+
+  QString newer = dir + "/newer.dcproj";
+  QByteArray text;
+  {
+    QFile f(sample);
+    ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+    text = f.readAll();
+  }
+  text.replace("\"version\": 1", "\"version\": 99");
+  writeFile(newer, text);
+  EXPECT_FALSE(w.openFile(newer));
+  ASSERT_EQ(errors.size(), 2);
+  EXPECT_TRUE(errors[1].contains("newer")) << errors[1].toStdString();
+
+  EXPECT_FALSE(w.openFile(dir + "/missing.dcproj"));
+  EXPECT_EQ(errors.size(), 3);
+
+  EXPECT_TRUE(w.editor()->graph() == before);
+  EXPECT_EQ(w.editor()->undoStack()->count(), history);
+  EXPECT_TRUE(w.isModified());
+  EXPECT_EQ(w.currentFile(), sample);
+}
+
+TEST_F(MainWindowFiles, TitleShowsFileAndUnsavedMarker) {
+  gui::MainWindow w;
+  ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+  EXPECT_EQ(w.windowTitle(), QString("sample_project.dcproj[*] — DeepCanvas"));
+  EXPECT_FALSE(w.isWindowModified());
+  w.editor()->addLayer("ReLU", {0, 0});
+  EXPECT_TRUE(w.isWindowModified());
+  w.editor()->undoStack()->undo();
+  EXPECT_FALSE(w.isWindowModified());
+}
+
+TEST_F(MainWindowFiles, ClosingWithUnsavedChangesAsks) {
+  gui::MainWindow w;
+  w.editor()->addLayer("Input", {0, 0});
+  int asked = 0;
+  w.setConfirmHandler([&](const QString&) {
+    ++asked;
+    return gui::MainWindow::Answer::Cancel;
+  });
+  EXPECT_FALSE(w.close());
+  EXPECT_EQ(asked, 1);
+  w.setConfirmHandler([&](const QString&) {
+    ++asked;
+    return gui::MainWindow::Answer::Discard;
+  });
+  EXPECT_TRUE(w.close());
+  EXPECT_EQ(asked, 2);
+}
+
+TEST_F(MainWindowFiles, TemplatesAreListedAndPreviewed) {
+  gui::TemplateDialog dlg;
+  ASSERT_GE(dlg.list()->count(), 4);
+  dlg.list()->setCurrentRow(0);
+  QString file = dlg.selectedFile();
+  EXPECT_TRUE(file.endsWith(".dcproj"));
+  gui::MainWindow w;
+  ASSERT_TRUE(w.newFromTemplate(file));
+  EXPECT_FALSE(w.editor()->graph().empty());
+  EXPECT_TRUE(w.currentFile().isEmpty());  // saving must not overwrite the template
+}
+
+TEST_F(MainWindowFiles, AutosaveIsOfferedBackAfterACrash) {
+  for (const gui::Recovery& r : gui::Autosaver::findRecoverable()) gui::Autosaver::discard(r);
+  Graph edited;
+  {
+    gui::MainWindow w;
+    ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+    EXPECT_FALSE(w.autosaver()->saveNow());  // nothing changed yet
+    w.editor()->addLayer("Dropout", {400, 400});
+    edited = w.editor()->graph();
+    ASSERT_TRUE(w.autosaver()->saveNow());
+    EXPECT_TRUE(gui::Autosaver::findRecoverable().empty());  // its owner is alive
+    w.autosaver()->abandon();                                // as if the process died here
+    w.setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
+  }
+  std::vector<gui::Recovery> found = gui::Autosaver::findRecoverable();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].original, sourcePath("sample_data/sample_project.dcproj"));
+  Project p = load_project(found[0].data.toStdString());
+  EXPECT_TRUE(p.graph == edited);
+  gui::Autosaver::discard(found[0]);
+  EXPECT_TRUE(gui::Autosaver::findRecoverable().empty());
+}
+
+}  // namespace
+}  // namespace dc::test

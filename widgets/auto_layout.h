@@ -1,0 +1,17 @@
+#pragma once
+// Layered left-to-right layout: each node goes to the column of its longest
+// path from an input, and within a column nodes are ordered by the mean row
+// of their predecessors so edges cross less. Plain data in and out, so it can
+// be tested and benchmarked without a scene.
+#include <deepcanvas/graph.h>
+
+#include <map>
+#include <utility>
+
+namespace dc::widgets {
+
+// New top-left positions by node id; spacing fits NodeItem's size and the grid.
+std::map<NodeId, std::pair<double, double>> autoLayout(const Graph& g, double column = 190,
+                                                       double row = 100);
+
+}  // namespace dc::widgets

@@ -1,0 +1,268 @@
+#include "widgets/graph_editor.h"
+
+#include "widgets/auto_layout.h"
+#include "widgets/connection_check.h"
+#include "widgets/edit_commands.h"
+#include "widgets/graph_model.h"
+#include "widgets/node_item.h"
+#include "widgets/node_scene.h"
+
+#include <deepcanvas/errors.h>
+#include <deepcanvas/layer.h>
+#include <deepcanvas/project.h>
+
+#include <QApplication>
+#include <QClipboard>
+#include <QMimeData>
+#include <QUndoStack>
+#include <cmath>
+
+namespace dc::widgets {
+
+namespace {
+
+QPointF snapped(QPointF p) {
+  const double g = NodeScene::kGrid;
+  return {std::round(p.x() / g) * g, std::round(p.y() / g) * g};
+}
+
+// "conv12" -> "conv": pasted copies are numbered afresh from the base.
+std::string nameBase(const std::string& name) {
+  size_t end = name.size();
+  while (end > 0 && std::isdigit(static_cast<unsigned char>(name[end - 1]))) --end;
+  std::string b = name.substr(0, end);
+  while (!b.empty() && (b.back() == '_' || b.back() == '-')) b.pop_back();
+  return b.empty() ? "node" : b;
+}
+
+}  // namespace
+
+GraphEditor::GraphEditor(QObject* parent)
+    : QObject(parent),
+      model_(new GraphModel(this)),
+      undo_(new QUndoStack(this)),
+      scene_(new NodeScene(model_, this)) {
+  register_builtin_layers();
+  connect(scene_, &NodeScene::connectRequested, this,
+          [this](NodeId s, NodeId d, int p) { connectPorts(s, d, p); });
+  connect(scene_, &NodeScene::moveRequested, this,
+          [this](const std::map<NodeId, QPointF>& from, const std::map<NodeId, QPointF>& to) {
+            // The items are already where the user left them; the command
+            // records it so undo can put them back.
+            undo_->push(new MoveNodesCommand(model_, from, to, true,
+                                             tr("Move %n layer(s)", nullptr, int(to.size()))));
+          });
+  connect(scene_, &NodeScene::statusMessage, this, &GraphEditor::statusMessage);
+}
+
+GraphEditor::~GraphEditor() {
+  // The scene goes first: its items read the model while they are deleted.
+  delete scene_;
+}
+
+const Graph& GraphEditor::graph() const {
+  return model_->graph();
+}
+
+void GraphEditor::loadGraph(Graph g) {
+  undo_->clear();
+  model_->reset(std::move(g));
+  undo_->setClean();
+  paste_count_ = 0;
+}
+
+bool GraphEditor::push(QUndoCommand* c, QString* why) {
+  try {
+    undo_->push(c);  // runs redo(), which may throw if the engine refuses
+    return true;
+  } catch (const Error& e) {
+    // push() already took the command; drop it without undoing anything
+    // further (the model refused before changing itself).
+    if (why) *why = QString::fromUtf8(e.what());
+    Q_EMIT statusMessage(QString::fromUtf8(e.what()));
+    return false;
+  }
+}
+
+NodeId GraphEditor::addLayer(const QString& type, QPointF pos, QString* why) {
+  const LayerDescriptor* d = LayerRegistry::instance().find(type.toStdString());
+  if (!d) {
+    if (why) *why = tr("unknown layer type '%1'").arg(type);
+    return -1;
+  }
+  // Resolve the name, id and defaults now, so redo after undo recreates the
+  // very same node.
+  Graph trial = model_->graph();
+  NodeId id = model_->nextId();
+  QPointF p = scene_->snapToGrid() ? snapped(pos) : pos;
+  trial.add_node(d->type, "", {}, p.x(), p.y(), id);
+  Node n = trial.node(id);
+  if (!push(new AddNodesCommand(model_, {n}, {}, tr("Add %1").arg(QString::fromStdString(n.name))),
+            why))
+    return -1;
+  scene_->selectNodes({id});
+  return id;
+}
+
+bool GraphEditor::connectPorts(NodeId src, NodeId dst, int port, QString* why) {
+  std::string problem = connectionProblem(model_->graph(), src, dst, port);
+  if (!problem.empty()) {
+    QString msg = QString::fromStdString(problem);
+    if (why) *why = msg;
+    Q_EMIT statusMessage(tr("Cannot connect: %1").arg(msg));
+    return false;
+  }
+  return push(new ConnectCommand(model_, Edge{src, dst, port}), why);
+}
+
+bool GraphEditor::setAttr(NodeId id, const std::string& name, const AttrValue& v, QString* why) {
+  const Node* n = model_->graph().find(id);
+  if (!n) return false;
+  const LayerDescriptor& d = LayerRegistry::instance().get(n->type);
+  const AttrSpec* spec = d.find_attr(name);
+  std::string err = spec ? validate_attr(*spec, v) : "unknown attribute '" + name + "'";
+  if (!err.empty()) {
+    if (why) *why = QString::fromStdString(node_label(*n) + ": " + err);
+    Q_EMIT statusMessage(QString::fromStdString(node_label(*n) + ": " + err));
+    return false;
+  }
+  if (n->attrs.has(name) && n->attrs.get(name) == v) return true;
+  return push(new SetAttrCommand(model_, id, name, v), why);
+}
+
+bool GraphEditor::rename(NodeId id, const QString& name, QString* why) {
+  const Node* n = model_->graph().find(id);
+  if (!n) return false;
+  std::string s = name.trimmed().toStdString();
+  if (s == n->name) return true;
+  std::string err;
+  if (s.empty())
+    err = "a layer name cannot be empty";
+  else if (model_->graph().find_by_name(s))
+    err = "a layer named '" + s + "' already exists";
+  if (!err.empty()) {
+    if (why) *why = QString::fromStdString(err);
+    Q_EMIT statusMessage(QString::fromStdString(err));
+    return false;
+  }
+  return push(new RenameCommand(model_, id, s), why);
+}
+
+bool GraphEditor::removeNodes(const std::vector<NodeId>& ids, const std::vector<Edge>& edges) {
+  if (ids.empty() && edges.empty()) return false;
+  return push(new RemoveItemsCommand(model_, ids, edges), nullptr);
+}
+
+bool GraphEditor::moveNodes(const std::map<NodeId, QPointF>& to) {
+  std::map<NodeId, QPointF> from;
+  for (const auto& [id, p] : to) {
+    const Node& n = model_->graph().node(id);
+    from[id] = QPointF(n.x, n.y);
+  }
+  return push(new MoveNodesCommand(model_, from, to, true, tr("Move")), nullptr);
+}
+
+QPointF GraphEditor::nextFreePosition() const {
+  const Graph& g = model_->graph();
+  if (g.empty()) return {40, 120};
+  std::vector<NodeId> sel = scene_->selectedNodes();
+  const Node* anchor = nullptr;
+  for (NodeId id : sel)
+    if (const Node* n = g.find(id); n && (!anchor || n->x > anchor->x)) anchor = n;
+  if (!anchor)
+    for (const auto& [id, n] : g.nodes())
+      if (!anchor || n.x > anchor->x) anchor = &n;
+  return snapped(QPointF(anchor->x + 220, anchor->y));
+}
+
+void GraphEditor::deleteSelection() {
+  removeNodes(scene_->selectedNodes(), scene_->selectedEdges());
+}
+
+void GraphEditor::selectAll() {
+  for (QGraphicsItem* i : scene_->items()) i->setSelected(true);
+}
+
+bool GraphEditor::copySelection() {
+  std::vector<NodeId> ids = scene_->selectedNodes();
+  if (ids.empty()) return false;
+  const Graph& g = model_->graph();
+  Graph part;
+  for (NodeId id : ids) {
+    const Node& n = g.node(id);
+    part.add_node(n.type, n.name, n.attrs, n.x, n.y, n.id);
+  }
+  for (const Edge& e : g.edges())
+    if (part.find(e.src) && part.find(e.dst)) part.connect(e.src, e.dst, e.dst_port);
+  QByteArray json = QByteArray::fromStdString(graph_to_json(part));
+  auto* mime = new QMimeData;
+  mime->setData(kGraphMimeType, json);
+  mime->setText(QString::fromUtf8(json));
+  QApplication::clipboard()->setMimeData(mime);
+  paste_count_ = 0;
+  Q_EMIT statusMessage(tr("Copied %n layer(s)", nullptr, int(ids.size())));
+  return true;
+}
+
+void GraphEditor::cutSelection() {
+  if (!copySelection()) return;
+  undo_->beginMacro(tr("Cut"));
+  deleteSelection();
+  undo_->endMacro();
+}
+
+std::vector<NodeId> GraphEditor::paste() {
+  const QMimeData* mime = QApplication::clipboard()->mimeData();
+  if (!mime) return {};
+  QByteArray json =
+      mime->hasFormat(kGraphMimeType) ? mime->data(kGraphMimeType) : mime->text().toUtf8();
+  if (json.trimmed().isEmpty()) return {};
+  Graph part;
+  try {
+    part = graph_from_json(json.toStdString(), "clipboard");
+  } catch (const Error& e) {
+    Q_EMIT statusMessage(tr("Nothing to paste: %1").arg(QString::fromUtf8(e.what())));
+    return {};
+  }
+  ++paste_count_;
+  const double offset = 40.0 * paste_count_;
+  // Build the result in a scratch copy so names stay unique among the
+  // pasted nodes as well as against the existing ones.
+  Graph trial = model_->graph();
+  NodeId next = model_->nextId();
+  std::map<NodeId, NodeId> remap;
+  std::vector<Node> nodes;
+  for (const auto& [old_id, n] : part.nodes()) {
+    std::string name = trial.find_by_name(n.name) ? trial.unique_name(nameBase(n.name)) : n.name;
+    NodeId id = next++;
+    trial.add_node(n.type, name, n.attrs, n.x + offset, n.y + offset, id);
+    remap[old_id] = id;
+    nodes.push_back(trial.node(id));
+  }
+  std::vector<Edge> edges;
+  for (const Edge& e : part.edges()) edges.push_back(Edge{remap[e.src], remap[e.dst], e.dst_port});
+  QString why;
+  if (!push(new AddNodesCommand(model_, nodes, edges,
+                                tr("Paste %n layer(s)", nullptr, int(nodes.size()))),
+            &why))
+    return {};
+  std::vector<NodeId> ids;
+  for (const Node& n : nodes) ids.push_back(n.id);
+  scene_->selectNodes(ids);
+  return ids;
+}
+
+void GraphEditor::autoLayout() {
+  auto pos = widgets::autoLayout(model_->graph());
+  std::map<NodeId, QPointF> from, to;
+  for (const auto& [id, p] : pos) {
+    const Node& n = model_->graph().node(id);
+    if (n.x == p.first && n.y == p.second) continue;
+    from[id] = QPointF(n.x, n.y);
+    to[id] = QPointF(p.first, p.second);
+  }
+  if (to.empty()) return;
+  undo_->push(new MoveNodesCommand(model_, from, to, false, tr("Auto-layout")));
+}
+
+}  // namespace dc::widgets

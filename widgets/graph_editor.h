@@ -1,0 +1,75 @@
+#pragma once
+// The node editor's controller: it owns the model, the scene and the undo
+// stack, and offers every editing action as a method (add, connect, set
+// attribute, rename, delete, copy, cut, paste, select all, auto-layout).
+// Menus, the palette, the property editor and tests all go through these
+// methods, and each one pushes exactly one QUndoCommand.
+#include <deepcanvas/graph.h>
+
+#include <QObject>
+#include <QPointF>
+#include <QString>
+#include <map>
+#include <vector>
+
+class QUndoCommand;
+class QUndoStack;
+
+namespace dc::widgets {
+
+class GraphModel;
+class NodeScene;
+
+// The clipboard MIME type; the text flavour carries the same JSON.
+inline constexpr const char* kGraphMimeType = "application/x-deepcanvas-graph";
+
+class GraphEditor : public QObject {
+  Q_OBJECT
+ public:
+  explicit GraphEditor(QObject* parent = nullptr);
+  ~GraphEditor() override;
+
+  GraphModel* model() const { return model_; }
+  NodeScene* scene() const { return scene_; }
+  QUndoStack* undoStack() const { return undo_; }
+  const Graph& graph() const;
+
+  // Replaces the graph (open, new): not undoable, clears the history.
+  void loadGraph(Graph g);
+
+  // Each returns false (and sets *why) when the edit is refused; the graph
+  // is then unchanged.
+  NodeId addLayer(const QString& type, QPointF pos, QString* why = nullptr);
+  bool connectPorts(NodeId src, NodeId dst, int port, QString* why = nullptr);
+  bool setAttr(NodeId id, const std::string& name, const AttrValue& v, QString* why = nullptr);
+  bool rename(NodeId id, const QString& name, QString* why = nullptr);
+  bool removeNodes(const std::vector<NodeId>& ids, const std::vector<Edge>& edges = {});
+  bool moveNodes(const std::map<NodeId, QPointF>& to);
+
+  // Where a new layer goes when none was dropped: right of the selection
+  // or of the right-most node.
+  QPointF nextFreePosition() const;
+
+  void deleteSelection();
+  void selectAll();
+  // Copies the selected nodes and the edges among them, as JSON.
+  bool copySelection();
+  void cutSelection();
+  // Pastes clipboard nodes with fresh ids and names, offset from the
+  // originals, and selects them. Returns the new ids.
+  std::vector<NodeId> paste();
+  void autoLayout();
+
+ signals:
+  void statusMessage(const QString& text);
+
+ private:
+  bool push(QUndoCommand* c, QString* why);
+
+  GraphModel* model_;
+  QUndoStack* undo_;
+  NodeScene* scene_;
+  int paste_count_ = 0;
+};
+
+}  // namespace dc::widgets

@@ -1,0 +1,257 @@
+#include "widgets/node_item.h"
+
+#include "widgets/edge_item.h"
+#include "widgets/graph_model.h"
+#include "widgets/layer_style.h"
+#include "widgets/node_scene.h"
+
+#include <deepcanvas/layer.h>
+
+#include <QFontMetricsF>
+#include <QGraphicsScene>
+#include <QPainter>
+#include <QPalette>
+#include <QStyleOptionGraphicsItem>
+#include <cmath>
+
+namespace dc::widgets {
+
+namespace {
+constexpr double kMinHeight = 58;
+constexpr double kRadius = 8;
+const QColor kErrorColor(0xe5, 0x39, 0x35);
+const QColor kOkColor(0x43, 0xa0, 0x47);
+}  // namespace
+
+NodeItem::NodeItem(const GraphModel* model, NodeId id) : model_(model), id_(id) {
+  setFlags(ItemIsSelectable | ItemIsMovable | ItemSendsGeometryChanges);
+  setAcceptHoverEvents(true);
+  // Painting a node is text-heavy; caching it makes dragging one node among
+  // hundreds cheap.
+  setCacheMode(DeviceCoordinateCache);
+  setZValue(1);
+  refresh();
+  const Node& n = model_->graph().node(id_);
+  setPos(n.x, n.y);
+}
+
+bool NodeItem::refresh() {
+  const Node& n = model_->graph().node(id_);
+  QString name = QString::fromStdString(n.name);
+  QString type = QString::fromStdString(n.type);
+  const LayerDescriptor* d = LayerRegistry::instance().find(n.type);
+  int inputs = d ? d->num_inputs(n.attrs) : 0;
+  // The shape itself is on the outgoing edges and in the tooltip; the card
+  // stays narrow so the templates' 190-pixel spacing leaves room for it.
+  QString detail = type, error, shape;
+  if (const NodeShape* s = model_->shape(id_)) {
+    if (s->ok())
+      shape = QString::fromStdString(s->shape->str());
+    else
+      error = QString::fromStdString(s->error);
+  }
+  detail += "|" + shape;
+  if (name == name_ && type == type_ && inputs == inputs_ && detail == detail_ && error == error_)
+    return false;
+  if (inputs != inputs_) prepareGeometryChange();
+  name_ = name;
+  type_ = type;
+  category_ = d ? QString::fromStdString(d->category) : QString();
+  inputs_ = inputs;
+  detail_ = detail;
+  error_ = error;
+  QString tip = QStringLiteral("<b>%1</b> (%2)").arg(name_.toHtmlEscaped(), type_);
+  if (!shape.isEmpty()) tip += QObject::tr("<br>output %1").arg(shape);
+  if (d && !d->help.empty()) tip += "<br>" + QString::fromStdString(d->help).toHtmlEscaped();
+  if (!error_.isEmpty())
+    tip += QStringLiteral("<br><span style='color:#e53935'>%1</span>").arg(error_.toHtmlEscaped());
+  setToolTip(tip);
+  update();
+  return true;
+}
+
+double NodeItem::height() const {
+  return std::max(kMinHeight, inputs_ * kPortPitch + 14);
+}
+
+QPointF NodeItem::localInput(int port) const {
+  double top = height() / 2 - (inputs_ - 1) * kPortPitch / 2;
+  return {0, top + port * kPortPitch};
+}
+
+QPointF NodeItem::localOutput() const {
+  return {kWidth, height() / 2};
+}
+QPointF NodeItem::inputPortPos(int port) const {
+  return mapToScene(localInput(port));
+}
+QPointF NodeItem::outputPortPos() const {
+  return mapToScene(localOutput());
+}
+
+std::pair<int, bool> NodeItem::portAt(QPointF scene_pos) const {
+  QPointF p = mapFromScene(scene_pos);
+  const double r2 = (kPortRadius + 5) * (kPortRadius + 5);
+  auto near = [&](QPointF q) {
+    QPointF d = p - q;
+    return d.x() * d.x() + d.y() * d.y() <= r2;
+  };
+  if (near(localOutput())) return {0, true};
+  for (int i = 0; i < inputs_; ++i)
+    if (near(localInput(i))) return {i, false};
+  return {-1, false};
+}
+
+void NodeItem::setHoverPort(int port, bool output, bool ok) {
+  hover_port_ = port;
+  hover_output_ = output;
+  hover_ok_ = ok;
+  update();
+}
+
+void NodeItem::clearHoverPort() {
+  if (hover_port_ < 0) return;
+  hover_port_ = -1;
+  update();
+}
+
+QRectF NodeItem::boundingRect() const {
+  const double m = kPortRadius + 4;
+  return QRectF(-m, -4, kWidth + 2 * m, height() + 8);
+}
+
+QPainterPath NodeItem::shape() const {
+  QPainterPath path;
+  path.addRoundedRect(QRectF(0, 0, kWidth, height()), kRadius, kRadius);
+  for (int i = 0; i < inputs_; ++i)
+    path.addEllipse(localInput(i), kPortRadius + 4, kPortRadius + 4);
+  path.addEllipse(localOutput(), kPortRadius + 4, kPortRadius + 4);
+  return path;
+}
+
+void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* /*opt*/, QWidget* /*w*/) {
+  const QPalette pal = scene() ? scene()->palette() : QPalette();
+  const bool dark = pal.color(QPalette::Window).lightnessF() < 0.5;
+  const QColor accent = categoryColor(category_);
+  const QRectF body(0, 0, kWidth, height());
+  p->setRenderHint(QPainter::Antialiasing);
+
+  // Soft shadow, then the card.
+  p->setPen(Qt::NoPen);
+  p->setBrush(QColor(0, 0, 0, dark ? 90 : 28));
+  p->drawRoundedRect(body.translated(0, 2), kRadius, kRadius);
+  QColor fill = pal.color(QPalette::Base);
+  if (!error_.isEmpty()) fill = mix(fill, kErrorColor, dark ? 0.28 : 0.12);
+  QColor border = mix(pal.color(QPalette::Text), fill, 0.75);
+  double bw = 1;
+  if (!error_.isEmpty()) {
+    border = kErrorColor;
+    bw = 1.6;
+  }
+  if (isSelected()) {
+    border = pal.color(QPalette::Highlight);
+    bw = 2.2;
+  } else if (hovered_) {
+    border = mix(border, pal.color(QPalette::Highlight), 0.5);
+  }
+  p->setBrush(fill);
+  p->setPen(QPen(border, bw));
+  p->drawRoundedRect(body, kRadius, kRadius);
+
+  // Category stripe along the top edge.
+  QPainterPath stripe;
+  stripe.addRoundedRect(body, kRadius, kRadius);
+  QPainterPath top;
+  top.addRect(QRectF(0, 0, kWidth, 4));
+  p->setPen(Qt::NoPen);
+  p->setBrush(accent);
+  p->drawPath(stripe.intersected(top));
+
+  // Badge with the layer glyph.
+  const QRectF badge(8, 14, 20, 20);
+  p->setBrush(accent);
+  p->drawRoundedRect(badge, 5, 5);
+  QFont f;
+  f.setPixelSize(10);
+  f.setBold(true);
+  p->setFont(f);
+  p->setPen(Qt::white);
+  p->drawText(badge, Qt::AlignCenter, layerGlyph(type_));
+
+  // Name and type · shape.
+  QFont nf;
+  nf.setPixelSize(13);
+  nf.setBold(true);
+  p->setFont(nf);
+  p->setPen(pal.color(QPalette::Text));
+  const double tx = 34, tw = kWidth - tx - 6;
+  QFontMetricsF nm(nf);
+  p->drawText(QRectF(tx, 9, tw, 18), Qt::AlignLeft | Qt::AlignVCenter,
+              nm.elidedText(name_, Qt::ElideRight, tw));
+  QFont df;
+  df.setPixelSize(11);
+  p->setFont(df);
+  p->setPen(error_.isEmpty() ? mix(pal.color(QPalette::Text), fill, 0.4) : kErrorColor);
+  QFontMetricsF dm(df);
+  QString second = error_.isEmpty() ? type_ : QObject::tr("invalid");
+  p->drawText(QRectF(tx, 27, tw, 16), Qt::AlignLeft | Qt::AlignVCenter,
+              dm.elidedText(second, Qt::ElideRight, tw));
+
+  if (!error_.isEmpty()) {
+    const QRectF mark(kWidth - 18, height() - 18, 13, 13);
+    p->setPen(Qt::NoPen);
+    p->setBrush(kErrorColor);
+    p->drawEllipse(mark);
+    p->setPen(Qt::white);
+    p->setFont(f);
+    p->drawText(mark, Qt::AlignCenter, QStringLiteral("!"));
+  }
+
+  // Ports: filled when connected, hollow when free, ringed while a
+  // connection is dragged over them.
+  auto port = [&](QPointF c, bool connected, bool hover) {
+    p->setPen(QPen(connected ? accent.darker(120) : border, 1.5));
+    p->setBrush(connected ? accent : pal.color(QPalette::Base));
+    p->drawEllipse(c, kPortRadius, kPortRadius);
+    if (hover) {
+      p->setBrush(Qt::NoBrush);
+      p->setPen(QPen(hover_ok_ ? kOkColor : kErrorColor, 2.5));
+      p->drawEllipse(c, kPortRadius + 4, kPortRadius + 4);
+    }
+  };
+  std::vector<bool> connected(size_t(inputs_), false);
+  bool out_connected = false;
+  for (EdgeItem* e : edges_) {
+    if (e->edge().dst == id_ && e->edge().dst_port < inputs_) connected[e->edge().dst_port] = true;
+    if (e->edge().src == id_) out_connected = true;
+  }
+  for (int i = 0; i < inputs_; ++i)
+    port(localInput(i), connected[size_t(i)], hover_port_ == i && !hover_output_);
+  port(localOutput(), out_connected, hover_port_ >= 0 && hover_output_);
+}
+
+QVariant NodeItem::itemChange(GraphicsItemChange change, const QVariant& value) {
+  auto* s = dynamic_cast<NodeScene*>(scene());
+  if (change == ItemPositionChange && s && s->snapToGrid()) {
+    const double g = NodeScene::kGrid;
+    QPointF q = value.toPointF();
+    return QPointF(std::round(q.x() / g) * g, std::round(q.y() / g) * g);
+  }
+  if (change == ItemPositionHasChanged)
+    for (EdgeItem* e : edges_) e->updatePath();
+  return QGraphicsItem::itemChange(change, value);
+}
+
+void NodeItem::hoverEnterEvent(QGraphicsSceneHoverEvent* e) {
+  hovered_ = true;
+  update();
+  QGraphicsItem::hoverEnterEvent(e);
+}
+
+void NodeItem::hoverLeaveEvent(QGraphicsSceneHoverEvent* e) {
+  hovered_ = false;
+  update();
+  QGraphicsItem::hoverLeaveEvent(e);
+}
+
+}  // namespace dc::widgets

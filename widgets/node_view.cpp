@@ -1,0 +1,206 @@
+#include "widgets/node_view.h"
+
+#include "widgets/layer_style.h"
+#include "widgets/node_scene.h"
+
+#include <QDragEnterEvent>
+#include <QGraphicsItem>
+#include <QMimeData>
+#include <QPainter>
+#include <QScrollBar>
+#include <QWheelEvent>
+#include <cmath>
+
+namespace dc::widgets {
+
+namespace {
+constexpr double kMinZoom = 0.1, kMaxZoom = 3.0, kMinFitZoom = 0.6;
+}
+
+NodeView::NodeView(QGraphicsScene* scene, QWidget* parent) : QGraphicsView(scene, parent) {
+  setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing);
+  setDragMode(RubberBandDrag);
+  setRubberBandSelectionMode(Qt::IntersectsItemShape);
+  setTransformationAnchor(AnchorUnderMouse);
+  setViewportUpdateMode(SmartViewportUpdate);
+  setAcceptDrops(true);
+  setFrameShape(QFrame::NoFrame);
+  setFocusPolicy(Qt::StrongFocus);
+  // Room to pan past the items.
+  setSceneRect(-20000, -20000, 40000, 40000);
+}
+
+double NodeView::zoom() const {
+  return transform().m11();
+}
+
+void NodeView::scaleBy(double factor) {
+  double z = std::clamp(zoom() * factor, kMinZoom, kMaxZoom);
+  factor = z / zoom();
+  scale(factor, factor);
+  Q_EMIT zoomChanged(zoom());
+}
+
+void NodeView::zoomIn() {
+  scaleBy(1.25);
+}
+void NodeView::zoomOut() {
+  scaleBy(0.8);
+}
+
+void NodeView::resetZoom() {
+  setTransform(QTransform());
+  Q_EMIT zoomChanged(1.0);
+}
+
+void NodeView::fitAll() {
+  QRectF r = scene()->itemsBoundingRect();
+  if (r.isEmpty()) {
+    resetZoom();
+    centerOn(0, 0);
+    return;
+  }
+  r.adjust(-40, -40, 40, 40);
+  fitInView(r, Qt::KeepAspectRatio);
+  // Small graphs should not be blown up past their natural size.
+  if (zoom() > 1.0) resetZoom();
+  if (zoom() < kMinZoom) scaleBy(1.0);
+  centerOn(r.center());
+  Q_EMIT zoomChanged(zoom());
+}
+
+void NodeView::centerOnItem(QGraphicsItem* item) {
+  if (item) centerOn(item->sceneBoundingRect().center());
+}
+
+void NodeView::wheelEvent(QWheelEvent* e) {
+  // Plain wheel zooms (the canvas has no natural scroll direction); with
+  // Shift it scrolls, as in most diagram tools.
+  if (e->modifiers() & Qt::ShiftModifier) {
+    QGraphicsView::wheelEvent(e);
+    return;
+  }
+  double steps = e->angleDelta().y() / 120.0;
+  if (steps != 0) scaleBy(std::pow(1.15, steps));
+  e->accept();
+}
+
+void NodeView::mousePressEvent(QMouseEvent* e) {
+  if (e->button() == Qt::MiddleButton || (space_ && e->button() == Qt::LeftButton)) {
+    panning_ = true;
+    last_ = e->pos();
+    viewport()->setCursor(Qt::ClosedHandCursor);
+    e->accept();
+    return;
+  }
+  QGraphicsView::mousePressEvent(e);
+}
+
+void NodeView::mouseMoveEvent(QMouseEvent* e) {
+  if (panning_) {
+    QPoint d = e->pos() - last_;
+    last_ = e->pos();
+    horizontalScrollBar()->setValue(horizontalScrollBar()->value() - d.x());
+    verticalScrollBar()->setValue(verticalScrollBar()->value() - d.y());
+    e->accept();
+    return;
+  }
+  QGraphicsView::mouseMoveEvent(e);
+}
+
+void NodeView::mouseReleaseEvent(QMouseEvent* e) {
+  if (panning_) {
+    panning_ = false;
+    viewport()->setCursor(space_ ? Qt::OpenHandCursor : Qt::ArrowCursor);
+    e->accept();
+    return;
+  }
+  QGraphicsView::mouseReleaseEvent(e);
+}
+
+void NodeView::keyPressEvent(QKeyEvent* e) {
+  if (e->key() == Qt::Key_Space && !e->isAutoRepeat()) {
+    space_ = true;
+    viewport()->setCursor(Qt::OpenHandCursor);
+    e->accept();
+    return;
+  }
+  QGraphicsView::keyPressEvent(e);
+}
+
+void NodeView::keyReleaseEvent(QKeyEvent* e) {
+  if (e->key() == Qt::Key_Space && !e->isAutoRepeat()) {
+    space_ = false;
+    if (!panning_) viewport()->setCursor(Qt::ArrowCursor);
+    e->accept();
+    return;
+  }
+  QGraphicsView::keyReleaseEvent(e);
+}
+
+void NodeView::focusOutEvent(QFocusEvent* e) {
+  space_ = false;
+  viewport()->unsetCursor();
+  QGraphicsView::focusOutEvent(e);
+}
+
+void NodeView::dragEnterEvent(QDragEnterEvent* e) {
+  if (e->mimeData()->hasFormat(kLayerMimeType) && scene() &&
+      !static_cast<NodeScene*>(scene())->readOnly())
+    e->acceptProposedAction();
+  else
+    e->ignore();
+}
+
+void NodeView::dragMoveEvent(QDragMoveEvent* e) {
+  if (e->mimeData()->hasFormat(kLayerMimeType))
+    e->acceptProposedAction();
+  else
+    e->ignore();
+}
+
+void NodeView::dropEvent(QDropEvent* e) {
+  if (!e->mimeData()->hasFormat(kLayerMimeType)) return;
+  QString type = QString::fromUtf8(e->mimeData()->data(kLayerMimeType));
+  Q_EMIT layerDropped(type, mapToScene(e->position().toPoint()));
+  e->acceptProposedAction();
+}
+
+void NodeView::drawForeground(QPainter* p, const QRectF& rect) {
+  QGraphicsView::drawForeground(p, rect);
+  if (hint_.isEmpty() || !scene() || !scene()->items().isEmpty()) return;
+  // In viewport coordinates, so the hint stays put and readable at any zoom.
+  p->save();
+  p->resetTransform();
+  QRect r = viewport()->rect().adjusted(40, 40, -40, -40);
+  QFont f = font();
+  f.setPointSizeF(f.pointSizeF() * 1.25);
+  p->setFont(f);
+  p->setPen(mix(palette().color(QPalette::Window), palette().color(QPalette::Text), 0.55));
+  p->drawText(r, Qt::AlignCenter | Qt::TextWordWrap, hint_);
+  p->restore();
+}
+
+void NodeView::drawBackground(QPainter* p, const QRectF& rect) {
+  const QPalette pal = palette();
+  const QColor bg = pal.color(QPalette::Window);
+  p->fillRect(rect, mix(bg, pal.color(QPalette::Base), 0.35));
+  // A dot every grid step; every fifth a little stronger. Skipped when
+  // zoomed far out, where the dots would turn into noise.
+  double step = NodeScene::kGrid;
+  if (zoom() < 0.45) step *= 5;
+  QColor dot = mix(bg, pal.color(QPalette::Text), 0.18);
+  QColor major = mix(bg, pal.color(QPalette::Text), 0.3);
+  double left = std::floor(rect.left() / step) * step;
+  double top = std::floor(rect.top() / step) * step;
+  double r = 1.0 / std::max(zoom(), 0.3);
+  p->setPen(Qt::NoPen);
+  for (double x = left; x < rect.right(); x += step)
+    for (double y = top; y < rect.bottom(); y += step) {
+      bool big = std::fmod(std::abs(x), step * 5) < 1e-6 && std::fmod(std::abs(y), step * 5) < 1e-6;
+      p->setBrush(big ? major : dot);
+      p->drawEllipse(QPointF(x, y), big ? r * 1.4 : r, big ? r * 1.4 : r);
+    }
+}
+
+}  // namespace dc::widgets

@@ -1,0 +1,52 @@
+#pragma once
+// The canvas' viewport: wheel zoom around the cursor, pan with the middle
+// button or space + drag, rubber-band selection, fit, a dotted grid, and
+// drops from the layer palette.
+#include <QGraphicsView>
+
+namespace dc::widgets {
+
+// The MIME type the palette uses for a dragged layer type.
+inline constexpr const char* kLayerMimeType = "application/x-deepcanvas-layer";
+
+class NodeView : public QGraphicsView {
+  Q_OBJECT
+ public:
+  explicit NodeView(QGraphicsScene* scene, QWidget* parent = nullptr);
+
+  void zoomIn();
+  void zoomOut();
+  void resetZoom();
+  void fitAll();
+  void centerOnItem(QGraphicsItem* item);
+  double zoom() const;
+  // Shown on an empty canvas ("" for none).
+  void setEmptyHint(const QString& text) { hint_ = text; }
+
+ signals:
+  void layerDropped(const QString& type, QPointF scene_pos);
+  void zoomChanged(double zoom);
+
+ protected:
+  void wheelEvent(QWheelEvent* e) override;
+  void mousePressEvent(QMouseEvent* e) override;
+  void mouseMoveEvent(QMouseEvent* e) override;
+  void mouseReleaseEvent(QMouseEvent* e) override;
+  void keyPressEvent(QKeyEvent* e) override;
+  void keyReleaseEvent(QKeyEvent* e) override;
+  void focusOutEvent(QFocusEvent* e) override;
+  void dragEnterEvent(QDragEnterEvent* e) override;
+  void dragMoveEvent(QDragMoveEvent* e) override;
+  void dropEvent(QDropEvent* e) override;
+  void drawBackground(QPainter* p, const QRectF& rect) override;
+  void drawForeground(QPainter* p, const QRectF& rect) override;
+
+ private:
+  void scaleBy(double factor);
+  QString hint_;
+  bool space_ = false;
+  bool panning_ = false;
+  QPoint last_;
+};
+
+}  // namespace dc::widgets
