@@ -11,6 +11,9 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #endif
+#ifdef DC_HAVE_OPENCV_VIDEOIO
+#include <opencv2/videoio.hpp>
+#endif
 
 namespace fs = std::filesystem;
 
@@ -51,10 +54,16 @@ bool image_folders_supported() {
 namespace {
 // Decodes with the file's own channels so a mismatch can be reported, then
 // converts to what the network reads.
+bool convert(cv::Mat img, const Shape& in, std::vector<uint8_t>& out, bool* channels_differ);
+
 bool decode(const std::string& path, const Shape& in, std::vector<uint8_t>& out,
             bool* channels_differ) {
   cv::Mat img = cv::imread(path, cv::IMREAD_UNCHANGED);
   if (img.empty()) return false;
+  return convert(img, in, out, channels_differ);
+}
+
+bool convert(cv::Mat img, const Shape& in, std::vector<uint8_t>& out, bool* channels_differ) {
   if (img.depth() != CV_8U) img.convertTo(img, CV_8U, img.depth() == CV_16U ? 1.0 / 256 : 1.0);
   const int want = int(in[0]);
   int have = img.channels();
@@ -92,6 +101,24 @@ std::vector<uint8_t> read_image_chw(const std::string& path, const Shape& in) {
     throw IoError(path + ": cannot be read as an image (corrupt, truncated or not an image)");
   return v;
 }
+std::vector<uint8_t> capture_camera_chw(int index, const Shape& in) {
+  if (in.rank() != 3 || (in[0] != 1 && in[0] != 3))
+    throw DataError("the network's input is " + in.str() + ", not an image");
+#ifdef DC_HAVE_OPENCV_VIDEOIO
+  cv::VideoCapture cam(index);
+  if (!cam.isOpened()) throw IoError("no camera found (camera " + std::to_string(index) + ")");
+  cv::Mat frame;
+  // The first frames of many webcams are dark while exposure settles.
+  for (int i = 0; i < 5; ++i) cam.read(frame);
+  std::vector<uint8_t> v;
+  if (frame.empty() || !convert(frame, in, v, nullptr))
+    throw IoError("the camera gave no picture (camera " + std::to_string(index) + ")");
+  return v;
+#else
+  (void)index;
+  throw IoError("no camera support: this build's OpenCV has no videoio module");
+#endif
+}
 #else
 bool image_folders_supported() {
   return false;
@@ -103,6 +130,9 @@ bool decode(const std::string&, const Shape&, std::vector<uint8_t>&, bool*) {
 }  // namespace
 std::vector<uint8_t> read_image_chw(const std::string& path, const Shape&) {
   throw IoError("cannot read " + path + ": this build of DeepCanvas has no OpenCV");
+}
+std::vector<uint8_t> capture_camera_chw(int, const Shape&) {
+  throw IoError("no camera support: this build of DeepCanvas has no OpenCV");
 }
 #endif
 

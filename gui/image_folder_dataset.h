@@ -32,4 +32,8 @@ TrainTest load_image_folder(const std::string& dir, const Shape& input, double t
 // dc::IoError naming the file when it cannot be decoded.
 std::vector<uint8_t> read_image_chw(const std::string& path, const Shape& input);
 
+// One frame from camera `index` (OpenCV videoio), converted like
+// read_image_chw. Throws dc::IoError when there is no camera or no videoio.
+std::vector<uint8_t> capture_camera_chw(int index, const Shape& input);
+
 }  // namespace dc::gui

@@ -19,6 +19,7 @@
 #include <QPushButton>
 #include <QSlider>
 #include <QSplitter>
+#include <QTime>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -55,10 +56,13 @@ void InferencePanel::buildUi() {
   auto* bar = new QHBoxLayout;
   open_ = new QPushButton(tr("Open images…"), this);
   open_dir_ = new QPushButton(tr("Open folder…"), this);
+  camera_ = new QPushButton(tr("Camera"), this);
+  camera_->setToolTip(tr("Take a picture with the first camera (OpenCV)"));
   open_ckpt_ = new QPushButton(tr("Use checkpoint…"), this);
   use_current_ = new QPushButton(tr("Use current weights"), this);
   weights_label_ = new QLabel(this);
-  for (QWidget* w : {static_cast<QWidget*>(open_), static_cast<QWidget*>(open_dir_)})
+  for (QWidget* w : {static_cast<QWidget*>(open_), static_cast<QWidget*>(open_dir_),
+                     static_cast<QWidget*>(camera_)})
     bar->addWidget(w);
   bar->addSpacing(16);
   bar->addWidget(weights_label_, 1);
@@ -125,6 +129,7 @@ void InferencePanel::buildUi() {
     if (!f.isEmpty()) loadCheckpoint(f);
   });
   connect(use_current_, &QPushButton::clicked, this, &InferencePanel::useCurrentWeights);
+  connect(camera_, &QPushButton::clicked, this, &InferencePanel::captureCamera);
   connect(list_, &widgets::ImageGrid::imageActivated, this,
           [this](int row, const QVariant&) { selectImage(row); });
   connect(opacity_, &QSlider::valueChanged, this,
@@ -257,12 +262,7 @@ int InferencePanel::openPaths(const QStringList& paths) {
       bad << QString::fromUtf8(e.what());
       continue;
     }
-    Dataset one;
-    one.sample_shape = in;
-    one.pixels = img.chw;
-    one.labels = {0};
-    list_->addImage(sample_image(one, 0), QFileInfo(f).fileName(), f);
-    images_.push_back(std::move(img));
+    addImage(f, std::move(img.chw), in);
     if (first < 0) first = int(images_.size()) - 1;
     ++added;
   }
@@ -277,6 +277,32 @@ int InferencePanel::openPaths(const QStringList& paths) {
     setMessage({}, false);
   if (first >= 0) selectImage(first);
   return added;
+}
+
+void InferencePanel::addImage(const QString& path, std::vector<uint8_t> chw, const Shape& in) {
+  Dataset one;
+  one.sample_shape = in;
+  one.pixels = chw;
+  one.labels = {0};
+  list_->addImage(sample_image(one, 0), QFileInfo(path).fileName(), path);
+  Image img;
+  img.path = path;
+  img.chw = std::move(chw);
+  images_.push_back(std::move(img));
+}
+
+bool InferencePanel::captureCamera() {
+  try {
+    Shape in = Plan(ctx_->project().graph, 1).input_shape();
+    std::vector<uint8_t> chw = capture_camera_chw(0, in);
+    addImage(tr("camera %1").arg(QTime::currentTime().toString("HH:mm:ss")), std::move(chw), in);
+  } catch (const std::exception& e) {
+    setMessage(tr("Camera: %1").arg(QString::fromUtf8(e.what())), true);
+    return false;
+  }
+  setMessage({}, false);
+  selectImage(int(images_.size()) - 1);
+  return true;
 }
 
 void InferencePanel::selectImage(int row) {

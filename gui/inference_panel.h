@@ -42,6 +42,9 @@ class InferencePanel : public QWidget {
   // be used with the project's network.
   bool loadCheckpoint(const QString& path);
   void useCurrentWeights();
+  // Adds a frame from the first camera (OpenCV); false, with a message, when
+  // there is none.
+  bool captureCamera();
   QString weightsSource() const;
 
   int imageCount() const { return int(images_.size()); }
@@ -69,6 +72,7 @@ class InferencePanel : public QWidget {
   void dropEvent(QDropEvent* e) override;
 
  private:
+  void addImage(const QString& path, std::vector<uint8_t> chw, const Shape& in);
   struct Image {
     QString path;
     std::vector<uint8_t> chw;  // as the network reads it, before normalisation
@@ -93,7 +97,7 @@ class InferencePanel : public QWidget {
   std::vector<float> probs_;
 
   QLabel *weights_label_, *preprocess_, *message_;
-  QPushButton *open_, *open_dir_, *open_ckpt_, *use_current_;
+  QPushButton *open_, *open_dir_, *camera_, *open_ckpt_, *use_current_;
   widgets::ImageGrid *list_, *maps_;
   widgets::SaliencyView* saliency_;
   widgets::TopKBars* bars_;

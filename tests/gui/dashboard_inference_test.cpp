@@ -127,4 +127,16 @@ TEST(DashboardInference, FolderOpensEveryImageAndWorksWithoutWeights) {
   EXPECT_GE(panel.topClass(), 0);
 }
 
+TEST(DashboardInference, CameraAddsAFrameOrSaysWhyNot) {
+  auto ctx = sample_context();
+  gui::InferencePanel panel(ctx.get());
+  if (panel.captureCamera()) {
+    EXPECT_EQ(panel.imageCount(), 1);
+    EXPECT_EQ(panel.currentImage(), 0);
+  } else {  // CI machines have no camera: a message, and nothing added
+    EXPECT_TRUE(panel.messageText().startsWith("Camera: ")) << panel.messageText().toStdString();
+    EXPECT_EQ(panel.imageCount(), 0);
+  }
+}
+
 }  // namespace dc::test
