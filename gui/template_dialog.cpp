@@ -34,13 +34,19 @@ TemplateDialog::TemplateDialog(QWidget* parent) : QDialog(parent) {
   resize(1000, 560);
   list_ = new QListWidget(this);
   list_->setObjectName("templateList");
-  list_->setMinimumWidth(240);
+  list_->setMinimumWidth(300);
+  list_->setWordWrap(true);
+  list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   list_->setSpacing(2);
   model_ = new widgets::GraphModel(this);
   scene_ = new widgets::NodeScene(model_, this);
   scene_->setReadOnly(true);
   view_ = new widgets::NodeView(scene_, this);
   view_->setInteractive(false);
+  view_->setMinFitZoom(0.05);  // a preview shows the whole network
+  view_->setFitOnResize(true);
+  view_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  view_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   info_ = new QLabel(this);
   info_->setWordWrap(true);
   info_->setTextFormat(Qt::RichText);
@@ -54,6 +60,7 @@ TemplateDialog::TemplateDialog(QWidget* parent) : QDialog(parent) {
   split->addWidget(list_);
   split->addWidget(right);
   split->setStretchFactor(1, 1);
+  split->setSizes({300, 700});
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
   buttons->button(QDialogButtonBox::Ok)->setText(tr("Create"));
   connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);

@@ -15,7 +15,7 @@ namespace dc::widgets {
 namespace {
 QFont labelFont() {
   QFont f;
-  f.setPixelSize(11);
+  f.setPixelSize(10);
   return f;
 }
 }  // namespace
@@ -53,7 +53,7 @@ void EdgeItem::setLabel(const QString& label) {
 QRectF EdgeItem::labelRect() const {
   if (label_.isEmpty()) return {};
   QFontMetricsF fm(labelFont());
-  double w = fm.horizontalAdvance(label_) + 12, h = fm.height() + 4;
+  double w = fm.horizontalAdvance(label_) + 8, h = fm.height() + 3;
   QPointF c = path_.pointAtPercent(0.5);
   return QRectF(c.x() - w / 2, c.y() - h / 2, w, h);
 }

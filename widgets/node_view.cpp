@@ -14,7 +14,7 @@
 namespace dc::widgets {
 
 namespace {
-constexpr double kMinZoom = 0.1, kMaxZoom = 3.0, kMinFitZoom = 0.6;
+constexpr double kMinZoom = 0.05, kMaxZoom = 3.0;
 }
 
 NodeView::NodeView(QGraphicsScene* scene, QWidget* parent) : QGraphicsView(scene, parent) {
@@ -62,11 +62,23 @@ void NodeView::fitAll() {
   }
   r.adjust(-40, -40, 40, 40);
   fitInView(r, Qt::KeepAspectRatio);
-  // Small graphs should not be blown up past their natural size.
-  if (zoom() > 1.0) resetZoom();
-  if (zoom() < kMinZoom) scaleBy(1.0);
-  centerOn(r.center());
+  // Small graphs are not blown up past their natural size, and long ones
+  // are not shrunk until the text is unreadable: then the view starts at
+  // the network's input end (the left), where reading starts.
+  if (zoom() > 1.0) setTransform(QTransform());
+  if (zoom() < min_fit_zoom_) {
+    setTransform(QTransform::fromScale(min_fit_zoom_, min_fit_zoom_));
+    QRectF vis = mapToScene(viewport()->rect()).boundingRect();
+    centerOn(r.left() + vis.width() / 2, r.center().y());
+  } else {
+    centerOn(r.center());
+  }
   Q_EMIT zoomChanged(zoom());
+}
+
+void NodeView::resizeEvent(QResizeEvent* e) {
+  QGraphicsView::resizeEvent(e);
+  if (fit_on_resize_) fitAll();
 }
 
 void NodeView::centerOnItem(QGraphicsItem* item) {
