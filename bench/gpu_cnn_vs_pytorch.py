@@ -50,17 +50,20 @@ def time_to_target(history, n_train):
     return None, None
 
 
-def run_deepcanvas(a, n_train, precision):
+def run_deepcanvas(a, n_train, precision, graphs=True):
     cmd = [a.cli, "train", os.path.join(HERE, "two_conv_adam.dcproj"), "--data", a.data,
            "--device", "cuda", "--batch", "128", "--epochs", str(a.epochs), "--json", "--quiet",
            "--precision", precision]
+    env = dict(os.environ)
+    if not graphs:
+        env["DC_CUDA_GRAPHS"] = "0"  # the training step without CUDA graph replay
     t0 = time.time()
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr}\n{p.stdout}")
     j = json.loads(p.stdout.strip().splitlines()[-1])
     j["wall_s"] = time.time() - t0
-    j["cmd"] = " ".join(cmd)
+    j["cmd"] = ("" if graphs else "DC_CUDA_GRAPHS=0 ") + " ".join(cmd)
     hist = j["history"]
     # Steady state: epochs after the first (which includes cuDNN's algorithm search).
     later = hist[1:] or hist
@@ -157,26 +160,31 @@ def main():
     gpu = torch.cuda.get_device_name(0)
     n_train = len(read_idx(find(a.data, "train-labels-idx1-ubyte")))
     rows = {}  # name -> (precision, result)
-    for prec in [p for p in a.precisions.split(",") if p]:
+    precs = [p for p in a.precisions.split(",") if p]
+    for prec in precs:
         rows[f"DeepCanvas (cuda) {prec}"] = (prec, run_deepcanvas(a, n_train, prec))
+        if prec == "fp32":
+            rows["DeepCanvas, no graphs fp32"] = (prec, run_deepcanvas(a, n_train, prec, False))
         rows[f"PyTorch eager {prec}"] = (prec, run_torch(a, False, prec))
-        if prec == "fp32" and not a.no_compile:
-            try:
-                rows["torch.compile fp32"] = (prec, run_torch(a, True, prec))
-            except Exception as e:  # report, do not fail the benchmark
-                print(f"torch.compile failed: {type(e).__name__}: {e}", file=sys.stderr)
+    # Last: torch.compile leaves compile workers in this process, and the
+    # host-bound runs measured after them were slower and noisier.
+    if "fp32" in precs and not a.no_compile:
+        try:
+            rows["torch.compile fp32"] = ("fp32", run_torch(a, True, "fp32"))
+        except Exception as e:  # report, do not fail the benchmark
+            print(f"torch.compile failed: {type(e).__name__}: {e}", file=sys.stderr)
     if a.json_out:
         with open(a.json_out, "w") as f:
             json.dump({"gpu": gpu, "rows": {k: r for k, (_, r) in rows.items()}}, f, indent=1)
     print(f"\nGPU: {gpu}; data {a.data} ({n_train} train); batch 128; Adam 1e-3; "
           f"{a.epochs} epochs; torch {torch.__version__}; 'vs eager': against PyTorch eager "
           f"in the same precision (bf16: torch.autocast)")
-    print(f"{'':24} {'samples/s':>10} {'vs eager':>8} {'final acc':>9} {'to 91%':>14}")
+    print(f"{'':26} {'samples/s':>10} {'vs eager':>8} {'final acc':>9} {'to 91%':>14}")
     for name, (prec, r) in rows.items():
         eager = rows[f"PyTorch eager {prec}"][1]["steady_samples_per_s"]
         t = r["time_to_target_s"]
         tt = f"{t:6.2f} s (ep {r['epoch_to_target']})" if t else "not reached"
-        print(f"{name:24} {r['steady_samples_per_s']:10.0f} "
+        print(f"{name:26} {r['steady_samples_per_s']:10.0f} "
               f"{r['steady_samples_per_s'] / eager:7.2f}x {100 * r['test_accuracy']:8.2f}% "
               f"{tt:>14}")
 

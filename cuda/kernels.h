@@ -80,11 +80,15 @@ struct AdamArgs {
 };
 // skip (device, may be null): when *skip is set the update does nothing
 // (fp16 loss scaling found an overflow in this step's gradients).
+// dyn / dyn_lr (device, may be null): read the step's arguments (learning
+// rate, bias corrections) from device memory instead, so that a captured
+// CUDA graph can replay the update with new values.
 void adam_step(float* w, const float* g, float* m, float* v, const uint8_t* decay, int64_t n,
-               const AdamArgs& a, cudaStream_t s, const int* skip = nullptr);
+               const AdamArgs& a, cudaStream_t s, const int* skip = nullptr,
+               const AdamArgs* dyn = nullptr);
 void sgd_step(float* w, const float* g, float* buf, const uint8_t* decay, int64_t n, float lr,
               float momentum, float weight_decay, bool nesterov, bool first, cudaStream_t s,
-              const int* skip = nullptr);
+              const int* skip = nullptr, const float* dyn_lr = nullptr);
 
 // data.cu: gathers samples idx[0..n) of a resident dataset, normalised.
 void gather_u8(const uint8_t* pixels, const int64_t* idx, int64_t n, int64_t F, float mean,

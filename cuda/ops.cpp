@@ -125,6 +125,7 @@ class BatchNorm : public Op {
 
 class Dropout : public Op {
  public:
+  bool graph_safe() const override { return false; }  // the seed is a launch argument
   float rate = 0.5f;
   bool masked = false;
   uint64_t seed = 0;

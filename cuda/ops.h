@@ -66,6 +66,10 @@ class Op {
   // bad data is refused once, up front, instead of inside a kernel.
   virtual void check_input(const float* /*x*/, int64_t /*count*/) const {}
   virtual bool validates_input() const { return false; }
+  // Whether a training step with this op may be captured into a CUDA graph
+  // and replayed: false for ops whose launches carry per-step host values
+  // (Dropout's seed) or that call libraries not known to be capture-safe.
+  virtual bool graph_safe() const { return true; }
   virtual void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) = 0;
   virtual void backward(OpContext& c, const std::vector<const float*>& in, const float* out,
                         const float* dout, const std::vector<float*>& din, int n) = 0;

@@ -7,8 +7,9 @@ namespace dc::cuda {
 namespace {
 
 __global__ void k_adam(float* w, const float* g, float* m, float* v, const uint8_t* decay,
-                       int64_t n, AdamArgs a, const int* skip) {
+                       int64_t n, AdamArgs a, const int* skip, const AdamArgs* dyn) {
   if (skip && *skip) return;
+  if (dyn) a = *dyn;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const float wd = decay[i] ? a.weight_decay : 0.f;
@@ -26,8 +27,10 @@ __global__ void k_adam(float* w, const float* g, float* m, float* v, const uint8
 }
 
 __global__ void k_sgd(float* w, const float* g, float* buf, const uint8_t* decay, int64_t n,
-                      float lr, float mu, float wd, bool nesterov, bool first, const int* skip) {
+                      float lr, float mu, float wd, bool nesterov, bool first, const int* skip,
+                      const float* dyn_lr) {
   if (skip && *skip) return;
+  if (dyn_lr) lr = *dyn_lr;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     float d = g[i] + (decay[i] ? wd : 0.f) * w[i];
@@ -49,12 +52,13 @@ int blocks(int64_t n) {
 }  // namespace
 
 void adam_step(float* w, const float* g, float* m, float* v, const uint8_t* decay, int64_t n,
-               const AdamArgs& a, cudaStream_t s, const int* skip) {
-  k_adam<<<blocks(n), 256, 0, s>>>(w, g, m, v, decay, n, a, skip);
+               const AdamArgs& a, cudaStream_t s, const int* skip, const AdamArgs* dyn) {
+  k_adam<<<blocks(n), 256, 0, s>>>(w, g, m, v, decay, n, a, skip, dyn);
 }
 void sgd_step(float* w, const float* g, float* buf, const uint8_t* decay, int64_t n, float lr,
-              float mu, float wd, bool nesterov, bool first, cudaStream_t s, const int* skip) {
-  k_sgd<<<blocks(n), 256, 0, s>>>(w, g, buf, decay, n, lr, mu, wd, nesterov, first, skip);
+              float mu, float wd, bool nesterov, bool first, cudaStream_t s, const int* skip,
+              const float* dyn_lr) {
+  k_sgd<<<blocks(n), 256, 0, s>>>(w, g, buf, decay, n, lr, mu, wd, nesterov, first, skip, dyn_lr);
 }
 
 }  // namespace dc::cuda

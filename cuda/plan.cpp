@@ -3,112 +3,24 @@
 // of memory happens here, with a message that names the batch), parameters
 // and their gradients live in one contiguous buffer each (one memset, one
 // fused optimizer launch), and a training step is queued on one stream
-// without waiting for the device.
+// without waiting for the device (plan_step.cpp).
 #include <deepcanvas/backend.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/loss.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <vector>
 
 #include "kernels.h"
 #include "ops.h"
+#include "plan.h"
 
 namespace dc::cuda {
-
-class CudaPlan : public DevicePlan {
- public:
-  CudaPlan(const Graph& g, Plan& host, const DevicePlanOptions& o, const std::string& name);
-  ~CudaPlan() override;
-
-  void upload_params() override;
-  void download_params() override;
-  void download_grads() override;
-  void forward(const Tensor& x, Tensor& out, bool training, uint64_t seed) override;
-  void backward(const Tensor& dout) override;
-  void zero_grad() override;
-  float loss(const int32_t* labels, const Tensor* values, Tensor* dout) override;
-  void step(double lr) override;
-  int add_dataset(const Dataset& d) override;
-  void train_step(int dataset, const int64_t* idx, int64_t n, double lr, uint64_t seed) override;
-  DeviceStepStats take_stats() override;
-  void predict(int dataset, const int64_t* idx, int64_t n, float* out) override;
-  std::vector<std::pair<std::string, Tensor>> optimizer_state() override;
-  void load_optimizer_state(const std::vector<std::pair<std::string, Tensor>>& s) override;
-  int64_t optimizer_steps() const override { return t_; }
-  void set_optimizer_steps(int64_t t) override { t_ = t; }
-  DeviceMemory memory() override;
-  std::string device_name() const override { return name_; }
-
- private:
-  struct Node {
-    std::unique_ptr<Op> op;
-    std::vector<int> inputs;  // node indices
-    int64_t numel = 0;        // per sample
-    float* out = nullptr;
-    float* grad = nullptr;
-    bool requires_grad = false;
-    bool is_input = false;
-  };
-  struct ResidentData {
-    DeviceBuffer samples, labels;
-    bool u8 = true;
-    int64_t F = 0, size = 0;
-    float mean = 0, inv_std = 1;
-  };
-
-  void run_forward(int n, bool training, uint64_t seed);
-  void run_backward(int n);
-  void prepare(int n);
-  void gather(int dataset, const int64_t* idx, int64_t n);
-  void run_loss(int n, const float* values);
-  void update(double lr, const int* skip);
-  void sync(const std::string& what);
-  void check_input(const float* x, int64_t count) const;
-  std::string where(int n) const { return "(batch " + std::to_string(n) + ")"; }
-
-  Plan& host_;
-  DevicePlanOptions o_;
-  std::string name_;
-  std::unique_ptr<Loss> host_loss_;  // for its name and classification()
-  LossKind loss_kind_ = LossKind::SoftmaxCE;
-  Allocator alloc_;
-  cudaStream_t stream_ = nullptr;
-  cudnnHandle_t dnn_ = nullptr;
-  cublasHandle_t blas_ = nullptr;
-  DeviceBuffer workspace_;
-  OpContext ctx_;
-  std::vector<Node> nodes_;
-  int out_node_ = -1;
-  DeviceBuffer acts_, grads_, pvals_, pgrads_, buffers_, decay_, m_, v_, labels_, values_, stats_,
-      idx_;
-  int64_t grads_floats_ = 0, trainable_floats_ = 0;
-  // Reduced precision: 16-bit copies of the trainable parameters (refreshed
-  // before each forward) and, for fp16, the loss scaler's device state.
-  DeviceBuffer plow_, amp_;
-  bool fp16_ = false;
-  // Host Param <-> device pointer, in the host Plan's order.
-  struct Mapped {
-    Param* host;
-    float* dev;
-    float* dev_grad;
-  };
-  std::vector<Mapped> map_;
-  std::vector<int64_t> trainable_offsets_;
-  std::vector<ResidentData> data_;
-  int64_t t_ = 0;
-  bool have_moments_ = false;
-  // Pinned ring for sample indices: the copy is queued asynchronously and an
-  // event tells when a slot may be rewritten.
-  static constexpr int kSlots = 32;
-  int64_t* pinned_ = nullptr;
-  cudaEvent_t slot_done_[kSlots] = {};
-  int slot_ = 0;
-  int64_t cur_n_ = 0;
-};
 
 namespace {
 std::string mib(int64_t b) {
@@ -206,6 +118,7 @@ CudaPlan::CudaPlan(const Graph& g, Plan& host, const DevicePlanOptions& o, const
   }
   grads_floats_ = act_floats;
   DC_CUDA(cudaMallocHost(&pinned_, sizeof(int64_t) * kSlots * B), "pinned indices");
+  DC_CUDA(cudaMallocHost(&pinned_args_, sizeof(StepArgs) * kSlots), "pinned step arguments");
   for (auto& e : slot_done_) DC_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "event");
   int64_t off = 0;
   for (Node& n : nodes_) {
@@ -279,6 +192,18 @@ CudaPlan::CudaPlan(const Graph& g, Plan& host, const DevicePlanOptions& o, const
   values_ = DeviceBuffer(alloc_, B * C * 4, "targets");
   stats_ = DeviceBuffer(alloc_, sizeof(LossStats), "loss statistics");
   idx_ = DeviceBuffer(alloc_, B * 8 * kSlots, "sample indices");
+  graphs_ = true;
+  if (const char* g = std::getenv("DC_CUDA_GRAPHS"); g && *g == '0') graphs_ = false;
+  for (const Node& nd : nodes_)
+    if (nd.op && !nd.op->graph_safe()) graphs_ = false;
+  if (graphs_) {
+    idx_graph_ = DeviceBuffer(alloc_, B * 8, "sample indices (graph)");
+    args_dev_ = DeviceBuffer(alloc_, sizeof(StepArgs), "step arguments");
+    // A workspace of its own keeps cuBLAS from allocating inside a capture.
+    cublas_ws_ = DeviceBuffer(alloc_, size_t(32) << 20, "cuBLAS workspace");
+    DC_CUBLAS(cublasSetWorkspace(blas_, cublas_ws_.get<void>(), cublas_ws_.bytes()),
+              "cuBLAS workspace");
+  }
   DC_CUDA(cudaMemsetAsync(stats_.get(), 0, sizeof(LossStats), stream_), "loss statistics");
   prepare(int(B));
   sync("setting up " + name_);
@@ -286,10 +211,12 @@ CudaPlan::CudaPlan(const Graph& g, Plan& host, const DevicePlanOptions& o, const
 
 CudaPlan::~CudaPlan() {
   if (stream_) cudaStreamSynchronize(stream_);
+  if (exec_) cudaGraphExecDestroy(exec_);
   nodes_.clear();
   for (auto& e : slot_done_)
     if (e) cudaEventDestroy(e);
   if (pinned_) cudaFreeHost(pinned_);
+  if (pinned_args_) cudaFreeHost(pinned_args_);
   if (blas_) cublasDestroy(blas_);
   if (dnn_) cudnnDestroy(dnn_);
   if (stream_) cudaStreamDestroy(stream_);
@@ -431,151 +358,6 @@ float CudaPlan::loss(const int32_t* labels, const Tensor* values, Tensor* dout) 
   return s.samples ? float(s.loss_sum / double(s.samples)) : 0.f;
 }
 
-void CudaPlan::step(double lr) {
-  update(lr, nullptr);
-}
-
-// skip: the loss scaler's overflow flag (device), or null.
-void CudaPlan::update(double lr, const int* skip) {
-  ++t_;
-  if (trainable_floats_ == 0) return;
-  const OptimizerConfig& c = o_.optimizer;
-  const bool first = !have_moments_;
-  if (!have_moments_) {
-    m_ = DeviceBuffer(alloc_, trainable_floats_ * 4, "optimizer state");
-    DC_CUDA(cudaMemsetAsync(m_.get(), 0, trainable_floats_ * 4, stream_), "optimizer state");
-    if (c.type != "sgd") {
-      v_ = DeviceBuffer(alloc_, trainable_floats_ * 4, "optimizer state");
-      DC_CUDA(cudaMemsetAsync(v_.get(), 0, trainable_floats_ * 4, stream_), "optimizer state");
-    }
-    have_moments_ = true;
-  }
-  if (c.type == "sgd") {
-    sgd_step(pvals_.get(), pgrads_.get(), m_.get(), decay_.get<uint8_t>(), trainable_floats_,
-             float(lr), float(c.momentum), float(c.weight_decay), c.nesterov, first, stream_, skip);
-  } else {
-    AdamArgs a;
-    a.lr = float(lr);
-    a.beta1 = float(c.beta1);
-    a.beta2 = float(c.beta2);
-    a.eps = float(c.eps);
-    a.weight_decay = float(c.weight_decay);
-    a.bc1 = float(1.0 - std::pow(c.beta1, double(t_)));
-    a.inv_sqrt_bc2 = float(1.0 / std::sqrt(1.0 - std::pow(c.beta2, double(t_))));
-    a.decoupled = c.type == "adamw";
-    adam_step(pvals_.get(), pgrads_.get(), m_.get(), v_.get(), decay_.get<uint8_t>(),
-              trainable_floats_, a, stream_, skip);
-  }
-  DC_LAUNCHED("the " + c.type + " update");
-}
-
-int CudaPlan::add_dataset(const Dataset& d) {
-  {
-    // Once per dataset, as the loader would see it (normalised), in chunks.
-    const int64_t per = d.sample_shape.numel(), chunk = std::max<int64_t>(1, (1 << 20) / per);
-    std::vector<int64_t> idx;
-    std::vector<float> x;
-    bool wanted = false;
-    for (const Node& nd : nodes_)
-      wanted |=
-          nd.op && !nd.inputs.empty() && nodes_[nd.inputs[0]].is_input && nd.op->validates_input();
-    for (int64_t b = 0; wanted && b < d.size(); b += chunk) {
-      const int64_t k = std::min(chunk, d.size() - b);
-      idx.resize(size_t(k));
-      for (int64_t i = 0; i < k; ++i) idx[size_t(i)] = b + i;
-      x.resize(size_t(k * per));
-      d.gather(idx.data(), k, x.data(), nullptr);
-      check_input(x.data(), k * per);
-    }
-  }
-  ResidentData r;
-  r.size = d.size();
-  r.F = d.sample_shape.numel();
-  r.u8 = !d.pixels.empty();
-  r.mean = d.mean;
-  r.inv_std = 1.0f / d.stddev;
-  const std::string what = "the dataset " + d.source;
-  size_t bytes = r.u8 ? d.pixels.size() : d.values.size() * 4;
-  r.samples = DeviceBuffer(alloc_, bytes, what);
-  r.labels = DeviceBuffer(alloc_, d.labels.size() * 4, what + " labels");
-  DC_CUDA(cudaMemcpy(r.samples.get<void>(),
-                     r.u8 ? (const void*)d.pixels.data() : (const void*)d.values.data(), bytes,
-                     cudaMemcpyHostToDevice),
-          "uploading " + what);
-  DC_CUDA(cudaMemcpy(r.labels.get<void>(), d.labels.data(), d.labels.size() * 4,
-                     cudaMemcpyHostToDevice),
-          "uploading " + what);
-  data_.push_back(std::move(r));
-  return int(data_.size()) - 1;
-}
-
-void CudaPlan::gather(int dataset, const int64_t* idx, int64_t n) {
-  if (dataset < 0 || dataset >= int(data_.size())) throw Error("unknown device dataset");
-  if (n > o_.max_batch)
-    throw Error("batch of " + std::to_string(n) + " exceeds the plan's " +
-                std::to_string(o_.max_batch));
-  ResidentData& r = data_[dataset];
-  for (int64_t i = 0; i < n; ++i)
-    if (idx[i] < 0 || idx[i] >= r.size)
-      throw DataError("sample index " + std::to_string(idx[i]) + " is outside the dataset (" +
-                      std::to_string(r.size) + " samples)");
-  const int s = slot_;
-  slot_ = (slot_ + 1) % kSlots;
-  DC_CUDA(cudaEventSynchronize(slot_done_[s]), "waiting for an index slot");
-  int64_t* host = pinned_ + int64_t(s) * o_.max_batch;
-  std::memcpy(host, idx, size_t(n) * 8);
-  int64_t* dev = idx_.get<int64_t>() + int64_t(s) * o_.max_batch;
-  DC_CUDA(cudaMemcpyAsync(dev, host, size_t(n) * 8, cudaMemcpyHostToDevice, stream_),
-          "uploading sample indices");
-  DC_CUDA(cudaEventRecord(slot_done_[s], stream_), "index slot event");
-  float* x = nodes_[0].out;
-  if (r.u8)
-    gather_u8(r.samples.get<uint8_t>(), dev, n, r.F, r.mean, r.inv_std, x, stream_);
-  else
-    gather_f32(r.samples.get(), dev, n, r.F, r.mean, r.inv_std, x, stream_);
-  gather_labels(r.labels.get<int32_t>(), dev, n, labels_.get<int32_t>(), stream_);
-  DC_LAUNCHED("gathering a batch " + where(int(n)));
-}
-
-void CudaPlan::train_step(int dataset, const int64_t* idx, int64_t n, double lr, uint64_t seed) {
-  gather(dataset, idx, n);
-  run_forward(int(n), true, seed);
-  DC_CUDA(cudaMemsetAsync(grads_.get(), 0, grads_floats_ * 4, stream_), "zeroing gradients");
-  zero_grad();
-  run_loss(int(n), nullptr);
-  if (!fp16_) {
-    run_backward(int(n));
-    update(lr, nullptr);
-    return;
-  }
-  // fp16: scale the loss gradient so small gradients survive the 16-bit
-  // copies, unscale the parameter gradients, skip the update if any
-  // overflowed and adapt the scale, all queued on the stream.
-  AmpState* amp = amp_.get<AmpState>();
-  amp_scale(nodes_[out_node_].grad, n * nodes_[out_node_].numel, amp, stream_);
-  DC_LAUNCHED("scaling the loss " + where(int(n)));
-  run_backward(int(n));
-  amp_unscale_check(pgrads_.get(), trainable_floats_, amp, stream_);
-  DC_LAUNCHED("unscaling the gradients " + where(int(n)));
-  update(lr, &amp->found_inf);
-  amp_update(amp, 2000, stream_);
-  DC_LAUNCHED("updating the loss scale");
-}
-
-DeviceStepStats CudaPlan::take_stats() {
-  LossStats s{};
-  DC_CUDA(cudaMemcpyAsync(&s, stats_.get(), sizeof s, cudaMemcpyDeviceToHost, stream_),
-          "reading the loss");
-  DC_CUDA(cudaMemsetAsync(stats_.get(), 0, sizeof s, stream_), "resetting the loss");
-  sync("training steps");
-  DeviceStepStats r;
-  r.loss_sum = s.loss_sum;
-  r.correct = int64_t(s.correct);
-  r.samples = int64_t(s.samples);
-  r.finite = s.nonfinite == 0 && std::isfinite(s.loss_sum);
-  return r;
-}
-
 void CudaPlan::predict(int dataset, const int64_t* idx, int64_t n, float* out) {
   gather(dataset, idx, n);
   ctx_.need_backward = false;
@@ -619,6 +401,7 @@ std::vector<std::pair<std::string, Tensor>> CudaPlan::optimizer_state() {
 
 void CudaPlan::load_optimizer_state(const std::vector<std::pair<std::string, Tensor>>& s) {
   if (s.empty() || trainable_floats_ == 0) return;
+  drop_graph();  // the moments are reallocated below; a graph would write the old ones
   m_ = DeviceBuffer(alloc_, trainable_floats_ * 4, "optimizer state");
   v_ = DeviceBuffer(alloc_, trainable_floats_ * 4, "optimizer state");
   DC_CUDA(cudaMemset(m_.get(), 0, trainable_floats_ * 4), "optimizer state");

@@ -48,6 +48,10 @@ class Rnn : public Op {
     if (drop_) cudnnDestroyDropoutDescriptor(drop_);
   }
 
+  // cuDNN's RNN under stream capture is not documented as safe, and its
+  // dropout state advances per call.
+  bool graph_safe() const override { return false; }
+
   std::string shapes(int n) const {
     return label + " (input " + std::to_string(n) + "x" + std::to_string(T) + "x" +
            std::to_string(F) + ", hidden " + std::to_string(H) + ", " + std::to_string(L) +

@@ -107,7 +107,7 @@ for k in configure build cuda_tests engine_tests bench lstm_bench; do
 done
 grep -E "^\[  (PASSED|FAILED)  \]|tests? ran" "$LOGS/cuda_tests.log" | head -5
 grep -E "^\[ (sample subset|  FAILED  ) \]" "$LOGS/cuda_tests.log" | head -20
-[ -f "$LOGS/bench.log" ] && tail -8 "$LOGS/bench.log"
+[ -f "$LOGS/bench.log" ] && tail -9 "$LOGS/bench.log"
 [ -f "$LOGS/lstm_bench.log" ] && tail -4 "$LOGS/lstm_bench.log"
 for k in "${!RESULT[@]}"; do [ "${RESULT[$k]}" = 0 ] || exit 1; done
 exit 0

@@ -1,0 +1,262 @@
+// CudaPlan's training step: staging a batch's indices, the step's device
+// work (gather, forward, loss, backward, fused optimizer update, fp16 loss
+// scaling), and its capture into a CUDA graph that later full batches replay.
+// Full batches of a graph made only of capture-safe ops are captured once
+// and replayed: the step's indices and optimizer arguments go to fixed
+// device buffers first, so one graph launch replaces the step's few dozen
+// kernel launches and their per-launch host cost.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "plan.h"
+
+namespace dc::cuda {
+
+void CudaPlan::step(double lr) {
+  update(lr, nullptr);
+}
+
+// skip: the loss scaler's overflow flag (device), or null.
+AdamArgs CudaPlan::adam_args(double lr, int64_t t) const {
+  const OptimizerConfig& c = o_.optimizer;
+  AdamArgs a;
+  a.lr = float(lr);
+  a.beta1 = float(c.beta1);
+  a.beta2 = float(c.beta2);
+  a.eps = float(c.eps);
+  a.weight_decay = float(c.weight_decay);
+  a.bc1 = float(1.0 - std::pow(c.beta1, double(t)));
+  a.inv_sqrt_bc2 = float(1.0 / std::sqrt(1.0 - std::pow(c.beta2, double(t))));
+  a.decoupled = c.type == "adamw";
+  return a;
+}
+
+// skip: the loss scaler's overflow flag (device), or null. dyn: the step's
+// arguments in device memory (graph-capable steps), or null.
+void CudaPlan::update(double lr, const int* skip, const StepArgs* dyn) {
+  ++t_;
+  if (trainable_floats_ == 0) return;
+  const OptimizerConfig& c = o_.optimizer;
+  const bool first = !have_moments_;
+  if (!have_moments_) {
+    m_ = DeviceBuffer(alloc_, trainable_floats_ * 4, "optimizer state");
+    DC_CUDA(cudaMemsetAsync(m_.get(), 0, trainable_floats_ * 4, stream_), "optimizer state");
+    if (c.type != "sgd") {
+      v_ = DeviceBuffer(alloc_, trainable_floats_ * 4, "optimizer state");
+      DC_CUDA(cudaMemsetAsync(v_.get(), 0, trainable_floats_ * 4, stream_), "optimizer state");
+    }
+    have_moments_ = true;
+  }
+  if (c.type == "sgd") {
+    sgd_step(pvals_.get(), pgrads_.get(), m_.get(), decay_.get<uint8_t>(), trainable_floats_,
+             float(lr), float(c.momentum), float(c.weight_decay), c.nesterov, first, stream_, skip,
+             dyn ? &dyn->lr : nullptr);
+  } else {
+    adam_step(pvals_.get(), pgrads_.get(), m_.get(), v_.get(), decay_.get<uint8_t>(),
+              trainable_floats_, adam_args(lr, t_), stream_, skip, dyn ? &dyn->adam : nullptr);
+  }
+  DC_LAUNCHED("the " + c.type + " update");
+}
+
+int CudaPlan::add_dataset(const Dataset& d) {
+  {
+    // Once per dataset, as the loader would see it (normalised), in chunks.
+    const int64_t per = d.sample_shape.numel(), chunk = std::max<int64_t>(1, (1 << 20) / per);
+    std::vector<int64_t> idx;
+    std::vector<float> x;
+    bool wanted = false;
+    for (const Node& nd : nodes_)
+      wanted |=
+          nd.op && !nd.inputs.empty() && nodes_[nd.inputs[0]].is_input && nd.op->validates_input();
+    for (int64_t b = 0; wanted && b < d.size(); b += chunk) {
+      const int64_t k = std::min(chunk, d.size() - b);
+      idx.resize(size_t(k));
+      for (int64_t i = 0; i < k; ++i) idx[size_t(i)] = b + i;
+      x.resize(size_t(k * per));
+      d.gather(idx.data(), k, x.data(), nullptr);
+      check_input(x.data(), k * per);
+    }
+  }
+  ResidentData r;
+  r.size = d.size();
+  r.F = d.sample_shape.numel();
+  r.u8 = !d.pixels.empty();
+  r.mean = d.mean;
+  r.inv_std = 1.0f / d.stddev;
+  const std::string what = "the dataset " + d.source;
+  size_t bytes = r.u8 ? d.pixels.size() : d.values.size() * 4;
+  r.samples = DeviceBuffer(alloc_, bytes, what);
+  r.labels = DeviceBuffer(alloc_, d.labels.size() * 4, what + " labels");
+  DC_CUDA(cudaMemcpy(r.samples.get<void>(),
+                     r.u8 ? (const void*)d.pixels.data() : (const void*)d.values.data(), bytes,
+                     cudaMemcpyHostToDevice),
+          "uploading " + what);
+  DC_CUDA(cudaMemcpy(r.labels.get<void>(), d.labels.data(), d.labels.size() * 4,
+                     cudaMemcpyHostToDevice),
+          "uploading " + what);
+  data_.push_back(std::move(r));
+  return int(data_.size()) - 1;
+}
+
+void CudaPlan::gather(int dataset, const int64_t* idx, int64_t n) {
+  gather_on_device(dataset, stage(dataset, idx, n, nullptr), n);
+}
+
+// The indices go through a pinned ring slot (an event says when the slot
+// may be rewritten), to the slot's own device buffer, or, with step
+// arguments (graph-capable steps), to the fixed buffers a graph reads.
+const int64_t* CudaPlan::stage(int dataset, const int64_t* idx, int64_t n, const StepArgs* args) {
+  if (dataset < 0 || dataset >= int(data_.size())) throw Error("unknown device dataset");
+  if (n > o_.max_batch)
+    throw Error("batch of " + std::to_string(n) + " exceeds the plan's " +
+                std::to_string(o_.max_batch));
+  ResidentData& r = data_[dataset];
+  for (int64_t i = 0; i < n; ++i)
+    if (idx[i] < 0 || idx[i] >= r.size)
+      throw DataError("sample index " + std::to_string(idx[i]) + " is outside the dataset (" +
+                      std::to_string(r.size) + " samples)");
+  const int s = slot_;
+  slot_ = (slot_ + 1) % kSlots;
+  DC_CUDA(cudaEventSynchronize(slot_done_[s]), "waiting for an index slot");
+  int64_t* host = pinned_ + int64_t(s) * o_.max_batch;
+  std::memcpy(host, idx, size_t(n) * 8);
+  int64_t* dev = args ? idx_graph_.get<int64_t>() : idx_.get<int64_t>() + int64_t(s) * o_.max_batch;
+  DC_CUDA(cudaMemcpyAsync(dev, host, size_t(n) * 8, cudaMemcpyHostToDevice, stream_),
+          "uploading sample indices");
+  if (args) {
+    pinned_args_[s] = *args;
+    DC_CUDA(cudaMemcpyAsync(args_dev_.get<void>(), pinned_args_ + s, sizeof(StepArgs),
+                            cudaMemcpyHostToDevice, stream_),
+            "uploading the step's arguments");
+  }
+  DC_CUDA(cudaEventRecord(slot_done_[s], stream_), "index slot event");
+  return dev;
+}
+
+void CudaPlan::gather_on_device(int dataset, const int64_t* dev, int64_t n) {
+  ResidentData& r = data_[dataset];
+  float* x = nodes_[0].out;
+  if (r.u8)
+    gather_u8(r.samples.get<uint8_t>(), dev, n, r.F, r.mean, r.inv_std, x, stream_);
+  else
+    gather_f32(r.samples.get(), dev, n, r.F, r.mean, r.inv_std, x, stream_);
+  gather_labels(r.labels.get<int32_t>(), dev, n, labels_.get<int32_t>(), stream_);
+  DC_LAUNCHED("gathering a batch " + where(int(n)));
+}
+
+// gather, forward, loss, backward, update: the device work of one step.
+void CudaPlan::device_step(int dataset, const int64_t* dev_idx, int64_t n, double lr, uint64_t seed,
+                           const StepArgs* dyn) {
+  gather_on_device(dataset, dev_idx, n);
+  run_forward(int(n), true, seed);
+  DC_CUDA(cudaMemsetAsync(grads_.get(), 0, grads_floats_ * 4, stream_), "zeroing gradients");
+  zero_grad();
+  run_loss(int(n), nullptr);
+  if (!fp16_) {
+    run_backward(int(n));
+    update(lr, nullptr, dyn);
+    return;
+  }
+  // fp16: scale the loss gradient so small gradients survive the 16-bit
+  // copies, unscale the parameter gradients, skip the update if any
+  // overflowed and adapt the scale, all queued on the stream.
+  AmpState* amp = amp_.get<AmpState>();
+  amp_scale(nodes_[out_node_].grad, n * nodes_[out_node_].numel, amp, stream_);
+  DC_LAUNCHED("scaling the loss " + where(int(n)));
+  run_backward(int(n));
+  amp_unscale_check(pgrads_.get(), trainable_floats_, amp, stream_);
+  DC_LAUNCHED("unscaling the gradients " + where(int(n)));
+  update(lr, &amp->found_inf, dyn);
+  amp_update(amp, 2000, stream_);
+  DC_LAUNCHED("updating the loss scale");
+}
+
+void CudaPlan::train_step(int dataset, const int64_t* idx, int64_t n, double lr, uint64_t seed) {
+  if (!graphs_ || n != o_.max_batch) {
+    device_step(dataset, stage(dataset, idx, n, nullptr), n, lr, seed, nullptr);
+    return;
+  }
+  StepArgs a{adam_args(lr, t_ + 1), float(lr)};
+  const int64_t* dev = stage(dataset, idx, n, &a);
+  if (exec_ && graph_dataset_ == dataset) {
+    DC_CUDA(cudaGraphLaunch(exec_, stream_), "replaying the training step " + where(int(n)));
+    ++t_;
+    return;
+  }
+  // A few eager steps first: they allocate what is allocated lazily
+  // (optimizer moments, library workspaces), which a capture must not do.
+  if (exec_ || full_steps_ < 2) {
+    ++full_steps_;
+    device_step(dataset, dev, n, lr, seed, args_dev_.get<StepArgs>());
+    return;
+  }
+  capture_and_launch(dataset, n, lr, seed);
+}
+
+void CudaPlan::drop_graph() {
+  if (exec_) cudaGraphExecDestroy(exec_);
+  exec_ = nullptr;
+  graph_dataset_ = -1;
+}
+
+// Captures one step into a graph and launches it. Any failure (a library
+// call that cannot be captured) ends the capture, turns graphs off for this
+// plan and runs the step eagerly instead: graphs are an optimisation only.
+void CudaPlan::capture_and_launch(int dataset, int64_t n, double lr, uint64_t seed) {
+  const int64_t t0 = t_;
+  const int64_t* dev = idx_graph_.get<int64_t>();
+  const StepArgs* dyn = args_dev_.get<StepArgs>();
+  std::string why;
+  cudaGraph_t g = nullptr;
+  cudaError_t e = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal);
+  if (e != cudaSuccess) {
+    why = cudaGetErrorString(e);
+  } else {
+    try {
+      device_step(dataset, dev, n, lr, seed, dyn);
+    } catch (const std::exception& ex) {
+      why = ex.what();
+    }
+    e = cudaStreamEndCapture(stream_, &g);
+    if (why.empty() && e != cudaSuccess) why = cudaGetErrorString(e);
+    if (why.empty()) {
+      e = cudaGraphInstantiate(&exec_, g, 0);
+      if (e != cudaSuccess) {
+        why = cudaGetErrorString(e);
+        exec_ = nullptr;
+      }
+    }
+    if (g) cudaGraphDestroy(g);
+  }
+  if (!why.empty()) {
+    cudaGetLastError();  // clear the capture's error so later checks see only their own
+    std::fprintf(stderr, "note: CUDA graph capture failed on %s (%s); continuing without graphs\n",
+                 name_.c_str(), why.c_str());
+    graphs_ = false;
+    drop_graph();
+    t_ = t0;
+    device_step(dataset, dev, n, lr, seed, dyn);
+    return;
+  }
+  graph_dataset_ = dataset;
+  DC_CUDA(cudaGraphLaunch(exec_, stream_), "launching the captured training step " + where(int(n)));
+}
+
+DeviceStepStats CudaPlan::take_stats() {
+  LossStats s{};
+  DC_CUDA(cudaMemcpyAsync(&s, stats_.get(), sizeof s, cudaMemcpyDeviceToHost, stream_),
+          "reading the loss");
+  DC_CUDA(cudaMemsetAsync(stats_.get(), 0, sizeof s, stream_), "resetting the loss");
+  sync("training steps");
+  DeviceStepStats r;
+  r.loss_sum = s.loss_sum;
+  r.correct = int64_t(s.correct);
+  r.samples = int64_t(s.samples);
+  r.finite = s.nonfinite == 0 && std::isfinite(s.loss_sum);
+  return r;
+}
+
+}  // namespace dc::cuda
