@@ -8,6 +8,7 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/telemetry.h>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDateTime>
 #include <QDir>
@@ -17,6 +18,7 @@
 #include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
+#include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -27,6 +29,7 @@
 #include <QSplitter>
 #include <QStandardPaths>
 #include <QTabWidget>
+#include <QTableWidget>
 #include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -80,6 +83,7 @@ TrainingPanel::TrainingPanel(ProjectContext* ctx, QWidget* parent)
   });
   // Device readings are cheap (/proc or NVML's cached sample) and twice a
   // second is plenty for a utilisation curve.
+  connect(device_, &QComboBox::currentIndexChanged, this, &TrainingPanel::updateButtons);
   device_timer_->setInterval(500);
   connect(device_timer_, &QTimer::timeout, this, &TrainingPanel::sampleDevice);
   updateButtons();
@@ -111,7 +115,11 @@ void TrainingPanel::buildUi() {
   epochs_->setRange(1, 10000);
   precision_ = new QComboBox(settings);
   precision_->addItem(tr("fp32"), "fp32");
-  precision_->setToolTip(tr("Mixed precision (bf16/fp16) is not available in this engine yet."));
+  precision_->addItem(tr("bf16 mixed (GPU)"), "bf16");
+  precision_->addItem(tr("fp16 mixed, loss scaling (GPU)"), "fp16");
+  precision_->setToolTip(
+      tr("16-bit compute with fp32 master weights; GPU runs only, the CPU "
+         "computes in fp32."));
   device_ = new QComboBox(settings);
   seed_ = new QSpinBox(settings);
   seed_->setRange(0, std::numeric_limits<int>::max());
@@ -226,6 +234,22 @@ void TrainingPanel::buildUi() {
   tabs_->addTab(curves, tr("Curves"));
   eval_ = new EvaluationView(ctx_, tabs_);
   tabs_->addTab(eval_, tr("Evaluation"));
+  auto* history = new QWidget(tabs_);
+  auto* hl = new QVBoxLayout(history);
+  show_overlays_ = new QCheckBox(tr("Overlay earlier runs on the plots (dashed)"), history);
+  show_overlays_->setChecked(true);
+  runs_ = new QTableWidget(0, 7, history);
+  runs_->setHorizontalHeaderLabels({tr("Run"), tr("Settings"), tr("Epochs"), tr("Train loss"),
+                                    tr("Held-out accuracy"), tr("Result"), tr("Checkpoints")});
+  runs_->horizontalHeader()->setSectionResizeMode(6, QHeaderView::Stretch);
+  runs_->verticalHeader()->setVisible(false);
+  runs_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  hl->addWidget(show_overlays_);
+  hl->addWidget(runs_, 1);
+  tabs_->addTab(history, tr("Runs"));
+  connect(show_overlays_, &QCheckBox::toggled, this, [this](bool on) {
+    for (auto* p : {loss_plot_, acc_plot_, speed_plot_, lr_plot_}) p->setOverlaysVisible(on);
+  });
   split->addWidget(left);
   split->addWidget(tabs_);
   split->setStretchFactor(0, 1);
@@ -293,6 +317,8 @@ void TrainingPanel::loadSettings(const TrainConfig& c) {
   patience_->setValue(c.early_stopping_patience);
   int d = device_->findData(QString::fromStdString(c.device));
   device_->setCurrentIndex(d >= 0 ? d : 0);
+  int pr = precision_->findData(QString::fromStdString(c.precision));
+  precision_->setCurrentIndex(pr >= 0 ? pr : 0);
 }
 
 TrainConfig TrainingPanel::config() const {
@@ -308,6 +334,7 @@ TrainConfig TrainingPanel::config() const {
   c.steps_per_epoch_limit = steps_limit_->value();
   c.early_stopping_patience = patience_->value();
   c.device = device_->currentData().toString().toStdString();
+  c.precision = c.device == "cpu" ? "fp32" : precision_->currentData().toString().toStdString();
   c.resume.clear();
   return c;
 }
@@ -384,7 +411,10 @@ void TrainingPanel::startTraining() {
   showProblems({});
   if (run_ > 0) {
     QString name = tr("run %1").arg(run_);
-    for (auto* p : {loss_plot_, acc_plot_, speed_plot_, lr_plot_}) p->archiveRun(name);
+    for (auto* p : {loss_plot_, acc_plot_, speed_plot_, lr_plot_}) {
+      p->archiveRun(name);
+      p->setOverlaysVisible(show_overlays_->isChecked());
+    }
   }
   ++run_;
   eval_->clear();
@@ -401,6 +431,19 @@ void TrainingPanel::startTraining() {
   got_telemetry_ = false;
   proc_->cpuPercent();  // starts the interval the first reading covers
   device_timer_->start();
+  const int row = runs_->rowCount();
+  runs_->insertRow(row);
+  runs_->setItem(row, 0, new QTableWidgetItem(QString::number(run_)));
+  runs_->setItem(row, 1,
+                 new QTableWidgetItem(QString("%1 lr %2 %3, batch %4, %5, %6")
+                                          .arg(optimizer_->currentText())
+                                          .arg(lr_->value())
+                                          .arg(schedule_->currentText())
+                                          .arg(batch_->value())
+                                          .arg(QString::fromStdString(cfg.device),
+                                               QString::fromStdString(cfg.precision))));
+  setRunCell(5, tr("running"));
+  setRunCell(6, run_dir_);
   appendLog(tr("Run %1: %2 on %3, checkpoints in %4")
                 .arg(run_)
                 .arg(ctx_->datasetDescription(), device_->currentText(), run_dir_));
@@ -440,6 +483,19 @@ void TrainingPanel::onEpoch(const TrainEvent& e) {
   acc_plot_->addPoint(s_acc_val_, x, 100.0 * e.val_accuracy);
   acc_plot_->addPoint(s_acc_test_, x, 100.0 * e.test_accuracy);
   if (!e.confusion.empty()) eval_->setConfusion(e.confusion, e.epoch);
+  setRunCell(2, QString("%1/%2").arg(e.epoch).arg(e.epochs));
+  setRunCell(3, QString::number(e.train_loss, 'f', 4));
+  const double held = std::isfinite(e.val_accuracy) ? e.val_accuracy : e.test_accuracy;
+  if (std::isfinite(held))
+    setRunCell(4, QString("%1 % (%2)")
+                      .arg(100.0 * held, 0, 'f', 2)
+                      .arg(std::isfinite(e.val_accuracy) ? tr("validation") : tr("test")));
+}
+
+void TrainingPanel::setRunCell(int column, const QString& text) {
+  const int row = runs_->rowCount() - 1;
+  if (row < 0) return;
+  runs_->setItem(row, column, new QTableWidgetItem(text));
 }
 
 void TrainingPanel::sampleDevice() {
@@ -488,6 +544,7 @@ void TrainingPanel::onFinished(bool ok, const QString& message) {
     Q_EMIT weightsReady();
   }
   status_->setText(ok ? tr("Finished") : tr("Ended: %1").arg(message));
+  setRunCell(5, ok ? tr("finished") : message);
 }
 
 void TrainingPanel::onState(TrainingSession::State) {
@@ -509,6 +566,12 @@ void TrainingPanel::updateButtons() {
                      static_cast<QWidget*>(checkpoint_dir_)})
     w->setEnabled(!session_->active());
   if (s == S::Paused) status_->setText(tr("Paused"));
+  // Reduced precision exists on the GPU only.
+  if (!session_->active()) {
+    const bool gpu = device_->currentData().toString() != "cpu";
+    precision_->setEnabled(gpu);
+    if (!gpu) precision_->setCurrentIndex(0);
+  }
 }
 
 }  // namespace dc::gui

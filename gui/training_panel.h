@@ -21,6 +21,8 @@ class QLabel;
 class QPlainTextEdit;
 class QTabWidget;
 class QTimer;
+class QTableWidget;
+class QCheckBox;
 
 namespace dc {
 class GpuSampler;
@@ -56,6 +58,8 @@ class TrainingPanel : public QWidget {
   EvaluationView* evaluation() const { return eval_; }
   // The Curves / Evaluation tabs.
   QTabWidget* plotTabs() const { return tabs_; }
+  // One row per run of this panel: settings, progress, results, folder.
+  QTableWidget* runHistory() const { return runs_; }
   widgets::LivePlot* lossPlot() const { return loss_plot_; }
   widgets::LivePlot* accuracyPlot() const { return acc_plot_; }
   widgets::LivePlot* throughputPlot() const { return speed_plot_; }
@@ -94,6 +98,7 @@ class TrainingPanel : public QWidget {
   void fillDevices();
   void updateButtons();
   void setupDevicePlots(bool gpu);
+  void setRunCell(int column, const QString& text);
 
   ProjectContext* ctx_;
   TrainingSession* session_;
@@ -106,6 +111,8 @@ class TrainingPanel : public QWidget {
   QLabel *status_, *problems_;
   QPlainTextEdit* log_;
   QTabWidget* tabs_;
+  QTableWidget* runs_;
+  QCheckBox* show_overlays_;
   widgets::LivePlot *loss_plot_, *acc_plot_, *speed_plot_, *lr_plot_, *util_plot_, *mem_plot_;
   EvaluationView* eval_;
   QTimer* device_timer_;

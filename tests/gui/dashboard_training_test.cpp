@@ -10,6 +10,7 @@
 #include <QFileInfo>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QTableWidget>
 #include <QTest>
 
 namespace dc::test {
@@ -52,6 +53,9 @@ TEST(DashboardTraining, OneEpochFillsPlotsAndProgressReachesFull) {
   // A second run keeps the first as an overlay for comparison.
   ASSERT_TRUE(train_briefly(panel, dir.path(), 5));
   EXPECT_EQ(panel.lossPlot()->overlayCount(), 1);
+  ASSERT_EQ(panel.runHistory()->rowCount(), 2);
+  EXPECT_EQ(panel.runHistory()->item(0, 5)->text(), "finished");
+  EXPECT_EQ(panel.runHistory()->item(1, 2)->text(), "1/1");
 
   // Exports.
   EXPECT_TRUE(panel.lossPlot()->exportPng(dir.path() + "/loss.png", 400, 300));
