@@ -237,8 +237,10 @@ QVariant NodeItem::itemChange(GraphicsItemChange change, const QVariant& value) 
     QPointF q = value.toPointF();
     return QPointF(std::round(q.x() / g) * g, std::round(q.y() / g) * g);
   }
-  if (change == ItemPositionHasChanged)
+  if (change == ItemPositionHasChanged) {
     for (EdgeItem* e : edges_) e->updatePath();
+    if (s) s->ensureRoom(sceneBoundingRect());
+  }
   return QGraphicsItem::itemChange(change, value);
 }
 

@@ -16,6 +16,9 @@ NodeScene::NodeScene(GraphModel* model, QObject* parent) : QGraphicsScene(parent
   // Items appear and vanish one at a time; the default BSP index would be
   // rebuilt on each, which is what makes large scenes sluggish.
   setItemIndexMethod(NoIndex);
+  // A fixed, generous rectangle (grown on demand) rather than Qt's automatic
+  // one, which would need the bounding rect of every item on each change.
+  setSceneRect(-20000, -20000, 40000, 40000);
   connect(model_, &GraphModel::nodeAdded, this, &NodeScene::addNodeItem);
   connect(model_, &GraphModel::nodeRemoved, this, &NodeScene::removeNodeItem);
   connect(model_, &GraphModel::nodeMoved, this, [this](NodeId id) {
@@ -94,6 +97,12 @@ void NodeScene::selectNodes(const std::vector<NodeId>& ids) {
     if (NodeItem* it = nodeItem(id)) it->setSelected(true);
 }
 
+void NodeScene::ensureRoom(const QRectF& r) {
+  const double m = 5000;
+  QRectF need = r.adjusted(-m, -m, m, m);
+  if (!sceneRect().contains(need)) setSceneRect(sceneRect().united(need));
+}
+
 void NodeScene::rebuild() {
   endConnectionDrag();
   clear();  // deletes every item
@@ -111,6 +120,7 @@ void NodeScene::addNodeItem(NodeId id) {
   }
   addItem(it);
   nodes_[id] = it;
+  ensureRoom(it->sceneBoundingRect());
 }
 
 void NodeScene::removeNodeItem(NodeId id) {

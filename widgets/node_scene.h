@@ -41,6 +41,8 @@ class NodeScene : public QGraphicsScene {
   std::vector<NodeId> selectedNodes() const;
   std::vector<Edge> selectedEdges() const;
   void selectNodes(const std::vector<NodeId>& ids);
+  // Grows the scene rectangle so there is always room to pan past `r`.
+  void ensureRoom(const QRectF& r);
 
  signals:
   void connectRequested(dc::NodeId src, dc::NodeId dst, int port);

@@ -6,6 +6,7 @@
 #include <QDragEnterEvent>
 #include <QGraphicsItem>
 #include <QMimeData>
+#include <QVector>
 #include <QPainter>
 #include <QScrollBar>
 #include <QWheelEvent>
@@ -26,8 +27,6 @@ NodeView::NodeView(QGraphicsScene* scene, QWidget* parent) : QGraphicsView(scene
   setAcceptDrops(true);
   setFrameShape(QFrame::NoFrame);
   setFocusPolicy(Qt::StrongFocus);
-  // Room to pan past the items.
-  setSceneRect(-20000, -20000, 40000, 40000);
 }
 
 double NodeView::zoom() const {
@@ -197,22 +196,34 @@ void NodeView::drawBackground(QPainter* p, const QRectF& rect) {
   const QPalette pal = palette();
   const QColor bg = pal.color(QPalette::Window);
   p->fillRect(rect, mix(bg, pal.color(QPalette::Base), 0.35));
-  // A dot every grid step; every fifth a little stronger. Skipped when
-  // zoomed far out, where the dots would turn into noise.
+  // A dot every grid step, every fifth a little stronger. The step grows
+  // when zoomed out so dots stay at least ~10 screen pixels apart: a fixed
+  // step would mean hundreds of thousands of dots on a zoomed-out view.
+  const double z = zoom();
   double step = NodeScene::kGrid;
-  if (zoom() < 0.45) step *= 5;
+  while (step * z < 10) step *= 5;
   QColor dot = mix(bg, pal.color(QPalette::Text), 0.18);
   QColor major = mix(bg, pal.color(QPalette::Text), 0.3);
-  double left = std::floor(rect.left() / step) * step;
-  double top = std::floor(rect.top() / step) * step;
-  double r = 1.0 / std::max(zoom(), 0.3);
-  p->setPen(Qt::NoPen);
+  const double left = std::floor(rect.left() / step) * step;
+  const double top = std::floor(rect.top() / step) * step;
+  QVector<QPointF> minor_pts, major_pts;
   for (double x = left; x < rect.right(); x += step)
     for (double y = top; y < rect.bottom(); y += step) {
       bool big = std::fmod(std::abs(x), step * 5) < 1e-6 && std::fmod(std::abs(y), step * 5) < 1e-6;
-      p->setBrush(big ? major : dot);
-      p->drawEllipse(QPointF(x, y), big ? r * 1.4 : r, big ? r * 1.4 : r);
+      (big ? major_pts : minor_pts).push_back(QPointF(x, y));
     }
+  // Cosmetic, aliased pens: the same on-screen size at every zoom, and
+  // cheap (antialiased points cost a path each).
+  p->save();
+  p->setRenderHint(QPainter::Antialiasing, false);
+  QPen pen(dot, 2);
+  pen.setCosmetic(true);
+  p->setPen(pen);
+  p->drawPoints(minor_pts.constData(), int(minor_pts.size()));
+  pen.setColor(major);
+  p->setPen(pen);
+  p->drawPoints(major_pts.constData(), int(major_pts.size()));
+  p->restore();
 }
 
 }  // namespace dc::widgets
