@@ -122,6 +122,9 @@ QRectF NodeItem::boundingRect() const {
 
 QPainterPath NodeItem::shape() const {
   QPainterPath path;
+  // Winding fill: with the default odd-even rule the half of each port
+  // circle that overlaps the card would count as outside it.
+  path.setFillRule(Qt::WindingFill);
   path.addRoundedRect(QRectF(0, 0, kWidth, height()), kRadius, kRadius);
   for (int i = 0; i < inputs_; ++i)
     path.addEllipse(localInput(i), kPortRadius + 4, kPortRadius + 4);
