@@ -56,15 +56,30 @@ Graph small_cnn() {
   return g;
 }
 
+// Embedding -> LSTM -> Dense on token windows: the recurrent path in a graph.
+Graph small_lstm() {
+  register_builtin_layers();
+  Graph g;
+  NodeId in = g.add_node("SequenceInput", "input",
+                         A({{"steps", int64_t(12)}, {"kind", std::string("tokens")}}));
+  NodeId e = g.add_node("Embedding", "emb", A({{"vocab_size", int64_t(20)}, {"dim", int64_t(8)}}));
+  NodeId l = g.add_node("LSTM", "lstm", A({{"hidden_size", int64_t(16)}}));
+  NodeId d = g.add_node("Dense", "fc", A({{"units", int64_t(10)}}));
+  g.connect(in, e);
+  g.connect(e, l);
+  g.connect(l, d);
+  return g;
+}
+
 struct Run {
   std::vector<Tensor> state, moments;
   double loss = 0;
 };
 
-Run train(bool graphs, const std::string& precision) {
+Run train(bool graphs, const std::string& precision, bool lstm = false) {
   if (!graphs) setenv("DC_CUDA_GRAPHS", "0", 1);
   DeviceBackend* be = test::gpu_or_skip();
-  Graph g = small_cnn();
+  Graph g = lstm ? small_lstm() : small_cnn();
   const int64_t B = 16, S = 100;
   Plan host(g, B);
   host.init_params(5);
@@ -75,13 +90,18 @@ Run train(bool graphs, const std::string& precision) {
   unsetenv("DC_CUDA_GRAPHS");
   dev->upload_params();
   Dataset ds;
-  ds.sample_shape = Shape{1, 12, 12};
+  ds.sample_shape = lstm ? Shape{12} : Shape{1, 12, 12};
   Rng r(2);
-  for (int64_t i = 0; i < S * 144; ++i) ds.pixels.push_back(uint8_t(r.below(256)));
+  if (lstm) {
+    ds.tokens = true;
+    for (int64_t i = 0; i < S * 12; ++i) ds.values.push_back(float(r.below(20)));
+  } else {
+    for (int64_t i = 0; i < S * 144; ++i) ds.pixels.push_back(uint8_t(r.below(256)));
+  }
   for (int64_t i = 0; i < S; ++i) ds.labels.push_back(int32_t(r.below(10)));
   ds.num_classes = 10;
-  ds.mean = 0.5f;
-  ds.stddev = 0.3f;
+  ds.mean = lstm ? 0.f : 0.5f;
+  ds.stddev = lstm ? 1.f : 0.3f;
   int h = dev->add_dataset(ds);
   Run out;
   for (int epoch = 0; epoch < 2; ++epoch) {
@@ -101,16 +121,16 @@ Run train(bool graphs, const std::string& precision) {
   return out;
 }
 
-void compare(const std::string& precision) {
+void compare(const std::string& precision, bool lstm = false) {
   DeviceBackend* be = test::gpu_or_skip();
   if (!be) GTEST_SKIP() << test::skip_reason();
   SCOPED_TRACE(precision);
   // fp16 rounds every convolution output: a different cuDNN algorithm may
   // flip roundings. A replay with stale arguments differs by far more.
   const double tol = precision == "fp32" ? 1e-4 : 2e-2;
-  Run eager = train(false, precision);
+  Run eager = train(false, precision, lstm);
   testing::internal::CaptureStderr();
-  Run graph = train(true, precision);
+  Run graph = train(true, precision, lstm);
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(err.find("capture failed"), std::string::npos) << err;
   EXPECT_NEAR(graph.loss, eager.loss, tol * std::fabs(eager.loss));
@@ -127,6 +147,9 @@ TEST(CudaGraph, ReplayedStepsMatchEagerSteps) {
 }
 TEST(CudaGraph, ReplayedFp16StepsWithLossScalingMatchEagerSteps) {
   compare("fp16");
+}
+TEST(CudaGraph, ReplayedLstmStepsMatchEagerSteps) {
+  compare("fp32", true);
 }
 
 }  // namespace
