@@ -54,8 +54,10 @@ QRectF EdgeItem::labelRect() const {
   if (label_.isEmpty()) return {};
   QFontMetricsF fm(labelFont());
   double w = fm.horizontalAdvance(label_) + 8, h = fm.height() + 3;
+  // Just above the curve's midpoint, so the line and both ports stay
+  // visible even where nodes are close together.
   QPointF c = path_.pointAtPercent(0.5);
-  return QRectF(c.x() - w / 2, c.y() - h / 2, w, h);
+  return QRectF(c.x() - w / 2, c.y() - h - 5, w, h);
 }
 
 QRectF EdgeItem::boundingRect() const {
