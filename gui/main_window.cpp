@@ -11,6 +11,7 @@
 #include "widgets/node_item.h"
 #include "widgets/node_scene.h"
 #include "widgets/node_view.h"
+#include "widgets/overview_map.h"
 #include "widgets/property_editor.h"
 
 #include <QAction>
@@ -40,6 +41,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
       tr("Drag a layer from the palette onto the canvas, or double-click it.\n"
          "File → New from Template starts from a ready-made network."));
   setCentralWidget(view_);
+  new widgets::OverviewMap(view_);  // a child of the view, in its corner
   setDocumentMode(true);
   setDockOptions(AnimatedDocks | AllowTabbedDocks);
   createPanels();
@@ -196,6 +198,13 @@ void MainWindow::createActions() {
             editor_->autoLayout();
             view_->fitAll();
           });
+  QAction* overview = makeAction("actionOverview", tr("&Overview Map"), {});
+  overview->setCheckable(true);
+  overview->setChecked(true);
+  connect(overview, &QAction::toggled, this, [this](bool on) {
+    view_->findChild<widgets::OverviewMap*>()->setEnabled(on);
+    view_->findChild<widgets::OverviewMap*>()->setVisible(on && !editor_->graph().empty());
+  });
   QAction* snap = makeAction("actionSnap", tr("&Snap to Grid"), {});
   snap->setCheckable(true);
   snap->setChecked(true);
@@ -239,6 +248,7 @@ void MainWindow::createMenus() {
   view_menu_->addSeparator();
   view_menu_->addAction(action("actionAutoLayout"));
   view_menu_->addAction(action("actionSnap"));
+  view_menu_->addAction(action("actionOverview"));
   view_menu_->addSeparator();
   for (QDockWidget* d : findChildren<QDockWidget*>()) view_menu_->addAction(d->toggleViewAction());
 
