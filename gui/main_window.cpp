@@ -108,6 +108,14 @@ void MainWindow::createPanels() {
     editor_->addLayer(type, p - QPointF(widgets::NodeItem::kWidth / 2, 29));
     view_->setFocus();
   });
+  connect(view_, &widgets::NodeView::nudgeRequested, this, [this](QPointF d) {
+    std::map<NodeId, QPointF> to;
+    for (NodeId id : editor_->scene()->selectedNodes()) {
+      const Node& n = editor_->graph().node(id);
+      to[id] = QPointF(n.x, n.y) + d;
+    }
+    if (!to.empty()) editor_->moveNodes(to);  // repeated presses merge into one step
+  });
   connect(problems_, &ProblemsPanel::nodeActivated, this, &MainWindow::selectAndCenter);
   connect(summary_, &SummaryPanel::nodeActivated, this, &MainWindow::selectAndCenter);
   connect(problems_, &ProblemsPanel::countChanged, this, [this, pd](int n) {

@@ -5,10 +5,11 @@
 
 #include <QDragEnterEvent>
 #include <QGraphicsItem>
+#include <QKeyEvent>
 #include <QMimeData>
-#include <QVector>
 #include <QPainter>
 #include <QScrollBar>
+#include <QVector>
 #include <QWheelEvent>
 #include <cmath>
 
@@ -133,6 +134,29 @@ void NodeView::keyPressEvent(QKeyEvent* e) {
   if (e->key() == Qt::Key_Space && !e->isAutoRepeat()) {
     space_ = true;
     viewport()->setCursor(Qt::OpenHandCursor);
+    e->accept();
+    return;
+  }
+  const double step = NodeScene::kGrid * (e->modifiers() & Qt::ShiftModifier ? 5 : 1);
+  QPointF d;
+  switch (e->key()) {
+    case Qt::Key_Left:
+      d = {-step, 0};
+      break;
+    case Qt::Key_Right:
+      d = {step, 0};
+      break;
+    case Qt::Key_Up:
+      d = {0, -step};
+      break;
+    case Qt::Key_Down:
+      d = {0, step};
+      break;
+    default:
+      break;
+  }
+  if (!d.isNull() && scene() && !scene()->selectedItems().isEmpty()) {
+    Q_EMIT nudgeRequested(d);
     e->accept();
     return;
   }

@@ -31,6 +31,8 @@ class NodeView : public QGraphicsView {
  signals:
   void layerDropped(const QString& type, QPointF scene_pos);
   void zoomChanged(double zoom);
+  // Arrow keys: move the selection by one grid step (Shift: five).
+  void nudgeRequested(QPointF delta);
 
  protected:
   void wheelEvent(QWheelEvent* e) override;

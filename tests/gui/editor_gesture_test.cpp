@@ -14,6 +14,7 @@
 #include <QGraphicsSceneMouseEvent>
 #include <QMimeData>
 #include <QSignalSpy>
+#include <QTest>
 #include <QUndoStack>
 
 namespace dc::test {
@@ -92,6 +93,22 @@ TEST_F(EditorGesture, DraggingANodeMovesItSnappedAndUndoably) {
   w->editor()->undoStack()->undo();
   EXPECT_EQ(g().node(id("conv1")).x, 230);
   EXPECT_EQ(conv->pos(), QPointF(230, 120));
+}
+
+TEST_F(EditorGesture, ArrowKeysNudgeTheSelectionInOneUndoStep) {
+  w->show();
+  const int history = w->editor()->undoStack()->count();
+  scene()->selectNodes({id("relu1"), id("pool1")});
+  w->view()->setFocus();
+  QTest::keyClick(w->view(), Qt::Key_Right);
+  QTest::keyClick(w->view(), Qt::Key_Right);
+  QTest::keyClick(w->view(), Qt::Key_Down, Qt::ShiftModifier);
+  EXPECT_EQ(g().node(id("relu1")).x, 420 + 2 * widgets::NodeScene::kGrid);
+  EXPECT_EQ(g().node(id("pool1")).y, 120 + 5 * widgets::NodeScene::kGrid);
+  EXPECT_EQ(w->editor()->undoStack()->count(), history + 1);
+  w->editor()->undoStack()->undo();
+  EXPECT_EQ(g().node(id("relu1")).x, 420);
+  EXPECT_EQ(g().node(id("pool1")).y, 120);
 }
 
 TEST_F(EditorGesture, DroppingALayerFromThePaletteAddsIt) {

@@ -1,16 +1,13 @@
 #pragma once
 // Shared helpers for the editor tests: a lazily created QApplication on the
 // offscreen platform, isolated settings and data folders, and small finders.
+#include "gui/main_window.h"
+#include "widgets/property_editor.h"
+
 #include <deepcanvas/graph.h>
 
 #include <QString>
 #include <string>
-
-class QWidget;
-
-namespace dc::gui {
-class MainWindow;
-}
 
 namespace dc::test {
 
@@ -25,11 +22,11 @@ NodeId idOf(const Graph& g, const std::string& name);
 NodeId addFromPalette(gui::MainWindow& w, const QString& type);
 // A child widget of the property editor by object name ("attr:filters").
 template <typename T>
-T* propertyWidget(gui::MainWindow& w, const QString& name);
+T* propertyWidget(gui::MainWindow& w, const QString& name) {
+  return w.properties()->findChild<T*>(name);
+}
 // Graph equality without positions (a rebuilt network need not be laid out
 // exactly like the original).
 bool sameStructure(const Graph& a, const Graph& b);
 
 }  // namespace dc::test
-
-#include "gui_test_util_impl.h"

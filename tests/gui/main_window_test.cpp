@@ -11,6 +11,7 @@
 
 #include <QFile>
 #include <QListWidget>
+#include <QSettings>
 #include <QUndoStack>
 
 namespace dc::test {
@@ -82,6 +83,21 @@ TEST_F(MainWindowFiles, TitleShowsFileAndUnsavedMarker) {
   EXPECT_TRUE(w.isWindowModified());
   w.editor()->undoStack()->undo();
   EXPECT_FALSE(w.isWindowModified());
+}
+
+TEST_F(MainWindowFiles, OpenedAndSavedFilesAreRecent) {
+  QSettings().remove("recentFiles");
+  QString sample = sourcePath("sample_data/sample_project.dcproj");
+  QString copy = tempDir() + "/copy.dcproj";
+  {
+    gui::MainWindow w;
+    ASSERT_TRUE(w.openFile(sample));
+    ASSERT_TRUE(w.saveFile(copy));
+  }
+  QStringList recent = QSettings().value("recentFiles").toStringList();
+  ASSERT_EQ(recent.size(), 2);
+  EXPECT_EQ(recent[0], copy);  // most recent first
+  EXPECT_EQ(recent[1], sample);
 }
 
 TEST_F(MainWindowFiles, ClosingWithUnsavedChangesAsks) {
