@@ -44,6 +44,13 @@ DatasetPanel::DatasetPanel(ProjectContext* ctx, QWidget* parent) : QWidget(paren
     normalize_->setCurrentIndex(ctx_->project().training.normalize ? 0 : 1);
     showMessages();
   });
+  connect(ctx_, &ProjectContext::busyChanged, this, [this](bool busy) {
+    for (QWidget* w : {static_cast<QWidget*>(load_), static_cast<QWidget*>(kind_),
+                       static_cast<QWidget*>(val_split_), static_cast<QWidget*>(normalize_),
+                       static_cast<QWidget*>(copies_)})
+      w->setEnabled(!busy);
+    load_->setToolTip(busy ? tr("Stop the training run to load another dataset") : QString());
+  });
   kindChanged();
   if (ctx_->hasDataset()) showDataset();
 }

@@ -90,6 +90,7 @@ void ProjectContext::setProject(Project p) {
 }
 
 void ProjectContext::loadDataset(const DatasetSource& source) {
+  if (busy_) throw Error("a training run is using the dataset; stop it before loading another");
   TrainTest tt;
   QStringList warnings;
   QString desc;
@@ -245,6 +246,12 @@ std::shared_ptr<Dataset> ProjectContext::trainingSet() {
 void ProjectContext::setAugmentation(const AugmentOptions& o) {
   augment_ = o;
   augmented_.reset();
+}
+
+void ProjectContext::setBusy(bool b) {
+  if (b == busy_) return;
+  busy_ = b;
+  Q_EMIT busyChanged(b);
 }
 
 void ProjectContext::setWeights(ModelWeights w) {

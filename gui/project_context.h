@@ -86,10 +86,16 @@ class ProjectContext : public QObject {
   const ModelWeights& weights() const { return weights_; }
   void setWeights(ModelWeights w);
 
+  // True while a run trains on this context's data: the dataset cannot be
+  // replaced then (the evaluation view reads the test set the run uses).
+  bool busy() const { return busy_; }
+  void setBusy(bool b);
+
  signals:
   void projectChanged();
   void datasetChanged();
   void weightsChanged();
+  void busyChanged(bool busy);
 
  private:
   Project project_;
@@ -99,6 +105,7 @@ class ProjectContext : public QObject {
   QStringList warnings_, blocking_;
   ModelWeights weights_;
   AugmentOptions augment_;
+  bool busy_ = false;
   std::shared_ptr<Dataset> augmented_;
 };
 

@@ -548,6 +548,7 @@ void TrainingPanel::onFinished(bool ok, const QString& message) {
 }
 
 void TrainingPanel::onState(TrainingSession::State) {
+  ctx_->setBusy(session_->active());
   updateButtons();
 }
 

@@ -7,6 +7,8 @@
 #include "widgets/confusion_matrix_widget.h"
 #include "widgets/live_plot.h"
 
+#include <deepcanvas/errors.h>
+
 #include <QFileInfo>
 #include <QProgressBar>
 #include <QPushButton>
@@ -83,6 +85,9 @@ TEST(DashboardTraining, PauseResumeStopWriteACheckpoint) {
   panel.startTraining();
   ASSERT_EQ(panel.session()->state(), TrainingSession::State::Running);
   EXPECT_FALSE(panel.startButton()->isEnabled());
+  // The run's data cannot be swapped under it.
+  EXPECT_TRUE(ctx->busy());
+  EXPECT_THROW(ctx->loadDataset({}), dc::Error);
   ASSERT_TRUE(steps.wait(120000));
 
   panel.pauseButton()->click();
@@ -108,6 +113,7 @@ TEST(DashboardTraining, PauseResumeStopWriteACheckpoint) {
   // The stopped weights are usable: readable and in the context.
   EXPECT_NO_THROW(gui::weights_from_checkpoint(ck));
   EXPECT_TRUE(ctx->weights().valid());
+  EXPECT_FALSE(ctx->busy());
   EXPECT_TRUE(panel.logText().contains("Paused"));
   EXPECT_TRUE(panel.logText().contains("Resumed"));
 }
