@@ -20,6 +20,7 @@ namespace {
 constexpr double kMinHeight = 58;
 constexpr double kRadius = 8;
 const QColor kErrorColor(0xe5, 0x39, 0x35);
+const QColor kWarnColor(0xf0, 0x9a, 0x1c);
 const QColor kOkColor(0x43, 0xa0, 0x47);
 }  // namespace
 
@@ -64,7 +65,9 @@ bool NodeItem::refresh() {
   if (!shape.isEmpty()) tip += QObject::tr("<br>output %1").arg(shape);
   if (d && !d->help.empty()) tip += "<br>" + QString::fromStdString(d->help).toHtmlEscaped();
   if (!error_.isEmpty())
-    tip += QStringLiteral("<br><span style='color:#e53935'>%1</span>").arg(error_.toHtmlEscaped());
+    tip += QStringLiteral("<br><span style='color:%1'>%2</span>")
+               .arg(error_.contains("has no valid shape") ? "#c77700" : "#e53935",
+                    error_.toHtmlEscaped());
   setToolTip(tip);
   update();
   return true;
@@ -143,12 +146,16 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* /*opt*/, QWidg
   p->setPen(Qt::NoPen);
   p->setBrush(QColor(0, 0, 0, dark ? 90 : 28));
   p->drawRoundedRect(body.translated(0, 2), kRadius, kRadius);
+  // A node whose own rule fails is red; one that only lacks a valid input
+  // because of a problem upstream is amber, so the cause stands out.
+  const bool inherited = error_.contains(QStringLiteral("has no valid shape"));
+  const QColor problem = inherited ? kWarnColor : kErrorColor;
   QColor fill = pal.color(QPalette::Base);
-  if (!error_.isEmpty()) fill = mix(fill, kErrorColor, dark ? 0.28 : 0.12);
+  if (!error_.isEmpty()) fill = mix(fill, problem, dark ? 0.22 : (inherited ? 0.08 : 0.12));
   QColor border = mix(pal.color(QPalette::Text), fill, 0.75);
   double bw = 1;
   if (!error_.isEmpty()) {
-    border = kErrorColor;
+    border = problem;
     bw = 1.6;
   }
   if (isSelected()) {
@@ -194,16 +201,18 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* /*opt*/, QWidg
   QFont df;
   df.setPixelSize(11);
   p->setFont(df);
-  p->setPen(error_.isEmpty() ? mix(pal.color(QPalette::Text), fill, 0.4) : kErrorColor);
+  p->setPen(error_.isEmpty() ? mix(pal.color(QPalette::Text), fill, 0.4) : problem);
   QFontMetricsF dm(df);
-  QString second = error_.isEmpty() ? type_ : QObject::tr("invalid");
+  QString second = error_.isEmpty() ? type_
+                   : inherited      ? QObject::tr("no input shape")
+                                    : QObject::tr("invalid");
   p->drawText(QRectF(tx, 27, tw, 16), Qt::AlignLeft | Qt::AlignVCenter,
-              dm.elidedText(second, Qt::ElideRight, tw));
+              dm.elidedText(second, Qt::ElideRight, error_.isEmpty() ? tw : tw - 16));
 
   if (!error_.isEmpty()) {
     const QRectF mark(kWidth - 18, height() - 18, 13, 13);
     p->setPen(Qt::NoPen);
-    p->setBrush(kErrorColor);
+    p->setBrush(problem);
     p->drawEllipse(mark);
     p->setPen(Qt::white);
     p->setFont(f);

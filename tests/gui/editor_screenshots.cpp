@@ -1,6 +1,7 @@
 // Renders the README's screenshots (docs/images/editor.png, templates.png)
 // from the real window, without a display:
 //   QT_QPA_PLATFORM=offscreen build/bin/editor_screenshots docs/images
+// --dark uses a dark palette, --problems adds editor-problems.png.
 // Not a test: it only draws.
 #include "gui/main_window.h"
 #include "gui/template_dialog.h"
@@ -11,18 +12,21 @@
 
 #include <QApplication>
 #include <QDir>
+#include <QDockWidget>
 #include <QListWidget>
 #include <QPalette>
 #include <QStandardPaths>
 #include <QTest>
+#include <QUndoStack>
 #include <cstdio>
 
 int main(int argc, char** argv) {
   QStandardPaths::setTestModeEnabled(true);  // no settings from a real session
   QApplication app(argc, argv);
   QApplication::setOrganizationName("DeepCanvasScreenshots");
-  QString out = argc > 1 ? argv[1] : "docs/images";
-  if (argc > 2 && QString(argv[2]) == "--dark") {
+  QString out = argc > 1 && argv[1][0] != '-' ? argv[1] : "docs/images";
+  const QStringList args = QApplication::arguments();
+  if (args.contains("--dark")) {
     // A dark palette like a desktop's dark theme, to check both looks.
     QApplication::setStyle("Fusion");
     QPalette p;
@@ -53,6 +57,18 @@ int main(int argc, char** argv) {
   if (conv2) w.editor()->scene()->selectNodes({conv2->id});
   QTest::qWait(50);
   bool ok = w.grab().save(out + "/editor.png");
+
+  // With --problems: the same with a broken shape rule, to check how
+  // problems look.
+  const dc::Node* pool1 = w.editor()->graph().find_by_name("pool1");
+  if (pool1 && args.contains("--problems")) {
+    w.editor()->setAttr(pool1->id, "kernel", std::vector<int64_t>{40, 40});
+    w.editor()->scene()->selectNodes({pool1->id});
+    if (auto* dock = w.findChild<QDockWidget*>("problemsDock")) dock->raise();
+    QTest::qWait(50);
+    ok = w.grab().save(out + "/editor-problems.png") && ok;
+    w.editor()->undoStack()->undo();
+  }
 
   dc::gui::TemplateDialog dlg;
   dlg.show();
