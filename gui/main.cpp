@@ -1,5 +1,11 @@
 // deepcanvas [project.dcproj]: the desktop app.
+//   --version              build options, without needing a display
+//   --screenshot FILE.png  open, render the window to FILE and quit (smoke
+//                          tests, e.g. the package test, run it offscreen)
 #include "gui/main_window.h"
+
+#include <deepcanvas/device.h>
+#include <deepcanvas/parallel.h>
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -8,8 +14,19 @@
 #include <QStyle>
 #include <QStyleFactory>
 #include <QTimer>
+#include <cstdio>
+#include <cstring>
 
 int main(int argc, char** argv) {
+  // Before QApplication, which needs a display.
+  for (int i = 1; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--version") || !std::strcmp(argv[i], "-v")) {
+      std::printf("deepcanvas %s (CUDA: %s, OpenCV: %s, GEMM: %s)\n", DC_VERSION,
+                  dc::cuda_backend() ? "on" : "off", DC_OPENCV ? "on" : "off",
+                  dc::gemm_backend_name());
+      return 0;
+    }
+
   QApplication app(argc, argv);
   QApplication::setOrganizationName("DeepCanvas");
   QApplication::setApplicationName("DeepCanvas");
@@ -24,16 +41,25 @@ int main(int argc, char** argv) {
   QCommandLineParser cli;
   cli.setApplicationDescription("Build, train and test neural networks visually.");
   cli.addHelpOption();
-  cli.addVersionOption();
+  QCommandLineOption shot("screenshot", "Render the window to FILE and quit.", "FILE");
+  cli.addOption(shot);
   cli.addPositionalArgument("project", "A .dcproj project to open.", "[project.dcproj]");
   cli.process(app);
 
   dc::gui::MainWindow w;
+  const QString shot_file = cli.value(shot);
+  if (!shot_file.isEmpty())
+    w.setErrorHandler([](const QString& e) { std::fprintf(stderr, "%s\n", qPrintable(e)); });
   w.show();
   const QStringList args = cli.positionalArguments();
-  QTimer::singleShot(0, &w, [&w, args] {
-    if (!args.isEmpty()) w.openFile(QFileInfo(args.first()).absoluteFilePath());
-    w.offerRecovery();
+  QTimer::singleShot(0, &w, [&w, &app, args, shot_file] {
+    bool ok = args.isEmpty() || w.openFile(QFileInfo(args.first()).absoluteFilePath());
+    if (shot_file.isEmpty()) {
+      w.offerRecovery();
+      return;
+    }
+    ok = ok && w.grab().save(shot_file);
+    app.exit(ok ? 0 : 1);
   });
   return app.exec();
 }
