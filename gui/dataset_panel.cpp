@@ -55,6 +55,10 @@ DatasetPanel::DatasetPanel(ProjectContext* ctx, QWidget* parent) : QWidget(paren
   if (ctx_->hasDataset()) showDataset();
 }
 
+DatasetPanel::~DatasetPanel() {
+  if (worker_.joinable()) worker_.join();
+}
+
 void DatasetPanel::buildUi() {
   auto* root = new QHBoxLayout(this);
   auto* split = new QSplitter(Qt::Horizontal, this);
@@ -250,7 +254,53 @@ void DatasetPanel::loadFromWidgets() {
     showMessages(tr("Choose a %1 first.").arg(is_folder(s.kind) ? tr("folder") : tr("file")));
     return;
   }
-  loadSource(s);
+  loadSourceAsync(s);
+}
+
+void DatasetPanel::loadSourceAsync(const DatasetSource& source) {
+  if (worker_.joinable()) return;  // one load at a time; the button is disabled meanwhile
+  load_->setEnabled(false);
+  summary_->setText(
+      tr("Loading %1…").arg(source.path.isEmpty() ? kind_->currentText() : source.path));
+  Project project = ctx_->project();  // the worker reads a copy, never the live project
+  worker_ = std::thread([this, source, project] {
+    auto loaded = std::make_shared<LoadedDataset>();
+    QString error;
+    try {
+      *loaded = ProjectContext::readDataset(project, source);
+    } catch (const std::exception& e) {
+      error = QString::fromUtf8(e.what());
+    }
+    // Queued to this panel: dropped by Qt if it is gone (the destructor joins first).
+    QMetaObject::invokeMethod(
+        this,
+        [this, source, loaded, error] {
+          if (worker_.joinable()) worker_.join();
+          finishLoad(source, error.isEmpty() ? loaded.get() : nullptr, error);
+        },
+        Qt::QueuedConnection);
+  });
+}
+
+void DatasetPanel::finishLoad(const DatasetSource& source, LoadedDataset* loaded,
+                              const QString& read_error) {
+  load_->setEnabled(!ctx_->busy());
+  QString error = read_error;
+  if (loaded) {
+    try {
+      ctx_->applyDataset(source, std::move(*loaded));
+    } catch (const std::exception& e) {
+      error = QString::fromUtf8(e.what());
+    }
+  }
+  if (!error.isEmpty()) {
+    showDataset();  // the summary of the dataset that stays
+    showMessages(tr("Could not load the dataset: %1").arg(error));
+    Q_EMIT loadFailed(error);
+    return;
+  }
+  path_->setText(source.path);
+  Q_EMIT datasetLoaded();
 }
 
 bool DatasetPanel::loadSource(const DatasetSource& source) {

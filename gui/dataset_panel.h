@@ -9,6 +9,7 @@
 #include "gui/project_context.h"
 
 #include <QWidget>
+#include <thread>
 
 class QCheckBox;
 class QComboBox;
@@ -29,9 +30,14 @@ class DatasetPanel : public QWidget {
   Q_OBJECT
  public:
   explicit DatasetPanel(ProjectContext* ctx, QWidget* parent = nullptr);
+  ~DatasetPanel() override;  // waits for a load in progress
 
   // Loads a source as if chosen in the panel; false (message shown) on error.
   bool loadSource(const DatasetSource& source);
+  // The same on a worker thread (what the Load button does: a folder of
+  // thousands of images takes seconds); datasetLoaded or loadFailed follow.
+  void loadSourceAsync(const DatasetSource& source);
+  bool loading() const { return worker_.joinable(); }
   // The banner: load errors, skipped files and training problems.
   QString messageText() const;
   widgets::ImageGrid* thumbnails() const { return thumbs_; }
@@ -54,6 +60,7 @@ class DatasetPanel : public QWidget {
   void showMessages(const QString& error = {});
   void kindChanged();
   void optionsChanged();
+  void finishLoad(const DatasetSource& source, LoadedDataset* loaded, const QString& error);
 
   ProjectContext* ctx_;
   QComboBox *kind_, *normalize_;
@@ -67,6 +74,7 @@ class DatasetPanel : public QWidget {
   widgets::ImageGrid *thumbs_, *preview_;
   int preview_index_ = 0;
   uint64_t preview_seed_ = 1;
+  std::thread worker_;
 };
 
 }  // namespace dc::gui

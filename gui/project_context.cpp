@@ -91,6 +91,10 @@ void ProjectContext::setProject(Project p) {
 
 void ProjectContext::loadDataset(const DatasetSource& source) {
   if (busy_) throw Error("a training run is using the dataset; stop it before loading another");
+  applyDataset(source, readDataset(project_, source));
+}
+
+LoadedDataset ProjectContext::readDataset(const Project& project, const DatasetSource& source) {
   TrainTest tt;
   QStringList warnings;
   QString desc;
@@ -100,8 +104,8 @@ void ProjectContext::loadDataset(const DatasetSource& source) {
   };
   switch (source.kind) {
     case DatasetSource::Kind::Project: {
-      dir = resolve_dataset_dir(project_);
-      const DatasetSpec& s = project_.dataset;
+      dir = resolve_dataset_dir(project);
+      const DatasetSpec& s = project.dataset;
       if (s.kind == "text")
         tt = load_text_dataset(dir, {s.window, s.stride, s.test_fraction});
       else if (s.kind == "csv_sequence")
@@ -112,7 +116,7 @@ void ProjectContext::loadDataset(const DatasetSource& source) {
       break;
     }
     case DatasetSource::Kind::Sample: {
-      Project tmp = project_;
+      Project tmp = project;
       tmp.dataset.path = "sample:fashion-mnist-subset";
       dir = resolve_dataset_dir(tmp);
       tt = load_fashion_mnist(dir);
@@ -140,14 +144,14 @@ void ProjectContext::loadDataset(const DatasetSource& source) {
       dir = source.path.toStdString();
       Shape in;
       try {
-        in = Plan(project_.graph, 1).input_shape();
+        in = Plan(project.graph, 1).input_shape();
       } catch (const Error& e) {
         throw GraphError(std::string("the network must be valid to read images at its input "
                                      "size: ") +
                          e.what());
       }
       ImageFolderReport rep;
-      tt = load_image_folder(dir, in, source.test_fraction, project_.training.seed, &rep);
+      tt = load_image_folder(dir, in, source.test_fraction, project.training.seed, &rep);
       if (!rep.skipped.empty()) {
         QStringList names;
         for (size_t i = 0; i < rep.skipped.size() && i < 5; ++i)
@@ -161,14 +165,20 @@ void ProjectContext::loadDataset(const DatasetSource& source) {
       break;
     }
   }
+  return {std::move(tt), desc, warnings};
+}
+
+void ProjectContext::applyDataset(const DatasetSource& source, LoadedDataset loaded) {
+  if (busy_) throw Error("a training run is using the dataset; stop it before loading another");
+  TrainTest& tt = loaded.data;
   source_ = source;
   train_ = std::make_shared<Dataset>(std::move(tt.train));
   test_ = tt.test.size() > 0 ? std::make_shared<Dataset>(std::move(tt.test)) : nullptr;
   if (train_->class_names.empty() && test_ && !test_->class_names.empty())
     train_->class_names = test_->class_names;
   if (test_ && test_->class_names.empty()) test_->class_names = train_->class_names;
-  description_ = desc;
-  warnings_ = warnings;
+  description_ = loaded.description;
+  warnings_ = loaded.warnings;
   augmented_.reset();
   Q_EMIT datasetChanged();
 }

@@ -30,6 +30,13 @@ struct DatasetSource {
   QString target;              // Csv: the label column ("" = last)
 };
 
+// A dataset as read from its source, before it replaces the context's.
+struct LoadedDataset {
+  TrainTest data;
+  QString description;
+  QStringList warnings;
+};
+
 // Trained weights with what is needed to feed them new inputs.
 struct ModelWeights {
   std::vector<std::pair<std::string, Tensor>> state;
@@ -66,6 +73,11 @@ class ProjectContext : public QObject {
   // file or folder). Problems that do not stop loading (skipped files) are
   // in datasetWarnings().
   void loadDataset(const DatasetSource& source);
+  // The two halves of loadDataset, for loading on a worker thread:
+  // readDataset touches nothing shared (a copy of the project is passed);
+  // applyDataset runs on the UI thread.
+  static LoadedDataset readDataset(const Project& project, const DatasetSource& source);
+  void applyDataset(const DatasetSource& source, LoadedDataset loaded);
   bool hasDataset() const { return train_ != nullptr; }
   std::shared_ptr<Dataset> trainSet() const { return train_; }
   // What a run trains on: trainSet() plus its augmented copies when

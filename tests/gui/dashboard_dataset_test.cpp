@@ -63,6 +63,33 @@ TEST(DashboardDataset, SampleShowsClassCountsThumbnailsAndAugmentation) {
   EXPECT_EQ(ctx->trainingSet()->size(), 2 * ctx->trainSet()->size());
 }
 
+TEST(DashboardDataset, LoadsOnAWorkerThreadAndKeepsTheOldDataOnFailure) {
+  auto ctx = gui::ProjectContext::load(sample_project_path());
+  gui::DatasetPanel panel(ctx.get());
+  QSignalSpy loaded(&panel, &gui::DatasetPanel::datasetLoaded);
+  QSignalSpy failed(&panel, &gui::DatasetPanel::loadFailed);
+  gui::DatasetSource s;
+  s.kind = gui::DatasetSource::Kind::Sample;
+  panel.loadSourceAsync(s);
+  EXPECT_TRUE(panel.loading());
+  ASSERT_TRUE(loaded.wait(120000));
+  EXPECT_FALSE(panel.loading());
+  ASSERT_TRUE(ctx->hasDataset());
+  EXPECT_EQ(ctx->trainSet()->size(), 10000);
+  EXPECT_EQ(panel.classTable()->rowCount(), 10);
+  auto before = ctx->trainSet();
+
+  gui::DatasetSource bad;
+  bad.kind = gui::DatasetSource::Kind::Idx;
+  bad.path = QString(DC_SOURCE_DIR) + "/no/such/folder";
+  panel.loadSourceAsync(bad);
+  ASSERT_TRUE(failed.wait(120000));
+  EXPECT_TRUE(failed.first().at(0).toString().contains("no/such/folder"));
+  EXPECT_TRUE(panel.messageText().contains("no/such/folder"));
+  EXPECT_EQ(ctx->trainSet(), before);
+  EXPECT_EQ(panel.classTable()->rowCount(), 10);
+}
+
 TEST(DashboardDataset, AugmentationKeepsShapeAndChangesPixels) {
   Shape s{1, 8, 8};
   std::vector<uint8_t> src(64), dst(64);
