@@ -72,6 +72,14 @@ void Autosaver::abandon() {
 std::vector<Recovery> Autosaver::findRecoverable() {
   std::vector<Recovery> out;
   QDir dir(recoveryDir());
+  // Sessions that died before their first autosave leave only a lock.
+  for (const QString& name : dir.entryList({"session-*.lock"}, QDir::Files)) {
+    QString base = dir.filePath(name).chopped(5);
+    if (QFile::exists(base + ".dcproj")) continue;
+    QLockFile probe(dir.filePath(name));
+    probe.setStaleLockTime(0);
+    if (probe.tryLock(0)) probe.unlock();  // removes the stale file
+  }
   for (const QString& name : dir.entryList({"session-*.dcproj"}, QDir::Files, QDir::Time)) {
     Recovery r;
     r.data = dir.filePath(name);

@@ -76,8 +76,10 @@ bool GraphEditor::push(QUndoCommand* c, QString* why) {
     undo_->push(c);  // runs redo(), which may throw if the engine refuses
     return true;
   } catch (const Error& e) {
-    // push() already took the command; drop it without undoing anything
-    // further (the model refused before changing itself).
+    // redo() threw before the stack stored the command, so it is still
+    // ours. Callers validate first; this only guards against an engine
+    // refusal they did not foresee (the model refuses before it changes).
+    delete c;
     if (why) *why = QString::fromUtf8(e.what());
     Q_EMIT statusMessage(QString::fromUtf8(e.what()));
     return false;
