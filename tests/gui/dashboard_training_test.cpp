@@ -154,3 +154,28 @@ TEST(DashboardTraining, ConfusionCellListsItsSamplesMostConfidentFirst) {
 }
 
 }  // namespace dc::test
+
+namespace dc::test {
+
+// GPU runs: the trainer's telemetry (NVML and the allocator's bytes) goes to
+// the utilisation and memory plots. Fed by hand here, since CI has no GPU.
+TEST(DashboardTraining, TelemetryReadingsReachTheDevicePlots) {
+  auto ctx = sample_context();
+  gui::TrainingPanel panel(ctx.get());
+  gui::DeviceReading r;
+  r.t = 1.0;
+  r.utilization_pct = 87;
+  r.memory_used = int64_t(3) << 30;
+  r.memory_total = int64_t(80) << 30;
+  r.allocated = int64_t(1) << 30;
+  r.reserved = int64_t(2) << 30;
+  Q_EMIT panel.session()->telemetry(r);
+  EXPECT_DOUBLE_EQ(panel.utilizationPlot()->lastValue(0), 87.0);
+  ASSERT_EQ(panel.memoryPlot()->seriesCount(), 4);
+  EXPECT_DOUBLE_EQ(panel.memoryPlot()->lastValue(0), 3.0);   // used, GiB
+  EXPECT_DOUBLE_EQ(panel.memoryPlot()->lastValue(1), 80.0);  // total
+  EXPECT_DOUBLE_EQ(panel.memoryPlot()->lastValue(2), 1.0);   // engine allocated
+  EXPECT_DOUBLE_EQ(panel.memoryPlot()->lastValue(3), 2.0);   // engine reserved
+}
+
+}  // namespace dc::test
