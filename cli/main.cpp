@@ -43,6 +43,7 @@ const char* kUsage =
     "  train PROJECT     train the project's network on its dataset\n"
     "      --epochs N --batch N --lr X --seed N --threads N --device cpu|cuda[:N]\n"
     "      --precision fp32|bf16|fp16 (CUDA: reduced-precision convolutions and GEMMs)\n"
+    "      --augment-flip --crop-padding N (random flips / crops of image batches)\n"
     "      --data DIR (IDX folder, or 'fashion-mnist' for Debian's full set)\n"
     "      --checkpoint FILE (save the trained model) --checkpoint-dir DIR (per epoch)\n"
     "      --resume FILE --val-split F --steps-per-epoch N --json --quiet\n"
@@ -142,6 +143,8 @@ int cmd_train(const Args& a) {
   c.steps_per_epoch_limit = a.get_int("steps-per-epoch", 0, 0, INT64_MAX);
   c.device = a.get("device", c.device);
   c.precision = a.get("precision", c.precision);
+  if (a.flag("augment-flip")) c.augment.flip = true;
+  c.augment.crop_padding = int(a.get_int("crop-padding", c.augment.crop_padding, 0, 64));
   c.checkpoint_dir = a.get("checkpoint-dir", "");
   c.resume = a.get("resume", "");
   std::string out_ckpt = a.get("checkpoint", "");

@@ -97,6 +97,15 @@ void gather_f32(const float* values, const int64_t* idx, int64_t n, int64_t F, f
                 float inv_std, float* x, cudaStream_t s);
 void gather_labels(const int32_t* labels, const int64_t* idx, int64_t n, int32_t* out,
                    cudaStream_t s);
+// The same for training batches of C×H×W images with augmentation (pixels
+// or values, the other null); the step's seed comes from dseed when not null.
+struct AugmentDims {
+  int C, H, W, pad;
+  bool flip;
+};
+void gather_augmented(const uint8_t* pixels, const float* values, const int64_t* idx, int64_t n,
+                      const AugmentDims& a, float mean, float inv_std, uint64_t seed,
+                      const uint64_t* dseed, float* x, cudaStream_t s);
 
 // sequence.cu. Embedding: ids [rows] (floats holding integers), table w
 // [V, D], y [rows, D]; backward adds into dw, skipping the padding id.

@@ -65,12 +65,15 @@ class CudaPlan : public DevicePlan {
   struct StepArgs {
     AdamArgs adam;
     float lr;
+    uint64_t seed;  // the step's seed (augmentation)
   };
   AdamArgs adam_args(double lr, int64_t t) const;
   void update(double lr, const int* skip, const StepArgs* dyn = nullptr);
   // Copies the batch's indices (and args) to the device; returns the device indices.
   const int64_t* stage(int dataset, const int64_t* idx, int64_t n, const StepArgs* args);
-  void gather_on_device(int dataset, const int64_t* dev_idx, int64_t n);
+  // augment: a training batch (with seed, or dseed in device memory).
+  void gather_on_device(int dataset, const int64_t* dev_idx, int64_t n, bool augment = false,
+                        uint64_t seed = 0, const uint64_t* dseed = nullptr);
   void device_step(int dataset, const int64_t* dev_idx, int64_t n, double lr, uint64_t seed,
                    const StepArgs* dyn);
   void capture_and_launch(int dataset, int64_t n, double lr, uint64_t seed);

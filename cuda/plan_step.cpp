@@ -136,10 +136,18 @@ const int64_t* CudaPlan::stage(int dataset, const int64_t* idx, int64_t n, const
   return dev;
 }
 
-void CudaPlan::gather_on_device(int dataset, const int64_t* dev, int64_t n) {
+void CudaPlan::gather_on_device(int dataset, const int64_t* dev, int64_t n, bool augment,
+                                uint64_t seed, const uint64_t* dseed) {
   ResidentData& r = data_[dataset];
   float* x = nodes_[0].out;
-  if (r.u8)
+  const Shape& in = host_.input_shape();
+  if (augment && o_.augment.enabled()) {
+    if (in.rank() != 3)
+      throw DataError("augmentation needs image inputs (channels×height×width), not " + in.str());
+    AugmentDims a{int(in[0]), int(in[1]), int(in[2]), o_.augment.crop_padding, o_.augment.flip};
+    gather_augmented(r.u8 ? r.samples.get<uint8_t>() : nullptr, r.u8 ? nullptr : r.samples.get(),
+                     dev, n, a, r.mean, r.inv_std, seed, dseed, x, stream_);
+  } else if (r.u8)
     gather_u8(r.samples.get<uint8_t>(), dev, n, r.F, r.mean, r.inv_std, x, stream_);
   else
     gather_f32(r.samples.get(), dev, n, r.F, r.mean, r.inv_std, x, stream_);
@@ -150,7 +158,7 @@ void CudaPlan::gather_on_device(int dataset, const int64_t* dev, int64_t n) {
 // gather, forward, loss, backward, update: the device work of one step.
 void CudaPlan::device_step(int dataset, const int64_t* dev_idx, int64_t n, double lr, uint64_t seed,
                            const StepArgs* dyn) {
-  gather_on_device(dataset, dev_idx, n);
+  gather_on_device(dataset, dev_idx, n, true, seed, dyn ? &dyn->seed : nullptr);
   run_forward(int(n), true, seed);
   DC_CUDA(cudaMemsetAsync(grads_.get(), 0, grads_floats_ * 4, stream_), "zeroing gradients");
   zero_grad();
@@ -179,7 +187,7 @@ void CudaPlan::train_step(int dataset, const int64_t* idx, int64_t n, double lr,
     device_step(dataset, stage(dataset, idx, n, nullptr), n, lr, seed, nullptr);
     return;
   }
-  StepArgs a{adam_args(lr, t_ + 1), float(lr)};
+  StepArgs a{adam_args(lr, t_ + 1), float(lr), seed};
   const int64_t* dev = stage(dataset, idx, n, &a);
   if (exec_ && graph_dataset_ == dataset) {
     DC_CUDA(cudaGraphLaunch(exec_, stream_), "replaying the training step " + where(int(n)));

@@ -252,6 +252,8 @@ std::string project_to_json(const Project& p) {
             {"training", training}};
   // Written only when set, so fp32 projects keep their earlier form.
   if (t.precision != "fp32") j["training"]["precision"] = t.precision;
+  if (t.augment.enabled())
+    j["training"]["augment"] = {{"flip", t.augment.flip}, {"crop_padding", t.augment.crop_padding}};
   if (p.dataset.kind != "idx") {
     json& d = j["dataset"];
     d["window"] = p.dataset.window;
@@ -303,8 +305,8 @@ Project parse_project(const std::string& text, const std::string& src) {
     TrainConfig& c = p.training;
     only_keys(t,
               {"epochs", "batch", "loss", "label_smoothing", "val_split", "seed", "normalize",
-               "early_stopping_patience", "device", "optimizer", "schedule", "threads",
-               "precision"},
+               "early_stopping_patience", "device", "optimizer", "schedule", "threads", "precision",
+               "augment"},
               src, "training");
     field(t, "epochs", c.epochs, src, "training");
     field(t, "batch", c.batch, src, "training");
@@ -317,6 +319,15 @@ Project parse_project(const std::string& text, const std::string& src) {
     field(t, "device", c.device, src, "training");
     field(t, "threads", c.threads, src, "training");
     field(t, "precision", c.precision, src, "training");
+    if (t.contains("augment")) {
+      const json& au = t["augment"];
+      if (!au.is_object()) fail(src, "training.augment", "must be an object");
+      only_keys(au, {"flip", "crop_padding"}, src, "training.augment");
+      field(au, "flip", c.augment.flip, src, "training.augment");
+      field(au, "crop_padding", c.augment.crop_padding, src, "training.augment");
+      if (c.augment.crop_padding < 0 || c.augment.crop_padding > 64)
+        fail(src, "training.augment.crop_padding", "must be in [0, 64]");
+    }
     if (t.contains("optimizer")) {
       const json& o = t["optimizer"];
       only_keys(o, {"type", "lr", "momentum", "nesterov", "weight_decay", "beta1", "beta2", "eps"},

@@ -154,6 +154,13 @@ Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
   DeviceSpec spec = parse_device(cfg_.device);
   if (cfg_.precision != "fp32" && cfg_.precision != "bf16" && cfg_.precision != "fp16")
     throw Error("precision '" + cfg_.precision + "' is not one of fp32, bf16, fp16");
+  if (cfg_.augment.enabled() && plan_->input_shape().rank() != 3)
+    throw DataError(
+        "augmentation (flips, crops) needs image inputs (channels×height×width) but "
+        "the network's input is " +
+        plan_->input_shape().str() + "; turn augmentation off for this model");
+  if (cfg_.augment.crop_padding < 0 || cfg_.augment.crop_padding > 64)
+    throw Error("crop padding must be in [0, 64]");
   if (!spec.cuda && cfg_.precision != "fp32")
     throw Error("precision " + cfg_.precision +
                 " needs a CUDA device; the CPU computes in fp32 only (set precision to fp32 or "
@@ -167,6 +174,7 @@ Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
     o.loss = cfg_.loss;
     o.label_smoothing = cfg_.label_smoothing;
     o.precision = cfg_.precision;
+    o.augment = cfg_.augment;
     dplan_ = backend->create_plan(graph_, *plan_, o);
     dplan_->upload_params();
     if (!cfg_.resume.empty()) {
@@ -406,7 +414,12 @@ void Trainer::run() {
       while (!dplan_ && in_epoch < spe && loader.next(b)) {
         if (!wait_if_paused()) break;
         auto t0 = Clock::now();
-        step_rng.reseed(cfg_.seed * 0x9E3779B97F4A7C15ull + uint64_t(step));
+        const uint64_t step_seed = cfg_.seed * 0x9E3779B97F4A7C15ull + uint64_t(step);
+        step_rng.reseed(step_seed);
+        // The CUDA plan augments with the same step seed (train_step's).
+        augment_batch(cfg_.augment, train_->sample_shape,
+                      (0.0f - train_->mean) * (1.0f / (train_->stddev > 0 ? train_->stddev : 1.0f)),
+                      step_seed, b.x.f32(), b.n);
         RunContext ctx{true, &step_rng};
         const Tensor& out = plan_->forward(b.x, ctx);
         Tensor db = dout.narrow_batch(b.n);

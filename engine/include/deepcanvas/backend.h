@@ -54,6 +54,7 @@ struct DevicePlanOptions {
   std::string loss = "softmax_cross_entropy";
   double label_smoothing = 0.0;
   std::string precision = "fp32";  // "bf16", "fp16": see TrainConfig::precision
+  AugmentConfig augment;           // applied while training batches are gathered
 };
 
 // A Graph compiled for one device. It shadows a host Plan: parameters are

@@ -35,6 +35,26 @@ struct Dataset {
   void gather(const int64_t* idx, int64_t n, float* x, int32_t* labels) const;
 };
 
+// Training-time image augmentation, as torchvision's RandomCrop(size,
+// padding) followed by RandomHorizontalFlip, on normalised C×H×W batches;
+// the padding is black (pixel value 0, then normalised). Each sample's draw
+// is a stateless hash of (step seed, position in the batch), so the CPU
+// trainer and the CUDA plugin augment a step's batch identically.
+struct AugmentConfig {
+  bool flip = false;     // mirror left-right with probability 1/2
+  int crop_padding = 0;  // pad every side by this many pixels, crop back at a random offset
+  bool enabled() const { return flip || crop_padding > 0; }
+};
+struct AugmentDraw {
+  bool flip;
+  int dy, dx;  // crop offset into the padded image, each in [0, 2 * crop_padding]
+};
+AugmentDraw augment_draw(const AugmentConfig& a, uint64_t seed, int64_t i);
+// x: n normalised samples of shape {C, H, W}, augmented in place; pad_value
+// is what a black pixel normalises to.
+void augment_batch(const AugmentConfig& a, const Shape& sample, float pad_value, uint64_t seed,
+                   float* x, int64_t n);
+
 // Reads an IDX image file and its IDX label file, gzip-compressed (detected by
 // the magic bytes 1f 8b) or raw. Images are unsigned bytes of rank 2 (N×F,
 // samples {F}), 3 (N×H×W, samples {1,H,W}) or 4 (N×C×H×W, channels first).
