@@ -1,12 +1,17 @@
 #pragma once
 // Image augmentation for the dataset panel: random flips, crop with padding
 // (a shift of up to `pad` pixels), rotation and brightness, applied to u8
-// C×H×W samples. The engine's loader has no augmentation stage yet, so
-// training uses augmented copies made once before a run (`copies` per
-// sample, next to the originals); the panel's live preview uses the same
-// function, so what is shown is what is trained on. Qt-free.
+// C×H×W samples; the panel's live preview uses augment_sample.
+//
+// Where the engine augments training batches itself (TrainConfig::augment:
+// horizontal flips and crop with padding, drawn afresh every step), those two
+// go to the engine and only the rest (vertical flip, rotation, brightness)
+// is trained from augmented copies made once before a run (`copies` per
+// sample, next to the originals). An engine without it gets copies for
+// everything. Detected at compile time, so this builds against either. Qt-free.
 #include <deepcanvas/data.h>
 #include <deepcanvas/rng.h>
+#include <deepcanvas/trainer.h>
 
 #include <cstdint>
 
@@ -21,6 +26,42 @@ struct AugmentOptions {
   bool any() const { return hflip || vflip || pad > 0 || rotate_deg > 0 || brightness > 0; }
   bool enabled() const { return copies > 0 && any(); }
 };
+
+template <typename C>
+constexpr bool engine_augments_v = requires(C c) {
+  c.augment.flip;
+  c.augment.crop_padding;
+};
+inline constexpr bool kEngineAugments = engine_augments_v<TrainConfig>;
+
+// What augmented copies must do: everything the engine does not.
+inline AugmentOptions copy_part(AugmentOptions o) {
+  if (kEngineAugments) {
+    o.hflip = false;
+    o.pad = 0;
+  }
+  return o;
+}
+
+// The engine's share of o into a training configuration (no-op without it).
+template <typename C>
+void engine_augment_to(C& c, const AugmentOptions& o) {
+  if constexpr (engine_augments_v<C>) {
+    c.augment.flip = o.hflip;
+    c.augment.crop_padding = o.pad;
+  }
+}
+
+// The engine's settings of a configuration (e.g. from a project file) as options.
+template <typename C>
+AugmentOptions engine_augment_of(const C& c) {
+  AugmentOptions o;
+  if constexpr (engine_augments_v<C>) {
+    o.hflip = c.augment.flip;
+    o.pad = c.augment.crop_padding;
+  }
+  return o;
+}
 
 // One augmented version of sample `src` (C×H×W u8, shape {C,H,W}) into dst.
 void augment_sample(const uint8_t* src, uint8_t* dst, const Shape& s, const AugmentOptions& o,

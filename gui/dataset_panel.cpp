@@ -40,6 +40,7 @@ DatasetPanel::DatasetPanel(ProjectContext* ctx, QWidget* parent) : QWidget(paren
   buildUi();
   connect(ctx_, &ProjectContext::datasetChanged, this, &DatasetPanel::showDataset);
   connect(ctx_, &ProjectContext::projectChanged, this, [this] {
+    setAugmentOptions(ctx_->augmentation());
     val_split_->setValue(ctx_->project().training.val_split);
     normalize_->setCurrentIndex(ctx_->project().training.normalize ? 0 : 1);
     showMessages();
@@ -52,6 +53,7 @@ DatasetPanel::DatasetPanel(ProjectContext* ctx, QWidget* parent) : QWidget(paren
     load_->setToolTip(busy ? tr("Stop the training run to load another dataset") : QString());
   });
   kindChanged();
+  setAugmentOptions(ctx_->augmentation());
   if (ctx_->hasDataset()) showDataset();
 }
 
@@ -134,7 +136,12 @@ void DatasetPanel::buildUi() {
   copies_ = new QSpinBox(aug);
   copies_->setRange(0, 8);
   copies_->setSpecialValueText(tr("off"));
-  copies_->setToolTip(tr("Augmented copies of every training sample, made before a run"));
+  copies_->setToolTip(
+      kEngineAugments
+          ? tr("Flips and crops are drawn afresh every training step. Vertical flips, "
+               "rotation and brightness need augmented copies of every training sample, made "
+               "before a run: how many.")
+          : tr("Augmented copies of every training sample, made before a run"));
   af->addRow(hflip_);
   af->addRow(vflip_);
   af->addRow(tr("Crop with padding"), pad_);
@@ -229,13 +236,18 @@ AugmentOptions DatasetPanel::augmentOptions() const {
   return o;
 }
 
-void DatasetPanel::setAugmentOptions(const AugmentOptions& o) {
-  hflip_->setChecked(o.hflip);
-  vflip_->setChecked(o.vflip);
-  pad_->setValue(o.pad);
-  rotate_->setValue(o.rotate_deg);
-  brightness_->setValue(o.brightness);
-  copies_->setValue(o.copies);
+void DatasetPanel::setAugmentOptions(AugmentOptions o) {
+  {
+    // One change, not six: each widget's signal would publish a half-set state.
+    const QSignalBlocker b1(hflip_), b2(vflip_), b3(pad_), b4(rotate_), b5(brightness_),
+        b6(copies_);
+    hflip_->setChecked(o.hflip);
+    vflip_->setChecked(o.vflip);
+    pad_->setValue(o.pad);
+    rotate_->setValue(o.rotate_deg);
+    brightness_->setValue(o.brightness);
+    copies_->setValue(o.copies);
+  }
   optionsChanged();
 }
 

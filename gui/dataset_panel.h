@@ -44,7 +44,7 @@ class DatasetPanel : public QWidget {
   widgets::ImageGrid* augmentPreview() const { return preview_; }
   QTableWidget* classTable() const { return table_; }
   AugmentOptions augmentOptions() const;
-  void setAugmentOptions(const AugmentOptions& o);
+  void setAugmentOptions(AugmentOptions o);
 
  public slots:
   void loadFromWidgets();

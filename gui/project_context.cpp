@@ -78,7 +78,9 @@ ModelWeights weights_from_checkpoint(const QString& path) {
 }
 
 ProjectContext::ProjectContext(Project project, QObject* parent)
-    : QObject(parent), project_(std::move(project)) {}
+    : QObject(parent), project_(std::move(project)) {
+  augment_ = engine_augment_of(project_.training);  // a project may carry flips/crops
+}
 
 std::unique_ptr<ProjectContext> ProjectContext::load(const QString& path, QObject* parent) {
   return std::make_unique<ProjectContext>(load_project(path.toStdString()), parent);
@@ -86,6 +88,13 @@ std::unique_ptr<ProjectContext> ProjectContext::load(const QString& path, QObjec
 
 void ProjectContext::setProject(Project p) {
   project_ = std::move(p);
+  // The engine's share comes with the project; the copies' share stays.
+  AugmentOptions from = engine_augment_of(project_.training);
+  if (kEngineAugments) {
+    augment_.hflip = from.hflip;
+    augment_.pad = from.pad;
+  }
+  augmented_.reset();
   Q_EMIT projectChanged();
 }
 
@@ -246,15 +255,17 @@ QStringList ProjectContext::trainingProblems() const {
 }
 
 std::shared_ptr<Dataset> ProjectContext::trainingSet() {
-  if (!train_ || !augment_.enabled()) return train_;
+  const AugmentOptions copies = copy_part(augment_);
+  if (!train_ || !copies.enabled()) return train_;
   if (!augmented_)
     augmented_ =
-        std::make_shared<Dataset>(augmented_dataset(*train_, augment_, project_.training.seed));
+        std::make_shared<Dataset>(augmented_dataset(*train_, copies, project_.training.seed));
   return augmented_;
 }
 
 void ProjectContext::setAugmentation(const AugmentOptions& o) {
   augment_ = o;
+  engine_augment_to(project_.training, o);  // saved with the project, applied per step
   augmented_.reset();
 }
 

@@ -60,7 +60,14 @@ TEST(DashboardDataset, SampleShowsClassCountsThumbnailsAndAugmentation) {
   panel.setAugmentOptions(o);
   EXPECT_EQ(panel.augmentPreview()->count(), 8);
   EXPECT_TRUE(ctx->augmentation().enabled());
-  EXPECT_EQ(ctx->trainingSet()->size(), 2 * ctx->trainSet()->size());
+  EXPECT_EQ(ctx->trainingSet()->size(), 2 * ctx->trainSet()->size());  // rotation needs copies
+  // Flips and crops: per step by the engine where it can, else in the copies.
+  gui::AugmentOptions engine = gui::engine_augment_of(ctx->project().training);
+  EXPECT_EQ(engine.hflip, gui::kEngineAugments);
+  EXPECT_EQ(engine.pad, gui::kEngineAugments ? 2 : 0);
+  o.rotate_deg = 0;
+  panel.setAugmentOptions(o);
+  EXPECT_EQ(ctx->trainingSet()->size(), (gui::kEngineAugments ? 1 : 2) * ctx->trainSet()->size());
 }
 
 TEST(DashboardDataset, LoadsOnAWorkerThreadAndKeepsTheOldDataOnFailure) {
