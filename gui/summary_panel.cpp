@@ -8,8 +8,11 @@
 #include <deepcanvas/layer.h>
 #include <deepcanvas/plan.h>
 
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QSignalBlocker>
+#include <QSpinBox>
 #include <QTimer>
 #include <QTreeWidget>
 #include <QVBoxLayout>
@@ -42,11 +45,28 @@ SummaryPanel::SummaryPanel(widgets::GraphModel* model, QWidget* parent)
   totals_->setWordWrap(true);
   totals_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   totals_->setContentsMargins(8, 4, 8, 6);
+  // What-if batch size for the memory estimate ("does 256 fit?"); it
+  // starts at the project's batch and does not change the project.
+  batch_box_ = new QSpinBox(this);
+  batch_box_->setObjectName("summaryBatch");
+  batch_box_->setRange(1, 1 << 20);
+  batch_box_->setValue(int(batch_));
+  batch_box_->setKeyboardTracking(false);
+  batch_box_->setToolTip(tr("Batch size for the training memory estimate"));
+  connect(batch_box_, &QSpinBox::valueChanged, this, [this](int b) {
+    batch_ = b;
+    scheduleRefresh();
+  });
+  auto* footer = new QHBoxLayout;
+  footer->setContentsMargins(0, 0, 8, 0);
+  footer->addWidget(totals_, 1);
+  footer->addWidget(new QLabel(tr("Batch"), this));
+  footer->addWidget(batch_box_);
   auto* lay = new QVBoxLayout(this);
   lay->setContentsMargins(0, 0, 0, 0);
   lay->setSpacing(0);
   lay->addWidget(table_, 1);
-  lay->addWidget(totals_);
+  lay->addLayout(footer);
 
   timer_ = new QTimer(this);
   timer_->setSingleShot(true);
@@ -61,6 +81,8 @@ SummaryPanel::SummaryPanel(widgets::GraphModel* model, QWidget* parent)
 
 void SummaryPanel::setBatch(int64_t batch) {
   batch_ = std::max<int64_t>(1, batch);
+  QSignalBlocker block(batch_box_);
+  batch_box_->setValue(int(std::min<int64_t>(batch_, 1 << 20)));
   scheduleRefresh();
 }
 

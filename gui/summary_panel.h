@@ -7,6 +7,7 @@
 #include <QWidget>
 
 class QLabel;
+class QSpinBox;
 class QTreeWidget;
 class QTimer;
 
@@ -38,6 +39,7 @@ class SummaryPanel : public QWidget {
   widgets::GraphModel* model_;
   QTreeWidget* table_;
   QLabel* totals_;
+  QSpinBox* batch_box_;
   QTimer* timer_;
   QString totals_text_;
   int64_t batch_ = 64;

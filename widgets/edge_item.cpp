@@ -46,6 +46,8 @@ void EdgeItem::setLabel(const QString& label) {
   if (label == label_) return;
   prepareGeometryChange();
   label_ = label;
+  setToolTip(label_.isEmpty() ? QObject::tr("No valid tensor flows here yet")
+                              : QObject::tr("Tensor per sample: %1").arg(label_));
   bounds_ = path_.boundingRect().adjusted(-4, -4, 4, 4).united(labelRect().adjusted(-2, -2, 2, 2));
   update();
 }

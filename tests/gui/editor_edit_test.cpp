@@ -97,6 +97,13 @@ TEST_F(EditorEdit, PropertyEditRevalidatesShapesAtOnce) {
   EXPECT_EQ(scene()->edgeItem(Edge{id("relu2"), id("pool2"), 0})->label(), QString("64×14×14"));
   w->summary()->refresh();
   EXPECT_EQ(w->summary()->totalParams(), 160 + 9280 + 401536 + 1290);
+  EXPECT_TRUE(w->summary()->totalsText().contains("batch 64"))
+      << w->summary()->totalsText().toStdString();
+  auto* batch = w->summary()->findChild<QSpinBox*>("summaryBatch");
+  ASSERT_NE(batch, nullptr);
+  batch->setValue(256);
+  w->summary()->refresh();
+  EXPECT_TRUE(w->summary()->totalsText().contains("batch 256"));
 
   // Breaking a shape rule turns the node red and lists it as a problem.
   scene()->selectNodes({id("pool1")});
