@@ -32,7 +32,16 @@ QPainterPath EdgeItem::curve(QPointF a, QPointF b) {
   // it does not run under the nodes it joins.
   double dx = std::max(40.0, std::abs(b.x() - a.x()) * 0.5);
   if (b.x() < a.x()) dx = std::max(dx, 80.0);
-  path.cubicTo(a + QPointF(dx, 0), b - QPointF(dx, 0), b);
+  // A long edge along a row of nodes (a residual skip) would run hidden
+  // under the nodes between its ends; it bows below the row instead.
+  double bow = 0;
+  if (std::abs(b.y() - a.y()) < 40 && std::abs(b.x() - a.x()) > 260)
+    bow = std::min(160.0, 40 + std::abs(b.x() - a.x()) * 0.08);
+  path.cubicTo(a + QPointF(dx * 0.5, bow * 1.33), b - QPointF(dx * 0.5, -bow * 1.33), b);
+  if (bow == 0) {
+    path = QPainterPath(a);
+    path.cubicTo(a + QPointF(dx, 0), b - QPointF(dx, 0), b);
+  }
   return path;
 }
 
