@@ -99,7 +99,7 @@ void MainWindow::createPanels() {
   resizeDocks({sd}, {230}, Qt::Vertical);
 
   connect(palette_, &widgets::LayerPalette::layerActivated, this, [this](const QString& type) {
-    editor_->addLayer(type, editor_->nextFreePosition());
+    editor_->appendLayer(type);
     for (NodeId id : editor_->scene()->selectedNodes())
       view_->ensureVisible(editor_->scene()->nodeItem(id), 60, 60);
   });

@@ -16,6 +16,7 @@
 #include <QMimeData>
 #include <QUndoStack>
 #include <cmath>
+#include <cstdlib>
 
 namespace dc::widgets {
 
@@ -174,7 +175,26 @@ QPointF GraphEditor::nextFreePosition() const {
   if (!anchor)
     for (const auto& [id, n] : g.nodes())
       if (!anchor || n.x > anchor->x) anchor = &n;
-  return snapped(QPointF(anchor->x + 220, anchor->y));
+  // One column to the right (the templates' spacing), then down until the
+  // spot is free.
+  QPointF p = snapped(QPointF(anchor->x + 190, anchor->y));
+  auto taken = [&](QPointF q) {
+    for (const auto& [id, n] : g.nodes())
+      if (std::abs(n.x - q.x()) < 150 && std::abs(n.y - q.y()) < 80) return true;
+    return false;
+  };
+  for (int i = 0; i < 50 && taken(p); ++i) p.ry() += 100;
+  return p;
+}
+
+NodeId GraphEditor::appendLayer(const QString& type) {
+  std::vector<NodeId> sel = scene_->selectedNodes();
+  undo_->beginMacro(tr("Add %1").arg(type));
+  NodeId id = addLayer(type, nextFreePosition());
+  if (id > 0 && sel.size() == 1 && connectionProblem(model_->graph(), sel[0], id, 0).empty())
+    connectPorts(sel[0], id, 0);
+  undo_->endMacro();
+  return id;
 }
 
 void GraphEditor::deleteSelection() {

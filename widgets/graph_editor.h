@@ -40,6 +40,10 @@ class GraphEditor : public QObject {
   // Each returns false (and sets *why) when the edit is refused; the graph
   // is then unchanged.
   NodeId addLayer(const QString& type, QPointF pos, QString* why = nullptr);
+  // The palette's double-click: adds a layer at the next free position and,
+  // when one layer is selected and the connection is legal, wires it after
+  // that layer, in one undo step.
+  NodeId appendLayer(const QString& type);
   bool connectPorts(NodeId src, NodeId dst, int port, QString* why = nullptr);
   bool setAttr(NodeId id, const std::string& name, const AttrValue& v, QString* why = nullptr);
   bool rename(NodeId id, const QString& name, QString* why = nullptr);

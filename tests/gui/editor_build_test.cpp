@@ -3,6 +3,7 @@
 #include "gui/main_window.h"
 #include "gui_test_util.h"
 #include "widgets/graph_editor.h"
+#include "widgets/node_scene.h"
 #include "widgets/property_editor.h"
 
 #include <deepcanvas/project.h>
@@ -52,6 +53,9 @@ void setList(gui::MainWindow& w, const QString& attr, const QString& text) {
 void buildCnn(gui::MainWindow& w) {
   NodeId prev = -1;
   for (const Step& s : kCnn) {
+    // With nothing selected the palette only adds; the connection below is
+    // the explicit port-to-port action.
+    w.editor()->scene()->clearSelection();
     NodeId id = addFromPalette(w, s.type);
     ASSERT_GT(id, 0) << s.type;
     ASSERT_EQ(w.properties()->currentNode(), id);  // a new layer is selected
@@ -74,6 +78,15 @@ void buildCnn(gui::MainWindow& w) {
       ASSERT_TRUE(w.editor()->connectPorts(prev, id, 0, &why)) << why.toStdString();
     }
     prev = id;
+  }
+}
+
+// With a layer selected, the palette appends after it: the CNN again,
+// without a single explicit connection.
+void appendCnn(gui::MainWindow& w) {
+  for (const Step& s : kCnn) {
+    ASSERT_GT(addFromPalette(w, s.type), 0) << s.type;
+    setName(w, s.name);
   }
 }
 
@@ -106,6 +119,28 @@ TEST_F(EditorBuild, TwoConvCnnFromPaletteMatchesSampleAndSurvivesSaveAndReopen) 
   ASSERT_TRUE(again.openFile(path));
   EXPECT_TRUE(again.editor()->graph() == built);  // positions included
   EXPECT_FALSE(again.isModified());
+}
+
+TEST_F(EditorBuild, PaletteAppendsAfterTheSelectedLayer) {
+  gui::MainWindow w;
+  appendCnn(w);
+  ASSERT_FALSE(HasFatalFailure());
+  const Graph& g = w.editor()->graph();
+  ASSERT_EQ(g.nodes().size(), 11u);
+  EXPECT_EQ(g.edges().size(), 10u);
+  for (size_t i = 1; i < std::size(kCnn); ++i) {
+    auto in = g.in_edges(idOf(g, kCnn[i].name));
+    ASSERT_EQ(in.size(), 1u) << kCnn[i].name;
+    EXPECT_EQ(g.node(in[0].src).name, kCnn[i - 1].name);
+  }
+  // Left to right, no two cards on the same spot.
+  for (size_t i = 1; i < std::size(kCnn); ++i)
+    EXPECT_GT(g.node(idOf(g, kCnn[i].name)).x, g.node(idOf(g, kCnn[i - 1].name)).x);
+  // Adding and wiring is one step: one undo removes both.
+  // (The palette already named it "dense2", so there was no rename.)
+  w.editor()->undoStack()->undo();
+  EXPECT_EQ(g.nodes().size(), 10u);
+  EXPECT_EQ(g.edges().size(), 9u);
 }
 
 TEST_F(EditorBuild, UndoEverythingEmptiesRedoEverythingRebuilds) {
