@@ -5,6 +5,7 @@
 #include "gui/template_dialog.h"
 #include "gui_test_util.h"
 #include "widgets/graph_editor.h"
+#include "widgets/node_scene.h"
 
 #include <deepcanvas/project.h>
 #include <gtest/gtest.h>
@@ -128,6 +129,21 @@ TEST_F(MainWindowFiles, TemplatesAreListedAndPreviewed) {
   ASSERT_TRUE(w.newFromTemplate(file));
   EXPECT_FALSE(w.editor()->graph().empty());
   EXPECT_TRUE(w.currentFile().isEmpty());  // saving must not overwrite the template
+}
+
+TEST_F(MainWindowFiles, ShowingEveryLayerOfEveryTemplateChangesNothing) {
+  // The property editor fills its widgets from the node; that must never
+  // write back (e.g. a combo box announcing its first item).
+  gui::TemplateDialog dlg;
+  for (int i = 0; i < dlg.list()->count(); ++i) {
+    dlg.list()->setCurrentRow(i);
+    gui::MainWindow w;
+    ASSERT_TRUE(w.newFromTemplate(dlg.selectedFile()));
+    const Graph before = w.editor()->graph();
+    for (const auto& [id, n] : before.nodes()) w.editor()->scene()->selectNodes({id});
+    EXPECT_TRUE(w.editor()->graph() == before) << dlg.selectedFile().toStdString();
+    EXPECT_EQ(w.editor()->undoStack()->count(), 0);
+  }
 }
 
 TEST_F(MainWindowFiles, AutosaveIsOfferedBackAfterACrash) {
