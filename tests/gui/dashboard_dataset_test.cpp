@@ -8,6 +8,7 @@
 #include "gui/augmentation.h"
 #include "gui/dataset_panel.h"
 #include "gui/image_folder_dataset.h"
+#include "gui/inference_panel.h"
 #include "widgets/image_grid.h"
 
 #include <QImage>
@@ -205,6 +206,58 @@ TEST(DashboardDataset, TextAndCsvSourcesLoad) {
   }()));
   EXPECT_FALSE(panel.messageText().isEmpty());
   EXPECT_EQ(panel.classTable()->rowCount(), 2);  // the previous dataset stays
+}
+
+}  // namespace dc::test
+
+namespace dc::test {
+
+// An image folder trains end to end once the network fits it (two classes,
+// so the last Dense gets two units), and the trained weights classify one of
+// its images in the inference panel.
+TEST(DashboardDataset, ImageFolderTrainsAndPredictsWhenTheNetworkFits) {
+  if (!gui::image_folders_supported()) GTEST_SKIP() << "built without OpenCV";
+  QTemporaryDir tmp;
+  for (int c = 0; c < 2; ++c) {
+    const QString dir = tmp.path() + (c ? "/bottom" : "/top");
+    QDir().mkpath(dir);
+    for (int i = 0; i < 12; ++i) {
+      // Bright half at the top or the bottom, with a little variation.
+      QImage img(40, 40, QImage::Format_Grayscale8);
+      img.fill(20 + i);
+      for (int y = 0; y < 20; ++y)
+        for (int x = 0; x < 40; ++x) img.setPixel(x, c ? 39 - y : y, qRgb(230 - i, 0, 0));
+      ASSERT_TRUE(
+          img.convertToFormat(QImage::Format_Grayscale8).save(dir + QString("/%1.png").arg(i)));
+    }
+  }
+  auto ctx = gui::ProjectContext::load(sample_project_path());
+  Project p = ctx->project();
+  for (const auto& [id, node] : p.graph.nodes())
+    if (node.name == "dense2") p.graph.set_attr(id, "units", int64_t(2));
+  ctx->setProject(p);
+  gui::DatasetPanel panel(ctx.get());
+  ASSERT_TRUE(panel.loadSource(folder(tmp.path()))) << panel.messageText().toStdString();
+  EXPECT_TRUE(ctx->trainingProblems().isEmpty());
+  EXPECT_EQ(ctx->classNames(), QStringList({"bottom", "top"}));
+
+  gui::TrainingPanel training(ctx.get());
+  training.setEpochs(4);
+  training.setStepsPerEpochLimit(0);
+  training.setBatch(6);
+  training.setCheckpointDir(tmp.path() + "/runs");
+  QSignalSpy done(training.session(), &gui::TrainingSession::finished);
+  training.startTraining();
+  ASSERT_TRUE(training.problemText().isEmpty()) << training.problemText().toStdString();
+  ASSERT_TRUE(done.wait(120000));
+  ASSERT_TRUE(done.first().at(0).toBool()) << training.logText().toStdString();
+
+  gui::InferencePanel inference(ctx.get());
+  ASSERT_EQ(inference.openPaths({tmp.path() + "/top/3.png", tmp.path() + "/bottom/5.png"}), 2);
+  inference.selectImage(0);
+  EXPECT_EQ(inference.topClassName(), "top");
+  inference.selectImage(1);
+  EXPECT_EQ(inference.topClassName(), "bottom");
 }
 
 }  // namespace dc::test
