@@ -350,6 +350,13 @@ bool LivePlot::exportCsv(const QString& path) const {
 void LivePlot::showContextMenu(const QPoint& pos) {
   QMenu menu(this);
   menu.addAction(tr("Reset view (follow data)"), this, &LivePlot::resetView);
+  QMenu* smooth = menu.addMenu(tr("Smoothing"));
+  for (double w : {0.0, 0.6, 0.9, 0.98}) {
+    QAction* a = smooth->addAction(w == 0 ? tr("off") : QString::number(w));
+    a->setCheckable(true);
+    a->setChecked(std::abs(smoothing_ - w) < 1e-9);
+    connect(a, &QAction::triggered, this, [this, w] { setSmoothing(w); });
+  }
   menu.addSeparator();
   menu.addAction(tr("Export PNG…"), this, [this] {
     QString p = QFileDialog::getSaveFileName(this, tr("Export plot"), "plot.png", "PNG (*.png)");

@@ -30,6 +30,10 @@ TEST(DashboardPlot, HundredThousandPointsOverlaysHoverAndExport) {
   EXPECT_EQ(plot.pointCount(epochs), 1);
   EXPECT_DOUBLE_EQ(plot.lastValue(epochs), 0.5);
   EXPECT_TRUE(plot.valuesAt(1000).contains("train @ 1000"));
+  // Hover shows the smoothed curve; without smoothing that is the raw value.
+  EXPECT_FALSE(plot.valuesAt(1000).contains(QString::number(y[1000], 'g', 5)));
+  plot.setSmoothing(0);
+  EXPECT_TRUE(plot.valuesAt(1000).contains(QString::number(y[1000], 'g', 5)));
 
   plot.archiveRun("run 1");
   EXPECT_EQ(plot.overlayCount(), 1);
