@@ -18,7 +18,10 @@ constexpr int kIntervalMs = 60 * 1000;
 Autosaver::Autosaver(std::function<std::pair<QString, QString>()> snapshot,
                      std::function<bool()> isDirty, QObject* parent)
     : QObject(parent), snapshot_(std::move(snapshot)), dirty_(std::move(isDirty)) {
-  QDir().mkpath(recoveryDir());
+  if (!QDir().mkpath(recoveryDir()))
+    problem_ = tr("Autosave is off: the folder %1 cannot be created. Save your work with "
+                  "Ctrl+S.")
+                   .arg(QDir::toNativeSeparators(recoveryDir()));
   QString base = recoveryDir() + "/session-" + QUuid::createUuid().toString(QUuid::WithoutBraces);
   data_ = base + ".dcproj";
   meta_ = base + ".origin";
@@ -46,8 +49,15 @@ bool Autosaver::saveNow() {
   try {
     write_file_atomic(data_.toStdString(), json.toStdString());
     write_file_atomic(meta_.toStdString(), original.toStdString());
-  } catch (const Error&) {
-    return false;  // a full disk must not interrupt editing; try next minute
+  } catch (const Error& e) {
+    // A full disk or an unwritable folder must not interrupt editing: say
+    // so once, and try again next minute.
+    if (!warned_) {
+      warned_ = true;
+      Q_EMIT failed(tr("Autosave failed: %1. Save your work with Ctrl+S.")
+                        .arg(QString::fromStdString(e.what())));
+    }
+    return false;
   }
   return true;
 }

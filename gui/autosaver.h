@@ -42,6 +42,15 @@ class Autosaver : public QObject {
   // The document is saved or closed: the recovery file is not needed.
   void clear();
   QString dataPath() const { return data_; }
+  // Why autosave cannot work (the data folder cannot be created), or "".
+  QString problem() const { return problem_; }
+
+ Q_SIGNALS:
+  // The first failed write of this session (later ones stay quiet: the
+  // user has been told, and editing must not be interrupted every minute).
+  void failed(const QString& why);
+
+ public:
   // Simulates a crash for tests: stops owning the lock, keeps the files.
   void abandon();
 
@@ -51,6 +60,8 @@ class Autosaver : public QObject {
   QTimer* timer_;
   QString data_, meta_, lock_path_;
   std::unique_ptr<QLockFile> lock_;
+  QString problem_;
+  bool warned_ = false;
 };
 
 }  // namespace dc::gui

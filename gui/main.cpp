@@ -15,6 +15,7 @@
 #include <QStyleFactory>
 #include <QTimer>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 int main(int argc, char** argv) {
@@ -26,6 +27,20 @@ int main(int argc, char** argv) {
                   dc::gemm_backend_name());
       return 0;
     }
+
+  // Without a display Qt's platform plugin aborts with a core dump; say what
+  // is missing and what works instead. An explicit QT_QPA_PLATFORM
+  // (offscreen, vnc, ...) is the user's choice and is left to Qt.
+  const char* qpa = std::getenv("QT_QPA_PLATFORM");
+  const char* x11 = std::getenv("DISPLAY");
+  const char* wayland = std::getenv("WAYLAND_DISPLAY");
+  if ((!qpa || !*qpa) && (!x11 || !*x11) && (!wayland || !*wayland)) {
+    std::fprintf(stderr,
+                 "deepcanvas: no display to open a window on (DISPLAY and WAYLAND_DISPLAY are "
+                 "unset).\nStart it from a desktop session, or train and predict without one "
+                 "with deepcanvas-cli (deepcanvas-cli --help).\n");
+    return 1;
+  }
 
   QApplication app(argc, argv);
   QApplication::setOrganizationName("DeepCanvas");

@@ -14,6 +14,8 @@
 #include "widgets/overview_map.h"
 #include "widgets/property_editor.h"
 
+#include <cstdio>
+
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
@@ -66,9 +68,19 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   autosaver_ = new Autosaver(
       [this] { return std::pair(QString::fromStdString(project_to_json(project())), file_); },
       [this] { return isModified(); }, this);
+  // Sticky (no timeout): the user must see that their work is not being
+  // kept, not a message that vanishes while they look at the canvas.
+  connect(autosaver_, &Autosaver::failed, this, [this](const QString& why) {
+    statusBar()->showMessage(why);
+    std::fprintf(stderr, "deepcanvas: %s\n", qPrintable(why));
+  });
 
   newProject();
   restoreLayout();
+  if (!autosaver_->problem().isEmpty()) {
+    statusBar()->showMessage(autosaver_->problem());
+    std::fprintf(stderr, "deepcanvas: %s\n", qPrintable(autosaver_->problem()));
+  }
 }
 
 MainWindow::~MainWindow() = default;

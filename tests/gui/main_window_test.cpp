@@ -13,6 +13,7 @@
 #include <QFile>
 #include <QListWidget>
 #include <QSettings>
+#include <QStatusBar>
 #include <QUndoStack>
 
 namespace dc::test {
@@ -167,6 +168,37 @@ TEST_F(MainWindowFiles, AutosaveIsOfferedBackAfterACrash) {
   EXPECT_TRUE(p.graph == edited);
   gui::Autosaver::discard(found[0]);
   EXPECT_TRUE(gui::Autosaver::findRecoverable().empty());
+}
+
+}  // namespace
+}  // namespace dc::test
+
+namespace dc::test {
+namespace {
+
+// An unwritable data folder (HOME under a regular file fails even for root):
+// the window still opens and edits, and says once that autosave is off.
+TEST_F(MainWindowFiles, UnwritableDataFolderIsReportedAndEditingGoesOn) {
+  const QByteArray home = qgetenv("HOME");
+  qputenv("HOME", "/etc/hostname");  // QStandardPaths' test mode lives under $HOME
+  {
+    gui::MainWindow w;
+    EXPECT_TRUE(w.autosaver()->problem().contains("cannot be created"))
+        << w.autosaver()->problem().toStdString();
+    EXPECT_TRUE(w.statusBar()->currentMessage().contains("Autosave is off"))
+        << w.statusBar()->currentMessage().toStdString();
+    ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+    w.editor()->addLayer("Dropout", {400, 400});
+    int failures = 0;
+    QObject::connect(w.autosaver(), &gui::Autosaver::failed, [&](const QString&) { ++failures; });
+    EXPECT_FALSE(w.autosaver()->saveNow());
+    EXPECT_FALSE(w.autosaver()->saveNow());
+    EXPECT_EQ(failures, 1);  // told once, not every minute
+    EXPECT_TRUE(w.statusBar()->currentMessage().contains("Autosave failed"));
+    EXPECT_TRUE(w.isModified());  // nothing was lost: the edit is still there
+    w.setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
+  }
+  qputenv("HOME", home);
 }
 
 }  // namespace

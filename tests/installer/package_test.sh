@@ -49,6 +49,23 @@ if [ -x "$ROOT/usr/bin/deepcanvas" ]; then
     fail "the app did not start from the package"
   [ -s "$TMP/window.png" ] || fail "the app showed no window"
   "$ROOT/usr/bin/deepcanvas" --version | grep -q "CUDA:" || fail "app --version printed no options"
+  # No display: a message and a clean exit, not Qt's abort.
+  set +e
+  env -u DISPLAY -u WAYLAND_DISPLAY -u QT_QPA_PLATFORM "$ROOT/usr/bin/deepcanvas" \
+    "$ROOT/usr/share/deepcanvas/sample_data/sample_project.dcproj" >"$TMP/nodisplay.txt" 2>&1
+  rc=$?
+  set -e
+  cat "$TMP/nodisplay.txt"
+  [ "$rc" = 1 ] || fail "without a display the app exited with $rc (expected 1)"
+  grep -q "no display" "$TMP/nodisplay.txt" || fail "without a display the app said nothing useful"
+  # An unwritable data folder (below a regular file, so even root cannot
+  # create it): the window still opens, and autosave says it is off.
+  XDG_DATA_HOME=/etc/hostname/data QT_QPA_PLATFORM=offscreen timeout 120 \
+    "$ROOT/usr/bin/deepcanvas" "$ROOT/usr/share/deepcanvas/sample_data/sample_project.dcproj" \
+    --screenshot "$TMP/window2.png" >"$TMP/rodata.txt" 2>&1 ||
+    { cat "$TMP/rodata.txt"; fail "the app did not start with an unwritable data folder"; }
+  grep -q "Autosave is off" "$TMP/rodata.txt" ||
+    { cat "$TMP/rodata.txt"; fail "no message about the unwritable data folder"; }
 elif [ "$HAS_APP" = 1 ]; then
   fail "the build has the desktop app but the package does not"
 else
