@@ -149,7 +149,24 @@ int cmd_train(const Args& a) {
   c.resume = a.get("resume", "");
   std::string out_ckpt = a.get("checkpoint", "");
   bool as_json = a.flag("json"), quiet = a.flag("quiet");
-  check_device(c.device);
+  if (a.has("device")) {
+    check_device(c.device);  // asked for on the command line: unavailable is an error
+  } else if (parse_device(c.device).cuda) {
+    // The project was saved on a GPU machine; on this one the CPU still trains
+    // it (the same numbers up to rounding), so say why and carry on.
+    try {
+      check_device(c.device);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "note: the project asks for %s, but %s; training on the CPU\n",
+                   c.device.c_str(), e.what());
+      c.device = "cpu";
+      if (c.precision != "fp32") {
+        std::fprintf(stderr, "note: %s precision needs a GPU; the CPU computes in fp32\n",
+                     c.precision.c_str());
+        c.precision = "fp32";
+      }
+    }
+  }
   LoadedData data = load_data(p, a.get("data", ""));
 
   // For a text model, what ignoring context would reach: the loss to beat.

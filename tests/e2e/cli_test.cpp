@@ -283,3 +283,21 @@ TEST(CliText, EmptyCorpusAndInvalidUtf8FailBeforeTraining) {
   EXPECT_NE(r2.code, 0);
   EXPECT_NE(r2.out.find("invalid UTF-8 at byte 10 (line 2)"), std::string::npos) << r2.out;
 }
+
+TEST(Cli, ProjectSavedForAGpuFallsBackToTheCpuWithANote) {
+  CliRun dev = cli("devices --json");
+  ASSERT_EQ(dev.code, 0) << dev.out;
+  if (!last_json_line(dev.out).contains("cuda_unavailable"))
+    GTEST_SKIP() << "this machine has a usable GPU, so there is nothing to fall back from";
+  Tmp t;
+  std::string p =
+      project_in(t, replaced(sample_text(), "\"device\": \"cpu\"", "\"device\": \"cuda\""));
+  CliRun r = cli("train " + p + " --epochs 1 --steps-per-epoch 5 --quiet --json");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("the project asks for cuda"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("training on the CPU"), std::string::npos) << r.out;
+  // Asked for on the command line, an unavailable GPU stays an error.
+  CliRun e = cli("train " + p + " --device cuda --epochs 1 --steps-per-epoch 5 --quiet");
+  EXPECT_NE(e.code, 0);
+  EXPECT_NE(e.out.find("not available"), std::string::npos) << e.out;
+}
