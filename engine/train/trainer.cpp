@@ -338,6 +338,8 @@ void Trainer::device_epoch(int epoch, const std::vector<int64_t>& train_idx, int
     e.steps_per_epoch = spe;
     e.loss = counted ? loss_sum / double(counted) : 0;
     e.accuracy = counted ? double(correct) / double(counted) : 0;
+    e.batch_loss = st.samples ? st.loss_sum / double(st.samples) : 0;
+    e.batch_accuracy = st.samples ? double(st.correct) / double(st.samples) : 0;
     e.lr = lr;
     e.elapsed_s = std::chrono::duration<double>(now - t_start).count();
     double wall = std::chrono::duration<double>(now - epoch_t0).count();
@@ -432,6 +434,8 @@ void Trainer::run() {
                       "learning rate, normalise the inputs or add BatchNorm");
         }
         m.add(out, b.labels.data(), double(l) * double(b.n));
+        ClassificationMetrics mb;  // this step alone
+        mb.add(out, b.labels.data(), double(l) * double(b.n));
         plan_->zero_grad();
         plan_->backward(db, ctx);
         for (size_t k = 0; k < params.size(); ++k) good[k].copy_from(params[k]->value);
@@ -455,6 +459,8 @@ void Trainer::run() {
         e.steps_per_epoch = spe;
         e.loss = m.mean_loss();
         e.accuracy = m.top1();
+        e.batch_loss = mb.mean_loss();
+        e.batch_accuracy = mb.top1();
         e.lr = lr;
         e.elapsed_s = std::chrono::duration<double>(Clock::now() - t_start).count();
         double wall = std::chrono::duration<double>(Clock::now() - epoch_t0).count();

@@ -108,6 +108,34 @@ TEST(Trainer, LearnsAndReportsEveryEvent) {
   EXPECT_EQ(t.result().confusion.size(), 4u);
 }
 
+// Step events carry the step's own loss and accuracy beside the epoch's
+// running means: weighted by batch size, the steps of an epoch average to
+// the running mean its last step reports.
+TEST(Trainer, StepEventsCarryThePerStepLoss) {
+  TrainConfig c = cfg(2);
+  c.batch = 48;  // 512 = 10 * 48 + 32: the last batch is smaller
+  Trainer t(mlp(), c, toy(512, 1), toy(128, 2));
+  t.start();
+  auto ev = drain(t);
+  ASSERT_EQ(ev.back().kind, TrainEvent::Kind::Finished) << ev.back().message;
+  double loss_sum = 0, hits = 0, n = 0;
+  bool varied = false;
+  const TrainEvent* prev = nullptr;
+  for (auto& e : ev) {
+    if (e.kind != TrainEvent::Kind::Step) continue;
+    if (e.step_in_epoch == 1) loss_sum = hits = n = 0;
+    const double bn = e.step_in_epoch == e.steps_per_epoch ? 32 : 48;
+    loss_sum += e.batch_loss * bn;
+    hits += e.batch_accuracy * bn;
+    n += bn;
+    EXPECT_NEAR(loss_sum / n, e.loss, 1e-9 * std::max(1.0, e.loss)) << "step " << e.step;
+    EXPECT_NEAR(hits / n, e.accuracy, 1e-9) << "step " << e.step;
+    if (prev && prev->epoch == e.epoch && e.batch_loss != prev->batch_loss) varied = true;
+    prev = &e;
+  }
+  EXPECT_TRUE(varied);
+}
+
 TEST(Trainer, SameSeedSameThreadsIsBitForBit) {
   auto run = [](uint64_t seed) {
     TrainConfig c = cfg(2);

@@ -68,6 +68,10 @@ struct TrainEvent {
   int epoch = 0, epochs = 0;  // 1-based epoch
   int64_t step = 0, steps_total = 0, step_in_epoch = 0, steps_per_epoch = 0;
   double loss = 0, accuracy = 0, lr = 0;  // Step: running means over the epoch so far
+  // Step: loss and top-1 of the steps since the previous Step event alone
+  // (one step on the CPU, up to 25 on a GPU), for per-step curves; the
+  // running means above lag behind and restart every epoch.
+  double batch_loss = 0, batch_accuracy = 0;
   double samples_per_s = 0, elapsed_s = 0, eta_s = 0;
   // Epoch (NaN when not evaluated)
   double train_loss = 0, train_accuracy = 0;
