@@ -196,10 +196,14 @@ void DatasetPanel::buildUi() {
                     : QFileDialog::getOpenFileName(this, tr("Dataset file"), path_->text());
     if (!p.isEmpty()) path_->setText(p);
   });
-  connect(val_split_, &QDoubleSpinBox::valueChanged, this,
-          [this](double v) { ctx_->project().training.val_split = v; });
-  connect(normalize_, &QComboBox::currentIndexChanged, this,
-          [this](int i) { ctx_->project().training.normalize = i == 0; });
+  connect(val_split_, &QDoubleSpinBox::valueChanged, this, [this](double v) {
+    ctx_->project().training.val_split = v;
+    Q_EMIT settingsChanged();
+  });
+  connect(normalize_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    ctx_->project().training.normalize = i == 0;
+    Q_EMIT settingsChanged();
+  });
   for (auto* c : {hflip_, vflip_})
     connect(c, &QCheckBox::toggled, this, &DatasetPanel::optionsChanged);
   for (auto* s : {pad_, copies_})

@@ -53,6 +53,8 @@ class DatasetPanel : public QWidget {
  signals:
   void datasetLoaded();
   void loadFailed(const QString& message);
+  // The validation split or normalisation (saved with the project) changed.
+  void settingsChanged();
 
  private:
   void buildUi();

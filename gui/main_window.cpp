@@ -42,11 +42,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   view_->setEmptyHint(
       tr("Drag a layer from the palette onto the canvas, or double-click it.\n"
          "File → New from Template starts from a ready-made network."));
-  setCentralWidget(view_);
   new widgets::OverviewMap(view_);  // a child of the view, in its corner
   setDocumentMode(true);
   setDockOptions(AnimatedDocks | AllowTabbedDocks);
   createPanels();
+  createModes();  // the view becomes the Model tab
   createActions();
   createMenus();
   applyIcons();
@@ -156,12 +156,12 @@ QAction* MainWindow::action(const QString& name) const {
 void MainWindow::createActions() {
   connect(makeAction("actionNew", tr("&New"), QKeySequence::New, "new"), &QAction::triggered, this,
           [this] {
-            if (maybeSave()) newProject();
+            if (confirmStopTraining(tr("start a new project")) && maybeSave()) newProject();
           });
   connect(makeAction("actionNewFromTemplate", tr("New from &Template…"),
                      QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_N), "template"),
           &QAction::triggered, this, [this] {
-            if (!maybeSave()) return;
+            if (!confirmStopTraining(tr("start a new project")) || !maybeSave()) return;
             TemplateDialog dlg(this);
             if (dlg.exec() == QDialog::Accepted && !dlg.selectedFile().isEmpty())
               newFromTemplate(dlg.selectedFile());
@@ -271,6 +271,7 @@ void MainWindow::createMenus() {
   view_menu_->addAction(action("actionOverview"));
   view_menu_->addSeparator();
   for (QDockWidget* d : findChildren<QDockWidget*>()) view_menu_->addAction(d->toggleViewAction());
+  createModeActions(view_menu_);
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About DeepCanvas"), this, [this] {
@@ -322,7 +323,7 @@ void MainWindow::restoreLayout() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
-  if (!maybeSave()) {
+  if (!confirmStopTraining(tr("close the window")) || !maybeSave()) {
     e->ignore();
     return;
   }

@@ -13,6 +13,7 @@
 class QAction;
 class QLabel;
 class QMenu;
+class QTabWidget;
 
 namespace dc::widgets {
 class GraphEditor;
@@ -24,14 +25,20 @@ class PropertyEditor;
 namespace dc::gui {
 
 class Autosaver;
+class DatasetPanel;
+class InferencePanel;
 class ProblemsPanel;
+class ProjectContext;
 class SummaryPanel;
+class TrainingPanel;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
   // What maybeSave() asks when there are unsaved changes.
   enum class Answer { Save, Discard, Cancel };
+  // The central area's tabs, in order (Ctrl+1..4).
+  enum class Mode { Model, Dataset, Training, Inference };
 
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
@@ -60,6 +67,12 @@ class MainWindow : public QMainWindow {
   SummaryPanel* summary() const { return summary_; }
   ProblemsPanel* problems() const { return problems_; }
   Autosaver* autosaver() const { return autosaver_; }
+  ProjectContext* context() const { return ctx_; }
+  DatasetPanel* datasetPanel() const { return dataset_panel_; }
+  TrainingPanel* trainingPanel() const { return training_panel_; }
+  InferencePanel* inferencePanel() const { return inference_panel_; }
+  void showMode(Mode m);
+  Mode mode() const;
   QAction* action(const QString& name) const;
 
   // Replaces message boxes (tests, scripted use).
@@ -73,6 +86,15 @@ class MainWindow : public QMainWindow {
 
  private:
   void createPanels();
+  void createModes();
+  void createModeActions(QMenu* view);
+  void modeChanged(int index);
+  void syncContext();  // the project as edited -> the dashboard panels
+  bool trainingActive() const;
+  // Asks to stop a running training before `why` (e.g. "close the window");
+  // false when the user keeps it running.
+  bool confirmStopTraining(const QString& why);
+  std::string settingsJson() const;  // the training settings as they would be saved
   void createActions();
   void createMenus();
   void restoreLayout();
@@ -98,6 +120,15 @@ class MainWindow : public QMainWindow {
   QMenu* view_menu_ = nullptr;
   QLabel* zoom_label_ = nullptr;
   QLabel* count_label_ = nullptr;
+
+  QTabWidget* modes_ = nullptr;
+  ProjectContext* ctx_ = nullptr;
+  DatasetPanel* dataset_panel_ = nullptr;
+  TrainingPanel* training_panel_ = nullptr;
+  InferencePanel* inference_panel_ = nullptr;
+  bool docks_for_model_ = true;
+  bool syncing_ = false;
+  std::string saved_settings_;  // settingsJson() at the last open or save
 
   Project project_;  // everything but the graph, which the editor holds
   QString file_;

@@ -3,6 +3,7 @@
 #include "gui/autosaver.h"
 #include "gui/main_window.h"
 #include "gui/summary_panel.h"
+#include "gui/training_panel.h"
 #include "widgets/graph_editor.h"
 #include "widgets/node_view.h"
 
@@ -30,11 +31,15 @@ Project MainWindow::project() const {
   Project p = project_;
   p.graph = editor_->graph();
   p.file = file_.toStdString();
+  // The Training and Dataset tabs edit the training settings; they are
+  // saved with the project.
+  if (training_panel_) p.training = training_panel_->config();
   return p;
 }
 
 bool MainWindow::isModified() const {
-  return forced_modified_ || !editor_->undoStack()->isClean();
+  return forced_modified_ || !editor_->undoStack()->isClean() ||
+         (training_panel_ && settingsJson() != saved_settings_);
 }
 
 void MainWindow::updateTitle() {
@@ -71,14 +76,23 @@ bool MainWindow::maybeSave() {
 }
 
 void MainWindow::setProject(Project p, const QString& file, bool modified) {
+  // The panels get this project whole below; syncing on the way would send
+  // them the new graph with the previous project's settings.
+  syncing_ = true;
   editor_->loadGraph(p.graph);
-  p.graph = Graph{};  // the editor's copy is the one that changes
+  syncing_ = false;
+  if (ctx_) ctx_->setProject(p);  // the Training and Dataset tabs show its settings
+  p.graph = Graph{};              // the editor's copy is the one that changes
   project_ = std::move(p);
   file_ = file;
   forced_modified_ = modified;
   summary_->setBatch(project_.training.batch);
   summary_->refresh();
   autosaver_->clear();
+  // What the panels show is what counts as unmodified (e.g. a GPU project
+  // opened on a CPU-only machine shows, and would save, the CPU).
+  syncContext();
+  saved_settings_ = settingsJson();
   updateTitle();
   updateStatusCounts();
   // Fit once the window has its size (right after start-up it has none yet).
@@ -117,7 +131,8 @@ bool MainWindow::openFile(const QString& path) {
                     .arg(QDir::toNativeSeparators(path), QString::fromUtf8(e.what())));
     return false;
   }
-  if (!maybeSave()) return false;
+  if (!confirmStopTraining(tr("open %1").arg(QFileInfo(path).fileName())) || !maybeSave())
+    return false;
   QString abs = QFileInfo(path).absoluteFilePath();
   setProject(std::move(p), abs, false);
   addRecent(abs);
@@ -139,6 +154,7 @@ bool MainWindow::saveFile(const QString& path_in) {
   file_ = QFileInfo(path).absoluteFilePath();
   editor_->undoStack()->setClean();
   forced_modified_ = false;
+  saved_settings_ = settingsJson();
   autosaver_->clear();
   addRecent(file_);
   updateTitle();

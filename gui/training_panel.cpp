@@ -157,6 +157,12 @@ void TrainingPanel::buildUi() {
   form->addRow(tr("Checkpoints"), ckrow);
   ll->addWidget(settings);
   fillDevices();
+  // Saved with the project, so each edit can make it "modified".
+  for (QComboBox* c : {optimizer_, schedule_, precision_, device_})
+    connect(c, &QComboBox::currentIndexChanged, this, [this] { Q_EMIT settingsChanged(); });
+  for (QSpinBox* b : {batch_, epochs_, seed_, steps_limit_, patience_})
+    connect(b, &QSpinBox::valueChanged, this, [this] { Q_EMIT settingsChanged(); });
+  connect(lr_, &QDoubleSpinBox::valueChanged, this, [this] { Q_EMIT settingsChanged(); });
 
   auto* buttons = new QHBoxLayout;
   start_ = new QPushButton(tr("Start"), left);
@@ -454,8 +460,10 @@ void TrainingPanel::onSteps(const QVector<TrainEvent>& batch) {
   x.reserve(batch.size());
   for (const TrainEvent& e : batch) {
     x.push_back(epoch_x(e));
-    loss.push_back(e.loss);
-    acc.push_back(100.0 * e.accuracy);
+    // The step's own values (the plot smooths them); the epoch's running
+    // means would lag and jump at every epoch boundary.
+    loss.push_back(e.batch_loss);
+    acc.push_back(100.0 * e.batch_accuracy);
     sps.push_back(e.samples_per_s);
     lr.push_back(e.lr);
   }

@@ -83,6 +83,8 @@ class TrainingPanel : public QWidget {
   void weightsReady();
   // Problems that stopped Start (also shown in the panel's banner).
   void problemsFound(const QStringList& problems);
+  // A training setting was edited (the project's unsaved-changes marker).
+  void settingsChanged();
 
  private:
   void buildUi();

@@ -89,6 +89,14 @@ void TrainingSession::stop() {
   Q_EMIT logMessage(tr("Stopping at the end of the current step…"));
 }
 
+void TrainingSession::stopAndWait() {
+  if (!trainer_ || !active()) return;
+  stop();
+  trainer_->wait();
+  // The thread has ended, so every event is queued: poll until the final one.
+  for (int i = 0; i < 10000 && active(); ++i) poll();
+}
+
 void TrainingSession::setState(State s) {
   if (s == state_) return;
   state_ = s;

@@ -40,6 +40,10 @@ class TrainingSession : public QObject {
   void pause();
   void resume();
   void stop();
+  // stop(), then waits for the training thread and handles its last events
+  // (the stopped checkpoint is written), for a window that closes or opens
+  // another project.
+  void stopAndWait();
 
   State state() const { return state_; }
   bool active() const {

@@ -1,0 +1,137 @@
+// MainWindow's modes: the model editor and the dashboard's Dataset, Training
+// and Inference panels as tabs of the central area, over one ProjectContext
+// that follows the editor. The editor's docks belong to the Model tab; the
+// other tabs need the width for their plots and images, so the docks step
+// aside there and come back as they were.
+#include "gui/dataset_panel.h"
+#include "gui/inference_panel.h"
+#include "gui/main_window.h"
+#include "gui/project_context.h"
+#include "gui/training_panel.h"
+#include "widgets/graph_editor.h"
+#include "widgets/graph_model.h"
+#include "widgets/node_view.h"
+
+#include <QAction>
+#include <QDockWidget>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QScrollArea>
+#include <QStatusBar>
+#include <QTabWidget>
+
+namespace dc::gui {
+
+void MainWindow::createModes() {
+  ctx_ = new ProjectContext(Project{}, this);
+  modes_ = new QTabWidget(this);
+  modes_->setObjectName("modes");
+  modes_->setDocumentMode(true);
+  modes_->setTabPosition(QTabWidget::North);
+  dataset_panel_ = new DatasetPanel(ctx_, modes_);
+  training_panel_ = new TrainingPanel(ctx_, modes_);
+  inference_panel_ = new InferencePanel(ctx_, modes_);
+  // The dashboard pages need more room than the canvas; in a scroll area
+  // their minimum size stays theirs instead of squeezing the editor's docks.
+  auto scrolled = [this](QWidget* page) {
+    auto* area = new QScrollArea(modes_);
+    area->setWidgetResizable(true);
+    area->setFrameShape(QFrame::NoFrame);
+    area->setWidget(page);
+    return area;
+  };
+  modes_->addTab(view_, tr("Model"));
+  modes_->addTab(scrolled(dataset_panel_), tr("Dataset"));
+  modes_->addTab(scrolled(training_panel_), tr("Training"));
+  modes_->addTab(scrolled(inference_panel_), tr("Inference"));
+  setCentralWidget(modes_);
+
+  connect(modes_, &QTabWidget::currentChanged, this, &MainWindow::modeChanged);
+  // Every structural edit reaches the panels (moves change no shapes and are
+  // not sent); they rebuild what depends on the graph lazily.
+  connect(editor_->model(), &widgets::GraphModel::shapesChanged, this, &MainWindow::syncContext);
+  connect(training_panel_, &TrainingPanel::settingsChanged, this, &MainWindow::updateTitle);
+  connect(dataset_panel_, &DatasetPanel::settingsChanged, this, &MainWindow::updateTitle);
+  // Problems found at Start usually concern the data: show them.
+  connect(training_panel_, &TrainingPanel::problemsFound, this,
+          [this] { showMode(Mode::Training); });
+  connect(training_panel_, &TrainingPanel::weightsReady, this, [this] {
+    statusBar()->showMessage(
+        tr("Training finished: the Inference tab now uses the trained weights."), 8000);
+  });
+}
+
+void MainWindow::createModeActions(QMenu* view) {
+  view->addSeparator();
+  const std::pair<Mode, QString> modes[] = {{Mode::Model, tr("&Model")},
+                                            {Mode::Dataset, tr("&Dataset")},
+                                            {Mode::Training, tr("&Training")},
+                                            {Mode::Inference, tr("&Inference")}};
+  int key = Qt::Key_1;
+  for (const auto& [m, text] : modes) {
+    QAction* a = view->addAction(text);
+    a->setObjectName(QStringLiteral("actionMode%1").arg(int(m)));
+    a->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(key++)));
+    connect(a, &QAction::triggered, this, [this, m = m] { showMode(m); });
+  }
+}
+
+void MainWindow::showMode(Mode m) {
+  modes_->setCurrentIndex(int(m));
+}
+
+MainWindow::Mode MainWindow::mode() const {
+  return Mode(modes_->currentIndex());
+}
+
+void MainWindow::modeChanged(int index) {
+  const bool model = index == int(Mode::Model);
+  if (model == docks_for_model_) return;
+  docks_for_model_ = model;
+  for (QDockWidget* d : findChildren<QDockWidget*>()) {
+    if (!model) {
+      d->setProperty("shownInModel", d->isVisible());
+      d->hide();
+    } else if (d->property("shownInModel").toBool()) {
+      d->show();
+    }
+  }
+}
+
+void MainWindow::syncContext() {
+  if (!ctx_ || syncing_) return;
+  syncing_ = true;
+  ctx_->setProject(project());
+  syncing_ = false;
+}
+
+bool MainWindow::trainingActive() const {
+  return training_panel_ && training_panel_->session()->active();
+}
+
+bool MainWindow::confirmStopTraining(const QString& why) {
+  if (!trainingActive()) return true;
+  const QString q =
+      tr("A training run is in progress. Stop it to %1? Its last checkpoint is kept.").arg(why);
+  Answer a;
+  if (on_confirm_) {
+    a = on_confirm_(q);
+  } else {
+    auto b = QMessageBox::question(this, tr("Training in progress"), q,
+                                   QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Cancel);
+    a = b == QMessageBox::Discard ? Answer::Discard : Answer::Cancel;
+  }
+  if (a == Answer::Cancel) return false;
+  training_panel_->session()->stopAndWait();
+  return true;
+}
+
+std::string MainWindow::settingsJson() const {
+  if (!training_panel_) return {};
+  Project q;
+  q.training = training_panel_->config();
+  return project_to_json(q);
+}
+
+}  // namespace dc::gui

@@ -1,0 +1,111 @@
+// The dashboard inside the main window: the four modes, the project's
+// training settings reaching the Training tab and saved back with the
+// project, a short run trained from the window whose weights reach the
+// Inference tab, and a running training guarded against closing or opening.
+#include "gui/dataset_panel.h"
+#include "gui/inference_panel.h"
+#include "gui/main_window.h"
+#include "gui/project_context.h"
+#include "gui/training_panel.h"
+#include "gui/training_session.h"
+#include "gui_test_util.h"
+#include "widgets/graph_editor.h"
+
+#include <deepcanvas/project.h>
+#include <gtest/gtest.h>
+
+#include <QAction>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTemporaryDir>
+
+namespace dc::test {
+namespace {
+
+class MainWindowDashboard : public ::testing::Test {
+ protected:
+  void SetUp() override { ensureApp(); }
+};
+
+TEST_F(MainWindowDashboard, ModesAndTheProjectsSettings) {
+  gui::MainWindow w;
+  ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+  auto* tabs = w.findChild<QTabWidget*>("modes");
+  ASSERT_NE(tabs, nullptr);
+  ASSERT_EQ(tabs->count(), 4);
+  EXPECT_EQ(tabs->tabText(2), "Training");
+  w.action("actionMode2")->trigger();  // Ctrl+3
+  EXPECT_EQ(w.mode(), gui::MainWindow::Mode::Training);
+
+  // The sample project's own settings, not the defaults of a new project.
+  const Project file = load_project(sourcePath("sample_data/sample_project.dcproj").toStdString());
+  TrainConfig c = w.trainingPanel()->config();
+  EXPECT_EQ(c.schedule.type, file.training.schedule.type);
+  EXPECT_DOUBLE_EQ(c.optimizer.lr, file.training.optimizer.lr);
+  EXPECT_EQ(c.epochs, file.training.epochs);
+  EXPECT_FALSE(w.isModified());
+
+  // A setting edited in the Training tab marks the project and is saved with it.
+  w.trainingPanel()->setEpochs(file.training.epochs + 4);
+  EXPECT_TRUE(w.isModified());
+  QTemporaryDir dir;
+  const QString path = dir.path() + "/p.dcproj";
+  ASSERT_TRUE(w.saveFile(path));
+  EXPECT_FALSE(w.isModified());
+  EXPECT_EQ(load_project(path.toStdString()).training.epochs, file.training.epochs + 4);
+
+  // The editor's graph reaches the panels at once.
+  w.editor()->addLayer("Dropout", {900, 400});
+  EXPECT_TRUE(w.context()->project().graph == w.editor()->graph());
+}
+
+TEST_F(MainWindowDashboard, TrainsFromTheWindowAndGuardsTheRun) {
+  gui::MainWindow w;
+  ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+  QTemporaryDir dir;
+  gui::TrainingPanel* t = w.trainingPanel();
+  t->setEpochs(1);
+  t->setStepsPerEpochLimit(30);
+  t->setCheckpointDir(dir.path());
+  QSignalSpy done(t->session(), &gui::TrainingSession::finished);
+  t->startTraining();
+  ASSERT_TRUE(t->session()->active()) << t->problemText().toStdString();
+
+  // While it runs, opening another project asks first; "keep it" changes nothing.
+  QString asked;
+  w.setConfirmHandler([&](const QString& q) {
+    asked = q;
+    return gui::MainWindow::Answer::Cancel;
+  });
+  EXPECT_FALSE(w.openFile(sourcePath("resources/templates/lenet5.dcproj")));
+  EXPECT_TRUE(asked.contains("training run is in progress")) << asked.toStdString();
+  EXPECT_TRUE(w.currentFile().endsWith("sample_project.dcproj"));
+
+  // A bound for a stuck run, not a timing check.
+  ASSERT_TRUE(done.wait(600000));
+  EXPECT_TRUE(done.first().at(0).toBool()) << done.first().at(1).toString().toStdString();
+  EXPECT_TRUE(w.context()->weights().valid());  // what the Inference tab predicts with
+  w.setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
+}
+
+TEST_F(MainWindowDashboard, ClosingStopsARunningTrainingWhenConfirmed) {
+  auto w = std::make_unique<gui::MainWindow>();
+  ASSERT_TRUE(w->openFile(sourcePath("sample_data/sample_project.dcproj")));
+  QTemporaryDir dir;
+  gui::TrainingPanel* t = w->trainingPanel();
+  t->setEpochs(50);  // only Stop ends it
+  t->setCheckpointDir(dir.path());
+  t->startTraining();
+  ASSERT_TRUE(t->session()->active()) << t->problemText().toStdString();
+  w->setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Cancel; });
+  EXPECT_FALSE(w->close());  // kept running
+  EXPECT_TRUE(t->session()->active());
+  w->setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
+  EXPECT_TRUE(w->close());
+  EXPECT_FALSE(t->session()->active());
+  EXPECT_EQ(t->session()->state(), gui::TrainingSession::State::Cancelled);
+}
+
+}  // namespace
+}  // namespace dc::test
