@@ -44,6 +44,8 @@ const char* kUsage =
     "      --epochs N --batch N --lr X --seed N --threads N --device cpu|cuda[:N]\n"
     "      --precision fp32|bf16|fp16 (CUDA: reduced-precision convolutions and GEMMs)\n"
     "      --augment-flip --crop-padding N (random flips / crops of image batches)\n"
+    "      --augment-rotate DEG (0-180) --augment-translate FRAC (0-0.5 of the size)\n"
+    "      --augment-brightness DELTA (0-1: intensity x [1-DELTA, 1+DELTA])\n"
     "      --data DIR (IDX folder, or 'fashion-mnist' for Debian's full set)\n"
     "      --checkpoint FILE (save the trained model) --checkpoint-dir DIR (per epoch)\n"
     "      --resume FILE --val-split F --steps-per-epoch N --json --quiet\n"
@@ -145,6 +147,9 @@ int cmd_train(const Args& a) {
   c.precision = a.get("precision", c.precision);
   if (a.flag("augment-flip")) c.augment.flip = true;
   c.augment.crop_padding = int(a.get_int("crop-padding", c.augment.crop_padding, 0, 64));
+  c.augment.rotate = a.get_double("augment-rotate", c.augment.rotate, 0, 180);
+  c.augment.translate = a.get_double("augment-translate", c.augment.translate, 0, 0.5);
+  c.augment.brightness = a.get_double("augment-brightness", c.augment.brightness, 0, 1);
   c.checkpoint_dir = a.get("checkpoint-dir", "");
   c.resume = a.get("resume", "");
   std::string out_ckpt = a.get("checkpoint", "");

@@ -1,7 +1,8 @@
 // Batches gathered from a dataset resident on the device, normalised on the
 // way: the host only sends the sample indices. Training batches of images
-// may be augmented on the way too (random crop with padding, flips), with
-// the draw of engine/data/augment.cpp repeated here bit for bit.
+// may be augmented on the way too (random crop with padding, flips,
+// rotation, translation, brightness), with the engine's own draw and pixel
+// arithmetic (augment_pixel.h), so they match the CPU trainer's.
 #include "kernels.h"
 
 namespace dc::cuda {
@@ -23,19 +24,6 @@ __global__ void k_gather_f32(const float* v, const int64_t* idx, int64_t n, int6
     x[i] = (v[idx[s] * F + f] - mean) * inv_std;
   }
 }
-// augment_draw() of engine/data/augment.cpp: splitmix64 of (seed, i).
-__device__ inline void draw(uint64_t seed, int64_t i, const AugmentDims& a, bool& flip, int& dy,
-                            int& dx) {
-  uint64_t z = (seed ^ 0xA0761D6478BD642Full) + 0x9E3779B97F4A7C15ull * (uint64_t(i) + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  const uint64_t span = uint64_t(2 * a.pad + 1);
-  flip = a.flip && (z >> 63) != 0;
-  dy = int(((z >> 32) & 0x7FFFFFFFull) % span);
-  dx = int((z & 0xFFFFFFFFull) % span);
-}
-
 // As the CPU gather computes it: a division for bytes (not a multiplication
 // by 1/255, which rounds differently).
 __device__ inline float value(const uint8_t* p) {
@@ -46,24 +34,20 @@ __device__ inline float value(const float* p) {
 }
 
 // One thread per output value; the sample's draw is recomputed per value
-// (a few integer operations) rather than staged through shared memory.
+// (a few hashes and a short polynomial) rather than staged through shared
+// memory, which keeps the kernel as simple as the CPU loop it must match.
 template <typename T>
-__global__ void k_gather_aug(const T* src, const int64_t* idx, int64_t n, AugmentDims a, float mean,
+__global__ void k_gather_aug(const T* src, const int64_t* idx, int64_t n, aug::Params a, float mean,
                              float inv_std, uint64_t seed, const uint64_t* dseed, float* x) {
   if (dseed) seed = *dseed;
   const int64_t HW = int64_t(a.H) * a.W, F = a.C * HW;
-  const float pad_value = (0.0f - mean) * inv_std;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n * F;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t s = i / F, r = i - s * F, c = r / HW, y = (r / a.W) % a.H, xo = r % a.W;
-    bool flip;
-    int dy, dx;
-    draw(seed, s, a, flip, dy, dx);
-    const int64_t xc = flip ? a.W - 1 - xo : xo;
-    const int64_t sy = y + dy - a.pad, sx = xc + dx - a.pad;
-    const bool inside = sy >= 0 && sy < a.H && sx >= 0 && sx < a.W;
-    x[i] =
-        inside ? (value(src + idx[s] * F + (c * a.H + sy) * a.W + sx) - mean) * inv_std : pad_value;
+    const T* sample = src + idx[s] * F;
+    // The normalisation of the plain gather and of Dataset::gather.
+    auto at = [&](int64_t off) { return (value(sample + off) - mean) * inv_std; };
+    x[i] = aug::pixel(a, aug::draw(a, seed, s), int(c), int(y), int(xo), at);
   }
 }
 
@@ -87,7 +71,7 @@ void gather_f32(const float* values, const int64_t* idx, int64_t n, int64_t F, f
   k_gather_f32<<<blocks(n * F), 256, 0, s>>>(values, idx, n, F, mean, inv_std, x);
 }
 void gather_augmented(const uint8_t* pixels, const float* values, const int64_t* idx, int64_t n,
-                      const AugmentDims& a, float mean, float inv_std, uint64_t seed,
+                      const aug::Params& a, float mean, float inv_std, uint64_t seed,
                       const uint64_t* dseed, float* x, cudaStream_t s) {
   const int64_t total = n * a.C * a.H * a.W;
   if (pixels)

@@ -3,6 +3,7 @@
 // pointers and sizes only, so the .cu files need no engine headers. Shapes
 // are NCHW float32; "acc" outputs are accumulated (+=) as in the CPU layers.
 #include <cuda_runtime.h>
+#include <deepcanvas/augment_pixel.h>
 
 #include <cstdint>
 
@@ -98,13 +99,12 @@ void gather_f32(const float* values, const int64_t* idx, int64_t n, int64_t F, f
 void gather_labels(const int32_t* labels, const int64_t* idx, int64_t n, int32_t* out,
                    cudaStream_t s);
 // The same for training batches of C×H×W images with augmentation (pixels
-// or values, the other null); the step's seed comes from dseed when not null.
-struct AugmentDims {
-  int C, H, W, pad;
-  bool flip;
-};
+// or values, the other null); the step's seed comes from dseed when not
+// null. The draw and arithmetic are the engine's augment_pixel.h, the one
+// engine header the kernels use: it is self-contained, and sharing it is
+// what keeps the CPU and the GPU identical.
 void gather_augmented(const uint8_t* pixels, const float* values, const int64_t* idx, int64_t n,
-                      const AugmentDims& a, float mean, float inv_std, uint64_t seed,
+                      const aug::Params& a, float mean, float inv_std, uint64_t seed,
                       const uint64_t* dseed, float* x, cudaStream_t s);
 
 // sequence.cu. Embedding: ids [rows] (floats holding integers), table w

@@ -144,7 +144,10 @@ void CudaPlan::gather_on_device(int dataset, const int64_t* dev, int64_t n, bool
   if (augment && o_.augment.enabled()) {
     if (in.rank() != 3)
       throw DataError("augmentation needs image inputs (channels×height×width), not " + in.str());
-    AugmentDims a{int(in[0]), int(in[1]), int(in[2]), o_.augment.crop_padding, o_.augment.flip};
+    // Black and white as the CPU trainer computes them (pixel values 0 and
+    // 1 normalised; float data has no white to cap brightness at).
+    const aug::Params a = augment_params(o_.augment, in, (0.0f - r.mean) * r.inv_std,
+                                         r.u8 ? (1.0f - r.mean) * r.inv_std : INFINITY);
     gather_augmented(r.u8 ? r.samples.get<uint8_t>() : nullptr, r.u8 ? nullptr : r.samples.get(),
                      dev, n, a, r.mean, r.inv_std, seed, dseed, x, stream_);
   } else if (r.u8)

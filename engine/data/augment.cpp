@@ -1,49 +1,67 @@
-// Image augmentation on normalised batches (data.h). The draw is integer
-// arithmetic only (splitmix64), which cuda/data.cu repeats on the device,
-// so a step's batch is augmented the same way on either.
+// Image augmentation on normalised batches (data.h). The draw and the pixel
+// arithmetic are augment_pixel.h's, which cuda/data.cu compiles as well, so
+// a step's batch is augmented the same way on either device. This file is
+// built with -ffp-contract=off (engine/CMakeLists.txt): a fused multiply-add
+// here would round differently from the device's separate _rn operations.
 #include <deepcanvas/data.h>
 #include <deepcanvas/errors.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace dc {
 
-AugmentDraw augment_draw(const AugmentConfig& a, uint64_t seed, int64_t i) {
-  uint64_t z = (seed ^ 0xA0761D6478BD642Full) + 0x9E3779B97F4A7C15ull * (uint64_t(i) + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  const uint64_t span = uint64_t(2 * a.crop_padding + 1);
-  AugmentDraw d;
-  d.flip = a.flip && (z >> 63) != 0;
-  d.dy = int(((z >> 32) & 0x7FFFFFFFull) % span);
-  d.dx = int((z & 0xFFFFFFFFull) % span);
-  return d;
+std::string augment_problem(const AugmentConfig& a) {
+  // Written as !(in range) so that NaN is refused too.
+  if (a.crop_padding < 0 || a.crop_padding > 64) return "crop padding must be in [0, 64]";
+  if (!(a.rotate >= 0 && a.rotate <= 180)) return "rotation must be in [0, 180] degrees";
+  if (!(a.translate >= 0 && a.translate <= 0.5))
+    return "translation must be in [0, 0.5] (a fraction of the width and height)";
+  if (!(a.brightness >= 0 && a.brightness <= 1)) return "brightness must be in [0, 1]";
+  return "";
 }
 
-void augment_batch(const AugmentConfig& a, const Shape& sample, float pad_value, uint64_t seed,
-                   float* x, int64_t n) {
-  if (!a.enabled()) return;
+aug::Params augment_params(const AugmentConfig& a, const Shape& sample, float black, float white) {
   if (sample.rank() != 3)
     throw DataError("augmentation needs images (channels×height×width) but the samples are " +
                     sample.str());
-  const int64_t C = sample[0], H = sample[1], W = sample[2], p = a.crop_padding;
-  std::vector<float> src(size_t(C * H * W));
+  if (std::string why = augment_problem(a); !why.empty()) throw Error(why);
+  aug::Params p;
+  p.C = int(sample[0]);
+  p.H = int(sample[1]);
+  p.W = int(sample[2]);
+  p.pad = a.crop_padding;
+  p.flip = a.flip;
+  p.max_deg = float(a.rotate);
+  // The epsilon keeps 0.3 * 10 = 2.9999... from losing a pixel.
+  p.max_tx = int(std::floor(a.translate * double(p.W) + 1e-9));
+  p.max_ty = int(std::floor(a.translate * double(p.H) + 1e-9));
+  p.brightness = float(a.brightness);
+  p.black = black;
+  p.white = white;
+  return p;
+}
+
+AugmentDraw augment_draw(const AugmentConfig& a, const Shape& sample, uint64_t seed, int64_t i) {
+  return aug::draw(augment_params(a, sample, 0.f), seed, i);
+}
+
+void augment_batch(const AugmentConfig& a, const Shape& sample, float pad_value, uint64_t seed,
+                   float* x, int64_t n, float white_value) {
+  if (!a.enabled()) return;
+  const aug::Params p = augment_params(a, sample, pad_value, white_value);
+  const int64_t F = int64_t(p.C) * p.H * p.W;
+  std::vector<float> src(static_cast<size_t>(F));
+  auto at = [&src](int64_t off) { return src[size_t(off)]; };
   for (int64_t i = 0; i < n; ++i) {
-    float* s = x + i * C * H * W;
-    std::copy(s, s + C * H * W, src.begin());
-    const AugmentDraw d = augment_draw(a, seed, i);
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t y = 0; y < H; ++y)
-        for (int64_t xo = 0; xo < W; ++xo) {
-          // Output column xo comes from column W-1-xo of the crop when flipped.
-          const int64_t xc = d.flip ? W - 1 - xo : xo;
-          const int64_t sy = y + d.dy - p, sx = xc + d.dx - p;
-          s[(c * H + y) * W + xo] = sy >= 0 && sy < H && sx >= 0 && sx < W
-                                        ? src[size_t((c * H + sy) * W + sx)]
-                                        : pad_value;
-        }
+    float* s = x + i * F;
+    std::copy(s, s + F, src.begin());
+    const aug::Draw d = aug::draw(p, seed, i);
+    for (int c = 0; c < p.C; ++c)
+      for (int y = 0; y < p.H; ++y)
+        for (int xo = 0; xo < p.W; ++xo)
+          s[(int64_t(c) * p.H + y) * p.W + xo] = aug::pixel(p, d, c, y, xo, at);
   }
 }
 

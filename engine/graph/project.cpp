@@ -252,8 +252,14 @@ std::string project_to_json(const Project& p) {
             {"training", training}};
   // Written only when set, so fp32 projects keep their earlier form.
   if (t.precision != "fp32") j["training"]["precision"] = t.precision;
-  if (t.augment.enabled())
-    j["training"]["augment"] = {{"flip", t.augment.flip}, {"crop_padding", t.augment.crop_padding}};
+  if (t.augment.enabled()) {
+    json& au = j["training"]["augment"];
+    au = {{"flip", t.augment.flip}, {"crop_padding", t.augment.crop_padding}};
+    // The later settings only when used, so earlier files keep their form.
+    if (t.augment.rotate > 0) au["rotate"] = t.augment.rotate;
+    if (t.augment.translate > 0) au["translate"] = t.augment.translate;
+    if (t.augment.brightness > 0) au["brightness"] = t.augment.brightness;
+  }
   if (p.dataset.kind != "idx") {
     json& d = j["dataset"];
     d["window"] = p.dataset.window;
@@ -322,11 +328,21 @@ Project parse_project(const std::string& text, const std::string& src) {
     if (t.contains("augment")) {
       const json& au = t["augment"];
       if (!au.is_object()) fail(src, "training.augment", "must be an object");
-      only_keys(au, {"flip", "crop_padding"}, src, "training.augment");
+      only_keys(au, {"flip", "crop_padding", "rotate", "translate", "brightness"}, src,
+                "training.augment");
       field(au, "flip", c.augment.flip, src, "training.augment");
       field(au, "crop_padding", c.augment.crop_padding, src, "training.augment");
+      field(au, "rotate", c.augment.rotate, src, "training.augment");
+      field(au, "translate", c.augment.translate, src, "training.augment");
+      field(au, "brightness", c.augment.brightness, src, "training.augment");
       if (c.augment.crop_padding < 0 || c.augment.crop_padding > 64)
         fail(src, "training.augment.crop_padding", "must be in [0, 64]");
+      if (!(c.augment.rotate >= 0 && c.augment.rotate <= 180))
+        fail(src, "training.augment.rotate", "must be in [0, 180] (degrees)");
+      if (!(c.augment.translate >= 0 && c.augment.translate <= 0.5))
+        fail(src, "training.augment.translate", "must be in [0, 0.5] (a fraction of the size)");
+      if (!(c.augment.brightness >= 0 && c.augment.brightness <= 1))
+        fail(src, "training.augment.brightness", "must be in [0, 1]");
     }
     if (t.contains("optimizer")) {
       const json& o = t["optimizer"];

@@ -156,11 +156,10 @@ Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
     throw Error("precision '" + cfg_.precision + "' is not one of fp32, bf16, fp16");
   if (cfg_.augment.enabled() && plan_->input_shape().rank() != 3)
     throw DataError(
-        "augmentation (flips, crops) needs image inputs (channels×height×width) but "
-        "the network's input is " +
+        "augmentation (flips, crops, rotation, translation, brightness) needs image inputs "
+        "(channels×height×width) but the network's input is " +
         plan_->input_shape().str() + "; turn augmentation off for this model");
-  if (cfg_.augment.crop_padding < 0 || cfg_.augment.crop_padding > 64)
-    throw Error("crop padding must be in [0, 64]");
+  if (std::string why = augment_problem(cfg_.augment); !why.empty()) throw Error(why);
   if (!spec.cuda && cfg_.precision != "fp32")
     throw Error("precision " + cfg_.precision +
                 " needs a CUDA device; the CPU computes in fp32 only (set precision to fp32 or "
@@ -419,9 +418,12 @@ void Trainer::run() {
         const uint64_t step_seed = cfg_.seed * 0x9E3779B97F4A7C15ull + uint64_t(step);
         step_rng.reseed(step_seed);
         // The CUDA plan augments with the same step seed (train_step's).
-        augment_batch(cfg_.augment, train_->sample_shape,
-                      (0.0f - train_->mean) * (1.0f / (train_->stddev > 0 ? train_->stddev : 1.0f)),
-                      step_seed, b.x.f32(), b.n);
+        // Black and white are what pixel values 0 and 1 normalise to; float
+        // data has no white to cap brightness at.
+        const float inv = 1.0f / (train_->stddev > 0 ? train_->stddev : 1.0f);
+        augment_batch(cfg_.augment, train_->sample_shape, (0.0f - train_->mean) * inv, step_seed,
+                      b.x.f32(), b.n,
+                      train_->pixels.empty() ? INFINITY : (1.0f - train_->mean) * inv);
         RunContext ctx{true, &step_rng};
         const Tensor& out = plan_->forward(b.x, ctx);
         Tensor db = dout.narrow_batch(b.n);
@@ -481,7 +483,7 @@ void Trainer::run() {
       e.train_accuracy = dplan_ ? device_acc_ : m.top1();
       e.samples_per_s = epoch_train_time > 0 ? double(epoch_samples) / epoch_train_time : 0;
       R.final_train_loss = e.train_loss;
-      double metric = -e.train_loss;  // what "best" means without held-out data
+      double metric = -e.train_loss;  // what "best" means without a validation split
       if (!val_idx.empty()) {
         EvalResult v = dplan_ ? evaluate_device(*dplan_, dtrain_, *train_, plan_->output_shape(),
                                                 val_idx, cfg_.batch, *loss_)
@@ -503,9 +505,10 @@ void Trainer::run() {
         R.test_loss = t.loss;
         R.test_top5 = t.top5;
         R.confusion = t.confusion;
-        // Model selection uses the validation split when there is one; the
-        // test set only when the user chose not to hold out data.
-        if (val_idx.empty()) metric = t.top1;
+        // The test set never selects the model (nor stops training early):
+        // the test accuracy reported for the kept weights would be
+        // optimistic. Without a validation split, "best" is the lowest
+        // training loss.
       }
       R.epochs_run = epoch;
       if (metric > best_metric) {

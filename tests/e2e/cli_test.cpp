@@ -142,6 +142,27 @@ TEST(Cli, VersionDevicesAndUsage) {
   EXPECT_NE(bad.out.find("--epochs must be an integer"), std::string::npos) << bad.out;
 }
 
+TEST(Cli, AugmentationFlagsAreAcceptedAndRangeChecked) {
+  CliRun usage = cli("");
+  for (const char* f : {"--augment-rotate", "--augment-translate", "--augment-brightness"})
+    EXPECT_NE(usage.out.find(f), std::string::npos) << f << " is missing from the usage";
+  CliRun ok = cli("train " + kSample +
+                  " --epochs 1 --steps-per-epoch 3 --quiet --json --augment-flip --crop-padding 2"
+                  " --augment-rotate 10 --augment-translate 0.1 --augment-brightness 0.2");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  for (auto [flag, value] : {std::pair<const char*, const char*>{"--augment-rotate", "181"},
+                             {"--augment-rotate", "-5"},
+                             {"--augment-translate", "0.6"},
+                             {"--augment-brightness", "2"},
+                             {"--augment-brightness", "bright"}}) {
+    CliRun r =
+        cli("train " + kSample + " --epochs 1 --steps-per-epoch 1 --quiet " + flag + " " + value);
+    EXPECT_NE(r.code, 0) << flag << " " << value;
+    EXPECT_NE(r.out.find(std::string(flag) + " must be a number in ["), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(value), std::string::npos) << r.out;
+  }
+}
+
 struct BadCase {
   const char* what;
   std::string from, to;  // textual edit of the sample project

@@ -1,5 +1,6 @@
 #pragma once
 // Datasets held in memory and the batch loader that feeds training.
+#include <deepcanvas/augment_pixel.h>
 #include <deepcanvas/tensor.h>
 
 #include <condition_variable>
@@ -36,24 +37,38 @@ struct Dataset {
 };
 
 // Training-time image augmentation, as torchvision's RandomCrop(size,
-// padding) followed by RandomHorizontalFlip, on normalised C×H×W batches;
-// the padding is black (pixel value 0, then normalised). Each sample's draw
-// is a stateless hash of (step seed, position in the batch), so the CPU
-// trainer and the CUDA plugin augment a step's batch identically.
+// padding), RandomHorizontalFlip, RandomAffine(degrees, translate) and a
+// brightness factor, in that order, on normalised C×H×W batches; padding
+// and the fill of rotated or shifted images are black (pixel value 0, then
+// normalised). Each sample's draw is a stateless hash of (step seed,
+// position in the batch), and the arithmetic lives in augment_pixel.h,
+// which the CUDA gather compiles too, so the CPU trainer and the CUDA
+// plugin augment a step's batch identically.
 struct AugmentConfig {
-  bool flip = false;     // mirror left-right with probability 1/2
-  int crop_padding = 0;  // pad every side by this many pixels, crop back at a random offset
-  bool enabled() const { return flip || crop_padding > 0; }
+  bool flip = false;      // mirror left-right with probability 1/2
+  int crop_padding = 0;   // pad every side by this many pixels, crop back at a random offset
+  double rotate = 0;      // degrees: uniform in [-rotate, rotate], bilinear; [0, 180]
+  double translate = 0;   // fraction of width/height: whole-pixel shift up to it; [0, 0.5]
+  double brightness = 0;  // intensity factor uniform in [1 - b, 1 + b], capped at white; [0, 1]
+  bool enabled() const {
+    return flip || crop_padding > 0 || rotate > 0 || translate > 0 || brightness > 0;
+  }
 };
-struct AugmentDraw {
-  bool flip;
-  int dy, dx;  // crop offset into the padded image, each in [0, 2 * crop_padding]
-};
-AugmentDraw augment_draw(const AugmentConfig& a, uint64_t seed, int64_t i);
+// Empty when the settings are in range, else a message naming the first bad one.
+std::string augment_problem(const AugmentConfig& a);
+using AugmentDraw = aug::Draw;
+// The per-pixel parameters for samples of shape {C, H, W}: black and white
+// are what pixel values 0 and 1 normalise to (white = INFINITY for float
+// data, whose brightened values are not capped). Translation maxima are
+// floor(translate * W) and floor(translate * H) pixels.
+aug::Params augment_params(const AugmentConfig& a, const Shape& sample, float black,
+                           float white = INFINITY);
+AugmentDraw augment_draw(const AugmentConfig& a, const Shape& sample, uint64_t seed, int64_t i);
 // x: n normalised samples of shape {C, H, W}, augmented in place; pad_value
-// is what a black pixel normalises to.
+// is what a black pixel normalises to and white_value what a white one does
+// (byte images; float data leaves it at INFINITY).
 void augment_batch(const AugmentConfig& a, const Shape& sample, float pad_value, uint64_t seed,
-                   float* x, int64_t n);
+                   float* x, int64_t n, float white_value = INFINITY);
 
 // Reads an IDX image file and its IDX label file, gzip-compressed (detected by
 // the magic bytes 1f 8b) or raw. Images are unsigned bytes of rank 2 (N×F,

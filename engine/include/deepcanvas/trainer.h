@@ -46,8 +46,9 @@ struct TrainConfig {
   // Arithmetic of a CUDA run: "fp32", "bf16" or "fp16" (docs/ARCHITECTURE.md
   // says exactly what runs in reduced precision). The CPU computes in fp32 only.
   std::string precision = "fp32";
-  // Random crop with padding and flips of image batches in training (CPU
-  // and CUDA alike; evaluation never augments).
+  // Random crop with padding, flips, rotation, translation and brightness
+  // of image batches in training (CPU and CUDA alike; evaluation never
+  // augments).
   AugmentConfig augment;
 };
 
