@@ -242,6 +242,32 @@ TEST(Trainer, EarlyStoppingAndBestCheckpoint) {
   fs::remove_all(dir);
 }
 
+// Without a validation split the test set must not pick the kept weights.
+// Here the test labels are shifted by one class, so the test accuracy falls
+// as the network learns; a trainer that chose by test accuracy would keep
+// an early epoch.
+TEST(Trainer, TheTestSetNeverSelectsTheKeptWeights) {
+  auto test = toy(128, 2);
+  for (auto& l : test->labels) l = (l + 1) % 4;
+  TrainConfig c = cfg(6);
+  c.val_split = 0;
+  c.early_stopping_patience = 2;
+  Trainer t(mlp(), c, toy(512, 1), test);
+  t.start();
+  auto ev = drain(t);
+  ASSERT_EQ(ev.back().kind, TrainEvent::Kind::Finished) << ev.back().message;
+  int best_by_loss = 0, best_by_test = 0;
+  double low_loss = INFINITY, high_test = -1;
+  for (auto& e : ev) {
+    if (e.kind != TrainEvent::Kind::Epoch) continue;
+    if (e.train_loss < low_loss) low_loss = e.train_loss, best_by_loss = e.epoch;
+    if (e.test_accuracy > high_test) high_test = e.test_accuracy, best_by_test = e.epoch;
+  }
+  ASSERT_NE(best_by_loss, best_by_test) << "the shifted labels should disagree with training";
+  EXPECT_EQ(t.result().best_epoch, best_by_loss);
+  EXPECT_EQ(t.result().epochs_run, 6);  // nor did the test set stop it early
+}
+
 TEST(Trainer, DataThatDoesNotFitTheNetworkIsRefusedUpFront) {
   auto d = toy(64, 1);
   d->labels[3] = 9;  // more classes than the 4 outputs
