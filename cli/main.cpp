@@ -26,6 +26,7 @@
 #include "args.h"
 #include "generate.h"
 #include "predict.h"
+#include "preflight.h"
 
 #ifndef DC_VERSION
 #define DC_VERSION "0.0.0"
@@ -171,6 +172,14 @@ int cmd_train(const Args& a) {
         c.precision = "fp32";
       }
     }
+  }
+  // What would fail late fails first: an unwritable output, too little memory.
+  check_writable("--checkpoint", out_ckpt, false);
+  check_writable("--checkpoint-dir", c.checkpoint_dir, true);
+  if (!parse_device(c.device).cuda) {
+    Plan sizing(p.graph, 1);
+    check_cpu_memory(sizing.activation_bytes(c.batch, true) + sizing.parameter_bytes() * 4, c.batch,
+                     sizing.activation_bytes(1, true));
   }
   LoadedData data = load_data(p, a.get("data", ""));
 

@@ -322,3 +322,22 @@ TEST(Cli, ProjectSavedForAGpuFallsBackToTheCpuWithANote) {
   EXPECT_NE(e.code, 0);
   EXPECT_NE(e.out.find("not available"), std::string::npos) << e.out;
 }
+
+TEST(Cli, UnwritableOutputsAndTooLargeBatchesFailBeforeTraining) {
+  // Below a regular file nothing can be created, not even by root.
+  CliRun r =
+      cli("train " + kSample + " --epochs 1 --quiet --checkpoint /etc/hostname/m.safetensors");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--checkpoint /etc/hostname/m.safetensors: cannot create the folder"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Nothing was trained"), std::string::npos) << r.out;
+  CliRun d = cli("train " + kSample + " --epochs 1 --quiet --checkpoint-dir /etc/hostname/runs");
+  EXPECT_NE(d.code, 0);
+  EXPECT_NE(d.out.find("--checkpoint-dir"), std::string::npos) << d.out;
+  // A million samples of the sample CNN need hundreds of GiB.
+  CliRun b = cli("train " + kSample + " --epochs 1 --quiet --batch 1000000");
+  EXPECT_NE(b.code, 0);
+  EXPECT_NE(b.out.find("training at batch 1000000 needs about"), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("fits"), std::string::npos) << b.out;
+}

@@ -1,0 +1,75 @@
+// Checks that run before training starts, so that what fails late (writing
+// the model, running out of memory) fails first, with a message.
+#include "preflight.h"
+
+#include <deepcanvas/errors.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace dc::cli {
+
+namespace fs = std::filesystem;
+
+void check_writable(const std::string& option, const std::string& path, bool is_dir) {
+  if (path.empty()) return;
+  fs::path dir = is_dir ? fs::path(path) : fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw IoError(option + " " + path + ": cannot create the folder " + dir.string() + " (" +
+                  ec.message() + "); choose another path. Nothing was trained.");
+  if (!is_dir && fs::is_directory(path))
+    throw IoError(option + " " + path + " is a folder; give a file name such as " +
+                  (fs::path(path) / "model.safetensors").string());
+  // A probe file proves the folder takes new files (permissions, read-only
+  // mounts, a full quota) the way the checkpoint's temp file will need.
+  const fs::path probe = dir / (".deepcanvas-write-test-" + std::to_string(::getpid()));
+  {
+    std::ofstream f(probe);
+    if (!f || !(f << "x") || !f.flush()) {
+      std::error_code ignore;
+      fs::remove(probe, ignore);
+      throw IoError(option + " " + path + ": cannot write into " + dir.string() +
+                    "; choose a writable folder. Nothing was trained.");
+    }
+  }
+  fs::remove(probe, ec);
+}
+
+void check_cpu_memory(int64_t needed, int64_t batch, int64_t per_sample) {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return;  // not Linux: nothing to compare with
+  char key[64];
+  long long kib = -1, value;
+  while (std::fscanf(f, "%63s %lld kB", key, &value) == 2)
+    if (std::string(key) == "MemAvailable:") {
+      kib = value;
+      break;
+    }
+  std::fclose(f);
+  if (kib < 0) return;
+  const int64_t available = int64_t(kib) * 1024;
+  if (needed <= available) return;
+  auto gib = [](int64_t b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f GiB", double(b) / double(int64_t(1) << 30));
+    return std::string(buf);
+  };
+  std::string advice;
+  if (per_sample > 0) {
+    int64_t fit = (available - (needed - batch * per_sample)) / per_sample;
+    advice = fit >= 1 ? "; a batch of about " + std::to_string(fit) + " fits"
+                      : "; even one sample does not fit: make the network smaller";
+  }
+  throw Error("training at batch " + std::to_string(batch) + " needs about " + gib(needed) +
+              " of memory but " + gib(available) + " is available" + advice +
+              ". Lower --batch (nothing was trained)");
+}
+
+}  // namespace dc::cli
