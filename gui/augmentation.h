@@ -3,12 +3,15 @@
 // (a shift of up to `pad` pixels), rotation and brightness, applied to u8
 // C×H×W samples; the panel's live preview uses augment_sample.
 //
-// Where the engine augments training batches itself (TrainConfig::augment:
-// horizontal flips and crop with padding, drawn afresh every step), those two
-// go to the engine and only the rest (vertical flip, rotation, brightness)
-// is trained from augmented copies made once before a run (`copies` per
-// sample, next to the originals). An engine without it gets copies for
-// everything. Detected at compile time, so this builds against either. Qt-free.
+// Where the engine augments training batches itself (TrainConfig::augment,
+// drawn afresh every step): horizontal flips and crop with padding, and in
+// newer engines rotation and brightness (same ranges and meaning: angle
+// uniform in ±rotate_deg, intensity factor in [1 - b, 1 + b] capped at
+// white), those go to the engine and only the rest (vertical flip, and
+// whatever the engine lacks) is trained from augmented copies made once
+// before a run (`copies` per sample, next to the originals). An engine
+// without it gets copies for everything. Detected at compile time, so this
+// builds against either. Qt-free.
 #include <deepcanvas/data.h>
 #include <deepcanvas/rng.h>
 #include <deepcanvas/trainer.h>
@@ -33,6 +36,12 @@ constexpr bool engine_augments_v = requires(C c) {
   c.augment.crop_padding;
 };
 inline constexpr bool kEngineAugments = engine_augments_v<TrainConfig>;
+template <typename C>
+constexpr bool engine_rotates_v = requires(C c) {
+  c.augment.rotate;
+  c.augment.brightness;
+};
+inline constexpr bool kEngineRotates = engine_rotates_v<TrainConfig>;
 
 // What augmented copies must do: everything the engine does not.
 inline AugmentOptions copy_part(AugmentOptions o) {
@@ -40,15 +49,25 @@ inline AugmentOptions copy_part(AugmentOptions o) {
     o.hflip = false;
     o.pad = 0;
   }
+  if (kEngineRotates) {
+    o.rotate_deg = 0;
+    o.brightness = 0;
+  }
   return o;
 }
 
-// The engine's share of o into a training configuration (no-op without it).
+// The engine's share of o into a training configuration (no-op without
+// it); the engine's settings the panel has no control for (translation)
+// are left as they are.
 template <typename C>
 void engine_augment_to(C& c, const AugmentOptions& o) {
   if constexpr (engine_augments_v<C>) {
     c.augment.flip = o.hflip;
     c.augment.crop_padding = o.pad;
+  }
+  if constexpr (engine_rotates_v<C>) {
+    c.augment.rotate = o.rotate_deg;
+    c.augment.brightness = o.brightness;
   }
 }
 
@@ -59,6 +78,23 @@ AugmentOptions engine_augment_of(const C& c) {
   if constexpr (engine_augments_v<C>) {
     o.hflip = c.augment.flip;
     o.pad = c.augment.crop_padding;
+  }
+  if constexpr (engine_rotates_v<C>) {
+    o.rotate_deg = c.augment.rotate;
+    o.brightness = c.augment.brightness;
+  }
+  return o;
+}
+
+// o with the engine's share replaced by from's (the copies' share stays).
+inline AugmentOptions with_engine_part(AugmentOptions o, const AugmentOptions& from) {
+  if (kEngineAugments) {
+    o.hflip = from.hflip;
+    o.pad = from.pad;
+  }
+  if (kEngineRotates) {
+    o.rotate_deg = from.rotate_deg;
+    o.brightness = from.brightness;
   }
   return o;
 }

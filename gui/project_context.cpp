@@ -79,7 +79,7 @@ ModelWeights weights_from_checkpoint(const QString& path) {
 
 ProjectContext::ProjectContext(Project project, QObject* parent)
     : QObject(parent), project_(std::move(project)) {
-  augment_ = engine_augment_of(project_.training);  // a project may carry flips/crops
+  augment_ = engine_augment_of(project_.training);  // a project may carry flips, crops, rotation
 }
 
 std::unique_ptr<ProjectContext> ProjectContext::load(const QString& path, QObject* parent) {
@@ -89,11 +89,7 @@ std::unique_ptr<ProjectContext> ProjectContext::load(const QString& path, QObjec
 void ProjectContext::setProject(Project p) {
   project_ = std::move(p);
   // The engine's share comes with the project; the copies' share stays.
-  AugmentOptions from = engine_augment_of(project_.training);
-  if (kEngineAugments) {
-    augment_.hflip = from.hflip;
-    augment_.pad = from.pad;
-  }
+  augment_ = with_engine_part(augment_, engine_augment_of(project_.training));
   augmented_.reset();
   Q_EMIT projectChanged();
 }

@@ -61,14 +61,19 @@ TEST(DashboardDataset, SampleShowsClassCountsThumbnailsAndAugmentation) {
   panel.setAugmentOptions(o);
   EXPECT_EQ(panel.augmentPreview()->count(), 8);
   EXPECT_TRUE(ctx->augmentation().enabled());
-  EXPECT_EQ(ctx->trainingSet()->size(), 2 * ctx->trainSet()->size());  // rotation needs copies
-  // Flips and crops: per step by the engine where it can, else in the copies.
+  // Rotation needs copies only where the engine cannot rotate per step.
+  EXPECT_EQ(ctx->trainingSet()->size(), (gui::kEngineRotates ? 1 : 2) * ctx->trainSet()->size());
+  // Flips, crops and rotation: per step by the engine where it can, else in the copies.
   gui::AugmentOptions engine = gui::engine_augment_of(ctx->project().training);
   EXPECT_EQ(engine.hflip, gui::kEngineAugments);
   EXPECT_EQ(engine.pad, gui::kEngineAugments ? 2 : 0);
+  EXPECT_EQ(engine.rotate_deg, gui::kEngineRotates ? 10 : 0);
   o.rotate_deg = 0;
   panel.setAugmentOptions(o);
   EXPECT_EQ(ctx->trainingSet()->size(), (gui::kEngineAugments ? 1 : 2) * ctx->trainSet()->size());
+  o.vflip = true;  // the engine has no vertical flip: copies
+  panel.setAugmentOptions(o);
+  EXPECT_EQ(ctx->trainingSet()->size(), 2 * ctx->trainSet()->size());
 }
 
 TEST(DashboardDataset, LoadsOnAWorkerThreadAndKeepsTheOldDataOnFailure) {
