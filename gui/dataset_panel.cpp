@@ -137,7 +137,11 @@ void DatasetPanel::buildUi() {
   copies_->setRange(0, 8);
   copies_->setSpecialValueText(tr("off"));
   copies_->setToolTip(
-      kEngineAugments
+      kEngineRotates
+          ? tr("Horizontal flips, crops, rotation and brightness are drawn afresh every "
+               "training step. Vertical flips need augmented copies of every training sample, "
+               "made before a run: how many.")
+      : kEngineAugments
           ? tr("Flips and crops are drawn afresh every training step. Vertical flips, "
                "rotation and brightness need augmented copies of every training sample, made "
                "before a run: how many.")
