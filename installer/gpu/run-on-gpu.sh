@@ -76,7 +76,7 @@ step devices
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 
 step cuda_tests
-(cd "$BUILD" && "$BUILD/bin/cuda_tests" --gtest_filter="$FILTER" 2>&1) | tee "$LOGS/cuda_tests.log" | grep -vE "^\[ (RUN|       OK) " | tail -40
+(cd "$BUILD" && DC_REQUIRE_CUDA=1 "$BUILD/bin/cuda_tests" --gtest_filter="$FILTER" 2>&1) | tee "$LOGS/cuda_tests.log" | grep -vE "^\[ (RUN|       OK) " | tail -40
 RESULT[cuda_tests]=${PIPESTATUS[0]}
 
 if [ "$ENGINE_TESTS" = 1 ]; then
