@@ -176,6 +176,7 @@ int cmd_train(const Args& a) {
   // What would fail late fails first: an unwritable output, too little memory.
   check_writable("--checkpoint", out_ckpt, false);
   check_writable("--checkpoint-dir", c.checkpoint_dir, true);
+  check_network_size(p.graph);
   if (!parse_device(c.device).cuda) {
     Plan sizing(p.graph, 1);
     check_cpu_memory(sizing.activation_bytes(c.batch, true) + sizing.parameter_bytes() * 4, c.batch,
@@ -404,6 +405,7 @@ int cmd_predict(const Args& a) {
 int cmd_summary(const Args& a) {
   Project p = load(a);
   int64_t batch = a.get_int("batch", p.training.batch, 1, 1 << 20);
+  check_network_size(p.graph);
   Plan plan(p.graph, 1);
   auto rows = plan.summary();
   int64_t params = 0, macs = 0, act = 0;

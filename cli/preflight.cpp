@@ -3,6 +3,8 @@
 #include "preflight.h"
 
 #include <deepcanvas/errors.h>
+#include <deepcanvas/plan.h>
+#include <deepcanvas/sysinfo.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -43,19 +45,8 @@ void check_writable(const std::string& option, const std::string& path, bool is_
 }
 
 void check_cpu_memory(int64_t needed, int64_t batch, int64_t per_sample) {
-  std::FILE* f = std::fopen("/proc/meminfo", "r");
-  if (!f) return;  // not Linux: nothing to compare with
-  char key[64];
-  long long kib = -1, value;
-  while (std::fscanf(f, "%63s %lld kB", key, &value) == 2)
-    if (std::string(key) == "MemAvailable:") {
-      kib = value;
-      break;
-    }
-  std::fclose(f);
-  if (kib < 0) return;
-  const int64_t available = int64_t(kib) * 1024;
-  if (needed <= available) return;
+  const int64_t available = available_memory_bytes();
+  if (available < 0 || needed <= available) return;  // unknown: nothing to compare with
   auto gib = [](int64_t b) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.1f GiB", double(b) / double(int64_t(1) << 30));
@@ -70,6 +61,17 @@ void check_cpu_memory(int64_t needed, int64_t batch, int64_t per_sample) {
   throw Error("training at batch " + std::to_string(batch) + " needs about " + gib(needed) +
               " of memory but " + gib(available) + " is available" + advice +
               ". Lower --batch (nothing was trained)");
+}
+
+void check_network_size(const Graph& g) {
+  const int64_t params = count_parameters(g), available = available_memory_bytes();
+  if (params < 0 || available < 0) return;
+  const int64_t needed = params * 16;  // weights, gradients, two Adam moments
+  if (needed <= available) return;
+  throw Error("the network has " + std::to_string(params) + " parameters, which with their " +
+              "gradients and optimizer state need about " + std::to_string(needed >> 30) +
+              " GiB, more than the " + std::to_string(available >> 30) +
+              " GiB available; make the Input smaller or the Dense layers narrower");
 }
 
 }  // namespace dc::cli

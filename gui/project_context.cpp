@@ -206,6 +206,9 @@ QStringList ProjectContext::trainingProblems() const {
   } catch (const Error& e) {
     p << tr("The network cannot be built: %1").arg(QString::fromUtf8(e.what()));
     return p;
+  } catch (const std::bad_alloc&) {
+    p << tr("The network is too large for this machine's memory: make it smaller.");
+    return p;
   }
   if (!train_) {
     p << tr("No dataset is loaded: choose one in the Dataset tab.");

@@ -7,6 +7,7 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/plan.h>
+#include <deepcanvas/sysinfo.h>
 
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -108,6 +109,18 @@ void SummaryPanel::refresh() {
     totals_->setText(totals_text_);
     return;
   }
+  // A Plan allocates every weight: a network too large for this machine is
+  // reported from the layers' cost rules instead of crashing the editor.
+  const int64_t counted = count_parameters(g), available = available_memory_bytes();
+  if (counted > 0 && available > 0 && counted * 8 > available / 2) {
+    totals_text_ = tr("<b>%1</b> parameters (%2): too large to size or train on this machine "
+                      "(%3 available). Make the Input smaller or the Dense layers narrower.")
+                       .arg(humanCount(double(counted)), humanBytes(double(counted) * 4),
+                            humanBytes(double(available)));
+    totals_->setText(totals_text_);
+    total_params_ = counted;
+    return;
+  }
   try {
     Plan plan(g, 1);
     int64_t params = 0, macs = 0, act = 0;
@@ -133,6 +146,9 @@ void SummaryPanel::refresh() {
                             humanCount(double(macs)), humanBytes(double(act)))
                        .arg(batch_)
                        .arg(humanBytes(double(train)));
+  } catch (const std::bad_alloc&) {
+    totals_text_ = tr("Out of memory while sizing the network: make it smaller.");
+    totals_->setText(totals_text_);
   } catch (const Error& e) {
     // Invalid: list what is known, in topological order when there is one.
     std::vector<NodeId> order;

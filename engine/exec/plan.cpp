@@ -169,6 +169,25 @@ void Plan::load_state(const std::vector<std::pair<std::string, Tensor>>& tensors
   for (auto& p : params_) p.param->value.copy_from(*by_name[p.name]);
 }
 
+int64_t count_parameters(const Graph& g) {
+  const auto shapes = g.infer_shapes();
+  int64_t total = 0;
+  for (const auto& [id, node] : g.nodes()) {
+    auto it = shapes.find(id);
+    if (it == shapes.end() || !it->second.ok()) return -1;
+    const LayerDescriptor& d = LayerRegistry::instance().get(node.type);
+    if (!d.cost) continue;
+    std::vector<Shape> in;
+    for (const Edge& e : g.in_edges(id)) {
+      auto src = shapes.find(e.src);
+      if (src == shapes.end() || !src->second.ok()) return -1;
+      in.push_back(*src->second.shape);
+    }
+    total += d.cost(in, *it->second.shape, node.attrs).params;
+  }
+  return total;
+}
+
 std::vector<LayerSummary> Plan::summary() const {
   std::vector<LayerSummary> v;
   for (auto& s : steps_) {

@@ -345,3 +345,21 @@ TEST(Cli, UnwritableOutputsAndTooLargeBatchesFailBeforeTraining) {
   EXPECT_NE(b.out.find("training at batch 1000000 needs about"), std::string::npos) << b.out;
   EXPECT_NE(b.out.find("fits"), std::string::npos) << b.out;
 }
+
+// An Input of 100,000 × 100,000 makes a Dense layer of 1e12 weights: the
+// CLI refuses it with the count instead of running out of memory (or being
+// killed) while allocating it.
+TEST(Cli, ANetworkTooLargeForTheMachineIsRefusedBeforeAllocating) {
+  Tmp t;
+  std::string huge = project_in(
+      t, replaced(sample_text(),
+                  "\"shape\": [\n            1,\n            28,\n            28\n          ]",
+                  "\"shape\": [1, 100000, 100000]"));
+  for (const char* cmd : {"train ", "summary "}) {
+    CliRun r = cli(cmd + huge + " --quiet");
+    EXPECT_NE(r.code, 0) << cmd;
+    EXPECT_NE(r.out.find("parameters, which with their gradients"), std::string::npos)
+        << cmd << r.out;
+    EXPECT_NE(r.out.find("make the Input smaller"), std::string::npos) << r.out;
+  }
+}

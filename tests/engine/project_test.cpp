@@ -59,6 +59,23 @@ TEST(Project, EveryTemplateLoadsValidatesAndRoundTrips) {
   EXPECT_EQ(n, 8);  // four CNN and four recurrent templates
 }
 
+// The allocation-free count agrees with the built Plan on every template,
+// and says "unknown" for a graph whose shapes do not infer.
+TEST(Project, ParameterCountWithoutAllocatingMatchesThePlan) {
+  int n = 0;
+  for (auto& f : fs::directory_iterator(templates())) {
+    if (f.path().extension() != ".dcproj") continue;
+    Project p = load_project(f.path().string());
+    Plan plan(p.graph, 1);
+    EXPECT_EQ(count_parameters(p.graph), plan.num_parameters()) << f.path();
+    ++n;
+  }
+  EXPECT_EQ(n, 8);
+  Project p = load_project(templates() + "two_conv_cnn.dcproj");
+  p.graph.set_attr(p.graph.find_by_name("conv2")->id, "kernel", std::vector<int64_t>{40, 40});
+  EXPECT_EQ(count_parameters(p.graph), -1);
+}
+
 TEST(Project, TwoConvTemplateIsTheClassicNetwork) {
   Project p = load_project(templates() + "two_conv_cnn.dcproj");
   Plan plan(p.graph, 1);

@@ -6,6 +6,7 @@
 #include "gui/inference_panel.h"
 #include "gui/main_window.h"
 #include "gui/project_context.h"
+#include "gui/summary_panel.h"
 #include "gui/training_panel.h"
 #include "gui/training_session.h"
 #include "gui_test_util.h"
@@ -105,6 +106,28 @@ TEST_F(MainWindowDashboard, ClosingStopsARunningTrainingWhenConfirmed) {
   EXPECT_TRUE(w->close());
   EXPECT_FALSE(t->session()->active());
   EXPECT_EQ(t->session()->state(), gui::TrainingSession::State::Cancelled);
+}
+
+}  // namespace
+}  // namespace dc::test
+
+namespace dc::test {
+namespace {
+
+// The same network in the editor: the summary reports it from the layers'
+// cost rules, and the window stays up.
+TEST_F(MainWindowDashboard, ANetworkTooLargeToAllocateIsReportedNotBuilt) {
+  gui::MainWindow w;
+  ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+  const Graph& g = w.editor()->graph();
+  QString why;
+  ASSERT_TRUE(w.editor()->setAttr(g.find_by_name("input")->id, "shape",
+                                  std::vector<int64_t>{1, 100000, 100000}, &why))
+      << why.toStdString();
+  w.summary()->refresh();  // the panel coalesces edits on a timer
+  EXPECT_TRUE(w.summary()->totalsText().contains("too large to size or train"))
+      << w.summary()->totalsText().toStdString();
+  w.setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
 }
 
 }  // namespace

@@ -26,6 +26,12 @@ struct LayerSummary {
   int64_t activation_bytes;  // per sample, forward output
 };
 
+// The parameter count of a valid graph from the layers' cost rules, without
+// allocating anything (a Plan allocates every weight); -1 when some node's
+// shape cannot be inferred. Lets a caller refuse a network too large for the
+// machine before building its Plan.
+int64_t count_parameters(const Graph& g);
+
 class Plan {
  public:
   // Validates the graph (throws GraphError listing every problem) and builds
