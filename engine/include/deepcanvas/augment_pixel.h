@@ -117,17 +117,24 @@ DC_AUG_FN void sincos_deg(float deg, float& s, float& c) {
 // change); two more words give rotation, translation and brightness.
 DC_AUG_FN Draw draw(const Params& p, uint64_t seed, int64_t i) {
   const uint64_t base = (seed ^ 0xA0761D6478BD642Full) + 0x9E3779B97F4A7C15ull * (uint64_t(i) + 1);
-  const uint64_t z = mix64(base), z2 = mix64(base ^ 0xD1B54A32D192ED03ull),
-                 z3 = mix64(base ^ 0x8CB92BA72F3D8DD7ull);
-  const uint64_t span = uint64_t(2 * p.pad + 1);
+  const uint64_t z = mix64(base);
+  // Remainders in 32 bits (the operands fit, so the results are those of 64
+  // bits), and unused words skipped: the kernel redraws for every pixel.
+  const uint32_t span = uint32_t(2 * p.pad + 1);
   Draw d;
   d.flip = p.flip && (z >> 63) != 0;
-  d.dy = int(((z >> 32) & 0x7FFFFFFFull) % span);
-  d.dx = int((z & 0xFFFFFFFFull) % span);
-  if (p.max_deg > 0) sincos_deg(mul(signed_unit(z2 >> 40), p.max_deg), d.sin_a, d.cos_a);
-  d.tx = int(((z2 >> 20) & 0xFFFFFull) % uint64_t(2 * p.max_tx + 1)) - p.max_tx;
-  d.ty = int((z2 & 0xFFFFFull) % uint64_t(2 * p.max_ty + 1)) - p.max_ty;
-  if (p.brightness > 0) d.gain = add(1.0f, mul(signed_unit(z3 >> 40), p.brightness));
+  d.dy = int(uint32_t((z >> 32) & 0x7FFFFFFFull) % span);
+  d.dx = int(uint32_t(z & 0xFFFFFFFFull) % span);
+  if (p.max_deg > 0 || p.max_tx > 0 || p.max_ty > 0) {
+    const uint64_t z2 = mix64(base ^ 0xD1B54A32D192ED03ull);
+    if (p.max_deg > 0) sincos_deg(mul(signed_unit(z2 >> 40), p.max_deg), d.sin_a, d.cos_a);
+    d.tx = int(uint32_t((z2 >> 20) & 0xFFFFFull) % uint32_t(2 * p.max_tx + 1)) - p.max_tx;
+    d.ty = int(uint32_t(z2 & 0xFFFFFull) % uint32_t(2 * p.max_ty + 1)) - p.max_ty;
+  }
+  if (p.brightness > 0) {
+    const uint64_t z3 = mix64(base ^ 0x8CB92BA72F3D8DD7ull);
+    d.gain = add(1.0f, mul(signed_unit(z3 >> 40), p.brightness));
+  }
   return d;
 }
 
