@@ -56,7 +56,7 @@ const char* kUsage =
     "  generate PROJECT --checkpoint FILE [--prompt TEXT] [--length N]\n"
     "      [--temperature T] [--top-k K] [--seed N]   (character models)\n"
     "  devices           list compute devices\n"
-    "  --version         print the version and build options\n";
+    "  --version         print the version, build options and whether a GPU is usable\n";
 
 double peak_rss_mb() {
   std::ifstream f("/proc/self/status");
@@ -500,9 +500,8 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (cmd == "--version") {
-    std::printf("deepcanvas-cli %s (CUDA: %s, OpenCV: %s, GEMM: %s)\n", DC_VERSION,
-                cuda_backend() ? "on" : "off", opencv_enabled() ? "on" : "off",
-                gemm_backend_name());
+    std::printf("deepcanvas-cli %s (OpenCV: %s, GEMM: %s, CUDA: %s)\n", DC_VERSION,
+                opencv_enabled() ? "on" : "off", gemm_backend_name(), cuda_status().c_str());
     return 0;
   }
   register_builtin_layers();

@@ -22,9 +22,8 @@ int main(int argc, char** argv) {
   // Before QApplication, which needs a display.
   for (int i = 1; i < argc; ++i)
     if (!std::strcmp(argv[i], "--version") || !std::strcmp(argv[i], "-v")) {
-      std::printf("deepcanvas %s (CUDA: %s, OpenCV: %s, GEMM: %s)\n", DC_VERSION,
-                  dc::cuda_backend() ? "on" : "off", DC_OPENCV ? "on" : "off",
-                  dc::gemm_backend_name());
+      std::printf("deepcanvas %s (OpenCV: %s, GEMM: %s, CUDA: %s)\n", DC_VERSION,
+                  DC_OPENCV ? "on" : "off", dc::gemm_backend_name(), dc::cuda_status().c_str());
       return 0;
     }
 

@@ -8,15 +8,28 @@ namespace dc {
 
 const char* attr_type_name(AttrType t) {
   switch (t) {
-    case AttrType::Int: return "integer";
-    case AttrType::Float: return "number";
-    case AttrType::Bool: return "boolean";
-    case AttrType::String: return "string";
-    case AttrType::Enum: return "choice";
-    case AttrType::IntPair: return "pair of integers";
-    case AttrType::IntList: return "list of integers";
+    case AttrType::Int:
+      return "integer";
+    case AttrType::Float:
+      return "number";
+    case AttrType::Bool:
+      return "boolean";
+    case AttrType::String:
+      return "string";
+    case AttrType::Enum:
+      return "choice";
+    case AttrType::IntPair:
+      return "pair of integers";
+    case AttrType::IntList:
+      return "list of integers";
   }
   return "?";
+}
+
+std::string attr_type_with_article(AttrType t) {
+  // Only "integer" starts with a vowel sound among the names above.
+  const std::string n = attr_type_name(t);
+  return (n[0] == 'i' ? "an " : "a ") + n;
 }
 
 const AttrValue& Attrs::get(const std::string& name) const {
@@ -73,7 +86,7 @@ static std::string range_text(const AttrSpec& s) {
 std::string validate_attr(const AttrSpec& s, const AttrValue& v) {
   auto in_range = [&](double x) { return x >= s.min && x <= s.max; };
   auto bad_type = [&]() {
-    return "attribute '" + s.name + "' must be a " + attr_type_name(s.type) + ", got " +
+    return "attribute '" + s.name + "' must be " + attr_type_with_article(s.type) + ", got " +
            attr_to_string(v);
   };
   switch (s.type) {
@@ -87,9 +100,12 @@ std::string validate_attr(const AttrSpec& s, const AttrValue& v) {
     }
     case AttrType::Float: {
       double x;
-      if (auto p = std::get_if<double>(&v)) x = *p;
-      else if (auto q = std::get_if<int64_t>(&v)) x = double(*q);
-      else return bad_type();
+      if (auto p = std::get_if<double>(&v))
+        x = *p;
+      else if (auto q = std::get_if<int64_t>(&v))
+        x = double(*q);
+      else
+        return bad_type();
       if (!std::isfinite(x) || !in_range(x))
         return "attribute '" + s.name + "' = " + num(x) + " is outside " + range_text(s);
       return "";

@@ -141,4 +141,12 @@ DeviceBackend* require_device(const DeviceSpec& spec) {
   return b;
 }
 
+std::string cuda_status() {
+  std::string why;
+  DeviceBackend* b = cuda_backend(&why);
+  if (!b) return "off, " + why;
+  const size_t n = b->devices().size();
+  return "on, " + std::to_string(n) + (n == 1 ? " GPU" : " GPUs");
+}
+
 }  // namespace dc

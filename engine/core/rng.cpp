@@ -13,7 +13,9 @@ static uint64_t splitmix64(uint64_t& x) {
   return z ^ (z >> 31);
 }
 
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static inline uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 
 void Rng::reseed(uint64_t seed) {
   uint64_t x = seed;

@@ -23,11 +23,16 @@ size_t dtype_size(DType t) {
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::I32: return "I32";
-    case DType::U8: return "U8";
+    case DType::F32:
+      return "F32";
+    case DType::F16:
+      return "F16";
+    case DType::BF16:
+      return "BF16";
+    case DType::I32:
+      return "I32";
+    case DType::U8:
+      return "U8";
   }
   return "?";
 }
@@ -71,7 +76,9 @@ Storage::Storage(size_t n) : bytes(n) {
   std::memset(data, 0, rounded);
 }
 
-Storage::~Storage() { std::free(data); }
+Storage::~Storage() {
+  std::free(data);
+}
 
 Tensor::Tensor(Shape shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype) {
   for (int64_t d : shape_.dims())

@@ -27,7 +27,7 @@ namespace {
 AttrValue attr_from_json(const AttrSpec& s, const json& v, const std::string& src,
                          const std::string& where) {
   auto wrong = [&]() -> AttrValue {
-    fail(src, where, "must be a " + std::string(attr_type_name(s.type)) + ", got " + v.dump());
+    fail(src, where, "must be " + attr_type_with_article(s.type) + ", got " + v.dump());
   };
   switch (s.type) {
     case AttrType::Int:

@@ -180,7 +180,7 @@ TEST(Cli, BadProjectsGiveOneClearMessage) {
       {"unknown layer", "\"type\": \"MaxPool2D\"", "\"type\": \"MaxPool\"",
        "unknown layer type 'MaxPool'"},
       {"unknown attribute", "\"units\": 128", "\"neurons\": 128", "unknown attribute 'neurons'"},
-      {"wrong type", "\"units\": 128", "\"units\": true", "must be a integer"},
+      {"wrong type", "\"units\": 128", "\"units\": true", "must be an integer"},
       {"out of range", "\"units\": 128", "\"units\": 0", "outside"},
       {"shape mismatch",
        "\"shape\": [\n            1,\n            28,\n            28\n          ]",

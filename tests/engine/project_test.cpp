@@ -123,7 +123,7 @@ TEST(Project, UnknownMissingWrongTypeAndOutOfRangeAttributes) {
   EXPECT_NE(e.find("unknown attribute 'filterz'"), std::string::npos) << e;
   EXPECT_NE(e.find("conv1"), std::string::npos) << e;
   e = expect_error(replace(t, "\"filters\": 32", "\"filters\": \"32\""));
-  EXPECT_NE(e.find("must be a integer"), std::string::npos) << e;
+  EXPECT_NE(e.find("must be an integer"), std::string::npos) << e;
   e = expect_error(replace(t, "\"filters\": 32", "\"filters\": -3"));
   EXPECT_NE(e.find("outside"), std::string::npos) << e;
   e = expect_error(replace(t, "\"filters\": 32", "\"filters\": 2.5"));

@@ -14,6 +14,8 @@ namespace dc {
 enum class AttrType { Int, Float, Bool, String, Enum, IntPair, IntList };
 
 const char* attr_type_name(AttrType t);
+// "an integer", "a number", ... for messages.
+std::string attr_type_with_article(AttrType t);
 
 // IntPair and IntList both hold std::vector<int64_t> (a pair has 2 entries).
 using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>>;

@@ -31,6 +31,11 @@ std::vector<GpuInfo> list_gpus(std::string* why_not = nullptr);
 // be used; returns the backend (null for cpu).
 DeviceBackend* require_device(const DeviceSpec& spec);
 
+// For --version: "on, 1 GPU" or "off, <why>", where why says whether the
+// plugin is missing or the machine lacks a driver or a GPU. A run-time fact:
+// the plugin is a separate package, so the build alone does not decide it.
+std::string cuda_status();
+
 // Where the loader looks for the plugin, in order (for messages and docs):
 // $DC_CUDA_PLUGIN, next to the executable, ../lib, ../lib/deepcanvas.
 std::vector<std::string> cuda_plugin_candidates();

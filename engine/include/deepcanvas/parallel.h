@@ -20,8 +20,7 @@ const char* gemm_backend_name();
 
 // Row-major single-precision GEMM: C = alpha * op(A) * op(B) + beta * C.
 // op(A) is MxK, op(B) is KxN, C is MxN with leading dimensions lda/ldb/ldc.
-void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-           int64_t ldc);
+void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
 }  // namespace dc
