@@ -1,5 +1,7 @@
 #include "predict.h"
 
+#include <filesystem>
+
 #include <deepcanvas/errors.h>
 
 #ifdef DC_HAVE_OPENCV
@@ -18,6 +20,9 @@ Tensor load_image_input(const std::string& path, const Shape& in, float mean, fl
   if (in.rank() != 3 || (in[0] != 1 && in[0] != 3))
     throw Error("the network's input is " + in.str() +
                 ", not an image (channels×height×width with 1 or 3 channels)");
+  // Checked first: OpenCV would also print its own warning for a missing file.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw IoError(path + ": no such file");
   cv::Mat img = cv::imread(path, in[0] == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
   if (img.empty())
     throw IoError(path + ": cannot be read as an image (missing, unreadable or not an image)");

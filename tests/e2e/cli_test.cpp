@@ -111,6 +111,16 @@ TEST(Cli, TrainsTheSampleProjectToAUsefulAccuracy) {
   ASSERT_EQ(p.code, 0) << p.out;
   EXPECT_NE(p.out.find("true class"), std::string::npos) << p.out;
   EXPECT_NE(p.out.find("%"), std::string::npos) << p.out;
+
+  // Image files: a missing one and one that is not an image each give one
+  // line naming the file (and no OpenCV warning before it).
+  CliRun missing = cli("predict " + kSample + " --checkpoint " + ck + " " + t.path("none.png"));
+  EXPECT_NE(missing.code, 0);
+  EXPECT_EQ(missing.out, "deepcanvas-cli: " + t.path("none.png") + ": no such file\n");
+  std::string junk = t.write("junk.png", "this is not a PNG");
+  CliRun bad = cli("predict " + kSample + " --checkpoint " + ck + " " + junk);
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.out.find("cannot be read as an image"), std::string::npos) << bad.out;
 }
 
 TEST(Cli, SummaryListsLayersAndTotals) {
