@@ -20,22 +20,9 @@
 namespace dc {
 namespace {
 
-Attrs A(std::initializer_list<std::pair<const char*, AttrValue>> kv) {
-  Attrs a;
-  for (auto& [k, v] : kv) a.set(k, v);
-  return a;
-}
+using test::A;
 
-double rel_err(const Tensor& a, const Tensor& b) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    double d = double(a.f32()[i]) - double(b.f32()[i]);
-    if (std::isnan(d)) return INFINITY;
-    num += d * d;
-    den += double(b.f32()[i]) * double(b.f32()[i]);
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
-}
+using test::rel_err;
 
 Graph small_cnn() {
   register_builtin_layers();

@@ -30,14 +30,8 @@ struct Case {
   bool pre_bias = true;
 };
 
-Attrs A(std::initializer_list<std::pair<const char*, AttrValue>> kv) {
-  Attrs a;
-  for (auto& [k, v] : kv) a.set(k, v);
-  return a;
-}
-AttrValue pair(int64_t a, int64_t b) {
-  return AttrValue(std::vector<int64_t>{a, b});
-}
+using test::A;
+using test::pair;
 
 Graph build(const Case& c) {
   register_builtin_layers();
@@ -62,22 +56,10 @@ Graph build(const Case& c) {
   return g;
 }
 
-double rel_err(const Tensor& a, const Tensor& b) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    double d = double(a.f32()[i]) - double(b.f32()[i]);
-    if (std::isnan(d)) return INFINITY;
-    num += d * d;
-    den += double(b.f32()[i]) * double(b.f32()[i]);
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
-}
+using test::rel_err;
 
 Tensor random(const Shape& s, uint64_t seed) {
-  Tensor t(s);
-  Rng r(seed);
-  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = r.uniform(-1.f, 1.f);
-  return t;
+  return test::uniform_tensor(s, seed, -1.f, 1.f);
 }
 
 void check_case(const Case& c, bool training = true) {

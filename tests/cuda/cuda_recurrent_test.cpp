@@ -23,11 +23,7 @@
 namespace dc {
 namespace {
 
-Attrs A(std::initializer_list<std::pair<const char*, AttrValue>> kv) {
-  Attrs a;
-  for (auto& [k, v] : kv) a.set(k, v);
-  return a;
-}
+using test::A;
 
 struct SeqCase {
   SeqCase(std::string name_, int64_t T_, int64_t F_, bool tokens_, bool pre_, std::string type_,
@@ -87,22 +83,10 @@ Tensor input_for(const SeqCase& c, int64_t N, uint64_t seed) {
 }
 
 Tensor random(const Shape& s, uint64_t seed) {
-  Tensor t(s);
-  Rng r(seed);
-  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = r.uniform(-1.f, 1.f);
-  return t;
+  return test::uniform_tensor(s, seed, -1.f, 1.f);
 }
 
-double rel_err(const Tensor& a, const Tensor& b) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    double d = double(a.f32()[i]) - double(b.f32()[i]);
-    if (std::isnan(d)) return INFINITY;
-    num += d * d;
-    den += double(b.f32()[i]) * double(b.f32()[i]);
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
-}
+using test::rel_err;
 
 // Learned initial states start at zero, which would leave their forward
 // effect untested: give every parameter a random value first.

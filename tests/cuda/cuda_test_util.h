@@ -1,14 +1,54 @@
 #pragma once
-// Finding the CUDA backend for tests: null (and the reason) when this machine
-// has no driver, no GPU or no plugin, so every test can GTEST_SKIP cleanly.
+// What the CUDA tests share: finding the backend (null, with the reason, when
+// this machine has no driver, GPU or plugin, so every test can GTEST_SKIP
+// cleanly), the CPU-vs-CUDA error measure, random inputs and attribute literals.
+#include <deepcanvas/attrs.h>
 #include <deepcanvas/device.h>
+#include <deepcanvas/rng.h>
+#include <deepcanvas/tensor.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace dc::test {
+
+// ||a - b|| / ||b|| over all elements (NaN anywhere: infinite), the measure
+// every CPU-vs-CUDA comparison uses.
+inline double rel_err(const Tensor& a, const Tensor& b) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    double d = double(a.f32()[i]) - double(b.f32()[i]);
+    if (std::isnan(d)) return INFINITY;
+    num += d * d;
+    den += double(b.f32()[i]) * double(b.f32()[i]);
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+// A tensor of uniform values in [lo, hi), reproducible from the seed.
+inline Tensor uniform_tensor(const Shape& s, uint64_t seed, float lo, float hi) {
+  Tensor t(s);
+  Rng r(seed);
+  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = r.uniform(lo, hi);
+  return t;
+}
+
+// Attribute literals: A({{"units", int64_t(8)}}), pair(3, 3).
+inline Attrs A(std::initializer_list<std::pair<const char*, AttrValue>> kv) {
+  Attrs a;
+  for (auto& [k, v] : kv) a.set(k, v);
+  return a;
+}
+inline AttrValue pair(int64_t a, int64_t b) {
+  return AttrValue(std::vector<int64_t>{a, b});
+}
 
 inline std::string& skip_reason() {
   static std::string why;

@@ -18,11 +18,7 @@
 namespace dc {
 namespace {
 
-Attrs A(std::initializer_list<std::pair<const char*, AttrValue>> kv) {
-  Attrs a;
-  for (auto& [k, v] : kv) a.set(k, v);
-  return a;
-}
+using test::A;
 
 Graph dense_graph(int64_t in, int64_t out) {
   register_builtin_layers();
@@ -42,22 +38,10 @@ Graph dense_graph(int64_t in, int64_t out) {
 }
 
 Tensor random(const Shape& s, uint64_t seed) {
-  Tensor t(s);
-  Rng r(seed);
-  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = r.uniform(-2.f, 2.f);
-  return t;
+  return test::uniform_tensor(s, seed, -2.f, 2.f);
 }
 
-double rel_err(const Tensor& a, const Tensor& b) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    double d = double(a.f32()[i]) - double(b.f32()[i]);
-    if (std::isnan(d)) return INFINITY;
-    num += d * d;
-    den += double(b.f32()[i]) * double(b.f32()[i]);
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
-}
+using test::rel_err;
 
 void check_loss(const std::string& name, float smoothing, int64_t C, bool values) {
   DeviceBackend* be = test::gpu_or_skip();
