@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "test_util.h"
+#include "torch_ref_util.h"
 
 namespace dc {
 namespace {
@@ -22,36 +23,12 @@ using test::attrs;
 using test::desc;
 using test::Ints;
 
-const std::string kPython = "/usr/bin/python3";
 const std::string kScript =
     std::string(DC_SOURCE_DIR) + "/tests/engine/torch_ref/layer_reference.py";
 
-std::string run(const std::string& cmd, int* code) {
-  std::string out;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return "popen failed";
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  *code = ::pclose(p);
-  return out;
-}
-
-// Why torch is unusable here, or "" when it works.
-std::string torch_missing() {
-  static const std::string why = [] {
-    int code = 0;
-    std::string out = run(kPython + " -c 'import torch, numpy'", &code);
-    return code == 0 ? std::string() : "PyTorch is not importable by " + kPython + ": " + out;
-  }();
-  return why;
-}
-
-nlohmann::json attrs_json(const Attrs& a) {
-  nlohmann::json j = nlohmann::json::object();
-  for (auto& [k, v] : a.values()) std::visit([&, &k = k](auto&& x) { j[k] = x; }, v);
-  return j;
-}
+using test::attrs_json;
+using test::kPython;
+using test::torch_missing;
 
 struct Case {
   std::string type;
@@ -116,7 +93,7 @@ void compare_with_torch(const Case& c) {
       path, file,
       {{"type", c.type}, {"attrs", attrs_json(a).dump()}, {"training", c.training ? "1" : "0"}});
   int code = 0;
-  std::string out = run(kPython + " " + kScript + " " + path, &code);
+  std::string out = test::run_command(kPython + " " + kScript + " " + path, &code);
   ASSERT_EQ(code, 0) << out;
   auto res = nlohmann::json::parse(out.substr(out.rfind('{')));
   size_t expected = 1 + xs.size();
