@@ -1,19 +1,10 @@
 // Pointwise ops: activations, Add, Dropout, bias. Grid-stride loops so one
 // launch shape fits every size.
 #include "kernels.h"
+#include "launch.cuh"
 
 namespace dc::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-inline int blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return int(b < 65535 * 8 ? (b > 0 ? b : 1) : 65535 * 8);
-}
-
-#define DC_GRID_LOOP(i, n)                                                  \
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
-       i += int64_t(gridDim.x) * blockDim.x)
 
 __device__ inline float act_f(Act a, float slope, float x) {
   switch (a) {

@@ -6,19 +6,10 @@
 #include <cuda_fp16.h>
 
 #include "kernels.h"
+#include "launch.cuh"
 
 namespace dc::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-inline int blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return int(b < 65535 * 8 ? (b > 0 ? b : 1) : 65535 * 8);
-}
-
-#define DC_GRID_LOOP(i, n)                                                  \
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
-       i += int64_t(gridDim.x) * blockDim.x)
 
 // Round to nearest even, as torch's .to(bfloat16) / .half() do; fp16
 // overflows to inf, which the loss scaler detects.

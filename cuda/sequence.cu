@@ -3,19 +3,10 @@
 // batch, and the table-driven copies that move PyTorch-layout parameters in
 // and out of cuDNN's RNN weight space.
 #include "kernels.h"
+#include "launch.cuh"
 
 namespace dc::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-inline int blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return int(b < 65535 * 8 ? (b > 0 ? b : 1) : 65535 * 8);
-}
-
-#define DC_GRID_LOOP(i, n)                                                  \
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
-       i += int64_t(gridDim.x) * blockDim.x)
 
 // Ids arrive as floats (every activation is float). The plan rejects
 // out-of-range ids on the host before they get here; the clamp only keeps a
