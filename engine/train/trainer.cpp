@@ -42,11 +42,32 @@ const char* event_kind_name(TrainEvent::Kind k) {
   return "?";
 }
 
+namespace {
+
+// evaluate() and evaluate_device() differ only in how a batch's outputs are
+// produced; these are the parts they share.
+std::vector<int64_t> indices_or_all(const std::vector<int64_t>& indices, const Dataset& ds) {
+  if (!indices.empty()) return indices;
+  std::vector<int64_t> all(size_t(ds.size()));
+  for (int64_t i = 0; i < ds.size(); ++i) all[size_t(i)] = i;
+  return all;
+}
+
+EvalResult eval_result(const ClassificationMetrics& m) {
+  EvalResult r;
+  r.loss = m.mean_loss();
+  r.top1 = m.top1();
+  r.top5 = m.top5();
+  r.samples = m.count();
+  r.confusion = m.confusion();
+  return r;
+}
+
+}  // namespace
+
 EvalResult evaluate(Plan& plan, const Dataset& ds, const std::vector<int64_t>& indices,
                     int64_t batch, Loss& loss) {
-  std::vector<int64_t> idx = indices;
-  if (idx.empty())
-    for (int64_t i = 0; i < ds.size(); ++i) idx.push_back(i);
+  const std::vector<int64_t> idx = indices_or_all(indices, ds);
   batch = std::min(batch, plan.max_batch());
   ClassificationMetrics m;
   Tensor x(plan.input_shape().with_batch(batch));
@@ -62,21 +83,13 @@ EvalResult evaluate(Plan& plan, const Dataset& ds, const std::vector<int64_t>& i
     float l = loss.compute(out, Targets{labels.data(), nullptr}, db);
     m.add(out, labels.data(), double(l) * double(n));
   }
-  EvalResult r;
-  r.loss = m.mean_loss();
-  r.top1 = m.top1();
-  r.top5 = m.top5();
-  r.samples = m.count();
-  r.confusion = m.confusion();
-  return r;
+  return eval_result(m);
 }
 
 EvalResult evaluate_device(DevicePlan& plan, int dataset, const Dataset& ds,
                            const Shape& output_shape, const std::vector<int64_t>& indices,
                            int64_t batch, Loss& loss) {
-  std::vector<int64_t> idx = indices;
-  if (idx.empty())
-    for (int64_t i = 0; i < ds.size(); ++i) idx.push_back(i);
+  const std::vector<int64_t> idx = indices_or_all(indices, ds);
   ClassificationMetrics m;
   Tensor out(output_shape.with_batch(batch)), dout(output_shape.with_batch(batch));
   for (size_t b = 0; b < idx.size(); b += batch) {
@@ -89,13 +102,7 @@ EvalResult evaluate_device(DevicePlan& plan, int dataset, const Dataset& ds,
     float l = loss.compute(ob, Targets{lab.data(), nullptr}, db);
     m.add(ob, lab.data(), double(l) * double(n));
   }
-  EvalResult r;
-  r.loss = m.mean_loss();
-  r.top1 = m.top1();
-  r.top5 = m.top5();
-  r.samples = m.count();
-  r.confusion = m.confusion();
-  return r;
+  return eval_result(m);
 }
 
 Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
