@@ -4,8 +4,10 @@
 // cleanly), the CPU-vs-CUDA error measure, random inputs and attribute literals.
 #include <deepcanvas/attrs.h>
 #include <deepcanvas/device.h>
+#include <deepcanvas/project.h>
 #include <deepcanvas/rng.h>
 #include <deepcanvas/tensor.h>
+#include <deepcanvas/trainer.h>
 
 #include <gtest/gtest.h>
 
@@ -13,6 +15,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +41,23 @@ inline Tensor uniform_tensor(const Shape& s, uint64_t seed, float lo, float hi) 
   Rng r(seed);
   for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = r.uniform(lo, hi);
   return t;
+}
+
+// Trains project p for two epochs (seed 1) on the bundled Fashion-MNIST
+// subset on `device` and returns the test accuracy, for CPU-vs-CUDA runs.
+inline double subset_accuracy(const Project& p, const std::string& device) {
+  TrainTest tt =
+      load_fashion_mnist(std::string(DC_SOURCE_DIR) + "/sample_data/fashion-mnist-subset");
+  TrainConfig c = p.training;
+  c.epochs = 2;
+  c.device = device;
+  c.seed = 1;
+  Trainer t(p.graph, c, std::make_shared<Dataset>(std::move(tt.train)),
+            std::make_shared<Dataset>(std::move(tt.test)));
+  t.start();
+  t.wait();
+  EXPECT_TRUE(t.result().ok) << device << ": " << t.result().error;
+  return t.result().test_accuracy;
 }
 
 // Attribute literals: A({{"units", int64_t(8)}}), pair(3, 3).

@@ -232,22 +232,8 @@ TEST(CudaTraining, ReachesTheCpuAccuracyOnTheSampleSubset) {
   if (!be) GTEST_SKIP() << test::skip_reason();
   register_builtin_layers();
   Project p = load_project(std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj");
-  auto run = [&](const std::string& device) {
-    TrainTest tt =
-        load_fashion_mnist(std::string(DC_SOURCE_DIR) + "/sample_data/fashion-mnist-subset");
-    TrainConfig c = p.training;
-    c.epochs = 2;
-    c.device = device;
-    c.seed = 1;
-    Trainer t(p.graph, c, std::make_shared<Dataset>(std::move(tt.train)),
-              std::make_shared<Dataset>(std::move(tt.test)));
-    t.start();
-    t.wait();
-    EXPECT_TRUE(t.result().ok) << t.result().error;
-    return t.result().test_accuracy;
-  };
-  double cpu = run("cpu");
-  double gpu = run("cuda:0");
+  double cpu = test::subset_accuracy(p, "cpu");
+  double gpu = test::subset_accuracy(p, "cuda:0");
   std::printf("[ sample subset ] CPU test accuracy %.4f, CUDA %.4f\n", cpu, gpu);
   EXPECT_GT(gpu, 0.70);
   EXPECT_GE(gpu, cpu - 0.02);
