@@ -179,8 +179,7 @@ int cmd_train(const Args& a) {
   check_network_size(p.graph);
   if (!parse_device(c.device).cuda) {
     Plan sizing(p.graph, 1);
-    check_cpu_memory(sizing.activation_bytes(c.batch, true) + sizing.parameter_bytes() * 4, c.batch,
-                     sizing.activation_bytes(1, true));
+    check_cpu_memory(sizing.training_bytes(c.batch), c.batch, sizing.activation_bytes(1, true));
   }
   LoadedData data = load_data(p, a.get("data", ""));
 
@@ -414,7 +413,7 @@ int cmd_summary(const Args& a) {
     macs += r.cost.macs;
     if (!is_input_type(r.type)) act += r.activation_bytes;
   }
-  int64_t train_bytes = plan.activation_bytes(batch, true) + plan.parameter_bytes() * 4;
+  int64_t train_bytes = plan.training_bytes(batch);
   if (a.flag("json")) {
     json layers = json::array();
     for (auto& r : rows)

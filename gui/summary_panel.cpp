@@ -137,9 +137,7 @@ void SummaryPanel::refresh() {
       if (!is_input_type(r.type)) act += r.activation_bytes;
     }
     total_params_ = params;
-    // As the CLI's summary: activations and their gradients, weights,
-    // gradients and Adam's two moments.
-    int64_t train = plan.activation_bytes(batch_, true) + plan.parameter_bytes() * 4;
+    int64_t train = plan.training_bytes(batch_);  // the same figure as the CLI's
     totals_text_ = tr("<b>%1</b> parameters (%2) · <b>%3</b> MACs per sample · %4 activations "
                       "per sample · training at batch %5 needs about <b>%6</b>")
                        .arg(humanCount(double(params)), humanBytes(double(params) * 4),

@@ -71,6 +71,12 @@ class Plan {
   // Bytes of activations (+ their gradients when training) for a batch.
   int64_t activation_bytes(int64_t batch, bool training) const;
   int64_t parameter_bytes() const;
+  // Memory a training step needs at `batch`: activations and their
+  // gradients, weights, their gradients and Adam's two moments (what the
+  // summaries show and what a run is checked against before it starts).
+  int64_t training_bytes(int64_t batch) const {
+    return activation_bytes(batch, true) + parameter_bytes() * 4;
+  }
   // The output of a node from the last forward (for activation views).
   const Tensor* activation(NodeId id) const;
 
