@@ -1,6 +1,7 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/layer.h>
+#include <deepcanvas/loss.h>
 #include <deepcanvas/project.h>
 
 #include <filesystem>

@@ -4,7 +4,7 @@
 // settings. Loading validates every field against the layer registry and
 // names the file and field on error; saving is atomic.
 #include <deepcanvas/graph.h>
-#include <deepcanvas/trainer.h>
+#include <deepcanvas/train_config.h>
 
 #include <string>
 
