@@ -5,6 +5,7 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/format.h>
 #include <deepcanvas/io.h>
+#include <deepcanvas/npy.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/preflight.h>
 #include <deepcanvas/project.h>
@@ -74,6 +75,17 @@ const std::vector<Command>& commands() {
         {"top", "K", "classes to show (default 5)"}},
        false,
        -1},
+      {"run",
+       "PROJECT",
+       "Run the network on a NumPy array (inference) and write its output as .npy.",
+       {{"checkpoint", "FILE", "the trained model"},
+        {"input", "X.npy",
+         "the network's input, batch first: float32 as the Input takes it (already "
+         "normalised), or int64 token ids for an Embedding input"},
+        {"output", "Y.npy", "where the float32 output [N, ...] is written"},
+        {"batch", "N", "samples per forward pass (default 64)"},
+        {"threads", "N", "CPU threads (0: every core)"},
+        {"json", "", "print one JSON object"}}},
       {"summary",
        "PROJECT",
        "Shapes, parameters, MACs and memory of every layer.",
@@ -360,6 +372,51 @@ int cmd_eval(const Args& a) {
   return 0;
 }
 
+// Arrays in, arrays out: the ecosystem's way to compare a network with its
+// PyTorch, onnxruntime or OpenCV counterpart on exactly the same numbers.
+int cmd_run(const Args& a) {
+  const std::string in_path = a.get("input", ""), out_path = a.get("output", "");
+  if (in_path.empty()) throw Error("missing --input X.npy (the network's input, batch first)");
+  if (out_path.empty()) throw Error("missing --output Y.npy (where the output is written)");
+  check_writable("--output", out_path, false);
+  const int64_t batch = a.get_int("batch", 64, 1, 1 << 16);
+  set_num_threads(int(a.get_int("threads", 0, 0, 1024)));
+  Loaded l = load_trained(a, batch);
+  NpyArray x = load_npy(in_path);
+  const Shape& in = l.plan->input_shape();
+  const std::vector<int64_t>& dims = x.data.shape().dims();
+  if (dims.size() != in.rank() + 1 ||
+      !std::equal(in.dims().begin(), in.dims().end(), dims.begin() + 1))
+    throw DataError(in_path + ": the array's shape is " + Shape(dims).str(true) +
+                    " but the network's Input takes N x " + in.str(true) +
+                    " (batch first); reshape it to that");
+  const int64_t n = dims[0];
+  if (n == 0) throw DataError(in_path + ": the array holds no samples (its first dimension is 0)");
+  const Shape& out_sample = l.plan->output_shape();
+  Tensor y(out_sample.with_batch(n));
+  const int64_t in_row = in.numel(), out_row = out_sample.numel();
+  RunContext ctx{false, nullptr};
+  for (int64_t at = 0; at < n; at += batch) {
+    const int64_t b = std::min(batch, n - at);
+    Tensor xb(in.with_batch(b));
+    std::copy_n(x.data.f32() + at * in_row, b * in_row, xb.f32());
+    const Tensor& out = l.plan->forward(xb, ctx);
+    std::copy_n(out.f32(), b * out_row, y.f32() + at * out_row);
+  }
+  save_npy(out_path, y);
+  if (a.flag("json"))
+    std::cout << json({{"samples", n},
+                       {"input", x.data.shape().dims()},
+                       {"output", y.shape().dims()},
+                       {"path", out_path}})
+                     .dump()
+              << std::endl;
+  else if (!a.flag("quiet"))
+    std::fprintf(stderr, "%lld samples %s -> %s written to %s\n", (long long)n,
+                 x.data.shape().str(true).c_str(), y.shape().str(true).c_str(), out_path.c_str());
+  return 0;
+}
+
 int cmd_predict(const Args& a) {
   Loaded l = load_trained(a, 1);
   int top = int(a.get_int("top", 5, 1, 1000));
@@ -523,6 +580,7 @@ int run(int argc, char** argv) {
   if (cmd == "train") return cmd_train(a);
   if (cmd == "eval") return cmd_eval(a);
   if (cmd == "predict") return cmd_predict(a);
+  if (cmd == "run") return cmd_run(a);
   if (cmd == "summary") return cmd_summary(a);
   if (cmd == "generate") return cmd_generate(a);
   return cmd_devices(a);

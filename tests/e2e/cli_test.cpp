@@ -2,6 +2,7 @@
 // project and deliberately broken inputs. Bad input must give one clear
 // message, a non-zero exit, and leave no partial output file.
 #include <deepcanvas/io.h>
+#include <deepcanvas/npy.h>
 #include <gtest/gtest.h>
 
 #include <array>
@@ -221,6 +222,49 @@ TEST(Cli, FlagsOfEveryKindAreParsedOrRefused) {
   CliRun eps = cli("train " + kSample + " --epochs 1 --eps 0");
   EXPECT_EQ(eps.code, 1) << eps.out;
   EXPECT_NE(eps.out.find("--eps must be a number in (0, 1]"), std::string::npos) << eps.out;
+}
+
+// `run` feeds a NumPy array through the trained network in batches and
+// writes the outputs; the batch size must not change a single number.
+TEST(Cli, RunMapsANumPyArrayToTheOutputsInBatches) {
+  Tmp t;
+  const std::string ck = t.path("m.safetensors");
+  CliRun tr =
+      cli("train " + kSample + " --epochs 1 --steps-per-epoch 3 --quiet --checkpoint " + ck);
+  ASSERT_EQ(tr.code, 0) << tr.out;
+  dc::Tensor x(dc::Shape{13, 1, 28, 28});
+  for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = float((i * 7919) % 255) / 255.f - 0.3f;
+  dc::save_npy(t.path("x.npy"), x);
+  std::vector<dc::NpyArray> outs;
+  for (const char* batch : {"1", "5", "64"}) {
+    const std::string y = t.path(std::string("y") + batch + ".npy");
+    CliRun r = cli("run " + kSample + " --checkpoint " + ck + " --input " + t.path("x.npy") +
+                   " --output " + y + " --json --batch " + batch);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("\"samples\":13"), std::string::npos) << r.out;
+    outs.push_back(dc::load_npy(y));
+    ASSERT_EQ(outs.back().shape, (std::vector<int64_t>{13, 10}));
+  }
+  for (size_t k = 1; k < outs.size(); ++k)
+    for (int64_t i = 0; i < 130; ++i)
+      EXPECT_NEAR(outs[k].data.f32()[i], outs[0].data.f32()[i], 1e-5f) << k << " " << i;
+
+  // A single image without its batch dimension, a missing --output, a
+  // file that is not an array: one message each, exit 1, no output file.
+  dc::save_npy(t.path("one.npy"), dc::Tensor(dc::Shape{1, 28, 28}));
+  CliRun shape = cli("run " + kSample + " --checkpoint " + ck + " --input " + t.path("one.npy") +
+                     " --output " + t.path("bad.npy"));
+  EXPECT_EQ(shape.code, 1) << shape.out;
+  EXPECT_NE(shape.out.find("N x 1x28x28 (batch first)"), std::string::npos) << shape.out;
+  EXPECT_FALSE(fs::exists(t.path("bad.npy")));
+  CliRun no_out = cli("run " + kSample + " --checkpoint " + ck + " --input " + t.path("x.npy"));
+  EXPECT_EQ(no_out.code, 1);
+  EXPECT_NE(no_out.out.find("missing --output"), std::string::npos) << no_out.out;
+  CliRun not_npy = cli("run " + kSample + " --checkpoint " + ck + " --input " + kSample +
+                       " --output " + t.path("bad.npy"));
+  EXPECT_EQ(not_npy.code, 1);
+  EXPECT_NE(not_npy.out.find("not a NumPy .npy file"), std::string::npos) << not_npy.out;
+  EXPECT_FALSE(fs::exists(t.path("bad.npy")));
 }
 
 struct BadCase {
