@@ -174,19 +174,23 @@ bool MainWindow::saveAs() {
   return !f.isEmpty() && saveFile(f);
 }
 
+QStringList MainWindow::recentFiles() {
+  return QSettings().value("recentFiles").toStringList();
+}
+
 void MainWindow::addRecent(const QString& path) {
   QSettings s;
-  QStringList list = s.value("recentFiles").toStringList();
+  QStringList list = recentFiles();
   list.removeAll(path);
   list.prepend(path);
   while (list.size() > kMaxRecent) list.removeLast();
   s.setValue("recentFiles", list);
+  updateStartPage();
 }
 
 void MainWindow::fillRecentMenu() {
   recent_menu_->clear();
-  QStringList list = QSettings().value("recentFiles").toStringList();
-  for (const QString& f : list) {
+  for (const QString& f : recentFiles()) {
     if (!QFileInfo::exists(f)) continue;
     QAction* a = recent_menu_->addAction(QFileInfo(f).fileName(), this, [this, f] { openFile(f); });
     a->setToolTip(f);

@@ -86,17 +86,32 @@ MainWindow::Mode MainWindow::mode() const {
 }
 
 void MainWindow::modeChanged(int index) {
-  const bool model = index == int(Mode::Model);
+  setDocksForModel(index == int(Mode::Model));
+}
+
+void MainWindow::setDocksForModel(bool model) {
   if (model == docks_for_model_) return;
   docks_for_model_ = model;
   for (QDockWidget* d : findChildren<QDockWidget*>()) {
     if (!model) {
-      d->setProperty("shownInModel", d->isVisible());
+      // isVisible() is false for every dock before the window is first
+      // shown (a tab restored at start-up), which would lose them all.
+      d->setProperty("shownInModel", d->isVisibleTo(this));
       d->hide();
     } else if (d->property("shownInModel").toBool()) {
       d->show();
     }
   }
+}
+
+QByteArray MainWindow::modelLayoutState() {
+  // Saved as the other tabs leave them (stepped aside), the docks would come
+  // back hidden and the editor without its palette.
+  if (docks_for_model_) return saveState(kLayoutVersion);
+  setDocksForModel(true);
+  QByteArray state = saveState(kLayoutVersion);
+  setDocksForModel(false);
+  return state;
 }
 
 void MainWindow::syncContext() {
