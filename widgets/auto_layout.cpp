@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <vector>
 
 namespace dc::widgets {
@@ -16,17 +17,17 @@ constexpr double kReadableZoom = 0.75;
 struct Wrap {
   size_t per_row;  // columns per row
   double zoom;     // what fitting it into the space gives
-  double row_gap;  // between the last node of a row and the next row
   std::vector<double> row_top;
 };
 
-// The number of columns per row that shows the layout largest in `space`.
-Wrap chooseWrap(const std::vector<std::vector<NodeId>>& cols, LayoutSpace space, double column,
-                double row) {
+// The number of columns per row that shows the layout largest in `space`;
+// `loose` unconnected nodes go in rows of their own below.
+Wrap chooseWrap(const std::vector<std::vector<NodeId>>& cols, size_t loose, LayoutSpace space,
+                double column, double row) {
   const size_t n = cols.size();
   const double gap = row * 1.6;  // room for the edge that runs back to the next row's start
   auto rows_for = [&](size_t per_row) {
-    Wrap w{per_row, 0, gap, {}};
+    Wrap w{per_row, 0, {}};
     double top = 0, width = 0;
     for (size_t first = 0; first < n; first += per_row) {
       size_t tallest = 1;
@@ -37,15 +38,24 @@ Wrap chooseWrap(const std::vector<std::vector<NodeId>>& cols, LayoutSpace space,
       width =
           std::max(width, double(std::min(n, first + per_row) - first - 1) * column + kCardWidth);
     }
+    const size_t loose_row = std::max(per_row, size_t(1));
+    for (size_t first = 0; first < loose; first += loose_row) {
+      w.row_top.push_back(top);
+      top += kCardHeight + gap;
+      width = std::max(
+          width, double(std::min(loose, first + loose_row) - first - 1) * column + kCardWidth);
+    }
     const double height = top - gap;
     w.zoom = std::min(space.width / (width + kFitMargin), space.height / (height + kFitMargin));
     return w;
   };
-  Wrap best = rows_for(std::max<size_t>(n, 1));
+  // With no wired layers at all, the loose ones decide the width.
+  const size_t count = n > 0 ? n : std::max<size_t>(loose, 1);
+  Wrap best = rows_for(count);
   if (space.width <= 0 || space.height <= 0 || best.zoom >= kReadableZoom) return best;
-  for (size_t rows = 2; rows <= n; ++rows) {
+  for (size_t rows = 2; rows <= count; ++rows) {
     // Rows as even as they can be: 11 columns in 3 rows are 4 + 4 + 3.
-    Wrap w = rows_for((n + rows - 1) / rows);
+    Wrap w = rows_for((count + rows - 1) / rows);
     if (w.zoom > best.zoom + 1e-9) best = w;
     if (std::min(best.zoom, 1.0) >= 1.0) break;  // no gain past the natural size
   }
@@ -64,7 +74,20 @@ std::map<NodeId, std::pair<double, double>> autoLayout(const Graph& g, LayoutSpa
     for (const auto& [id, n] : g.nodes()) order.push_back(id);  // a cycle: keep id order
   }
   std::map<NodeId, std::vector<NodeId>> preds;
-  for (const Edge& e : g.edges()) preds[e.dst].push_back(e.src);
+  std::set<NodeId> linked;
+  for (const Edge& e : g.edges()) {
+    preds[e.dst].push_back(e.src);
+    linked.insert(e.src);
+    linked.insert(e.dst);
+  }
+  // A layer not wired yet would take a place in the first column and push
+  // the Input off the chain's line: such layers get rows of their own below.
+  std::vector<NodeId> loose;
+  std::erase_if(order, [&](NodeId id) {
+    if (linked.count(id)) return false;
+    loose.push_back(id);
+    return true;
+  });
   std::map<NodeId, int> level;
   int levels = 0;
   for (NodeId id : order) {
@@ -96,7 +119,7 @@ std::map<NodeId, std::pair<double, double>> autoLayout(const Graph& g, LayoutSpa
       rank[col[i]] = double(i);
     }
   }
-  const Wrap wrap = chooseWrap(cols, space, column, row);
+  const Wrap wrap = chooseWrap(cols, loose.size(), space, column, row);
   for (size_t c = 0; c < cols.size(); ++c) {
     const auto& col = cols[c];
     const size_t r = c / wrap.per_row;
@@ -110,6 +133,12 @@ std::map<NodeId, std::pair<double, double>> autoLayout(const Graph& g, LayoutSpa
       y = std::round(y / 20) * 20;
       out[col[i]] = {40 + double(c % wrap.per_row) * column, 120 + y};
     }
+  }
+  const size_t rows = cols.empty() ? 0 : (cols.size() - 1) / wrap.per_row + 1;
+  const size_t loose_row = std::max(wrap.per_row, size_t(1));
+  for (size_t k = 0; k < loose.size(); ++k) {
+    const double y = std::round(wrap.row_top[rows + k / loose_row] / 20) * 20;
+    out[loose[k]] = {40 + double(k % loose_row) * column, 120 + y};
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include "gui/project_context.h"
 #include "gui/shortcuts_dialog.h"
 #include "gui/start_page.h"
+#include "gui/template_dialog.h"
 #include "gui/theme.h"
 #include "gui/training_panel.h"
 #include "gui_test_util.h"
@@ -211,6 +212,49 @@ TEST_F(EditorWindow, AutoLayoutWrapsTheSampleIntoRowsThatFitLarger) {
   w->resize(1920, 1080);
   QApplication::processEvents();
   EXPECT_GT(map->width(), small);
+}
+
+TEST_F(EditorWindow, AutoLayoutPutsEveryTemplatesInputInLineWithWhatItFeeds) {
+  auto w = open();
+  for (const auto& [name, file] : gui::TemplateDialog::templates()) {
+    SCOPED_TRACE(file.toStdString());
+    ASSERT_TRUE(w->newFromTemplate(file));
+    for (QSizeF space : {QSizeF(), QSizeF(w->view()->viewport()->size())}) {
+      w->editor()->autoLayout(space);
+      const Graph& g = w->editor()->graph();
+      const widgets::NodeScene* scene = w->editor()->scene();
+      for (const Edge& e : g.edges()) {
+        const Node& src = g.node(e.src);
+        if (src.type != "Input" && src.type != "SequenceInput") continue;
+        // A straight edge: the Input's port level with the port it feeds.
+        EXPECT_DOUBLE_EQ(scene->nodeItem(e.src)->outputPortPos().y(),
+                         scene->nodeItem(e.dst)->inputPortPos(e.dst_port).y())
+            << src.name << " -> " << g.node(e.dst).name;
+      }
+    }
+  }
+}
+
+TEST_F(EditorWindow, AutoLayoutKeepsAnUnconnectedLayerOutOfTheChain) {
+  auto w = open();
+  openSample(*w);
+  // A layer dropped but not wired yet took a place in the Input's column,
+  // which pushed the Input above the chain and bent its edge.
+  const NodeId stray = w->editor()->addLayer("GELU", {900, 500});
+  ASSERT_GT(stray, 0);
+  for (QSizeF space : {QSizeF(), QSizeF(w->view()->viewport()->size())}) {
+    w->editor()->autoLayout(space);
+    const Graph& g = w->editor()->graph();
+    const widgets::NodeScene* scene = w->editor()->scene();
+    EXPECT_DOUBLE_EQ(scene->nodeItem(idOf(g, "input"))->outputPortPos().y(),
+                     scene->nodeItem(idOf(g, "conv1"))->inputPortPos(0).y());
+    const QRectF r = scene->nodeItem(stray)->sceneBoundingRect();
+    for (const auto& [id, n] : g.nodes())
+      if (id != stray) {
+        EXPECT_FALSE(r.intersects(scene->nodeItem(id)->sceneBoundingRect())) << n.name;
+        EXPECT_GT(g.node(stray).y, n.y) << n.name;  // below the network
+      }
+  }
 }
 
 TEST_F(EditorWindow, APastedLayerDoesNotCoverTheOriginal) {
