@@ -229,7 +229,11 @@ void MainWindow::createActions() {
                      QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_0)),
           &QAction::triggered, view_, &widgets::NodeView::resetZoom);
   connect(makeAction("actionFit", tr("&Fit to Window"), QKeySequence(Qt::CTRL | Qt::Key_0), "fit"),
-          &QAction::triggered, view_, &widgets::NodeView::fitAll);
+          &QAction::triggered, this, [this] {
+            // A line of layers too long to read once fitted is wrapped into rows.
+            editor_->wrapLongLine(view_->viewport()->size());
+            view_->fitAll();
+          });
   connect(makeAction("actionAutoLayout", tr("Auto-&layout"), QKeySequence(Qt::CTRL | Qt::Key_L),
                      "layout"),
           &QAction::triggered, this, [this] {

@@ -64,6 +64,22 @@ Wrap chooseWrap(const std::vector<std::vector<NodeId>>& cols, size_t loose, Layo
 
 }  // namespace
 
+bool tooLongForOneLine(const Graph& g, LayoutSpace space) {
+  if (g.nodes().size() < 2 || space.width <= 0 || space.height <= 0) return false;
+  double left = 1e300, right = -1e300, top = 1e300, bottom = -1e300;
+  for (const auto& [id, n] : g.nodes()) {
+    left = std::min(left, n.x);
+    right = std::max(right, n.x);
+    top = std::min(top, n.y);
+    bottom = std::max(bottom, n.y);
+  }
+  // Anything arranged in two dimensions is the user's layout, left alone.
+  if (bottom - top >= kCardHeight) return false;
+  const double zoom = std::min(space.width / (right - left + kCardWidth + kFitMargin),
+                               space.height / (bottom - top + kCardHeight + kFitMargin));
+  return zoom < kReadableZoom;
+}
+
 std::map<NodeId, std::pair<double, double>> autoLayout(const Graph& g, LayoutSpace space,
                                                        double column, double row) {
   std::map<NodeId, std::pair<double, double>> out;

@@ -20,4 +20,8 @@ struct LayoutSpace {
 std::map<NodeId, std::pair<double, double>> autoLayout(const Graph& g, LayoutSpace space = {},
                                                        double column = 190, double row = 100);
 
+// Whether the nodes stand in one row that, fitted into `space`, would be too
+// small to read: Fit to Window wraps such a line into rows.
+bool tooLongForOneLine(const Graph& g, LayoutSpace space);
+
 }  // namespace dc::widgets

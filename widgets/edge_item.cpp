@@ -108,7 +108,13 @@ void EdgeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* /*opt*/, QWidg
   p->setBrush(Qt::NoBrush);
   p->drawPath(path_);
   if (label_.isEmpty()) return;
-  const double scale = labelScale(p);
+  // Grown where the edge leaves room for it, so that it does not run into
+  // the cards it joins; a shorter label reads fine at the natural size.
+  double scale = labelScale(p);
+  const QSizeF span = path_.boundingRect().size();
+  const double room = std::max(span.width(), span.height()) - 12;
+  const double natural = labelRect(1).width();
+  if (natural * scale > room) scale = std::max(1.0, room / natural);
   QRectF r = labelRect(scale);
   p->setPen(QPen(mix(c, pal.color(QPalette::Base), 0.3), 1));
   p->setBrush(pal.color(QPalette::Base));

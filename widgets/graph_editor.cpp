@@ -297,4 +297,14 @@ void GraphEditor::autoLayout(QSizeF canvas) {
   undo_->push(new MoveNodesCommand(model_, from, to, false, tr("Auto-layout")));
 }
 
+bool GraphEditor::wrapLongLine(QSizeF canvas) {
+  if (!tooLongForOneLine(model_->graph(), LayoutSpace{canvas.width(), canvas.height()}))
+    return false;
+  const int before = undo_->index();
+  autoLayout(canvas);
+  if (undo_->index() == before) return false;
+  Q_EMIT statusMessage(tr("Laid out in rows to fit the window (Edit → Undo restores the line)"));
+  return true;
+}
+
 }  // namespace dc::widgets

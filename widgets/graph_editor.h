@@ -66,6 +66,9 @@ class GraphEditor : public QObject {
   // Left to right; wrapped into rows when one line would be too small to
   // read on a canvas of this size in pixels (empty: never wrapped).
   void autoLayout(QSizeF canvas = {});
+  // Auto-layout (one undo step) when the nodes stand in one line too long
+  // to read on this canvas once fitted; true when it moved them.
+  bool wrapLongLine(QSizeF canvas);
 
  signals:
   void statusMessage(const QString& text);

@@ -162,25 +162,49 @@ TEST_F(EditorWindow, PaletteSearchEnterAddsTheExactOrPrefixMatch) {
 TEST_F(EditorWindow, FitShowsEveryNodeOfTheSampleAt1280x720) {
   auto w = open();
   openSample(*w);
-  w->action("actionFit")->trigger();
-  QApplication::processEvents();
   widgets::NodeView* view = w->view();
-  const QRect shown = view->viewport()->rect();
-  for (const auto& [id, n] : w->editor()->graph().nodes()) {
-    QRect r =
-        view->mapFromScene(w->editor()->scene()->nodeItem(id)->sceneBoundingRect()).boundingRect();
-    EXPECT_TRUE(shown.contains(r)) << n.name;
-  }
+  widgets::GraphEditor* ed = w->editor();
+  auto expectAllShown = [&] {
+    QApplication::processEvents();
+    const QRect shown = view->viewport()->rect();
+    for (const auto& [id, n] : ed->graph().nodes()) {
+      QRect r = view->mapFromScene(ed->scene()->nodeItem(id)->sceneBoundingRect()).boundingRect();
+      EXPECT_TRUE(shown.contains(r)) << n.name;
+    }
+  };
+  view->fitAll();
+  const double one_line = view->zoom();
+  const Graph line = ed->graph();
+  // The sample's single line is too long to read here: Fit wraps it into
+  // rows (one undo step) and shows them whole, larger than the line.
+  w->action("actionFit")->trigger();
+  expectAllShown();
+  std::set<double> rows;
+  for (const auto& [id, n] : ed->graph().nodes()) rows.insert(n.y);
+  EXPECT_GE(rows.size(), 2u);
+  EXPECT_GT(view->zoom(), one_line * 1.5);
   // The overview map would only cover part of a network shown whole.
   auto* map = view->findChild<widgets::OverviewMap*>();
   map->refit();
   EXPECT_FALSE(map->isVisible());
+  ed->undoStack()->undo();
+  EXPECT_TRUE(ed->graph() == line);
+
+  // An arrangement of the user's own (not one line) is never moved: Fit
+  // zooms out as far as it takes (it used to stop at 60 %).
+  const NodeId last = idOf(ed->graph(), "dense2");
+  ed->moveNodes({{last, QPointF(ed->graph().node(last).x, ed->graph().node(last).y + 300)}});
+  const Graph own = ed->graph();
+  w->action("actionFit")->trigger();
+  EXPECT_TRUE(ed->graph() == own);
+  expectAllShown();
+  EXPECT_LT(view->zoom(), 0.6);
 }
 
 TEST_F(EditorWindow, AutoLayoutWrapsTheSampleIntoRowsThatFitLarger) {
   auto w = open();
   openSample(*w);
-  w->action("actionFit")->trigger();
+  w->view()->fitAll();
   const double one_line = w->view()->zoom();
   w->action("actionAutoLayout")->trigger();
   QApplication::processEvents();
