@@ -57,7 +57,7 @@ StartPage::StartPage(QWidget* canvas) : QFrame(canvas) {
   for (const auto& [name, file] : TemplateDialog::templates()) {
     auto* it = new QListWidgetItem(name, templates_);
     it->setData(kFileRole, file);
-    it->setToolTip(tr("New project from the template %1").arg(QFileInfo(file).fileName()));
+    it->setToolTip(tr("%1: a new project from %2").arg(name, QFileInfo(file).fileName()));
   }
   recent_ = makeList(this, "startRecent");
   auto* open = new QPushButton(tr("Open…"), this);
@@ -116,6 +116,10 @@ void StartPage::center() {
   const int list_h = rows * templates_->sizeHintForRow(0) + 2 * templates_->frameWidth() + 4;
   templates_->setFixedHeight(std::clamp(list_h, 60, 260));
   recent_->setFixedHeight(templates_->height());
+  // Template names in full where the canvas has room ("GRU row classifier
+  // (Fashion-MNIST rows)" was cut short at the lists' minimum width).
+  const int names = templates_->sizeHintForColumn(0) + 2 * templates_->frameWidth() + 8;
+  templates_->setMinimumWidth(std::clamp(names, 250, std::max(250, canvas->width() / 2 - 80)));
   QSize s = sizeHint().boundedTo(canvas->size() - QSize(24, 24));
   resize(s);
   move((canvas->width() - s.width()) / 2, (canvas->height() - s.height()) / 2);

@@ -35,6 +35,7 @@
 #include <QRegularExpression>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QTabBar>
 #include <QTest>
 #include <QTextDocument>
 #include <QToolBar>
@@ -70,6 +71,13 @@ class EditorWindow : public ::testing::Test {
     EXPECT_TRUE(QTest::qWaitForWindowExposed(w.get()));
     return w;
   }
+  // The title of the bottom docks' current tab.
+  static QString bottomDockOnTop(const gui::MainWindow& w) {
+    for (const QTabBar* tb : w.findChildren<QTabBar*>(Qt::FindDirectChildrenOnly))
+      for (int i = 0; i < tb->count(); ++i)
+        if (tb->tabText(i) == "Problems") return tb->tabText(tb->currentIndex());
+    return {};
+  }
   static void openSample(gui::MainWindow& w) {
     ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
     QApplication::processEvents();
@@ -97,6 +105,8 @@ TEST_F(EditorWindow, QuittingOnAnyTabKeepsTheModelTabsDocksAndTheTab) {
     }
     EXPECT_TRUE(w->findChild<QDockWidget*>("paletteDock")->isVisible());
     EXPECT_TRUE(w->palette()->isVisible());
+    // The summary stays the tab on top of the bottom docks, as on a first start.
+    EXPECT_EQ(bottomDockOnTop(*w).toStdString(), "Model Summary");
   }
 }
 
