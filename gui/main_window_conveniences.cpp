@@ -31,7 +31,7 @@
 namespace dc::gui {
 
 void MainWindow::createStartPage() {
-  start_page_ = new StartPage(view_->viewport());
+  start_page_ = new StartPage(view_);
   connect(start_page_, &StartPage::templateChosen, this, [this](const QString& f) {
     if (confirmStopTraining(tr("start a new project")) && maybeSave()) newFromTemplate(f);
   });

@@ -2,6 +2,7 @@
 
 #include "gui/template_dialog.h"
 
+#include <QAbstractScrollArea>
 #include <QDir>
 #include <QEvent>
 #include <QFileInfo>
@@ -35,7 +36,7 @@ QLabel* heading(const QString& text, QWidget* parent) {
 }
 }  // namespace
 
-StartPage::StartPage(QWidget* canvas) : QFrame(canvas) {
+StartPage::StartPage(QAbstractScrollArea* canvas) : QFrame(canvas), viewport_(canvas->viewport()) {
   setObjectName("startPage");
   setFrameShape(QFrame::StyledPanel);
   setAutoFillBackground(true);
@@ -86,7 +87,7 @@ StartPage::StartPage(QWidget* canvas) : QFrame(canvas) {
   choose(recent_, &StartPage::projectChosen);
   connect(open, &QPushButton::clicked, this, &StartPage::openRequested);
   setRecent({});
-  canvas->installEventFilter(this);
+  viewport_->installEventFilter(this);
   center();
 }
 
@@ -105,12 +106,11 @@ void StartPage::setRecent(const QStringList& files) {
 }
 
 bool StartPage::eventFilter(QObject* o, QEvent* e) {
-  if (o == parentWidget() && e->type() == QEvent::Resize) center();
+  if (o == viewport_ && e->type() == QEvent::Resize) center();
   return QFrame::eventFilter(o, e);
 }
 
 void StartPage::center() {
-  const QWidget* canvas = parentWidget();
   // As tall as the lists need, within the canvas (a small window scrolls the lists).
   const int rows = std::max(templates_->count(), recent_->count());
   const int list_h = rows * templates_->sizeHintForRow(0) + 2 * templates_->frameWidth() + 4;
@@ -119,10 +119,11 @@ void StartPage::center() {
   // Template names in full where the canvas has room ("GRU row classifier
   // (Fashion-MNIST rows)" was cut short at the lists' minimum width).
   const int names = templates_->sizeHintForColumn(0) + 2 * templates_->frameWidth() + 8;
-  templates_->setMinimumWidth(std::clamp(names, 250, std::max(250, canvas->width() / 2 - 80)));
-  QSize s = sizeHint().boundedTo(canvas->size() - QSize(24, 24));
-  resize(s);
-  move((canvas->width() - s.width()) / 2, (canvas->height() - s.height()) / 2);
+  templates_->setMinimumWidth(std::clamp(names, 250, std::max(250, viewport_->width() / 2 - 80)));
+  const QRect area = viewport_->geometry();
+  resize(sizeHint().boundedTo(area.size() - QSize(24, 24)));
+  move(area.center() - rect().center());
+  raise();
 }
 
 }  // namespace dc::gui

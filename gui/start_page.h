@@ -5,6 +5,7 @@
 #include <QFrame>
 #include <QStringList>
 
+class QAbstractScrollArea;
 class QListWidget;
 
 namespace dc::gui {
@@ -12,8 +13,9 @@ namespace dc::gui {
 class StartPage : public QFrame {
   Q_OBJECT
  public:
-  // A child of `canvas` (the canvas' viewport), kept at its centre.
-  explicit StartPage(QWidget* canvas);
+  // A child of the canvas, kept at the centre of its viewport. Not a child
+  // of the viewport: scrolling the canvas would move it off-centre.
+  explicit StartPage(QAbstractScrollArea* canvas);
 
   // Recent project files, newest first; missing ones are left out.
   void setRecent(const QStringList& files);
@@ -31,6 +33,7 @@ class StartPage : public QFrame {
  private:
   void center();
 
+  QWidget* viewport_;
   QListWidget* templates_;
   QListWidget* recent_;
 };

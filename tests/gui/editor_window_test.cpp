@@ -323,8 +323,11 @@ TEST_F(EditorWindow, StartPageOffersTemplatesAndRecentProjectsUntilTheFirstLayer
   // A layer from the palette: the start page makes way for the canvas.
   ASSERT_GT(addFromPalette(*w, "Input"), 0);
   EXPECT_FALSE(start->isVisible());
+  w->view()->centerOn(2000, 1500);  // scrolled away: the page still shows whole
   w->newProject();
   EXPECT_TRUE(start->isVisible());
+  EXPECT_TRUE(w->view()->viewport()->geometry().contains(start->geometry()))
+      << start->x() << "," << start->y();
 
   // One click on a recent project opens it.
   QListWidget* recent = start->recentList();
