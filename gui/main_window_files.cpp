@@ -4,6 +4,7 @@
 #include "gui/main_window.h"
 #include "gui/summary_panel.h"
 #include "gui/training_panel.h"
+#include "widgets/auto_layout.h"
 #include "widgets/graph_editor.h"
 #include "widgets/node_view.h"
 
@@ -117,6 +118,9 @@ bool MainWindow::newFromTemplate(const QString& path) {
   }
   // A template is a starting point: saving must not overwrite it.
   p.file.clear();
+  // Templates are stored as one line, which may be too long to read here.
+  const QSize canvas = view_->viewport()->size();
+  widgets::wrapLongLine(p.graph, {double(canvas.width()), double(canvas.height())});
   setProject(std::move(p), {}, false);
   return true;
 }

@@ -1,6 +1,7 @@
 #include "gui/template_dialog.h"
 
 #include "gui/format.h"
+#include "widgets/auto_layout.h"
 #include "widgets/graph_model.h"
 #include "widgets/node_scene.h"
 #include "widgets/node_view.h"
@@ -98,11 +99,22 @@ QString TemplateDialog::selectedFile() const {
   return it ? it->data(kFileRole).toString() : QString();
 }
 
+void TemplateDialog::showEvent(QShowEvent* e) {
+  QDialog::showEvent(e);
+  showPreview();
+}
+
 void TemplateDialog::showPreview() {
   QString file = selectedFile();
   if (file.isEmpty()) return;
   try {
     Project p = load_project(file.toStdString());
+    // As New from Template will lay it out in the editor (rows for a long
+    // line), at the preview's size.
+    if (isVisible()) {
+      const QSize preview = view_->viewport()->size();
+      widgets::wrapLongLine(p.graph, {double(preview.width()), double(preview.height())});
+    }
     model_->reset(p.graph);
     QString text = QStringLiteral("<b>%1</b><br>%2 layers")
                        .arg(QString::fromStdString(p.name).toHtmlEscaped())

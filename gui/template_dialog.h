@@ -30,6 +30,10 @@ class TemplateDialog : public QDialog {
   QString selectedFile() const;
   QListWidget* list() const { return list_; }
 
+ protected:
+  // The preview is laid out for its final size.
+  void showEvent(QShowEvent* e) override;
+
  private:
   void showPreview();
 

@@ -80,6 +80,12 @@ bool tooLongForOneLine(const Graph& g, LayoutSpace space) {
   return zoom < kReadableZoom;
 }
 
+bool wrapLongLine(Graph& g, LayoutSpace space) {
+  if (!tooLongForOneLine(g, space)) return false;
+  for (const auto& [id, p] : autoLayout(g, space)) g.move(id, p.first, p.second);
+  return true;
+}
+
 std::map<NodeId, std::pair<double, double>> autoLayout(const Graph& g, LayoutSpace space,
                                                        double column, double row) {
   std::map<NodeId, std::pair<double, double>> out;

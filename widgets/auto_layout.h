@@ -23,5 +23,8 @@ std::map<NodeId, std::pair<double, double>> autoLayout(const Graph& g, LayoutSpa
 // Whether the nodes stand in one row that, fitted into `space`, would be too
 // small to read: Fit to Window wraps such a line into rows.
 bool tooLongForOneLine(const Graph& g, LayoutSpace space);
+// Lays such a line out in rows for `space` (a template as it is opened or
+// previewed); true when it moved the nodes.
+bool wrapLongLine(Graph& g, LayoutSpace space);
 
 }  // namespace dc::widgets

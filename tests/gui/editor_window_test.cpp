@@ -19,6 +19,7 @@
 #include "widgets/overview_map.h"
 
 #include <deepcanvas/plan.h>
+#include <deepcanvas/project.h>
 #include <gtest/gtest.h>
 
 #include <QAction>
@@ -288,6 +289,29 @@ TEST_F(EditorWindow, AutoLayoutKeepsAnUnconnectedLayerOutOfTheChain) {
         EXPECT_FALSE(r.intersects(scene->nodeItem(id)->sceneBoundingRect())) << n.name;
         EXPECT_GT(g.node(stray).y, n.y) << n.name;  // below the network
       }
+  }
+}
+
+TEST_F(EditorWindow, ALongTemplateOpensInRowsThatShowWholeAt1280x720) {
+  auto w = open();
+  const QString lenet = gui::TemplateDialog::templateDir() + "/lenet5.dcproj";
+  const Project stored = load_project(lenet.toStdString());
+  ASSERT_TRUE(w->newFromTemplate(lenet));
+  QApplication::processEvents();
+  EXPECT_FALSE(w->isModified());
+  const Graph& g = w->editor()->graph();
+  ASSERT_EQ(g.nodes().size(), stored.graph.nodes().size());
+  std::set<double> rows, stored_rows;
+  for (const auto& [id, n] : stored.graph.nodes()) stored_rows.insert(n.y);
+  for (const auto& [id, n] : g.nodes()) rows.insert(n.y);
+  EXPECT_EQ(stored_rows.size(), 1u);  // the template itself is one line
+  EXPECT_GE(rows.size(), 2u);
+  widgets::NodeView* view = w->view();
+  EXPECT_GE(view->zoom(), 0.5);
+  for (const auto& [id, n] : g.nodes()) {
+    QRect r =
+        view->mapFromScene(w->editor()->scene()->nodeItem(id)->sceneBoundingRect()).boundingRect();
+    EXPECT_TRUE(view->viewport()->rect().contains(r)) << n.name;
   }
 }
 
