@@ -25,7 +25,7 @@ struct Wrap {
 Wrap chooseWrap(const std::vector<std::vector<NodeId>>& cols, size_t loose, LayoutSpace space,
                 double column, double row) {
   const size_t n = cols.size();
-  const double gap = row * 1.6;  // room for the edge that runs back to the next row's start
+  const double gap = row * 0.9;  // room for the edge that runs back to the next row's start
   auto rows_for = [&](size_t per_row) {
     Wrap w{per_row, 0, {}};
     double top = 0, width = 0;
