@@ -101,7 +101,6 @@ int main(int argc, char** argv) {
   double f = median(frames);
   std::printf("drag step + full repaint (fit, %.0f%% zoom): median %.2f ms (%.0f fps)\n",
               view.zoom() * 100, f, 1000.0 / f);
-  view.setMinFitZoom(0.01);
   view.fitAll();  // every node visible: the most painting there can be
   app.processEvents();
   frames.clear();

@@ -144,6 +144,7 @@ QString InferencePanel::weightsSource() const {
 }
 
 void InferencePanel::setMessage(const QString& text, bool error) {
+  mismatch_shown_ = false;
   message_->setText(text);
   message_->setStyleSheet(error ? "QLabel { background:#fdecea; color:#611a15; border:1px solid "
                                   "#f5c2c0; border-radius:4px; padding:6px; }"
@@ -199,8 +200,11 @@ bool InferencePanel::ensureProbe() {
     probe_ = std::make_unique<ModelProbe>(ctx_->project().graph, w.state, w.source.toStdString());
   } catch (const std::exception& e) {
     setMessage(tr("The weights do not fit the network: %1").arg(QString::fromUtf8(e.what())), true);
+    mismatch_shown_ = true;
     return false;
   }
+  // An edit undone (or redone) made them fit again: the banner must not stay.
+  if (mismatch_shown_) setMessage({}, false);
   probe_stale_ = false;
   updatePreprocessingText();
   return true;

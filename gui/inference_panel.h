@@ -92,6 +92,7 @@ class InferencePanel : public QWidget {
   ModelWeights checkpoint_;
   std::unique_ptr<ModelProbe> probe_;
   bool probe_stale_ = true;
+  bool mismatch_shown_ = false;  // the message is "The weights do not fit"
   std::vector<Image> images_;
   int current_ = -1;
   std::vector<float> probs_;

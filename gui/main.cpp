@@ -3,6 +3,7 @@
 //   --screenshot FILE.png  open, render the window to FILE and quit (smoke
 //                          tests, e.g. the package test, run it offscreen)
 #include "gui/main_window.h"
+#include "gui/theme.h"
 
 #include <deepcanvas/device.h>
 #include <deepcanvas/parallel.h>
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
   // it is a full desktop style.
   if (QApplication::style()->name().compare("windows", Qt::CaseInsensitive) == 0)
     QApplication::setStyle(QStyleFactory::create("Fusion"));
+  dc::gui::applyTheme(dc::gui::savedTheme());  // View → Theme
 
   QCommandLineParser cli;
   cli.setApplicationDescription("Build, train and test neural networks visually.");

@@ -14,6 +14,7 @@
 #include "widgets/overview_map.h"
 #include "widgets/property_editor.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <QAction>
@@ -25,7 +26,6 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenuBar>
-#include <QMessageBox>
 #include <QScreen>
 #include <QSettings>
 #include <QStatusBar>
@@ -39,9 +39,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   editor_ = new widgets::GraphEditor(this);
   view_ = new widgets::NodeView(editor_->scene(), this);
   view_->setObjectName("canvas");
-  view_->setEmptyHint(
-      tr("Drag a layer from the palette onto the canvas, or double-click it.\n"
-         "File → New from Template starts from a ready-made network."));
   new widgets::OverviewMap(view_);  // a child of the view, in its corner
   setDocumentMode(true);
   setDockOptions(AnimatedDocks | AllowTabbedDocks);
@@ -49,7 +46,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   createModes();  // the view becomes the Model tab
   createActions();
   createMenus();
+  createStartPage();
   applyIcons();
+  setAcceptDrops(true);  // a .dcproj dropped anywhere on the window opens it
 
   zoom_label_ = new QLabel(this);
   count_label_ = new QLabel(this);
@@ -135,15 +134,23 @@ void MainWindow::createPanels() {
   });
 }
 
+namespace {
+// Toolbar buttons show the key that does the same.
+void setShortcutTip(QAction* a) {
+  const QString text = a->text().remove('&');
+  a->setToolTip(
+      a->shortcut().isEmpty()
+          ? text
+          : QStringLiteral("%1 (%2)").arg(text, a->shortcut().toString(QKeySequence::NativeText)));
+}
+}  // namespace
+
 QAction* MainWindow::makeAction(const QString& name, const QString& text, const QKeySequence& key,
                                 const QString& icon) {
   auto* a = new QAction(text, this);
   a->setObjectName(name);
-  if (!key.isEmpty()) {
-    a->setShortcut(key);
-    a->setToolTip(QStringLiteral("%1 (%2)").arg(QString(text).remove('&'),
-                                                key.toString(QKeySequence::NativeText)));
-  }
+  if (!key.isEmpty()) a->setShortcut(key);
+  setShortcutTip(a);
   if (!icon.isEmpty()) a->setProperty("toolIcon", icon);
   addAction(a);
   return a;
@@ -188,9 +195,18 @@ void MainWindow::createActions() {
   addAction(u);
   QAction* r = undo->createRedoAction(this, tr("&Redo"));
   r->setObjectName("actionRedo");
-  r->setShortcuts({QKeySequence::Redo, QKeySequence(Qt::CTRL | Qt::Key_Y)});
+  // Ctrl+Y as well where the platform's Redo lacks it (it has it on Linux).
+  QList<QKeySequence> redo_keys = QKeySequence::keyBindings(QKeySequence::Redo);
+  if (!redo_keys.contains(QKeySequence(Qt::CTRL | Qt::Key_Y)))
+    redo_keys << QKeySequence(Qt::CTRL | Qt::Key_Y);
+  r->setShortcuts(redo_keys);
   r->setProperty("toolIcon", "redo");
   addAction(r);
+  // Their text names the step ("Undo Add conv1") and changes with it.
+  setShortcutTip(u);
+  setShortcutTip(r);
+  connect(undo, &QUndoStack::undoTextChanged, u, [u] { setShortcutTip(u); });
+  connect(undo, &QUndoStack::redoTextChanged, r, [r] { setShortcutTip(r); });
 
   connect(makeAction("actionCut", tr("Cu&t"), QKeySequence::Cut, "cut"), &QAction::triggered,
           editor_, &widgets::GraphEditor::cutSelection);
@@ -208,23 +224,27 @@ void MainWindow::createActions() {
           &QAction::triggered, view_, &widgets::NodeView::zoomIn);
   connect(makeAction("actionZoomOut", tr("Zoom &Out"), QKeySequence::ZoomOut, "zoom-out"),
           &QAction::triggered, view_, &widgets::NodeView::zoomOut);
-  connect(makeAction("actionActualSize", tr("&Actual Size"), QKeySequence(Qt::CTRL | Qt::Key_1)),
+  // Not Ctrl+1: that is the Model tab (Ctrl+1..4 switch tabs).
+  connect(makeAction("actionActualSize", tr("&Actual Size"),
+                     QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_0)),
           &QAction::triggered, view_, &widgets::NodeView::resetZoom);
   connect(makeAction("actionFit", tr("&Fit to Window"), QKeySequence(Qt::CTRL | Qt::Key_0), "fit"),
-          &QAction::triggered, view_, &widgets::NodeView::fitAll);
+          &QAction::triggered, this, [this] {
+            // A line of layers too long to read once fitted is wrapped into rows.
+            editor_->wrapLongLine(view_->viewport()->size());
+            view_->fitAll();
+          });
   connect(makeAction("actionAutoLayout", tr("Auto-&layout"), QKeySequence(Qt::CTRL | Qt::Key_L),
                      "layout"),
           &QAction::triggered, this, [this] {
-            editor_->autoLayout();
+            editor_->autoLayout(view_->viewport()->size());
             view_->fitAll();
           });
   QAction* overview = makeAction("actionOverview", tr("&Overview Map"), {});
   overview->setCheckable(true);
   overview->setChecked(true);
-  connect(overview, &QAction::toggled, this, [this](bool on) {
-    view_->findChild<widgets::OverviewMap*>()->setEnabled(on);
-    view_->findChild<widgets::OverviewMap*>()->setVisible(on && !editor_->graph().empty());
-  });
+  connect(overview, &QAction::toggled, this,
+          [this](bool on) { view_->findChild<widgets::OverviewMap*>()->setEnabled(on); });
   QAction* snap = makeAction("actionSnap", tr("&Snap to Grid"), {});
   snap->setCheckable(true);
   snap->setChecked(true);
@@ -269,17 +289,12 @@ void MainWindow::createMenus() {
   view_menu_->addAction(action("actionAutoLayout"));
   view_menu_->addAction(action("actionSnap"));
   view_menu_->addAction(action("actionOverview"));
+  createThemeMenu(view_menu_);
   view_menu_->addSeparator();
   for (QDockWidget* d : findChildren<QDockWidget*>()) view_menu_->addAction(d->toggleViewAction());
   createModeActions(view_menu_);
 
-  QMenu* help = menuBar()->addMenu(tr("&Help"));
-  help->addAction(tr("&About DeepCanvas"), this, [this] {
-    QMessageBox::about(this, tr("About DeepCanvas"),
-                       tr("<b>DeepCanvas %1</b><p>Build, train and test neural networks "
-                          "visually.</p>")
-                           .arg(QApplication::applicationVersion()));
-  });
+  createHelpMenu();
 
   QToolBar* tb = addToolBar(tr("Main"));
   tb->setObjectName("mainToolBar");
@@ -317,7 +332,8 @@ void MainWindow::restoreLayout() {
     QSize avail = screen() ? screen()->availableGeometry().size() : QSize(1480, 920);
     resize(avail.boundedTo(QSize(1480, 920)));
   }
-  restoreState(s.value("window/state").toByteArray());
+  restoreState(s.value("window/state").toByteArray(), kLayoutVersion);
+  showMode(Mode(std::clamp(s.value("window/tab", 0).toInt(), 0, int(Mode::Inference))));
   editor_->scene()->setSnapToGrid(s.value("editor/snap", true).toBool());
   action("actionSnap")->setChecked(editor_->scene()->snapToGrid());
 }
@@ -329,7 +345,8 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   }
   QSettings s;
   s.setValue("window/geometry", saveGeometry());
-  s.setValue("window/state", saveState());
+  s.setValue("window/state", modelLayoutState());
+  s.setValue("window/tab", modes_->currentIndex());
   s.setValue("editor/snap", editor_->scene()->snapToGrid());
   autosaver_->clear();
   e->accept();

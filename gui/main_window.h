@@ -14,6 +14,7 @@ class QAction;
 class QLabel;
 class QMenu;
 class QTabWidget;
+class QUrl;
 
 namespace dc::widgets {
 class GraphEditor;
@@ -29,6 +30,7 @@ class DatasetPanel;
 class InferencePanel;
 class ProblemsPanel;
 class ProjectContext;
+class StartPage;
 class SummaryPanel;
 class TrainingPanel;
 
@@ -53,6 +55,11 @@ class MainWindow : public QMainWindow {
   bool saveAs();
   // Offers to restore what an earlier, crashed session autosaved.
   void offerRecovery();
+  // Dropped files: the first .dcproj is opened; an .onnx file is refused
+  // with the reason. False when nothing was opened.
+  bool openDropped(const QList<QUrl>& urls);
+  // Newest first (the File → Open Recent menu and the start page).
+  static QStringList recentFiles();
 
   // The project as it would be saved now (graph included).
   Project project() const;
@@ -71,6 +78,7 @@ class MainWindow : public QMainWindow {
   DatasetPanel* datasetPanel() const { return dataset_panel_; }
   TrainingPanel* trainingPanel() const { return training_panel_; }
   InferencePanel* inferencePanel() const { return inference_panel_; }
+  StartPage* startPage() const { return start_page_; }
   void showMode(Mode m);
   Mode mode() const;
   QAction* action(const QString& name) const;
@@ -83,13 +91,17 @@ class MainWindow : public QMainWindow {
  protected:
   void closeEvent(QCloseEvent* e) override;
   void changeEvent(QEvent* e) override;
+  void dragEnterEvent(QDragEnterEvent* e) override;
+  void dropEvent(QDropEvent* e) override;
 
  private:
   void createPanels();
   void createModes();
   void createModeActions(QMenu* view);
   void modeChanged(int index);
-  void syncContext();  // the project as edited -> the dashboard panels
+  void setDocksForModel(bool model);  // the docks step aside outside the Model tab
+  QByteArray modelLayoutState();      // saveState() with the Model tab's docks
+  void syncContext();                 // the project as edited -> the dashboard panels
   bool trainingActive() const;
   // Asks to stop a running training before `why` (e.g. "close the window");
   // false when the user keeps it running.
@@ -97,6 +109,10 @@ class MainWindow : public QMainWindow {
   std::string settingsJson() const;  // the training settings as they would be saved
   void createActions();
   void createMenus();
+  void createHelpMenu();
+  void createThemeMenu(QMenu* view);
+  void createStartPage();
+  void updateStartPage();
   void restoreLayout();
   void applyIcons();
   void setProject(Project p, const QString& file, bool modified);
@@ -120,6 +136,7 @@ class MainWindow : public QMainWindow {
   QMenu* view_menu_ = nullptr;
   QLabel* zoom_label_ = nullptr;
   QLabel* count_label_ = nullptr;
+  StartPage* start_page_ = nullptr;
 
   QTabWidget* modes_ = nullptr;
   ProjectContext* ctx_ = nullptr;
@@ -127,6 +144,9 @@ class MainWindow : public QMainWindow {
   TrainingPanel* training_panel_ = nullptr;
   InferencePanel* inference_panel_ = nullptr;
   bool docks_for_model_ = true;
+  // Bumped when saved layouts must not be restored (1: saved on any tab,
+  // possibly with the docks hidden).
+  static constexpr int kLayoutVersion = 2;
   bool syncing_ = false;
   std::string saved_settings_;  // settingsJson() at the last open or save
 

@@ -4,6 +4,7 @@
 #include "gui/main_window.h"
 #include "gui/summary_panel.h"
 #include "gui/training_panel.h"
+#include "widgets/auto_layout.h"
 #include "widgets/graph_editor.h"
 #include "widgets/node_view.h"
 
@@ -117,6 +118,9 @@ bool MainWindow::newFromTemplate(const QString& path) {
   }
   // A template is a starting point: saving must not overwrite it.
   p.file.clear();
+  // Templates are stored as one line, which may be too long to read here.
+  const QSize canvas = view_->viewport()->size();
+  widgets::wrapLongLine(p.graph, {double(canvas.width()), double(canvas.height())});
   setProject(std::move(p), {}, false);
   return true;
 }
@@ -174,19 +178,23 @@ bool MainWindow::saveAs() {
   return !f.isEmpty() && saveFile(f);
 }
 
+QStringList MainWindow::recentFiles() {
+  return QSettings().value("recentFiles").toStringList();
+}
+
 void MainWindow::addRecent(const QString& path) {
   QSettings s;
-  QStringList list = s.value("recentFiles").toStringList();
+  QStringList list = recentFiles();
   list.removeAll(path);
   list.prepend(path);
   while (list.size() > kMaxRecent) list.removeLast();
   s.setValue("recentFiles", list);
+  updateStartPage();
 }
 
 void MainWindow::fillRecentMenu() {
   recent_menu_->clear();
-  QStringList list = QSettings().value("recentFiles").toStringList();
-  for (const QString& f : list) {
+  for (const QString& f : recentFiles()) {
     if (!QFileInfo::exists(f)) continue;
     QAction* a = recent_menu_->addAction(QFileInfo(f).fileName(), this, [this, f] { openFile(f); });
     a->setToolTip(f);

@@ -19,6 +19,7 @@
 #include <QMessageBox>
 #include <QScrollArea>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QTabWidget>
 
 namespace dc::gui {
@@ -86,17 +87,42 @@ MainWindow::Mode MainWindow::mode() const {
 }
 
 void MainWindow::modeChanged(int index) {
-  const bool model = index == int(Mode::Model);
+  setDocksForModel(index == int(Mode::Model));
+}
+
+void MainWindow::setDocksForModel(bool model) {
   if (model == docks_for_model_) return;
   docks_for_model_ = model;
+  // Of docks tabbed together the last one shown ends on top: the tab that
+  // was current is raised again (Problems hid the Model Summary).
+  QStringList on_top;
+  if (!model)
+    for (const QTabBar* tb : findChildren<QTabBar*>(Qt::FindDirectChildrenOnly))
+      if (tb->count() > 0) on_top << tb->tabText(tb->currentIndex());
   for (QDockWidget* d : findChildren<QDockWidget*>()) {
     if (!model) {
-      d->setProperty("shownInModel", d->isVisible());
+      // isVisible() is false for every dock before the window is first
+      // shown (a tab restored at start-up), which would lose them all.
+      d->setProperty("shownInModel", d->isVisibleTo(this));
+      d->setProperty("onTopInModel", on_top.contains(d->windowTitle()));
       d->hide();
     } else if (d->property("shownInModel").toBool()) {
       d->show();
     }
   }
+  if (model)
+    for (QDockWidget* d : findChildren<QDockWidget*>())
+      if (d->property("onTopInModel").toBool()) d->raise();
+}
+
+QByteArray MainWindow::modelLayoutState() {
+  // Saved as the other tabs leave them (stepped aside), the docks would come
+  // back hidden and the editor without its palette.
+  if (docks_for_model_) return saveState(kLayoutVersion);
+  setDocksForModel(true);
+  QByteArray state = saveState(kLayoutVersion);
+  setDocksForModel(false);
+  return state;
 }
 
 void MainWindow::syncContext() {

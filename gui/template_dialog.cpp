@@ -1,6 +1,7 @@
 #include "gui/template_dialog.h"
 
 #include "gui/format.h"
+#include "widgets/auto_layout.h"
 #include "widgets/graph_model.h"
 #include "widgets/node_scene.h"
 #include "widgets/node_view.h"
@@ -29,6 +30,20 @@ QString TemplateDialog::templateDir() {
   return QString::fromStdString(resource_dir()) + "/resources/templates";
 }
 
+std::vector<std::pair<QString, QString>> TemplateDialog::templates() {
+  std::vector<std::pair<QString, QString>> out;
+  QDir dir(templateDir());
+  for (const QString& f : dir.entryList({"*.dcproj"}, QDir::Files, QDir::Name)) {
+    QString path = dir.filePath(f);
+    try {
+      out.emplace_back(QString::fromStdString(load_project(path.toStdString()).name), path);
+    } catch (const Error&) {
+      continue;  // a broken template is not offered
+    }
+  }
+  return out;
+}
+
 TemplateDialog::TemplateDialog(QWidget* parent) : QDialog(parent) {
   setWindowTitle(tr("New from Template"));
   resize(1000, 560);
@@ -43,7 +58,6 @@ TemplateDialog::TemplateDialog(QWidget* parent) : QDialog(parent) {
   scene_->setReadOnly(true);
   view_ = new widgets::NodeView(scene_, this);
   view_->setInteractive(false);
-  view_->setMinFitZoom(0.05);  // a preview shows the whole network
   view_->setFitOnResize(true);
   view_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   view_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
@@ -70,15 +84,7 @@ TemplateDialog::TemplateDialog(QWidget* parent) : QDialog(parent) {
   lay->addWidget(split, 1);
   lay->addWidget(buttons);
 
-  QDir dir(templateDir());
-  for (const QString& f : dir.entryList({"*.dcproj"}, QDir::Files, QDir::Name)) {
-    QString path = dir.filePath(f);
-    QString title = f;
-    try {
-      title = QString::fromStdString(load_project(path.toStdString()).name);
-    } catch (const Error&) {
-      continue;  // a broken template is not offered
-    }
+  for (const auto& [title, path] : templates()) {
     auto* it = new QListWidgetItem(title, list_);
     it->setData(kFileRole, path);
     it->setToolTip(path);
@@ -93,11 +99,22 @@ QString TemplateDialog::selectedFile() const {
   return it ? it->data(kFileRole).toString() : QString();
 }
 
+void TemplateDialog::showEvent(QShowEvent* e) {
+  QDialog::showEvent(e);
+  showPreview();
+}
+
 void TemplateDialog::showPreview() {
   QString file = selectedFile();
   if (file.isEmpty()) return;
   try {
     Project p = load_project(file.toStdString());
+    // As New from Template will lay it out in the editor (rows for a long
+    // line), at the preview's size.
+    if (isVisible()) {
+      const QSize preview = view_->viewport()->size();
+      widgets::wrapLongLine(p.graph, {double(preview.width()), double(preview.height())});
+    }
     model_->reset(p.graph);
     QString text = QStringLiteral("<b>%1</b><br>%2 layers")
                        .arg(QString::fromStdString(p.name).toHtmlEscaped())

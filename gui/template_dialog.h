@@ -5,6 +5,8 @@
 #include <QDialog>
 #include <QString>
 #include <memory>
+#include <utility>
+#include <vector>
 
 class QLabel;
 class QListWidget;
@@ -22,9 +24,15 @@ class TemplateDialog : public QDialog {
  public:
   explicit TemplateDialog(QWidget* parent = nullptr);
   static QString templateDir();
+  // The bundled templates that load: (project name, file), by file name.
+  static std::vector<std::pair<QString, QString>> templates();
   // The chosen template file ("" when none).
   QString selectedFile() const;
   QListWidget* list() const { return list_; }
+
+ protected:
+  // The preview is laid out for its final size.
+  void showEvent(QShowEvent* e) override;
 
  private:
   void showPreview();

@@ -377,7 +377,10 @@ void TrainingPanel::showProblems(const QStringList& problems) {
     return;
   }
   QString html = "<b>" + tr("Training cannot start:") + "</b><ul style='margin:0'>";
-  for (const QString& p : problems) html += "<li>" + p.toHtmlEscaped() + "</li>";
+  // The engine lists several problems of one network on separate lines;
+  // rich text would run them together.
+  for (const QString& p : problems)
+    html += "<li>" + p.toHtmlEscaped().replace('\n', "<br>") + "</li>";
   problems_->setText(html + "</ul>");
   problems_->setVisible(true);
   for (const QString& p : problems) appendLog(tr("Cannot start: %1").arg(p));

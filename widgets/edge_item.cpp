@@ -8,14 +8,19 @@
 #include <QPainter>
 #include <QPainterPathStroker>
 #include <QPalette>
+#include <algorithm>
 #include <cmath>
 
 namespace dc::widgets {
 
 namespace {
-QFont labelFont() {
+// Zoomed out, shape labels grow in the scene up to this factor so they
+// stay about 10 pixels high on screen (fit zooms out to show a whole network).
+constexpr double kMaxLabelScale = 2.2;
+
+QFont labelFont(double scale) {
   QFont f;
-  f.setPixelSize(10);
+  f.setPixelSize(int(std::lround(10 * scale)));
   return f;
 }
 }  // namespace
@@ -48,7 +53,9 @@ QPainterPath EdgeItem::curve(QPointF a, QPointF b) {
 void EdgeItem::updatePath() {
   prepareGeometryChange();
   path_ = curve(src_->outputPortPos(), dst_->inputPortPos(edge_.dst_port));
-  bounds_ = path_.boundingRect().adjusted(-4, -4, 4, 4).united(labelRect().adjusted(-2, -2, 2, 2));
+  bounds_ = path_.boundingRect()
+                .adjusted(-4, -4, 4, 4)
+                .united(labelRect(kMaxLabelScale).adjusted(-2, -2, 2, 2));
 }
 
 void EdgeItem::setLabel(const QString& label) {
@@ -57,18 +64,25 @@ void EdgeItem::setLabel(const QString& label) {
   label_ = label;
   setToolTip(label_.isEmpty() ? QObject::tr("No valid tensor flows here yet")
                               : QObject::tr("Tensor per sample: %1").arg(label_));
-  bounds_ = path_.boundingRect().adjusted(-4, -4, 4, 4).united(labelRect().adjusted(-2, -2, 2, 2));
+  bounds_ = path_.boundingRect()
+                .adjusted(-4, -4, 4, 4)
+                .united(labelRect(kMaxLabelScale).adjusted(-2, -2, 2, 2));
   update();
 }
 
-QRectF EdgeItem::labelRect() const {
+QRectF EdgeItem::labelRect(double scale) const {
   if (label_.isEmpty()) return {};
-  QFontMetricsF fm(labelFont());
-  double w = fm.horizontalAdvance(label_) + 8, h = fm.height() + 3;
+  QFontMetricsF fm(labelFont(scale));
+  double w = fm.horizontalAdvance(label_) + 8 * scale, h = fm.height() + 3 * scale;
   // Just above the curve's midpoint, so the line and both ports stay
   // visible even where nodes are close together.
   QPointF c = path_.pointAtPercent(0.5);
   return QRectF(c.x() - w / 2, c.y() - h - 5, w, h);
+}
+
+double EdgeItem::labelScale(const QPainter* p) {
+  const double zoom = p->worldTransform().m11();
+  return zoom > 0 ? std::clamp(1.0 / zoom, 1.0, kMaxLabelScale) : 1.0;
 }
 
 QRectF EdgeItem::boundingRect() const {
@@ -94,11 +108,18 @@ void EdgeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* /*opt*/, QWidg
   p->setBrush(Qt::NoBrush);
   p->drawPath(path_);
   if (label_.isEmpty()) return;
-  QRectF r = labelRect();
+  // Grown where the edge leaves room for it, so that it does not run into
+  // the cards it joins; a shorter label reads fine at the natural size.
+  double scale = labelScale(p);
+  const QSizeF span = path_.boundingRect().size();
+  const double room = std::max(span.width(), span.height()) - 12;
+  const double natural = labelRect(1).width();
+  if (natural * scale > room) scale = std::max(1.0, room / natural);
+  QRectF r = labelRect(scale);
   p->setPen(QPen(mix(c, pal.color(QPalette::Base), 0.3), 1));
   p->setBrush(pal.color(QPalette::Base));
   p->drawRoundedRect(r, r.height() / 2, r.height() / 2);
-  p->setFont(labelFont());
+  p->setFont(labelFont(scale));
   p->setPen(isSelected() ? pal.color(QPalette::Highlight) : pal.color(QPalette::Text));
   p->drawText(r, Qt::AlignCenter, label_);
 }

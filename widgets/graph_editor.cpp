@@ -15,6 +15,7 @@
 #include <QClipboard>
 #include <QMimeData>
 #include <QUndoStack>
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -247,7 +248,14 @@ std::vector<NodeId> GraphEditor::paste() {
     return {};
   }
   ++paste_count_;
-  const double offset = 40.0 * paste_count_;
+  // Below the copied layers (a row further for each paste) and a little to
+  // the right: a 40-pixel diagonal offset left the copy almost on the original.
+  double top = 1e300, bottom = -1e300;
+  for (const auto& [id, n] : part.nodes()) {
+    top = std::min(top, n.y);
+    bottom = std::max(bottom, n.y);
+  }
+  const QPointF offset(40.0 * paste_count_, (bottom - top + 100.0) * paste_count_);
   // Build the result in a scratch copy so names stay unique among the
   // pasted nodes as well as against the existing ones.
   Graph trial = model_->graph();
@@ -257,7 +265,9 @@ std::vector<NodeId> GraphEditor::paste() {
   for (const auto& [old_id, n] : part.nodes()) {
     std::string name = trial.find_by_name(n.name) ? trial.unique_name(nameBase(n.name)) : n.name;
     NodeId id = next++;
-    trial.add_node(n.type, name, n.attrs, n.x + offset, n.y + offset, id);
+    QPointF p = QPointF(n.x, n.y) + offset;
+    if (scene_->snapToGrid()) p = snapped(p);
+    trial.add_node(n.type, name, n.attrs, p.x(), p.y(), id);
     remap[old_id] = id;
     nodes.push_back(trial.node(id));
   }
@@ -274,8 +284,8 @@ std::vector<NodeId> GraphEditor::paste() {
   return ids;
 }
 
-void GraphEditor::autoLayout() {
-  auto pos = widgets::autoLayout(model_->graph());
+void GraphEditor::autoLayout(QSizeF canvas) {
+  auto pos = widgets::autoLayout(model_->graph(), LayoutSpace{canvas.width(), canvas.height()});
   std::map<NodeId, QPointF> from, to;
   for (const auto& [id, p] : pos) {
     const Node& n = model_->graph().node(id);
@@ -285,6 +295,16 @@ void GraphEditor::autoLayout() {
   }
   if (to.empty()) return;
   undo_->push(new MoveNodesCommand(model_, from, to, false, tr("Auto-layout")));
+}
+
+bool GraphEditor::wrapLongLine(QSizeF canvas) {
+  if (!tooLongForOneLine(model_->graph(), LayoutSpace{canvas.width(), canvas.height()}))
+    return false;
+  const int before = undo_->index();
+  autoLayout(canvas);
+  if (undo_->index() == before) return false;
+  Q_EMIT statusMessage(tr("Laid out in rows to fit the window (Edit → Undo restores the line)"));
+  return true;
 }
 
 }  // namespace dc::widgets

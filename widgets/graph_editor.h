@@ -8,6 +8,7 @@
 
 #include <QObject>
 #include <QPointF>
+#include <QSizeF>
 #include <QString>
 #include <map>
 #include <vector>
@@ -62,7 +63,12 @@ class GraphEditor : public QObject {
   // Pastes clipboard nodes with fresh ids and names, offset from the
   // originals, and selects them. Returns the new ids.
   std::vector<NodeId> paste();
-  void autoLayout();
+  // Left to right; wrapped into rows when one line would be too small to
+  // read on a canvas of this size in pixels (empty: never wrapped).
+  void autoLayout(QSizeF canvas = {});
+  // Auto-layout (one undo step) when the nodes stand in one line too long
+  // to read on this canvas once fitted; true when it moved them.
+  bool wrapLongLine(QSizeF canvas);
 
  signals:
   void statusMessage(const QString& text);

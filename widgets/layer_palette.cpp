@@ -97,17 +97,33 @@ LayerPalette::LayerPalette(QWidget* parent) : QWidget(parent) {
     QString type = it->data(0, kTypeRole).toString();
     if (!type.isEmpty()) Q_EMIT layerActivated(type);
   });
-  // Enter in the search box adds the first match: palette-by-keyboard.
+  // Enter in the search box adds the best match: palette-by-keyboard.
   connect(search_, &QLineEdit::returnPressed, this, [this] {
-    for (int g = 0; g < tree_->topLevelItemCount(); ++g)
-      for (int i = 0; i < tree_->topLevelItem(g)->childCount(); ++i) {
-        QTreeWidgetItem* it = tree_->topLevelItem(g)->child(i);
-        if (!it->isHidden()) {
-          Q_EMIT layerActivated(it->data(0, kTypeRole).toString());
-          return;
-        }
-      }
+    if (QTreeWidgetItem* it = bestMatch()) Q_EMIT layerActivated(it->data(0, kTypeRole).toString());
   });
+}
+
+QTreeWidgetItem* LayerPalette::bestMatch() const {
+  // The first shown row in list order would make "relu" add GELU (a match in
+  // its help text, and listed first): the name decides before the help does.
+  const QString t = search_->text().trimmed();
+  QTreeWidgetItem* best = nullptr;
+  int best_rank = 4;
+  for (int g = 0; g < tree_->topLevelItemCount(); ++g)
+    for (int i = 0; i < tree_->topLevelItem(g)->childCount(); ++i) {
+      QTreeWidgetItem* it = tree_->topLevelItem(g)->child(i);
+      if (it->isHidden()) continue;
+      const QString name = it->text(0);
+      const int rank = name.compare(t, Qt::CaseInsensitive) == 0 ? 0
+                       : name.startsWith(t, Qt::CaseInsensitive) ? 1
+                       : name.contains(t, Qt::CaseInsensitive)   ? 2
+                                                                 : 3;
+      if (rank < best_rank) {
+        best = it;
+        best_rank = rank;
+      }
+    }
+  return best;
 }
 
 QTreeWidgetItem* LayerPalette::itemFor(const QString& type) const {
@@ -134,6 +150,9 @@ void LayerPalette::setFilter(const QString& text) {
     }
     group->setHidden(!any);
   }
+  // The row Enter would add is the one highlighted.
+  if (!t.isEmpty())
+    if (QTreeWidgetItem* best = bestMatch()) tree_->setCurrentItem(best);
 }
 
 }  // namespace dc::widgets

@@ -19,6 +19,10 @@ class LayerPalette : public QWidget {
   void setFilter(const QString& text);
   QTreeWidget* tree() const { return tree_; }
   QLineEdit* searchBox() const { return search_; }
+  // The shown row Enter in the search box adds: an exact name, then a name
+  // that starts with the text, then one that contains it, then the rest
+  // (matches in the category or help); nullptr when nothing is shown.
+  QTreeWidgetItem* bestMatch() const;
   // The palette row of a layer type (nullptr if unknown).
   QTreeWidgetItem* itemFor(const QString& type) const;
 

@@ -61,18 +61,14 @@ void NodeView::fitAll() {
     return;
   }
   r.adjust(-40, -40, 40, 40);
+  // The whole network, however small that makes it (a zoom floor left the
+  // last layers of the sample off-screen); Auto-layout wraps a long chain
+  // into rows so it can be shown larger. Small graphs are not blown up past
+  // their natural size.
   fitInView(r, Qt::KeepAspectRatio);
-  // Small graphs are not blown up past their natural size, and long ones
-  // are not shrunk until the text is unreadable: then the view starts at
-  // the network's input end (the left), where reading starts.
   if (zoom() > 1.0) setTransform(QTransform());
-  if (zoom() < min_fit_zoom_) {
-    setTransform(QTransform::fromScale(min_fit_zoom_, min_fit_zoom_));
-    QRectF vis = mapToScene(viewport()->rect()).boundingRect();
-    centerOn(r.left() + vis.width() / 2, r.center().y());
-  } else {
-    centerOn(r.center());
-  }
+  if (zoom() < kMinZoom) setTransform(QTransform::fromScale(kMinZoom, kMinZoom));
+  centerOn(r.center());
   Q_EMIT zoomChanged(zoom());
 }
 
@@ -199,21 +195,6 @@ void NodeView::dropEvent(QDropEvent* e) {
   QString type = QString::fromUtf8(e->mimeData()->data(kLayerMimeType));
   Q_EMIT layerDropped(type, mapToScene(e->position().toPoint()));
   e->acceptProposedAction();
-}
-
-void NodeView::drawForeground(QPainter* p, const QRectF& rect) {
-  QGraphicsView::drawForeground(p, rect);
-  if (hint_.isEmpty() || !scene() || !scene()->items().isEmpty()) return;
-  // In viewport coordinates, so the hint stays put and readable at any zoom.
-  p->save();
-  p->resetTransform();
-  QRect r = viewport()->rect().adjusted(40, 40, -40, -40);
-  QFont f = font();
-  f.setPointSizeF(f.pointSizeF() * 1.25);
-  p->setFont(f);
-  p->setPen(mix(palette().color(QPalette::Window), palette().color(QPalette::Text), 0.55));
-  p->drawText(r, Qt::AlignCenter | Qt::TextWordWrap, hint_);
-  p->restore();
 }
 
 void NodeView::drawBackground(QPainter* p, const QRectF& rect) {

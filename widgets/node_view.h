@@ -20,11 +20,6 @@ class NodeView : public QGraphicsView {
   void fitAll();
   void centerOnItem(QGraphicsItem* item);
   double zoom() const;
-  // Shown on an empty canvas ("" for none).
-  void setEmptyHint(const QString& text) { hint_ = text; }
-  // fitAll() does not zoom out further than this (keeps text readable);
-  // previews that must show everything lower it.
-  void setMinFitZoom(double z) { min_fit_zoom_ = z; }
   // Previews refit whenever their size changes.
   void setFitOnResize(bool on) { fit_on_resize_ = on; }
 
@@ -46,13 +41,10 @@ class NodeView : public QGraphicsView {
   void dragMoveEvent(QDragMoveEvent* e) override;
   void dropEvent(QDropEvent* e) override;
   void drawBackground(QPainter* p, const QRectF& rect) override;
-  void drawForeground(QPainter* p, const QRectF& rect) override;
   void resizeEvent(QResizeEvent* e) override;
 
  private:
   void scaleBy(double factor);
-  QString hint_;
-  double min_fit_zoom_ = 0.6;
   bool fit_on_resize_ = false;
   bool space_ = false;
   bool panning_ = false;

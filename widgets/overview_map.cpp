@@ -8,16 +8,16 @@
 #include <QPainter>
 #include <QScrollBar>
 #include <QTimer>
+#include <algorithm>
 
 namespace dc::widgets {
 
 namespace {
-constexpr int kWidth = 220, kHeight = 130, kMargin = 12;
+constexpr int kMargin = 12;
 }
 
 OverviewMap::OverviewMap(NodeView* main) : QGraphicsView(main->scene(), main), main_(main) {
   setObjectName("overview");
-  setFixedSize(kWidth, kHeight);
   setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   setInteractive(false);
@@ -52,23 +52,40 @@ void OverviewMap::scheduleUpdate() {
 
 void OverviewMap::place() {
   QWidget* vp = main_->viewport();
+  // A fixed size covered a good part of a small canvas and was a thumbnail
+  // on a large one: a fifth of the canvas' width, within limits.
+  const int w = std::clamp(vp->width() / 5, 120, 300);
+  const int h = std::clamp(std::min(w * 3 / 5, vp->height() / 3), 70, 180);
+  setFixedSize(w, h);
   // A child of the view, placed over its viewport's corner.
   QPoint corner = vp->geometry().bottomRight();
-  move(corner.x() - kWidth - kMargin + 1, corner.y() - kHeight - kMargin + 1);
+  move(corner.x() - w - kMargin + 1, corner.y() - h - kMargin + 1);
   raise();
 }
 
 void OverviewMap::refit() {
   QRectF r = scene()->itemsBoundingRect();
-  setVisible(!r.isEmpty() && isEnabled());
-  if (r.isEmpty()) return;
+  // When the canvas shows the whole network the map adds nothing and would
+  // only cover part of it (right after Fit to Window, its last layers).
+  const QRectF shown = main_->mapToScene(main_->viewport()->rect()).boundingRect();
+  const bool show = !r.isEmpty() && isEnabled() && !shown.contains(r);
+  setVisible(show);
+  if (!show) return;
   r.adjust(-60, -60, 60, 60);
   fitInView(r, Qt::KeepAspectRatio);
 }
 
 bool OverviewMap::eventFilter(QObject* o, QEvent* e) {
-  if (e->type() == QEvent::Resize) place();
+  if (e->type() == QEvent::Resize) {
+    place();
+    scheduleUpdate();
+  }
   return QGraphicsView::eventFilter(o, e);
+}
+
+void OverviewMap::changeEvent(QEvent* e) {
+  if (e->type() == QEvent::EnabledChange) refit();
+  QGraphicsView::changeEvent(e);
 }
 
 void OverviewMap::drawBackground(QPainter* p, const QRectF& rect) {

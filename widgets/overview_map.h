@@ -2,7 +2,8 @@
 // A small overview of the whole graph in a corner of the canvas, with the
 // part the canvas shows outlined; clicking or dragging in it moves the
 // canvas there. It repaints at most ~10 times a second, so it adds little
-// to the cost of dragging nodes in a large graph.
+// to the cost of dragging nodes in a large graph. It scales with the canvas
+// and hides while the canvas shows the whole network.
 #include <QGraphicsView>
 
 class QTimer;
@@ -16,8 +17,12 @@ class OverviewMap : public QGraphicsView {
  public:
   explicit OverviewMap(NodeView* main);
 
-  // Keeps it in the bottom-right corner of the canvas.
+  // Keeps it in the bottom-right corner of the canvas, sized to it.
   void place();
+  // Shows it, fitted to the network, where the canvas does not show the
+  // whole network; hides it otherwise or when disabled. Runs at most ~10
+  // times a second on its own; tests call it to skip the wait.
+  void refit();
 
  protected:
   void drawForeground(QPainter* p, const QRectF& rect) override;
@@ -26,9 +31,9 @@ class OverviewMap : public QGraphicsView {
   void mouseMoveEvent(QMouseEvent* e) override;
   void wheelEvent(QWheelEvent* e) override;
   bool eventFilter(QObject* o, QEvent* e) override;
+  void changeEvent(QEvent* e) override;
 
  private:
-  void refit();
   void scheduleUpdate();
   NodeView* main_;
   QTimer* timer_;

@@ -1,20 +1,22 @@
-// Renders the README's screenshots (docs/images/editor.png, templates.png)
-// from the real window, without a display:
+// Renders the README's screenshots (docs/images/start.png, editor.png,
+// templates.png) from the real window, without a display:
 //   QT_QPA_PLATFORM=offscreen build/bin/editor_screenshots docs/images
-// --dark uses a dark palette, --problems adds editor-problems.png.
+// --dark uses View → Theme → Dark, --size=1920x1080 another window size,
+// --problems adds editor-problems.png.
 // Not a test: it only draws.
 #include "gui/main_window.h"
 #include "gui/template_dialog.h"
+#include "gui/theme.h"
 #include "widgets/graph_editor.h"
 #include "widgets/node_item.h"
 #include "widgets/node_scene.h"
 #include "widgets/node_view.h"
 
+#include <QAction>
 #include <QApplication>
 #include <QDir>
 #include <QDockWidget>
 #include <QListWidget>
-#include <QPalette>
 #include <QStandardPaths>
 #include <QTest>
 #include <QUndoStack>
@@ -26,37 +28,28 @@ int main(int argc, char** argv) {
   QApplication::setOrganizationName("DeepCanvasScreenshots");
   QString out = argc > 1 && argv[1][0] != '-' ? argv[1] : "docs/images";
   const QStringList args = QApplication::arguments();
-  if (args.contains("--dark")) {
-    // A dark palette like a desktop's dark theme, to check both looks.
-    QApplication::setStyle("Fusion");
-    QPalette p;
-    p.setColor(QPalette::Window, QColor(0x2b, 0x2d, 0x31));
-    p.setColor(QPalette::WindowText, QColor(0xe6, 0xe6, 0xe6));
-    p.setColor(QPalette::Base, QColor(0x1f, 0x21, 0x24));
-    p.setColor(QPalette::AlternateBase, QColor(0x27, 0x29, 0x2d));
-    p.setColor(QPalette::Text, QColor(0xe6, 0xe6, 0xe6));
-    p.setColor(QPalette::Button, QColor(0x34, 0x36, 0x3b));
-    p.setColor(QPalette::ButtonText, QColor(0xe6, 0xe6, 0xe6));
-    p.setColor(QPalette::Highlight, QColor(0x3d, 0x8b, 0xfd));
-    p.setColor(QPalette::HighlightedText, Qt::white);
-    p.setColor(QPalette::PlaceholderText, QColor(0x9a, 0x9a, 0x9a));
-    p.setColor(QPalette::Disabled, QPalette::Text, QColor(0x8a, 0x8a, 0x8a));
-    p.setColor(QPalette::Disabled, QPalette::WindowText, QColor(0x8a, 0x8a, 0x8a));
-    QApplication::setPalette(p);
-  }
+  if (args.contains("--dark")) dc::gui::applyTheme(dc::gui::Theme::Dark);
+  // --size=WxH: the window's size (default 1280x720, a small laptop screen).
+  QSize size(1280, 720);
+  for (const QString& a : args)
+    if (a.startsWith("--size=")) {
+      const QStringList wh = a.mid(7).split('x');
+      if (wh.size() == 2) size = QSize(wh[0].toInt(), wh[1].toInt());
+    }
   QDir().mkpath(out);
 
   dc::gui::MainWindow w;
-  w.resize(1480, 920);
+  w.resize(size);
   w.show();
+  QTest::qWait(50);
+  bool ok = w.grab().save(out + "/start.png");  // the empty canvas' start page
   if (!w.openFile(QStringLiteral(DC_SOURCE_DIR "/sample_data/sample_project.dcproj"))) return 1;
   QTest::qWait(50);
-  w.view()->resetZoom();
-  w.view()->fitAll();
+  w.action("actionAutoLayout")->trigger();  // rows that fit the window
   const dc::Node* conv2 = w.editor()->graph().find_by_name("conv2");
   if (conv2) w.editor()->scene()->selectNodes({conv2->id});
   QTest::qWait(50);
-  bool ok = w.grab().save(out + "/editor.png");
+  ok = w.grab().save(out + "/editor.png") && ok;
 
   // With --problems: the same with a broken shape rule, to check how
   // problems look.

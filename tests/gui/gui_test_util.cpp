@@ -19,7 +19,11 @@ void ensureApp() {
   if (QApplication::instance()) return;
   qputenv("QT_QPA_PLATFORM", "offscreen");
   // Test-mode paths keep settings, recent files and recovery files away
-  // from the user's own.
+  // from the user's own; a home of its own keeps them away from other test
+  // processes too (ctest -j, other checkouts), which would otherwise read
+  // and clear the same ~/.qttest settings while a test restarts a window.
+  static QTemporaryDir home;
+  if (home.isValid()) qputenv("HOME", home.path().toLocal8Bit());
   QStandardPaths::setTestModeEnabled(true);
   QApplication::setOrganizationName("DeepCanvasTests");
   QApplication::setApplicationName("DeepCanvasEditorTests");

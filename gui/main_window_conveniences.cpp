@@ -1,0 +1,135 @@
+// MainWindow's conveniences: the start page on an empty canvas, View → Theme,
+// the Help menu (keyboard shortcuts, the user guide) and projects dropped
+// onto the window.
+#include "gui/main_window.h"
+#include "gui/shortcuts_dialog.h"
+#include "gui/start_page.h"
+#include "gui/template_dialog.h"
+#include "gui/theme.h"
+#include "widgets/graph_editor.h"
+#include "widgets/graph_model.h"
+#include "widgets/node_view.h"
+
+#include <QAction>
+#include <QActionGroup>
+#include <QApplication>
+#include <QDesktopServices>
+#include <QDir>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileInfo>
+#include <QGuiApplication>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QStyleHints>
+#include <QTabWidget>
+#include <QUrl>
+#include <algorithm>
+
+namespace dc::gui {
+
+void MainWindow::createStartPage() {
+  start_page_ = new StartPage(view_);
+  connect(start_page_, &StartPage::templateChosen, this, [this](const QString& f) {
+    if (confirmStopTraining(tr("start a new project")) && maybeSave()) newFromTemplate(f);
+  });
+  connect(start_page_, &StartPage::projectChosen, this, &MainWindow::openFile);
+  connect(start_page_, &StartPage::openRequested, action("actionOpen"), &QAction::trigger);
+  connect(editor_->model(), &widgets::GraphModel::shapesChanged, this,
+          &MainWindow::updateStartPage);
+  updateStartPage();
+}
+
+void MainWindow::updateStartPage() {
+  if (!start_page_) return;
+  const bool show = editor_->graph().empty();
+  if (show) start_page_->setRecent(recentFiles());
+  start_page_->setVisible(show);
+}
+
+void MainWindow::createThemeMenu(QMenu* view) {
+  QMenu* menu = view->addMenu(tr("T&heme"));
+  menu->setObjectName("menuTheme");
+  auto* group = new QActionGroup(this);
+  const std::pair<Theme, QString> themes[] = {
+      {Theme::System, tr("&System")}, {Theme::Light, tr("&Light")}, {Theme::Dark, tr("&Dark")}};
+  for (const auto& [t, text] : themes) {
+    QAction* a = menu->addAction(text);
+    a->setObjectName("actionTheme_" + themeKey(t));
+    a->setCheckable(true);
+    a->setChecked(t == currentTheme());
+    group->addAction(a);
+    connect(a, &QAction::triggered, this, [t = t] {
+      applyTheme(t);
+      saveTheme(t);
+    });
+  }
+#if QT_VERSION >= QT_VERSION_CHECK(6, 5, 0)
+  // The desktop switched between light and dark while the app runs.
+  connect(QGuiApplication::styleHints(), &QStyleHints::colorSchemeChanged, this, [] {
+    if (currentTheme() == Theme::System) applyTheme(Theme::System);
+  });
+#endif
+}
+
+void MainWindow::createHelpMenu() {
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  connect(makeAction("actionShortcuts", tr("&Keyboard Shortcuts…"), QKeySequence::HelpContents),
+          &QAction::triggered, this, [this] {
+            ShortcutsDialog dlg(menuBar(), this);
+            dlg.exec();
+          });
+  help->addAction(action("actionShortcuts"));
+  QAction* guide = help->addAction(tr("User &Guide"), this, [] {
+    QDesktopServices::openUrl(QUrl::fromLocalFile(ShortcutsDialog::guideFile()));
+  });
+  guide->setObjectName("actionGuide");
+  guide->setEnabled(!ShortcutsDialog::guideFile().isEmpty());
+  help->addSeparator();
+  help->addAction(tr("&About DeepCanvas"), this, [this] {
+    QMessageBox::about(this, tr("About DeepCanvas"),
+                       tr("<b>DeepCanvas %1</b><p>Build, train and test neural networks "
+                          "visually.</p>")
+                           .arg(QApplication::applicationVersion()));
+  });
+}
+
+namespace {
+bool droppable(const QUrl& u) {
+  const QString suffix = QFileInfo(u.toLocalFile()).suffix().toLower();
+  return u.isLocalFile() && (suffix == "dcproj" || suffix == "onnx");
+}
+}  // namespace
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
+  const QList<QUrl> urls = e->mimeData()->urls();
+  if (std::any_of(urls.begin(), urls.end(), droppable))
+    e->acceptProposedAction();
+  else
+    e->ignore();
+}
+
+void MainWindow::dropEvent(QDropEvent* e) {
+  if (openDropped(e->mimeData()->urls())) e->acceptProposedAction();
+}
+
+bool MainWindow::openDropped(const QList<QUrl>& urls) {
+  for (const QUrl& u : urls) {
+    if (!droppable(u)) continue;
+    const QString file = u.toLocalFile();
+    if (QFileInfo(file).suffix().compare("onnx", Qt::CaseInsensitive) == 0) {
+      reportError(tr("Cannot open %1: ONNX import is not available yet.\n\n"
+                     "Open a DeepCanvas project (.dcproj) instead, or build the network from "
+                     "a template.")
+                      .arg(QDir::toNativeSeparators(file)));
+      return false;
+    }
+    // One project at a time: the first one dropped.
+    return openFile(file);
+  }
+  return false;
+}
+
+}  // namespace dc::gui

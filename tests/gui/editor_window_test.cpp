@@ -1,0 +1,477 @@
+// The main window as a new user meets it (issue 18): the docks and the tab
+// after a restart, unique shortcuts with tooltips, the palette's Enter,
+// Fit to Window and auto-layout at 1280×720, pasting, the start page,
+// dropped files, the theme and the shortcuts dialog.
+#include "gui/inference_panel.h"
+#include "gui/main_window.h"
+#include "gui/project_context.h"
+#include "gui/shortcuts_dialog.h"
+#include "gui/start_page.h"
+#include "gui/template_dialog.h"
+#include "gui/theme.h"
+#include "gui/training_panel.h"
+#include "gui_test_util.h"
+#include "widgets/graph_editor.h"
+#include "widgets/layer_palette.h"
+#include "widgets/node_item.h"
+#include "widgets/node_scene.h"
+#include "widgets/node_view.h"
+#include "widgets/overview_map.h"
+
+#include <deepcanvas/plan.h>
+#include <deepcanvas/project.h>
+#include <gtest/gtest.h>
+
+#include <QAction>
+#include <QApplication>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QImage>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QMenuBar>
+#include <QMimeData>
+#include <QRegularExpression>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QTabBar>
+#include <QTest>
+#include <QTextDocument>
+#include <QToolBar>
+#include <QTreeWidget>
+#include <QUndoStack>
+#include <QUrl>
+#include <map>
+#include <memory>
+#include <set>
+
+namespace dc::test {
+namespace {
+
+using Mode = gui::MainWindow::Mode;
+
+class EditorWindow : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ensureApp();
+    // Each test starts as a first start: no saved layout, tab or recent files.
+    QSettings().remove("window");
+    QSettings().remove("recentFiles");
+  }
+  void TearDown() override { QSettings().remove("window"); }
+
+  // A window as the app opens it, at the size a small laptop screen gives.
+  static std::unique_ptr<gui::MainWindow> open(QSize size = {1280, 720}) {
+    auto w = std::make_unique<gui::MainWindow>();
+    w->setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
+    w->setErrorHandler([](const QString& e) { ADD_FAILURE() << e.toStdString(); });
+    w->resize(size);
+    w->show();
+    EXPECT_TRUE(QTest::qWaitForWindowExposed(w.get()));
+    return w;
+  }
+  // The title of the bottom docks' current tab.
+  static QString bottomDockOnTop(const gui::MainWindow& w) {
+    for (const QTabBar* tb : w.findChildren<QTabBar*>(Qt::FindDirectChildrenOnly))
+      for (int i = 0; i < tb->count(); ++i)
+        if (tb->tabText(i) == "Problems") return tb->tabText(tb->currentIndex());
+    return {};
+  }
+  static void openSample(gui::MainWindow& w) {
+    ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+    QApplication::processEvents();
+  }
+};
+
+TEST_F(EditorWindow, QuittingOnAnyTabKeepsTheModelTabsDocksAndTheTab) {
+  const char* docks[] = {"paletteDock", "propertiesDock", "summaryDock", "problemsDock"};
+  for (Mode m : {Mode::Model, Mode::Dataset, Mode::Training, Mode::Inference}) {
+    SCOPED_TRACE(int(m));
+    {
+      auto w = open();
+      w->showMode(m);
+      ASSERT_TRUE(w->close());  // Ctrl+Q
+    }
+    auto w = open();
+    EXPECT_EQ(w->mode(), m);  // the window remembers its tab
+    w->showMode(Mode::Model);
+    for (const char* name : docks) {
+      auto* d = w->findChild<QDockWidget*>(name);
+      ASSERT_NE(d, nullptr);
+      // Tabified docks behind another are not "visible"; their menu entry
+      // says whether they are part of the layout.
+      EXPECT_TRUE(d->toggleViewAction()->isChecked()) << name;
+    }
+    EXPECT_TRUE(w->findChild<QDockWidget*>("paletteDock")->isVisible());
+    EXPECT_TRUE(w->palette()->isVisible());
+    // The summary stays the tab on top of the bottom docks, as on a first start.
+    EXPECT_EQ(bottomDockOnTop(*w).toStdString(), "Model Summary");
+  }
+}
+
+TEST_F(EditorWindow, NoTwoActionsShareAShortcutAndCtrl1ShowsTheModelTab) {
+  auto w = open();
+  std::map<QString, QAction*> owner;
+  for (QAction* a : w->findChildren<QAction*>())
+    for (const QKeySequence& k : a->shortcuts()) {
+      const QString key = k.toString(QKeySequence::PortableText);
+      auto [it, fresh] = owner.emplace(key, a);
+      EXPECT_TRUE(fresh || it->second == a)
+          << key.toStdString() << " is bound to " << it->second->objectName().toStdString() << " ("
+          << it->second->text().toStdString() << ") and to " << a->objectName().toStdString()
+          << " (" << a->text().toStdString() << ")";
+    }
+  w->showMode(Mode::Training);
+  QApplication::setActiveWindow(w.get());
+  ASSERT_TRUE(QTest::qWaitForWindowActive(w.get()));
+  QTest::keyClick(w.get(), Qt::Key_1, Qt::ControlModifier);
+  EXPECT_EQ(w->mode(), Mode::Model);
+  // Actual Size still has a key of its own.
+  EXPECT_FALSE(w->action("actionActualSize")->shortcut().isEmpty());
+}
+
+TEST_F(EditorWindow, EveryToolbarButtonHasATooltipWithItsShortcut) {
+  auto w = open();
+  auto* tb = w->findChild<QToolBar*>("mainToolBar");
+  ASSERT_NE(tb, nullptr);
+  int buttons = 0;
+  for (QAction* a : tb->actions()) {
+    if (a->isSeparator()) continue;
+    ++buttons;
+    ASSERT_FALSE(a->shortcut().isEmpty()) << a->objectName().toStdString();
+    EXPECT_TRUE(a->toolTip().contains(a->shortcut().toString(QKeySequence::NativeText)))
+        << a->objectName().toStdString() << ": " << a->toolTip().toStdString();
+  }
+  EXPECT_GE(buttons, 10);
+  // Undo's text follows the step; its tooltip keeps the key.
+  w->editor()->addLayer("Input", {40, 120});
+  QAction* undo = w->action("actionUndo");
+  EXPECT_TRUE(undo->toolTip().contains("input", Qt::CaseInsensitive))
+      << undo->toolTip().toStdString();
+  EXPECT_TRUE(undo->toolTip().contains(undo->shortcut().toString(QKeySequence::NativeText)));
+}
+
+TEST_F(EditorWindow, PaletteSearchEnterAddsTheExactOrPrefixMatch) {
+  auto w = open();
+  QLineEdit* search = w->palette()->searchBox();
+  const std::pair<const char*, const char*> cases[] = {
+      {"relu", "ReLU"}, {"dense", "Dense"}, {"maxp", "MaxPool2D"}, {"CONV", "Conv2D"}};
+  for (const auto& [typed, type] : cases) {
+    SCOPED_TRACE(typed);
+    search->clear();
+    search->setFocus();
+    QTest::keyClicks(search, typed);
+    const auto before = w->editor()->graph().nodes().size();
+    QTest::keyClick(search, Qt::Key_Return);
+    ASSERT_EQ(w->editor()->graph().nodes().size(), before + 1);
+    EXPECT_EQ(w->editor()->graph().nodes().rbegin()->second.type, type);
+  }
+}
+
+TEST_F(EditorWindow, FitShowsEveryNodeOfTheSampleAt1280x720) {
+  auto w = open();
+  openSample(*w);
+  widgets::NodeView* view = w->view();
+  widgets::GraphEditor* ed = w->editor();
+  auto expectAllShown = [&] {
+    QApplication::processEvents();
+    const QRect shown = view->viewport()->rect();
+    for (const auto& [id, n] : ed->graph().nodes()) {
+      QRect r = view->mapFromScene(ed->scene()->nodeItem(id)->sceneBoundingRect()).boundingRect();
+      EXPECT_TRUE(shown.contains(r)) << n.name;
+    }
+  };
+  view->fitAll();
+  const double one_line = view->zoom();
+  const Graph line = ed->graph();
+  // The sample's single line is too long to read here: Fit wraps it into
+  // rows (one undo step) and shows them whole, larger than the line.
+  w->action("actionFit")->trigger();
+  expectAllShown();
+  std::set<double> rows;
+  for (const auto& [id, n] : ed->graph().nodes()) rows.insert(n.y);
+  EXPECT_GE(rows.size(), 2u);
+  EXPECT_GT(view->zoom(), one_line * 1.5);
+  // The overview map would only cover part of a network shown whole.
+  auto* map = view->findChild<widgets::OverviewMap*>();
+  map->refit();
+  EXPECT_FALSE(map->isVisible());
+  ed->undoStack()->undo();
+  EXPECT_TRUE(ed->graph() == line);
+
+  // An arrangement of the user's own (not one line) is never moved: Fit
+  // zooms out as far as it takes (it used to stop at 60 %).
+  const NodeId last = idOf(ed->graph(), "dense2");
+  ed->moveNodes({{last, QPointF(ed->graph().node(last).x, ed->graph().node(last).y + 300)}});
+  const Graph own = ed->graph();
+  w->action("actionFit")->trigger();
+  EXPECT_TRUE(ed->graph() == own);
+  expectAllShown();
+  EXPECT_LT(view->zoom(), 0.6);
+}
+
+TEST_F(EditorWindow, AutoLayoutWrapsTheSampleIntoRowsThatFitLarger) {
+  auto w = open();
+  openSample(*w);
+  w->view()->fitAll();
+  const double one_line = w->view()->zoom();
+  w->action("actionAutoLayout")->trigger();
+  QApplication::processEvents();
+  const Graph& g = w->editor()->graph();
+  widgets::NodeView* view = w->view();
+  EXPECT_GT(view->zoom(), one_line * 1.5);
+  std::set<double> rows;
+  for (const auto& [id, n] : g.nodes()) {
+    rows.insert(n.y);
+    QRect r =
+        view->mapFromScene(w->editor()->scene()->nodeItem(id)->sceneBoundingRect()).boundingRect();
+    EXPECT_TRUE(view->viewport()->rect().contains(r)) << n.name;
+  }
+  EXPECT_GE(rows.size(), 2u);
+  // Along the chain: left to right within a row, and each row below the last.
+  const Node* prev = nullptr;
+  for (NodeId id : g.topo_order()) {
+    const Node& n = g.node(id);
+    if (prev) {
+      EXPECT_TRUE(n.y == prev->y ? n.x > prev->x : n.y > prev->y) << n.name;
+    }
+    prev = &n;
+  }
+  // The Input is in line with the layer it feeds (a straight edge).
+  EXPECT_EQ(g.node(idOf(g, "input")).y, g.node(idOf(g, "conv1")).y);
+  // The overview map follows the window's size.
+  auto* map = view->findChild<widgets::OverviewMap*>();
+  const int small = map->width();
+  w->resize(1920, 1080);
+  QApplication::processEvents();
+  EXPECT_GT(map->width(), small);
+}
+
+TEST_F(EditorWindow, AutoLayoutPutsEveryTemplatesInputInLineWithWhatItFeeds) {
+  auto w = open();
+  for (const auto& [name, file] : gui::TemplateDialog::templates()) {
+    SCOPED_TRACE(file.toStdString());
+    ASSERT_TRUE(w->newFromTemplate(file));
+    for (QSizeF space : {QSizeF(), QSizeF(w->view()->viewport()->size())}) {
+      w->editor()->autoLayout(space);
+      const Graph& g = w->editor()->graph();
+      const widgets::NodeScene* scene = w->editor()->scene();
+      for (const Edge& e : g.edges()) {
+        const Node& src = g.node(e.src);
+        if (src.type != "Input" && src.type != "SequenceInput") continue;
+        // A straight edge: the Input's port level with the port it feeds.
+        EXPECT_DOUBLE_EQ(scene->nodeItem(e.src)->outputPortPos().y(),
+                         scene->nodeItem(e.dst)->inputPortPos(e.dst_port).y())
+            << src.name << " -> " << g.node(e.dst).name;
+      }
+    }
+  }
+}
+
+TEST_F(EditorWindow, AutoLayoutKeepsAnUnconnectedLayerOutOfTheChain) {
+  auto w = open();
+  openSample(*w);
+  // A layer dropped but not wired yet took a place in the Input's column,
+  // which pushed the Input above the chain and bent its edge.
+  const NodeId stray = w->editor()->addLayer("GELU", {900, 500});
+  ASSERT_GT(stray, 0);
+  for (QSizeF space : {QSizeF(), QSizeF(w->view()->viewport()->size())}) {
+    w->editor()->autoLayout(space);
+    const Graph& g = w->editor()->graph();
+    const widgets::NodeScene* scene = w->editor()->scene();
+    EXPECT_DOUBLE_EQ(scene->nodeItem(idOf(g, "input"))->outputPortPos().y(),
+                     scene->nodeItem(idOf(g, "conv1"))->inputPortPos(0).y());
+    const QRectF r = scene->nodeItem(stray)->sceneBoundingRect();
+    for (const auto& [id, n] : g.nodes())
+      if (id != stray) {
+        EXPECT_FALSE(r.intersects(scene->nodeItem(id)->sceneBoundingRect())) << n.name;
+        EXPECT_GT(g.node(stray).y, n.y) << n.name;  // below the network
+      }
+  }
+}
+
+TEST_F(EditorWindow, ALongTemplateOpensInRowsThatShowWholeAt1280x720) {
+  auto w = open();
+  const QString lenet = gui::TemplateDialog::templateDir() + "/lenet5.dcproj";
+  const Project stored = load_project(lenet.toStdString());
+  ASSERT_TRUE(w->newFromTemplate(lenet));
+  QApplication::processEvents();
+  EXPECT_FALSE(w->isModified());
+  const Graph& g = w->editor()->graph();
+  ASSERT_EQ(g.nodes().size(), stored.graph.nodes().size());
+  std::set<double> rows, stored_rows;
+  for (const auto& [id, n] : stored.graph.nodes()) stored_rows.insert(n.y);
+  for (const auto& [id, n] : g.nodes()) rows.insert(n.y);
+  EXPECT_EQ(stored_rows.size(), 1u);  // the template itself is one line
+  EXPECT_GE(rows.size(), 2u);
+  widgets::NodeView* view = w->view();
+  EXPECT_GE(view->zoom(), 0.5);
+  for (const auto& [id, n] : g.nodes()) {
+    QRect r =
+        view->mapFromScene(w->editor()->scene()->nodeItem(id)->sceneBoundingRect()).boundingRect();
+    EXPECT_TRUE(view->viewport()->rect().contains(r)) << n.name;
+  }
+}
+
+TEST_F(EditorWindow, APastedLayerDoesNotCoverTheOriginal) {
+  auto w = open();
+  openSample(*w);
+  widgets::GraphEditor* ed = w->editor();
+  const NodeId conv = idOf(ed->graph(), "conv1");
+  ed->scene()->selectNodes({conv});
+  ASSERT_TRUE(ed->copySelection());
+  for (int i = 0; i < 2; ++i) {
+    std::vector<NodeId> ids = ed->paste();
+    ASSERT_EQ(ids.size(), 1u);
+    QRectF copy = ed->scene()->nodeItem(ids[0])->sceneBoundingRect();
+    for (const auto& [id, n] : ed->graph().nodes())
+      if (id != ids[0] && n.type == "Conv2D") {
+        EXPECT_FALSE(copy.intersects(ed->scene()->nodeItem(id)->sceneBoundingRect())) << n.name;
+      }
+  }
+}
+
+TEST_F(EditorWindow, StartPageOffersTemplatesAndRecentProjectsUntilTheFirstLayer) {
+  QSettings().setValue("recentFiles", QStringList{sourcePath("sample_data/sample_project.dcproj"),
+                                                  tempDir() + "/gone.dcproj"});
+  auto w = open();
+  gui::StartPage* start = w->startPage();
+  ASSERT_NE(start, nullptr);
+  EXPECT_TRUE(start->isVisible());
+  EXPECT_GE(start->templateList()->count(), 4);
+  ASSERT_EQ(start->recentList()->count(), 1);  // the missing file is left out
+  EXPECT_EQ(start->recentList()->item(0)->text(), "sample_project.dcproj");
+
+  // A layer from the palette: the start page makes way for the canvas.
+  ASSERT_GT(addFromPalette(*w, "Input"), 0);
+  EXPECT_FALSE(start->isVisible());
+  w->view()->centerOn(2000, 1500);  // scrolled away: the page still shows whole
+  w->newProject();
+  EXPECT_TRUE(start->isVisible());
+  EXPECT_TRUE(w->view()->viewport()->geometry().contains(start->geometry()))
+      << start->x() << "," << start->y();
+
+  // One click on a recent project opens it.
+  QListWidget* recent = start->recentList();
+  QTest::mouseClick(recent->viewport(), Qt::LeftButton, {},
+                    recent->visualItemRect(recent->item(0)).center());
+  EXPECT_EQ(w->currentFile(), sourcePath("sample_data/sample_project.dcproj"));
+  EXPECT_FALSE(start->isVisible());
+
+  w->newProject();
+  QListWidget* templates = start->templateList();
+  QTest::mouseClick(templates->viewport(), Qt::LeftButton, {},
+                    templates->visualItemRect(templates->item(0)).center());
+  EXPECT_FALSE(w->editor()->graph().empty());
+  EXPECT_TRUE(w->currentFile().isEmpty());  // a template is not overwritten by Save
+}
+
+TEST_F(EditorWindow, DroppedProjectOpensAndOnnxIsRefusedWithTheReason) {
+  auto w = open();
+  QStringList errors;
+  w->setErrorHandler([&](const QString& e) { errors << e; });
+  const QString onnx = tempDir() + "/model.onnx";
+  EXPECT_FALSE(w->openDropped({QUrl::fromLocalFile(onnx)}));
+  ASSERT_EQ(errors.size(), 1);
+  EXPECT_TRUE(errors[0].contains("ONNX import is not available yet")) << errors[0].toStdString();
+  EXPECT_TRUE(errors[0].contains("model.onnx"));
+  EXPECT_TRUE(w->editor()->graph().empty());
+
+  // Through the window's drop events, as a file manager sends them.
+  QMimeData mime;
+  mime.setUrls({QUrl::fromLocalFile(sourcePath("sample_data/sample_project.dcproj"))});
+  QDragEnterEvent enter(QPoint(300, 300), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  QApplication::sendEvent(w.get(), &enter);
+  EXPECT_TRUE(enter.isAccepted());
+  QDropEvent drop(QPointF(300, 300), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  QApplication::sendEvent(w.get(), &drop);
+  EXPECT_EQ(w->currentFile(), sourcePath("sample_data/sample_project.dcproj"));
+  EXPECT_EQ(w->editor()->graph().nodes().size(), 11u);
+
+  QMimeData text;
+  text.setUrls({QUrl::fromLocalFile(tempDir() + "/notes.txt")});
+  QDragEnterEvent refused(QPoint(300, 300), Qt::CopyAction, &text, Qt::LeftButton, Qt::NoModifier);
+  QApplication::sendEvent(w.get(), &refused);
+  EXPECT_FALSE(refused.isAccepted());
+}
+
+TEST_F(EditorWindow, ThemeMenuSwitchesToDarkAndIsRemembered) {
+  auto w = open();
+  QAction* dark = w->action("actionTheme_dark");
+  ASSERT_NE(dark, nullptr);
+  dark->trigger();
+  EXPECT_TRUE(gui::isDark(QApplication::palette()));
+  EXPECT_EQ(gui::savedTheme(), gui::Theme::Dark);
+  w->action("actionTheme_light")->trigger();
+  EXPECT_FALSE(gui::isDark(QApplication::palette()));
+  EXPECT_EQ(gui::savedTheme(), gui::Theme::Light);
+  w->action("actionTheme_system")->trigger();
+  EXPECT_EQ(gui::savedTheme(), gui::Theme::System);
+}
+
+TEST_F(EditorWindow, ShortcutsDialogListsEveryMenuActionWithAKey) {
+  auto w = open();
+  gui::ShortcutsDialog dlg(w->menuBar());
+  std::set<QString> listed;
+  for (int i = 0; i < dlg.table()->topLevelItemCount(); ++i)
+    listed.insert(dlg.table()->topLevelItem(i)->data(0, Qt::UserRole).toString());
+  int keyed = 0;
+  for (QAction* a : w->findChildren<QAction*>()) {
+    if (a->shortcuts().isEmpty() || a->objectName().isEmpty()) continue;
+    ++keyed;
+    EXPECT_TRUE(listed.count(a->objectName())) << a->objectName().toStdString();
+  }
+  EXPECT_GE(keyed, 20);
+  EXPECT_TRUE(listed.count("actionMode0"));  // Ctrl+1, from the View menu
+}
+
+TEST_F(EditorWindow, TheWeightsDoNotFitBannerGoesWhenUndoFixesTheNetwork) {
+  auto w = open();
+  openSample(*w);
+  // Weights for the sample network as it is (fresh ones: fitting is what counts).
+  gui::ModelWeights weights;
+  weights.state = Plan(w->editor()->graph(), 1).state();
+  weights.source = "test weights";
+  w->context()->setWeights(weights);
+  QImage img(28, 28, QImage::Format_Grayscale8);
+  img.fill(128);
+  const QString png = tempDir() + "/grey.png";
+  ASSERT_TRUE(img.save(png));
+  gui::InferencePanel* inference = w->inferencePanel();
+  ASSERT_EQ(inference->openPaths({png}), 1);
+  EXPECT_FALSE(inference->messageText().contains("do not fit"));
+
+  const NodeId dense = idOf(w->editor()->graph(), "dense1");
+  ASSERT_TRUE(w->editor()->setAttr(dense, "units", AttrValue(int64_t{77})));
+  EXPECT_TRUE(inference->messageText().contains("do not fit"))
+      << inference->messageText().toStdString();
+  w->editor()->undoStack()->undo();
+  EXPECT_FALSE(inference->messageText().contains("do not fit"))
+      << inference->messageText().toStdString();
+}
+
+TEST_F(EditorWindow, TwoProblemsOfTheNetworkAreShownApart) {
+  auto w = open();
+  openSample(*w);
+  ASSERT_GT(w->editor()->addLayer("GELU", {900, 500}), 0);  // unconnected: a second output too
+  QSignalSpy found(w->trainingPanel(), &gui::TrainingPanel::problemsFound);
+  w->trainingPanel()->startTraining();
+  ASSERT_EQ(found.count(), 1);
+  QString shown;
+  for (QLabel* l : w->trainingPanel()->findChildren<QLabel*>())
+    if (l->text().contains("Training cannot start")) shown = l->text();
+  QTextDocument doc;
+  doc.setHtml(shown);
+  const QString plain = doc.toPlainText();
+  EXPECT_TRUE(plain.contains("outgoing edge")) << plain.toStdString();
+  EXPECT_TRUE(plain.contains("input is not connected")) << plain.toStdString();
+  // The line break between them survives the rich text.
+  EXPECT_FALSE(plain.contains("outgoing edge GELU")) << plain.toStdString();
+  EXPECT_TRUE(plain.contains(QRegularExpression("outgoing edge[\\n\\x{2028}\\x{2029}]")))
+      << plain.toStdString();
+}
+
+}  // namespace
+}  // namespace dc::test
