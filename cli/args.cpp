@@ -62,6 +62,7 @@ Args parse_args(const Command& cmd, int argc, char** argv) {
   Args a;
   for (int i = 0; i < argc; ++i) {
     std::string s = argv[i];
+    if (s == "-o" && known.all.count("output")) s = "--output";  // as compilers spell it
     if (s.rfind("--", 0) == 0 && s.size() > 2) {
       std::string k = s.substr(2), v;
       const auto eq = k.find('=');

@@ -6,6 +6,9 @@
 #include <deepcanvas/format.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/npy.h>
+#ifdef DC_HAVE_ONNX
+#include <deepcanvas/onnx.h>
+#endif
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/preflight.h>
 #include <deepcanvas/project.h>
@@ -85,6 +88,16 @@ const std::vector<Command>& commands() {
         {"output", "Y.npy", "where the float32 output [N, ...] is written"},
         {"batch", "N", "samples per forward pass (default 64)"},
         {"threads", "N", "CPU threads (0: every core)"},
+        {"json", "", "print one JSON object"}}},
+      {"export",
+       "PROJECT",
+       "Write the network and its weights as an ONNX model (onnxruntime, OpenCV DNN, TensorRT, "
+       "Netron).",
+       {{"checkpoint", "FILE", "the trained model (default: freshly initialised weights)"},
+        {"format", "FORMAT", "onnx (the default)"},
+        {"output", "MODEL.onnx", "where the model is written (also -o)"},
+        {"opset", "N",
+         "ONNX opset, 10 to 18 (default 17; 12 or lower for OpenCV 4.6's recurrent layers)"},
         {"json", "", "print one JSON object"}}},
       {"summary",
        "PROJECT",
@@ -372,6 +385,44 @@ int cmd_eval(const Args& a) {
   return 0;
 }
 
+int cmd_export(const Args& a) {
+  const std::string format = a.get("format", "onnx");
+  if (format != "onnx") throw Error("--format " + format + " is not supported; use --format onnx");
+  const std::string out = a.get("output", "");
+  if (out.empty()) throw Error("missing -o MODEL.onnx (where the model is written)");
+#ifdef DC_HAVE_ONNX
+  const int opset = int(a.get_int("opset", 17, kOnnxMinOpset, kOnnxMaxOpset));
+  check_writable("-o", out, false);
+  Project p = load(a);
+  if (auto problems = network_problems(p.graph, p.training); !problems.empty())
+    for (const RunProblem& problem : problems)
+      if (problem.kind == RunProblem::Kind::Network) throw_problem(problem);
+  Plan plan(p.graph, 1);
+  const std::string ck = a.get("checkpoint", "");
+  if (!ck.empty()) {
+    plan.load_state(read_checkpoint(ck).model, ck);
+  } else {
+    plan.init_params(p.training.seed);
+    if (!a.flag("quiet"))
+      std::fprintf(stderr, "note: no --checkpoint: the model holds freshly initialised weights\n");
+  }
+  OnnxExportOptions o;
+  o.opset = opset;
+  o.model_name = p.name;
+  export_onnx(out, p.graph, plan, o);
+  if (a.flag("json"))
+    std::cout
+        << json({{"path", out}, {"opset", opset}, {"parameters", plan.num_parameters()}}).dump()
+        << std::endl;
+  else if (!a.flag("quiet"))
+    std::fprintf(stderr, "ONNX model (opset %d, %s parameters) written to %s\n", opset,
+                 human_count(plan.num_parameters()).c_str(), out.c_str());
+  return 0;
+#else
+  throw Error("this build of deepcanvas-cli has no ONNX support; install libonnx-dev and rebuild");
+#endif
+}
+
 // Arrays in, arrays out: the ecosystem's way to compare a network with its
 // PyTorch, onnxruntime or OpenCV counterpart on exactly the same numbers.
 int cmd_run(const Args& a) {
@@ -581,6 +632,7 @@ int run(int argc, char** argv) {
   if (cmd == "eval") return cmd_eval(a);
   if (cmd == "predict") return cmd_predict(a);
   if (cmd == "run") return cmd_run(a);
+  if (cmd == "export") return cmd_export(a);
   if (cmd == "summary") return cmd_summary(a);
   if (cmd == "generate") return cmd_generate(a);
   return cmd_devices(a);

@@ -15,6 +15,17 @@ else()
   target_link_libraries(dc_json INTERFACE nlohmann_json::nlohmann_json)
 endif()
 
+# ONNX export and its model checker (libonnx-dev, which brings protobuf).
+# Optional: the bare GPU build machine has neither, and the engine proper
+# never needs protobuf.
+# ONNX's CMake package names protobuf::libprotobuf without finding it.
+find_package(Protobuf QUIET)
+set(DC_HAVE_ONNX OFF)
+if(Protobuf_FOUND)
+  find_package(ONNX CONFIG QUIET)
+  set(DC_HAVE_ONNX ${ONNX_FOUND})
+endif()
+
 # CPU GEMM. oneDNN's sgemm is the default (faster on the CNN's shapes,
 # measured in docs/BENCHMARKS.md); OpenBLAS, the OpenMP build, stays linked
 # for comparison runs (DC_GEMM=openblas). The OpenMP build shares our OpenMP

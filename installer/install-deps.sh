@@ -10,6 +10,7 @@ PACKAGES=(
   libopencv-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libopenblas-openmp-dev libdnnl-dev zlib1g-dev
   dataset-fashion-mnist python3 python3-torch python3-numpy
+  libonnx-dev libprotobuf-dev python3-onnx python3-torchvision
   xvfb x11-apps imagemagick xauth
   dpkg-dev lintian file
 )

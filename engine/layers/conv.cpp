@@ -48,15 +48,16 @@ struct ConvGeom {
   }
 };
 
-// TensorFlow's SAME rule: output = ceil(in / stride); the total padding needed
-// is split with the odd pixel after (bottom/right), which is also PyTorch's
-// padding="same" for stride 1 and ONNX's SAME_UPPER.
+}  // namespace
+
 void same_padding(int64_t in, int64_t k, int64_t s, int64_t d, int64_t& before, int64_t& after) {
   int64_t out = (in + s - 1) / s;
   int64_t total = std::max<int64_t>(0, (out - 1) * s + d * (k - 1) + 1 - in);
   before = total / 2;
   after = total - before;
 }
+
+namespace {
 
 ConvGeom conv_geom(const std::vector<Shape>& in, const Attrs& a) {
   if (in.size() != 1) throw ShapeError("expects exactly one input");

@@ -23,10 +23,15 @@ struct CliRun {
   std::string out;  // stdout and stderr together
 };
 
+CliRun cli_command(const std::string& cmd);
+
 CliRun cli(const std::string& args) {
-  std::string cmd = std::string(DC_CLI) + " " + args + " 2>&1";
+  return cli_command(std::string(DC_CLI) + " " + args);
+}
+
+CliRun cli_command(const std::string& cmd) {
   CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
   if (!p) return r;
   std::array<char, 4096> buf;
   size_t n;
@@ -265,6 +270,42 @@ TEST(Cli, RunMapsANumPyArrayToTheOutputsInBatches) {
   EXPECT_EQ(not_npy.code, 1);
   EXPECT_NE(not_npy.out.find("not a NumPy .npy file"), std::string::npos) << not_npy.out;
   EXPECT_FALSE(fs::exists(t.path("bad.npy")));
+}
+
+// `export` writes an ONNX model that Debian's python3-onnx checker accepts
+// (the numbers are compared with two runtimes in tests/onnx); bad requests
+// stop with one message and write nothing.
+TEST(Cli, ExportWritesACheckedOnnxModel) {
+  Tmp t;
+  const std::string ck = t.path("m.safetensors");
+  ASSERT_EQ(
+      cli("train " + kSample + " --epochs 1 --steps-per-epoch 2 --quiet --checkpoint " + ck).code,
+      0);
+  const std::string model = t.path("m.onnx");
+  CliRun r =
+      cli("export " + kSample + " --checkpoint " + ck + " -o " + model + " --opset 12 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"opset\":12"), std::string::npos) << r.out;
+  ASSERT_TRUE(fs::exists(model));
+  CliRun check = cli_command("/usr/bin/python3 -c \"import onnx; m = onnx.load('" + model +
+                             "'); onnx.checker.check_model(m); print(m.graph.input[0].name)\"");
+  if (check.out.find("No module named 'onnx'") == std::string::npos) {
+    EXPECT_EQ(check.code, 0) << check.out;
+    EXPECT_NE(check.out.find("input"), std::string::npos) << check.out;
+  }
+  struct Bad {
+    std::string args, expect;
+  };
+  for (const Bad& b :
+       {Bad{"-o " + t.path("a.onnx") + " --opset 9", "--opset must be"},
+        Bad{"-o " + t.path("a.onnx") + " --format tflite", "use --format onnx"},
+        Bad{"", "missing -o MODEL.onnx"}, Bad{"-o /proc/a.onnx", "cannot write into /proc"},
+        Bad{"-o " + t.path("a.onnx") + " --checkpoint " + kSample, kSample}}) {
+    CliRun e = cli("export " + kSample + " " + b.args);
+    EXPECT_EQ(e.code, 1) << b.args << "\n" << e.out;
+    EXPECT_NE(e.out.find(b.expect), std::string::npos) << b.args << "\n" << e.out;
+  }
+  EXPECT_FALSE(fs::exists(t.path("a.onnx")));
 }
 
 struct BadCase {

@@ -93,6 +93,12 @@ class LayerRegistry {
   std::vector<std::unique_ptr<LayerDescriptor>> items_;
 };
 
+// Conv2D's padding_mode "same", TensorFlow's rule: output = ceil(in / stride);
+// the total padding needed is split with the odd pixel after (bottom/right),
+// which is also PyTorch's padding="same" for stride 1 and ONNX's SAME_UPPER.
+// Exporters that write explicit padding use it too.
+void same_padding(int64_t in, int64_t k, int64_t s, int64_t d, int64_t& before, int64_t& after);
+
 // Registers every built-in layer exactly once. Explicit (not static
 // initialisers) so that linking the engine as a static library keeps them.
 void register_builtin_layers();

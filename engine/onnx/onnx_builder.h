@@ -1,0 +1,79 @@
+#pragma once
+// What a layer's ONNX writer gets: a builder that appends nodes, constants
+// and initializers to the graph being written, and the layer's context (its
+// attributes with defaults, input value names and shapes, its weights).
+#include <deepcanvas/attrs.h>
+#include <deepcanvas/graph.h>
+#include <deepcanvas/tensor.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+namespace dc::onnx_export {
+
+class Builder {
+ public:
+  Builder(onnx::GraphProto& g, int opset, int64_t batch) : g_(g), opset_(opset), batch_(batch) {}
+  int opset() const { return opset_; }
+  int64_t batch() const { return batch_; }  // 0: dynamic
+
+  // A node; `name` is also the base of any generated names.
+  onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& in,
+                        const std::string& out, const std::string& name);
+  // A node with several outputs ("" for an optional one left out).
+  onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& in,
+                        const std::vector<std::string>& outs, const std::string& name);
+  // A value name not used yet, derived from base ("conv1/pad").
+  std::string fresh(const std::string& base);
+  // A float32 initializer holding t, with `dims` (t's shape when empty).
+  std::string weight(const std::string& name, const Tensor& t, std::vector<int64_t> dims = {});
+  std::string ints(const std::string& name, const std::vector<int64_t>& v);  // int64 1-D
+  std::string scalar(const std::string& name, float v);                      // float32 0-D
+  std::string index(const std::string& name, int64_t v);                     // int64 0-D
+
+ private:
+  onnx::GraphProto& g_;
+  int opset_;
+  int64_t batch_;
+  std::map<std::string, int> used_;
+};
+
+void set_attr(onnx::NodeProto& n, const std::string& name, int64_t v);
+void set_attr(onnx::NodeProto& n, const std::string& name, float v);
+void set_attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v);
+void set_attr(onnx::NodeProto& n, const std::string& name, const std::string& v);
+void set_attr(onnx::NodeProto& n, const std::string& name, const std::vector<std::string>& v);
+
+struct OnnxLayer {
+  const Node& node;
+  Attrs attrs;  // with the descriptor's defaults filled in
+  std::vector<std::string> inputs;
+  std::vector<Shape> in_shapes;  // per sample
+  Shape out_shape;               // per sample
+  std::string output;            // the value the writer must produce (the node's name)
+  const std::map<std::string, Tensor>& weights;  // "conv1.weight" -> tensor
+
+  // This layer's parameter `p` ("weight"); throws when the plan lacks it.
+  const Tensor& param(const std::string& p) const;
+  bool has_param(const std::string& p) const;
+  std::string param_name(const std::string& p) const { return node.name + "." + p; }
+};
+
+struct Writer {
+  // "" when the layer can be written at this opset with these attributes,
+  // else why not (shown as "Type 'name': why").
+  std::function<std::string(const Node&, int opset)> unsupported;
+  std::function<void(Builder&, const OnnxLayer&)> write;
+};
+
+// Layer type -> its writer; registered beside each family's code.
+const std::map<std::string, Writer>& writers();
+void add_writer(std::map<std::string, Writer>& w, const std::string& type, Writer writer);
+void register_basic_writers(std::map<std::string, Writer>& w);      // onnx_layers.cpp
+void register_recurrent_writers(std::map<std::string, Writer>& w);  // onnx_recurrent.cpp
+
+}  // namespace dc::onnx_export

@@ -1,0 +1,202 @@
+// ONNX forms of the feed-forward layers: convolution, pooling, dense,
+// normalisation (inference form), activations, merges, shape layers,
+// dropout (identity), embedding and the sequence helpers. Each writes
+// exactly what the engine's forward computes in inference mode.
+#include <deepcanvas/layer.h>
+
+#include <cmath>
+
+#include "onnx_builder.h"
+
+namespace dc::onnx_export {
+
+namespace {
+
+// A writer that always works and maps to one ONNX op with no attributes.
+Writer plain(const char* op) {
+  return {nullptr,
+          [op](Builder& b, const OnnxLayer& l) { b.node(op, l.inputs, l.output, l.node.name); }};
+}
+
+void write_conv(Builder& b, const OnnxLayer& l) {
+  const Attrs& a = l.attrs;
+  const Shape& in = l.in_shapes[0];
+  const auto& k = a.ints("kernel");
+  const auto& s = a.ints("stride");
+  const auto& d = a.ints("dilation");
+  int64_t pt = 0, pb = 0, pl = 0, pr = 0;
+  if (a.s("padding_mode") == "same") {
+    same_padding(in[1], k[0], s[0], d[0], pt, pb);
+    same_padding(in[2], k[1], s[1], d[1], pl, pr);
+  } else if (a.s("padding_mode") == "explicit") {
+    pt = pb = a.ints("padding")[0];
+    pl = pr = a.ints("padding")[1];
+  }
+  std::vector<std::string> inputs = {l.inputs[0],
+                                     b.weight(l.param_name("weight"), l.param("weight"))};
+  if (l.has_param("bias")) inputs.push_back(b.weight(l.param_name("bias"), l.param("bias")));
+  auto& n = b.node("Conv", inputs, l.output, l.node.name);
+  set_attr(n, "kernel_shape", k);
+  set_attr(n, "strides", s);
+  set_attr(n, "dilations", d);
+  set_attr(n, "pads", std::vector<int64_t>{pt, pl, pb, pr});
+  set_attr(n, "group", a.i("groups"));
+}
+
+void write_pool(Builder& b, const OnnxLayer& l, const char* op) {
+  const auto& p = l.attrs.ints("padding");
+  std::string x = l.inputs[0];
+  const bool average = std::string(op) == "AveragePool";
+  // The engine's average divides by the whole window, padding included
+  // (count_include_pad). Some runtimes (OpenCV 4.6) ignore that attribute,
+  // so padded average pooling is written as an explicit zero Pad first,
+  // which means the same everywhere.
+  if (average && (p[0] > 0 || p[1] > 0)) {
+    const std::vector<int64_t> pads = {0, 0, p[0], p[1], 0, 0, p[0], p[1]};
+    x = b.fresh(l.node.name + "/padded");
+    if (b.opset() >= 11) {
+      b.node("Pad", {l.inputs[0], b.ints(l.node.name + "/pads", pads)}, x, l.node.name + "/pad");
+    } else {  // opset 10: pads were an attribute
+      auto& n = b.node("Pad", {l.inputs[0]}, x, l.node.name + "/pad");
+      set_attr(n, "pads", pads);
+    }
+  }
+  auto& n = b.node(op, {x}, l.output, l.node.name);
+  set_attr(n, "kernel_shape", l.attrs.ints("kernel"));
+  set_attr(n, "strides", l.attrs.ints("stride"));
+  if (!average) set_attr(n, "pads", std::vector<int64_t>{p[0], p[1], p[0], p[1]});
+}
+
+void write_global_pool(Builder& b, const OnnxLayer& l) {
+  // ONNX keeps the 1×1 spatial dimensions the engine drops.
+  const std::string pooled = b.fresh(l.node.name + "/pooled");
+  b.node("GlobalAveragePool", l.inputs, pooled, l.node.name);
+  auto& f = b.node("Flatten", {pooled}, l.output, l.node.name + "/flatten");
+  set_attr(f, "axis", int64_t(1));
+}
+
+void write_dense(Builder& b, const OnnxLayer& l) {
+  std::vector<std::string> inputs = {l.inputs[0],
+                                     b.weight(l.param_name("weight"), l.param("weight"))};
+  if (l.has_param("bias"))
+    inputs.push_back(b.weight(l.param_name("bias"), l.param("bias")));
+  else if (b.opset() < 11)  // Gemm's C became optional in opset 11
+    inputs.push_back(b.weight(l.param_name("bias"), Tensor(Shape{l.out_shape[0]})));
+  auto& n = b.node("Gemm", inputs, l.output, l.node.name);
+  set_attr(n, "transB", int64_t(1));  // weights are [out, in], as PyTorch's
+}
+
+// Dense applied to every step of [N, T, F]: MatMul with the transposed
+// weight, plus the bias.
+void write_time_distributed(Builder& b, const OnnxLayer& l) {
+  const std::string wt = b.fresh(l.param_name("weight") + "/T");
+  auto& t = b.node("Transpose", {b.weight(l.param_name("weight"), l.param("weight"))}, wt,
+                   l.node.name + "/transpose");
+  set_attr(t, "perm", std::vector<int64_t>{1, 0});
+  if (!l.has_param("bias")) {
+    b.node("MatMul", {l.inputs[0], wt}, l.output, l.node.name);
+    return;
+  }
+  const std::string mm = b.fresh(l.node.name + "/matmul");
+  b.node("MatMul", {l.inputs[0], wt}, mm, l.node.name + "/matmul");
+  b.node("Add", {mm, b.weight(l.param_name("bias"), l.param("bias"))}, l.output, l.node.name);
+}
+
+void write_batch_norm(Builder& b, const OnnxLayer& l) {
+  std::vector<std::string> inputs = {l.inputs[0]};
+  for (const char* p : {"weight", "bias", "running_mean", "running_var"})
+    inputs.push_back(b.weight(l.param_name(p), l.param(p)));
+  auto& n = b.node("BatchNormalization", inputs, l.output, l.node.name);
+  set_attr(n, "epsilon", float(l.attrs.f("eps")));
+}
+
+// GELU(x) = x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt 2)), the exact form the
+// engine computes; ONNX has a Gelu op only from opset 20.
+void write_gelu(Builder& b, const OnnxLayer& l) {
+  const std::string& x = l.inputs[0];
+  const std::string& name = l.node.name;
+  auto value = [&](const char* what) { return b.fresh(name + "/" + what); };
+  const std::string scaled = value("scaled"), erf = value("erf"), plus1 = value("plus1"),
+                    half = value("half");
+  b.node("Div", {x, b.scalar(name + "/sqrt2", float(std::sqrt(2.0)))}, scaled, name + "/div");
+  b.node("Erf", {scaled}, erf, name + "/erf");
+  b.node("Add", {erf, b.scalar(name + "/one", 1.f)}, plus1, name + "/add");
+  b.node("Mul", {x, b.scalar(name + "/half", 0.5f)}, half, name + "/mul_half");
+  b.node("Mul", {half, plus1}, l.output, name);
+}
+
+void write_softmax(Builder& b, const OnnxLayer& l) {
+  auto& n = b.node("Softmax", l.inputs, l.output, l.node.name);
+  // The last dimension. Before opset 13 Softmax works on the input folded to
+  // 2-D at `axis`, which for the last axis is the same thing.
+  set_attr(n, "axis", int64_t(l.in_shapes[0].rank()));
+}
+
+void write_concat(Builder& b, const OnnxLayer& l) {
+  auto& n = b.node("Concat", l.inputs, l.output, l.node.name);
+  set_attr(n, "axis", l.attrs.i("axis") + 1);  // the engine's axes are per sample
+}
+
+void write_flatten(Builder& b, const OnnxLayer& l) {
+  auto& n = b.node("Flatten", l.inputs, l.output, l.node.name);
+  set_attr(n, "axis", int64_t(1));
+}
+
+void write_reshape(Builder& b, const OnnxLayer& l) {
+  std::vector<int64_t> dims = {0};  // 0: the batch, copied from the input
+  for (int64_t d : l.out_shape.dims()) dims.push_back(d);
+  b.node("Reshape", {l.inputs[0], b.ints(l.node.name + "/shape", dims)}, l.output, l.node.name);
+}
+
+void write_embedding(Builder& b, const OnnxLayer& l) {
+  // Token ids arrive as float values (the engine's single input type).
+  const std::string ids = b.fresh(l.node.name + "/ids");
+  auto& c = b.node("Cast", l.inputs, ids, l.node.name + "/cast");
+  set_attr(c, "to", int64_t(onnx::TensorProto::INT64));
+  b.node("Gather", {b.weight(l.param_name("weight"), l.param("weight")), ids}, l.output,
+         l.node.name);
+}
+
+void write_last_step(Builder& b, const OnnxLayer& l) {
+  // A non-negative index: OpenCV's importer fails on a negative one.
+  const int64_t steps = l.in_shapes[0][0];
+  int64_t i = l.attrs.i("index");
+  if (i < 0) i += steps;
+  // A 0-D index drops the step axis: [N, T, F] -> [N, F].
+  auto& n =
+      b.node("Gather", {l.inputs[0], b.index(l.node.name + "/index", i)}, l.output, l.node.name);
+  set_attr(n, "axis", int64_t(1));
+}
+
+}  // namespace
+
+void register_basic_writers(std::map<std::string, Writer>& w) {
+  add_writer(w, "Conv2D", {nullptr, write_conv});
+  add_writer(w, "MaxPool2D",
+             {nullptr, [](Builder& b, const OnnxLayer& l) { write_pool(b, l, "MaxPool"); }});
+  add_writer(w, "AvgPool2D",
+             {nullptr, [](Builder& b, const OnnxLayer& l) { write_pool(b, l, "AveragePool"); }});
+  add_writer(w, "GlobalAvgPool2D", {nullptr, write_global_pool});
+  add_writer(w, "Dense", {nullptr, write_dense});
+  add_writer(w, "TimeDistributedDense", {nullptr, write_time_distributed});
+  add_writer(w, "BatchNorm1D", {nullptr, write_batch_norm});
+  add_writer(w, "BatchNorm2D", {nullptr, write_batch_norm});
+  add_writer(w, "ReLU", plain("Relu"));
+  add_writer(w, "Sigmoid", plain("Sigmoid"));
+  add_writer(w, "Tanh", plain("Tanh"));
+  add_writer(w, "LeakyReLU", {nullptr, [](Builder& b, const OnnxLayer& l) {
+                                auto& n = b.node("LeakyRelu", l.inputs, l.output, l.node.name);
+                                set_attr(n, "alpha", float(l.attrs.f("slope")));
+                              }});
+  add_writer(w, "GELU", {nullptr, write_gelu});
+  add_writer(w, "Softmax", {nullptr, write_softmax});
+  add_writer(w, "Add", plain("Sum"));
+  add_writer(w, "Concat", {nullptr, write_concat});
+  add_writer(w, "Flatten", {nullptr, write_flatten});
+  add_writer(w, "Reshape", {nullptr, write_reshape});
+  add_writer(w, "Dropout", plain("Identity"));  // inference: dropout does nothing
+  add_writer(w, "Embedding", {nullptr, write_embedding});
+  add_writer(w, "LastStep", {nullptr, write_last_step});
+}
+
+}  // namespace dc::onnx_export
