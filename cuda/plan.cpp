@@ -31,9 +31,9 @@ std::string mib(int64_t b) {
 CudaPlan::CudaPlan(Plan& host, const DevicePlanOptions& o, const std::string& name)
     : host_(host), o_(o), name_(name) {
   host_loss_ = make_loss(o.loss, float(o.label_smoothing));
-  loss_kind_ = o.loss == "mse"                    ? LossKind::MSE
-               : o.loss == "binary_cross_entropy" ? LossKind::BCE
-                                                  : LossKind::SoftmaxCE;
+  loss_kind_ = o.loss == LossType::Mse                  ? LossKind::MSE
+               : o.loss == LossType::BinaryCrossEntropy ? LossKind::BCE
+                                                        : LossKind::SoftmaxCE;
   try {
     create_handles();
     set_up_precision();
@@ -74,16 +74,14 @@ void CudaPlan::set_up_precision() {
     ctx_.tf32 = true;
     DC_CUBLAS(cublasSetMathMode(blas_.get(), CUBLAS_TF32_TENSOR_OP_MATH), "cuBLAS math mode");
   }
-  if (o_.precision == "bf16" || o_.precision == "fp16") {
+  if (o_.precision != Precision::Fp32) {
     ctx_.reduced = true;
-    ctx_.low = o_.precision == "bf16" ? Low::Bf16 : Low::Fp16;
-    fp16_ = o_.precision == "fp16";
+    ctx_.low = o_.precision == Precision::Bf16 ? Low::Bf16 : Low::Fp16;
+    fp16_ = o_.precision == Precision::Fp16;
     // Pedantic math would keep 16-bit GEMMs off the tensor cores; the
     // default mode still computes float32 GEMMs in float32.
     if (!ctx_.tf32)
       DC_CUBLAS(cublasSetMathMode(blas_.get(), CUBLAS_DEFAULT_MATH), "cuBLAS math mode");
-  } else if (o_.precision != "fp32") {
-    throw Error("precision '" + o_.precision + "' is not one of fp32, bf16, fp16");
   }
 }
 
@@ -380,7 +378,7 @@ std::vector<std::pair<std::string, Tensor>> CudaPlan::optimizer_state() {
   std::vector<std::pair<std::string, Tensor>> s;
   if (!have_moments_) return s;
   std::vector<Param*> tr = host_.trainable();
-  const bool sgd = o_.optimizer.type == "sgd";
+  const bool sgd = o_.optimizer.type == OptimizerType::Sgd;
   if (sgd && o_.optimizer.momentum == 0.0) return s;
   for (size_t k = 0; k < tr.size(); ++k) {
     Tensor m(tr[k]->value.shape());
