@@ -8,10 +8,11 @@
 #include <cstring>
 
 #include "common.h"
+#include "op_registry.h"
 
 namespace dc::cuda {
 
-std::unique_ptr<DevicePlan> make_cuda_plan(const Graph& g, Plan& host, const DevicePlanOptions& o,
+std::unique_ptr<DevicePlan> make_cuda_plan(Plan& host, const DevicePlanOptions& o,
                                            const std::string& name);
 
 void throw_cuda(cudaError_t e, const char* call, const std::string& what) {
@@ -66,7 +67,7 @@ class CudaBackend : public DeviceBackend {
     auto gpus = devices();
     if (o.device < 0 || o.device >= int(gpus.size()))
       throw DeviceError("cuda:" + std::to_string(o.device) + " does not exist");
-    return make_cuda_plan(g, host, o,
+    return make_cuda_plan(host, o,
                           "cuda:" + std::to_string(o.device) + " (" + gpus[o.device].name + ")");
   }
 };
@@ -101,4 +102,13 @@ extern "C" __attribute__((visibility("default"))) dc::DeviceBackend* dc_backend_
                 cudaGetErrorString(e) + ")");
   static dc::cuda::CudaBackend backend;
   return &backend;
+}
+
+extern "C" __attribute__((visibility("default"))) const char* dc_cuda_op_types() {
+  static const std::string types = [] {
+    std::string r;
+    for (const std::string& t : dc::cuda::OpRegistry::instance().types()) r += t + "\n";
+    return r;
+  }();
+  return types.c_str();
 }

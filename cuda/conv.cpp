@@ -11,7 +11,7 @@
 #include <map>
 
 #include "kernels.h"
-#include "ops.h"
+#include "op_registry.h"
 
 namespace dc::cuda {
 namespace {
@@ -199,9 +199,10 @@ void same_padding(int64_t in, int64_t k, int64_t s, int64_t d, int64_t& before, 
   after = total - before;
 }
 
-}  // namespace
-
-std::unique_ptr<Op> make_conv(const Attrs& a, const std::vector<Shape>& in, const Shape& out) {
+std::unique_ptr<Op> make_conv(const PlanStep& s) {
+  const Attrs& a = s.attrs;
+  const std::vector<Shape>& in = s.in_shapes;
+  const Shape& out = s.out_shape;
   auto op = std::make_unique<Conv2D>();
   Conv2D& g = *op;
   g.C = in[0][0];
@@ -237,6 +238,12 @@ std::unique_ptr<Op> make_conv(const Attrs& a, const std::vector<Shape>& in, cons
   g.params.push_back({"weight", Shape{g.OC, g.C / g.G, g.KH, g.KW}, true});
   if (g.bias) g.params.push_back({"bias", Shape{g.OC}, true});
   return op;
+}
+
+}  // namespace
+
+void register_conv_ops(OpRegistry& r) {
+  r.add("Conv2D", make_conv);
 }
 
 }  // namespace dc::cuda

@@ -3,7 +3,7 @@
 // In bf16/fp16 the products read 16-bit copies of x, W and dy (tensor cores)
 // and accumulate and write float32 (cublasGemmEx, CUBLAS_COMPUTE_32F).
 #include "kernels.h"
-#include "ops.h"
+#include "op_registry.h"
 
 namespace dc::cuda {
 namespace {
@@ -90,9 +90,10 @@ class Dense : public Op {
   DeviceBuffer x_low_, dy_low_;
 };
 
-}  // namespace
-
-std::unique_ptr<Op> make_dense(const Attrs& a, const std::vector<Shape>& in, const Shape& out) {
+std::unique_ptr<Op> make_dense(const PlanStep& s) {
+  const Attrs& a = s.attrs;
+  const std::vector<Shape>& in = s.in_shapes;
+  const Shape& out = s.out_shape;
   auto op = std::make_unique<Dense>();
   op->F = int(in[0][0]);
   op->U = int(out[0]);
@@ -102,8 +103,11 @@ std::unique_ptr<Op> make_dense(const Attrs& a, const std::vector<Shape>& in, con
   return op;
 }
 
-std::unique_ptr<Op> make_time_distributed_dense(const Attrs& a, const std::vector<Shape>& in,
-                                                const Shape& out) {
+// Dense over the N*T rows of a [N, T, F] sequence.
+std::unique_ptr<Op> make_time_distributed_dense(const PlanStep& s) {
+  const Attrs& a = s.attrs;
+  const std::vector<Shape>& in = s.in_shapes;
+  const Shape& out = s.out_shape;
   auto op = std::make_unique<Dense>();
   op->T = int(in[0][0]);
   op->F = int(in[0][1]);
@@ -112,6 +116,13 @@ std::unique_ptr<Op> make_time_distributed_dense(const Attrs& a, const std::vecto
   op->params.push_back({"weight", Shape{out[1], in[0][1]}, true});
   if (op->bias) op->params.push_back({"bias", Shape{out[1]}, true});
   return op;
+}
+
+}  // namespace
+
+void register_dense_ops(OpRegistry& r) {
+  r.add("Dense", make_dense);
+  r.add("TimeDistributedDense", make_time_distributed_dense);
 }
 
 }  // namespace dc::cuda

@@ -1,7 +1,8 @@
 #pragma once
-// The plugin's layers. Each Op mirrors one engine layer type: forward writes
-// its output, backward ACCUMULATES into input and parameter gradients (the
-// engine's convention), so the plan can add the gradients of branches.
+// The plugin's layers. Each Op mirrors one engine layer type (op_registry.h
+// maps types to ops): forward writes its output, backward ACCUMULATES into
+// input and parameter gradients (the engine's convention), so the plan can
+// add the gradients of branches.
 #include <deepcanvas/attrs.h>
 #include <deepcanvas/tensor.h>
 
@@ -75,20 +76,9 @@ class Op {
                         const float* dout, const std::vector<float*>& din, int n) = 0;
 };
 
-// Throws dc::Error naming the node for a layer type without a CUDA kernel.
-std::unique_ptr<Op> make_op(const std::string& type, const Attrs& attrs,
-                            const std::vector<Shape>& in, const Shape& out,
-                            const std::string& label);
-std::unique_ptr<Op> make_conv(const Attrs& a, const std::vector<Shape>& in, const Shape& out);
-std::unique_ptr<Op> make_dense(const Attrs& a, const std::vector<Shape>& in, const Shape& out);
-// TimeDistributedDense: Dense over the N*T rows of a [N, T, F] sequence.
-std::unique_ptr<Op> make_time_distributed_dense(const Attrs& a, const std::vector<Shape>& in,
-                                                const Shape& out);
-// SimpleRNN, LSTM, GRU through cuDNN (rnn.cpp).
-std::unique_ptr<Op> make_rnn(const std::string& type, const Attrs& a, const std::vector<Shape>& in,
-                             const Shape& out, const std::string& label);
-// Embedding and LastStep (sequence_ops.cpp).
-std::unique_ptr<Op> make_embedding(const Attrs& a, const std::vector<Shape>& in, const Shape& out);
-std::unique_ptr<Op> make_last_step(const Attrs& a, const std::vector<Shape>& in, const Shape& out);
+// "64x1x28x28": a batch of n samples of shape s, for launch messages.
+inline std::string dims(int n, const Shape& s) {
+  return std::to_string(n) + "x" + s.str(true);
+}
 
 }  // namespace dc::cuda

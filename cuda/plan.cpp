@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "kernels.h"
-#include "ops.h"
+#include "op_registry.h"
 #include "plan.h"
 
 namespace dc::cuda {
@@ -28,76 +28,84 @@ std::string mib(int64_t b) {
 }
 }  // namespace
 
-CudaPlan::CudaPlan(const Graph& g, Plan& host, const DevicePlanOptions& o, const std::string& name)
+CudaPlan::CudaPlan(Plan& host, const DevicePlanOptions& o, const std::string& name)
     : host_(host), o_(o), name_(name) {
   host_loss_ = make_loss(o.loss, float(o.label_smoothing));
   loss_kind_ = o.loss == LossType::Mse                  ? LossKind::MSE
                : o.loss == LossType::BinaryCrossEntropy ? LossKind::BCE
                                                         : LossKind::SoftmaxCE;
-  DC_CUDA(cudaSetDevice(o.device), "selecting " + name);
-  DC_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream");
-  DC_CUDNN(cudnnCreate(&dnn_), "creating the cuDNN handle (is libcudnn 9 installed?)");
-  DC_CUDNN(cudnnSetStream(dnn_, stream_), "cuDNN stream");
-  DC_CUBLAS(cublasCreate(&blas_), "creating the cuBLAS handle");
-  DC_CUBLAS(cublasSetStream(blas_, stream_), "cuBLAS stream");
-  DC_CUBLAS(cublasSetMathMode(blas_, CUBLAS_PEDANTIC_MATH), "cuBLAS math mode");
+  try {
+    create_handles();
+    set_up_precision();
+    lower();
+    allocate();
+    map_parameters();
+    allocate_step_buffers();
+    DC_CUDA(cudaMemsetAsync(stats_.get(), 0, sizeof(LossStats), stream_), "loss statistics");
+    prepare(int(o.max_batch));
+    sync("setting up " + name_);
+  } catch (...) {
+    // The members free themselves as the exception leaves; nothing queued
+    // may still be using them.
+    if (stream_) cudaStreamSynchronize(stream_);
+    throw;
+  }
+}
+
+void CudaPlan::create_handles() {
+  DC_CUDA(cudaSetDevice(o_.device), "selecting " + name_);
+  DC_CUDA(cudaStreamCreateWithFlags(stream_holder_.out(), cudaStreamNonBlocking),
+          "creating a stream");
+  stream_ = stream_holder_.get();
+  DC_CUDNN(cudnnCreate(dnn_.out()), "creating the cuDNN handle (is libcudnn 9 installed?)");
+  DC_CUDNN(cudnnSetStream(dnn_.get(), stream_), "cuDNN stream");
+  DC_CUBLAS(cublasCreate(blas_.out()), "creating the cuBLAS handle");
+  DC_CUBLAS(cublasSetStream(blas_.get(), stream_), "cuBLAS stream");
+  DC_CUBLAS(cublasSetMathMode(blas_.get(), CUBLAS_PEDANTIC_MATH), "cuBLAS math mode");
   ctx_.stream = stream_;
-  ctx_.dnn = dnn_;
-  ctx_.blas = blas_;
+  ctx_.dnn = dnn_.get();
+  ctx_.blas = blas_.get();
   ctx_.alloc = &alloc_;
   ctx_.workspace = &workspace_;
+}
+
+void CudaPlan::set_up_precision() {
   if (const char* tf = std::getenv("DC_CUDA_TF32"); tf && *tf == '1') {
     ctx_.tf32 = true;
-    DC_CUBLAS(cublasSetMathMode(blas_, CUBLAS_TF32_TENSOR_OP_MATH), "cuBLAS math mode");
+    DC_CUBLAS(cublasSetMathMode(blas_.get(), CUBLAS_TF32_TENSOR_OP_MATH), "cuBLAS math mode");
   }
-  if (o.precision != Precision::Fp32) {
+  if (o_.precision != Precision::Fp32) {
     ctx_.reduced = true;
-    ctx_.low = o.precision == Precision::Bf16 ? Low::Bf16 : Low::Fp16;
-    fp16_ = o.precision == Precision::Fp16;
+    ctx_.low = o_.precision == Precision::Bf16 ? Low::Bf16 : Low::Fp16;
+    fp16_ = o_.precision == Precision::Fp16;
     // Pedantic math would keep 16-bit GEMMs off the tensor cores; the
     // default mode still computes float32 GEMMs in float32.
-    if (!ctx_.tf32) DC_CUBLAS(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH), "cuBLAS math mode");
+    if (!ctx_.tf32)
+      DC_CUBLAS(cublasSetMathMode(blas_.get(), CUBLAS_DEFAULT_MATH), "cuBLAS math mode");
   }
+}
 
-  // Nodes in the host Plan's order (a stable topological order).
-  std::map<NodeId, NodeShape> shapes = g.infer_shapes();
-  std::vector<NodeId> order = g.topo_order();
-  std::map<NodeId, int> index;
-  for (NodeId id : order) {
-    const dc::Node& gn = g.node(id);
+// One node per step of the host Plan (same order, same input ports).
+void CudaPlan::lower() {
+  for (const PlanStep& s : host_.steps()) {
     Node n;
-    std::vector<Shape> in;
-    for (const Edge& e : g.in_edges(id)) {
-      n.inputs.push_back(index.at(e.src));
-      in.push_back(*shapes.at(e.src).shape);
-    }
-    // in_edges is not in port order in general; sort by port.
-    std::vector<Edge> es = g.in_edges(id);
-    std::vector<int> by_port(es.size());
-    std::vector<Shape> in_sorted(es.size());
-    for (size_t k = 0; k < es.size(); ++k) {
-      by_port[es[k].dst_port] = index.at(es[k].src);
-      in_sorted[es[k].dst_port] = *shapes.at(es[k].src).shape;
-    }
-    n.inputs = by_port;
-    const Shape& out = *shapes.at(id).shape;
-    n.numel = out.numel();
-    n.is_input = is_input_type(gn.type);
-    if (!n.is_input) n.op = make_op(gn.type, gn.attrs, in_sorted, out, node_label(gn));
-    index[id] = int(nodes_.size());
-    nodes_.push_back(std::move(n));
-  }
-  out_node_ = index.at(g.outputs().at(0));
-  for (Node& n : nodes_) {
+    n.inputs = s.inputs;
+    n.numel = s.out_shape.numel();
+    n.is_input = s.is_input;
+    if (!n.is_input) n.op = OpRegistry::instance().make(s);
     bool own = false;
     if (n.op)
       for (auto& p : n.op->params) own |= p.trainable;
     n.requires_grad = own;
-    for (int i : n.inputs) n.requires_grad |= nodes_[i].requires_grad;
+    for (int i : n.inputs) n.requires_grad |= nodes_[size_t(i)].requires_grad;
+    nodes_.push_back(std::move(n));
   }
+  out_node_ = int(nodes_.size()) - 1;  // lower_graph puts the output last
+}
 
-  // Activations and their gradients: one allocation each.
-  const int64_t B = o.max_batch;
+// Activations and their gradients: one allocation each.
+void CudaPlan::allocate() {
+  const int64_t B = o_.max_batch;
   int64_t act_floats = 0;
   for (Node& n : nodes_)
     if (!n.op || !n.op->is_view()) act_floats += B * n.numel;
@@ -115,28 +123,30 @@ CudaPlan::CudaPlan(const Graph& g, Plan& host, const DevicePlanOptions& o, const
                       ". The largest batch that should fit is about " + std::to_string(fit));
   }
   grads_floats_ = act_floats;
-  DC_CUDA(cudaMallocHost(&pinned_, sizeof(int64_t) * kSlots * B), "pinned indices");
-  DC_CUDA(cudaMallocHost(&pinned_args_, sizeof(StepArgs) * kSlots), "pinned step arguments");
-  for (auto& e : slot_done_) DC_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "event");
   int64_t off = 0;
   for (Node& n : nodes_) {
     if (n.op && n.op->is_view()) {
-      n.out = nodes_[n.inputs[0]].out;
-      n.grad = nodes_[n.inputs[0]].grad;
+      n.out = nodes_[size_t(n.inputs[0])].out;
+      n.grad = nodes_[size_t(n.inputs[0])].grad;
       continue;
     }
     n.out = acts_.get() + off;
     n.grad = grads_.get() + off;
     off += B * n.numel;
   }
+}
 
-  // Parameters: map each device slot to the host Param by "<node>.<param>".
+// Maps each device slot to the host Param by "<node>.<param>"; trainable
+// parameters and their gradients go into one buffer each, in the host Plan's
+// order, and reduced precision gets their 16-bit copies beside them.
+void CudaPlan::map_parameters() {
   std::map<std::string, ParamSlot*> slots;
+  const std::vector<PlanStep>& steps = host_.steps();
   for (size_t i = 0; i < nodes_.size(); ++i)
     if (nodes_[i].op)
-      for (auto& p : nodes_[i].op->params) slots[g.node(order[i]).name + "." + p.name] = &p;
+      for (auto& p : nodes_[i].op->params) slots[steps[i].name + "." + p.name] = &p;
   int64_t tr = 0, buf = 0;
-  for (NamedParam& np : host.params()) {
+  for (NamedParam& np : host_.params()) {
     auto it = slots.find(np.name);
     if (it == slots.end()) throw Error("the CUDA plan has no parameter " + np.name);
     if (it->second->shape != np.param->value.shape())
@@ -145,18 +155,21 @@ CudaPlan::CudaPlan(const Graph& g, Plan& host, const DevicePlanOptions& o, const
     (np.param->trainable ? tr : buf) += np.param->value.numel();
   }
   trainable_floats_ = tr;
-  pvals_ = DeviceBuffer(alloc_, std::max<int64_t>(tr, 1) * 4, "parameters");
-  pgrads_ = DeviceBuffer(alloc_, std::max<int64_t>(tr, 1) * 4, "parameter gradients");
+  const int64_t tr1 = std::max<int64_t>(tr, 1);
+  pvals_ = DeviceBuffer(alloc_, tr1 * 4, "parameters");
+  pgrads_ = DeviceBuffer(alloc_, tr1 * 4, "parameter gradients");
   buffers_ = DeviceBuffer(alloc_, std::max<int64_t>(buf, 1) * 4, "BatchNorm statistics");
-  decay_ = DeviceBuffer(alloc_, std::max<int64_t>(tr, 1), "weight decay mask");
-  std::vector<uint8_t> decay(size_t(std::max<int64_t>(tr, 1)), 0);
+  decay_ = DeviceBuffer(alloc_, tr1, "weight decay mask");
+  if (ctx_.reduced) plow_ = DeviceBuffer(alloc_, size_t(tr1) * 2, "16-bit parameter copies");
+  std::vector<uint8_t> decay(size_t(tr1), 0);
   int64_t to = 0, bo = 0;
-  for (NamedParam& np : host.params()) {
+  for (NamedParam& np : host_.params()) {
     ParamSlot* s = slots.at(np.name);
     int64_t k = np.param->value.numel();
     if (np.param->trainable) {
       s->value = pvals_.get() + to;
       s->grad = pgrads_.get() + to;
+      if (ctx_.reduced) s->value_low = plow_.get<char>() + to * 2;
       trainable_offsets_.push_back(to);
       std::memset(decay.data() + to, np.param->decay ? 1 : 0, size_t(k));
       to += k;
@@ -164,28 +177,27 @@ CudaPlan::CudaPlan(const Graph& g, Plan& host, const DevicePlanOptions& o, const
       s->value = buffers_.get() + bo;
       bo += k;
     }
-    map_.push_back({np.param, s->value, s->grad});
+    map_.push_back({np.param, s, s->value, s->grad});
   }
-  DC_CUDA(cudaMemcpy(decay_.get<uint8_t>(), decay.data(), size_t(std::max<int64_t>(tr, 1)),
-                     cudaMemcpyHostToDevice),
+  DC_CUDA(cudaMemcpy(decay_.get<uint8_t>(), decay.data(), size_t(tr1), cudaMemcpyHostToDevice),
           "uploading the weight decay mask");
-  if (ctx_.reduced) {
-    plow_ = DeviceBuffer(alloc_, size_t(std::max<int64_t>(tr, 1)) * 2, "16-bit parameter copies");
-    for (Mapped& m : map_)
-      if (m.dev_grad) {
-        ParamSlot* s = nullptr;
-        for (auto& [name, slot] : slots)
-          if (slot->value == m.dev) s = slot;
-        s->value_low = plow_.get<char>() + (m.dev - pvals_.get()) * 2;
-      }
-  }
+}
+
+// What a training step stages through: labels, targets, loss statistics, the
+// pinned ring of sample indices and, for CUDA graphs, fixed argument buffers.
+void CudaPlan::allocate_step_buffers() {
+  const int64_t B = o_.max_batch;
   if (fp16_) {
     // torch.amp.GradScaler's defaults: 2^16, doubled after 2000 clean steps.
     AmpState a{65536.f, 0, 0, 0};
     amp_ = DeviceBuffer(alloc_, sizeof(AmpState), "loss scaler");
     DC_CUDA(cudaMemcpy(amp_.get<void>(), &a, sizeof a, cudaMemcpyHostToDevice), "loss scaler");
   }
-  const int64_t C = nodes_[out_node_].numel;
+  pinned_ = Pinned<int64_t>(size_t(kSlots * B), "pinned indices");
+  pinned_args_ = Pinned<StepArgs>(kSlots, "pinned step arguments");
+  for (auto& e : slot_done_)
+    DC_CUDA(cudaEventCreateWithFlags(e.out(), cudaEventDisableTiming), "event");
+  const int64_t C = nodes_[size_t(out_node_)].numel;
   labels_ = DeviceBuffer(alloc_, B * 4, "labels");
   values_ = DeviceBuffer(alloc_, B * C * 4, "targets");
   stats_ = DeviceBuffer(alloc_, sizeof(LossStats), "loss statistics");
@@ -199,25 +211,15 @@ CudaPlan::CudaPlan(const Graph& g, Plan& host, const DevicePlanOptions& o, const
     args_dev_ = DeviceBuffer(alloc_, sizeof(StepArgs), "step arguments");
     // A workspace of its own keeps cuBLAS from allocating inside a capture.
     cublas_ws_ = DeviceBuffer(alloc_, size_t(32) << 20, "cuBLAS workspace");
-    DC_CUBLAS(cublasSetWorkspace(blas_, cublas_ws_.get<void>(), cublas_ws_.bytes()),
+    DC_CUBLAS(cublasSetWorkspace(blas_.get(), cublas_ws_.get<void>(), cublas_ws_.bytes()),
               "cuBLAS workspace");
   }
-  DC_CUDA(cudaMemsetAsync(stats_.get(), 0, sizeof(LossStats), stream_), "loss statistics");
-  prepare(int(B));
-  sync("setting up " + name_);
 }
 
 CudaPlan::~CudaPlan() {
+  // The members free themselves (in reverse order of declaration) once the
+  // queued work that uses them is done.
   if (stream_) cudaStreamSynchronize(stream_);
-  if (exec_) cudaGraphExecDestroy(exec_);
-  nodes_.clear();
-  for (auto& e : slot_done_)
-    if (e) cudaEventDestroy(e);
-  if (pinned_) cudaFreeHost(pinned_);
-  if (pinned_args_) cudaFreeHost(pinned_args_);
-  if (blas_) cublasDestroy(blas_);
-  if (dnn_) cudnnDestroy(dnn_);
-  if (stream_) cudaStreamDestroy(stream_);
 }
 
 // Layers that read the network input directly (Embedding) refuse invalid
@@ -429,9 +431,9 @@ DeviceMemory CudaPlan::memory() {
   return m;
 }
 
-std::unique_ptr<DevicePlan> make_cuda_plan(const Graph& g, Plan& host, const DevicePlanOptions& o,
+std::unique_ptr<DevicePlan> make_cuda_plan(Plan& host, const DevicePlanOptions& o,
                                            const std::string& name) {
-  return std::make_unique<CudaPlan>(g, host, o, name);
+  return std::make_unique<CudaPlan>(host, o, name);
 }
 
 }  // namespace dc::cuda

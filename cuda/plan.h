@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "handles.h"
 #include "kernels.h"
 #include "ops.h"
 
@@ -17,7 +18,10 @@ namespace dc::cuda {
 
 class CudaPlan : public DevicePlan {
  public:
-  CudaPlan(const Graph& g, Plan& host, const DevicePlanOptions& o, const std::string& name);
+  // Builds an op for every step of host.steps() and allocates everything for
+  // o.max_batch. Throws DeviceError (out of memory names the batch that
+  // would fit) having released everything it made.
+  CudaPlan(Plan& host, const DevicePlanOptions& o, const std::string& name);
   ~CudaPlan() override;
 
   void upload_params() override;
@@ -56,6 +60,14 @@ class CudaPlan : public DevicePlan {
     float mean = 0, inv_std = 1;
   };
 
+  // The constructor's stages, in order.
+  void create_handles();
+  void set_up_precision();
+  void lower();
+  void allocate();
+  void map_parameters();
+  void allocate_step_buffers();
+
   void run_forward(int n, bool training, uint64_t seed);
   void run_backward(int n);
   void prepare(int n);
@@ -87,10 +99,13 @@ class CudaPlan : public DevicePlan {
   std::string name_;
   std::unique_ptr<Loss> host_loss_;  // for its name and classification()
   LossKind loss_kind_ = LossKind::SoftmaxCE;
+  // Declared first so that it is destroyed last: every DeviceBuffer below
+  // returns its memory to it.
   Allocator alloc_;
-  cudaStream_t stream_ = nullptr;
-  cudnnHandle_t dnn_ = nullptr;
-  cublasHandle_t blas_ = nullptr;
+  Stream stream_holder_;
+  cudaStream_t stream_ = nullptr;  // stream_holder_'s, for the many launches
+  DnnHandle dnn_;
+  BlasHandle blas_;
   DeviceBuffer workspace_;
   OpContext ctx_;
   std::vector<Node> nodes_;
@@ -105,6 +120,7 @@ class CudaPlan : public DevicePlan {
   // Host Param <-> device pointer, in the host Plan's order.
   struct Mapped {
     Param* host;
+    ParamSlot* slot;
     float* dev;
     float* dev_grad;
   };
@@ -116,14 +132,14 @@ class CudaPlan : public DevicePlan {
   // Pinned ring for sample indices: the copy is queued asynchronously and an
   // event tells when a slot may be rewritten.
   static constexpr int kSlots = 32;
-  int64_t* pinned_ = nullptr;
-  StepArgs* pinned_args_ = nullptr;
+  Pinned<int64_t> pinned_;
+  Pinned<StepArgs> pinned_args_;
   DeviceBuffer idx_graph_, args_dev_, cublas_ws_;
   bool graphs_ = false;  // capture allowed (every op graph-safe, DC_CUDA_GRAPHS != 0)
   int full_steps_ = 0;   // graph-capable steps run eagerly so far (warm-up before capture)
-  cudaGraphExec_t exec_ = nullptr;
+  GraphExec exec_;
   int graph_dataset_ = -1;
-  cudaEvent_t slot_done_[kSlots] = {};
+  Event slot_done_[kSlots];
   int slot_ = 0;
   int64_t cur_n_ = 0;
 };

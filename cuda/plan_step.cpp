@@ -120,19 +120,19 @@ const int64_t* CudaPlan::stage(int dataset, const int64_t* idx, int64_t n, const
                       std::to_string(r.size) + " samples)");
   const int s = slot_;
   slot_ = (slot_ + 1) % kSlots;
-  DC_CUDA(cudaEventSynchronize(slot_done_[s]), "waiting for an index slot");
-  int64_t* host = pinned_ + int64_t(s) * o_.max_batch;
+  DC_CUDA(cudaEventSynchronize(slot_done_[s].get()), "waiting for an index slot");
+  int64_t* host = pinned_.get() + int64_t(s) * o_.max_batch;
   std::memcpy(host, idx, size_t(n) * 8);
   int64_t* dev = args ? idx_graph_.get<int64_t>() : idx_.get<int64_t>() + int64_t(s) * o_.max_batch;
   DC_CUDA(cudaMemcpyAsync(dev, host, size_t(n) * 8, cudaMemcpyHostToDevice, stream_),
           "uploading sample indices");
   if (args) {
-    pinned_args_[s] = *args;
-    DC_CUDA(cudaMemcpyAsync(args_dev_.get<void>(), pinned_args_ + s, sizeof(StepArgs),
+    pinned_args_.get()[s] = *args;
+    DC_CUDA(cudaMemcpyAsync(args_dev_.get<void>(), pinned_args_.get() + s, sizeof(StepArgs),
                             cudaMemcpyHostToDevice, stream_),
             "uploading the step's arguments");
   }
-  DC_CUDA(cudaEventRecord(slot_done_[s], stream_), "index slot event");
+  DC_CUDA(cudaEventRecord(slot_done_[s].get(), stream_), "index slot event");
   return dev;
 }
 
@@ -193,7 +193,7 @@ void CudaPlan::train_step(int dataset, const int64_t* idx, int64_t n, double lr,
   StepArgs a{adam_args(lr, t_ + 1), float(lr), seed};
   const int64_t* dev = stage(dataset, idx, n, &a);
   if (exec_ && graph_dataset_ == dataset) {
-    DC_CUDA(cudaGraphLaunch(exec_, stream_), "replaying the training step " + where(int(n)));
+    DC_CUDA(cudaGraphLaunch(exec_.get(), stream_), "replaying the training step " + where(int(n)));
     ++t_;
     return;
   }
@@ -208,8 +208,7 @@ void CudaPlan::train_step(int dataset, const int64_t* idx, int64_t n, double lr,
 }
 
 void CudaPlan::drop_graph() {
-  if (exec_) cudaGraphExecDestroy(exec_);
-  exec_ = nullptr;
+  exec_.reset();
   graph_dataset_ = -1;
 }
 
@@ -221,7 +220,7 @@ void CudaPlan::capture_and_launch(int dataset, int64_t n, double lr, uint64_t se
   const int64_t* dev = idx_graph_.get<int64_t>();
   const StepArgs* dyn = args_dev_.get<StepArgs>();
   std::string why;
-  cudaGraph_t g = nullptr;
+  CudaGraph g;
   cudaError_t e = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal);
   if (e != cudaSuccess) {
     why = cudaGetErrorString(e);
@@ -231,16 +230,16 @@ void CudaPlan::capture_and_launch(int dataset, int64_t n, double lr, uint64_t se
     } catch (const std::exception& ex) {
       why = ex.what();
     }
-    e = cudaStreamEndCapture(stream_, &g);
+    e = cudaStreamEndCapture(stream_, g.out());
     if (why.empty() && e != cudaSuccess) why = cudaGetErrorString(e);
     if (why.empty()) {
-      e = cudaGraphInstantiate(&exec_, g, 0);
-      if (e != cudaSuccess) {
+      cudaGraphExec_t x = nullptr;
+      e = cudaGraphInstantiate(&x, g.get(), 0);
+      if (e == cudaSuccess)
+        *exec_.out() = x;
+      else
         why = cudaGetErrorString(e);
-        exec_ = nullptr;
-      }
     }
-    if (g) cudaGraphDestroy(g);
   }
   if (!why.empty()) {
     cudaGetLastError();  // clear the capture's error so later checks see only their own
@@ -253,7 +252,8 @@ void CudaPlan::capture_and_launch(int dataset, int64_t n, double lr, uint64_t se
     return;
   }
   graph_dataset_ = dataset;
-  DC_CUDA(cudaGraphLaunch(exec_, stream_), "launching the captured training step " + where(int(n)));
+  DC_CUDA(cudaGraphLaunch(exec_.get(), stream_),
+          "launching the captured training step " + where(int(n)));
 }
 
 DeviceStepStats CudaPlan::take_stats() {

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "kernels.h"
-#include "ops.h"
+#include "op_registry.h"
 
 namespace dc::cuda {
 namespace {
@@ -356,10 +356,10 @@ class Rnn : public Op {
       dxbuf_, hx_, cx_, dhx_, dcx_, h0_, c0_, h0g_, c0g_;
 };
 
-}  // namespace
-
-std::unique_ptr<Op> make_rnn(const std::string& type, const Attrs& a, const std::vector<Shape>& in,
-                             const Shape&, const std::string& label) {
+std::unique_ptr<Op> make_rnn(const PlanStep& s) {
+  const std::string& type = s.type;
+  const Attrs& a = s.attrs;
+  const std::vector<Shape>& in = s.in_shapes;
   auto op = std::make_unique<Rnn>();
   Rnn& r = *op;
   if (type == "LSTM") {
@@ -382,7 +382,7 @@ std::unique_ptr<Op> make_rnn(const std::string& type, const Attrs& a, const std:
   r.learned = a.s("initial_state") == "learned";
   r.bias = a.b("bias");
   if (r.T > (int64_t(1) << 30) || r.F > (int64_t(1) << 30) || r.H > (int64_t(1) << 30))
-    throw Error(label + ": sequence too large for cuDNN's 32-bit sizes");
+    throw Error(s.label + ": sequence too large for cuDNN's 32-bit sizes");
   const int64_t GH = r.G * r.H;
   for (int64_t l = 0; l < r.L; ++l)
     for (int64_t d = 0; d < r.D; ++d) {
@@ -403,6 +403,14 @@ std::unique_ptr<Op> make_rnn(const std::string& type, const Attrs& a, const std:
         if (r.mode == CUDNN_LSTM) r.params.push_back({"c0" + sfx, Shape{r.H}, true});
       }
   return op;
+}
+
+}  // namespace
+
+void register_rnn_ops(OpRegistry& r) {
+  r.add("SimpleRNN", make_rnn);
+  r.add("LSTM", make_rnn);
+  r.add("GRU", make_rnn);
 }
 
 }  // namespace dc::cuda

@@ -5,14 +5,10 @@
 #include <cmath>
 
 #include "kernels.h"
-#include "ops.h"
+#include "op_registry.h"
 
 namespace dc::cuda {
 namespace {
-
-std::string dims(int n, const Shape& s) {
-  return std::to_string(n) + "x" + s.str(true);
-}
 
 class Embedding : public Op {
  public:
@@ -59,25 +55,33 @@ class LastStep : public Op {
   }
 };
 
-}  // namespace
-
-std::unique_ptr<Op> make_embedding(const Attrs& a, const std::vector<Shape>& in, const Shape& out) {
+std::unique_ptr<Op> make_embedding(const PlanStep& s) {
+  const Attrs& a = s.attrs;
+  const std::vector<Shape>& in = s.in_shapes;
   auto op = std::make_unique<Embedding>();
   op->T = in[0][0];
   op->V = a.i("vocab_size");
-  op->D = out[1];
+  op->D = s.out_shape[1];
   op->pad = a.i("padding_idx");
   op->params.push_back({"weight", Shape{op->V, op->D}, true});
   return op;
 }
 
-std::unique_ptr<Op> make_last_step(const Attrs& a, const std::vector<Shape>& in, const Shape&) {
+std::unique_ptr<Op> make_last_step(const PlanStep& s) {
+  const std::vector<Shape>& in = s.in_shapes;
   auto op = std::make_unique<LastStep>();
   op->T = in[0][0];
   op->F = in[0][1];
-  int64_t i = a.i("index");
+  int64_t i = s.attrs.i("index");
   op->k = i < 0 ? op->T + i : i;  // the shape rule has already checked the range
   return op;
+}
+
+}  // namespace
+
+void register_sequence_ops(OpRegistry& r) {
+  r.add("Embedding", make_embedding);
+  r.add("LastStep", make_last_step);
 }
 
 }  // namespace dc::cuda

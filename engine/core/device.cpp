@@ -15,6 +15,11 @@ namespace dc {
 
 namespace fs = std::filesystem;
 
+const std::vector<CpuOnlyLayer>& cpu_only_layers() {
+  static const std::vector<CpuOnlyLayer> none;
+  return none;
+}
+
 DeviceSpec parse_device(const std::string& s) {
   DeviceSpec d;
   if (s.empty() || s == "cpu") return d;

@@ -8,6 +8,17 @@
 
 namespace dc {
 
+std::vector<int64_t> epoch_order(std::vector<int64_t> indices, uint64_t seed, int epoch) {
+  // Fisher-Yates; the odd multiplier makes distinct epochs give distinct seeds.
+  Rng rng(seed ^ (0x9E3779B97F4A7C15ull * (static_cast<uint64_t>(epoch) + 1)));
+  for (size_t i = indices.size(); i > 1; --i) std::swap(indices[i - 1], indices[rng.below(i)]);
+  return indices;
+}
+
+uint64_t step_seed(uint64_t seed, int64_t step) {
+  return seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(step);
+}
+
 BatchLoader::BatchLoader(const Dataset& ds, std::vector<int64_t> indices, int64_t batch,
                          bool shuffle, bool drop_last, uint64_t seed, int prefetch)
     : ds_(ds),
@@ -50,14 +61,7 @@ void BatchLoader::stop() {
 
 void BatchLoader::start_epoch(int epoch) {
   stop();
-  std::vector<int64_t> order = indices_;
-  if (shuffle_) {
-    // Fisher-Yates on a stream derived from (seed, epoch) alone: resuming at
-    // epoch k replays exactly the order an uninterrupted run had. The odd
-    // multiplier makes distinct epochs give distinct seeds.
-    Rng rng(seed_ ^ (0x9E3779B97F4A7C15ull * (static_cast<uint64_t>(epoch) + 1)));
-    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
-  }
+  std::vector<int64_t> order = shuffle_ ? epoch_order(indices_, seed_, epoch) : indices_;
   {
     std::lock_guard<std::mutex> l(mu_);
     queue_.clear();

@@ -5,66 +5,69 @@
 
 namespace dc {
 
+std::vector<PlanStep> lower_graph(const Graph& g) {
+  register_builtin_layers();
+  g.validate();
+  const auto shapes = g.infer_shapes();
+  std::vector<PlanStep> steps;
+  std::map<NodeId, int> index;
+  for (NodeId id : g.topo_order()) {
+    const Node& n = g.node(id);
+    PlanStep s;
+    s.id = id;
+    s.name = n.name;
+    s.type = n.type;
+    s.label = node_label(n);
+    s.desc = &LayerRegistry::instance().get(n.type);
+    s.attrs = s.desc->with_defaults(n.attrs);
+    s.out_shape = *shapes.at(id).shape;
+    s.is_input = is_input_type(n.type);
+    // in_edges comes sorted by port, which is the order layers take inputs in.
+    for (const Edge& e : g.in_edges(id)) {
+      s.inputs.push_back(index.at(e.src));
+      s.in_shapes.push_back(steps[size_t(index.at(e.src))].out_shape);
+    }
+    index[id] = int(steps.size());
+    steps.push_back(std::move(s));
+  }
+  // validate() allows exactly one node without consumers, and nothing after
+  // it in topological order can feed it, so it must come last.
+  if (steps.empty() || steps.back().id != g.outputs().at(0))
+    throw GraphError("internal: output node is not last in the plan");
+  return steps;
+}
+
 struct Plan::Step {
-  NodeId id;
-  std::string name, type;
-  const LayerDescriptor* desc = nullptr;
+  const PlanStep* lowered = nullptr;
   std::unique_ptr<Layer> layer;
-  std::vector<int> inputs;  // indices into steps_, one per port
-  std::vector<Shape> in_shapes;
-  Attrs attrs;
-  Shape out_shape;
   Tensor out_buf, grad_buf;  // [max_batch, ...out_shape]
   Tensor out, grad;          // views for the current batch
-  bool is_input = false;
-  bool needs_grad = false;  // whether anything upstream has parameters
+  bool needs_grad = false;   // whether anything upstream has parameters
+  const std::vector<int>& inputs() const { return lowered->inputs; }
+  bool is_input() const { return lowered->is_input; }
 };
 
 Plan::~Plan() = default;
 
 Plan::Plan(const Graph& g, int64_t max_batch) : max_batch_(max_batch) {
-  register_builtin_layers();
   if (max_batch < 1) throw Error("batch size must be at least 1");
-  g.validate();
-  auto shapes = g.infer_shapes();
-  std::map<NodeId, int> index;
-  for (NodeId id : g.topo_order()) {
-    const Node& n = g.node(id);
+  lowered_ = lower_graph(g);
+  for (const PlanStep& ls : lowered_) {
     auto s = std::make_unique<Step>();
-    s->id = id;
-    s->name = n.name;
-    s->type = n.type;
-    s->desc = &LayerRegistry::instance().get(n.type);
-    s->out_shape = *shapes.at(id).shape;
-    s->is_input = is_input_type(n.type);
-    s->attrs = n.attrs;
-    for (const Edge& e : g.in_edges(id)) {
-      s->inputs.push_back(index.at(e.src));
-      s->in_shapes.push_back(steps_[index.at(e.src)]->out_shape);
-    }
-    s->layer = s->desc->create(n.attrs, s->in_shapes, s->out_shape);
-    s->out_buf = Tensor(s->out_shape.with_batch(max_batch));
+    s->lowered = &ls;
+    s->layer = ls.desc->create(ls.attrs, ls.in_shapes, ls.out_shape);
+    s->out_buf = Tensor(ls.out_shape.with_batch(max_batch));
     bool has_params = !s->layer->params().empty();
-    for (int i : s->inputs) has_params |= steps_[i]->needs_grad;
+    for (int i : ls.inputs) has_params |= steps_[size_t(i)]->needs_grad;
     s->needs_grad = has_params;
     for (Param* p : s->layer->params()) {
       if (p->trainable && !p->grad.defined()) p->grad = Tensor(p->value.shape());
-      params_.push_back({n.name + "." + p->name, p});
+      params_.push_back({ls.name + "." + p->name, p});
     }
-    if (s->is_input) input_shape_ = s->out_shape;
-    index[id] = static_cast<int>(steps_.size());
+    if (ls.is_input) input_shape_ = ls.out_shape;
     steps_.push_back(std::move(s));
   }
-  output_shape_ = steps_.back()->out_shape;
-  // The output node is the only one with no consumers; topo order may put
-  // it anywhere after its inputs, so find it explicitly.
-  NodeId out_id = g.outputs().at(0);
-  for (size_t i = 0; i < steps_.size(); ++i)
-    if (steps_[i]->id == out_id && i + 1 != steps_.size()) {
-      // Everything after the output in topo order cannot feed it (it has no
-      // consumers) and would be a second output; validate() forbids that.
-      throw GraphError("internal: output node is not last in the plan");
-    }
+  output_shape_ = lowered_.back().out_shape;
 }
 
 void Plan::init_params(uint64_t seed) {
@@ -83,13 +86,13 @@ const Tensor& Plan::forward(const Tensor& x, RunContext& ctx) {
   cur_n_ = n;
   std::vector<const Tensor*> ins;
   for (auto& s : steps_) {
-    if (s->is_input) {
+    if (s->is_input()) {
       s->out = x;
       continue;
     }
     s->out = s->out_buf.narrow_batch(n);
     ins.clear();
-    for (int i : s->inputs) ins.push_back(&steps_[i]->out);
+    for (int i : s->inputs()) ins.push_back(&steps_[size_t(i)]->out);
     s->layer->forward(ins, s->out, ctx);
   }
   return steps_.back()->out;
@@ -103,8 +106,8 @@ void Plan::backward(const Tensor& dout, RunContext& ctx) {
   // Gradient buffers are allocated on first use: inference-only plans (the
   // inference panel, eval) never pay for them.
   for (auto& s : steps_) {
-    if (!s->needs_grad || s->is_input) continue;
-    if (!s->grad_buf.defined()) s->grad_buf = Tensor(s->out_shape.with_batch(max_batch_));
+    if (!s->needs_grad || s->is_input()) continue;
+    if (!s->grad_buf.defined()) s->grad_buf = Tensor(s->lowered->out_shape.with_batch(max_batch_));
     s->grad = s->grad_buf.narrow_batch(n);
     s->grad.zero();
   }
@@ -113,13 +116,13 @@ void Plan::backward(const Tensor& dout, RunContext& ctx) {
   std::vector<Tensor*> dins;
   for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) {
     Step& s = **it;
-    if (s.is_input || !s.needs_grad) continue;
+    if (s.is_input() || !s.needs_grad) continue;
     ins.clear();
     dins.clear();
-    for (int i : s.inputs) {
-      Step& src = *steps_[i];
+    for (int i : s.inputs()) {
+      Step& src = *steps_[size_t(i)];
       ins.push_back(&src.out);
-      dins.push_back(src.needs_grad && !src.is_input ? &src.grad : nullptr);
+      dins.push_back(src.needs_grad && !src.is_input() ? &src.grad : nullptr);
     }
     s.layer->backward(ins, s.out, s.grad, dins, ctx);
   }
@@ -190,14 +193,14 @@ int64_t count_parameters(const Graph& g) {
 
 std::vector<LayerSummary> Plan::summary() const {
   std::vector<LayerSummary> v;
-  for (auto& s : steps_) {
+  for (const PlanStep& s : lowered_) {
     LayerSummary l;
-    l.id = s->id;
-    l.name = s->name;
-    l.type = s->type;
-    l.out = s->out_shape;
-    if (s->desc->cost) l.cost = s->desc->cost(s->in_shapes, s->out_shape, s->attrs);
-    l.activation_bytes = s->out_shape.numel() * 4;
+    l.id = s.id;
+    l.name = s.name;
+    l.type = s.type;
+    l.out = s.out_shape;
+    if (s.desc->cost) l.cost = s.desc->cost(s.in_shapes, s.out_shape, s.attrs);
+    l.activation_bytes = s.out_shape.numel() * 4;
     v.push_back(l);
   }
   return v;
@@ -206,8 +209,8 @@ std::vector<LayerSummary> Plan::summary() const {
 int64_t Plan::activation_bytes(int64_t batch, bool training) const {
   int64_t b = 0;
   for (auto& s : steps_) {
-    if (s->is_input) continue;
-    int64_t per = s->out_shape.numel() * 4 * batch;
+    if (s->is_input()) continue;
+    int64_t per = s->lowered->out_shape.numel() * 4 * batch;
     b += per;
     if (training && s->needs_grad) b += per;
   }
@@ -222,7 +225,7 @@ int64_t Plan::parameter_bytes() const {
 
 const Tensor* Plan::activation(NodeId id) const {
   for (auto& s : steps_)
-    if (s->id == id) return &s->out;
+    if (s->lowered->id == id) return &s->out;
   return nullptr;
 }
 

@@ -51,40 +51,22 @@ std::vector<SamplePrediction> predict_samples(Plan& plan, const Dataset& ds,
 }
 
 struct ModelProbe::Step {
-  NodeId id;
-  std::string name, type;
+  PlanStep lowered;
   std::unique_ptr<Layer> layer;
-  std::vector<int> inputs;
   Tensor out, grad;  // [1, ...shape]
-  bool is_input = false;
 };
 
 ModelProbe::~ModelProbe() = default;
 
 ModelProbe::ModelProbe(const Graph& g, const std::vector<std::pair<std::string, Tensor>>& state,
                        const std::string& source) {
-  register_builtin_layers();
-  g.validate();
-  auto shapes = g.infer_shapes();
   std::map<std::string, const Tensor*> by_name;
   for (auto& [k, t] : state) by_name[k] = &t;
-  std::map<NodeId, int> index;
-  for (NodeId id : g.topo_order()) {
-    const Node& n = g.node(id);
+  for (PlanStep& ls : lower_graph(g)) {
     auto s = std::make_unique<Step>();
-    s->id = id;
-    s->name = n.name;
-    s->type = n.type;
-    s->is_input = is_input_type(n.type);
-    const Shape& out_shape = *shapes.at(id).shape;
-    std::vector<Shape> in_shapes;
-    for (const Edge& e : g.in_edges(id)) {
-      s->inputs.push_back(index.at(e.src));
-      in_shapes.push_back(steps_[index.at(e.src)]->out.shape().without_batch());
-    }
-    s->layer = LayerRegistry::instance().get(n.type).create(n.attrs, in_shapes, out_shape);
+    s->layer = ls.desc->create(ls.attrs, ls.in_shapes, ls.out_shape);
     for (Param* p : s->layer->params()) {
-      std::string full = n.name + "." + p->name;
+      std::string full = ls.name + "." + p->name;
       auto it = by_name.find(full);
       if (it == by_name.end())
         throw IoError(source + ": has no tensor '" + full +
@@ -96,13 +78,13 @@ ModelProbe::ModelProbe(const Graph& g, const std::vector<std::pair<std::string, 
       // Layers accumulate parameter gradients in backward; they are unused here.
       if (!p->grad.defined()) p->grad = Tensor(p->value.shape());
     }
-    s->out = Tensor(out_shape.with_batch(1));
-    s->grad = Tensor(out_shape.with_batch(1));
-    if (s->is_input) input_shape_ = out_shape;
-    index[id] = int(steps_.size());
+    s->out = Tensor(ls.out_shape.with_batch(1));
+    s->grad = Tensor(ls.out_shape.with_batch(1));
+    if (ls.is_input) input_shape_ = ls.out_shape;
+    s->lowered = std::move(ls);
     steps_.push_back(std::move(s));
   }
-  output_shape_ = steps_.back()->out.shape().without_batch();
+  output_shape_ = steps_.back()->lowered.out_shape;
 }
 
 const Tensor& ModelProbe::forward(const Tensor& x) {
@@ -112,12 +94,12 @@ const Tensor& ModelProbe::forward(const Tensor& x) {
   RunContext ctx{false, nullptr};
   std::vector<const Tensor*> ins;
   for (auto& s : steps_) {
-    if (s->is_input) {
+    if (s->lowered.is_input) {
       s->out.copy_from(x);
       continue;
     }
     ins.clear();
-    for (int i : s->inputs) ins.push_back(&steps_[i]->out);
+    for (int i : s->lowered.inputs) ins.push_back(&steps_[size_t(i)]->out);
     s->layer->forward(ins, s->out, ctx);
   }
   return steps_.back()->out;
@@ -134,23 +116,23 @@ Tensor ModelProbe::input_gradient(int cls) {
   std::vector<Tensor*> dins;
   for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) {
     Step& s = **it;
-    if (s.is_input) continue;
+    if (s.lowered.is_input) continue;
     ins.clear();
     dins.clear();
-    for (int i : s.inputs) {
-      ins.push_back(&steps_[i]->out);
-      dins.push_back(&steps_[i]->grad);
+    for (int i : s.lowered.inputs) {
+      ins.push_back(&steps_[size_t(i)]->out);
+      dins.push_back(&steps_[size_t(i)]->grad);
     }
     s.layer->backward(ins, s.out, s.grad, dins, ctx);
   }
   for (auto& s : steps_)
-    if (s->is_input) return s->grad.clone();
+    if (s->lowered.is_input) return s->grad.clone();
   throw GraphError("the network has no Input layer");
 }
 
 std::vector<ModelProbe::LayerOutput> ModelProbe::activations() const {
   std::vector<LayerOutput> v;
-  for (auto& s : steps_) v.push_back({s->id, s->name, s->type, &s->out});
+  for (auto& s : steps_) v.push_back({s->lowered.id, s->lowered.name, s->lowered.type, &s->out});
   return v;
 }
 

@@ -93,6 +93,23 @@ TEST(BatchLoader, OrderDependsOnlyOnSeedAndEpoch) {
   EXPECT_NE(run_epoch(c, 1).order, a1.order);
 }
 
+// The device trainer shuffles with epoch_order() and no loader; a CUDA run
+// sees the CPU run's batches only while the loader uses the same function.
+TEST(BatchLoader, ShuffleIsEpochOrder) {
+  Dataset d = numbered(90);
+  auto [train, val] = split_indices(90, 0.1, 4);
+  BatchLoader l(d, train, 8, /*shuffle=*/true, false, 21);
+  for (int epoch = 1; epoch <= 3; ++epoch) {
+    std::vector<int64_t> expected = epoch_order(train, 21, epoch);
+    EXPECT_EQ(run_epoch(l, epoch).order, expected) << "epoch " << epoch;
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(expected, train) << "epoch_order is a permutation of its indices";
+  }
+  EXPECT_NE(epoch_order(train, 21, 1), epoch_order(train, 21, 2));
+  EXPECT_NE(step_seed(21, 0), step_seed(21, 1));
+  EXPECT_NE(step_seed(21, 5), step_seed(22, 5));
+}
+
 TEST(BatchLoader, NoShuffleKeepsTheGivenOrder) {
   Dataset d = numbered(50);
   std::vector<int64_t> idx = {49, 3, 17, 0, 22, 8, 31};

@@ -115,6 +115,16 @@ class DevicePlan {
   virtual std::string device_name() const = 0;
 };
 
+// Layer types the CUDA backend deliberately has no op for, each with the
+// reason a user is told when asking for a GPU (input layers are not ops: the
+// plan feeds them the batch). Empty today: every layer runs on CUDA.
+// tests/cuda/cuda_op_coverage_test.cpp checks that every registered layer is
+// an input, has a CUDA op or is listed here, and nothing listed has an op.
+struct CpuOnlyLayer {
+  std::string type, reason;
+};
+const std::vector<CpuOnlyLayer>& cpu_only_layers();
+
 class DeviceBackend {
  public:
   virtual ~DeviceBackend() = default;
@@ -131,4 +141,7 @@ class DeviceBackend {
 // null with the reason in err (e.g. no device, driver too old).
 extern "C" {
 typedef dc::DeviceBackend* (*dc_backend_create_fn)(int abi_version, char* err, size_t err_len);
+// The layer types the plugin has ops for, one per line. Needs no driver or
+// GPU, so the op coverage test runs wherever the plugin is built.
+typedef const char* (*dc_cuda_op_types_fn)();
 }

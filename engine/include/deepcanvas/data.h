@@ -96,6 +96,15 @@ void compute_normalization(Dataset& d);
 std::pair<std::vector<int64_t>, std::vector<int64_t>> split_indices(int64_t n, double val_fraction,
                                                                     uint64_t seed);
 
+// The training order of one epoch: `indices` shuffled by a stream derived
+// from (seed, epoch) alone, so a run resumed at epoch k replays exactly the
+// order an uninterrupted run had. The loader and the device trainer both
+// take their order from here.
+std::vector<int64_t> epoch_order(std::vector<int64_t> indices, uint64_t seed, int epoch);
+// The seed of training step `step` (dropout masks, augmentation), from
+// (seed, step) alone for the same reason; CPU and CUDA steps use the same.
+uint64_t step_seed(uint64_t seed, int64_t step);
+
 struct Batch {
   Tensor x;  // [n, ...sample_shape]
   std::vector<int32_t> labels;

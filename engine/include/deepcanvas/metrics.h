@@ -16,6 +16,7 @@ class ClassificationMetrics {
   int64_t count() const { return count_; }
   double mean_loss() const { return count_ ? loss_sum_ / double(count_) : 0.0; }
   double top1() const { return count_ ? double(top1_) / double(count_) : 0.0; }
+  int64_t top1_hits() const { return top1_; }
   double top5() const { return count_ ? double(top5_) / double(count_) : 0.0; }
   // confusion()[true][predicted]
   const std::vector<std::vector<int64_t>>& confusion() const { return confusion_; }

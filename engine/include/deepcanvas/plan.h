@@ -32,6 +32,27 @@ struct LayerSummary {
 // machine before building its Plan.
 int64_t count_parameters(const Graph& g);
 
+// One node of a validated graph, resolved once for every backend: the CPU
+// Plan, the activation probe (probe.h) and the CUDA plan build their ops from
+// these instead of walking the graph again, so port order, shapes and
+// attribute defaults cannot differ between them.
+struct PlanStep {
+  NodeId id = -1;
+  std::string name, type;
+  std::string label;  // "Conv2D 'conv1'", for messages
+  const LayerDescriptor* desc = nullptr;
+  Attrs attrs;                   // every attribute, defaults filled in
+  std::vector<int> inputs;       // indices of the producing steps, in port order
+  std::vector<Shape> in_shapes;  // per sample, in port order
+  Shape out_shape;               // per sample
+  bool is_input = false;         // fed the batch by the plan; no op runs
+};
+
+// Validates the graph (throws GraphError listing every problem) and returns
+// its steps in a stable topological order (Kahn with ascending ids) that
+// ends with the network's output.
+std::vector<PlanStep> lower_graph(const Graph& g);
+
 class Plan {
  public:
   // Validates the graph (throws GraphError listing every problem) and builds
@@ -67,6 +88,9 @@ class Plan {
   void load_state(const std::vector<std::pair<std::string, Tensor>>& tensors,
                   const std::string& source);
 
+  // The lowered graph this plan runs, for backends that shadow it.
+  const std::vector<PlanStep>& steps() const { return lowered_; }
+
   std::vector<LayerSummary> summary() const;
   // Bytes of activations (+ their gradients when training) for a batch.
   int64_t activation_bytes(int64_t batch, bool training) const;
@@ -82,7 +106,8 @@ class Plan {
 
  private:
   struct Step;
-  std::vector<std::unique_ptr<Step>> steps_;
+  std::vector<PlanStep> lowered_;
+  std::vector<std::unique_ptr<Step>> steps_;  // one per lowered_ entry
   std::vector<NamedParam> params_;
   Shape input_shape_, output_shape_;
   int64_t max_batch_ = 0;

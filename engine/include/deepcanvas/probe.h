@@ -5,8 +5,9 @@
 // keeps every activation of one forward pass and computes the gradient of a
 // class score with respect to the input (a saliency map, Simonyan et al.
 // 2013). Plan::backward stops at the first layer with parameters and never
-// writes an input gradient (training does not need one), so the probe walks
-// its own copy of the layers.
+// writes an input gradient (training does not need one), so the probe keeps
+// its own layers, built from the same lowered steps as the Plan
+// (lower_graph in plan.h).
 #include <deepcanvas/data.h>
 #include <deepcanvas/graph.h>
 #include <deepcanvas/layer.h>

@@ -27,6 +27,8 @@
 
 namespace dc {
 
+class Stepper;
+
 struct TrainEvent {
   enum class Kind {
     Started,
@@ -143,12 +145,35 @@ class Trainer {
   void save_checkpoint(const std::string& path, int epoch, int64_t step);
 
  private:
+  // What one run carries from epoch to epoch.
+  struct RunState {
+    std::vector<int64_t> train_idx, val_idx;
+    int64_t steps_per_epoch = 0, total = 0, step = 0;
+    double train_time = 0;  // seconds spent in training steps
+    int64_t trained_samples = 0;
+    std::chrono::steady_clock::time_point t_start;
+    std::vector<std::pair<std::string, Tensor>> best_state;
+    double best_metric = -1;
+    int since_best = 0;
+  };
+  // What an epoch's training steps add up to.
+  struct EpochTotals {
+    DeviceStepStats stats;  // loss sum and top-1 hits over the epoch's samples
+    double seconds = 0;     // spent in training steps
+    int64_t samples = 0;
+    double mean_loss() const { return stats.samples ? stats.loss_sum / double(stats.samples) : 0; }
+    double accuracy() const {
+      return stats.samples ? double(stats.correct) / double(stats.samples) : 0;
+    }
+  };
   void run();
-  void device_epoch(int epoch, const std::vector<int64_t>& train_idx, int64_t spe, int64_t total,
-                    int64_t& step, int64_t& in_epoch, int64_t& epoch_samples,
-                    double& epoch_train_time, ClassificationMetrics& m,
-                    std::chrono::steady_clock::time_point t_start,
-                    std::chrono::steady_clock::time_point epoch_t0);
+  void start_telemetry();
+  TrainEvent progress_event(TrainEvent::Kind kind, int epoch, const RunState& r) const;
+  EpochTotals train_epoch(Stepper& stepper, int epoch, RunState& r);
+  bool end_epoch(int epoch, const EpochTotals& t, RunState& r);
+  // On the test set (whole) or the training set (indices: validation).
+  EvalResult evaluate_on(bool test_set, const std::vector<int64_t>& indices);
+  void set_test_result(const EvalResult& t);
   bool wait_if_paused();  // false when cancelled
   void emit(TrainEvent e) { events_.push(std::move(e)); }
 
@@ -169,7 +194,6 @@ class Trainer {
   // device != cpu: the plan on the device and the resident datasets.
   std::unique_ptr<DevicePlan> dplan_;
   int dtrain_ = -1, dtest_ = -1;
-  double device_loss_ = 0, device_acc_ = 0;  // the last device epoch's running means
   // GPU telemetry for the run's lifetime; the sampler thread reads the
   // allocator figures the training thread leaves here, so it never calls
   // into the device plan itself.

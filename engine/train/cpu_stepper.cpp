@@ -1,0 +1,69 @@
+#include <deepcanvas/errors.h>
+#include <deepcanvas/metrics.h>
+
+#include <cmath>
+#include <string>
+
+#include "stepper.h"
+
+namespace dc {
+
+CpuStepper::CpuStepper(Plan& plan, Loss& loss, Optimizer& opt, const Dataset& train,
+                       const std::vector<int64_t>& train_idx, const TrainConfig& cfg)
+    : plan_(plan),
+      loss_(loss),
+      opt_(opt),
+      train_(train),
+      cfg_(cfg),
+      loader_(train, train_idx, cfg.batch, /*shuffle=*/true, /*drop_last=*/false, cfg.seed),
+      params_(plan.trainable()),
+      dout_(plan.output_shape().with_batch(cfg.batch)),
+      rng_(cfg.seed) {
+  for (Param* p : params_) good_.emplace_back(p->value.shape());
+}
+
+void CpuStepper::start_epoch(int epoch) {
+  epoch_ = epoch;
+  loader_.start_epoch(epoch);
+}
+
+int64_t CpuStepper::step(int64_t step, double lr) {
+  Batch& b = batch_;
+  const uint64_t seed = step_seed(cfg_.seed, step);
+  rng_.reseed(seed);
+  // The CUDA plan augments with the same step seed. Black and white are what
+  // pixel values 0 and 1 normalise to; float data has no white to cap
+  // brightness at.
+  const float inv = 1.0f / (train_.stddev > 0 ? train_.stddev : 1.0f);
+  augment_batch(cfg_.augment, train_.sample_shape, (0.0f - train_.mean) * inv, seed, b.x.f32(), b.n,
+                train_.pixels.empty() ? INFINITY : (1.0f - train_.mean) * inv);
+  RunContext ctx{true, &rng_};
+  const Tensor& out = plan_.forward(b.x, ctx);
+  Tensor db = dout_.narrow_batch(b.n);
+  float l = loss_.compute(out, Targets{b.labels.data(), nullptr}, db);
+  if (!std::isfinite(l)) {
+    for (size_t k = 0; k < params_.size(); ++k) params_[k]->value.copy_from(good_[k]);
+    throw Error("the loss became " + std::string(std::isnan(l) ? "NaN" : "infinite") +
+                " at epoch " + std::to_string(epoch_) + ", step " + std::to_string(step + 1) +
+                "; training stopped and the last good weights were kept. Lower the "
+                "learning rate, normalise the inputs or add BatchNorm");
+  }
+  ClassificationMetrics m;
+  m.add(out, b.labels.data(), double(l) * double(b.n));
+  stats_.loss_sum += double(l) * double(b.n);
+  stats_.correct += m.top1_hits();
+  stats_.samples += b.n;
+  plan_.zero_grad();
+  plan_.backward(db, ctx);
+  for (size_t k = 0; k < params_.size(); ++k) good_[k].copy_from(params_[k]->value);
+  opt_.step(params_, lr);
+  return b.n;
+}
+
+DeviceStepStats CpuStepper::take_stats(int64_t) {
+  DeviceStepStats s = stats_;
+  stats_ = {};
+  return s;
+}
+
+}  // namespace dc

@@ -1,0 +1,151 @@
+// The Trainer's epoch: the training steps through a Stepper (CPU or device)
+// with their Step events, then evaluation, model selection, checkpoints and
+// early stopping.
+#include <deepcanvas/trainer.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stepper.h"
+
+namespace dc {
+
+using Clock = std::chrono::steady_clock;
+
+// Where the run stands, as every Step and Epoch event reports it.
+TrainEvent Trainer::progress_event(TrainEvent::Kind kind, int epoch, const RunState& r) const {
+  TrainEvent e;
+  e.kind = kind;
+  e.epoch = epoch;
+  e.epochs = cfg_.epochs;
+  e.step = r.step;
+  e.steps_total = r.total;
+  return e;
+}
+
+EvalResult Trainer::evaluate_on(bool test_set, const std::vector<int64_t>& indices) {
+  const Dataset& ds = test_set ? *test_ : *train_;
+  if (dplan_)
+    return evaluate_device(*dplan_, test_set ? dtest_ : dtrain_, ds, plan_->output_shape(), indices,
+                           cfg_.batch, *loss_);
+  return evaluate(*plan_, ds, indices, cfg_.batch, *loss_);
+}
+
+// The steps of one epoch. Statistics are read when the stepper says so
+// (every step on the CPU, every few on a device), which is when Step events
+// go out; training time counts from the first step after each read.
+Trainer::EpochTotals Trainer::train_epoch(Stepper& stepper, int epoch, RunState& r) {
+  EpochTotals t;
+  stepper.start_epoch(epoch);
+  const auto epoch_t0 = Clock::now();
+  std::optional<Clock::time_point> t0;
+  int64_t in_epoch = 0;
+  while (in_epoch < r.steps_per_epoch && stepper.next_batch()) {
+    if (!wait_if_paused()) break;
+    if (!t0) t0 = Clock::now();
+    const double lr =
+        schedule_lr(cfg_.schedule, cfg_.optimizer.lr, r.step, r.total, r.steps_per_epoch);
+    const int64_t n = stepper.step(r.step, lr);
+    ++r.step;
+    ++in_epoch;
+    t.samples += n;
+    if (!stepper.report_due(in_epoch, r.steps_per_epoch, cancel_ || paused_)) continue;
+    const DeviceStepStats s = stepper.take_stats(r.step);
+    const auto now = Clock::now();
+    t.seconds += std::chrono::duration<double>(now - *t0).count();
+    t0.reset();
+    t.stats.loss_sum += s.loss_sum;
+    t.stats.correct += s.correct;
+    t.stats.samples += s.samples;
+    if (dplan_) {
+      DeviceMemory mem = dplan_->memory();
+      device_allocated_ = mem.allocated;
+      device_reserved_ = mem.reserved;
+    }
+    TrainEvent e = progress_event(TrainEvent::Kind::Step, epoch, r);
+    e.step_in_epoch = in_epoch;
+    e.steps_per_epoch = r.steps_per_epoch;
+    e.loss = t.mean_loss();
+    e.accuracy = t.accuracy();
+    e.batch_loss = s.samples ? s.loss_sum / double(s.samples) : 0;
+    e.batch_accuracy = s.samples ? double(s.correct) / double(s.samples) : 0;
+    e.lr = lr;
+    e.elapsed_s = std::chrono::duration<double>(now - r.t_start).count();
+    const double wall = std::chrono::duration<double>(now - epoch_t0).count();
+    e.samples_per_s = wall > 0 ? double(t.samples) / wall : 0;
+    e.eta_s = double(r.total - r.step) * (wall / double(in_epoch));
+    emit(e);
+  }
+  r.train_time += t.seconds;
+  r.trained_samples += t.samples;
+  return t;
+}
+
+// Evaluation, model selection, checkpoints and early stopping after an
+// epoch's steps. Returns whether training should stop early.
+bool Trainer::end_epoch(int epoch, const EpochTotals& t, RunState& r) {
+  TrainResult& R = result_;
+  TrainEvent e = progress_event(TrainEvent::Kind::Epoch, epoch, r);
+  e.train_loss = t.mean_loss();
+  e.train_accuracy = t.accuracy();
+  e.samples_per_s = t.seconds > 0 ? double(t.samples) / t.seconds : 0;
+  R.final_train_loss = e.train_loss;
+  double metric = -e.train_loss;  // what "best" means without a validation split
+  if (!r.val_idx.empty()) {
+    EvalResult v = evaluate_on(false, r.val_idx);
+    e.val_loss = v.loss;
+    e.val_accuracy = v.top1;
+    e.confusion = v.confusion;
+    metric = v.top1;
+    R.val_accuracy = v.top1;
+  }
+  if (test_) {
+    // The test set never selects the model (nor stops training early): the
+    // test accuracy reported for the kept weights would be optimistic.
+    // Without a validation split, "best" is the lowest training loss.
+    EvalResult v = evaluate_on(true, {});
+    e.test_loss = v.loss;
+    e.test_accuracy = v.top1;
+    e.confusion = v.confusion;
+    set_test_result(v);
+  }
+  R.epochs_run = epoch;
+  if (metric > r.best_metric) {
+    r.best_metric = metric;
+    r.since_best = 0;
+    e.best = true;
+    R.best_epoch = epoch;
+    r.best_state.clear();
+    for (auto& [k, v] : plan_->state()) r.best_state.emplace_back(k, v.clone());
+  } else {
+    ++r.since_best;
+  }
+  if (!cfg_.checkpoint_dir.empty()) {
+    TrainEvent c;
+    c.kind = TrainEvent::Kind::Checkpoint;
+    c.epoch = epoch;
+    std::vector<std::string> names{"last"};
+    if (e.best) names.push_back("best");
+    for (const std::string& name : names) {
+      c.message = cfg_.checkpoint_dir + "/" + name + ".safetensors";
+      save_checkpoint(c.message, epoch, r.step);
+      emit(c);
+    }
+  }
+  const bool stop_early =
+      cfg_.early_stopping_patience > 0 && r.since_best >= cfg_.early_stopping_patience;
+  if (stop_early)
+    e.message = "early stopping: no improvement for " + std::to_string(r.since_best) + " epochs";
+  emit(e);
+  return stop_early;
+}
+
+void Trainer::set_test_result(const EvalResult& t) {
+  result_.test_accuracy = t.top1;
+  result_.test_loss = t.loss;
+  result_.test_top5 = t.top5;
+  result_.confusion = t.confusion;
+}
+
+}  // namespace dc

@@ -1,0 +1,71 @@
+// Evaluation of a plan over a dataset, on the host or on a device.
+#include <deepcanvas/trainer.h>
+
+#include <algorithm>
+
+namespace dc {
+
+namespace {
+
+// evaluate() and evaluate_device() differ only in how a batch's outputs are
+// produced; these are the parts they share.
+std::vector<int64_t> indices_or_all(const std::vector<int64_t>& indices, const Dataset& ds) {
+  if (!indices.empty()) return indices;
+  std::vector<int64_t> all(size_t(ds.size()));
+  for (int64_t i = 0; i < ds.size(); ++i) all[size_t(i)] = i;
+  return all;
+}
+
+EvalResult eval_result(const ClassificationMetrics& m) {
+  EvalResult r;
+  r.loss = m.mean_loss();
+  r.top1 = m.top1();
+  r.top5 = m.top5();
+  r.samples = m.count();
+  r.confusion = m.confusion();
+  return r;
+}
+
+}  // namespace
+
+EvalResult evaluate(Plan& plan, const Dataset& ds, const std::vector<int64_t>& indices,
+                    int64_t batch, Loss& loss) {
+  const std::vector<int64_t> idx = indices_or_all(indices, ds);
+  batch = std::min(batch, plan.max_batch());
+  ClassificationMetrics m;
+  Tensor x(plan.input_shape().with_batch(batch));
+  std::vector<int32_t> labels(batch);
+  Tensor dout(plan.output_shape().with_batch(batch));
+  RunContext ctx{false, nullptr};
+  for (size_t b = 0; b < idx.size(); b += batch) {
+    int64_t n = std::min<int64_t>(batch, int64_t(idx.size() - b));
+    Tensor xb = x.narrow_batch(n);
+    ds.gather(idx.data() + b, n, xb.f32(), labels.data());
+    const Tensor& out = plan.forward(xb, ctx);
+    Tensor db = dout.narrow_batch(n);
+    float l = loss.compute(out, Targets{labels.data(), nullptr}, db);
+    m.add(out, labels.data(), double(l) * double(n));
+  }
+  return eval_result(m);
+}
+
+EvalResult evaluate_device(DevicePlan& plan, int dataset, const Dataset& ds,
+                           const Shape& output_shape, const std::vector<int64_t>& indices,
+                           int64_t batch, Loss& loss) {
+  const std::vector<int64_t> idx = indices_or_all(indices, ds);
+  ClassificationMetrics m;
+  Tensor out(output_shape.with_batch(batch)), dout(output_shape.with_batch(batch));
+  for (size_t b = 0; b < idx.size(); b += batch) {
+    int64_t n = std::min<int64_t>(batch, int64_t(idx.size() - b));
+    Tensor ob = out.narrow_batch(n), db = dout.narrow_batch(n);
+    plan.predict(dataset, idx.data() + b, n, ob.f32());
+    const int32_t* labels = ds.labels.data();
+    std::vector<int32_t> lab(n);
+    for (int64_t i = 0; i < n; ++i) lab[i] = labels[idx[b + i]];
+    float l = loss.compute(ob, Targets{lab.data(), nullptr}, db);
+    m.add(ob, lab.data(), double(l) * double(n));
+  }
+  return eval_result(m);
+}
+
+}  // namespace dc

@@ -1,0 +1,91 @@
+#pragma once
+// The two ways a Trainer takes training steps: on the host Plan with the
+// prefetching loader (CpuStepper) or on a device plan over data resident
+// there (DeviceStepper). Trainer::run() drives either through one epoch
+// loop, so pausing, timing, the schedule and the Step events are written
+// once. Both take their order from epoch_order() and their per-step seed
+// from step_seed(), so CPU and CUDA runs see the same batches.
+#include <deepcanvas/backend.h>
+#include <deepcanvas/data.h>
+#include <deepcanvas/loss.h>
+#include <deepcanvas/optim.h>
+#include <deepcanvas/plan.h>
+#include <deepcanvas/rng.h>
+#include <deepcanvas/train_config.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace dc {
+
+class Stepper {
+ public:
+  virtual ~Stepper() = default;
+  virtual void start_epoch(int epoch) = 0;
+  // Makes the epoch's next batch ready; false when its samples are used up.
+  // Apart from step() so that waiting for the loader is not training time.
+  virtual bool next_batch() = 0;
+  // One optimizer step on that batch at learning rate lr; `step` is the
+  // run's step count before it. Returns the batch's sample count.
+  virtual int64_t step(int64_t step, double lr) = 0;
+  // Whether the statistics should be read after the epoch's step_in_epoch-th
+  // step; reading them may wait for the device, so a device reads them only
+  // every few steps, at the epoch's end and when the run is interrupted.
+  virtual bool report_due(int64_t step_in_epoch, int64_t steps_per_epoch,
+                          bool interrupted) const = 0;
+  // Loss sum and top-1 hits since the last call. Throws when the loss became
+  // NaN or infinite, keeping the last good weights in the host Plan.
+  virtual DeviceStepStats take_stats(int64_t step) = 0;
+};
+
+class CpuStepper : public Stepper {
+ public:
+  CpuStepper(Plan& plan, Loss& loss, Optimizer& opt, const Dataset& train,
+             const std::vector<int64_t>& train_idx, const TrainConfig& cfg);
+  void start_epoch(int epoch) override;
+  bool next_batch() override { return loader_.next(batch_); }
+  int64_t step(int64_t step, double lr) override;
+  bool report_due(int64_t, int64_t, bool) const override { return true; }
+  DeviceStepStats take_stats(int64_t step) override;
+
+ private:
+  Plan& plan_;
+  Loss& loss_;
+  Optimizer& opt_;
+  const Dataset& train_;
+  const TrainConfig& cfg_;
+  BatchLoader loader_;
+  std::vector<Param*> params_;
+  std::vector<Tensor> good_;  // weights that last gave a finite loss
+  Tensor dout_;
+  Rng rng_;
+  Batch batch_;
+  int epoch_ = 0;
+  DeviceStepStats stats_;
+};
+
+class DeviceStepper : public Stepper {
+ public:
+  DeviceStepper(DevicePlan& plan, int dataset, const std::vector<int64_t>& train_idx,
+                const TrainConfig& cfg)
+      : plan_(plan), dataset_(dataset), train_idx_(train_idx), cfg_(cfg) {}
+  void start_epoch(int epoch) override;
+  bool next_batch() override { return next_ < order_.size(); }
+  int64_t step(int64_t step, double lr) override;
+  bool report_due(int64_t step_in_epoch, int64_t steps_per_epoch, bool interrupted) const override;
+  DeviceStepStats take_stats(int64_t step) override;
+
+ private:
+  // Steps between reads of the device's running loss and accuracy: the host
+  // never stalls the GPU per step.
+  static constexpr int64_t kReport = 25;
+  DevicePlan& plan_;
+  int dataset_;
+  const std::vector<int64_t>& train_idx_;
+  const TrainConfig& cfg_;
+  std::vector<int64_t> order_;
+  size_t next_ = 0;  // into order_
+  int epoch_ = 0;
+};
+
+}  // namespace dc
