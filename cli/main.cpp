@@ -98,6 +98,9 @@ const std::vector<Command>& commands() {
         {"output", "MODEL.onnx", "where the model is written (also -o)"},
         {"opset", "N",
          "ONNX opset, 10 to 18 (default 17; 12 or lower for OpenCV 4.6's recurrent layers)"},
+        {"batch", "N",
+         "fix the batch dimension to N (default: any batch; OpenCV 4.6 needs a fixed one for "
+         "recurrent layers)"},
         {"json", "", "print one JSON object"}}},
       {"summary",
        "PROJECT",
@@ -409,6 +412,7 @@ int cmd_export(const Args& a) {
   OnnxExportOptions o;
   o.opset = opset;
   o.model_name = p.name;
+  o.batch = a.get_int("batch", 0, 0, 1 << 20);
   export_onnx(out, p.graph, plan, o);
   if (a.flag("json"))
     std::cout

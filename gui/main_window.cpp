@@ -270,6 +270,13 @@ void MainWindow::createMenus() {
   file->addSeparator();
   file->addAction(action("actionSave"));
   file->addAction(action("actionSaveAs"));
+  QMenu* exports = file->addMenu(tr("&Export"));
+  exports->setObjectName("menuExport");
+  QAction* onnx = exports->addAction(tr("&ONNX Model…"), this, [this] { exportOnnx(); });
+  onnx->setObjectName("actionExportOnnx");
+  onnx->setStatusTip(
+      tr("Write the network and its weights for onnxruntime, OpenCV, TensorRT or "
+         "Netron"));
   file->addSeparator();
   file->addAction(action("actionQuit"));
 

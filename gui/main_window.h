@@ -53,6 +53,10 @@ class MainWindow : public QMainWindow {
   bool saveFile(const QString& path);
   bool save();
   bool saveAs();
+  // File > Export > ONNX Model: the network with the Inference tab's weights
+  // (the last trained or opened ones), or freshly initialised weights when
+  // there are none, said in the status bar. Asks for the path when empty.
+  bool exportOnnx(QString path = {});
   // Offers to restore what an earlier, crashed session autosaved.
   void offerRecovery();
   // Dropped files: the first .dcproj is opened; an .onnx file is refused

@@ -9,6 +9,10 @@
 #include "widgets/node_view.h"
 
 #include <deepcanvas/errors.h>
+#include <deepcanvas/plan.h>
+#ifdef DC_HAVE_ONNX
+#include <deepcanvas/onnx.h>
+#endif
 
 #include <QApplication>
 #include <QDateTime>
@@ -176,6 +180,49 @@ bool MainWindow::saveAs() {
   QString f = QFileDialog::getSaveFileName(this, tr("Save Project"), suggestion,
                                            tr("DeepCanvas projects (*.dcproj)"));
   return !f.isEmpty() && saveFile(f);
+}
+
+bool MainWindow::exportOnnx(QString path) {
+#ifdef DC_HAVE_ONNX
+  const Project& p = ctx_->project();
+  if (path.isEmpty()) {
+    QSettings s;
+    const QString dir =
+        s.value("exportDir", file_.isEmpty() ? QDir::homePath() : QFileInfo(file_).absolutePath())
+            .toString();
+    const QString base = file_.isEmpty() ? QStringLiteral("model") : QFileInfo(file_).baseName();
+    path = QFileDialog::getSaveFileName(this, tr("Export ONNX Model"), dir + "/" + base + ".onnx",
+                                        tr("ONNX models (*.onnx)"));
+    if (path.isEmpty()) return false;
+    s.setValue("exportDir", QFileInfo(path).absolutePath());
+  }
+  try {
+    Plan plan(p.graph, 1);
+    const ModelWeights& w = ctx_->weights();
+    QString which;
+    if (w.valid()) {
+      plan.load_state(w.state, w.source.toStdString());
+      which = w.source;
+    } else {
+      plan.init_params(p.training.seed);
+      which = tr("untrained weights (train or open a checkpoint in Inference first)");
+    }
+    OnnxExportOptions o;
+    o.model_name = p.name;
+    export_onnx(path.toStdString(), p.graph, plan, o);
+    statusBar()->showMessage(tr("Exported %1 with %2").arg(QDir::toNativeSeparators(path), which),
+                             8000);
+    return true;
+  } catch (const std::exception& e) {
+    reportError(tr("Could not export the ONNX model: %1").arg(QString::fromUtf8(e.what())));
+    return false;
+  }
+#else
+  (void)path;
+  reportError(
+      tr("This build of DeepCanvas has no ONNX support (install libonnx-dev and rebuild)."));
+  return false;
+#endif
 }
 
 QStringList MainWindow::recentFiles() {

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <QFile>
+#include <QFileInfo>
 #include <QListWidget>
 #include <QSettings>
 #include <QStatusBar>
@@ -75,6 +76,32 @@ TEST_F(MainWindowFiles, CorruptFileGivesAMessageAndLosesNothing) {
   EXPECT_TRUE(w.isModified());
   EXPECT_EQ(w.currentFile(), sample);
 }
+
+#ifdef DC_HAVE_ONNX
+// File > Export > ONNX Model writes the open network; a network that does
+// not compile gives one message and leaves the earlier export untouched.
+TEST_F(MainWindowFiles, ExportOnnxWritesTheNetworkAndRefusesABrokenOne) {
+  gui::MainWindow w;
+  QStringList errors;
+  w.setErrorHandler([&](const QString& e) { errors << e; });
+  ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+  ASSERT_NE(w.action("actionExportOnnx"), nullptr);
+  const QString path = tempDir() + "/sample.onnx";
+  ASSERT_TRUE(w.exportOnnx(path)) << errors.join("\n").toStdString();
+  EXPECT_TRUE(errors.isEmpty());
+  // 421,642 float32 weights plus the graph.
+  const qint64 size = QFileInfo(path).size();
+  EXPECT_GT(size, 421642 * 4);
+  EXPECT_TRUE(w.statusBar()->currentMessage().contains("untrained weights"))
+      << w.statusBar()->currentMessage().toStdString();
+
+  ASSERT_GT(w.editor()->addLayer("Dropout", {400, 400}), 0);  // not connected: does not compile
+  EXPECT_FALSE(w.exportOnnx(path));
+  ASSERT_EQ(errors.size(), 1);
+  EXPECT_TRUE(errors[0].contains("Could not export the ONNX model")) << errors[0].toStdString();
+  EXPECT_EQ(QFileInfo(path).size(), size);
+}
+#endif
 
 TEST_F(MainWindowFiles, TitleShowsFileAndUnsavedMarker) {
   gui::MainWindow w;
