@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <new>
 
 #include <nlohmann/json.hpp>
@@ -372,7 +373,9 @@ void Trainer::run() {
     std::vector<Tensor> good(params.size());  // weights that last gave a finite loss
     for (size_t k = 0; k < params.size(); ++k) good[k] = Tensor(params[k]->value.shape());
     std::vector<std::pair<std::string, Tensor>> best_state;
-    double best_metric = -1;
+    // Lower than any metric: without a validation split it is minus the
+    // training loss, which is below -1 while the loss is above 1.
+    double best_metric = -std::numeric_limits<double>::infinity();
     int since_best = 0;
     Tensor dout(plan_->output_shape().with_batch(cfg_.batch));
     Rng step_rng(cfg_.seed);
