@@ -262,6 +262,7 @@ void DatasetPanel::setAugmentOptions(AugmentOptions o) {
 void DatasetPanel::optionsChanged() {
   ctx_->setAugmentation(augmentOptions());
   refreshPreview();
+  Q_EMIT settingsChanged();  // saved with the project
 }
 
 void DatasetPanel::loadFromWidgets() {

@@ -53,7 +53,8 @@ class DatasetPanel : public QWidget {
  signals:
   void datasetLoaded();
   void loadFailed(const QString& message);
-  // The validation split or normalisation (saved with the project) changed.
+  // The validation split, normalisation or augmentation (saved with the
+  // project) changed.
   void settingsChanged();
 
  private:

@@ -94,6 +94,24 @@ void ProjectContext::setProject(Project p) {
   Q_EMIT projectChanged();
 }
 
+void ProjectContext::replaceProject(Project p) {
+  if (busy_) throw Error("a training run is using this project; stop it before replacing it");
+  source_ = {};
+  train_.reset();
+  test_.reset();
+  description_.clear();
+  warnings_.clear();
+  weights_ = {};
+  run_checkpoints_.clear();
+  // A new project starts without the previous one's copies setting.
+  augment_ = {};
+  Q_EMIT projectReplaced();
+  setProject(std::move(p));
+  Q_EMIT datasetChanged();
+  Q_EMIT weightsChanged();
+  Q_EMIT runCheckpointsChanged();
+}
+
 void ProjectContext::loadDataset(const DatasetSource& source) {
   if (busy_) throw Error("a training run is using the dataset; stop it before loading another");
   applyDataset(source, readDataset(project_, source));
@@ -277,6 +295,12 @@ void ProjectContext::setBusy(bool b) {
 void ProjectContext::setWeights(ModelWeights w) {
   weights_ = std::move(w);
   Q_EMIT weightsChanged();
+}
+
+void ProjectContext::addRunCheckpoints(const QVector<RunCheckpoint>& c) {
+  if (c.isEmpty()) return;
+  run_checkpoints_ += c;
+  Q_EMIT runCheckpointsChanged();
 }
 
 }  // namespace dc::gui

@@ -13,6 +13,7 @@
 #include <QObject>
 #include <QString>
 #include <QStringList>
+#include <QVector>
 #include <memory>
 #include <string>
 #include <utility>
@@ -46,6 +47,14 @@ struct ModelWeights {
   bool valid() const { return !state.empty(); }
 };
 
+// A checkpoint a run wrote, offered to the Inference tab by name ("Run 2:
+// best, epoch 3, 85.2 % validation") so the user picks whose weights to use.
+struct RunCheckpoint {
+  int run = 0;
+  QString label;
+  QString path;
+};
+
 // A dataset sample as an image (C×H×W u8 with C = 1 or 3); null for
 // non-image samples.
 QImage sample_image(const Dataset& d, int64_t index);
@@ -67,6 +76,9 @@ class ProjectContext : public QObject {
   const Project& project() const { return project_; }
   Project& project() { return project_; }
   void setProject(Project p);  // e.g. after the editor changed the graph
+  // Another project (File > New, Open): the dataset, weights and runs of the
+  // previous one are dropped and projectReplaced() tells the panels to reset.
+  void replaceProject(Project p);
   QString projectName() const { return QString::fromStdString(project_.name); }
 
   // Loads the data for `source` (throws dc::Error with a message naming the
@@ -97,6 +109,9 @@ class ProjectContext : public QObject {
 
   const ModelWeights& weights() const { return weights_; }
   void setWeights(ModelWeights w);
+  // The checkpoints of this project's runs, oldest run first.
+  const QVector<RunCheckpoint>& runCheckpoints() const { return run_checkpoints_; }
+  void addRunCheckpoints(const QVector<RunCheckpoint>& c);
 
   // True while a run trains on this context's data: the dataset cannot be
   // replaced then (the evaluation view reads the test set the run uses).
@@ -108,6 +123,8 @@ class ProjectContext : public QObject {
   void datasetChanged();
   void weightsChanged();
   void busyChanged(bool busy);
+  void projectReplaced();  // before the projectChanged() of replaceProject
+  void runCheckpointsChanged();
 
  private:
   Project project_;
@@ -116,6 +133,7 @@ class ProjectContext : public QObject {
   QString description_;
   QStringList warnings_, blocking_;
   ModelWeights weights_;
+  QVector<RunCheckpoint> run_checkpoints_;
   AugmentOptions augment_;
   bool busy_ = false;
   std::shared_ptr<Dataset> augmented_;

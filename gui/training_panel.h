@@ -23,10 +23,8 @@ class QTabWidget;
 class QTimer;
 class QTableWidget;
 class QCheckBox;
-
-namespace dc {
-class GpuSampler;
-}
+class QGroupBox;
+class QToolButton;
 
 namespace dc::widgets {
 class LivePlot;
@@ -35,7 +33,7 @@ class LivePlot;
 namespace dc::gui {
 
 class EvaluationView;
-class ProcessStats;
+class TrainingPlots;
 
 class TrainingPanel : public QWidget {
   Q_OBJECT
@@ -60,12 +58,16 @@ class TrainingPanel : public QWidget {
   QTabWidget* plotTabs() const { return tabs_; }
   // One row per run of this panel: settings, progress, results, folder.
   QTableWidget* runHistory() const { return runs_; }
-  widgets::LivePlot* lossPlot() const { return loss_plot_; }
-  widgets::LivePlot* accuracyPlot() const { return acc_plot_; }
-  widgets::LivePlot* throughputPlot() const { return speed_plot_; }
-  widgets::LivePlot* lrPlot() const { return lr_plot_; }
-  widgets::LivePlot* utilizationPlot() const { return util_plot_; }
-  widgets::LivePlot* memoryPlot() const { return mem_plot_; }
+  TrainingPlots* plots() const { return plots_; }
+  widgets::LivePlot* lossPlot() const;
+  widgets::LivePlot* accuracyPlot() const;
+  widgets::LivePlot* throughputPlot() const;
+  widgets::LivePlot* lrPlot() const;
+  widgets::LivePlot* utilizationPlot() const;
+  widgets::LivePlot* memoryPlot() const;
+  // Shows or hides the settings column (the toggle above it).
+  void setSettingsVisible(bool on);
+  bool settingsVisible() const;
   QProgressBar* progressBar() const { return progress_; }
   QPushButton* startButton() const { return start_; }
   QPushButton* pauseButton() const { return pause_; }
@@ -73,6 +75,9 @@ class TrainingPanel : public QWidget {
   QPushButton* stopButton() const { return stop_; }
   QString problemText() const;
   QString logText() const;
+  QString statusText() const;
+  // Back to a fresh panel: no runs, plots, log or progress (another project).
+  void resetRuns();
 
  public slots:
   void startTraining();  // problems go to the banner and the log, never a modal dialog
@@ -85,6 +90,9 @@ class TrainingPanel : public QWidget {
   void problemsFound(const QStringList& problems);
   // A training setting was edited (the project's unsaved-changes marker).
   void settingsChanged();
+  // A line for the status bar: how a run ended and which weights the
+  // Inference tab uses now.
+  void message(const QString& text);
 
  private:
   void buildUi();
@@ -93,14 +101,12 @@ class TrainingPanel : public QWidget {
   void onEpoch(const dc::TrainEvent& e);
   void onFinished(bool ok, const QString& message);
   void onState(TrainingSession::State s);
-  void sampleDevice();
-  void onTelemetry(const DeviceReading& r);
   void showProblems(const QStringList& problems);
   void appendLog(const QString& line);
   void fillDevices();
   void updateButtons();
-  void setupDevicePlots(bool gpu);
   void setRunCell(int column, const QString& text);
+  void offerRunCheckpoints(bool finished);
 
   ProjectContext* ctx_;
   TrainingSession* session_;
@@ -115,20 +121,13 @@ class TrainingPanel : public QWidget {
   QTabWidget* tabs_;
   QTableWidget* runs_;
   QCheckBox* show_overlays_;
-  widgets::LivePlot *loss_plot_, *acc_plot_, *speed_plot_, *lr_plot_, *util_plot_, *mem_plot_;
+  QGroupBox* settings_;
+  QToolButton* settings_toggle_;
+  TrainingPlots* plots_;
   EvaluationView* eval_;
-  QTimer* device_timer_;
-  std::unique_ptr<ProcessStats> proc_;
-  std::unique_ptr<GpuSampler> gpu_;
-  int s_loss_step_ = 0, s_loss_epoch_ = 0, s_loss_val_ = 0, s_loss_test_ = 0;
-  int s_acc_step_ = 0, s_acc_epoch_ = 0, s_acc_val_ = 0, s_acc_test_ = 0;
-  int s_speed_ = 0, s_lr_ = 0, s_util_ = 0, s_mem_ = 0, s_mem_total_ = 0;
-  int s_mem_alloc_ = 0, s_mem_reserved_ = 0;
-  bool got_telemetry_ = false;
   int run_ = 0;
-  double run_t0_ = 0;
-  bool gpu_run_ = false;
   QString run_dir_;
+  QString best_epoch_;  // "epoch 3, 85.21 % validation" of the current run
 };
 
 }  // namespace dc::gui

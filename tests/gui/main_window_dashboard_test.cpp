@@ -11,14 +11,17 @@
 #include "gui/training_session.h"
 #include "gui_test_util.h"
 #include "widgets/graph_editor.h"
+#include "widgets/live_plot.h"
 
 #include <deepcanvas/project.h>
 #include <gtest/gtest.h>
 
 #include <QAction>
+#include <QProgressBar>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTabWidget>
+#include <QTableWidget>
 #include <QTemporaryDir>
 
 namespace dc::test {
@@ -87,6 +90,62 @@ TEST_F(MainWindowDashboard, TrainsFromTheWindowAndGuardsTheRun) {
   ASSERT_TRUE(done.wait(600000));
   EXPECT_TRUE(done.first().at(0).toBool()) << done.first().at(1).toString().toStdString();
   EXPECT_TRUE(w.context()->weights().valid());  // what the Inference tab predicts with
+  w.setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
+}
+
+TEST_F(MainWindowDashboard, ANewProjectStartsWithAFreshDashboard) {
+  gui::MainWindow w;
+  ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+  QTemporaryDir dir;
+  gui::TrainingPanel* t = w.trainingPanel();
+  t->setEpochs(1);
+  t->setStepsPerEpochLimit(10);
+  t->setCheckpointDir(dir.path());
+  QSignalSpy done(t->session(), &gui::TrainingSession::finished);
+  t->startTraining();
+  ASSERT_TRUE(done.wait(600000)) << t->problemText().toStdString();
+  ASSERT_TRUE(w.context()->weights().valid());
+  ASSERT_GT(t->lossPlot()->totalPoints(), 0);
+  gui::InferencePanel* inf = w.inferencePanel();
+  ASSERT_TRUE(inf->weightsSource().contains("run 1"));
+  ASSERT_TRUE(inf->loadCheckpoint(t->session()->lastCheckpoint()));
+
+  w.setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
+  w.newProject();
+  // Nothing of the previous project's runs is left on the Training tab...
+  EXPECT_EQ(t->lossPlot()->totalPoints(), 0);
+  EXPECT_EQ(t->lossPlot()->overlayCount(), 0);
+  EXPECT_EQ(t->accuracyPlot()->totalPoints(), 0);
+  EXPECT_EQ(t->throughputPlot()->totalPoints(), 0);
+  EXPECT_TRUE(t->logText().isEmpty()) << t->logText().toStdString();
+  EXPECT_EQ(t->progressBar()->value(), 0);
+  EXPECT_EQ(t->runHistory()->rowCount(), 0);
+  EXPECT_EQ(t->statusText(), "Ready");
+  // ...nor on the Inference tab, which says it has no weights.
+  EXPECT_FALSE(w.context()->weights().valid());
+  EXPECT_TRUE(w.context()->runCheckpoints().isEmpty());
+  EXPECT_TRUE(inf->weightsSource().startsWith("none yet")) << inf->weightsSource().toStdString();
+  EXPECT_EQ(inf->weightChoices().size(), 2);  // "none yet" and "Checkpoint file…"
+  EXPECT_FALSE(w.context()->hasDataset());
+}
+
+TEST_F(MainWindowDashboard, DatasetAndTrainingSettingsMarkTheProjectModified) {
+  gui::MainWindow w;
+  ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+  w.show();
+  ASSERT_FALSE(w.isWindowModified());
+  w.trainingPanel()->setBatch(w.trainingPanel()->config().batch + 1);
+  EXPECT_TRUE(w.isWindowModified());  // the "*" in the title
+  QTemporaryDir dir;
+  ASSERT_TRUE(w.saveFile(dir.path() + "/p.dcproj"));
+  ASSERT_FALSE(w.isWindowModified());
+
+  gui::AugmentOptions o = w.datasetPanel()->augmentOptions();
+  o.hflip = !o.hflip;
+  w.datasetPanel()->setAugmentOptions(o);
+  EXPECT_TRUE(w.isWindowModified());
+  ASSERT_TRUE(w.saveFile(dir.path() + "/p.dcproj"));
+  EXPECT_EQ(load_project((dir.path() + "/p.dcproj").toStdString()).training.augment.flip, o.hflip);
   w.setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
 }
 
