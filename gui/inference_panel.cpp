@@ -98,7 +98,7 @@ void InferencePanel::buildUi() {
   op->addWidget(new QLabel(tr("Saliency overlay"), mid));
   opacity_ = new QSlider(Qt::Horizontal, mid);
   opacity_->setRange(0, 100);
-  opacity_->setValue(55);
+  opacity_->setValue(70);
   op->addWidget(opacity_, 1);
   ml->addWidget(saliency_, 1);
   ml->addLayout(op);
@@ -431,6 +431,16 @@ void InferencePanel::predictCurrent() {
   Image& img = images_[size_t(current_)];
   const ModelWeights& w = use_checkpoint_ ? checkpoint_ : ctx_->weights();
   if (!ensureProbe()) {
+    // No prediction: the caption and the list say only what the image is,
+    // as the empty Top-5 does.
+    saliency_->setCaption(QFileInfo(img.path).fileName());
+    if (auto* item = list_->item(current_)) item->setText(QFileInfo(img.path).fileName());
+    img.top = -1;
+    img.prob = 0;
+    bars_->clear();
+    maps_->clear();
+    vector_bars_->clear();
+    saliency_->setHeatmap({}, 0, 0);
     Dataset one;
     try {
       one.sample_shape = Plan(ctx_->project().graph, 1).input_shape();
@@ -440,14 +450,6 @@ void InferencePanel::predictCurrent() {
     one.pixels = img.chw;
     one.labels = {0};
     saliency_->setImage(sample_image(one, 0));
-    // No prediction: the caption and the list say only what the image is.
-    saliency_->setCaption(QFileInfo(img.path).fileName());
-    if (auto* item = list_->item(current_)) item->setText(QFileInfo(img.path).fileName());
-    img.top = -1;
-    img.prob = 0;
-    bars_->clear();
-    maps_->clear();
-    vector_bars_->clear();
     if (!w.valid()) setMessage(tr("No weights yet: train the network or use a checkpoint."), false);
     return;
   }

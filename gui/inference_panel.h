@@ -67,6 +67,9 @@ class InferencePanel : public QWidget {
   widgets::TopKBars* topK() const { return bars_; }
   widgets::SaliencyView* saliency() const { return saliency_; }
   widgets::ImageGrid* images() const { return list_; }
+  // The layer whose activations are shown, and a 1-D activation's bars.
+  QComboBox* activationLayer() const { return layer_; }
+  widgets::TopKBars* activationBars() const { return vector_bars_; }
 
  signals:
   // After each prediction of the selected image.

@@ -96,6 +96,9 @@ TEST_F(MainWindowDashboard, TrainsFromTheWindowAndGuardsTheRun) {
 TEST_F(MainWindowDashboard, ANewProjectStartsWithAFreshDashboard) {
   gui::MainWindow w;
   ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+  // The opened (valid) network's Input, not the empty one the window began with.
+  EXPECT_TRUE(w.inferencePanel()->preprocessingText().contains("28×28"))
+      << w.inferencePanel()->preprocessingText().toStdString();
   QTemporaryDir dir;
   gui::TrainingPanel* t = w.trainingPanel();
   t->setEpochs(1);
