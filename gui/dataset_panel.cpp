@@ -16,11 +16,13 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <utility>
 #include <vector>
 
 namespace dc::gui {
@@ -39,6 +41,7 @@ bool is_folder(Kind k) {
 DatasetPanel::DatasetPanel(ProjectContext* ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
   buildUi();
   connect(ctx_, &ProjectContext::datasetChanged, this, &DatasetPanel::showDataset);
+  connect(ctx_, &ProjectContext::projectReplaced, this, [this] { auto_loaded_ = false; });
   connect(ctx_, &ProjectContext::projectChanged, this, [this] {
     setAugmentOptions(ctx_->augmentation());
     val_split_->setValue(ctx_->project().training.val_split);
@@ -55,6 +58,17 @@ DatasetPanel::DatasetPanel(ProjectContext* ctx, QWidget* parent) : QWidget(paren
   kindChanged();
   setAugmentOptions(ctx_->augmentation());
   if (ctx_->hasDataset()) showDataset();
+}
+
+void DatasetPanel::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  if (auto_loaded_ || loading() || ctx_->hasDataset() || ctx_->busy()) return;
+  if (ctx_->project().dataset.path.empty()) return;  // nothing named: the user chooses
+  auto_loaded_ = true;  // once: after a failure the message stays until the user acts
+  auto_loading_ = true;
+  loadSourceAsync({});
+  summary_->setText(tr("Loading the project's dataset (%1)…")
+                        .arg(QString::fromStdString(ctx_->project().dataset.path)));
 }
 
 DatasetPanel::~DatasetPanel() {
@@ -159,6 +173,11 @@ void DatasetPanel::buildUi() {
   auto* rl = new QVBoxLayout(right);
   summary_ = new QLabel(tr("No dataset loaded."), right);
   summary_->setWordWrap(true);
+  load_progress_ = new QProgressBar(right);
+  load_progress_->setRange(0, 0);
+  load_progress_->setMaximumHeight(8);
+  load_progress_->setTextVisible(false);
+  load_progress_->setVisible(false);
   message_ = new QLabel(right);
   message_->setWordWrap(true);
   message_->setTextFormat(Qt::RichText);
@@ -180,6 +199,7 @@ void DatasetPanel::buildUi() {
   preview_ = new widgets::ImageGrid(right, 64);
   preview_->setMaximumHeight(120);
   rl->addWidget(summary_);
+  rl->addWidget(load_progress_);
   rl->addWidget(message_);
   rl->addWidget(table_);
   rl->addWidget(new QLabel(tr("<b>Samples</b>"), right));
@@ -281,6 +301,7 @@ void DatasetPanel::loadFromWidgets() {
 void DatasetPanel::loadSourceAsync(const DatasetSource& source) {
   if (worker_.joinable()) return;  // one load at a time; the button is disabled meanwhile
   load_->setEnabled(false);
+  load_progress_->setVisible(true);
   summary_->setText(
       tr("Loading %1…").arg(source.path.isEmpty() ? kind_->currentText() : source.path));
   Project project = ctx_->project();  // the worker reads a copy, never the live project
@@ -306,6 +327,13 @@ void DatasetPanel::loadSourceAsync(const DatasetSource& source) {
 void DatasetPanel::finishLoad(const DatasetSource& source, LoadedDataset* loaded,
                               const QString& read_error) {
   load_->setEnabled(!ctx_->busy());
+  load_progress_->setVisible(false);
+  const bool automatic = std::exchange(auto_loading_, false);
+  if (automatic && ctx_->hasDataset()) {
+    // Start loaded the same data meanwhile (and may be training on it).
+    showDataset();
+    return;
+  }
   QString error = read_error;
   if (loaded) {
     try {

@@ -16,6 +16,7 @@ class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
+class QProgressBar;
 class QPushButton;
 class QSpinBox;
 class QTableWidget;
@@ -38,6 +39,8 @@ class DatasetPanel : public QWidget {
   // thousands of images takes seconds); datasetLoaded or loadFailed follow.
   void loadSourceAsync(const DatasetSource& source);
   bool loading() const { return worker_.joinable(); }
+  // The bar shown while a load runs (busy, as readers report no fraction).
+  QProgressBar* loadProgress() const { return load_progress_; }
   // The banner: load errors, skipped files and training problems.
   QString messageText() const;
   widgets::ImageGrid* thumbnails() const { return thumbs_; }
@@ -57,6 +60,12 @@ class DatasetPanel : public QWidget {
   // project) changed.
   void settingsChanged();
 
+ protected:
+  // The first time the tab is shown for a project, its dataset loads in the
+  // background: the tab never says "No dataset loaded." for a project that
+  // names one.
+  void showEvent(QShowEvent* e) override;
+
  private:
   void buildUi();
   void showDataset();
@@ -73,6 +82,9 @@ class DatasetPanel : public QWidget {
   QDoubleSpinBox *test_fraction_, *val_split_, *rotate_, *brightness_;
   QCheckBox *hflip_, *vflip_;
   QLabel *summary_, *message_;
+  QProgressBar* load_progress_;
+  bool auto_loaded_ = false;   // this project's dataset was loaded on first show
+  bool auto_loading_ = false;  // that load is still running
   QTableWidget* table_;
   widgets::ImageGrid *thumbs_, *preview_;
   int preview_index_ = 0;

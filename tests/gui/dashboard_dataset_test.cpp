@@ -12,6 +12,7 @@
 #include "widgets/image_grid.h"
 
 #include <QImage>
+#include <QProgressBar>
 #include <QTableWidget>
 
 namespace dc::test {
@@ -101,6 +102,25 @@ TEST(DashboardDataset, LoadsOnAWorkerThreadAndKeepsTheOldDataOnFailure) {
   EXPECT_TRUE(panel.messageText().contains("no/such/folder"));
   EXPECT_EQ(ctx->trainSet(), before);
   EXPECT_EQ(panel.classTable()->rowCount(), 10);
+}
+
+TEST(DashboardDataset, TheProjectsDatasetLoadsInTheBackgroundWhenFirstShown) {
+  auto ctx = gui::ProjectContext::load(sample_project_path());
+  ASSERT_FALSE(ctx->project().dataset.path.empty());
+  gui::DatasetPanel panel(ctx.get());
+  QSignalSpy loaded(&panel, &gui::DatasetPanel::datasetLoaded);
+  EXPECT_FALSE(panel.loading());  // not before the tab is seen
+  panel.show();
+  EXPECT_TRUE(panel.loading());
+  EXPECT_TRUE(panel.loadProgress()->isVisible());
+  ASSERT_TRUE(loaded.wait(120000)) << panel.messageText().toStdString();
+  EXPECT_FALSE(panel.loadProgress()->isVisible());
+  ASSERT_TRUE(ctx->hasDataset());
+  EXPECT_EQ(panel.classTable()->rowCount(), 10);
+  // Shown again: nothing reloads.
+  panel.hide();
+  panel.show();
+  EXPECT_FALSE(panel.loading());
 }
 
 TEST(DashboardDataset, AugmentationKeepsShapeAndChangesPixels) {
