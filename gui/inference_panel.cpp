@@ -41,6 +41,7 @@ InferencePanel::InferencePanel(ProjectContext* ctx, QWidget* parent) : QWidget(p
     if (use_checkpoint_) return;
     probe_stale_ = true;
     showWeightsInUse();
+    updatePreprocessingText();  // the normalisation comes with the weights
     predictCurrent();
   });
   connect(ctx_, &ProjectContext::runCheckpointsChanged, this, &InferencePanel::fillWeightChoices);

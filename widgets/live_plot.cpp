@@ -26,9 +26,15 @@ LivePlot::LivePlot(const QString& title, const QString& y_label, QWidget* parent
   note_ = new QLabel(this);
   note_->setStyleSheet("color: palette(mid);");
   note_->setVisible(false);
+  // A long note ("CPU use of this process, …") is elided to the room there
+  // is (the whole of it in the tooltip) instead of widening the plot.
+  note_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  QFont italic = note_->font();
+  italic.setItalic(true);
+  note_->setFont(italic);
   head->addWidget(title_);
-  head->addStretch();
-  head->addWidget(note_);
+  head->addWidget(note_, 1);
+  note_->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
   lay->addLayout(head);
   lay->addWidget(plot_, 1);
   setObjectName("LivePlot:" + title);
@@ -259,9 +265,20 @@ void LivePlot::setSeriesVisible(int series, bool on) {
 }
 
 void LivePlot::setNote(const QString& note) {
-  note_->setText("<i>" + note.toHtmlEscaped() + "</i>");
   note_->setToolTip(note);
   note_->setVisible(!note.isEmpty());
+  elideNote();
+}
+
+void LivePlot::elideNote() {
+  const int room = width() - title_->sizeHint().width() - 12;
+  note_->setText(
+      note_->fontMetrics().elidedText(note_->toolTip(), Qt::ElideRight, std::max(0, room)));
+}
+
+void LivePlot::resizeEvent(QResizeEvent* e) {
+  QWidget::resizeEvent(e);
+  elideNote();
 }
 
 QString LivePlot::note() const {

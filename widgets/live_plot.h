@@ -91,6 +91,7 @@ class LivePlot : public QWidget {
 
  protected:
   bool eventFilter(QObject* o, QEvent* e) override;
+  void resizeEvent(QResizeEvent* e) override;
 
  private:
   struct Series {
@@ -112,6 +113,7 @@ class LivePlot : public QWidget {
     bool visible = true;
   };
   void rescale();
+  void elideNote();   // the note in the width left beside the title
   void applyLooks();  // pens and legend after a change of mode, run or look
   void showContextMenu(const QPoint& pos);
 

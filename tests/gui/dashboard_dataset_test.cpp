@@ -11,8 +11,11 @@
 #include "gui/inference_panel.h"
 #include "widgets/image_grid.h"
 
+#include <QAbstractItemDelegate>
+#include <QApplication>
 #include <QImage>
 #include <QProgressBar>
+#include <QStyleOptionViewItem>
 #include <QTableWidget>
 
 namespace dc::test {
@@ -50,7 +53,28 @@ TEST(DashboardDataset, SampleShowsClassCountsThumbnailsAndAugmentation) {
   EXPECT_EQ(panel.classTable()->item(1, 0)->text(), "Trouser");
   EXPECT_EQ(panel.classTable()->item(1, 1)->text(), "1000");
   EXPECT_EQ(panel.classTable()->item(1, 2)->text(), "200");
-  EXPECT_EQ(panel.thumbnails()->count(), 60);     // 6 per class
+  EXPECT_EQ(panel.thumbnails()->count(), 60);  // 6 per class
+  // Every caption reads in full ("Ankle boot", not "An…"): each item has
+  // the room its delegate asks for.
+  panel.resize(1200, 700);
+  panel.show();
+  QApplication::processEvents();
+  widgets::ImageGrid* grid = panel.thumbnails();
+  QStyleOptionViewItem opt;
+  opt.initFrom(grid);
+  opt.decorationSize = grid->iconSize();
+  opt.decorationPosition = QStyleOptionViewItem::Top;
+  opt.displayAlignment = Qt::AlignHCenter | Qt::AlignTop;
+  opt.features = QStyleOptionViewItem::WrapText | QStyleOptionViewItem::HasDecoration |
+                 QStyleOptionViewItem::HasDisplay;
+  for (int i = 0; i < grid->count(); ++i) {
+    const QRect r = grid->visualItemRect(grid->item(i));
+    const QSize need = grid->itemDelegate()->sizeHint(opt, grid->model()->index(i, 0));
+    EXPECT_TRUE(r.width() >= need.width() && r.height() >= need.height())
+        << grid->item(i)->text().toStdString() << ": " << r.width() << "x" << r.height() << " for "
+        << need.width() << "x" << need.height();
+  }
+  panel.hide();
   EXPECT_EQ(panel.augmentPreview()->count(), 1);  // the original only
   EXPECT_TRUE(ctx->trainingProblems().isEmpty());
 

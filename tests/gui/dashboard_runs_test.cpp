@@ -58,6 +58,9 @@ TEST(DashboardRuns, AStoppedRunDoesNotReplaceTheWeightsInferenceUses) {
   ASSERT_TRUE(train_briefly(training, dir.path(), 30));
   EXPECT_TRUE(inference.weightsSource().contains("run 1"))
       << inference.weightsSource().toStdString();
+  // The normalisation came with the weights.
+  EXPECT_TRUE(inference.preprocessingText().contains("training set's statistics"))
+      << inference.preprocessingText().toStdString();
 
   // A second run, stopped early: worse, and not what Inference should switch to.
   QSignalSpy said(&training, &gui::TrainingPanel::message);

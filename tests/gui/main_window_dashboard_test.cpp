@@ -17,7 +17,10 @@
 #include <gtest/gtest.h>
 
 #include <QAction>
+#include <QApplication>
 #include <QProgressBar>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTabWidget>
@@ -150,6 +153,40 @@ TEST_F(MainWindowDashboard, DatasetAndTrainingSettingsMarkTheProjectModified) {
   ASSERT_TRUE(w.saveFile(dir.path() + "/p.dcproj"));
   EXPECT_EQ(load_project((dir.path() + "/p.dcproj").toStdString()).training.augment.flip, o.hflip);
   w.setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
+}
+
+// Issue 18 item 3: the dashboard tabs fit a 1280×720 window, no sideways
+// scrolling, every plot wholly inside it.
+TEST_F(MainWindowDashboard, DashboardTabsFitA1280By720Window) {
+  gui::MainWindow w;
+  ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+  w.resize(1280, 720);
+  w.show();
+  for (auto m : {gui::MainWindow::Mode::Dataset, gui::MainWindow::Mode::Training,
+                 gui::MainWindow::Mode::Inference}) {
+    w.showMode(m);
+    QApplication::processEvents();
+    QWidget* page = m == gui::MainWindow::Mode::Dataset ? static_cast<QWidget*>(w.datasetPanel())
+                    : m == gui::MainWindow::Mode::Training
+                        ? static_cast<QWidget*>(w.trainingPanel())
+                        : static_cast<QWidget*>(w.inferencePanel());
+    auto* area = qobject_cast<QScrollArea*>(page->parentWidget()->parentWidget());
+    ASSERT_NE(area, nullptr);
+    EXPECT_FALSE(area->horizontalScrollBar()->isVisible()) << "mode " << int(m);
+    EXPECT_LE(page->width(), area->viewport()->width()) << "mode " << int(m);
+  }
+  gui::TrainingPanel* t = w.trainingPanel();
+  for (widgets::LivePlot* p : {t->lossPlot(), t->accuracyPlot(), t->throughputPlot(), t->lrPlot(),
+                               t->utilizationPlot(), t->memoryPlot()}) {
+    const QRect r(p->mapTo(t, QPoint(0, 0)), p->size());
+    EXPECT_TRUE(t->rect().contains(r)) << p->objectName().toStdString();
+  }
+  // Folding the settings away leaves the plots more room.
+  const int before = t->lossPlot()->width();
+  t->setSettingsVisible(false);
+  QApplication::processEvents();
+  EXPECT_FALSE(t->settingsVisible());
+  EXPECT_GE(t->lossPlot()->width(), before);
 }
 
 TEST_F(MainWindowDashboard, ClosingStopsARunningTrainingWhenConfirmed) {
