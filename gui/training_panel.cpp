@@ -535,11 +535,23 @@ void TrainingPanel::onFinished(bool ok, const QString& message) {
       w.stddev = tr_->train_data().stddev;
       for (const auto& n : tr_->train_data().class_names)
         w.class_names << QString::fromStdString(n);
-      w.source = ok ? tr("run %1, last epoch").arg(run_) : tr("run %1 as stopped").arg(run_);
+      // At the end the trainer goes back to the best epoch's weights
+      // (restore_best) when a later epoch was worse: say which they are.
+      const TrainResult& r = tr_->result();
+      const bool best =
+          ok && tr_->config().restore_best && r.best_epoch > 0 && r.best_epoch != r.epochs_run;
+      w.source = !ok    ? tr("run %1 as stopped").arg(run_)
+                 : best ? tr("run %1, best epoch (%2)").arg(run_).arg(r.best_epoch)
+                        : tr("run %1, last epoch").arg(run_);
       ctx_->setWeights(std::move(w));
-      line = (ok ? tr("Run %1 finished: the Inference tab now uses its last epoch's weights.")
-                 : tr("Run %1 stopped: the Inference tab now uses its weights as stopped."))
-                 .arg(run_);
+      line =
+          !ok ? tr("Run %1 stopped: the Inference tab now uses its weights as stopped.").arg(run_)
+          : best ? tr("Run %1 finished: the Inference tab now uses its best epoch's (%2) "
+                      "weights.")
+                       .arg(run_)
+                       .arg(r.best_epoch)
+                 : tr("Run %1 finished: the Inference tab now uses its last epoch's weights.")
+                       .arg(run_);
       Q_EMIT weightsReady();
     }
     appendLog(line);
