@@ -16,8 +16,10 @@
 #include <deepcanvas/project.h>
 #include <gtest/gtest.h>
 
+#include <QAbstractButton>
 #include <QAction>
 #include <QApplication>
+#include <QMessageBox>
 #include <QProgressBar>
 #include <QScrollArea>
 #include <QScrollBar>
@@ -26,6 +28,7 @@
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QTimer>
 
 namespace dc::test {
 namespace {
@@ -200,6 +203,21 @@ TEST_F(MainWindowDashboard, ClosingStopsARunningTrainingWhenConfirmed) {
   ASSERT_TRUE(t->session()->active()) << t->problemText().toStdString();
   w->setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Cancel; });
   EXPECT_FALSE(w->close());  // kept running
+  EXPECT_TRUE(t->session()->active());
+  // The real question's buttons say what they do ("Discard" would suggest
+  // losing the run): answered Cancel here, from inside its event loop.
+  w->setConfirmHandler({});
+  QStringList buttons;
+  QTimer::singleShot(0, [&] {
+    auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+    if (!box) return;
+    for (QAbstractButton* b : box->buttons()) buttons << b->text().remove('&');
+    box->button(QMessageBox::Cancel)->click();
+  });
+  EXPECT_FALSE(w->close());
+  EXPECT_TRUE(buttons.contains("Stop training and close the window"))
+      << buttons.join(" | ").toStdString();
+  EXPECT_FALSE(buttons.contains("Discard"));
   EXPECT_TRUE(t->session()->active());
   w->setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
   EXPECT_TRUE(w->close());
