@@ -4,6 +4,7 @@
 #include "widgets/image_grid.h"
 
 #include <deepcanvas/errors.h>
+#include <deepcanvas/settings.h>
 
 #include <QApplication>
 #include <QCheckBox>
@@ -22,6 +23,7 @@
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -43,7 +45,7 @@ DatasetPanel::DatasetPanel(ProjectContext* ctx, QWidget* parent) : QWidget(paren
   connect(ctx_, &ProjectContext::datasetChanged, this, &DatasetPanel::showDataset);
   connect(ctx_, &ProjectContext::projectReplaced, this, [this] { auto_loaded_ = false; });
   connect(ctx_, &ProjectContext::projectChanged, this, [this] {
-    setAugmentOptions(ctx_->augmentation());
+    showAugmentOptions(ctx_->augmentation());  // the project's, not an edit
     val_split_->setValue(ctx_->project().training.val_split);
     normalize_->setCurrentIndex(ctx_->project().training.normalize ? 0 : 1);
     showMessages();
@@ -51,12 +53,14 @@ DatasetPanel::DatasetPanel(ProjectContext* ctx, QWidget* parent) : QWidget(paren
   connect(ctx_, &ProjectContext::busyChanged, this, [this](bool busy) {
     for (QWidget* w : {static_cast<QWidget*>(load_), static_cast<QWidget*>(kind_),
                        static_cast<QWidget*>(val_split_), static_cast<QWidget*>(normalize_),
-                       static_cast<QWidget*>(copies_)})
+                       static_cast<QWidget*>(hflip_), static_cast<QWidget*>(vflip_),
+                       static_cast<QWidget*>(pad_), static_cast<QWidget*>(rotate_),
+                       static_cast<QWidget*>(translate_), static_cast<QWidget*>(brightness_)})
       w->setEnabled(!busy);
     load_->setToolTip(busy ? tr("Stop the training run to load another dataset") : QString());
   });
   kindChanged();
-  setAugmentOptions(ctx_->augmentation());
+  showAugmentOptions(ctx_->augmentation());
   if (ctx_->hasDataset()) showDataset();
 }
 
@@ -136,36 +140,48 @@ void DatasetPanel::buildUi() {
 
   auto* aug = new QGroupBox(tr("Augmentation (image data)"), left);
   auto* af = new QFormLayout(aug);
+  // Ranges and help from the engine's settings table, as the CLI has them.
+  auto help = [](const char* key) {
+    const SettingSpec* sp = find_setting(key);
+    return sp ? QString::fromStdString(sp->attr.help + " (" + setting_range_text(*sp) + ")")
+              : QString();
+  };
+  auto max_of = [](const char* key, double fallback) {
+    const SettingSpec* sp = find_setting(key);
+    return sp ? sp->attr.max : fallback;
+  };
   hflip_ = new QCheckBox(tr("Horizontal flip"), aug);
+  hflip_->setToolTip(help("augment.flip"));
   vflip_ = new QCheckBox(tr("Vertical flip"), aug);
+  vflip_->setToolTip(help("augment.vflip"));
   pad_ = new QSpinBox(aug);
-  pad_->setRange(0, 16);
+  pad_->setRange(0, int(max_of("augment.crop_padding", 16)));
   pad_->setSuffix(tr(" px"));
+  pad_->setToolTip(help("augment.crop_padding"));
   rotate_ = new QDoubleSpinBox(aug);
-  rotate_->setRange(0, 180);
+  rotate_->setRange(0, max_of("augment.rotate", 180));
   rotate_->setSuffix(tr("°"));
+  rotate_->setToolTip(help("augment.rotate"));
+  translate_ = new QDoubleSpinBox(aug);
+  translate_->setRange(0, max_of("augment.translate", 0.5));
+  translate_->setSingleStep(0.05);
+  translate_->setToolTip(help("augment.translate"));
   brightness_ = new QDoubleSpinBox(aug);
-  brightness_->setRange(0, 0.9);
+  brightness_->setRange(0, max_of("augment.brightness", 1));
   brightness_->setSingleStep(0.05);
-  copies_ = new QSpinBox(aug);
-  copies_->setRange(0, 8);
-  copies_->setSpecialValueText(tr("off"));
-  copies_->setToolTip(
-      kEngineRotates
-          ? tr("Horizontal flips, crops, rotation and brightness are drawn afresh every "
-               "training step. Vertical flips need augmented copies of every training sample, "
-               "made before a run: how many.")
-      : kEngineAugments
-          ? tr("Flips and crops are drawn afresh every training step. Vertical flips, "
-               "rotation and brightness need augmented copies of every training sample, made "
-               "before a run: how many.")
-          : tr("Augmented copies of every training sample, made before a run"));
+  brightness_->setToolTip(help("augment.brightness"));
   af->addRow(hflip_);
   af->addRow(vflip_);
   af->addRow(tr("Crop with padding"), pad_);
   af->addRow(tr("Rotation ±"), rotate_);
+  af->addRow(tr("Translation ±"), translate_);
   af->addRow(tr("Brightness ±"), brightness_);
-  af->addRow(tr("Copies per sample"), copies_);
+  auto* where = new QLabel(tr("Drawn afresh for every training batch, on the CPU or the GPU; "
+                              "evaluation sees the images as they are."),
+                           aug);
+  where->setWordWrap(true);
+  where->setStyleSheet("color: palette(mid);");
+  af->addRow(where);
   ll->addWidget(aug);
   ll->addStretch();
 
@@ -230,9 +246,8 @@ void DatasetPanel::buildUi() {
   });
   for (auto* c : {hflip_, vflip_})
     connect(c, &QCheckBox::toggled, this, &DatasetPanel::optionsChanged);
-  for (auto* s : {pad_, copies_})
-    connect(s, &QSpinBox::valueChanged, this, &DatasetPanel::optionsChanged);
-  for (auto* s : {rotate_, brightness_})
+  connect(pad_, &QSpinBox::valueChanged, this, &DatasetPanel::optionsChanged);
+  for (auto* s : {rotate_, translate_, brightness_})
     connect(s, &QDoubleSpinBox::valueChanged, this, &DatasetPanel::optionsChanged);
   connect(reroll_, &QPushButton::clicked, this, [this] {
     ++preview_seed_;
@@ -253,30 +268,34 @@ void DatasetPanel::kindChanged() {
   path_->setPlaceholderText(is_folder(k) ? tr("a folder") : needs_path(k) ? tr("a file") : "");
 }
 
-AugmentOptions DatasetPanel::augmentOptions() const {
-  AugmentOptions o;
-  o.hflip = hflip_->isChecked();
-  o.vflip = vflip_->isChecked();
-  o.pad = pad_->value();
-  o.rotate_deg = rotate_->value();
-  o.brightness = brightness_->value();
-  o.copies = copies_->value();
-  return o;
+AugmentConfig DatasetPanel::augmentOptions() const {
+  // The project's, so settings the panel has no control for are kept.
+  AugmentConfig a = ctx_->augmentation();
+  a.flip = hflip_->isChecked();
+  a.vflip = vflip_->isChecked();
+  a.crop_padding = pad_->value();
+  a.rotate = rotate_->value();
+  a.translate = translate_->value();
+  a.brightness = brightness_->value();
+  return a;
 }
 
-void DatasetPanel::setAugmentOptions(AugmentOptions o) {
-  {
-    // One change, not six: each widget's signal would publish a half-set state.
-    const QSignalBlocker b1(hflip_), b2(vflip_), b3(pad_), b4(rotate_), b5(brightness_),
-        b6(copies_);
-    hflip_->setChecked(o.hflip);
-    vflip_->setChecked(o.vflip);
-    pad_->setValue(o.pad);
-    rotate_->setValue(o.rotate_deg);
-    brightness_->setValue(o.brightness);
-    copies_->setValue(o.copies);
-  }
+void DatasetPanel::setAugmentOptions(const AugmentConfig& a) {
+  showAugmentOptions(a);
   optionsChanged();
+}
+
+void DatasetPanel::showAugmentOptions(const AugmentConfig& a) {
+  // One change, not six: each widget's signal would publish a half-set state.
+  const QSignalBlocker b1(hflip_), b2(vflip_), b3(pad_), b4(rotate_), b5(translate_),
+      b6(brightness_);
+  hflip_->setChecked(a.flip);
+  vflip_->setChecked(a.vflip);
+  pad_->setValue(a.crop_padding);
+  rotate_->setValue(a.rotate);
+  translate_->setValue(a.translate);
+  brightness_->setValue(a.brightness);
+  refreshPreview();
 }
 
 void DatasetPanel::optionsChanged() {
@@ -435,15 +454,21 @@ void DatasetPanel::refreshPreview() {
   const Shape& s = train->sample_shape;
   const int64_t per = s.numel();
   preview_->addImage(sample_image(*train, preview_index_), tr("original"));
-  AugmentOptions o = augmentOptions();
-  if (!o.any()) return;
-  Dataset one;
-  one.sample_shape = s;
-  one.pixels.resize(size_t(per));
-  one.labels = {0};
-  Rng rng(preview_seed_);
+  const AugmentConfig a = augmentOptions();
+  if (!a.enabled() || s.rank() != 3) return;
+  // The engine's own augmentation, as training batches get it: pixels as
+  // [0, 1] floats, black padding, brightness capped at white.
+  std::vector<float> x(static_cast<size_t>(per));
   for (int k = 0; k < 7; ++k) {
-    augment_sample(train->pixels.data() + preview_index_ * per, one.pixels.data(), s, o, rng);
+    const uint8_t* src = train->pixels.data() + preview_index_ * per;
+    for (int64_t i = 0; i < per; ++i) x[size_t(i)] = float(src[i]) / 255.f;
+    augment_batch(a, s, 0.f, preview_seed_ * 7919 + uint64_t(k), x.data(), 1, 1.f);
+    Dataset one;
+    one.sample_shape = s;
+    one.pixels.resize(size_t(per));
+    one.labels = {0};
+    for (int64_t i = 0; i < per; ++i)
+      one.pixels[size_t(i)] = uint8_t(std::clamp(x[size_t(i)] * 255.f + 0.5f, 0.f, 255.f));
     preview_->addImage(sample_image(one, 0), tr("augmented"));
   }
 }

@@ -3,9 +3,10 @@
 // bundled sample, IDX files, an image folder with one subfolder per class, a
 // CSV series or a text corpus), what is in it (samples per class, thumbnails
 // with their labels), how it is prepared (validation split, normalisation)
-// and augmented (flips, crop with padding, rotation, brightness, with a live
-// preview). Loading errors and the checks that would stop training are shown
-// here before any run starts; a failed load keeps the previous dataset.
+// and augmented (the engine's flips, crop with padding, rotation, translation
+// and brightness, with a live preview drawn by the engine's own code). Loading errors and the
+// checks that would stop training are shown here before any run starts; a failed load keeps the
+// previous dataset.
 #include "gui/project_context.h"
 
 #include <QWidget>
@@ -46,8 +47,10 @@ class DatasetPanel : public QWidget {
   widgets::ImageGrid* thumbnails() const { return thumbs_; }
   widgets::ImageGrid* augmentPreview() const { return preview_; }
   QTableWidget* classTable() const { return table_; }
-  AugmentOptions augmentOptions() const;
-  void setAugmentOptions(AugmentOptions o);
+  // The augmentation as the panel shows it; setting it is an edit (saved
+  // with the project, marks it modified).
+  AugmentConfig augmentOptions() const;
+  void setAugmentOptions(const AugmentConfig& a);
 
  public slots:
   void loadFromWidgets();
@@ -72,14 +75,15 @@ class DatasetPanel : public QWidget {
   void showMessages(const QString& error = {});
   void kindChanged();
   void optionsChanged();
+  void showAugmentOptions(const AugmentConfig& a);  // no edit: the project's own
   void finishLoad(const DatasetSource& source, LoadedDataset* loaded, const QString& error);
 
   ProjectContext* ctx_;
   QComboBox *kind_, *normalize_;
   QLineEdit* path_;
   QPushButton *browse_, *load_, *reroll_;
-  QSpinBox *window_, *pad_, *copies_;
-  QDoubleSpinBox *test_fraction_, *val_split_, *rotate_, *brightness_;
+  QSpinBox *window_, *pad_;
+  QDoubleSpinBox *test_fraction_, *val_split_, *rotate_, *translate_, *brightness_;
   QCheckBox *hflip_, *vflip_;
   QLabel *summary_, *message_;
   QProgressBar* load_progress_;

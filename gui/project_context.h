@@ -4,7 +4,6 @@
 // weights. Each panel takes a ProjectContext, so a panel can be built and
 // tested on its own, without MainWindow; the app hands the same context to
 // all of them and calls setProject when the editor's graph changes.
-#include "gui/augmentation.h"
 
 #include <deepcanvas/data.h>
 #include <deepcanvas/project.h>
@@ -92,11 +91,10 @@ class ProjectContext : public QObject {
   void applyDataset(const DatasetSource& source, LoadedDataset loaded);
   bool hasDataset() const { return train_ != nullptr; }
   std::shared_ptr<Dataset> trainSet() const { return train_; }
-  // What a run trains on: trainSet() plus its augmented copies when
-  // augmentation is on (made once and kept until the data or options change).
-  std::shared_ptr<Dataset> trainingSet();
-  const AugmentOptions& augmentation() const { return augment_; }
-  void setAugmentation(const AugmentOptions& o);
+  // Augmentation is the engine's (TrainConfig::augment, saved with the
+  // project and drawn afresh for every batch): the panel edits it here.
+  const AugmentConfig& augmentation() const { return project_.training.augment; }
+  void setAugmentation(const AugmentConfig& a);
   std::shared_ptr<Dataset> testSet() const { return test_; }
   const DatasetSource& datasetSource() const { return source_; }
   QString datasetDescription() const { return description_; }
@@ -104,8 +102,11 @@ class ProjectContext : public QObject {
   QStringList classNames() const;
   // Everything that would stop training, each a sentence naming the cause:
   // no data, a single class, sample shape vs the Input layer, number of
-  // classes vs the network's outputs, an invalid graph. Empty when fine.
-  QStringList trainingProblems() const;
+  // classes vs the network's outputs, an invalid graph, the settings.
+  // Empty when fine. With the project's training settings, or with c (the
+  // Training tab's, not saved yet).
+  QStringList trainingProblems() const { return trainingProblems(project_.training); }
+  QStringList trainingProblems(const TrainConfig& c) const;
 
   const ModelWeights& weights() const { return weights_; }
   void setWeights(ModelWeights w);
@@ -134,9 +135,7 @@ class ProjectContext : public QObject {
   QStringList warnings_, blocking_;
   ModelWeights weights_;
   QVector<RunCheckpoint> run_checkpoints_;
-  AugmentOptions augment_;
   bool busy_ = false;
-  std::shared_ptr<Dataset> augmented_;
 };
 
 }  // namespace dc::gui

@@ -2,6 +2,7 @@
 
 #include "gui/evaluation_view.h"
 #include "gui/process_stats.h"
+#include "gui/settings_form.h"
 #include "gui/training_plots.h"
 #include "widgets/live_plot.h"
 
@@ -13,12 +14,10 @@
 #include <QComboBox>
 #include <QDateTime>
 #include <QDir>
-#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QGridLayout>
-#include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -104,50 +103,24 @@ void TrainingPanel::buildUi() {
   settings_toggle_->setAutoRaise(true);
   settings_toggle_->setToolTip(tr("Show or hide the settings, leaving more room for the log"));
   ll->addWidget(settings_toggle_);
-  settings_ = new QGroupBox(left);
-  auto* form = new QFormLayout(settings_);
-  form->setContentsMargins(6, 4, 6, 4);
-  form->setVerticalSpacing(3);
-  form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-  QGroupBox* settings = settings_;
-  optimizer_ = new QComboBox(settings);
-  for (const auto& n : optimizer_names()) optimizer_->addItem(QString::fromStdString(n));
-  lr_ = new QDoubleSpinBox(settings);
-  lr_->setDecimals(6);
-  lr_->setRange(1e-6, 10.0);
-  lr_->setSingleStep(1e-4);
-  schedule_ = new QComboBox(settings);
-  for (const auto& n : schedule_names()) schedule_->addItem(QString::fromStdString(n));
-  batch_ = new QSpinBox(settings);
-  batch_->setRange(1, 65536);
-  epochs_ = new QSpinBox(settings);
-  epochs_->setRange(1, 10000);
-  precision_ = new QComboBox(settings);
-  precision_->addItem(tr("fp32"), "fp32");
-  precision_->addItem(tr("bf16 mixed (GPU)"), "bf16");
-  precision_->addItem(tr("fp16 mixed, loss scaling (GPU)"), "fp16");
-  precision_->setToolTip(
-      tr("16-bit compute with fp32 master weights; GPU runs only, the CPU "
-         "computes in fp32."));
-  device_ = new QComboBox(settings);
-  seed_ = new QSpinBox(settings);
-  seed_->setRange(0, std::numeric_limits<int>::max());
-  steps_limit_ = new QSpinBox(settings);
+  // The controls come from the engine's settings table (ranges, choices,
+  // help as tooltips); the Dataset tab owns the split and normalisation,
+  // and the device gets a list of this machine's devices instead of text.
+  settings_ = new QTabWidget(left);
+  settings_->setDocumentMode(true);
+  run_form_ = new SettingsForm("Run", {"val_split", "normalize", "device"}, settings_);
+  opt_form_ = new SettingsForm("Optimizer", {}, settings_);
+  sched_form_ = new SettingsForm("Schedule", {}, settings_);
+  device_ = new QComboBox(run_form_);
+  device_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  device_->setMinimumContentsLength(8);
+  steps_limit_ = new QSpinBox(run_form_);
   steps_limit_->setRange(0, 1000000);
   steps_limit_->setSpecialValueText(tr("whole epoch"));
   steps_limit_->setToolTip(tr("Stop each epoch after this many steps (a quick look)."));
-  patience_ = new QSpinBox(settings);
-  patience_->setRange(0, 1000);
-  patience_->setSpecialValueText(tr("off"));
-  patience_->setToolTip(tr("Early stopping: epochs without improvement before stopping."));
-  // Long names (a GPU's, the precision's) must not widen the column.
-  for (QComboBox* c : {optimizer_, schedule_, precision_, device_}) {
-    c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    c->setMinimumContentsLength(8);
-  }
-  checkpoint_dir_ = new QLineEdit(settings);
+  checkpoint_dir_ = new QLineEdit(run_form_);
   setCheckpointDir(default_runs_folder());
-  auto* browse = new QToolButton(settings);
+  auto* browse = new QToolButton(run_form_);
   browse->setText("…");
   browse->setToolTip(tr("Choose the folder runs write their checkpoints to"));
   connect(browse, &QToolButton::clicked, this, [this] {
@@ -160,26 +133,22 @@ void TrainingPanel::buildUi() {
   auto* ckrow = new QHBoxLayout;
   ckrow->addWidget(checkpoint_dir_, 1);
   ckrow->addWidget(browse);
-  form->addRow(tr("Optimizer"), optimizer_);
-  form->addRow(tr("Learning rate"), lr_);
-  form->addRow(tr("Schedule"), schedule_);
-  form->addRow(tr("Batch size"), batch_);
-  form->addRow(tr("Epochs"), epochs_);
-  form->addRow(tr("Precision"), precision_);
-  form->addRow(tr("Device"), device_);
-  form->addRow(tr("Seed"), seed_);
-  form->addRow(tr("Steps per epoch"), steps_limit_);
-  form->addRow(tr("Early stopping"), patience_);
-  form->addRow(tr("Checkpoints"), ckrow);
-  ll->addWidget(settings);
+  if (const SettingSpec* d = find_setting("device"))
+    device_->setToolTip(QString::fromStdString(d->attr.help));
+  run_form_->layout()->insertRow(run_form_->layout()->rowCount() - 1, tr("Device"), device_);
+  run_form_->layout()->addRow(tr("Steps per epoch"), steps_limit_);
+  run_form_->layout()->addRow(tr("Checkpoints"), ckrow);
+  settings_->addTab(run_form_, tr("Run"));
+  settings_->addTab(opt_form_, tr("Optimizer"));
+  settings_->addTab(sched_form_, tr("Schedule"));
+  ll->addWidget(settings_);
   connect(settings_toggle_, &QToolButton::toggled, this, &TrainingPanel::setSettingsVisible);
   fillDevices();
   // Saved with the project, so each edit can make it "modified".
-  for (QComboBox* c : {optimizer_, schedule_, precision_, device_})
-    connect(c, &QComboBox::currentIndexChanged, this, [this] { Q_EMIT settingsChanged(); });
-  for (QSpinBox* b : {batch_, epochs_, seed_, steps_limit_, patience_})
-    connect(b, &QSpinBox::valueChanged, this, [this] { Q_EMIT settingsChanged(); });
-  connect(lr_, &QDoubleSpinBox::valueChanged, this, [this] { Q_EMIT settingsChanged(); });
+  for (SettingsForm* f : {run_form_, opt_form_, sched_form_})
+    connect(f, &SettingsForm::changed, this, [this] { Q_EMIT settingsChanged(); });
+  connect(device_, &QComboBox::currentIndexChanged, this, [this] { Q_EMIT settingsChanged(); });
+  connect(steps_limit_, &QSpinBox::valueChanged, this, [this] { Q_EMIT settingsChanged(); });
 
   auto* buttons = new QHBoxLayout;
   start_ = new QPushButton(tr("Start"), left);
@@ -305,46 +274,44 @@ void TrainingPanel::fillDevices() {
 }
 
 void TrainingPanel::loadSettings(const TrainConfig& c) {
-  optimizer_->setCurrentText(QString::fromStdString(c.optimizer.type));
-  lr_->setValue(c.optimizer.lr);
-  schedule_->setCurrentText(QString::fromStdString(c.schedule.type));
-  batch_->setValue(int(c.batch));
-  epochs_->setValue(c.epochs);
-  seed_->setValue(int(c.seed));
+  for (SettingsForm* f : {run_form_, opt_form_, sched_form_}) f->setConfig(c);
+  const QSignalBlocker b1(steps_limit_), b2(device_);
   steps_limit_->setValue(int(c.steps_per_epoch_limit));
-  patience_->setValue(c.early_stopping_patience);
-  int d = device_->findData(QString::fromStdString(c.device));
+  int d = device_->findData(QString::fromStdString(c.device.str()));
   device_->setCurrentIndex(d >= 0 ? d : 0);
-  int pr = precision_->findData(QString::fromStdString(c.precision));
-  precision_->setCurrentIndex(pr >= 0 ? pr : 0);
+  updateButtons();
 }
 
 TrainConfig TrainingPanel::config() const {
-  // The project carries what other panels own (loss, validation split,
-  // normalisation); this panel overrides what it shows.
+  // The project carries what other panels own (validation split,
+  // normalisation, augmentation); this panel overrides what it shows.
   TrainConfig c = ctx_->project().training;
-  c.optimizer.type = optimizer_->currentText().toStdString();
-  c.optimizer.lr = lr_->value();
-  c.schedule.type = schedule_->currentText().toStdString();
-  c.batch = batch_->value();
-  c.epochs = epochs_->value();
-  c.seed = uint64_t(seed_->value());
+  for (SettingsForm* f : {run_form_, opt_form_, sched_form_}) f->applyTo(c);
   c.steps_per_epoch_limit = steps_limit_->value();
-  c.early_stopping_patience = patience_->value();
-  c.device = device_->currentData().toString().toStdString();
-  c.precision = c.device == "cpu" ? "fp32" : precision_->currentData().toString().toStdString();
+  c.device = parse_device(device_->currentData().toString().toStdString());
+  if (!c.device.cuda) c.precision = Precision::Fp32;  // the CPU computes in fp32 only
   c.resume.clear();
   return c;
 }
 
+SettingsForm* TrainingPanel::settingsForm(const QString& group) const {
+  return group == "Run" ? run_form_ : group == "Optimizer" ? opt_form_ : sched_form_;
+}
+
+QStringList TrainingPanel::settingProblems() const {
+  QStringList p;
+  for (SettingsForm* f : {run_form_, opt_form_, sched_form_}) p << f->problems();
+  return p;
+}
+
 void TrainingPanel::setEpochs(int n) {
-  epochs_->setValue(n);
+  run_form_->setValue("epochs", int64_t(n));
 }
 void TrainingPanel::setStepsPerEpochLimit(int n) {
   steps_limit_->setValue(n);
 }
 void TrainingPanel::setBatch(int n) {
-  batch_->setValue(n);
+  run_form_->setValue("batch", int64_t(n));
 }
 void TrainingPanel::setCheckpointDir(const QString& dir) {
   checkpoint_dir_->setText(dir);
@@ -409,18 +376,21 @@ void TrainingPanel::startTraining() {
       return;
     }
   }
-  QStringList problems = ctx_->trainingProblems();
+  // The settings as shown (a typed value the table refuses first), then
+  // the engine's checks of these settings with this network and data.
+  QStringList problems = settingProblems();
+  TrainConfig cfg = config();
+  if (problems.isEmpty()) problems = ctx_->trainingProblems(cfg);
   if (!problems.isEmpty()) {
     showProblems(problems);
     return;
   }
-  TrainConfig cfg = config();
   run_dir_ = checkpoint_dir_->text() + "/" +
              QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss") +
              QString("-run%1").arg(run_ + 1);
   cfg.checkpoint_dir = run_dir_.toStdString();
   try {
-    session_->start(ctx_->project().graph, cfg, ctx_->trainingSet(), ctx_->testSet());
+    session_->start(ctx_->project().graph, cfg, ctx_->trainSet(), ctx_->testSet());
   } catch (const std::exception& e) {
     showProblems({QString::fromUtf8(e.what())});
     return;
@@ -430,10 +400,7 @@ void TrainingPanel::startTraining() {
   best_epoch_.clear();
   eval_->clear();
   progress_->setValue(0);
-  const bool gpu = cfg.device != "cpu";
-  plots_->startRun(run_, gpu && cfg.device.size() > 5 ? std::stoi(cfg.device.substr(5))
-                         : gpu                        ? 0
-                                                      : -1);
+  plots_->startRun(run_, cfg.device.cuda ? cfg.device.index : -1);
   const int row = runs_->rowCount();
   {
     const QSignalBlocker block(runs_);  // the tick of a new row is not a user's choice
@@ -449,12 +416,12 @@ void TrainingPanel::startTraining() {
   }
   runs_->setItem(row, kSettings,
                  new QTableWidgetItem(QString("%1 lr %2 %3, batch %4, %5, %6")
-                                          .arg(optimizer_->currentText())
-                                          .arg(lr_->value())
-                                          .arg(schedule_->currentText())
-                                          .arg(batch_->value())
-                                          .arg(QString::fromStdString(cfg.device),
-                                               QString::fromStdString(cfg.precision))));
+                                          .arg(enum_name(cfg.optimizer.type))
+                                          .arg(cfg.optimizer.lr)
+                                          .arg(enum_name(cfg.schedule.type))
+                                          .arg(cfg.batch)
+                                          .arg(QString::fromStdString(cfg.device.str()),
+                                               QString(enum_name(cfg.precision)))));
   setRunCell(kResult, tr("running"));
   setRunCell(kFolder, run_dir_);
   appendLog(tr("Run %1: %2 on %3, checkpoints in %4")
@@ -575,20 +542,17 @@ void TrainingPanel::updateButtons() {
   pause_->setEnabled(s == S::Running);
   resume_->setEnabled(s == S::Paused);
   stop_->setEnabled(s == S::Running || s == S::Paused);
-  for (QWidget* w : {static_cast<QWidget*>(optimizer_), static_cast<QWidget*>(lr_),
-                     static_cast<QWidget*>(schedule_), static_cast<QWidget*>(batch_),
-                     static_cast<QWidget*>(epochs_), static_cast<QWidget*>(device_),
-                     static_cast<QWidget*>(seed_), static_cast<QWidget*>(steps_limit_),
-                     static_cast<QWidget*>(precision_), static_cast<QWidget*>(patience_),
-                     static_cast<QWidget*>(checkpoint_dir_)})
+  // The forms, not the tabs: the settings of a run stay readable.
+  for (QWidget* w : {static_cast<QWidget*>(run_form_), static_cast<QWidget*>(opt_form_),
+                     static_cast<QWidget*>(sched_form_)})
     w->setEnabled(!session_->active());
   if (s == S::Paused)
     status_->setText(tr("Paused at %1 %").arg(progress_->value() / 10.0, 0, 'f', 1));
   // Reduced precision exists on the GPU only.
-  if (!session_->active()) {
+  if (QWidget* precision = run_form_->control("precision"); precision && !session_->active()) {
     const bool gpu = device_->currentData().toString() != "cpu";
-    precision_->setEnabled(gpu);
-    if (!gpu) precision_->setCurrentIndex(0);
+    precision->setEnabled(gpu);
+    if (!gpu) run_form_->setValue("precision", std::string("fp32"));
   }
 }
 

@@ -23,7 +23,6 @@ class QTabWidget;
 class QTimer;
 class QTableWidget;
 class QCheckBox;
-class QGroupBox;
 class QToolButton;
 
 namespace dc::widgets {
@@ -33,6 +32,7 @@ class LivePlot;
 namespace dc::gui {
 
 class EvaluationView;
+class SettingsForm;
 class TrainingPlots;
 
 class TrainingPanel : public QWidget {
@@ -45,6 +45,10 @@ class TrainingPanel : public QWidget {
   TrainConfig config() const;
   // Fills the widgets from the project's training settings.
   void loadSettings(const TrainConfig& c);
+  // Typed values the settings table refuses, "<label> (training.<key>) <problem>".
+  QStringList settingProblems() const;
+  // The generated form of a group: "Run", "Optimizer" or "Schedule".
+  SettingsForm* settingsForm(const QString& group) const;
 
   void setEpochs(int n);
   void setStepsPerEpochLimit(int n);  // 0: whole epochs
@@ -110,9 +114,9 @@ class TrainingPanel : public QWidget {
 
   ProjectContext* ctx_;
   TrainingSession* session_;
-  QComboBox *optimizer_, *schedule_, *device_, *precision_;
-  QDoubleSpinBox* lr_;
-  QSpinBox *batch_, *epochs_, *seed_, *steps_limit_, *patience_;
+  SettingsForm *run_form_, *opt_form_, *sched_form_;  // from the settings table
+  QComboBox* device_;
+  QSpinBox* steps_limit_;
   QLineEdit* checkpoint_dir_;
   QPushButton *start_, *pause_, *resume_, *stop_;
   QProgressBar* progress_;
@@ -121,7 +125,7 @@ class TrainingPanel : public QWidget {
   QTabWidget* tabs_;
   QTableWidget* runs_;
   QCheckBox* show_overlays_;
-  QGroupBox* settings_;
+  QTabWidget* settings_;  // Run / Optimizer / Schedule
   QToolButton* settings_toggle_;
   TrainingPlots* plots_;
   EvaluationView* eval_;

@@ -8,28 +8,15 @@
 namespace dc::gui {
 
 namespace {
-// Telemetry events arrived in the engine with the CUDA backend's NVML
-// sampling; detected at compile time so this file builds with engines from
-// before and after.
-template <typename E>
-bool read_telemetry(const E& e, DeviceReading& r) {
-  if constexpr (requires {
-                  E::Kind::Telemetry;
-                  e.gpu;
-                  e.device_allocated;
-                  e.device_reserved;
-                }) {
-    if (e.kind != E::Kind::Telemetry) return false;
-    r.t = e.gpu.t;
-    r.utilization_pct = e.gpu.utilization_pct;
-    r.memory_used = e.gpu.memory_used;
-    r.memory_total = e.gpu.memory_total;
-    r.allocated = e.device_allocated;
-    r.reserved = e.device_reserved;
-    return true;
-  } else {
-    return false;
-  }
+bool read_telemetry(const TrainEvent& e, DeviceReading& r) {
+  if (e.kind != TrainEvent::Kind::Telemetry) return false;
+  r.t = e.gpu.t;
+  r.utilization_pct = e.gpu.utilization_pct;
+  r.memory_used = e.gpu.memory_used;
+  r.memory_total = e.gpu.memory_total;
+  r.allocated = e.device_allocated;
+  r.reserved = e.device_reserved;
+  return true;
 }
 }  // namespace
 

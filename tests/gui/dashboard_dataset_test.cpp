@@ -5,7 +5,6 @@
 // dataset loaded before stays.
 #include "dashboard_test_util.h"
 
-#include "gui/augmentation.h"
 #include "gui/dataset_panel.h"
 #include "gui/image_folder_dataset.h"
 #include "gui/inference_panel.h"
@@ -78,27 +77,25 @@ TEST(DashboardDataset, SampleShowsClassCountsThumbnailsAndAugmentation) {
   EXPECT_EQ(panel.augmentPreview()->count(), 1);  // the original only
   EXPECT_TRUE(ctx->trainingProblems().isEmpty());
 
-  gui::AugmentOptions o;
-  o.hflip = true;
-  o.pad = 2;
-  o.rotate_deg = 10;
-  o.copies = 1;
+  // Every augmentation is the engine's, per batch: the panel writes it into
+  // the project's training settings and makes no copies of the data.
+  const auto train = ctx->trainSet();
+  AugmentConfig o;
+  o.flip = true;
+  o.crop_padding = 2;
+  o.rotate = 10;
   panel.setAugmentOptions(o);
   EXPECT_EQ(panel.augmentPreview()->count(), 8);
-  EXPECT_TRUE(ctx->augmentation().enabled());
-  // Rotation needs copies only where the engine cannot rotate per step.
-  EXPECT_EQ(ctx->trainingSet()->size(), (gui::kEngineRotates ? 1 : 2) * ctx->trainSet()->size());
-  // Flips, crops and rotation: per step by the engine where it can, else in the copies.
-  gui::AugmentOptions engine = gui::engine_augment_of(ctx->project().training);
-  EXPECT_EQ(engine.hflip, gui::kEngineAugments);
-  EXPECT_EQ(engine.pad, gui::kEngineAugments ? 2 : 0);
-  EXPECT_EQ(engine.rotate_deg, gui::kEngineRotates ? 10 : 0);
-  o.rotate_deg = 0;
+  EXPECT_TRUE(ctx->project().training.augment.flip);
+  EXPECT_EQ(ctx->project().training.augment.crop_padding, 2);
+  EXPECT_EQ(ctx->project().training.augment.rotate, 10);
+  o = {};
+  o.vflip = true;  // alone, too: nothing else needed for it to count
   panel.setAugmentOptions(o);
-  EXPECT_EQ(ctx->trainingSet()->size(), (gui::kEngineAugments ? 1 : 2) * ctx->trainSet()->size());
-  o.vflip = true;  // the engine has no vertical flip: copies
-  panel.setAugmentOptions(o);
-  EXPECT_EQ(ctx->trainingSet()->size(), 2 * ctx->trainSet()->size());
+  EXPECT_TRUE(ctx->project().training.augment.vflip);
+  EXPECT_FALSE(ctx->project().training.augment.flip);
+  EXPECT_EQ(panel.augmentPreview()->count(), 8);
+  EXPECT_EQ(ctx->trainSet(), train);
 }
 
 TEST(DashboardDataset, LoadsOnAWorkerThreadAndKeepsTheOldDataOnFailure) {
@@ -147,22 +144,25 @@ TEST(DashboardDataset, TheProjectsDatasetLoadsInTheBackgroundWhenFirstShown) {
   EXPECT_FALSE(panel.loading());
 }
 
-TEST(DashboardDataset, AugmentationKeepsShapeAndChangesPixels) {
-  Shape s{1, 8, 8};
-  std::vector<uint8_t> src(64), dst(64);
-  for (int i = 0; i < 64; ++i) src[size_t(i)] = uint8_t(i % 8 == 0 ? 255 : 0);  // a left edge
-  gui::AugmentOptions o;
-  o.hflip = true;
-  Rng rng(3);
-  bool flipped = false;
-  for (int k = 0; k < 8 && !flipped; ++k) {
-    gui::augment_sample(src.data(), dst.data(), s, o, rng);
-    flipped = dst[7] == 255 && dst[0] == 0;
-    if (!flipped) {
-      EXPECT_EQ(dst, src);  // a flip or nothing
-    }
+// The preview is the engine's own augmentation: a vertical flip of a sample
+// with a bright top row shows that row at the bottom in some draw.
+TEST(DashboardDataset, ThePreviewDrawsTheEnginesAugmentation) {
+  auto ctx = sample_context();
+  gui::DatasetPanel panel(ctx.get());
+  AugmentConfig o;
+  o.vflip = true;
+  panel.setAugmentOptions(o);
+  ASSERT_EQ(panel.augmentPreview()->count(), 8);
+  const QImage original = panel.augmentPreview()->item(0)->icon().pixmap(64).toImage();
+  const QImage flipped = original.mirrored(false, true);
+  bool seen_flip = false;
+  for (int k = 1; k < 8; ++k) {
+    const QImage img = panel.augmentPreview()->item(k)->icon().pixmap(64).toImage();
+    ASSERT_EQ(img.size(), original.size());
+    seen_flip |= img == flipped;
+    EXPECT_TRUE(img == original || img == flipped) << "draw " << k;  // a flip or nothing
   }
-  EXPECT_TRUE(flipped);
+  EXPECT_TRUE(seen_flip);
 }
 
 TEST(DashboardDataset, ImageFolderProblemsAreNamedBeforeTraining) {

@@ -149,12 +149,19 @@ TEST_F(MainWindowDashboard, DatasetAndTrainingSettingsMarkTheProjectModified) {
   ASSERT_TRUE(w.saveFile(dir.path() + "/p.dcproj"));
   ASSERT_FALSE(w.isWindowModified());
 
-  gui::AugmentOptions o = w.datasetPanel()->augmentOptions();
-  o.hflip = !o.hflip;
+  AugmentConfig o = w.datasetPanel()->augmentOptions();
+  o.flip = !o.flip;
   w.datasetPanel()->setAugmentOptions(o);
   EXPECT_TRUE(w.isWindowModified());
   ASSERT_TRUE(w.saveFile(dir.path() + "/p.dcproj"));
-  EXPECT_EQ(load_project((dir.path() + "/p.dcproj").toStdString()).training.augment.flip, o.hflip);
+  EXPECT_EQ(load_project((dir.path() + "/p.dcproj").toStdString()).training.augment.flip, o.flip);
+  // A vertical flip alone is saved too (it needed "copies per sample" once).
+  o = {};
+  o.vflip = true;
+  w.datasetPanel()->setAugmentOptions(o);
+  EXPECT_TRUE(w.isWindowModified());
+  ASSERT_TRUE(w.saveFile(dir.path() + "/p.dcproj"));
+  EXPECT_TRUE(load_project((dir.path() + "/p.dcproj").toStdString()).training.augment.vflip);
   w.setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
 }
 
