@@ -60,7 +60,7 @@ void script_screenshots(dc::gui::DashboardWidget& w, const QString& dir, QString
       w.inferencePanel()->selectImage(0);
       grab(&w, dir + "/inference.png");
       w.setCurrentWidget(w.datasetPanel());
-      AugmentConfig o;
+      dc::AugmentConfig o;
       o.flip = true;
       o.crop_padding = 3;
       o.rotate = 15;
