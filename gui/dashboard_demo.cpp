@@ -60,12 +60,11 @@ void script_screenshots(dc::gui::DashboardWidget& w, const QString& dir, QString
       w.inferencePanel()->selectImage(0);
       grab(&w, dir + "/inference.png");
       w.setCurrentWidget(w.datasetPanel());
-      AugmentOptions o;
-      o.hflip = true;
-      o.pad = 3;
-      o.rotate_deg = 15;
+      dc::AugmentConfig o;
+      o.flip = true;
+      o.crop_padding = 3;
+      o.rotate = 15;
       o.brightness = 0.3;
-      o.copies = 1;
       w.datasetPanel()->setAugmentOptions(o);
       grab(&w, dir + "/dataset.png");
       QApplication::quit();

@@ -4,6 +4,7 @@
 #include "widgets/image_grid.h"
 
 #include <deepcanvas/errors.h>
+#include <deepcanvas/settings.h>
 
 #include <QApplication>
 #include <QCheckBox>
@@ -16,11 +17,14 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 namespace dc::gui {
@@ -39,8 +43,9 @@ bool is_folder(Kind k) {
 DatasetPanel::DatasetPanel(ProjectContext* ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
   buildUi();
   connect(ctx_, &ProjectContext::datasetChanged, this, &DatasetPanel::showDataset);
+  connect(ctx_, &ProjectContext::projectReplaced, this, [this] { auto_loaded_ = false; });
   connect(ctx_, &ProjectContext::projectChanged, this, [this] {
-    setAugmentOptions(ctx_->augmentation());
+    showAugmentOptions(ctx_->augmentation());  // the project's, not an edit
     val_split_->setValue(ctx_->project().training.val_split);
     normalize_->setCurrentIndex(ctx_->project().training.normalize ? 0 : 1);
     showMessages();
@@ -48,13 +53,26 @@ DatasetPanel::DatasetPanel(ProjectContext* ctx, QWidget* parent) : QWidget(paren
   connect(ctx_, &ProjectContext::busyChanged, this, [this](bool busy) {
     for (QWidget* w : {static_cast<QWidget*>(load_), static_cast<QWidget*>(kind_),
                        static_cast<QWidget*>(val_split_), static_cast<QWidget*>(normalize_),
-                       static_cast<QWidget*>(copies_)})
+                       static_cast<QWidget*>(hflip_), static_cast<QWidget*>(vflip_),
+                       static_cast<QWidget*>(pad_), static_cast<QWidget*>(rotate_),
+                       static_cast<QWidget*>(translate_), static_cast<QWidget*>(brightness_)})
       w->setEnabled(!busy);
     load_->setToolTip(busy ? tr("Stop the training run to load another dataset") : QString());
   });
   kindChanged();
-  setAugmentOptions(ctx_->augmentation());
+  showAugmentOptions(ctx_->augmentation());
   if (ctx_->hasDataset()) showDataset();
+}
+
+void DatasetPanel::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  if (auto_loaded_ || loading() || ctx_->hasDataset() || ctx_->busy()) return;
+  if (ctx_->project().dataset.path.empty()) return;  // nothing named: the user chooses
+  auto_loaded_ = true;  // once: after a failure the message stays until the user acts
+  auto_loading_ = true;
+  loadSourceAsync({});
+  summary_->setText(tr("Loading the project's dataset (%1)…")
+                        .arg(QString::fromStdString(ctx_->project().dataset.path)));
 }
 
 DatasetPanel::~DatasetPanel() {
@@ -122,36 +140,48 @@ void DatasetPanel::buildUi() {
 
   auto* aug = new QGroupBox(tr("Augmentation (image data)"), left);
   auto* af = new QFormLayout(aug);
+  // Ranges and help from the engine's settings table, as the CLI has them.
+  auto help = [](const char* key) {
+    const SettingSpec* sp = find_setting(key);
+    return sp ? QString::fromStdString(sp->attr.help + " (" + setting_range_text(*sp) + ")")
+              : QString();
+  };
+  auto max_of = [](const char* key, double fallback) {
+    const SettingSpec* sp = find_setting(key);
+    return sp ? sp->attr.max : fallback;
+  };
   hflip_ = new QCheckBox(tr("Horizontal flip"), aug);
+  hflip_->setToolTip(help("augment.flip"));
   vflip_ = new QCheckBox(tr("Vertical flip"), aug);
+  vflip_->setToolTip(help("augment.vflip"));
   pad_ = new QSpinBox(aug);
-  pad_->setRange(0, 16);
+  pad_->setRange(0, int(max_of("augment.crop_padding", 16)));
   pad_->setSuffix(tr(" px"));
+  pad_->setToolTip(help("augment.crop_padding"));
   rotate_ = new QDoubleSpinBox(aug);
-  rotate_->setRange(0, 180);
+  rotate_->setRange(0, max_of("augment.rotate", 180));
   rotate_->setSuffix(tr("°"));
+  rotate_->setToolTip(help("augment.rotate"));
+  translate_ = new QDoubleSpinBox(aug);
+  translate_->setRange(0, max_of("augment.translate", 0.5));
+  translate_->setSingleStep(0.05);
+  translate_->setToolTip(help("augment.translate"));
   brightness_ = new QDoubleSpinBox(aug);
-  brightness_->setRange(0, 0.9);
+  brightness_->setRange(0, max_of("augment.brightness", 1));
   brightness_->setSingleStep(0.05);
-  copies_ = new QSpinBox(aug);
-  copies_->setRange(0, 8);
-  copies_->setSpecialValueText(tr("off"));
-  copies_->setToolTip(
-      kEngineRotates
-          ? tr("Horizontal flips, crops, rotation and brightness are drawn afresh every "
-               "training step. Vertical flips need augmented copies of every training sample, "
-               "made before a run: how many.")
-      : kEngineAugments
-          ? tr("Flips and crops are drawn afresh every training step. Vertical flips, "
-               "rotation and brightness need augmented copies of every training sample, made "
-               "before a run: how many.")
-          : tr("Augmented copies of every training sample, made before a run"));
+  brightness_->setToolTip(help("augment.brightness"));
   af->addRow(hflip_);
   af->addRow(vflip_);
   af->addRow(tr("Crop with padding"), pad_);
   af->addRow(tr("Rotation ±"), rotate_);
+  af->addRow(tr("Translation ±"), translate_);
   af->addRow(tr("Brightness ±"), brightness_);
-  af->addRow(tr("Copies per sample"), copies_);
+  auto* where = new QLabel(tr("Drawn afresh for every training batch, on the CPU or the GPU; "
+                              "evaluation sees the images as they are."),
+                           aug);
+  where->setWordWrap(true);
+  where->setStyleSheet("color: palette(mid);");
+  af->addRow(where);
   ll->addWidget(aug);
   ll->addStretch();
 
@@ -159,6 +189,11 @@ void DatasetPanel::buildUi() {
   auto* rl = new QVBoxLayout(right);
   summary_ = new QLabel(tr("No dataset loaded."), right);
   summary_->setWordWrap(true);
+  load_progress_ = new QProgressBar(right);
+  load_progress_->setRange(0, 0);
+  load_progress_->setMaximumHeight(8);
+  load_progress_->setTextVisible(false);
+  load_progress_->setVisible(false);
   message_ = new QLabel(right);
   message_->setWordWrap(true);
   message_->setTextFormat(Qt::RichText);
@@ -180,6 +215,7 @@ void DatasetPanel::buildUi() {
   preview_ = new widgets::ImageGrid(right, 64);
   preview_->setMaximumHeight(120);
   rl->addWidget(summary_);
+  rl->addWidget(load_progress_);
   rl->addWidget(message_);
   rl->addWidget(table_);
   rl->addWidget(new QLabel(tr("<b>Samples</b>"), right));
@@ -210,9 +246,8 @@ void DatasetPanel::buildUi() {
   });
   for (auto* c : {hflip_, vflip_})
     connect(c, &QCheckBox::toggled, this, &DatasetPanel::optionsChanged);
-  for (auto* s : {pad_, copies_})
-    connect(s, &QSpinBox::valueChanged, this, &DatasetPanel::optionsChanged);
-  for (auto* s : {rotate_, brightness_})
+  connect(pad_, &QSpinBox::valueChanged, this, &DatasetPanel::optionsChanged);
+  for (auto* s : {rotate_, translate_, brightness_})
     connect(s, &QDoubleSpinBox::valueChanged, this, &DatasetPanel::optionsChanged);
   connect(reroll_, &QPushButton::clicked, this, [this] {
     ++preview_seed_;
@@ -233,35 +268,40 @@ void DatasetPanel::kindChanged() {
   path_->setPlaceholderText(is_folder(k) ? tr("a folder") : needs_path(k) ? tr("a file") : "");
 }
 
-AugmentOptions DatasetPanel::augmentOptions() const {
-  AugmentOptions o;
-  o.hflip = hflip_->isChecked();
-  o.vflip = vflip_->isChecked();
-  o.pad = pad_->value();
-  o.rotate_deg = rotate_->value();
-  o.brightness = brightness_->value();
-  o.copies = copies_->value();
-  return o;
+AugmentConfig DatasetPanel::augmentOptions() const {
+  // The project's, so settings the panel has no control for are kept.
+  AugmentConfig a = ctx_->augmentation();
+  a.flip = hflip_->isChecked();
+  a.vflip = vflip_->isChecked();
+  a.crop_padding = pad_->value();
+  a.rotate = rotate_->value();
+  a.translate = translate_->value();
+  a.brightness = brightness_->value();
+  return a;
 }
 
-void DatasetPanel::setAugmentOptions(AugmentOptions o) {
-  {
-    // One change, not six: each widget's signal would publish a half-set state.
-    const QSignalBlocker b1(hflip_), b2(vflip_), b3(pad_), b4(rotate_), b5(brightness_),
-        b6(copies_);
-    hflip_->setChecked(o.hflip);
-    vflip_->setChecked(o.vflip);
-    pad_->setValue(o.pad);
-    rotate_->setValue(o.rotate_deg);
-    brightness_->setValue(o.brightness);
-    copies_->setValue(o.copies);
-  }
+void DatasetPanel::setAugmentOptions(const AugmentConfig& a) {
+  showAugmentOptions(a);
   optionsChanged();
+}
+
+void DatasetPanel::showAugmentOptions(const AugmentConfig& a) {
+  // One change, not six: each widget's signal would publish a half-set state.
+  const QSignalBlocker b1(hflip_), b2(vflip_), b3(pad_), b4(rotate_), b5(translate_),
+      b6(brightness_);
+  hflip_->setChecked(a.flip);
+  vflip_->setChecked(a.vflip);
+  pad_->setValue(a.crop_padding);
+  rotate_->setValue(a.rotate);
+  translate_->setValue(a.translate);
+  brightness_->setValue(a.brightness);
+  refreshPreview();
 }
 
 void DatasetPanel::optionsChanged() {
   ctx_->setAugmentation(augmentOptions());
   refreshPreview();
+  Q_EMIT settingsChanged();  // saved with the project
 }
 
 void DatasetPanel::loadFromWidgets() {
@@ -280,6 +320,7 @@ void DatasetPanel::loadFromWidgets() {
 void DatasetPanel::loadSourceAsync(const DatasetSource& source) {
   if (worker_.joinable()) return;  // one load at a time; the button is disabled meanwhile
   load_->setEnabled(false);
+  load_progress_->setVisible(true);
   summary_->setText(
       tr("Loading %1…").arg(source.path.isEmpty() ? kind_->currentText() : source.path));
   Project project = ctx_->project();  // the worker reads a copy, never the live project
@@ -305,6 +346,13 @@ void DatasetPanel::loadSourceAsync(const DatasetSource& source) {
 void DatasetPanel::finishLoad(const DatasetSource& source, LoadedDataset* loaded,
                               const QString& read_error) {
   load_->setEnabled(!ctx_->busy());
+  load_progress_->setVisible(false);
+  const bool automatic = std::exchange(auto_loading_, false);
+  if (automatic && ctx_->hasDataset()) {
+    // Start loaded the same data meanwhile (and may be training on it).
+    showDataset();
+    return;
+  }
   QString error = read_error;
   if (loaded) {
     try {
@@ -406,15 +454,21 @@ void DatasetPanel::refreshPreview() {
   const Shape& s = train->sample_shape;
   const int64_t per = s.numel();
   preview_->addImage(sample_image(*train, preview_index_), tr("original"));
-  AugmentOptions o = augmentOptions();
-  if (!o.any()) return;
-  Dataset one;
-  one.sample_shape = s;
-  one.pixels.resize(size_t(per));
-  one.labels = {0};
-  Rng rng(preview_seed_);
+  const AugmentConfig a = augmentOptions();
+  if (!a.enabled() || s.rank() != 3) return;
+  // The engine's own augmentation, as training batches get it: pixels as
+  // [0, 1] floats, black padding, brightness capped at white.
+  std::vector<float> x(static_cast<size_t>(per));
   for (int k = 0; k < 7; ++k) {
-    augment_sample(train->pixels.data() + preview_index_ * per, one.pixels.data(), s, o, rng);
+    const uint8_t* src = train->pixels.data() + preview_index_ * per;
+    for (int64_t i = 0; i < per; ++i) x[size_t(i)] = float(src[i]) / 255.f;
+    augment_batch(a, s, 0.f, preview_seed_ * 7919 + uint64_t(k), x.data(), 1, 1.f);
+    Dataset one;
+    one.sample_shape = s;
+    one.pixels.resize(size_t(per));
+    one.labels = {0};
+    for (int64_t i = 0; i < per; ++i)
+      one.pixels[size_t(i)] = uint8_t(std::clamp(x[size_t(i)] * 255.f + 0.5f, 0.f, 255.f));
     preview_->addImage(sample_image(one, 0), tr("augmented"));
   }
 }

@@ -3,9 +3,10 @@
 // bundled sample, IDX files, an image folder with one subfolder per class, a
 // CSV series or a text corpus), what is in it (samples per class, thumbnails
 // with their labels), how it is prepared (validation split, normalisation)
-// and augmented (flips, crop with padding, rotation, brightness, with a live
-// preview). Loading errors and the checks that would stop training are shown
-// here before any run starts; a failed load keeps the previous dataset.
+// and augmented (the engine's flips, crop with padding, rotation, translation
+// and brightness, with a live preview drawn by the engine's own code). Loading errors and the
+// checks that would stop training are shown here before any run starts; a failed load keeps the
+// previous dataset.
 #include "gui/project_context.h"
 
 #include <QWidget>
@@ -16,6 +17,7 @@ class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
+class QProgressBar;
 class QPushButton;
 class QSpinBox;
 class QTableWidget;
@@ -38,13 +40,17 @@ class DatasetPanel : public QWidget {
   // thousands of images takes seconds); datasetLoaded or loadFailed follow.
   void loadSourceAsync(const DatasetSource& source);
   bool loading() const { return worker_.joinable(); }
+  // The bar shown while a load runs (busy, as readers report no fraction).
+  QProgressBar* loadProgress() const { return load_progress_; }
   // The banner: load errors, skipped files and training problems.
   QString messageText() const;
   widgets::ImageGrid* thumbnails() const { return thumbs_; }
   widgets::ImageGrid* augmentPreview() const { return preview_; }
   QTableWidget* classTable() const { return table_; }
-  AugmentOptions augmentOptions() const;
-  void setAugmentOptions(AugmentOptions o);
+  // The augmentation as the panel shows it; setting it is an edit (saved
+  // with the project, marks it modified).
+  AugmentConfig augmentOptions() const;
+  void setAugmentOptions(const AugmentConfig& a);
 
  public slots:
   void loadFromWidgets();
@@ -53,8 +59,15 @@ class DatasetPanel : public QWidget {
  signals:
   void datasetLoaded();
   void loadFailed(const QString& message);
-  // The validation split or normalisation (saved with the project) changed.
+  // The validation split, normalisation or augmentation (saved with the
+  // project) changed.
   void settingsChanged();
+
+ protected:
+  // The first time the tab is shown for a project, its dataset loads in the
+  // background: the tab never says "No dataset loaded." for a project that
+  // names one.
+  void showEvent(QShowEvent* e) override;
 
  private:
   void buildUi();
@@ -62,16 +75,20 @@ class DatasetPanel : public QWidget {
   void showMessages(const QString& error = {});
   void kindChanged();
   void optionsChanged();
+  void showAugmentOptions(const AugmentConfig& a);  // no edit: the project's own
   void finishLoad(const DatasetSource& source, LoadedDataset* loaded, const QString& error);
 
   ProjectContext* ctx_;
   QComboBox *kind_, *normalize_;
   QLineEdit* path_;
   QPushButton *browse_, *load_, *reroll_;
-  QSpinBox *window_, *pad_, *copies_;
-  QDoubleSpinBox *test_fraction_, *val_split_, *rotate_, *brightness_;
+  QSpinBox *window_, *pad_;
+  QDoubleSpinBox *test_fraction_, *val_split_, *rotate_, *translate_, *brightness_;
   QCheckBox *hflip_, *vflip_;
   QLabel *summary_, *message_;
+  QProgressBar* load_progress_;
+  bool auto_loaded_ = false;   // this project's dataset was loaded on first show
+  bool auto_loading_ = false;  // that load is still running
   QTableWidget* table_;
   widgets::ImageGrid *thumbs_, *preview_;
   int preview_index_ = 0;

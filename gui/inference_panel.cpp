@@ -17,6 +17,7 @@
 #include <QLabel>
 #include <QMimeData>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSlider>
 #include <QSplitter>
 #include <QTime>
@@ -36,16 +37,22 @@ InferencePanel::InferencePanel(ProjectContext* ctx, QWidget* parent) : QWidget(p
   setAcceptDrops(true);
   buildUi();
   connect(ctx_, &ProjectContext::weightsChanged, this, [this] {
+    fillWeightChoices();
     if (use_checkpoint_) return;
     probe_stale_ = true;
-    weights_label_->setText(tr("Weights: %1").arg(weightsSource()));
+    showWeightsInUse();
+    updatePreprocessingText();  // the normalisation comes with the weights
     predictCurrent();
   });
+  connect(ctx_, &ProjectContext::runCheckpointsChanged, this, &InferencePanel::fillWeightChoices);
+  connect(ctx_, &ProjectContext::projectReplaced, this, &InferencePanel::resetForNewProject);
   connect(ctx_, &ProjectContext::projectChanged, this, [this] {
     probe_stale_ = true;
+    updatePreprocessingText();  // the Input may have changed
     predictCurrent();
   });
-  weights_label_->setText(tr("Weights: %1").arg(weightsSource()));
+  fillWeightChoices();
+  showWeightsInUse();
   updatePreprocessingText();
 }
 
@@ -58,17 +65,22 @@ void InferencePanel::buildUi() {
   open_dir_ = new QPushButton(tr("Open folder…"), this);
   camera_ = new QPushButton(tr("Camera"), this);
   camera_->setToolTip(tr("Take a picture with the first camera (OpenCV)"));
-  open_ckpt_ = new QPushButton(tr("Use checkpoint…"), this);
-  use_current_ = new QPushButton(tr("Use current weights"), this);
+  weights_choice_ = new QComboBox(this);
+  weights_choice_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  weights_choice_->setMinimumContentsLength(28);
+  weights_choice_->setToolTip(
+      tr("Which weights predict: the latest run's, the best or last checkpoint of each run, "
+         "or a checkpoint file"));
   weights_label_ = new QLabel(this);
+  weights_label_->setWordWrap(true);
   for (QWidget* w : {static_cast<QWidget*>(open_), static_cast<QWidget*>(open_dir_),
                      static_cast<QWidget*>(camera_)})
     bar->addWidget(w);
   bar->addSpacing(16);
-  bar->addWidget(weights_label_, 1);
-  bar->addWidget(open_ckpt_);
-  bar->addWidget(use_current_);
+  bar->addWidget(new QLabel(tr("Weights:"), this));
+  bar->addWidget(weights_choice_, 1);
   root->addLayout(bar);
+  root->addWidget(weights_label_);
   message_ = new QLabel(this);
   message_->setWordWrap(true);
   message_->setVisible(false);
@@ -87,7 +99,7 @@ void InferencePanel::buildUi() {
   op->addWidget(new QLabel(tr("Saliency overlay"), mid));
   opacity_ = new QSlider(Qt::Horizontal, mid);
   opacity_->setRange(0, 100);
-  opacity_->setValue(55);
+  opacity_->setValue(70);
   op->addWidget(opacity_, 1);
   ml->addWidget(saliency_, 1);
   ml->addLayout(op);
@@ -105,6 +117,13 @@ void InferencePanel::buildUi() {
   rl->addLayout(lh);
   maps_ = new widgets::ImageGrid(right, 64);
   rl->addWidget(maps_, 1);
+  vector_bars_ = new widgets::TopKBars(right);
+  auto* vector_area = new QScrollArea(right);
+  vector_area->setWidgetResizable(true);
+  vector_area->setWidget(vector_bars_);
+  vector_area->setVisible(false);
+  vector_area_ = vector_area;
+  rl->addWidget(vector_area, 1);
   split->addWidget(list_);
   split->addWidget(mid);
   split->addWidget(right);
@@ -123,12 +142,7 @@ void InferencePanel::buildUi() {
     QString d = QFileDialog::getExistingDirectory(this, tr("Open a folder of images"));
     if (!d.isEmpty()) openPaths({d});
   });
-  connect(open_ckpt_, &QPushButton::clicked, this, [this] {
-    QString f = QFileDialog::getOpenFileName(this, tr("Open a checkpoint"), QString(),
-                                             tr("Checkpoints (*.safetensors)"));
-    if (!f.isEmpty()) loadCheckpoint(f);
-  });
-  connect(use_current_, &QPushButton::clicked, this, &InferencePanel::useCurrentWeights);
+  connect(weights_choice_, &QComboBox::activated, this, &InferencePanel::weightChoiceActivated);
   connect(camera_, &QPushButton::clicked, this, &InferencePanel::captureCamera);
   connect(list_, &widgets::ImageGrid::imageActivated, this,
           [this](int row, const QVariant&) { selectImage(row); });
@@ -162,11 +176,12 @@ QString InferencePanel::preprocessingText() const {
   return preprocess_->text();
 }
 
-bool InferencePanel::loadCheckpoint(const QString& path) {
+bool InferencePanel::loadCheckpoint(const QString& path, const QString& label) {
   ModelWeights w;
   std::unique_ptr<ModelProbe> probe;
   try {
     w = weights_from_checkpoint(path);
+    if (!label.isEmpty()) w.source = label + " — " + w.source;
     probe = std::make_unique<ModelProbe>(ctx_->project().graph, w.state, path.toStdString());
   } catch (const std::exception& e) {
     // The weights in use stay as they were.
@@ -174,10 +189,15 @@ bool InferencePanel::loadCheckpoint(const QString& path) {
     return false;
   }
   checkpoint_ = std::move(w);
+  checkpoint_path_ = path;
   probe_ = std::move(probe);
   probe_stale_ = false;
   use_checkpoint_ = true;
-  weights_label_->setText(tr("Weights: %1").arg(weightsSource()));
+  bool listed = false;
+  for (const RunCheckpoint& c : ctx_->runCheckpoints()) listed |= c.path == path;
+  if (!listed && !opened_checkpoints_.contains(path)) opened_checkpoints_ << path;
+  fillWeightChoices();
+  showWeightsInUse();
   setMessage({}, false);
   updatePreprocessingText();
   predictCurrent();
@@ -186,9 +206,94 @@ bool InferencePanel::loadCheckpoint(const QString& path) {
 
 void InferencePanel::useCurrentWeights() {
   use_checkpoint_ = false;
+  checkpoint_path_.clear();
   probe_stale_ = true;
-  weights_label_->setText(tr("Weights: %1").arg(weightsSource()));
+  fillWeightChoices();
+  showWeightsInUse();
+  updatePreprocessingText();
   predictCurrent();
+}
+
+void InferencePanel::showWeightsInUse() {
+  weights_label_->setText(tr("Predicting with: %1").arg(weightsSource()));
+}
+
+void InferencePanel::fillWeightChoices() {
+  const QSignalBlocker block(weights_choice_);
+  weights_choice_->clear();
+  const ModelWeights& w = ctx_->weights();
+  weights_choice_->addItem(
+      w.valid() ? tr("Latest: %1").arg(w.source) : tr("Latest run's weights (none yet)"),
+      QString());
+  // Newest run first: that is usually the one to look at.
+  const auto& runs = ctx_->runCheckpoints();
+  for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
+    weights_choice_->addItem(it->label, it->path);
+    weights_choice_->setItemData(weights_choice_->count() - 1, it->path, Qt::ToolTipRole);
+  }
+  for (const QString& f : opened_checkpoints_) {
+    weights_choice_->addItem(tr("File: %1").arg(QFileInfo(f).fileName()), f);
+    weights_choice_->setItemData(weights_choice_->count() - 1, f, Qt::ToolTipRole);
+  }
+  weights_choice_->addItem(tr("Checkpoint file…"), QStringLiteral("?"));
+  const int i = use_checkpoint_ ? weights_choice_->findData(checkpoint_path_) : 0;
+  weights_choice_->setCurrentIndex(std::max(0, i));
+}
+
+void InferencePanel::weightChoiceActivated(int index) {
+  const QString data = weights_choice_->itemData(index).toString();
+  if (data.isEmpty()) {
+    useCurrentWeights();
+  } else if (data == "?") {
+    QString f = QFileDialog::getOpenFileName(this, tr("Open a checkpoint"), QString(),
+                                             tr("Checkpoints (*.safetensors)"));
+    if (f.isEmpty() || !loadCheckpoint(f)) fillWeightChoices();  // back to the one in use
+  } else {
+    QString label;
+    for (const RunCheckpoint& c : ctx_->runCheckpoints())
+      if (c.path == data) label = c.label;
+    if (!loadCheckpoint(data, label)) fillWeightChoices();
+  }
+}
+
+QStringList InferencePanel::weightChoices() const {
+  QStringList v;
+  for (int i = 0; i < weights_choice_->count(); ++i) v << weights_choice_->itemText(i);
+  return v;
+}
+
+bool InferencePanel::chooseWeights(const QString& choice) {
+  const int i = weights_choice_->findText(choice);
+  if (i < 0) return false;
+  weights_choice_->setCurrentIndex(i);
+  weightChoiceActivated(i);
+  return true;
+}
+
+void InferencePanel::resetForNewProject() {
+  use_checkpoint_ = false;
+  checkpoint_ = {};
+  checkpoint_path_.clear();
+  opened_checkpoints_.clear();
+  probe_.reset();
+  probe_stale_ = true;
+  // The images stay (they are the user's files); what was predicted goes.
+  for (Image& img : images_) {
+    img.top = -1;
+    img.prob = 0;
+  }
+  for (int r = 0; r < list_->count(); ++r)
+    if (auto* item = list_->item(r)) item->setText(QFileInfo(images_[size_t(r)].path).fileName());
+  probs_.clear();
+  bars_->clear();
+  saliency_->setCaption({});
+  saliency_->setHeatmap({}, 0, 0);
+  maps_->clear();
+  vector_bars_->clear();
+  layer_->clear();
+  setMessage({}, false);
+  fillWeightChoices();
+  showWeightsInUse();
 }
 
 bool InferencePanel::ensureProbe() {
@@ -331,6 +436,16 @@ void InferencePanel::predictCurrent() {
   Image& img = images_[size_t(current_)];
   const ModelWeights& w = use_checkpoint_ ? checkpoint_ : ctx_->weights();
   if (!ensureProbe()) {
+    // No prediction: the caption and the list say only what the image is,
+    // as the empty Top-5 does.
+    saliency_->setCaption(QFileInfo(img.path).fileName());
+    if (auto* item = list_->item(current_)) item->setText(QFileInfo(img.path).fileName());
+    img.top = -1;
+    img.prob = 0;
+    bars_->clear();
+    maps_->clear();
+    vector_bars_->clear();
+    saliency_->setHeatmap({}, 0, 0);
     Dataset one;
     try {
       one.sample_shape = Plan(ctx_->project().graph, 1).input_shape();
@@ -340,7 +455,6 @@ void InferencePanel::predictCurrent() {
     one.pixels = img.chw;
     one.labels = {0};
     saliency_->setImage(sample_image(one, 0));
-    bars_->clear();
     if (!w.valid()) setMessage(tr("No weights yet: train the network or use a checkpoint."), false);
     return;
   }
@@ -406,6 +520,8 @@ void InferencePanel::predictCurrent() {
 
 void InferencePanel::showActivations() {
   maps_->clear();
+  vector_bars_->clear();
+  showActivationKind();
   if (!probe_ || layer_->currentIndex() < 0) return;
   const NodeId id = NodeId(layer_->currentData().toLongLong());
   for (const auto& a : probe_->activations()) {
@@ -418,7 +534,20 @@ void InferencePanel::showActivations() {
         std::vector<float> m(v + size_t(k) * h * w, v + size_t(k + 1) * h * w);
         maps_->addImage(widgets::heat_image(m, w, h), tr("ch %1").arg(k));
       }
-    } else {  // a vector (or sequence): one strip
+    } else if (s.rank() == 1 && s[0] <= 512) {
+      // A vector (Dense, the logits): one bar per value, named by class
+      // when there is one value per class.
+      const int n = int(s[0]);
+      QStringList names = (use_checkpoint_ ? checkpoint_ : ctx_->weights()).class_names;
+      if (names.isEmpty()) names = ctx_->classNames();
+      float peak = 1e-12f;
+      for (int i = 0; i < n; ++i) peak = std::max(peak, std::abs(v[i]));
+      QVector<widgets::TopKBars::Entry> entries;
+      for (int i = 0; i < n; ++i)
+        entries.push_back({n == names.size() ? names[i] : tr("unit %1").arg(i),
+                           std::abs(v[i]) / peak, QString::number(v[i], 'g', 4), v[i] < 0});
+      vector_bars_->setEntries(entries);
+    } else {  // a sequence or a long vector: one strip
       const int n = int(s.numel());
       std::vector<float> m(v, v + n);
       const int w = s.rank() == 2 ? int(s[1]) : n, h = s.rank() == 2 ? int(s[0]) : 1;
@@ -426,10 +555,17 @@ void InferencePanel::showActivations() {
     }
     break;
   }
+  showActivationKind();
+}
+
+void InferencePanel::showActivationKind() {
+  const bool bars = !vector_bars_->entries().isEmpty();
+  vector_area_->setVisible(bars);
+  maps_->setVisible(!bars);
 }
 
 int InferencePanel::activationMapCount() const {
-  return maps_->count();
+  return maps_->count() + int(vector_bars_->entries().size());
 }
 
 int InferencePanel::topClass() const {

@@ -39,9 +39,15 @@ class InferencePanel : public QWidget {
   // many were added. Unreadable files are listed in the message, not added.
   int openPaths(const QStringList& paths);
   // Switches to a checkpoint's weights; false (message shown) when it cannot
-  // be used with the project's network.
-  bool loadCheckpoint(const QString& path);
+  // be used with the project's network. label names it in the weights list
+  // (a run's checkpoint: "Run 2: best (epoch 3, …)"); empty: the file's name.
+  bool loadCheckpoint(const QString& path, const QString& label = {});
   void useCurrentWeights();
+  // The weights list as shown: the latest weights, each run's checkpoints,
+  // checkpoint files opened, then "Checkpoint file…".
+  QStringList weightChoices() const;
+  // Uses the entry of weightChoices() with this text; false when none is.
+  bool chooseWeights(const QString& choice);
   // Adds a frame from the first camera (OpenCV); false, with a message, when
   // there is none.
   bool captureCamera();
@@ -61,6 +67,9 @@ class InferencePanel : public QWidget {
   widgets::TopKBars* topK() const { return bars_; }
   widgets::SaliencyView* saliency() const { return saliency_; }
   widgets::ImageGrid* images() const { return list_; }
+  // The layer whose activations are shown, and a 1-D activation's bars.
+  QComboBox* activationLayer() const { return layer_; }
+  widgets::TopKBars* activationBars() const { return vector_bars_; }
 
  signals:
   // After each prediction of the selected image.
@@ -80,9 +89,14 @@ class InferencePanel : public QWidget {
     float prob = 0;
   };
   void buildUi();
+  void fillWeightChoices();
+  void weightChoiceActivated(int index);
+  void showWeightsInUse();
+  void resetForNewProject();
   bool ensureProbe();
   void predictCurrent();
   void showActivations();
+  void showActivationKind();  // bars for a vector, maps otherwise
   void setMessage(const QString& text, bool error);
   void updatePreprocessingText();
   QString className(int i) const;
@@ -90,6 +104,7 @@ class InferencePanel : public QWidget {
   ProjectContext* ctx_;
   bool use_checkpoint_ = false;
   ModelWeights checkpoint_;
+  QString checkpoint_path_;
   std::unique_ptr<ModelProbe> probe_;
   bool probe_stale_ = true;
   bool mismatch_shown_ = false;  // the message is "The weights do not fit"
@@ -98,8 +113,12 @@ class InferencePanel : public QWidget {
   std::vector<float> probs_;
 
   QLabel *weights_label_, *preprocess_, *message_;
-  QPushButton *open_, *open_dir_, *camera_, *open_ckpt_, *use_current_;
+  QPushButton *open_, *open_dir_, *camera_;
+  QComboBox* weights_choice_;
+  QStringList opened_checkpoints_;  // files opened by hand, offered again in the list
   widgets::ImageGrid *list_, *maps_;
+  widgets::TopKBars* vector_bars_;  // a 1-D activation: one bar per value
+  QWidget* vector_area_;            // its scroll area, shown instead of maps_
   widgets::SaliencyView* saliency_;
   widgets::TopKBars* bars_;
   QSlider* opacity_;

@@ -86,8 +86,10 @@ void MainWindow::setProject(Project p, const QString& file, bool modified) {
   syncing_ = true;
   editor_->loadGraph(p.graph);
   syncing_ = false;
-  if (ctx_) ctx_->setProject(p);  // the Training and Dataset tabs show its settings
-  p.graph = Graph{};              // the editor's copy is the one that changes
+  // The Training and Dataset tabs show its settings; the previous project's
+  // runs, plots, dataset and weights go.
+  if (ctx_) ctx_->replaceProject(p);
+  p.graph = Graph{};  // the editor's copy is the one that changes
   project_ = std::move(p);
   file_ = file;
   forced_modified_ = modified;

@@ -17,6 +17,7 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QStatusBar>
 #include <QTabBar>
@@ -57,10 +58,9 @@ void MainWindow::createModes() {
   // Problems found at Start usually concern the data: show them.
   connect(training_panel_, &TrainingPanel::problemsFound, this,
           [this] { showMode(Mode::Training); });
-  connect(training_panel_, &TrainingPanel::weightsReady, this, [this] {
-    statusBar()->showMessage(
-        tr("Training finished: the Inference tab now uses the trained weights."), 8000);
-  });
+  // How a run ended and whose weights the Inference tab uses now.
+  connect(training_panel_, &TrainingPanel::message, this,
+          [this](const QString& text) { statusBar()->showMessage(text, 10000); });
 }
 
 void MainWindow::createModeActions(QMenu* view) {
@@ -144,9 +144,13 @@ bool MainWindow::confirmStopTraining(const QString& why) {
   if (on_confirm_) {
     a = on_confirm_(q);
   } else {
-    auto b = QMessageBox::question(this, tr("Training in progress"), q,
-                                   QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Cancel);
-    a = b == QMessageBox::Discard ? Answer::Discard : Answer::Cancel;
+    // Buttons that say what they do: "Discard" would suggest losing the run.
+    QMessageBox box(QMessageBox::Question, tr("Training in progress"), q, QMessageBox::NoButton,
+                    this);
+    QPushButton* stop = box.addButton(tr("Stop training and %1").arg(why), QMessageBox::AcceptRole);
+    box.setDefaultButton(box.addButton(QMessageBox::Cancel));
+    box.exec();
+    a = box.clickedButton() == stop ? Answer::Discard : Answer::Cancel;
   }
   if (a == Answer::Cancel) return false;
   training_panel_->session()->stopAndWait();

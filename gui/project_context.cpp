@@ -79,9 +79,7 @@ ModelWeights weights_from_checkpoint(const QString& path) {
 }
 
 ProjectContext::ProjectContext(Project project, QObject* parent)
-    : QObject(parent), project_(std::move(project)) {
-  augment_ = engine_augment_of(project_.training);  // a project may carry flips, crops, rotation
-}
+    : QObject(parent), project_(std::move(project)) {}
 
 std::unique_ptr<ProjectContext> ProjectContext::load(const QString& path, QObject* parent) {
   return std::make_unique<ProjectContext>(load_project(path.toStdString()), parent);
@@ -89,10 +87,23 @@ std::unique_ptr<ProjectContext> ProjectContext::load(const QString& path, QObjec
 
 void ProjectContext::setProject(Project p) {
   project_ = std::move(p);
-  // The engine's share comes with the project; the copies' share stays.
-  augment_ = with_engine_part(augment_, engine_augment_of(project_.training));
-  augmented_.reset();
   Q_EMIT projectChanged();
+}
+
+void ProjectContext::replaceProject(Project p) {
+  if (busy_) throw Error("a training run is using this project; stop it before replacing it");
+  source_ = {};
+  train_.reset();
+  test_.reset();
+  description_.clear();
+  warnings_.clear();
+  weights_ = {};
+  run_checkpoints_.clear();
+  Q_EMIT projectReplaced();
+  setProject(std::move(p));
+  Q_EMIT datasetChanged();
+  Q_EMIT weightsChanged();
+  Q_EMIT runCheckpointsChanged();
 }
 
 void ProjectContext::loadDataset(const DatasetSource& source) {
@@ -180,7 +191,6 @@ void ProjectContext::applyDataset(const DatasetSource& source, LoadedDataset loa
   if (test_ && test_->class_names.empty()) test_->class_names = train_->class_names;
   description_ = loaded.description;
   warnings_ = loaded.warnings;
-  augmented_.reset();
   Q_EMIT datasetChanged();
 }
 
@@ -192,11 +202,10 @@ QStringList ProjectContext::classNames() const {
   return v;
 }
 
-QStringList ProjectContext::trainingProblems() const {
+QStringList ProjectContext::trainingProblems(const TrainConfig& c) const {
   // The engine's own list (the Trainer refuses the first one), as sentences.
   QStringList p;
-  for (const RunProblem& r :
-       run_problems(project_.graph, project_.training, train_.get(), test_.get())) {
+  for (const RunProblem& r : run_problems(project_.graph, c, train_.get(), test_.get())) {
     QString m = QString::fromStdString(r.message);
     if (!m.isEmpty()) m[0] = m[0].toUpper();
     p << m + ".";
@@ -204,19 +213,8 @@ QStringList ProjectContext::trainingProblems() const {
   return p;
 }
 
-std::shared_ptr<Dataset> ProjectContext::trainingSet() {
-  const AugmentOptions copies = copy_part(augment_);
-  if (!train_ || !copies.enabled()) return train_;
-  if (!augmented_)
-    augmented_ =
-        std::make_shared<Dataset>(augmented_dataset(*train_, copies, project_.training.seed));
-  return augmented_;
-}
-
-void ProjectContext::setAugmentation(const AugmentOptions& o) {
-  augment_ = o;
-  engine_augment_to(project_.training, o);  // saved with the project, applied per step
-  augmented_.reset();
+void ProjectContext::setAugmentation(const AugmentConfig& a) {
+  project_.training.augment = a;
 }
 
 void ProjectContext::setBusy(bool b) {
@@ -228,6 +226,12 @@ void ProjectContext::setBusy(bool b) {
 void ProjectContext::setWeights(ModelWeights w) {
   weights_ = std::move(w);
   Q_EMIT weightsChanged();
+}
+
+void ProjectContext::addRunCheckpoints(const QVector<RunCheckpoint>& c) {
+  if (c.isEmpty()) return;
+  run_checkpoints_ += c;
+  Q_EMIT runCheckpointsChanged();
 }
 
 }  // namespace dc::gui

@@ -4,7 +4,6 @@
 // weights. Each panel takes a ProjectContext, so a panel can be built and
 // tested on its own, without MainWindow; the app hands the same context to
 // all of them and calls setProject when the editor's graph changes.
-#include "gui/augmentation.h"
 
 #include <deepcanvas/data.h>
 #include <deepcanvas/project.h>
@@ -13,6 +12,7 @@
 #include <QObject>
 #include <QString>
 #include <QStringList>
+#include <QVector>
 #include <memory>
 #include <string>
 #include <utility>
@@ -46,6 +46,14 @@ struct ModelWeights {
   bool valid() const { return !state.empty(); }
 };
 
+// A checkpoint a run wrote, offered to the Inference tab by name ("Run 2:
+// best, epoch 3, 85.2 % validation") so the user picks whose weights to use.
+struct RunCheckpoint {
+  int run = 0;
+  QString label;
+  QString path;
+};
+
 // A dataset sample as an image (C×H×W u8 with C = 1 or 3); null for
 // non-image samples.
 QImage sample_image(const Dataset& d, int64_t index);
@@ -67,6 +75,9 @@ class ProjectContext : public QObject {
   const Project& project() const { return project_; }
   Project& project() { return project_; }
   void setProject(Project p);  // e.g. after the editor changed the graph
+  // Another project (File > New, Open): the dataset, weights and runs of the
+  // previous one are dropped and projectReplaced() tells the panels to reset.
+  void replaceProject(Project p);
   QString projectName() const { return QString::fromStdString(project_.name); }
 
   // Loads the data for `source` (throws dc::Error with a message naming the
@@ -80,11 +91,10 @@ class ProjectContext : public QObject {
   void applyDataset(const DatasetSource& source, LoadedDataset loaded);
   bool hasDataset() const { return train_ != nullptr; }
   std::shared_ptr<Dataset> trainSet() const { return train_; }
-  // What a run trains on: trainSet() plus its augmented copies when
-  // augmentation is on (made once and kept until the data or options change).
-  std::shared_ptr<Dataset> trainingSet();
-  const AugmentOptions& augmentation() const { return augment_; }
-  void setAugmentation(const AugmentOptions& o);
+  // Augmentation is the engine's (TrainConfig::augment, saved with the
+  // project and drawn afresh for every batch): the panel edits it here.
+  const AugmentConfig& augmentation() const { return project_.training.augment; }
+  void setAugmentation(const AugmentConfig& a);
   std::shared_ptr<Dataset> testSet() const { return test_; }
   const DatasetSource& datasetSource() const { return source_; }
   QString datasetDescription() const { return description_; }
@@ -92,11 +102,17 @@ class ProjectContext : public QObject {
   QStringList classNames() const;
   // Everything that would stop training, each a sentence naming the cause:
   // no data, a single class, sample shape vs the Input layer, number of
-  // classes vs the network's outputs, an invalid graph. Empty when fine.
-  QStringList trainingProblems() const;
+  // classes vs the network's outputs, an invalid graph, the settings.
+  // Empty when fine. With the project's training settings, or with c (the
+  // Training tab's, not saved yet).
+  QStringList trainingProblems() const { return trainingProblems(project_.training); }
+  QStringList trainingProblems(const TrainConfig& c) const;
 
   const ModelWeights& weights() const { return weights_; }
   void setWeights(ModelWeights w);
+  // The checkpoints of this project's runs, oldest run first.
+  const QVector<RunCheckpoint>& runCheckpoints() const { return run_checkpoints_; }
+  void addRunCheckpoints(const QVector<RunCheckpoint>& c);
 
   // True while a run trains on this context's data: the dataset cannot be
   // replaced then (the evaluation view reads the test set the run uses).
@@ -108,6 +124,8 @@ class ProjectContext : public QObject {
   void datasetChanged();
   void weightsChanged();
   void busyChanged(bool busy);
+  void projectReplaced();  // before the projectChanged() of replaceProject
+  void runCheckpointsChanged();
 
  private:
   Project project_;
@@ -116,9 +134,8 @@ class ProjectContext : public QObject {
   QString description_;
   QStringList warnings_, blocking_;
   ModelWeights weights_;
-  AugmentOptions augment_;
+  QVector<RunCheckpoint> run_checkpoints_;
   bool busy_ = false;
-  std::shared_ptr<Dataset> augmented_;
 };
 
 }  // namespace dc::gui

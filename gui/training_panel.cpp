@@ -2,6 +2,8 @@
 
 #include "gui/evaluation_view.h"
 #include "gui/process_stats.h"
+#include "gui/settings_form.h"
+#include "gui/training_plots.h"
 #include "widgets/live_plot.h"
 
 #include <deepcanvas/device.h>
@@ -12,11 +14,10 @@
 #include <QComboBox>
 #include <QDateTime>
 #include <QDir>
-#include <QDoubleSpinBox>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QGridLayout>
-#include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -24,6 +25,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QScrollBar>
 #include <QSpinBox>
 #include <QSplitter>
@@ -40,10 +42,6 @@ namespace dc::gui {
 
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 QString duration_text(double s) {
   if (!std::isfinite(s) || s < 0) return QStringLiteral("–");
   int t = int(s + 0.5);
@@ -52,21 +50,19 @@ QString duration_text(double s) {
   return QString("%1 s").arg(t);
 }
 
-// Position of a step on the epoch axis, so runs of different lengths and
-// batch sizes line up when overlaid.
-double epoch_x(const TrainEvent& e) {
-  if (e.steps_per_epoch <= 0) return e.epoch;
-  return (e.epoch - 1) + double(e.step_in_epoch) / double(e.steps_per_epoch);
+// Where runs go unless the user picks a folder: ~/.local/share/DeepCanvas/runs
+// on Linux, as the README says (AppLocalDataLocation would add the
+// application's name a second time: DeepCanvas/DeepCanvas).
+QString default_runs_folder() {
+  return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + "/DeepCanvas/runs";
 }
+
+enum RunColumn { kRun, kSettings, kEpochs, kTrainLoss, kHeldOut, kResult, kFolder };
 
 }  // namespace
 
 TrainingPanel::TrainingPanel(ProjectContext* ctx, QWidget* parent)
-    : QWidget(parent),
-      ctx_(ctx),
-      session_(new TrainingSession(this)),
-      device_timer_(new QTimer(this)),
-      proc_(std::make_unique<ProcessStats>()) {
+    : QWidget(parent), ctx_(ctx), session_(new TrainingSession(this)) {
   buildUi();
   loadSettings(ctx_->project().training);
   connect(ctx_, &ProjectContext::projectChanged, this,
@@ -77,15 +73,12 @@ TrainingPanel::TrainingPanel(ProjectContext* ctx, QWidget* parent)
   connect(session_, &TrainingSession::finished, this, &TrainingPanel::onFinished);
   connect(session_, &TrainingSession::stateChanged, this, &TrainingPanel::onState);
   connect(session_, &TrainingSession::logMessage, this, &TrainingPanel::appendLog);
-  connect(session_, &TrainingSession::telemetry, this, &TrainingPanel::onTelemetry);
+  connect(session_, &TrainingSession::telemetry, plots_, &TrainingPlots::addTelemetry);
+  connect(ctx_, &ProjectContext::projectReplaced, this, &TrainingPanel::resetRuns);
   connect(session_, &TrainingSession::checkpointWritten, this, [this](const QString& path) {
     if (path.endsWith("last.safetensors")) eval_->setCheckpoint(path);
   });
-  // Device readings are cheap (/proc or NVML's cached sample) and twice a
-  // second is plenty for a utilisation curve.
   connect(device_, &QComboBox::currentIndexChanged, this, &TrainingPanel::updateButtons);
-  device_timer_->setInterval(500);
-  connect(device_timer_, &QTimer::timeout, this, &TrainingPanel::sampleDevice);
   updateButtons();
 }
 
@@ -93,76 +86,69 @@ TrainingPanel::~TrainingPanel() = default;
 
 void TrainingPanel::buildUi() {
   auto* root = new QHBoxLayout(this);
+  root->setContentsMargins(4, 4, 4, 4);
   auto* split = new QSplitter(Qt::Horizontal, this);
   root->addWidget(split);
 
-  // Left: settings, controls, progress and log.
+  // Left: settings (collapsible), controls, progress and log.
   auto* left = new QWidget(split);
   auto* ll = new QVBoxLayout(left);
-  auto* settings = new QGroupBox(tr("Training settings"), left);
-  auto* form = new QFormLayout(settings);
-  optimizer_ = new QComboBox(settings);
-  for (const auto& n : enum_names<OptimizerType>()) optimizer_->addItem(QString::fromStdString(n));
-  lr_ = new QDoubleSpinBox(settings);
-  lr_->setDecimals(6);
-  lr_->setRange(1e-6, 10.0);
-  lr_->setSingleStep(1e-4);
-  schedule_ = new QComboBox(settings);
-  for (const auto& n : enum_names<ScheduleType>()) schedule_->addItem(QString::fromStdString(n));
-  batch_ = new QSpinBox(settings);
-  batch_->setRange(1, 65536);
-  epochs_ = new QSpinBox(settings);
-  epochs_->setRange(1, 10000);
-  precision_ = new QComboBox(settings);
-  precision_->addItem(tr("fp32"), "fp32");
-  precision_->addItem(tr("bf16 mixed (GPU)"), "bf16");
-  precision_->addItem(tr("fp16 mixed, loss scaling (GPU)"), "fp16");
-  precision_->setToolTip(
-      tr("16-bit compute with fp32 master weights; GPU runs only, the CPU "
-         "computes in fp32."));
-  device_ = new QComboBox(settings);
-  seed_ = new QSpinBox(settings);
-  seed_->setRange(0, std::numeric_limits<int>::max());
-  steps_limit_ = new QSpinBox(settings);
+  ll->setContentsMargins(0, 0, 4, 0);
+  settings_toggle_ = new QToolButton(left);
+  settings_toggle_->setCheckable(true);
+  settings_toggle_->setChecked(true);
+  settings_toggle_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  settings_toggle_->setArrowType(Qt::DownArrow);
+  settings_toggle_->setText(tr("Training settings"));
+  settings_toggle_->setAutoRaise(true);
+  settings_toggle_->setToolTip(tr("Show or hide the settings, leaving more room for the log"));
+  ll->addWidget(settings_toggle_);
+  // The controls come from the engine's settings table (ranges, choices,
+  // help as tooltips); the Dataset tab owns the split and normalisation,
+  // and the device gets a list of this machine's devices instead of text.
+  settings_ = new QTabWidget(left);
+  settings_->setDocumentMode(true);
+  run_form_ = new SettingsForm("Run", {"val_split", "normalize", "device"}, settings_);
+  opt_form_ = new SettingsForm("Optimizer", {}, settings_);
+  sched_form_ = new SettingsForm("Schedule", {}, settings_);
+  device_ = new QComboBox(run_form_);
+  device_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  device_->setMinimumContentsLength(8);
+  steps_limit_ = new QSpinBox(run_form_);
   steps_limit_->setRange(0, 1000000);
   steps_limit_->setSpecialValueText(tr("whole epoch"));
   steps_limit_->setToolTip(tr("Stop each epoch after this many steps (a quick look)."));
-  patience_ = new QSpinBox(settings);
-  patience_->setRange(0, 1000);
-  patience_->setSpecialValueText(tr("off"));
-  patience_->setToolTip(tr("Early stopping: epochs without improvement before stopping."));
-  checkpoint_dir_ = new QLineEdit(settings);
-  checkpoint_dir_->setText(QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) +
-                           "/runs");
-  auto* browse = new QToolButton(settings);
+  checkpoint_dir_ = new QLineEdit(run_form_);
+  setCheckpointDir(default_runs_folder());
+  auto* browse = new QToolButton(run_form_);
   browse->setText("…");
+  browse->setToolTip(tr("Choose the folder runs write their checkpoints to"));
   connect(browse, &QToolButton::clicked, this, [this] {
     QString d =
         QFileDialog::getExistingDirectory(this, tr("Checkpoint folder"), checkpoint_dir_->text());
-    if (!d.isEmpty()) checkpoint_dir_->setText(d);
+    if (!d.isEmpty()) setCheckpointDir(d);
   });
+  connect(checkpoint_dir_, &QLineEdit::textChanged, checkpoint_dir_,
+          [this](const QString& t) { checkpoint_dir_->setToolTip(t); });
   auto* ckrow = new QHBoxLayout;
   ckrow->addWidget(checkpoint_dir_, 1);
   ckrow->addWidget(browse);
-  form->addRow(tr("Optimizer"), optimizer_);
-  form->addRow(tr("Learning rate"), lr_);
-  form->addRow(tr("Schedule"), schedule_);
-  form->addRow(tr("Batch size"), batch_);
-  form->addRow(tr("Epochs"), epochs_);
-  form->addRow(tr("Precision"), precision_);
-  form->addRow(tr("Device"), device_);
-  form->addRow(tr("Seed"), seed_);
-  form->addRow(tr("Steps per epoch"), steps_limit_);
-  form->addRow(tr("Early stopping"), patience_);
-  form->addRow(tr("Checkpoints"), ckrow);
-  ll->addWidget(settings);
+  if (const SettingSpec* d = find_setting("device"))
+    device_->setToolTip(QString::fromStdString(d->attr.help));
+  run_form_->layout()->insertRow(run_form_->layout()->rowCount() - 1, tr("Device"), device_);
+  run_form_->layout()->addRow(tr("Steps per epoch"), steps_limit_);
+  run_form_->layout()->addRow(tr("Checkpoints"), ckrow);
+  settings_->addTab(run_form_, tr("Run"));
+  settings_->addTab(opt_form_, tr("Optimizer"));
+  settings_->addTab(sched_form_, tr("Schedule"));
+  ll->addWidget(settings_);
+  connect(settings_toggle_, &QToolButton::toggled, this, &TrainingPanel::setSettingsVisible);
   fillDevices();
   // Saved with the project, so each edit can make it "modified".
-  for (QComboBox* c : {optimizer_, schedule_, precision_, device_})
-    connect(c, &QComboBox::currentIndexChanged, this, [this] { Q_EMIT settingsChanged(); });
-  for (QSpinBox* b : {batch_, epochs_, seed_, steps_limit_, patience_})
-    connect(b, &QSpinBox::valueChanged, this, [this] { Q_EMIT settingsChanged(); });
-  connect(lr_, &QDoubleSpinBox::valueChanged, this, [this] { Q_EMIT settingsChanged(); });
+  for (SettingsForm* f : {run_form_, opt_form_, sched_form_})
+    connect(f, &SettingsForm::changed, this, [this] { Q_EMIT settingsChanged(); });
+  connect(device_, &QComboBox::currentIndexChanged, this, [this] { Q_EMIT settingsChanged(); });
+  connect(steps_limit_, &QSpinBox::valueChanged, this, [this] { Q_EMIT settingsChanged(); });
 
   auto* buttons = new QHBoxLayout;
   start_ = new QPushButton(tr("Start"), left);
@@ -170,7 +156,10 @@ void TrainingPanel::buildUi() {
   resume_ = new QPushButton(tr("Resume"), left);
   stop_ = new QPushButton(tr("Stop"), left);
   start_->setDefault(true);
-  for (auto* b : {start_, pause_, resume_, stop_}) buttons->addWidget(b);
+  for (auto* b : {start_, pause_, resume_, stop_}) {
+    b->setMinimumWidth(0);
+    buttons->addWidget(b);
+  }
   ll->addLayout(buttons);
   connect(start_, &QPushButton::clicked, this, &TrainingPanel::startTraining);
   connect(pause_, &QPushButton::clicked, session_, &TrainingSession::pause);
@@ -197,70 +186,77 @@ void TrainingPanel::buildUi() {
   log_->setReadOnly(true);
   log_->setMaximumBlockCount(5000);
   log_->setPlaceholderText(tr("Training log"));
+  log_->setMinimumHeight(60);
   ll->addWidget(log_, 1);
 
-  // Right: plots and evaluation.
+  // Right: plots, evaluation and the runs.
   tabs_ = new QTabWidget(split);
-  auto* curves = new QWidget(tabs_);
-  auto* grid = new QGridLayout(curves);
-  grid->setContentsMargins(2, 2, 2, 2);
-  loss_plot_ = new widgets::LivePlot(tr("Loss"), tr("loss"), curves);
-  acc_plot_ = new widgets::LivePlot(tr("Accuracy"), tr("%"), curves);
-  speed_plot_ = new widgets::LivePlot(tr("Throughput"), tr("samples/s"), curves);
-  lr_plot_ = new widgets::LivePlot(tr("Learning rate"), tr("lr"), curves);
-  util_plot_ = new widgets::LivePlot(tr("Utilization"), tr("%"), curves);
-  mem_plot_ = new widgets::LivePlot(tr("Memory"), tr("GiB"), curves);
-  for (auto* p : {loss_plot_, acc_plot_, speed_plot_, lr_plot_}) p->setXLabel(tr("epoch"));
-  s_loss_step_ = loss_plot_->addSeries(tr("train"), QColor(31, 119, 180));
-  s_loss_epoch_ = loss_plot_->addSeries(tr("train (epoch)"), QColor(31, 119, 180),
-                                        widgets::LivePlot::Style::Epochs);
-  s_loss_val_ = loss_plot_->addSeries(tr("validation"), QColor(255, 127, 14),
-                                      widgets::LivePlot::Style::Epochs);
-  s_loss_test_ =
-      loss_plot_->addSeries(tr("test"), QColor(44, 160, 44), widgets::LivePlot::Style::Epochs);
-  s_acc_step_ = acc_plot_->addSeries(tr("train"), QColor(31, 119, 180));
-  s_acc_epoch_ = acc_plot_->addSeries(tr("train (epoch)"), QColor(31, 119, 180),
-                                      widgets::LivePlot::Style::Epochs);
-  s_acc_val_ = acc_plot_->addSeries(tr("validation"), QColor(255, 127, 14),
-                                    widgets::LivePlot::Style::Epochs);
-  s_acc_test_ =
-      acc_plot_->addSeries(tr("test"), QColor(44, 160, 44), widgets::LivePlot::Style::Epochs);
-  acc_plot_->setYRange(0, 100);
-  s_speed_ = speed_plot_->addSeries(tr("samples/s"), QColor(148, 103, 189));
-  s_lr_ =
-      lr_plot_->addSeries(tr("learning rate"), QColor(214, 39, 40), widgets::LivePlot::Style::Line);
-  util_plot_->setYRange(0, 100);
-  setupDevicePlots(false);
-  grid->addWidget(loss_plot_, 0, 0);
-  grid->addWidget(acc_plot_, 0, 1);
-  grid->addWidget(util_plot_, 1, 0);
-  grid->addWidget(mem_plot_, 1, 1);
-  grid->addWidget(speed_plot_, 2, 0);
-  grid->addWidget(lr_plot_, 2, 1);
-  tabs_->addTab(curves, tr("Curves"));
+  plots_ = new TrainingPlots(tabs_);
+  tabs_->addTab(plots_, tr("Curves"));
   eval_ = new EvaluationView(ctx_, tabs_);
   tabs_->addTab(eval_, tr("Evaluation"));
   auto* history = new QWidget(tabs_);
   auto* hl = new QVBoxLayout(history);
-  show_overlays_ = new QCheckBox(tr("Overlay earlier runs on the plots (dashed)"), history);
+  show_overlays_ =
+      new QCheckBox(tr("Overlay earlier runs on the plots (tick each run below)"), history);
   show_overlays_->setChecked(true);
   runs_ = new QTableWidget(0, 7, history);
   runs_->setHorizontalHeaderLabels({tr("Run"), tr("Settings"), tr("Epochs"), tr("Train loss"),
                                     tr("Held-out accuracy"), tr("Result"), tr("Checkpoints")});
-  runs_->horizontalHeader()->setSectionResizeMode(6, QHeaderView::Stretch);
+  runs_->horizontalHeaderItem(kRun)->setToolTip(
+      tr("Ticked runs are drawn on the plots, in the colour shown"));
+  // Headers and values in full: columns fit their contents, the folder takes the rest.
+  runs_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  runs_->horizontalHeader()->setStretchLastSection(true);
   runs_->verticalHeader()->setVisible(false);
   runs_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  runs_->setTextElideMode(Qt::ElideLeft);  // a folder's end names the run
   hl->addWidget(show_overlays_);
   hl->addWidget(runs_, 1);
   tabs_->addTab(history, tr("Runs"));
-  connect(show_overlays_, &QCheckBox::toggled, this, [this](bool on) {
-    for (auto* p : {loss_plot_, acc_plot_, speed_plot_, lr_plot_}) p->setOverlaysVisible(on);
+  connect(show_overlays_, &QCheckBox::toggled, plots_, &TrainingPlots::setOverlaysVisible);
+  connect(runs_, &QTableWidget::itemChanged, this, [this](QTableWidgetItem* it) {
+    if (it->column() != kRun || !(it->flags() & Qt::ItemIsUserCheckable)) return;
+    plots_->setRunVisible(it->row() + 1, it->checkState() == Qt::Checked);
   });
   split->addWidget(left);
   split->addWidget(tabs_);
-  split->setStretchFactor(0, 1);
-  split->setStretchFactor(1, 3);
-  split->setSizes({330, 1000});
+  split->setCollapsible(1, false);
+  split->setStretchFactor(0, 0);
+  split->setStretchFactor(1, 1);
+  split->setSizes({300, 980});
+}
+
+void TrainingPanel::setSettingsVisible(bool on) {
+  settings_->setVisible(on);
+  settings_toggle_->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
+  if (settings_toggle_->isChecked() != on) {
+    const QSignalBlocker block(settings_toggle_);
+    settings_toggle_->setChecked(on);
+  }
+}
+
+bool TrainingPanel::settingsVisible() const {
+  return !settings_->isHidden();
+}
+
+widgets::LivePlot* TrainingPanel::lossPlot() const {
+  return plots_->loss();
+}
+widgets::LivePlot* TrainingPanel::accuracyPlot() const {
+  return plots_->accuracy();
+}
+widgets::LivePlot* TrainingPanel::throughputPlot() const {
+  return plots_->throughput();
+}
+widgets::LivePlot* TrainingPanel::lrPlot() const {
+  return plots_->learningRate();
+}
+widgets::LivePlot* TrainingPanel::utilizationPlot() const {
+  return plots_->utilization();
+}
+widgets::LivePlot* TrainingPanel::memoryPlot() const {
+  return plots_->memory();
 }
 
 void TrainingPanel::fillDevices() {
@@ -277,88 +273,50 @@ void TrainingPanel::fillDevices() {
   device_->setToolTip(gpus.empty() ? tr("No GPU: %1").arg(QString::fromStdString(why)) : QString());
 }
 
-void TrainingPanel::setupDevicePlots(bool gpu) {
-  // Rebuilt per run: a GPU run plots the GPU, a CPU run this process.
-  util_plot_->clear();
-  mem_plot_->clear();
-  if (util_plot_->seriesCount() == 0) {
-    s_util_ = util_plot_->addSeries(tr("utilization"), QColor(23, 190, 207),
-                                    widgets::LivePlot::Style::Line);
-    s_mem_ = mem_plot_->addSeries(tr("used"), QColor(188, 189, 34), widgets::LivePlot::Style::Line);
-    s_mem_total_ =
-        mem_plot_->addSeries(tr("total"), QColor(127, 127, 127), widgets::LivePlot::Style::Line);
-    s_mem_alloc_ = mem_plot_->addSeries(tr("engine allocated"), QColor(214, 39, 40),
-                                        widgets::LivePlot::Style::Line);
-    s_mem_reserved_ = mem_plot_->addSeries(tr("engine reserved"), QColor(255, 152, 150),
-                                           widgets::LivePlot::Style::Line);
-    util_plot_->setXLabel(tr("seconds"));
-    mem_plot_->setXLabel(tr("seconds"));
-  }
-  // A CPU run's process memory is a sliver of the machine's, so it gets its
-  // own scale (MiB) and the machine's size goes in the note.
-  for (int sr : {s_mem_total_, s_mem_alloc_, s_mem_reserved_}) mem_plot_->setSeriesVisible(sr, gpu);
-  mem_plot_->setYLabel(gpu ? tr("GiB") : tr("MiB"));
-  if (gpu) {
-    util_plot_->setNote(tr("GPU utilization (NVML)"));
-    mem_plot_->setNote(tr("GPU memory used / total (NVML), engine allocated / reserved"));
-  } else {
-    QString why = Nvml::instance().available() ? tr("training on the CPU") : tr("no GPU found");
-    util_plot_->setNote(tr("CPU use of this process, 100 % = all %1 cores (%2)")
-                            .arg(ProcessStats::cores())
-                            .arg(why));
-    mem_plot_->setNote(tr("resident memory of this process; the machine has %1 GiB (%2)")
-                           .arg(double(ProcessStats::totalMemoryBytes()) / (1 << 30), 0, 'f', 1)
-                           .arg(why));
-  }
-}
-
 void TrainingPanel::loadSettings(const TrainConfig& c) {
-  optimizer_->setCurrentText(enum_name(c.optimizer.type));
-  lr_->setValue(c.optimizer.lr);
-  schedule_->setCurrentText(enum_name(c.schedule.type));
-  batch_->setValue(int(c.batch));
-  epochs_->setValue(c.epochs);
-  seed_->setValue(int(c.seed));
+  for (SettingsForm* f : {run_form_, opt_form_, sched_form_}) f->setConfig(c);
+  const QSignalBlocker b1(steps_limit_), b2(device_);
   steps_limit_->setValue(int(c.steps_per_epoch_limit));
-  patience_->setValue(c.early_stopping_patience);
   int d = device_->findData(QString::fromStdString(c.device.str()));
   device_->setCurrentIndex(d >= 0 ? d : 0);
-  int pr = precision_->findData(QString(enum_name(c.precision)));
-  precision_->setCurrentIndex(pr >= 0 ? pr : 0);
+  updateButtons();
 }
 
 TrainConfig TrainingPanel::config() const {
-  // The project carries what other panels own (loss, validation split,
-  // normalisation); this panel overrides what it shows.
+  // The project carries what other panels own (validation split,
+  // normalisation, augmentation); this panel overrides what it shows.
   TrainConfig c = ctx_->project().training;
-  // The combo boxes hold exactly the enums' words.
-  c.optimizer.type = *enum_from_name<OptimizerType>(optimizer_->currentText().toStdString());
-  c.optimizer.lr = lr_->value();
-  c.schedule.type = *enum_from_name<ScheduleType>(schedule_->currentText().toStdString());
-  c.batch = batch_->value();
-  c.epochs = epochs_->value();
-  c.seed = uint64_t(seed_->value());
+  for (SettingsForm* f : {run_form_, opt_form_, sched_form_}) f->applyTo(c);
   c.steps_per_epoch_limit = steps_limit_->value();
-  c.early_stopping_patience = patience_->value();
   c.device = parse_device(device_->currentData().toString().toStdString());
-  c.precision = c.device.cuda
-                    ? *enum_from_name<Precision>(precision_->currentData().toString().toStdString())
-                    : Precision::Fp32;
+  if (!c.device.cuda) c.precision = Precision::Fp32;  // the CPU computes in fp32 only
   c.resume.clear();
   return c;
 }
 
+SettingsForm* TrainingPanel::settingsForm(const QString& group) const {
+  return group == "Run" ? run_form_ : group == "Optimizer" ? opt_form_ : sched_form_;
+}
+
+QStringList TrainingPanel::settingProblems() const {
+  QStringList p;
+  for (SettingsForm* f : {run_form_, opt_form_, sched_form_}) p << f->problems();
+  return p;
+}
+
 void TrainingPanel::setEpochs(int n) {
-  epochs_->setValue(n);
+  run_form_->setValue("epochs", int64_t(n));
 }
 void TrainingPanel::setStepsPerEpochLimit(int n) {
   steps_limit_->setValue(n);
 }
 void TrainingPanel::setBatch(int n) {
-  batch_->setValue(n);
+  run_form_->setValue("batch", int64_t(n));
 }
 void TrainingPanel::setCheckpointDir(const QString& dir) {
   checkpoint_dir_->setText(dir);
+  // The start of a path says where it is; QLineEdit would show its end.
+  checkpoint_dir_->setCursorPosition(0);
 }
 QString TrainingPanel::checkpointDir() const {
   return checkpoint_dir_->text();
@@ -368,6 +326,23 @@ QString TrainingPanel::problemText() const {
 }
 QString TrainingPanel::logText() const {
   return log_->toPlainText();
+}
+QString TrainingPanel::statusText() const {
+  return status_->text();
+}
+
+void TrainingPanel::resetRuns() {
+  session_->stopAndWait();  // callers ask first; this only makes sure
+  plots_->reset();
+  eval_->clear();
+  runs_->setRowCount(0);
+  log_->clear();
+  progress_->setValue(0);
+  status_->setText(tr("Ready"));
+  showProblems({});
+  run_ = 0;
+  run_dir_.clear();
+  best_epoch_.clear();
 }
 
 void TrainingPanel::showProblems(const QStringList& problems) {
@@ -404,82 +379,67 @@ void TrainingPanel::startTraining() {
       return;
     }
   }
-  QStringList problems = ctx_->trainingProblems();
+  // The settings as shown (a typed value the table refuses first), then
+  // the engine's checks of these settings with this network and data.
+  QStringList problems = settingProblems();
+  TrainConfig cfg = config();
+  if (problems.isEmpty()) problems = ctx_->trainingProblems(cfg);
   if (!problems.isEmpty()) {
     showProblems(problems);
     return;
   }
-  TrainConfig cfg = config();
   run_dir_ = checkpoint_dir_->text() + "/" +
              QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss") +
              QString("-run%1").arg(run_ + 1);
   cfg.checkpoint_dir = run_dir_.toStdString();
   try {
-    session_->start(ctx_->project().graph, cfg, ctx_->trainingSet(), ctx_->testSet());
+    session_->start(ctx_->project().graph, cfg, ctx_->trainSet(), ctx_->testSet());
   } catch (const std::exception& e) {
     showProblems({QString::fromUtf8(e.what())});
     return;
   }
   showProblems({});
-  if (run_ > 0) {
-    QString name = tr("run %1").arg(run_);
-    for (auto* p : {loss_plot_, acc_plot_, speed_plot_, lr_plot_}) {
-      p->archiveRun(name);
-      p->setOverlaysVisible(show_overlays_->isChecked());
-    }
-  }
   ++run_;
+  best_epoch_.clear();
   eval_->clear();
   progress_->setValue(0);
-  gpu_run_ = cfg.device.cuda && Nvml::instance().available();
-  setupDevicePlots(gpu_run_);
-  if (gpu_run_) {
-    gpu_ = std::make_unique<GpuSampler>(cfg.device.index, 4.0);
-  } else {
-    gpu_.reset();
-  }
-  run_t0_ = now_s();
-  got_telemetry_ = false;
-  proc_->cpuPercent();  // starts the interval the first reading covers
-  device_timer_->start();
+  plots_->startRun(run_, cfg.device.cuda ? cfg.device.index : -1);
   const int row = runs_->rowCount();
-  runs_->insertRow(row);
-  runs_->setItem(row, 0, new QTableWidgetItem(QString::number(run_)));
-  runs_->setItem(row, 1,
+  {
+    const QSignalBlocker block(runs_);  // the tick of a new row is not a user's choice
+    // The previous run is an overlay now: its tick shows or hides it.
+    if (QTableWidgetItem* prev = row > 0 ? runs_->item(row - 1, kRun) : nullptr)
+      prev->setFlags(prev->flags() | Qt::ItemIsUserCheckable);
+    runs_->insertRow(row);
+    auto* run = new QTableWidgetItem(QString::number(run_));
+    run->setData(Qt::DecorationRole, widgets::LivePlot::runColor(run_ - 1));
+    run->setCheckState(Qt::Checked);
+    run->setFlags(run->flags() & ~Qt::ItemIsUserCheckable);  // drawn while it runs
+    runs_->setItem(row, kRun, run);
+  }
+  runs_->setItem(row, kSettings,
                  new QTableWidgetItem(QString("%1 lr %2 %3, batch %4, %5, %6")
-                                          .arg(optimizer_->currentText())
-                                          .arg(lr_->value())
-                                          .arg(schedule_->currentText())
-                                          .arg(batch_->value())
+                                          .arg(enum_name(cfg.optimizer.type))
+                                          .arg(cfg.optimizer.lr)
+                                          .arg(enum_name(cfg.schedule.type))
+                                          .arg(cfg.batch)
                                           .arg(QString::fromStdString(cfg.device.str()),
                                                QString(enum_name(cfg.precision)))));
-  setRunCell(5, tr("running"));
-  setRunCell(6, run_dir_);
+  setRunCell(kResult, tr("running"));
+  setRunCell(kFolder, run_dir_);
   appendLog(tr("Run %1: %2 on %3, checkpoints in %4")
                 .arg(run_)
                 .arg(ctx_->datasetDescription(), device_->currentText(), run_dir_));
 }
 
 void TrainingPanel::onSteps(const QVector<TrainEvent>& batch) {
-  QVector<double> x, loss, acc, sps, lr;
-  x.reserve(batch.size());
-  for (const TrainEvent& e : batch) {
-    x.push_back(epoch_x(e));
-    // The step's own values (the plot smooths them); the epoch's running
-    // means would lag and jump at every epoch boundary.
-    loss.push_back(e.batch_loss);
-    acc.push_back(100.0 * e.batch_accuracy);
-    sps.push_back(e.samples_per_s);
-    lr.push_back(e.lr);
-  }
-  loss_plot_->addPoints(s_loss_step_, x, loss);
-  acc_plot_->addPoints(s_acc_step_, x, acc);
-  speed_plot_->addPoints(s_speed_, x, sps);
-  lr_plot_->addPoints(s_lr_, x, lr);
+  plots_->addSteps(batch);
 }
 
 void TrainingPanel::onProgress(double fraction, double eta_s, double sps, int epoch, int epochs) {
   progress_->setValue(int(std::lround(fraction * 1000)));
+  // Paused: no rate or ETA, they would describe a run that is not running.
+  if (session_->state() == TrainingSession::State::Paused) return;
   status_->setText(tr("Epoch %1/%2 · %3 samples/s · ETA %4")
                        .arg(epoch)
                        .arg(epochs)
@@ -488,21 +448,18 @@ void TrainingPanel::onProgress(double fraction, double eta_s, double sps, int ep
 }
 
 void TrainingPanel::onEpoch(const TrainEvent& e) {
-  const double x = e.epoch;
-  loss_plot_->addPoint(s_loss_epoch_, x, e.train_loss);
-  loss_plot_->addPoint(s_loss_val_, x, e.val_loss);
-  loss_plot_->addPoint(s_loss_test_, x, e.test_loss);
-  acc_plot_->addPoint(s_acc_epoch_, x, 100.0 * e.train_accuracy);
-  acc_plot_->addPoint(s_acc_val_, x, 100.0 * e.val_accuracy);
-  acc_plot_->addPoint(s_acc_test_, x, 100.0 * e.test_accuracy);
+  plots_->addEpoch(e);
   if (!e.confusion.empty()) eval_->setConfusion(e.confusion, e.epoch);
-  setRunCell(2, QString("%1/%2").arg(e.epoch).arg(e.epochs));
-  setRunCell(3, QString::number(e.train_loss, 'f', 4));
+  setRunCell(kEpochs, QString("%1/%2").arg(e.epoch).arg(e.epochs));
+  setRunCell(kTrainLoss, QString::number(e.train_loss, 'f', 4));
   const double held = std::isfinite(e.val_accuracy) ? e.val_accuracy : e.test_accuracy;
+  const QString which = std::isfinite(e.val_accuracy) ? tr("validation") : tr("test");
   if (std::isfinite(held))
-    setRunCell(4, QString("%1 % (%2)")
-                      .arg(100.0 * held, 0, 'f', 2)
-                      .arg(std::isfinite(e.val_accuracy) ? tr("validation") : tr("test")));
+    setRunCell(kHeldOut, QString("%1 % (%2)").arg(100.0 * held, 0, 'f', 2).arg(which));
+  if (e.best)
+    best_epoch_ = std::isfinite(held)
+                      ? tr("epoch %1, %2 % %3").arg(e.epoch).arg(100.0 * held, 0, 'f', 2).arg(which)
+                      : tr("epoch %1").arg(e.epoch);
 }
 
 void TrainingPanel::setRunCell(int column, const QString& text) {
@@ -511,53 +468,69 @@ void TrainingPanel::setRunCell(int column, const QString& text) {
   runs_->setItem(row, column, new QTableWidgetItem(text));
 }
 
-void TrainingPanel::sampleDevice() {
-  const double t = now_s() - run_t0_;
-  constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
-  if (gpu_run_ && got_telemetry_) return;  // the trainer's own readings are plotted
-  if (gpu_run_ && gpu_) {
-    GpuSample s = gpu_->latest();
-    if (s.utilization_pct >= 0) util_plot_->addPoint(s_util_, t, s.utilization_pct);
-    if (s.memory_used >= 0) mem_plot_->addPoint(s_mem_, t, double(s.memory_used) / GiB);
-    if (s.memory_total > 0) mem_plot_->addPoint(s_mem_total_, t, double(s.memory_total) / GiB);
-  } else {
-    double cpu = proc_->cpuPercent();
-    if (cpu >= 0) util_plot_->addPoint(s_util_, t, cpu);
-    int64_t rss = ProcessStats::residentBytes();
-    if (rss >= 0) mem_plot_->addPoint(s_mem_, t, double(rss) / (1024.0 * 1024.0));
-  }
-}
-
-void TrainingPanel::onTelemetry(const DeviceReading& r) {
-  got_telemetry_ = true;
-  const double t = now_s() - run_t0_;
-  constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
-  if (r.utilization_pct >= 0) util_plot_->addPoint(s_util_, t, r.utilization_pct);
-  if (r.memory_used >= 0) mem_plot_->addPoint(s_mem_, t, double(r.memory_used) / GiB);
-  if (r.memory_total > 0) mem_plot_->addPoint(s_mem_total_, t, double(r.memory_total) / GiB);
-  if (r.allocated >= 0) mem_plot_->addPoint(s_mem_alloc_, t, double(r.allocated) / GiB);
-  if (r.reserved >= 0) mem_plot_->addPoint(s_mem_reserved_, t, double(r.reserved) / GiB);
+void TrainingPanel::offerRunCheckpoints(bool finished) {
+  QVector<RunCheckpoint> offered;
+  auto offer = [&](const QString& file, const QString& label) {
+    const QString path = run_dir_ + "/" + file;
+    if (QFileInfo::exists(path)) offered.push_back({run_, label, path});
+  };
+  if (!best_epoch_.isEmpty())
+    offer("best.safetensors", tr("Run %1: best (%2)").arg(run_).arg(best_epoch_));
+  if (finished)
+    offer("last.safetensors", tr("Run %1: last epoch").arg(run_));
+  else
+    offer("stopped.safetensors", tr("Run %1: as stopped").arg(run_));
+  ctx_->addRunCheckpoints(offered);
 }
 
 void TrainingPanel::onFinished(bool ok, const QString& message) {
-  device_timer_->stop();
-  gpu_.reset();
+  plots_->endRun();
   Trainer* tr_ = session_->trainer();
-  const bool usable = ok || session_->state() == TrainingSession::State::Cancelled;
-  if (tr_ && usable) {
-    // The thread has ended (the session joined it), so the plan is ours to read.
-    ModelWeights w;
-    w.state = tr_->plan().state();
-    for (auto& [k, t] : w.state) t = t.clone();  // independent of the trainer's buffers
-    w.mean = tr_->train_data().mean;
-    w.stddev = tr_->train_data().stddev;
-    for (const auto& n : tr_->train_data().class_names) w.class_names << QString::fromStdString(n);
-    w.source = ok ? tr("weights of run %1").arg(run_) : tr("weights of run %1 (stopped)").arg(run_);
-    ctx_->setWeights(std::move(w));
-    Q_EMIT weightsReady();
+  const bool stopped = session_->state() == TrainingSession::State::Cancelled;
+  if (tr_ && (ok || stopped)) {
+    offerRunCheckpoints(ok);
+    QString line;
+    if (stopped && ctx_->weights().valid()) {
+      // A run cut short is usually worse than the one before: the Inference
+      // tab keeps what it had, and offers this run's weights to choose.
+      line = tr("Run %1 stopped. The Inference tab still uses %2; choose run %1's weights there.")
+                 .arg(run_)
+                 .arg(ctx_->weights().source);
+    } else {
+      // The thread has ended (the session joined it), so the plan is ours to read.
+      ModelWeights w;
+      w.state = tr_->plan().state();
+      for (auto& [k, t] : w.state) t = t.clone();  // independent of the trainer's buffers
+      w.mean = tr_->train_data().mean;
+      w.stddev = tr_->train_data().stddev;
+      for (const auto& n : tr_->train_data().class_names)
+        w.class_names << QString::fromStdString(n);
+      // At the end the trainer goes back to the best epoch's weights
+      // (restore_best) when a later epoch was worse: say which they are.
+      const TrainResult& r = tr_->result();
+      const bool best =
+          ok && tr_->config().restore_best && r.best_epoch > 0 && r.best_epoch != r.epochs_run;
+      w.source = !ok    ? tr("run %1 as stopped").arg(run_)
+                 : best ? tr("run %1, best epoch (%2)").arg(run_).arg(r.best_epoch)
+                        : tr("run %1, last epoch").arg(run_);
+      ctx_->setWeights(std::move(w));
+      line =
+          !ok ? tr("Run %1 stopped: the Inference tab now uses its weights as stopped.").arg(run_)
+          : best ? tr("Run %1 finished: the Inference tab now uses its best epoch's (%2) "
+                      "weights.")
+                       .arg(run_)
+                       .arg(r.best_epoch)
+                 : tr("Run %1 finished: the Inference tab now uses its last epoch's weights.")
+                       .arg(run_);
+      Q_EMIT weightsReady();
+    }
+    appendLog(line);
+    Q_EMIT this->message(line);
+  } else {
+    Q_EMIT this->message(tr("Run %1 failed: %2").arg(run_).arg(message));
   }
   status_->setText(ok ? tr("Finished") : tr("Ended: %1").arg(message));
-  setRunCell(5, ok ? tr("finished") : message);
+  setRunCell(kResult, ok ? tr("finished") : message);
 }
 
 void TrainingPanel::onState(TrainingSession::State) {
@@ -572,19 +545,17 @@ void TrainingPanel::updateButtons() {
   pause_->setEnabled(s == S::Running);
   resume_->setEnabled(s == S::Paused);
   stop_->setEnabled(s == S::Running || s == S::Paused);
-  for (QWidget* w : {static_cast<QWidget*>(optimizer_), static_cast<QWidget*>(lr_),
-                     static_cast<QWidget*>(schedule_), static_cast<QWidget*>(batch_),
-                     static_cast<QWidget*>(epochs_), static_cast<QWidget*>(device_),
-                     static_cast<QWidget*>(seed_), static_cast<QWidget*>(steps_limit_),
-                     static_cast<QWidget*>(precision_), static_cast<QWidget*>(patience_),
-                     static_cast<QWidget*>(checkpoint_dir_)})
+  // The forms, not the tabs: the settings of a run stay readable.
+  for (QWidget* w : {static_cast<QWidget*>(run_form_), static_cast<QWidget*>(opt_form_),
+                     static_cast<QWidget*>(sched_form_)})
     w->setEnabled(!session_->active());
-  if (s == S::Paused) status_->setText(tr("Paused"));
+  if (s == S::Paused)
+    status_->setText(tr("Paused at %1 %").arg(progress_->value() / 10.0, 0, 'f', 1));
   // Reduced precision exists on the GPU only.
-  if (!session_->active()) {
+  if (QWidget* precision = run_form_->control("precision"); precision && !session_->active()) {
     const bool gpu = device_->currentData().toString() != "cpu";
-    precision_->setEnabled(gpu);
-    if (!gpu) precision_->setCurrentIndex(0);
+    precision->setEnabled(gpu);
+    if (!gpu) run_form_->setValue("precision", std::string("fp32"));
   }
 }
 

@@ -23,10 +23,7 @@ class QTabWidget;
 class QTimer;
 class QTableWidget;
 class QCheckBox;
-
-namespace dc {
-class GpuSampler;
-}
+class QToolButton;
 
 namespace dc::widgets {
 class LivePlot;
@@ -35,7 +32,8 @@ class LivePlot;
 namespace dc::gui {
 
 class EvaluationView;
-class ProcessStats;
+class SettingsForm;
+class TrainingPlots;
 
 class TrainingPanel : public QWidget {
   Q_OBJECT
@@ -47,6 +45,10 @@ class TrainingPanel : public QWidget {
   TrainConfig config() const;
   // Fills the widgets from the project's training settings.
   void loadSettings(const TrainConfig& c);
+  // Typed values the settings table refuses, "<label> (training.<key>) <problem>".
+  QStringList settingProblems() const;
+  // The generated form of a group: "Run", "Optimizer" or "Schedule".
+  SettingsForm* settingsForm(const QString& group) const;
 
   void setEpochs(int n);
   void setStepsPerEpochLimit(int n);  // 0: whole epochs
@@ -60,12 +62,16 @@ class TrainingPanel : public QWidget {
   QTabWidget* plotTabs() const { return tabs_; }
   // One row per run of this panel: settings, progress, results, folder.
   QTableWidget* runHistory() const { return runs_; }
-  widgets::LivePlot* lossPlot() const { return loss_plot_; }
-  widgets::LivePlot* accuracyPlot() const { return acc_plot_; }
-  widgets::LivePlot* throughputPlot() const { return speed_plot_; }
-  widgets::LivePlot* lrPlot() const { return lr_plot_; }
-  widgets::LivePlot* utilizationPlot() const { return util_plot_; }
-  widgets::LivePlot* memoryPlot() const { return mem_plot_; }
+  TrainingPlots* plots() const { return plots_; }
+  widgets::LivePlot* lossPlot() const;
+  widgets::LivePlot* accuracyPlot() const;
+  widgets::LivePlot* throughputPlot() const;
+  widgets::LivePlot* lrPlot() const;
+  widgets::LivePlot* utilizationPlot() const;
+  widgets::LivePlot* memoryPlot() const;
+  // Shows or hides the settings column (the toggle above it).
+  void setSettingsVisible(bool on);
+  bool settingsVisible() const;
   QProgressBar* progressBar() const { return progress_; }
   QPushButton* startButton() const { return start_; }
   QPushButton* pauseButton() const { return pause_; }
@@ -73,6 +79,9 @@ class TrainingPanel : public QWidget {
   QPushButton* stopButton() const { return stop_; }
   QString problemText() const;
   QString logText() const;
+  QString statusText() const;
+  // Back to a fresh panel: no runs, plots, log or progress (another project).
+  void resetRuns();
 
  public slots:
   void startTraining();  // problems go to the banner and the log, never a modal dialog
@@ -85,6 +94,9 @@ class TrainingPanel : public QWidget {
   void problemsFound(const QStringList& problems);
   // A training setting was edited (the project's unsaved-changes marker).
   void settingsChanged();
+  // A line for the status bar: how a run ended and which weights the
+  // Inference tab uses now.
+  void message(const QString& text);
 
  private:
   void buildUi();
@@ -93,20 +105,18 @@ class TrainingPanel : public QWidget {
   void onEpoch(const dc::TrainEvent& e);
   void onFinished(bool ok, const QString& message);
   void onState(TrainingSession::State s);
-  void sampleDevice();
-  void onTelemetry(const DeviceReading& r);
   void showProblems(const QStringList& problems);
   void appendLog(const QString& line);
   void fillDevices();
   void updateButtons();
-  void setupDevicePlots(bool gpu);
   void setRunCell(int column, const QString& text);
+  void offerRunCheckpoints(bool finished);
 
   ProjectContext* ctx_;
   TrainingSession* session_;
-  QComboBox *optimizer_, *schedule_, *device_, *precision_;
-  QDoubleSpinBox* lr_;
-  QSpinBox *batch_, *epochs_, *seed_, *steps_limit_, *patience_;
+  SettingsForm *run_form_, *opt_form_, *sched_form_;  // from the settings table
+  QComboBox* device_;
+  QSpinBox* steps_limit_;
   QLineEdit* checkpoint_dir_;
   QPushButton *start_, *pause_, *resume_, *stop_;
   QProgressBar* progress_;
@@ -115,20 +125,13 @@ class TrainingPanel : public QWidget {
   QTabWidget* tabs_;
   QTableWidget* runs_;
   QCheckBox* show_overlays_;
-  widgets::LivePlot *loss_plot_, *acc_plot_, *speed_plot_, *lr_plot_, *util_plot_, *mem_plot_;
+  QTabWidget* settings_;  // Run / Optimizer / Schedule
+  QToolButton* settings_toggle_;
+  TrainingPlots* plots_;
   EvaluationView* eval_;
-  QTimer* device_timer_;
-  std::unique_ptr<ProcessStats> proc_;
-  std::unique_ptr<GpuSampler> gpu_;
-  int s_loss_step_ = 0, s_loss_epoch_ = 0, s_loss_val_ = 0, s_loss_test_ = 0;
-  int s_acc_step_ = 0, s_acc_epoch_ = 0, s_acc_val_ = 0, s_acc_test_ = 0;
-  int s_speed_ = 0, s_lr_ = 0, s_util_ = 0, s_mem_ = 0, s_mem_total_ = 0;
-  int s_mem_alloc_ = 0, s_mem_reserved_ = 0;
-  bool got_telemetry_ = false;
   int run_ = 0;
-  double run_t0_ = 0;
-  bool gpu_run_ = false;
   QString run_dir_;
+  QString best_epoch_;  // "epoch 3, 85.21 % validation" of the current run
 };
 
 }  // namespace dc::gui

@@ -8,30 +8,34 @@
 namespace dc::gui {
 
 namespace {
-// Telemetry events arrived in the engine with the CUDA backend's NVML
-// sampling; detected at compile time so this file builds with engines from
-// before and after.
-template <typename E>
-bool read_telemetry(const E& e, DeviceReading& r) {
-  if constexpr (requires {
-                  E::Kind::Telemetry;
-                  e.gpu;
-                  e.device_allocated;
-                  e.device_reserved;
-                }) {
-    if (e.kind != E::Kind::Telemetry) return false;
-    r.t = e.gpu.t;
-    r.utilization_pct = e.gpu.utilization_pct;
-    r.memory_used = e.gpu.memory_used;
-    r.memory_total = e.gpu.memory_total;
-    r.allocated = e.device_allocated;
-    r.reserved = e.device_reserved;
-    return true;
-  } else {
-    return false;
-  }
+bool read_telemetry(const TrainEvent& e, DeviceReading& r) {
+  if (e.kind != TrainEvent::Kind::Telemetry) return false;
+  r.t = e.gpu.t;
+  r.utilization_pct = e.gpu.utilization_pct;
+  r.memory_used = e.gpu.memory_used;
+  r.memory_total = e.gpu.memory_total;
+  r.allocated = e.device_allocated;
+  r.reserved = e.device_reserved;
+  return true;
 }
 }  // namespace
+
+namespace {
+double steady_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+void TrainingSession::discountPause(TrainEvent& e, int64_t batch, double paused_s) {
+  if (paused_s <= 0 || e.samples_per_s <= 0 || e.step_in_epoch <= 0 || batch <= 0) return;
+  // The trainer reports samples since the epoch began over the wall time
+  // since then, pause included.
+  const double samples = double(e.step_in_epoch) * double(batch);
+  const double active = samples / e.samples_per_s - paused_s;
+  if (active <= 0) return;  // the two clocks disagree; keep the trainer's figure
+  e.samples_per_s = samples / active;
+  e.eta_s = double(e.steps_total - e.step) * (active / double(e.step_in_epoch));
+}
 
 void TrainingSession::forwardTelemetry(const TrainEvent& e) {
   DeviceReading r;
@@ -69,6 +73,8 @@ void TrainingSession::start(const Graph& g, const TrainConfig& cfg, std::shared_
   fraction_ = 0;
   last_epoch_done_ = 0;
   last_step_ = 0;
+  paused_since_ = -1;
+  paused_in_epoch_ = 0;
   trainer_->start();
   setState(State::Running);
   timer_.start();
@@ -115,6 +121,7 @@ void TrainingSession::poll() {
     switch (e.kind) {
       case TrainEvent::Kind::Step:
         last_step_ = e.step;
+        discountPause(e, trainer_->config().batch, paused_in_epoch_);
         batch.push_back(std::move(e));
         break;
       case TrainEvent::Kind::Started:
@@ -125,6 +132,7 @@ void TrainingSession::poll() {
         if (!batch.isEmpty()) Q_EMIT steps(batch);
         batch.clear();
         last_epoch_done_ = e.epoch;
+        paused_in_epoch_ = 0;  // the next epoch's clock starts afresh
         QString line = tr("Epoch %1/%2: train loss %3, accuracy %4 %")
                            .arg(e.epoch)
                            .arg(e.epochs)
@@ -146,10 +154,16 @@ void TrainingSession::poll() {
         Q_EMIT checkpointWritten(last_checkpoint_);
         break;
       case TrainEvent::Kind::Paused:
+        paused_since_ = steady_s();
+        // Steps read before the pause go out first, so their figures do
+        // not replace the paused state on screen.
+        flushSteps(batch);
         setState(State::Paused);
         Q_EMIT logMessage(tr("Paused"));
         break;
       case TrainEvent::Kind::Resumed:
+        if (paused_since_ >= 0) paused_in_epoch_ += steady_s() - paused_since_;
+        paused_since_ = -1;
         if (state_ == State::Paused) setState(State::Running);
         Q_EMIT logMessage(tr("Resumed"));
         break;
@@ -171,12 +185,16 @@ void TrainingSession::poll() {
     have_reading_ = false;
     Q_EMIT telemetry(reading_);
   }
-  if (!batch.isEmpty()) {
-    const TrainEvent& last = batch.back();
-    fraction_ = last.steps_total ? double(last.step) / double(last.steps_total) : 0;
-    Q_EMIT steps(batch);
-    Q_EMIT progress(fraction_, last.eta_s, last.samples_per_s, last.epoch, last.epochs);
-  }
+  flushSteps(batch);
+}
+
+void TrainingSession::flushSteps(QVector<TrainEvent>& batch) {
+  if (batch.isEmpty()) return;
+  const TrainEvent& last = batch.back();
+  fraction_ = last.steps_total ? double(last.step) / double(last.steps_total) : 0;
+  Q_EMIT steps(batch);
+  Q_EMIT progress(fraction_, last.eta_s, last.samples_per_s, last.epoch, last.epochs);
+  batch.clear();
 }
 
 void TrainingSession::handleEnd(const TrainEvent& e) {

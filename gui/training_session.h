@@ -54,6 +54,12 @@ class TrainingSession : public QObject {
   Trainer* trainer() const { return trainer_.get(); }
   QString lastCheckpoint() const { return last_checkpoint_; }
   double fraction() const { return fraction_; }
+  // Seconds the current epoch spent paused (the trainer's epoch clock runs on
+  // through a pause; this is what the throughput and ETA leave out).
+  double pausedSeconds() const { return paused_in_epoch_; }
+  // A step event's samples/s and ETA as if the epoch had not been paused
+  // for paused_s seconds (batch: the run's batch size).
+  static void discountPause(TrainEvent& e, int64_t batch, double paused_s);
   int pollIntervalMs() const { return timer_.interval(); }
   void setPollIntervalMs(int ms) { timer_.setInterval(ms); }
 
@@ -74,6 +80,7 @@ class TrainingSession : public QObject {
 
  private:
   void poll();
+  void flushSteps(QVector<TrainEvent>& batch);  // steps() and progress(), then empties it
   void setState(State s);
   void handleEnd(const TrainEvent& e);
   void forwardTelemetry(const TrainEvent& e);
@@ -85,6 +92,8 @@ class TrainingSession : public QObject {
   double fraction_ = 0;
   int last_epoch_done_ = 0;
   int64_t last_step_ = 0;
+  double paused_since_ = -1;  // steady-clock seconds when the Paused event was read
+  double paused_in_epoch_ = 0;
   DeviceReading reading_;
   bool have_reading_ = false;
 };

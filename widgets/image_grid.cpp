@@ -9,7 +9,9 @@ ImageGrid::ImageGrid(QWidget* parent, int thumb) : QListWidget(parent), thumb_(t
   setViewMode(QListView::IconMode);
   setResizeMode(QListView::Adjust);
   setMovement(QListView::Static);
-  setUniformItemSizes(true);
+  // Not uniform: Qt would size every item like the first, so a caption
+  // that wraps ("Ankle boot" after "Sneaker") would be cut to "An…".
+  setUniformItemSizes(false);
   setWordWrap(true);
   setSpacing(4);
   setSelectionMode(QAbstractItemView::SingleSelection);

@@ -26,9 +26,15 @@ LivePlot::LivePlot(const QString& title, const QString& y_label, QWidget* parent
   note_ = new QLabel(this);
   note_->setStyleSheet("color: palette(mid);");
   note_->setVisible(false);
+  // A long note ("CPU use of this process, …") is elided to the room there
+  // is (the whole of it in the tooltip) instead of widening the plot.
+  note_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  QFont italic = note_->font();
+  italic.setItalic(true);
+  note_->setFont(italic);
   head->addWidget(title_);
-  head->addStretch();
-  head->addWidget(note_);
+  head->addWidget(note_, 1);
+  note_->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
   lay->addLayout(head);
   lay->addWidget(plot_, 1);
   setObjectName("LivePlot:" + title);
@@ -42,9 +48,22 @@ LivePlot::LivePlot(const QString& title, const QString& y_label, QWidget* parent
   plot_->xAxis->setLabel(tr("step"));
   plot_->legend->setVisible(true);
   plot_->legend->setFont(QFont(font().family(), 8));
-  plot_->legend->setBrush(QColor(255, 255, 255, 200));
-  plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
-  plot_->setMinimumSize(220, 150);
+  plot_->legend->setBrush(Qt::NoBrush);
+  plot_->legend->setBorderPen(Qt::NoPen);
+  plot_->legend->setIconSize(22, 9);
+  plot_->legend->setColumnSpacing(10);
+  plot_->legend->setRowSpacing(0);
+  plot_->legend->setMargins(QMargins(2, 0, 2, 0));
+  plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  plot_->legend->setWrap(4);
+  // Above the axes: inside them the legend covers the newest points (the
+  // end of every curve and the epoch markers) and grows with every run.
+  plot_->axisRect()->insetLayout()->take(plot_->legend);
+  plot_->plotLayout()->insertRow(0);
+  plot_->plotLayout()->addElement(0, 0, plot_->legend);
+  plot_->plotLayout()->setRowStretchFactor(0, 0.001);
+  // Small enough for six plots beside the settings at 1280×720.
+  plot_->setMinimumSize(150, 100);
   plot_->installEventFilter(this);
   plot_->setMouseTracking(true);
   plot_->setContextMenuPolicy(Qt::CustomContextMenu);
@@ -59,26 +78,122 @@ int LivePlot::addSeries(const QString& name, const QColor& color, Style style) {
   s.style = style;
   s.raw = plot_->addGraph();
   s.raw->setAdaptiveSampling(true);
+  s.raw->setName(style == Style::Steps ? name + tr(" (raw)") : name);
   if (style == Style::Steps) {
-    QColor faint = color;
-    faint.setAlpha(70);
-    s.raw->setPen(QPen(faint, 1));
-    s.raw->setName(name + tr(" (raw)"));
-    s.raw->removeFromLegend();
     s.smooth = plot_->addGraph();
     s.smooth->setAdaptiveSampling(true);
-    s.smooth->setPen(QPen(color, 2));
     s.smooth->setName(name);
-  } else if (style == Style::Line) {
-    s.raw->setPen(QPen(color, 1.5));
-    s.raw->setName(name);
-  } else {
-    s.raw->setPen(QPen(color, 2));
-    s.raw->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, color, Qt::white, 7));
-    s.raw->setName(name);
+  } else if (style == Style::Epochs) {
+    s.marker = Marker::Circle;
   }
   series_.push_back(s);
+  applyLooks();
   return int(series_.size()) - 1;
+}
+
+void LivePlot::setSeriesLook(int series, Qt::PenStyle line, Marker marker) {
+  if (series < 0 || series >= series_.size()) return;
+  series_[series].line = line;
+  series_[series].marker = marker;
+  applyLooks();
+}
+
+void LivePlot::setColorsByRun(bool on) {
+  by_run_ = on;
+  applyLooks();
+}
+
+void LivePlot::setRunName(const QString& name) {
+  run_name_ = name;
+  applyLooks();
+}
+
+QColor LivePlot::runColor(int run) {
+  // matplotlib's tab10: distinct, and the same order people know from it.
+  static const QRgb colors[] = {0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728, 0x9467bd,
+                                0x8c564b, 0xe377c2, 0x7f7f7f, 0xbcbd22, 0x17becf};
+  return QColor(colors[run % 10]);
+}
+
+namespace {
+QCPScatterStyle scatter(LivePlot::Marker m, const QColor& c) {
+  switch (m) {
+    case LivePlot::Marker::Circle:
+      return QCPScatterStyle(QCPScatterStyle::ssCircle, c, Qt::white, 7);
+    case LivePlot::Marker::Square:
+      return QCPScatterStyle(QCPScatterStyle::ssSquare, c, Qt::white, 6);
+    case LivePlot::Marker::Triangle:
+      return QCPScatterStyle(QCPScatterStyle::ssTriangle, c, Qt::white, 7);
+    case LivePlot::Marker::None:
+      break;
+  }
+  return QCPScatterStyle(QCPScatterStyle::ssNone);
+}
+}  // namespace
+
+void LivePlot::applyLooks() {
+  plot_->legend->clearItems();
+  const QColor current = by_run_ ? runColor(int(overlays_.size())) : QColor();
+  const QColor grey(90, 90, 90);
+  for (Series& s : series_) {
+    const QColor c = by_run_ ? current : s.color;
+    const double width = s.style == Style::Line ? 1.5 : 2.0;
+    if (s.style == Style::Steps) {
+      QColor faint = c;
+      faint.setAlpha(70);
+      s.raw->setPen(QPen(faint, 1));
+      s.smooth->setPen(QPen(c, width, s.line));
+    } else {
+      s.raw->setPen(QPen(c, width, s.line));
+      s.raw->setScatterStyle(scatter(s.marker, c));
+    }
+    QCPGraph* shown = s.smooth ? s.smooth : s.raw;
+    if (by_run_ && !s.key) {
+      s.key = plot_->addGraph();  // no data: only its legend sample is drawn
+      s.key->setName(s.name);
+    }
+    if (s.key) {
+      s.key->setPen(QPen(grey, width, s.line));
+      s.key->setScatterStyle(scatter(s.marker, grey));
+    }
+    if (!shown->visible()) continue;
+    if (by_run_)
+      s.key->addToLegend();
+    else
+      shown->addToLegend();
+  }
+  for (Overlay& o : overlays_) {
+    if (by_run_ && !o.key) {
+      o.key = plot_->addGraph();
+      o.key->setName(o.run);
+      o.key->setPen(QPen(o.color, 3));
+    }
+    if (!(o.visible && overlays_shown_)) continue;
+    if (by_run_)
+      o.key->addToLegend();
+    else
+      for (QCPGraph* g : o.graphs) g->addToLegend();
+  }
+  if (by_run_) {
+    if (!run_key_) run_key_ = plot_->addGraph();
+    run_key_->setName(run_name_.isEmpty() ? tr("this run") : run_name_);
+    run_key_->setPen(QPen(current, 3));
+    if (!overlays_.isEmpty() || !run_name_.isEmpty()) run_key_->addToLegend();
+  }
+  plot_->legend->setVisible(plot_->legend->itemCount() > 0);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QStringList LivePlot::legendEntries() const {
+  QStringList v;
+  for (int i = 0; i < plot_->legend->itemCount(); ++i)
+    if (auto* it = qobject_cast<QCPPlottableLegendItem*>(plot_->legend->item(i)))
+      v << it->plottable()->name();
+  return v;
+}
+
+bool LivePlot::legendOverData() const {
+  return plot_->legend->layout() == plot_->axisRect()->insetLayout();
 }
 
 void LivePlot::addPoint(int series, double x, double y) {
@@ -143,24 +258,27 @@ void LivePlot::setYLabel(const QString& label) {
 
 void LivePlot::setSeriesVisible(int series, bool on) {
   if (series < 0 || series >= series_.size()) return;
-  for (QCPGraph* g : {series_[series].raw, series_[series].smooth}) {
-    if (!g) continue;
-    g->setVisible(on);
-    // Steps series keep their raw graph out of the legend in any case.
-    if (g == series_[series].smooth || !series_[series].smooth) {
-      if (on)
-        g->addToLegend();
-      else
-        g->removeFromLegend();
-    }
-  }
+  for (QCPGraph* g : {series_[series].raw, series_[series].smooth})
+    if (g) g->setVisible(on);
+  applyLooks();
   replot();
 }
 
 void LivePlot::setNote(const QString& note) {
-  note_->setText("<i>" + note.toHtmlEscaped() + "</i>");
   note_->setToolTip(note);
   note_->setVisible(!note.isEmpty());
+  elideNote();
+}
+
+void LivePlot::elideNote() {
+  const int room = width() - title_->sizeHint().width() - 12;
+  note_->setText(
+      note_->fontMetrics().elidedText(note_->toolTip(), Qt::ElideRight, std::max(0, room)));
+}
+
+void LivePlot::resizeEvent(QResizeEvent* e) {
+  QWidget::resizeEvent(e);
+  elideNote();
 }
 
 QString LivePlot::note() const {
@@ -175,35 +293,58 @@ void LivePlot::setYRange(double lo, double hi) {
 }
 
 void LivePlot::archiveRun(const QString& run) {
-  if (totalPoints() == 0) return;
+  // Even a run without points gets its (empty) overlay, so overlay n is
+  // always the n-th earlier run.
   Overlay o;
   o.run = run;
+  o.color = runColor(int(overlays_.size()));
   for (Series& s : series_) {
     QCPGraph* src = s.smooth ? s.smooth : s.raw;
     if (src->dataCount() == 0) continue;
     QCPGraph* g = plot_->addGraph();
     g->setAdaptiveSampling(true);
     g->data()->set(*src->data());
-    QColor c = s.color;
-    c.setAlpha(110);
-    g->setPen(QPen(c, 1.5, Qt::DashLine));
+    if (by_run_) {
+      // The run's colour, the series' look: as it was drawn while current.
+      QColor c = o.color;
+      c.setAlpha(170);
+      g->setPen(QPen(c, 1.5, s.line));
+      g->setScatterStyle(scatter(s.marker, c));
+    } else {
+      QColor c = s.color;
+      c.setAlpha(110);
+      g->setPen(QPen(c, 1.5, Qt::DashLine));
+    }
     g->setName(s.name + " · " + run);
+    g->setVisible(overlays_shown_);
+    g->removeFromLegend();
     o.graphs.push_back(g);
   }
   overlays_.push_back(o);
   clear();
+  applyLooks();
 }
 
 void LivePlot::setOverlaysVisible(bool on) {
+  overlays_shown_ = on;
   for (auto& o : overlays_)
-    for (QCPGraph* g : o.graphs) {
-      g->setVisible(on);
-      if (on)
-        g->addToLegend();
-      else
-        g->removeFromLegend();
-    }
+    for (QCPGraph* g : o.graphs) g->setVisible(on && o.visible);
+  applyLooks();
   replot();
+}
+
+void LivePlot::setOverlayVisible(int overlay, bool on) {
+  if (overlay < 0 || overlay >= overlays_.size()) return;
+  Overlay& o = overlays_[overlay];
+  o.visible = on;
+  for (QCPGraph* g : o.graphs) g->setVisible(on && overlays_shown_);
+  applyLooks();
+  replot();
+}
+
+bool LivePlot::overlayVisible(int overlay) const {
+  return overlay >= 0 && overlay < overlays_.size() && overlays_[overlay].visible &&
+         overlays_shown_;
 }
 
 void LivePlot::clear() {
@@ -217,9 +358,12 @@ void LivePlot::clear() {
 }
 
 void LivePlot::clearOverlays() {
-  for (auto& o : overlays_)
+  for (auto& o : overlays_) {
     for (QCPGraph* g : o.graphs) plot_->removeGraph(g);
+    if (o.key) plot_->removeGraph(o.key);
+  }
   overlays_.clear();
+  applyLooks();
   replot();
 }
 
@@ -368,10 +512,9 @@ void LivePlot::showContextMenu(const QPoint& pos) {
   });
   if (!overlays_.isEmpty()) {
     menu.addSeparator();
-    bool shown = overlays_.front().graphs.isEmpty() || overlays_.front().graphs.front()->visible();
     QAction* a = menu.addAction(tr("Show earlier runs"));
     a->setCheckable(true);
-    a->setChecked(shown);
+    a->setChecked(overlays_shown_);
     connect(a, &QAction::toggled, this, &LivePlot::setOverlaysVisible);
     menu.addAction(tr("Forget earlier runs"), this, &LivePlot::clearOverlays);
   }

@@ -1,11 +1,15 @@
 #pragma once
 // A live training plot on QCustomPlot. Each series can show per-step values
 // (raw, faint) with an exponential moving average on top, or per-epoch
-// points; earlier runs are kept as faded overlays for comparison. Appending
+// points; earlier runs are kept as overlays for comparison. The legend sits
+// above the axes, never over the data; with colours by run, each run is one
+// legend entry in its colour and the series are told apart by line style and
+// marker (one grey key entry per series), so runs add one entry each. Appending
 // is cheap and replots are queued, so a caller may append thousands of points
 // per second; QCPGraph's adaptive sampling keeps 100k-point series smooth.
 #include <QColor>
 #include <QString>
+#include <QStringList>
 #include <QVector>
 #include <QWidget>
 
@@ -19,6 +23,7 @@ class LivePlot : public QWidget {
   Q_OBJECT
  public:
   enum class Style { Steps, Epochs, Line };
+  enum class Marker { None, Circle, Square, Triangle };
 
   LivePlot(const QString& title, const QString& y_label, QWidget* parent = nullptr);
 
@@ -26,6 +31,16 @@ class LivePlot : public QWidget {
   // smoothed curve; Epochs: markers joined by a line; Line: the values as
   // they are (learning rate, device readings).
   int addSeries(const QString& name, const QColor& color, Style style = Style::Steps);
+  // How a series is told apart from the others when all of a run's series
+  // share the run's colour.
+  void setSeriesLook(int series, Qt::PenStyle line, Marker marker);
+  // Runs in colours (tab10, run by run), series by look; off: each series
+  // in its own colour (device plots).
+  void setColorsByRun(bool on);
+  // The current run's name in the legend ("run 3").
+  void setRunName(const QString& name);
+  // The colour of the n-th run (0-based) when colours are by run.
+  static QColor runColor(int run);
   void addPoint(int series, double x, double y);
   void addPoints(int series, const QVector<double>& x, const QVector<double>& y);
   // Smoothing weight of the moving average in [0, 1) (TensorBoard's slider).
@@ -43,7 +58,14 @@ class LivePlot : public QWidget {
   // Moves the current points into a faded overlay named `run` and clears.
   void archiveRun(const QString& run);
   void setOverlaysVisible(bool on);
+  // One earlier run's overlay (in archive order).
+  void setOverlayVisible(int overlay, bool on);
+  bool overlayVisible(int overlay) const;
   int overlayCount() const { return int(overlays_.size()); }
+  // The legend's entries as shown, for tests and accessibility.
+  QStringList legendEntries() const;
+  // True when the legend is drawn inside the axes (over the data).
+  bool legendOverData() const;
   void clear();  // current points only
   void clearOverlays();
 
@@ -69,21 +91,30 @@ class LivePlot : public QWidget {
 
  protected:
   bool eventFilter(QObject* o, QEvent* e) override;
+  void resizeEvent(QResizeEvent* e) override;
 
  private:
   struct Series {
     QString name;
     QColor color;
     Style style;
+    Qt::PenStyle line = Qt::SolidLine;
+    Marker marker = Marker::None;
+    QCPGraph* key = nullptr;     // grey legend sample when colours are by run
     QCPGraph* raw = nullptr;     // per-step values (faint) or epoch markers
     QCPGraph* smooth = nullptr;  // Steps only
     double ema = 0, ema_weight = 0;
   };
   struct Overlay {
     QString run;
+    QColor color;
     QVector<QCPGraph*> graphs;
+    QCPGraph* key = nullptr;  // the run's legend entry when colours are by run
+    bool visible = true;
   };
   void rescale();
+  void elideNote();   // the note in the width left beside the title
+  void applyLooks();  // pens and legend after a change of mode, run or look
   void showContextMenu(const QPoint& pos);
 
   QCustomPlot* plot_;
@@ -91,6 +122,10 @@ class LivePlot : public QWidget {
   QLabel* note_;
   QVector<Series> series_;
   QVector<Overlay> overlays_;
+  bool by_run_ = false;
+  bool overlays_shown_ = true;
+  QString run_name_;
+  QCPGraph* run_key_ = nullptr;  // the current run's legend entry
   double smoothing_ = 0.6;
   bool follow_ = true;  // auto-rescale until the user zooms or pans
   bool fixed_y_ = false;

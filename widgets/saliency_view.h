@@ -2,10 +2,12 @@
 // An image with an optional heat map laid over it (saliency: where a small
 // change of the input moves the predicted score most). The heat map is any
 // w×h float grid, normalised to its maximum and drawn with a colour ramp at
-// an adjustable opacity.
+// an adjustable opacity, with a colour scale beside the image.
 #include <QImage>
 #include <QWidget>
 #include <vector>
+
+class QPainter;
 
 namespace dc::widgets {
 
@@ -24,6 +26,7 @@ class SaliencyView : public QWidget {
   void setOpacity(double a);  // [0, 1]
   double opacity() const { return opacity_; }
   void setCaption(const QString& c);
+  const QString& caption() const { return caption_; }
   bool hasHeatmap() const { return !heat_.isNull(); }
   const QImage& image() const { return img_; }
   QSize sizeHint() const override { return {280, 280}; }
@@ -33,8 +36,9 @@ class SaliencyView : public QWidget {
   void paintEvent(QPaintEvent*) override;
 
  private:
+  void paintColorScale(QPainter& p, const QRect& bar) const;
   QImage img_, heat_;
-  double opacity_ = 0.55;
+  double opacity_ = 0.7;
   QString caption_;
 };
 

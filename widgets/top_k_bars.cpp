@@ -36,7 +36,8 @@ void TopKBars::paintEvent(QPaintEvent*) {
   int name_w = 0;
   for (auto& e : entries_) name_w = std::max(name_w, fm.horizontalAdvance(e.name));
   name_w = std::min(name_w + 10, width() / 3);
-  const int pct_w = fm.horizontalAdvance("100.0 %") + 8;
+  int pct_w = fm.horizontalAdvance("100.0 %") + 8;
+  for (auto& e : entries_) pct_w = std::max(pct_w, fm.horizontalAdvance(e.text) + 8);
   const int row_h = fm.height() + 10;
   const int bar_w = std::max(10, width() - name_w - pct_w - 4);
   for (int i = 0; i < entries_.size(); ++i) {
@@ -44,7 +45,7 @@ void TopKBars::paintEvent(QPaintEvent*) {
     int y = 2 + i * row_h;
     QRect name_r(0, y, name_w - 6, row_h);
     QFont f = font();
-    f.setBold(i == 0);
+    f.setBold(i == 0 && e.text.isEmpty());
     p.setFont(f);
     p.setPen(palette().color(QPalette::Text));
     p.drawText(name_r, Qt::AlignRight | Qt::AlignVCenter,
@@ -55,11 +56,14 @@ void TopKBars::paintEvent(QPaintEvent*) {
     p.drawRoundedRect(track, 3, 3);
     QRectF bar = track;
     bar.setWidth(std::max(2.0, track.width() * std::clamp(e.probability, 0.0, 1.0)));
-    p.setBrush(i == 0 ? QColor(33, 102, 172) : QColor(120, 160, 200));
+    const bool values = !e.text.isEmpty();
+    p.setBrush(e.negative         ? QColor(202, 75, 60)
+               : values || i == 0 ? QColor(33, 102, 172)
+                                  : QColor(120, 160, 200));
     p.drawRoundedRect(bar, 3, 3);
     p.setPen(palette().color(QPalette::Text));
     p.drawText(QRect(name_w + bar_w + 4, y, pct_w, row_h), Qt::AlignLeft | Qt::AlignVCenter,
-               QString::number(100.0 * e.probability, 'f', 1) + " %");
+               e.text.isEmpty() ? QString::number(100.0 * e.probability, 'f', 1) + " %" : e.text);
   }
 }
 

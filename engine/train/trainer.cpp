@@ -7,10 +7,9 @@
 #include <deepcanvas/trainer.h>
 
 #include <algorithm>
-#include <tuple>
-
 #include <filesystem>
 #include <new>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 

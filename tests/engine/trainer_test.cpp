@@ -242,6 +242,33 @@ TEST(Trainer, EarlyStoppingAndBestCheckpoint) {
   fs::remove_all(dir);
 }
 
+// Without a validation split "best" is the lowest training loss, also while
+// that loss is above 1 (4 classes start at ln 4 = 1.39): the first epoch is
+// the best so far and its checkpoint is written.
+TEST(Trainer, TheFirstEpochIsTheBestSoFarWhateverItsLoss) {
+  fs::path dir = fs::temp_directory_path() / "dc_trainer_first_best";
+  fs::remove_all(dir);
+  TrainConfig c = cfg(1);
+  c.val_split = 0;
+  c.optimizer.lr = 1e-6;  // the loss stays near ln 4
+  c.checkpoint_dir = dir.string();
+  Trainer t(mlp(), c, toy(128, 1), nullptr);
+  t.start();
+  auto ev = drain(t);
+  ASSERT_EQ(ev.back().kind, TrainEvent::Kind::Finished) << ev.back().message;
+  bool saw_epoch = false;
+  for (auto& e : ev) {
+    if (e.kind != TrainEvent::Kind::Epoch) continue;
+    saw_epoch = true;
+    ASSERT_GT(e.train_loss, 1.0) << "the premise: a loss above 1";
+    EXPECT_TRUE(e.best);
+  }
+  ASSERT_TRUE(saw_epoch);
+  EXPECT_EQ(t.result().best_epoch, 1);
+  EXPECT_TRUE(fs::exists(dir / "best.safetensors"));
+  fs::remove_all(dir);
+}
+
 // Without a validation split the test set must not pick the kept weights.
 // Here the test labels are shifted by one class, so the test accuracy falls
 // as the network learns; a trainer that chose by test accuracy would keep

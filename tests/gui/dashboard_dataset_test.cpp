@@ -5,13 +5,16 @@
 // dataset loaded before stays.
 #include "dashboard_test_util.h"
 
-#include "gui/augmentation.h"
 #include "gui/dataset_panel.h"
 #include "gui/image_folder_dataset.h"
 #include "gui/inference_panel.h"
 #include "widgets/image_grid.h"
 
+#include <QAbstractItemDelegate>
+#include <QApplication>
 #include <QImage>
+#include <QProgressBar>
+#include <QStyleOptionViewItem>
 #include <QTableWidget>
 
 namespace dc::test {
@@ -49,31 +52,50 @@ TEST(DashboardDataset, SampleShowsClassCountsThumbnailsAndAugmentation) {
   EXPECT_EQ(panel.classTable()->item(1, 0)->text(), "Trouser");
   EXPECT_EQ(panel.classTable()->item(1, 1)->text(), "1000");
   EXPECT_EQ(panel.classTable()->item(1, 2)->text(), "200");
-  EXPECT_EQ(panel.thumbnails()->count(), 60);     // 6 per class
+  EXPECT_EQ(panel.thumbnails()->count(), 60);  // 6 per class
+  // Every caption reads in full ("Ankle boot", not "An…"): each item has
+  // the room its delegate asks for.
+  panel.resize(1200, 700);
+  panel.show();
+  QApplication::processEvents();
+  widgets::ImageGrid* grid = panel.thumbnails();
+  QStyleOptionViewItem opt;
+  opt.initFrom(grid);
+  opt.decorationSize = grid->iconSize();
+  opt.decorationPosition = QStyleOptionViewItem::Top;
+  opt.displayAlignment = Qt::AlignHCenter | Qt::AlignTop;
+  opt.features = QStyleOptionViewItem::WrapText | QStyleOptionViewItem::HasDecoration |
+                 QStyleOptionViewItem::HasDisplay;
+  for (int i = 0; i < grid->count(); ++i) {
+    const QRect r = grid->visualItemRect(grid->item(i));
+    const QSize need = grid->itemDelegate()->sizeHint(opt, grid->model()->index(i, 0));
+    EXPECT_TRUE(r.width() >= need.width() && r.height() >= need.height())
+        << grid->item(i)->text().toStdString() << ": " << r.width() << "x" << r.height() << " for "
+        << need.width() << "x" << need.height();
+  }
+  panel.hide();
   EXPECT_EQ(panel.augmentPreview()->count(), 1);  // the original only
   EXPECT_TRUE(ctx->trainingProblems().isEmpty());
 
-  gui::AugmentOptions o;
-  o.hflip = true;
-  o.pad = 2;
-  o.rotate_deg = 10;
-  o.copies = 1;
+  // Every augmentation is the engine's, per batch: the panel writes it into
+  // the project's training settings and makes no copies of the data.
+  const auto train = ctx->trainSet();
+  AugmentConfig o;
+  o.flip = true;
+  o.crop_padding = 2;
+  o.rotate = 10;
   panel.setAugmentOptions(o);
   EXPECT_EQ(panel.augmentPreview()->count(), 8);
-  EXPECT_TRUE(ctx->augmentation().enabled());
-  // Rotation needs copies only where the engine cannot rotate per step.
-  EXPECT_EQ(ctx->trainingSet()->size(), (gui::kEngineRotates ? 1 : 2) * ctx->trainSet()->size());
-  // Flips, crops and rotation: per step by the engine where it can, else in the copies.
-  gui::AugmentOptions engine = gui::engine_augment_of(ctx->project().training);
-  EXPECT_EQ(engine.hflip, gui::kEngineAugments);
-  EXPECT_EQ(engine.pad, gui::kEngineAugments ? 2 : 0);
-  EXPECT_EQ(engine.rotate_deg, gui::kEngineRotates ? 10 : 0);
-  o.rotate_deg = 0;
+  EXPECT_TRUE(ctx->project().training.augment.flip);
+  EXPECT_EQ(ctx->project().training.augment.crop_padding, 2);
+  EXPECT_EQ(ctx->project().training.augment.rotate, 10);
+  o = {};
+  o.vflip = true;  // alone, too: nothing else needed for it to count
   panel.setAugmentOptions(o);
-  EXPECT_EQ(ctx->trainingSet()->size(), (gui::kEngineAugments ? 1 : 2) * ctx->trainSet()->size());
-  o.vflip = true;  // the engine has no vertical flip: copies
-  panel.setAugmentOptions(o);
-  EXPECT_EQ(ctx->trainingSet()->size(), 2 * ctx->trainSet()->size());
+  EXPECT_TRUE(ctx->project().training.augment.vflip);
+  EXPECT_FALSE(ctx->project().training.augment.flip);
+  EXPECT_EQ(panel.augmentPreview()->count(), 8);
+  EXPECT_EQ(ctx->trainSet(), train);
 }
 
 TEST(DashboardDataset, LoadsOnAWorkerThreadAndKeepsTheOldDataOnFailure) {
@@ -103,22 +125,44 @@ TEST(DashboardDataset, LoadsOnAWorkerThreadAndKeepsTheOldDataOnFailure) {
   EXPECT_EQ(panel.classTable()->rowCount(), 10);
 }
 
-TEST(DashboardDataset, AugmentationKeepsShapeAndChangesPixels) {
-  Shape s{1, 8, 8};
-  std::vector<uint8_t> src(64), dst(64);
-  for (int i = 0; i < 64; ++i) src[size_t(i)] = uint8_t(i % 8 == 0 ? 255 : 0);  // a left edge
-  gui::AugmentOptions o;
-  o.hflip = true;
-  Rng rng(3);
-  bool flipped = false;
-  for (int k = 0; k < 8 && !flipped; ++k) {
-    gui::augment_sample(src.data(), dst.data(), s, o, rng);
-    flipped = dst[7] == 255 && dst[0] == 0;
-    if (!flipped) {
-      EXPECT_EQ(dst, src);  // a flip or nothing
-    }
+TEST(DashboardDataset, TheProjectsDatasetLoadsInTheBackgroundWhenFirstShown) {
+  auto ctx = gui::ProjectContext::load(sample_project_path());
+  ASSERT_FALSE(ctx->project().dataset.path.empty());
+  gui::DatasetPanel panel(ctx.get());
+  QSignalSpy loaded(&panel, &gui::DatasetPanel::datasetLoaded);
+  EXPECT_FALSE(panel.loading());  // not before the tab is seen
+  panel.show();
+  EXPECT_TRUE(panel.loading());
+  EXPECT_TRUE(panel.loadProgress()->isVisible());
+  ASSERT_TRUE(loaded.wait(120000)) << panel.messageText().toStdString();
+  EXPECT_FALSE(panel.loadProgress()->isVisible());
+  ASSERT_TRUE(ctx->hasDataset());
+  EXPECT_EQ(panel.classTable()->rowCount(), 10);
+  // Shown again: nothing reloads.
+  panel.hide();
+  panel.show();
+  EXPECT_FALSE(panel.loading());
+}
+
+// The preview is the engine's own augmentation: a vertical flip of a sample
+// with a bright top row shows that row at the bottom in some draw.
+TEST(DashboardDataset, ThePreviewDrawsTheEnginesAugmentation) {
+  auto ctx = sample_context();
+  gui::DatasetPanel panel(ctx.get());
+  AugmentConfig o;
+  o.vflip = true;
+  panel.setAugmentOptions(o);
+  ASSERT_EQ(panel.augmentPreview()->count(), 8);
+  const QImage original = panel.augmentPreview()->item(0)->icon().pixmap(64).toImage();
+  const QImage flipped = original.mirrored(false, true);
+  bool seen_flip = false;
+  for (int k = 1; k < 8; ++k) {
+    const QImage img = panel.augmentPreview()->item(k)->icon().pixmap(64).toImage();
+    ASSERT_EQ(img.size(), original.size());
+    seen_flip |= img == flipped;
+    EXPECT_TRUE(img == original || img == flipped) << "draw " << k;  // a flip or nothing
   }
-  EXPECT_TRUE(flipped);
+  EXPECT_TRUE(seen_flip);
 }
 
 TEST(DashboardDataset, ImageFolderProblemsAreNamedBeforeTraining) {

@@ -9,6 +9,7 @@
 
 #include <deepcanvas/probe.h>
 
+#include <QComboBox>
 #include <QFileInfo>
 
 namespace dc::test {
@@ -72,6 +73,27 @@ TEST(DashboardInference, TrainedCheckpointGivesTheRightTopClass) {
   EXPECT_GT(panel.activationMapCount(), 0);
   EXPECT_TRUE(panel.preprocessingText().contains("28×28"));
   EXPECT_TRUE(panel.preprocessingText().contains("greyscale"));
+  EXPECT_TRUE(panel.saliency()->caption().contains(panel.topClassName()));
+
+  // A 1-D activation (the logits) as one bar per class, named and valued.
+  const int logits = panel.activationLayer()->findText("dense2", Qt::MatchStartsWith);
+  ASSERT_GE(logits, 0);
+  panel.activationLayer()->setCurrentIndex(logits);
+  const auto& bars = panel.activationBars()->entries();
+  ASSERT_EQ(bars.size(), ctx->classNames().size());
+  for (int i = 0; i < bars.size(); ++i) {
+    EXPECT_EQ(bars[i].name, ctx->classNames().at(i));
+    EXPECT_FALSE(bars[i].text.isEmpty());
+  }
+
+  // A network that no longer compiles: no prediction, and the caption no
+  // longer names one either.
+  Project broken = ctx->project();
+  broken.graph.disconnect(broken.graph.edges().front());
+  ctx->setProject(broken);
+  EXPECT_TRUE(panel.topK()->entries().isEmpty());
+  EXPECT_EQ(panel.saliency()->caption(), "sample.png");
+  EXPECT_EQ(panel.topClass(), -1);
 }
 
 TEST(DashboardInference, CorruptImageGivesAMessageAndThePanelKeepsWorking) {

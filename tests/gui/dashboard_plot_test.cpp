@@ -1,6 +1,7 @@
 // The plot widgets alone: 100k-point series, overlays of earlier runs,
-// hover values and the CSV/PNG exports.
+// hover values and the CSV/PNG exports; the saliency overlay.
 #include "widgets/live_plot.h"
+#include "widgets/saliency_view.h"
 #include "widgets/top_k_bars.h"
 
 #include <gtest/gtest.h>
@@ -62,6 +63,34 @@ TEST(DashboardPlot, TopKBarsKeepOrder) {
   EXPECT_EQ(bars.entries()[0].name, "Bag");
   bars.clear();
   EXPECT_TRUE(bars.entries().isEmpty());
+}
+
+// A saliency map with one extreme pixel (as gradients have) still covers
+// the image at full opacity: scaled to that pixel alone, the rest would be
+// 5 % of the ramp, nearly transparent over a black image.
+TEST(DashboardPlot, SaliencyOverlayIsStrongAtFullOpacity) {
+  widgets::SaliencyView view;
+  view.resize(240, 200);
+  QImage black(8, 8, QImage::Format_RGB32);
+  black.fill(Qt::black);
+  view.setImage(black);
+  std::vector<float> heat(64, 5.0f);
+  heat[0] = 0;
+  heat[9] = 100;
+  view.setHeatmap(heat, 8, 8);
+  view.setOpacity(1.0);
+  const QImage shot = view.grab().toImage();
+  const QColor hot = QColor::fromRgb(widgets::heat_color(1.0));
+  int near_hot = 0;
+  for (int y = 0; y < shot.height(); ++y)
+    for (int x = 0; x < shot.width(); ++x) {
+      const QColor c = shot.pixelColor(x, y);
+      near_hot += std::abs(c.red() - hot.red()) + std::abs(c.green() - hot.green()) +
+                      std::abs(c.blue() - hot.blue()) <
+                  40;
+    }
+  // Most of the ~170×170 image, far more than the colour scale's hot end.
+  EXPECT_GT(near_hot, 10000);
 }
 
 }  // namespace dc::test

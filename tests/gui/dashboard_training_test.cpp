@@ -95,12 +95,20 @@ TEST(DashboardTraining, PauseResumeStopWriteACheckpoint) {
   EXPECT_TRUE(panel.resumeButton()->isEnabled());
   EXPECT_FALSE(panel.pauseButton()->isEnabled());
   const int progress_paused = panel.progressBar()->value();
+  // Paused: no rate or ETA, even from steps still queued before the pause.
+  QTest::qWait(300);
+  EXPECT_TRUE(panel.statusText().startsWith("Paused")) << panel.statusText().toStdString();
+  EXPECT_FALSE(panel.statusText().contains("samples/s")) << panel.statusText().toStdString();
+  EXPECT_FALSE(panel.statusText().contains("ETA")) << panel.statusText().toStdString();
 
   panel.resumeButton()->click();
   ASSERT_TRUE(wait_state(TrainingSession::State::Running));
+  // What the rate and ETA leave out (see DashboardRuns.APauseIsLeftOut...).
+  EXPECT_GT(panel.session()->pausedSeconds(), 0.0);
   steps.clear();
   ASSERT_TRUE(steps.wait(120000));  // training goes on after resuming
   EXPECT_GE(panel.progressBar()->value(), progress_paused);
+  EXPECT_TRUE(panel.statusText().contains("samples/s")) << panel.statusText().toStdString();
 
   panel.stopButton()->click();
   ASSERT_TRUE(done.wait(120000));

@@ -11,15 +11,24 @@
 #include "gui/training_session.h"
 #include "gui_test_util.h"
 #include "widgets/graph_editor.h"
+#include "widgets/live_plot.h"
 
 #include <deepcanvas/project.h>
 #include <gtest/gtest.h>
 
+#include <QAbstractButton>
 #include <QAction>
+#include <QApplication>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTabWidget>
+#include <QTableWidget>
 #include <QTemporaryDir>
+#include <QTimer>
 
 namespace dc::test {
 namespace {
@@ -90,6 +99,106 @@ TEST_F(MainWindowDashboard, TrainsFromTheWindowAndGuardsTheRun) {
   w.setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
 }
 
+TEST_F(MainWindowDashboard, ANewProjectStartsWithAFreshDashboard) {
+  gui::MainWindow w;
+  ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+  // The opened (valid) network's Input, not the empty one the window began with.
+  EXPECT_TRUE(w.inferencePanel()->preprocessingText().contains("28×28"))
+      << w.inferencePanel()->preprocessingText().toStdString();
+  QTemporaryDir dir;
+  gui::TrainingPanel* t = w.trainingPanel();
+  t->setEpochs(1);
+  t->setStepsPerEpochLimit(10);
+  t->setCheckpointDir(dir.path());
+  QSignalSpy done(t->session(), &gui::TrainingSession::finished);
+  t->startTraining();
+  ASSERT_TRUE(done.wait(600000)) << t->problemText().toStdString();
+  ASSERT_TRUE(w.context()->weights().valid());
+  ASSERT_GT(t->lossPlot()->totalPoints(), 0);
+  gui::InferencePanel* inf = w.inferencePanel();
+  ASSERT_TRUE(inf->weightsSource().contains("run 1"));
+  ASSERT_TRUE(inf->loadCheckpoint(t->session()->lastCheckpoint()));
+
+  w.setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
+  w.newProject();
+  // Nothing of the previous project's runs is left on the Training tab...
+  EXPECT_EQ(t->lossPlot()->totalPoints(), 0);
+  EXPECT_EQ(t->lossPlot()->overlayCount(), 0);
+  EXPECT_EQ(t->accuracyPlot()->totalPoints(), 0);
+  EXPECT_EQ(t->throughputPlot()->totalPoints(), 0);
+  EXPECT_TRUE(t->logText().isEmpty()) << t->logText().toStdString();
+  EXPECT_EQ(t->progressBar()->value(), 0);
+  EXPECT_EQ(t->runHistory()->rowCount(), 0);
+  EXPECT_EQ(t->statusText(), "Ready");
+  // ...nor on the Inference tab, which says it has no weights.
+  EXPECT_FALSE(w.context()->weights().valid());
+  EXPECT_TRUE(w.context()->runCheckpoints().isEmpty());
+  EXPECT_TRUE(inf->weightsSource().startsWith("none yet")) << inf->weightsSource().toStdString();
+  EXPECT_EQ(inf->weightChoices().size(), 2);  // "none yet" and "Checkpoint file…"
+  EXPECT_FALSE(w.context()->hasDataset());
+}
+
+TEST_F(MainWindowDashboard, DatasetAndTrainingSettingsMarkTheProjectModified) {
+  gui::MainWindow w;
+  ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+  w.show();
+  ASSERT_FALSE(w.isWindowModified());
+  w.trainingPanel()->setBatch(w.trainingPanel()->config().batch + 1);
+  EXPECT_TRUE(w.isWindowModified());  // the "*" in the title
+  QTemporaryDir dir;
+  ASSERT_TRUE(w.saveFile(dir.path() + "/p.dcproj"));
+  ASSERT_FALSE(w.isWindowModified());
+
+  AugmentConfig o = w.datasetPanel()->augmentOptions();
+  o.flip = !o.flip;
+  w.datasetPanel()->setAugmentOptions(o);
+  EXPECT_TRUE(w.isWindowModified());
+  ASSERT_TRUE(w.saveFile(dir.path() + "/p.dcproj"));
+  EXPECT_EQ(load_project((dir.path() + "/p.dcproj").toStdString()).training.augment.flip, o.flip);
+  // A vertical flip alone is saved too (it needed "copies per sample" once).
+  o = {};
+  o.vflip = true;
+  w.datasetPanel()->setAugmentOptions(o);
+  EXPECT_TRUE(w.isWindowModified());
+  ASSERT_TRUE(w.saveFile(dir.path() + "/p.dcproj"));
+  EXPECT_TRUE(load_project((dir.path() + "/p.dcproj").toStdString()).training.augment.vflip);
+  w.setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
+}
+
+// Issue 18 item 3: the dashboard tabs fit a 1280×720 window, no sideways
+// scrolling, every plot wholly inside it.
+TEST_F(MainWindowDashboard, DashboardTabsFitA1280By720Window) {
+  gui::MainWindow w;
+  ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+  w.resize(1280, 720);
+  w.show();
+  for (auto m : {gui::MainWindow::Mode::Dataset, gui::MainWindow::Mode::Training,
+                 gui::MainWindow::Mode::Inference}) {
+    w.showMode(m);
+    QApplication::processEvents();
+    QWidget* page = m == gui::MainWindow::Mode::Dataset ? static_cast<QWidget*>(w.datasetPanel())
+                    : m == gui::MainWindow::Mode::Training
+                        ? static_cast<QWidget*>(w.trainingPanel())
+                        : static_cast<QWidget*>(w.inferencePanel());
+    auto* area = qobject_cast<QScrollArea*>(page->parentWidget()->parentWidget());
+    ASSERT_NE(area, nullptr);
+    EXPECT_FALSE(area->horizontalScrollBar()->isVisible()) << "mode " << int(m);
+    EXPECT_LE(page->width(), area->viewport()->width()) << "mode " << int(m);
+  }
+  gui::TrainingPanel* t = w.trainingPanel();
+  for (widgets::LivePlot* p : {t->lossPlot(), t->accuracyPlot(), t->throughputPlot(), t->lrPlot(),
+                               t->utilizationPlot(), t->memoryPlot()}) {
+    const QRect r(p->mapTo(t, QPoint(0, 0)), p->size());
+    EXPECT_TRUE(t->rect().contains(r)) << p->objectName().toStdString();
+  }
+  // Folding the settings away leaves the plots more room.
+  const int before = t->lossPlot()->width();
+  t->setSettingsVisible(false);
+  QApplication::processEvents();
+  EXPECT_FALSE(t->settingsVisible());
+  EXPECT_GE(t->lossPlot()->width(), before);
+}
+
 TEST_F(MainWindowDashboard, ClosingStopsARunningTrainingWhenConfirmed) {
   auto w = std::make_unique<gui::MainWindow>();
   ASSERT_TRUE(w->openFile(sourcePath("sample_data/sample_project.dcproj")));
@@ -101,6 +210,21 @@ TEST_F(MainWindowDashboard, ClosingStopsARunningTrainingWhenConfirmed) {
   ASSERT_TRUE(t->session()->active()) << t->problemText().toStdString();
   w->setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Cancel; });
   EXPECT_FALSE(w->close());  // kept running
+  EXPECT_TRUE(t->session()->active());
+  // The real question's buttons say what they do ("Discard" would suggest
+  // losing the run): answered Cancel here, from inside its event loop.
+  w->setConfirmHandler({});
+  QStringList buttons;
+  QTimer::singleShot(0, [&] {
+    auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+    if (!box) return;
+    for (QAbstractButton* b : box->buttons()) buttons << b->text().remove('&');
+    box->button(QMessageBox::Cancel)->click();
+  });
+  EXPECT_FALSE(w->close());
+  EXPECT_TRUE(buttons.contains("Stop training and close the window"))
+      << buttons.join(" | ").toStdString();
+  EXPECT_FALSE(buttons.contains("Discard"));
   EXPECT_TRUE(t->session()->active());
   w->setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
   EXPECT_TRUE(w->close());

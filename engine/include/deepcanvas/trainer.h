@@ -18,6 +18,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -153,7 +154,9 @@ class Trainer {
     int64_t trained_samples = 0;
     std::chrono::steady_clock::time_point t_start;
     std::vector<std::pair<std::string, Tensor>> best_state;
-    double best_metric = -1;
+    // Lower than any metric: without a validation split it is minus the
+    // training loss, which is below -1 while the loss is above 1.
+    double best_metric = -std::numeric_limits<double>::infinity();
     int since_best = 0;
   };
   // What an epoch's training steps add up to.
