@@ -7,10 +7,7 @@
 
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <new>
-
-#include <nlohmann/json.hpp>
 
 namespace dc {
 
@@ -243,49 +240,18 @@ bool Trainer::wait_if_paused() {
 }
 
 void Trainer::save_checkpoint(const std::string& path, int epoch, int64_t step) {
-  std::vector<std::pair<std::string, Tensor>> tensors = plan_->state();
+  std::vector<std::pair<std::string, Tensor>> model = plan_->state();
   if (dplan_) dplan_->download_params();
-  for (auto& [k, t] : dplan_ ? dplan_->optimizer_state() : opt_->state())
-    tensors.emplace_back("optimizer." + k, t);
-  nlohmann::json names = train_->class_names;
-  std::map<std::string, std::string> meta{
-      {"format", "deepcanvas-checkpoint"},
-      {"format_version", "1"},
-      {"epoch", std::to_string(epoch)},
-      {"step", std::to_string(step)},
-      {"input_shape", plan_->input_shape().str(true)},
-      {"num_classes", std::to_string(plan_->output_shape().numel())},
-      {"mean", std::to_string(train_->mean)},
-      {"stddev", std::to_string(train_->stddev)},
-      {"class_names", names.dump()},
-  };
-  std::filesystem::path p(path);
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-  save_safetensors(path, tensors, meta);
-}
-
-CheckpointInfo read_checkpoint(const std::string& path) {
-  SafetensorsFile f = load_safetensors(path);
-  CheckpointInfo ck;
-  ck.metadata = f.metadata;
-  auto it = f.metadata.find("format");
-  if (it == f.metadata.end() || it->second != "deepcanvas-checkpoint")
-    throw IoError(path +
-                  ": not a DeepCanvas checkpoint (its metadata has no format "
-                  "\"deepcanvas-checkpoint\")");
-  for (auto& [k, t] : f.tensors) {
-    if (k.rfind("optimizer.", 0) == 0)
-      ck.optimizer.emplace_back(k.substr(10), t);
-    else
-      ck.model.emplace_back(k, t);
-  }
-  try {
-    ck.epoch = std::stoi(f.metadata.at("epoch"));
-    ck.step = std::stoll(f.metadata.at("step"));
-  } catch (const std::exception&) {
-    throw IoError(path + ": checkpoint metadata lacks a valid epoch/step");
-  }
-  return ck;
+  CheckpointMeta meta;
+  meta.epoch = epoch;
+  meta.step = step;
+  meta.input_shape = plan_->input_shape().str(true);
+  meta.num_classes = plan_->output_shape().numel();
+  meta.mean = train_->mean;
+  meta.stddev = train_->stddev;
+  meta.class_names = train_->class_names;
+  write_checkpoint(path, std::move(model), dplan_ ? dplan_->optimizer_state() : opt_->state(),
+                   meta);
 }
 
 // One epoch on the device plan. Steps are queued without waiting; the
