@@ -157,10 +157,16 @@ Graph graph_from(const json& j, const std::string& src) {
         port = e["port"];
       }
       try {
-        g.connect(a->id, b->id, port);
+        g.connect_without_cycle_check(a->id, b->id, port);
       } catch (const GraphError& ex) {
         fail(src, where, ex.what());
       }
+    }
+    // Once for all edges: per edge, the search is quadratic in a long chain.
+    try {
+      g.topo_order();
+    } catch (const GraphError& ex) {
+      fail(src, "graph.edges", std::string(ex.what()) + "; networks must flow one way");
     }
   }
   return g;
@@ -398,7 +404,7 @@ Project parse_project(const std::string& text, const std::string& src) {
 }
 
 Project load_project(const std::string& path) {
-  Project p = parse_project(read_file(path), path);
+  Project p = parse_project(read_file(path, kMaxProjectBytes, "project file"), path);
   p.file = path;
   return p;
 }
