@@ -147,8 +147,9 @@ Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
   if (!cfg_.resume.empty()) {
     CheckpointInfo ck = read_checkpoint(cfg_.resume);
     plan_->load_state(ck.model, cfg_.resume);
-    opt_->load_state(ck.optimizer);
-    opt_->set_steps(ck.step);
+    // Checked here for the device plan too, which copies the same tensors.
+    opt_->load_state(ck.optimizer, plan_->trainable(), cfg_.resume);
+    opt_->set_steps(ck.step, cfg_.resume);
     start_epoch_ = ck.epoch + 1;
     start_step_ = ck.step;
     if (start_epoch_ > cfg_.epochs)

@@ -12,6 +12,11 @@
 
 namespace dc {
 
+constexpr int kCheckpointFormatVersion = 1;
+// The most epochs a checkpoint may claim (as --epochs allows): more is damage,
+// and epoch + 1 must not overflow.
+constexpr int64_t kMaxCheckpointEpoch = 100000;
+
 // Metadata keys: format, format_version, epoch, step, input_shape,
 // num_classes, mean, stddev, class_names (JSON array).
 struct CheckpointInfo {
@@ -20,6 +25,11 @@ struct CheckpointInfo {
   int epoch = 0;
   int64_t step = 0;
 };
+// Reads and checks a checkpoint: format and format_version, epoch and step
+// in range, mean finite and stddev positive (when present), every model
+// tensor f32 and finite. The optimizer's tensors are checked against the
+// parameters when loaded (Optimizer::load_state). Throws IoError naming the
+// file and the field or tensor.
 CheckpointInfo read_checkpoint(const std::string& path);
 
 // What a checkpoint records besides its tensors.
