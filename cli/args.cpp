@@ -6,7 +6,7 @@
 
 namespace dc::cli {
 
-static const std::set<std::string> kFlags = {"json", "quiet", "augment-flip"};
+static const std::set<std::string> kFlags = {"json", "quiet", "augment-flip", "overwrite"};
 
 Args parse_args(int argc, char** argv) {
   Args a;

@@ -29,6 +29,7 @@ void write_checkpoint(const std::string& path, std::vector<std::pair<std::string
       {"stddev", std::to_string(meta.stddev)},
       {"class_names", names.dump()},
   };
+  if (std::isfinite(meta.test_accuracy)) md["test_accuracy"] = std::to_string(meta.test_accuracy);
   std::filesystem::path p(path);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
   save_safetensors(path, model, md);

@@ -240,7 +240,8 @@ bool Trainer::wait_if_paused() {
   return !cancel_;
 }
 
-void Trainer::save_checkpoint(const std::string& path, int epoch, int64_t step) {
+void Trainer::save_checkpoint(const std::string& path, int epoch, int64_t step,
+                              double test_accuracy) {
   std::vector<std::pair<std::string, Tensor>> model = plan_->state();
   if (dplan_) dplan_->download_params();
   CheckpointMeta meta;
@@ -251,6 +252,7 @@ void Trainer::save_checkpoint(const std::string& path, int epoch, int64_t step) 
   meta.mean = train_->mean;
   meta.stddev = train_->stddev;
   meta.class_names = train_->class_names;
+  meta.test_accuracy = test_accuracy;
   write_checkpoint(path, std::move(model), dplan_ ? dplan_->optimizer_state() : opt_->state(),
                    meta);
 }

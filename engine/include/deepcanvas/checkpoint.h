@@ -4,6 +4,7 @@
 // app need to resume training or run inference without the project's data.
 #include <deepcanvas/tensor.h>
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -18,7 +19,8 @@ constexpr int kCheckpointFormatVersion = 1;
 constexpr int64_t kMaxCheckpointEpoch = 100000;
 
 // Metadata keys: format, format_version, epoch, step, input_shape,
-// num_classes, mean, stddev, class_names (JSON array).
+// num_classes, mean, stddev, class_names (JSON array), test_accuracy
+// (optional).
 struct CheckpointInfo {
   std::vector<std::pair<std::string, Tensor>> model, optimizer;
   std::map<std::string, std::string> metadata;
@@ -40,6 +42,9 @@ struct CheckpointMeta {
   int64_t num_classes = 0;
   float mean = 0.0f, stddev = 1.0f;
   std::vector<std::string> class_names;
+  // The finished run's test accuracy, so a later run can tell whether its
+  // model is better before replacing the file; NaN (not written) mid-run.
+  double test_accuracy = NAN;
 };
 
 // Writes the model's tensors and the optimizer's (prefixed "optimizer.")

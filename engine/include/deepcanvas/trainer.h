@@ -141,7 +141,8 @@ class Trainer {
   const Dataset& train_data() const { return *train_; }
 
   // Writes a checkpoint of the current weights (atomically).
-  void save_checkpoint(const std::string& path, int epoch, int64_t step);
+  void save_checkpoint(const std::string& path, int epoch, int64_t step,
+                       double test_accuracy = NAN);
 
  private:
   void run();
