@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ui_latency_bench: %s\n", e.what());
     return 1;
   }
-  ctx->project().training.device = device.toStdString();
+  ctx->project().training.device = dc::parse_device(device.toStdString());
   dc::gui::TrainingPanel panel(ctx.get());
   panel.resize(1500, 950);
   panel.show();

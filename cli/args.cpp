@@ -1,24 +1,86 @@
 #include "args.h"
 
 #include <deepcanvas/errors.h>
+#include <deepcanvas/settings.h>
 
+#include <algorithm>
 #include <set>
 
 namespace dc::cli {
 
-static const std::set<std::string> kFlags = {"json", "quiet", "augment-flip", "overwrite"};
+namespace {
 
-Args parse_args(int argc, char** argv) {
+// Every option name the command knows, and which of them take no value.
+struct Known {
+  std::set<std::string> all, flags;
+};
+
+Known known_options(const Command& cmd) {
+  Known k;
+  // Every command takes these, so scripts can pass --quiet uniformly.
+  for (const char* common : {"help", "quiet"}) {
+    k.all.insert(common);
+    k.flags.insert(common);
+  }
+  for (const auto& o : cmd.options) {
+    k.all.insert(o.name);
+    if (o.value.empty()) k.flags.insert(o.name);
+  }
+  if (cmd.training_settings)
+    for (const auto& s : training_settings()) {
+      if (s.flag.empty()) continue;
+      k.all.insert(s.flag);
+      if (s.attr.type == AttrType::Bool) {
+        // --augment-flip turns it on, --no-augment-flip off; --augment-flip=false works too.
+        k.flags.insert(s.flag);
+        k.all.insert("no-" + s.flag);
+        k.flags.insert("no-" + s.flag);
+      }
+    }
+  return k;
+}
+
+}  // namespace
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1] ? 1u : 0u)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+Args parse_args(const Command& cmd, int argc, char** argv) {
+  const Known known = known_options(cmd);
   Args a;
   for (int i = 0; i < argc; ++i) {
     std::string s = argv[i];
     if (s.rfind("--", 0) == 0 && s.size() > 2) {
       std::string k = s.substr(2), v;
-      auto eq = k.find('=');
-      if (eq != std::string::npos) {
+      const auto eq = k.find('=');
+      const bool inline_value = eq != std::string::npos;
+      if (inline_value) {
         v = k.substr(eq + 1);
         k = k.substr(0, eq);
-      } else if (!kFlags.count(k)) {
+      }
+      if (!known.all.count(k)) {
+        std::string best;
+        size_t best_d = SIZE_MAX;
+        for (const auto& o : known.all)
+          if (size_t d = edit_distance(k, o); d < best_d) best_d = d, best = o;
+        std::string hint =
+            best_d <= std::max<size_t>(2, k.size() / 3) ? "; did you mean --" + best + "?" : "";
+        throw Error("unknown option --" + k + " for '" + cmd.name + "'" + hint +
+                    " ('deepcanvas-cli " + cmd.name + " --help' lists them)");
+      }
+      if (!inline_value && !known.flags.count(k)) {
         if (i + 1 >= argc) throw Error("option --" + k + " needs a value");
         v = argv[++i];
       }
@@ -27,7 +89,62 @@ Args parse_args(int argc, char** argv) {
       a.positional.push_back(s);
     }
   }
+  if (cmd.max_operands >= 0 && int(a.positional.size()) > cmd.max_operands && !a.has("help")) {
+    const std::string extra = a.positional[size_t(cmd.max_operands)];
+    throw Error("unexpected argument '" + extra + "' for '" + cmd.name +
+                "' (usage: deepcanvas-cli " + cmd.name +
+                (cmd.operands.empty() ? "" : " " + cmd.operands) + " [options])");
+  }
   return a;
+}
+
+std::string command_help(const Command& cmd) {
+  std::string out = "usage: deepcanvas-cli " + cmd.name +
+                    (cmd.operands.empty() ? "" : " " + cmd.operands) + " [options]\n" +
+                    cmd.summary + "\n";
+  // Option in a 30-column margin, help wrapped at 100 columns.
+  auto line = [&](const std::string& left, const std::string& help) {
+    std::string l = "  " + left;
+    l += l.size() < 30 ? std::string(30 - l.size(), ' ') : "\n" + std::string(30, ' ');
+    size_t col = 30;
+    for (size_t at = 0; at < help.size();) {
+      size_t end = help.find(' ', at);
+      if (end == std::string::npos) end = help.size();
+      const std::string word = help.substr(at, end - at);
+      if (col > 30 && col + 1 + word.size() > 100) {
+        l += "\n" + std::string(30, ' ');
+        col = 30;
+      } else if (col > 30) {
+        l += ' ';
+        ++col;
+      }
+      l += word;
+      col += word.size();
+      at = end + 1;
+    }
+    out += l + "\n";
+  };
+  if (!cmd.options.empty()) {
+    out += "\noptions:\n";
+    for (const auto& o : cmd.options)
+      line("--" + o.name + (o.value.empty() ? "" : " " + o.value), o.help);
+  }
+  if (cmd.training_settings) {
+    out += "\ntraining settings (override the project's \"training\" values):\n";
+    std::string group;
+    for (const auto& s : training_settings()) {
+      if (s.flag.empty()) continue;
+      if (s.group != group) out += " " + (group = s.group) + ":\n";
+      std::string value = s.attr.type == AttrType::Bool    ? ""
+                          : s.attr.type == AttrType::Int   ? " N"
+                          : s.attr.type == AttrType::Float ? " X"
+                                                           : " WORD";
+      std::string flag = "--" + s.flag + value;
+      if (s.attr.type == AttrType::Bool) flag += ", --no-" + s.flag;
+      line(flag, s.attr.help + " (" + setting_range_text(s) + ")");
+    }
+  }
+  return out;
 }
 
 std::string Args::get(const std::string& k, const std::string& def) const {

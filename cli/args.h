@@ -1,12 +1,27 @@
 #pragma once
-// Minimal "--name value" / "--flag" parser with range-checked numbers, so a
-// typo gives a message instead of std::stoi's exception text.
+// Command-line options: each command lists the options it takes, the
+// training settings add theirs from the settings table, and anything else
+// is an error with the nearest known option, so a typo such as
+// --checkpiont never trains and then throws the model away.
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace dc::cli {
+
+struct OptionSpec {
+  std::string name;   // without "--"
+  std::string value;  // "FILE", "N", ...; empty for a flag that takes no value
+  std::string help;
+};
+
+struct Command {
+  std::string name, operands, summary;  // "train", "PROJECT", "train the project's network"
+  std::vector<OptionSpec> options;
+  bool training_settings = false;  // also takes every training setting's flag
+  int max_operands = 1;            // -1: any number (predict's images)
+};
 
 struct Args {
   std::vector<std::string> positional;
@@ -18,7 +33,15 @@ struct Args {
   double get_double(const std::string& k, double def, double lo, double hi) const;
 };
 
-// Options that take no value.
-Args parse_args(int argc, char** argv);
+// Throws Error for an unknown option (naming the nearest known one), a
+// missing value or too many operands. "--help" is returned as an option.
+Args parse_args(const Command& cmd, int argc, char** argv);
+
+// "usage: deepcanvas-cli train PROJECT [options]" and every option with its
+// help; training settings with their range and default.
+std::string command_help(const Command& cmd);
+
+// Levenshtein distance, for "did you mean".
+size_t edit_distance(const std::string& a, const std::string& b);
 
 }  // namespace dc::cli

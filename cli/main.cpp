@@ -3,10 +3,13 @@
 // field) and exits non-zero; nothing is written unless it succeeds.
 #include <deepcanvas/device.h>
 #include <deepcanvas/errors.h>
+#include <deepcanvas/format.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/parallel.h>
+#include <deepcanvas/preflight.h>
 #include <deepcanvas/project.h>
 #include <deepcanvas/sequence_data.h>
+#include <deepcanvas/settings.h>
 #include <deepcanvas/trainer.h>
 
 #include <unistd.h>
@@ -39,27 +42,71 @@ namespace {
 
 using json = nlohmann::json;
 
-const char* kUsage =
-    "usage: deepcanvas-cli COMMAND [options]\n"
-    "\n"
-    "commands:\n"
-    "  train PROJECT     train the project's network on its dataset\n"
-    "      --epochs N --batch N --lr X --seed N --threads N --device cpu|cuda[:N]\n"
-    "      --precision fp32|bf16|fp16 (CUDA: reduced-precision convolutions and GEMMs)\n"
-    "      --augment-flip --crop-padding N (random flips / crops of image batches)\n"
-    "      --augment-rotate DEG (0-180) --augment-translate FRAC (0-0.5 of the size)\n"
-    "      --augment-brightness DELTA (0-1: intensity x [1-DELTA, 1+DELTA])\n"
-    "      --data DIR (IDX folder, or 'fashion-mnist' for Debian's full set)\n"
-    "      --checkpoint FILE (save the trained model) --checkpoint-dir DIR (per epoch)\n"
-    "      --resume FILE --val-split F --steps-per-epoch N --json --quiet\n"
-    "      --overwrite (replace --checkpoint even with a worse or diverged model)\n"
-    "  eval PROJECT --checkpoint FILE [--data DIR] [--batch N] [--json]\n"
-    "  predict PROJECT --checkpoint FILE (IMAGE... | --index N [--data DIR]) [--top K]\n"
-    "  summary PROJECT [--batch N] [--json]\n"
-    "  generate PROJECT --checkpoint FILE [--prompt TEXT] [--length N]\n"
-    "      [--temperature T] [--top-k K] [--seed N]   (character models)\n"
-    "  devices           list compute devices\n"
-    "  --version         print the version, build options and whether a GPU is usable\n";
+// Every command with the options it takes; parse_args() refuses the rest
+// and command_help() prints them.
+const std::vector<Command>& commands() {
+  static const std::vector<Command> cmds = {
+      {"train",
+       "PROJECT",
+       "Train the project's network on its dataset; flags override the project's settings.",
+       {{"data", "DIR",
+         "dataset folder ('fashion-mnist': Debian's full set) instead of the project's"},
+        {"checkpoint", "FILE", "save the trained model (safetensors) there"},
+        {"overwrite", "", "replace --checkpoint even with a worse or diverged model"},
+        {"checkpoint-dir", "DIR", "write last.safetensors and best.safetensors there every epoch"},
+        {"resume", "FILE", "continue from a checkpoint (weights, optimizer state, epoch)"},
+        {"steps-per-epoch", "N", "stop each epoch after N steps (quick looks)"},
+        {"json", "", "print one JSON object with the results"},
+        {"quiet", "", "no progress output"}},
+       true},
+      {"eval",
+       "PROJECT",
+       "Evaluate a checkpoint on the project's test set.",
+       {{"checkpoint", "FILE", "the trained model"},
+        {"data", "DIR", "dataset folder instead of the project's"},
+        {"batch", "N", "evaluation batch (default 256)"},
+        {"threads", "N", "CPU threads (0: every core)"},
+        {"device", "DEV", "cpu, cuda or cuda:N"},
+        {"json", "", "print one JSON object"}}},
+      {"predict",
+       "PROJECT [IMAGE...]",
+       "Classify image files, or a test sample with --index.",
+       {{"checkpoint", "FILE", "the trained model"},
+        {"index", "N", "predict test sample N instead of image files"},
+        {"data", "DIR", "dataset folder for --index"},
+        {"top", "K", "classes to show (default 5)"}},
+       false,
+       -1},
+      {"summary",
+       "PROJECT",
+       "Shapes, parameters, MACs and memory of every layer.",
+       {{"batch", "N", "batch for the training-memory estimate (default: the project's)"},
+        {"json", "", "print JSON"}}},
+      {"generate",
+       "PROJECT",
+       "Sample text from a character model.",
+       {{"checkpoint", "FILE", "the trained model"},
+        {"prompt", "TEXT", "text to start from"},
+        {"length", "N", "characters to generate (default 200)"},
+        {"temperature", "T", "sampling temperature (default 0.8)"},
+        {"top-k", "K", "sample among the K likeliest (0: all)"},
+        {"seed", "N", "random seed (default 1)"}}},
+      {"devices", "", "List the CPU and each NVIDIA GPU.", {{"json", "", "print JSON"}}, false, 0},
+  };
+  return cmds;
+}
+
+std::string usage() {
+  std::string u =
+      "usage: deepcanvas-cli COMMAND [options]   (COMMAND --help: its options)\n\ncommands:\n";
+  for (const Command& c : commands()) {
+    std::string left = "  " + c.name + (c.operands.empty() ? "" : " " + c.operands);
+    left.resize(std::max<size_t>(left.size() + 2, 30), ' ');
+    u += left + c.summary + "\n";
+  }
+  u += "  --version                   version, build options and whether a GPU is usable\n\n";
+  return u + command_help(commands().front());
+}
 
 double peak_rss_mb() {
   std::ifstream f("/proc/self/status");
@@ -67,31 +114,6 @@ double peak_rss_mb() {
   while (std::getline(f, line))
     if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
   return 0;
-}
-
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  int u = 0;
-  while (b >= 1024 && u < 3) {
-    b /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", b, units[u]);
-  return buf;
-}
-
-std::string human_count(double n) {
-  char buf[32];
-  if (n >= 1e9)
-    std::snprintf(buf, sizeof buf, "%.2fG", n / 1e9);
-  else if (n >= 1e6)
-    std::snprintf(buf, sizeof buf, "%.2fM", n / 1e6);
-  else if (n >= 1e3)
-    std::snprintf(buf, sizeof buf, "%.1fk", n / 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%.0f", n);
-  return buf;
 }
 
 std::string clock_text(double s) {
@@ -105,31 +127,16 @@ std::string clock_text(double s) {
   return buf;
 }
 
-// Throws with the reason ("device 'cuda:0' is not available: no NVIDIA
-// driver ...") when a GPU is asked for and cannot be used.
-void check_device(const std::string& dev) {
-  require_device(parse_device(dev));
-}
-
-struct LoadedData {
-  std::shared_ptr<Dataset> train, test;
-  std::string dir;
-};
-
-LoadedData load_data(const Project& p, const std::string& override_dir) {
-  LoadedData d;
-  d.dir = resolve_dataset_dir(p, override_dir);
-  TrainTest tt;
-  if (p.dataset.kind == "text")
-    tt = load_text_dataset(d.dir, {p.dataset.window, p.dataset.stride, p.dataset.test_fraction});
-  else if (p.dataset.kind == "csv_sequence")
-    tt = load_csv_sequences(d.dir, {p.dataset.window, p.dataset.target, p.dataset.test_fraction});
-  else
-    tt = d.dir.find("fashion") != std::string::npos ? load_fashion_mnist(d.dir)
-                                                    : load_idx_folder(d.dir);
-  d.train = std::make_shared<Dataset>(std::move(tt.train));
-  d.test = std::make_shared<Dataset>(std::move(tt.test));
-  return d;
+// The training settings given as flags, over the project's.
+void apply_setting_flags(const Args& a, TrainConfig& c) {
+  for (const SettingSpec& s : training_settings()) {
+    if (s.flag.empty()) continue;
+    if (a.has(s.flag)) {
+      const std::string v = a.get(s.flag, "");
+      s.set(c, parse_setting_text(s, s.attr.type == AttrType::Bool && v.empty() ? "true" : v));
+    }
+    if (a.has("no-" + s.flag)) s.set(c, false);
+  }
 }
 
 Project load(const Args& a) {
@@ -160,60 +167,54 @@ int save_interrupted(Trainer& t, const InterruptGuard& stop, const TrainConfig& 
 int cmd_train(const Args& a) {
   Project p = load(a);
   TrainConfig c = p.training;
-  c.epochs = a.get_int("epochs", c.epochs, 1, 100000);
-  c.batch = a.get_int("batch", c.batch, 1, 1 << 20);
-  c.optimizer.lr = a.get_double("lr", c.optimizer.lr, 1e-12, 1e6);
-  c.seed = static_cast<uint64_t>(a.get_int("seed", int64_t(c.seed), 0, INT64_MAX));
-  c.threads = int(a.get_int("threads", c.threads, 0, 1024));
-  c.val_split = a.get_double("val-split", c.val_split, 0, 0.99);
+  apply_setting_flags(a, c);
   c.steps_per_epoch_limit = a.get_int("steps-per-epoch", 0, 0, INT64_MAX);
-  c.device = a.get("device", c.device);
-  c.precision = a.get("precision", c.precision);
-  if (a.flag("augment-flip")) c.augment.flip = true;
-  c.augment.crop_padding = int(a.get_int("crop-padding", c.augment.crop_padding, 0, 64));
-  c.augment.rotate = a.get_double("augment-rotate", c.augment.rotate, 0, 180);
-  c.augment.translate = a.get_double("augment-translate", c.augment.translate, 0, 0.5);
-  c.augment.brightness = a.get_double("augment-brightness", c.augment.brightness, 0, 1);
   c.checkpoint_dir = a.get("checkpoint-dir", "");
   c.resume = a.get("resume", "");
   std::string out_ckpt = a.get("checkpoint", "");
   bool as_json = a.flag("json"), quiet = a.flag("quiet");
   if (a.has("device")) {
-    check_device(c.device);  // asked for on the command line: unavailable is an error
-  } else if (parse_device(c.device).cuda) {
+    require_device(c.device);  // asked for on the command line: unavailable is an error
+  } else if (c.device.cuda) {
     // The project was saved on a GPU machine; on this one the CPU still trains
     // it (the same numbers up to rounding), so say why and carry on.
     try {
-      check_device(c.device);
+      require_device(c.device);
     } catch (const Error& e) {
       std::fprintf(stderr, "note: the project asks for %s, but %s; training on the CPU\n",
-                   c.device.c_str(), e.what());
-      c.device = "cpu";
-      if (c.precision != "fp32") {
+                   c.device.str().c_str(), e.what());
+      c.device = DeviceSpec{};
+      if (c.precision != Precision::Fp32) {
         std::fprintf(stderr, "note: %s precision needs a GPU; the CPU computes in fp32\n",
-                     c.precision.c_str());
-        c.precision = "fp32";
+                     enum_name(c.precision));
+        c.precision = Precision::Fp32;
       }
     }
   }
-  // What would fail late fails first: an unwritable output, too little memory.
+  // What would fail late fails first: bad settings, a network that cannot
+  // be built or does not fit, an unwritable output, too little memory.
+  const std::vector<RunProblem> problems = network_problems(p.graph, c);
+  if (const RunProblem* problem = first_blocking(problems)) throw_problem(*problem);
   check_writable("--checkpoint", out_ckpt, false);
   check_writable("--checkpoint-dir", c.checkpoint_dir, true);
-  check_network_size(p.graph);
-  if (!parse_device(c.device).cuda) {
+  if (!c.device.cuda) {
     Plan sizing(p.graph, 1);
     check_cpu_memory(sizing.training_bytes(c.batch), c.batch, sizing.activation_bytes(1, true));
   }
-  LoadedData data = load_data(p, a.get("data", ""));
+  ProjectData data = load_project_dataset(p, a.get("data", ""));
+  auto train = std::make_shared<Dataset>(std::move(data.data.train));
+  auto test = std::make_shared<Dataset>(std::move(data.data.test));
+  for (const RunProblem& problem : run_problems(p.graph, c, train.get(), test.get()))
+    if (problem.warning) std::fprintf(stderr, "note: %s\n", problem.message.c_str());
 
   // For a text model, what ignoring context would reach: the loss to beat.
-  const double unigram = data.train->tokens ? label_entropy(*data.train) : NAN;
-  Trainer t(p.graph, c, data.train, data.test);
+  const double unigram = train->tokens ? label_entropy(*train) : NAN;
+  Trainer t(p.graph, c, train, test);
   bool tty = isatty(STDERR_FILENO) && !quiet;
   if (!quiet)
     std::fprintf(stderr, "Training '%s' on %s (%lld train / %lld test samples, %d threads)\n",
-                 p.name.c_str(), data.dir.c_str(), (long long)data.train->size(),
-                 (long long)data.test->size(), num_threads());
+                 p.name.c_str(), data.dir.c_str(), (long long)train->size(),
+                 (long long)test->size(), num_threads());
   if (!quiet && std::isfinite(unigram))
     std::fprintf(stderr, "unigram entropy of the training text: %.4f nats per character\n",
                  unigram);
@@ -319,7 +320,7 @@ int cmd_train(const Args& a) {
               {"batch", c.batch},
               {"threads", num_threads()},
               {"peak_rss_mb", peak_rss_mb()},
-              {"device", c.device},
+              {"device", c.device.str()},
               {"history", history}};
     if (std::isfinite(r.val_accuracy)) j["val_accuracy"] = r.val_accuracy;
     if (std::isfinite(unigram)) j["unigram_entropy"] = unigram;
@@ -366,24 +367,24 @@ int cmd_eval(const Args& a) {
   int64_t batch = a.get_int("batch", 256, 1, 1 << 20);
   set_num_threads(int(a.get_int("threads", 0, 0, 1024)));
   Loaded l = load_trained(a, batch);
-  LoadedData d = load_data(l.project, a.get("data", ""));
-  d.test->mean = l.mean;
-  d.test->stddev = l.stddev;
+  ProjectData d = load_project_dataset(l.project, a.get("data", ""));
+  Dataset& test = d.data.test;
+  test.mean = l.mean;
+  test.stddev = l.stddev;
   auto loss = make_loss(l.project.training.loss, float(l.project.training.label_smoothing));
-  DeviceSpec dev = parse_device(a.get("device", "cpu"));
+  TrainConfig run = l.project.training;  // evaluated in fp32, without augmentation
+  run.device = parse_device(a.get("device", "cpu"));
+  run.batch = batch;
+  run.precision = Precision::Fp32;
+  run.augment = {};
   EvalResult r;
-  if (DeviceBackend* backend = require_device(dev)) {
-    DevicePlanOptions o;
-    o.device = dev.index;
-    o.max_batch = batch;
-    o.loss = l.project.training.loss;
-    o.label_smoothing = l.project.training.label_smoothing;
-    auto dp = backend->create_plan(l.project.graph, *l.plan, o);
+  if (DeviceBackend* backend = require_device(run.device)) {
+    auto dp = backend->create_plan(l.project.graph, *l.plan, DevicePlanOptions::for_training(run));
     dp->upload_params();
-    int h = dp->add_dataset(*d.test);
-    r = evaluate_device(*dp, h, *d.test, l.plan->output_shape(), {}, batch, *loss);
+    int h = dp->add_dataset(test);
+    r = evaluate_device(*dp, h, test, l.plan->output_shape(), {}, batch, *loss);
   } else {
-    r = evaluate(*l.plan, *d.test, {}, batch, *loss);
+    r = evaluate(*l.plan, test, {}, batch, *loss);
   }
   if (a.flag("json")) {
     json j = {{"test_accuracy", r.top1},
@@ -412,13 +413,14 @@ int cmd_predict(const Args& a) {
   std::vector<std::pair<std::string, Tensor>> inputs;  // label, [1, ...input]
   const Shape& in = l.plan->input_shape();
   if (a.has("index")) {
-    LoadedData d = load_data(l.project, a.get("data", ""));
-    int64_t i = a.get_int("index", 0, 0, d.test->size() - 1);
-    d.test->mean = l.mean;
-    d.test->stddev = l.stddev;
+    ProjectData d = load_project_dataset(l.project, a.get("data", ""));
+    Dataset& test = d.data.test;
+    int64_t i = a.get_int("index", 0, 0, test.size() - 1);
+    test.mean = l.mean;
+    test.stddev = l.stddev;
     Tensor x(in.with_batch(1));
     int32_t label;
-    d.test->gather(&i, 1, x.f32(), &label);
+    test.gather(&i, 1, x.f32(), &label);
     std::string truth =
         label < int(l.class_names.size()) ? l.class_names[label] : std::to_string(label);
     inputs.emplace_back("test sample " + std::to_string(i) + " (true class: " + truth + ")", x);
@@ -452,7 +454,8 @@ int cmd_predict(const Args& a) {
 int cmd_summary(const Args& a) {
   Project p = load(a);
   int64_t batch = a.get_int("batch", p.training.batch, 1, 1 << 20);
-  check_network_size(p.graph);
+  for (const RunProblem& problem : network_problems(p.graph, p.training))
+    if (problem.kind == RunProblem::Kind::Network) throw_problem(problem);  // before allocating
   Plan plan(p.graph, 1);
   auto rows = plan.summary();
   int64_t params = 0, macs = 0, act = 0;
@@ -538,12 +541,12 @@ int cmd_devices(const Args& a) {
 
 int run(int argc, char** argv) {
   if (argc < 2) {
-    std::fputs(kUsage, stderr);
+    std::fputs(usage().c_str(), stderr);
     return 2;
   }
   std::string cmd = argv[1];
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
-    std::fputs(kUsage, stdout);
+    std::fputs(usage().c_str(), stdout);
     return 0;
   }
   if (cmd == "--version") {
@@ -551,16 +554,26 @@ int run(int argc, char** argv) {
                 opencv_enabled() ? "on" : "off", gemm_backend_name(), cuda_status().c_str());
     return 0;
   }
+  const Command* command = nullptr;
+  for (const Command& c : commands())
+    if (c.name == cmd) command = &c;
+  if (!command) {
+    std::fprintf(stderr, "deepcanvas-cli: unknown command '%s'\n\n%s", cmd.c_str(),
+                 usage().c_str());
+    return 2;
+  }
   register_builtin_layers();
-  Args a = parse_args(argc - 2, argv + 2);
+  Args a = parse_args(*command, argc - 2, argv + 2);
+  if (a.has("help")) {
+    std::fputs(command_help(*command).c_str(), stdout);
+    return 0;
+  }
   if (cmd == "train") return cmd_train(a);
   if (cmd == "eval") return cmd_eval(a);
   if (cmd == "predict") return cmd_predict(a);
   if (cmd == "summary") return cmd_summary(a);
   if (cmd == "generate") return cmd_generate(a);
-  if (cmd == "devices") return cmd_devices(a);
-  std::fprintf(stderr, "deepcanvas-cli: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
-  return 2;
+  return cmd_devices(a);
 }
 
 }  // namespace

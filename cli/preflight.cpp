@@ -63,15 +63,4 @@ void check_cpu_memory(int64_t needed, int64_t batch, int64_t per_sample) {
               ". Lower --batch (nothing was trained)");
 }
 
-void check_network_size(const Graph& g) {
-  const int64_t params = count_parameters(g), available = available_memory_bytes();
-  if (params < 0 || available < 0) return;
-  const int64_t needed = params * 16;  // weights, gradients, two Adam moments
-  if (needed <= available) return;
-  throw Error("the network has " + std::to_string(params) + " parameters, which with their " +
-              "gradients and optimizer state need about " + std::to_string(needed >> 30) +
-              " GiB, more than the " + std::to_string(available >> 30) +
-              " GiB available; make the Input smaller or the Dense layers narrower");
-}
-
 }  // namespace dc::cli

@@ -16,9 +16,4 @@ void check_writable(const std::string& option, const std::string& path, bool is_
 // more than this machine has available, with the batch size to try instead.
 void check_cpu_memory(int64_t needed_bytes, int64_t batch, int64_t bytes_per_sample);
 
-// Before building a Plan (which allocates every weight): refuses a network
-// whose weights alone, with their gradients and Adam's moments, exceed the
-// machine's available memory. Invalid graphs pass (the Plan names the node).
-void check_network_size(const Graph& g);
-
 }  // namespace dc::cli

@@ -31,9 +31,9 @@ std::string mib(int64_t b) {
 CudaPlan::CudaPlan(const Graph& g, Plan& host, const DevicePlanOptions& o, const std::string& name)
     : host_(host), o_(o), name_(name) {
   host_loss_ = make_loss(o.loss, float(o.label_smoothing));
-  loss_kind_ = o.loss == "mse"                    ? LossKind::MSE
-               : o.loss == "binary_cross_entropy" ? LossKind::BCE
-                                                  : LossKind::SoftmaxCE;
+  loss_kind_ = o.loss == LossType::Mse                  ? LossKind::MSE
+               : o.loss == LossType::BinaryCrossEntropy ? LossKind::BCE
+                                                        : LossKind::SoftmaxCE;
   DC_CUDA(cudaSetDevice(o.device), "selecting " + name);
   DC_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream");
   DC_CUDNN(cudnnCreate(&dnn_), "creating the cuDNN handle (is libcudnn 9 installed?)");
@@ -50,15 +50,13 @@ CudaPlan::CudaPlan(const Graph& g, Plan& host, const DevicePlanOptions& o, const
     ctx_.tf32 = true;
     DC_CUBLAS(cublasSetMathMode(blas_, CUBLAS_TF32_TENSOR_OP_MATH), "cuBLAS math mode");
   }
-  if (o.precision == "bf16" || o.precision == "fp16") {
+  if (o.precision != Precision::Fp32) {
     ctx_.reduced = true;
-    ctx_.low = o.precision == "bf16" ? Low::Bf16 : Low::Fp16;
-    fp16_ = o.precision == "fp16";
+    ctx_.low = o.precision == Precision::Bf16 ? Low::Bf16 : Low::Fp16;
+    fp16_ = o.precision == Precision::Fp16;
     // Pedantic math would keep 16-bit GEMMs off the tensor cores; the
     // default mode still computes float32 GEMMs in float32.
     if (!ctx_.tf32) DC_CUBLAS(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH), "cuBLAS math mode");
-  } else if (o.precision != "fp32") {
-    throw Error("precision '" + o.precision + "' is not one of fp32, bf16, fp16");
   }
 
   // Nodes in the host Plan's order (a stable topological order).
@@ -378,7 +376,7 @@ std::vector<std::pair<std::string, Tensor>> CudaPlan::optimizer_state() {
   std::vector<std::pair<std::string, Tensor>> s;
   if (!have_moments_) return s;
   std::vector<Param*> tr = host_.trainable();
-  const bool sgd = o_.optimizer.type == "sgd";
+  const bool sgd = o_.optimizer.type == OptimizerType::Sgd;
   if (sgd && o_.optimizer.momentum == 0.0) return s;
   for (size_t k = 0; k < tr.size(); ++k) {
     Tensor m(tr[k]->value.shape());

@@ -30,7 +30,7 @@ AdamArgs CudaPlan::adam_args(double lr, int64_t t) const {
   a.weight_decay = float(c.weight_decay);
   a.bc1 = float(1.0 - std::pow(c.beta1, double(t)));
   a.inv_sqrt_bc2 = float(1.0 / std::sqrt(1.0 - std::pow(c.beta2, double(t))));
-  a.decoupled = c.type == "adamw";
+  a.decoupled = c.type == OptimizerType::AdamW;
   return a;
 }
 
@@ -44,13 +44,13 @@ void CudaPlan::update(double lr, const int* skip, const StepArgs* dyn) {
   if (!have_moments_) {
     m_ = DeviceBuffer(alloc_, trainable_floats_ * 4, "optimizer state");
     DC_CUDA(cudaMemsetAsync(m_.get(), 0, trainable_floats_ * 4, stream_), "optimizer state");
-    if (c.type != "sgd") {
+    if (c.type != OptimizerType::Sgd) {
       v_ = DeviceBuffer(alloc_, trainable_floats_ * 4, "optimizer state");
       DC_CUDA(cudaMemsetAsync(v_.get(), 0, trainable_floats_ * 4, stream_), "optimizer state");
     }
     have_moments_ = true;
   }
-  if (c.type == "sgd") {
+  if (c.type == OptimizerType::Sgd) {
     sgd_step(pvals_.get(), pgrads_.get(), m_.get(), decay_.get<uint8_t>(), trainable_floats_,
              float(lr), float(c.momentum), float(c.weight_decay), c.nesterov, first, stream_, skip,
              dyn ? &dyn->lr : nullptr);
@@ -58,7 +58,7 @@ void CudaPlan::update(double lr, const int* skip, const StepArgs* dyn) {
     adam_step(pvals_.get(), pgrads_.get(), m_.get(), v_.get(), decay_.get<uint8_t>(),
               trainable_floats_, adam_args(lr, t_), stream_, skip, dyn ? &dyn->adam : nullptr);
   }
-  DC_LAUNCHED("the " + c.type + " update");
+  DC_LAUNCHED(std::string("the ") + enum_name(c.type) + " update");
 }
 
 int CudaPlan::add_dataset(const Dataset& d) {

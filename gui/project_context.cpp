@@ -4,6 +4,7 @@
 
 #include <deepcanvas/errors.h>
 #include <deepcanvas/plan.h>
+#include <deepcanvas/preflight.h>
 #include <deepcanvas/sequence_data.h>
 #include <deepcanvas/trainer.h>
 
@@ -109,14 +110,9 @@ LoadedDataset ProjectContext::readDataset(const Project& project, const DatasetS
   };
   switch (source.kind) {
     case DatasetSource::Kind::Project: {
-      dir = resolve_dataset_dir(project);
-      const DatasetSpec& s = project.dataset;
-      if (s.kind == "text")
-        tt = load_text_dataset(dir, {s.window, s.stride, s.test_fraction});
-      else if (s.kind == "csv_sequence")
-        tt = load_csv_sequences(dir, {s.window, s.target, s.test_fraction});
-      else
-        tt = idx(dir);
+      ProjectData d = load_project_dataset(project);
+      tt = std::move(d.data);
+      dir = d.dir;
       desc = tr("project dataset: %1").arg(QString::fromStdString(dir));
       break;
     }
@@ -197,58 +193,13 @@ QStringList ProjectContext::classNames() const {
 }
 
 QStringList ProjectContext::trainingProblems() const {
+  // The engine's own list (the Trainer refuses the first one), as sentences.
   QStringList p;
-  Shape in, out;
-  try {
-    Plan plan(project_.graph, 1);
-    in = plan.input_shape();
-    out = plan.output_shape();
-  } catch (const Error& e) {
-    p << tr("The network cannot be built: %1").arg(QString::fromUtf8(e.what()));
-    return p;
-  } catch (const std::bad_alloc&) {
-    p << tr("The network is too large for this machine's memory: make it smaller.");
-    return p;
-  }
-  if (!train_) {
-    p << tr("No dataset is loaded: choose one in the Dataset tab.");
-    return p;
-  }
-  if (train_->size() == 0) p << tr("The training set is empty.");
-  std::set<int32_t> classes(train_->labels.begin(), train_->labels.end());
-  const bool classification = project_.training.loss == "softmax_cross_entropy";
-  if (classification && classes.size() == 1)
-    p << tr("The training set has a single class (%1); a classifier needs at least two.")
-             .arg(train_->class_names.empty()
-                      ? QString::number(*classes.begin())
-                      : QString::fromStdString(train_->class_names[*classes.begin()]));
-  // Sequence models read grey images row by row; the trainer converts those.
-  bool rows = in.rank() == 2 && train_->sample_shape.rank() == 3 && train_->sample_shape[0] == 1 &&
-              train_->sample_shape[1] == in[0] && train_->sample_shape[2] == in[1];
-  if (train_->sample_shape != in && !rows) {
-    bool channels_only = in.rank() == 3 && train_->sample_shape.rank() == 3 &&
-                         in[1] == train_->sample_shape[1] && in[2] == train_->sample_shape[2];
-    if (channels_only)
-      p << tr("The images have %1 channel(s) but the network's Input expects %2; change the "
-              "Input's shape to %3 or use %4 images.")
-               .arg(train_->sample_shape[0])
-               .arg(in[0])
-               .arg(QString::fromStdString(train_->sample_shape.str()))
-               .arg(in[0] == 1 ? tr("greyscale") : tr("colour"));
-    else
-      p << tr("The samples are %1 but the network's Input expects %2; change the Input's shape.")
-               .arg(QString::fromStdString(train_->sample_shape.str()),
-                    QString::fromStdString(in.str()));
-  }
-  if (classification) {
-    int32_t max_label = 0;
-    for (int32_t l : train_->labels) max_label = std::max(max_label, l);
-    int n_classes = std::max<int>(train_->num_classes, max_label + 1);
-    if (n_classes != out.numel())
-      p << tr("The dataset has %1 classes but the network outputs %2 values; set the last "
-              "Dense layer's units to %1.")
-               .arg(n_classes)
-               .arg(out.numel());
+  for (const RunProblem& r :
+       run_problems(project_.graph, project_.training, train_.get(), test_.get())) {
+    QString m = QString::fromStdString(r.message);
+    if (!m.isEmpty()) m[0] = m[0].toUpper();
+    p << m + ".";
   }
   return p;
 }

@@ -115,7 +115,7 @@ void TemplateDialog::showPreview() {
             .arg(QString::fromStdString(p.dataset.path.empty() ? p.dataset.kind : p.dataset.path))
             .arg(p.training.epochs)
             .arg(p.training.batch)
-            .arg(QString::fromStdString(p.training.optimizer.type));
+            .arg(QString(enum_name(p.training.optimizer.type)));
     info_->setText(text);
   } catch (const Error& e) {
     model_->reset(Graph{});

@@ -102,13 +102,13 @@ void TrainingPanel::buildUi() {
   auto* settings = new QGroupBox(tr("Training settings"), left);
   auto* form = new QFormLayout(settings);
   optimizer_ = new QComboBox(settings);
-  for (const auto& n : optimizer_names()) optimizer_->addItem(QString::fromStdString(n));
+  for (const auto& n : enum_names<OptimizerType>()) optimizer_->addItem(QString::fromStdString(n));
   lr_ = new QDoubleSpinBox(settings);
   lr_->setDecimals(6);
   lr_->setRange(1e-6, 10.0);
   lr_->setSingleStep(1e-4);
   schedule_ = new QComboBox(settings);
-  for (const auto& n : schedule_names()) schedule_->addItem(QString::fromStdString(n));
+  for (const auto& n : enum_names<ScheduleType>()) schedule_->addItem(QString::fromStdString(n));
   batch_ = new QSpinBox(settings);
   batch_->setRange(1, 65536);
   epochs_ = new QSpinBox(settings);
@@ -313,17 +313,17 @@ void TrainingPanel::setupDevicePlots(bool gpu) {
 }
 
 void TrainingPanel::loadSettings(const TrainConfig& c) {
-  optimizer_->setCurrentText(QString::fromStdString(c.optimizer.type));
+  optimizer_->setCurrentText(enum_name(c.optimizer.type));
   lr_->setValue(c.optimizer.lr);
-  schedule_->setCurrentText(QString::fromStdString(c.schedule.type));
+  schedule_->setCurrentText(enum_name(c.schedule.type));
   batch_->setValue(int(c.batch));
   epochs_->setValue(c.epochs);
   seed_->setValue(int(c.seed));
   steps_limit_->setValue(int(c.steps_per_epoch_limit));
   patience_->setValue(c.early_stopping_patience);
-  int d = device_->findData(QString::fromStdString(c.device));
+  int d = device_->findData(QString::fromStdString(c.device.str()));
   device_->setCurrentIndex(d >= 0 ? d : 0);
-  int pr = precision_->findData(QString::fromStdString(c.precision));
+  int pr = precision_->findData(QString(enum_name(c.precision)));
   precision_->setCurrentIndex(pr >= 0 ? pr : 0);
 }
 
@@ -331,16 +331,19 @@ TrainConfig TrainingPanel::config() const {
   // The project carries what other panels own (loss, validation split,
   // normalisation); this panel overrides what it shows.
   TrainConfig c = ctx_->project().training;
-  c.optimizer.type = optimizer_->currentText().toStdString();
+  // The combo boxes hold exactly the enums' words.
+  c.optimizer.type = *enum_from_name<OptimizerType>(optimizer_->currentText().toStdString());
   c.optimizer.lr = lr_->value();
-  c.schedule.type = schedule_->currentText().toStdString();
+  c.schedule.type = *enum_from_name<ScheduleType>(schedule_->currentText().toStdString());
   c.batch = batch_->value();
   c.epochs = epochs_->value();
   c.seed = uint64_t(seed_->value());
   c.steps_per_epoch_limit = steps_limit_->value();
   c.early_stopping_patience = patience_->value();
-  c.device = device_->currentData().toString().toStdString();
-  c.precision = c.device == "cpu" ? "fp32" : precision_->currentData().toString().toStdString();
+  c.device = parse_device(device_->currentData().toString().toStdString());
+  c.precision = c.device.cuda
+                    ? *enum_from_name<Precision>(precision_->currentData().toString().toStdString())
+                    : Precision::Fp32;
   c.resume.clear();
   return c;
 }
@@ -425,11 +428,10 @@ void TrainingPanel::startTraining() {
   ++run_;
   eval_->clear();
   progress_->setValue(0);
-  gpu_run_ = cfg.device != "cpu" && Nvml::instance().available();
+  gpu_run_ = cfg.device.cuda && Nvml::instance().available();
   setupDevicePlots(gpu_run_);
   if (gpu_run_) {
-    int index = cfg.device.size() > 5 ? std::stoi(cfg.device.substr(5)) : 0;
-    gpu_ = std::make_unique<GpuSampler>(index, 4.0);
+    gpu_ = std::make_unique<GpuSampler>(cfg.device.index, 4.0);
   } else {
     gpu_.reset();
   }
@@ -446,8 +448,8 @@ void TrainingPanel::startTraining() {
                                           .arg(lr_->value())
                                           .arg(schedule_->currentText())
                                           .arg(batch_->value())
-                                          .arg(QString::fromStdString(cfg.device),
-                                               QString::fromStdString(cfg.precision))));
+                                          .arg(QString::fromStdString(cfg.device.str()),
+                                               QString(enum_name(cfg.precision)))));
   setRunCell(5, tr("running"));
   setRunCell(6, run_dir_);
   appendLog(tr("Run %1: %2 on %3, checkpoints in %4")

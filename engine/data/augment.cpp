@@ -5,6 +5,7 @@
 // here would round differently from the device's separate _rn operations.
 #include <deepcanvas/data.h>
 #include <deepcanvas/errors.h>
+#include <deepcanvas/settings.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,13 +14,12 @@
 namespace dc {
 
 std::string augment_problem(const AugmentConfig& a) {
-  // Written as !(in range) so that NaN is refused too.
-  if (a.crop_padding < 0 || a.crop_padding > 64) return "crop padding must be in [0, 64]";
-  if (!(a.rotate >= 0 && a.rotate <= 180)) return "rotation must be in [0, 180] degrees";
-  if (!(a.translate >= 0 && a.translate <= 0.5))
-    return "translation must be in [0, 0.5] (a fraction of the width and height)";
-  if (!(a.brightness >= 0 && a.brightness <= 1)) return "brightness must be in [0, 1]";
-  return "";
+  // The ranges are the settings table's (settings.cpp); every other setting
+  // of a default configuration is valid, so a problem is the augmentation's.
+  TrainConfig c;
+  c.augment = a;
+  const std::vector<std::string> problems = validate(c);
+  return problems.empty() ? "" : problems.front();
 }
 
 aug::Params augment_params(const AugmentConfig& a, const Shape& sample, float black, float white) {
@@ -33,6 +33,7 @@ aug::Params augment_params(const AugmentConfig& a, const Shape& sample, float bl
   p.W = int(sample[2]);
   p.pad = a.crop_padding;
   p.flip = a.flip;
+  p.vflip = a.vflip;
   p.max_deg = float(a.rotate);
   // The epsilon keeps 0.3 * 10 = 2.9999... from losing a pixel.
   p.max_tx = int(std::floor(a.translate * double(p.W) + 1e-9));

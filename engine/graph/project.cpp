@@ -3,8 +3,11 @@
 #include <deepcanvas/layer.h>
 #include <deepcanvas/loss.h>
 #include <deepcanvas/project.h>
+#include <deepcanvas/settings.h>
 
 #include <filesystem>
+#include <limits>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +28,24 @@ namespace {
   throw IoError(source + ": " + (where.empty() ? "" : where + ": ") + msg);
 }
 
+// nlohmann keeps integers above INT64_MAX as unsigned; read as int64 they
+// would wrap to negative numbers.
+bool fits_int64(const json& v) {
+  return v.is_number_integer() &&
+         (!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(INT64_MAX));
+}
+
+// A whole number in [lo, hi] at `where`, read as 64 bits and range-checked
+// before it is narrowed, so 2^32 + 3 is refused rather than read as 3.
+int64_t int_in(const json& v, int64_t lo, int64_t hi, const std::string& src,
+               const std::string& where) {
+  if (!fits_int64(v) || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+    fail(src, where,
+         "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+             v.dump());
+  return v.get<int64_t>();
+}
+
 AttrValue attr_from_json(const AttrSpec& s, const json& v, const std::string& src,
                          const std::string& where) {
   auto wrong = [&]() -> AttrValue {
@@ -33,6 +54,7 @@ AttrValue attr_from_json(const AttrSpec& s, const json& v, const std::string& sr
   switch (s.type) {
     case AttrType::Int:
       if (!v.is_number_integer()) return wrong();
+      if (!fits_int64(v)) fail(src, where, "is too large: " + v.dump());
       return v.get<int64_t>();
     case AttrType::Float:
       if (!v.is_number()) return wrong();
@@ -53,6 +75,7 @@ AttrValue attr_from_json(const AttrSpec& s, const json& v, const std::string& sr
       std::vector<int64_t> out;
       for (auto& x : v) {
         if (!x.is_number_integer()) return wrong();
+        if (!fits_int64(x)) fail(src, where, "is too large: " + x.dump());
         out.push_back(x.get<int64_t>());
       }
       return out;
@@ -128,11 +151,8 @@ Graph graph_from(const json& j, const std::string& src) {
       y = p[1];
     }
     int id = -1;
-    if (n.contains("id")) {
-      if (!n["id"].is_number_integer() || n["id"].get<int>() < 1)
-        fail(src, where + ".id", "must be a positive integer");
-      id = n["id"];
-    }
+    // Well below INT_MAX, so that the ids of layers added later still fit.
+    if (n.contains("id")) id = int(int_in(n["id"], 1, 1000000000, src, where + ".id"));
     try {
       g.add_node(type, name, attrs, x, y, id);
     } catch (const GraphError& e) {
@@ -152,10 +172,7 @@ Graph graph_from(const json& j, const std::string& src) {
       if (!a) fail(src, where, "no node named '" + e["from"].get<std::string>() + "'");
       if (!b) fail(src, where, "no node named '" + e["to"].get<std::string>() + "'");
       int port = 0;
-      if (e.contains("port")) {
-        if (!e["port"].is_number_integer()) fail(src, where + ".port", "must be an integer");
-        port = e["port"];
-      }
+      if (e.contains("port")) port = int(int_in(e["port"], 0, 1 << 20, src, where + ".port"));
       try {
         g.connect_without_cycle_check(a->id, b->id, port);
       } catch (const GraphError& ex) {
@@ -182,14 +199,15 @@ void field(const json& o, const char* key, T& out, const std::string& src,
   if constexpr (std::is_same_v<T, bool>)
     ok = v.is_boolean();
   else if constexpr (std::is_integral_v<T>)
-    ok = v.is_number_integer() && v.get<int64_t>() >= 0;
+    ok = fits_int64(v) && v.get<int64_t>() >= 0 &&
+         v.get<int64_t>() <= int64_t(std::numeric_limits<T>::max());
   else if constexpr (std::is_floating_point_v<T>)
     ok = v.is_number();
   else
     ok = v.is_string();
   if (!ok) {
     const char* want = std::is_same_v<T, bool>       ? "true or false"
-                       : std::is_integral_v<T>       ? "a non-negative integer"
+                       : std::is_integral_v<T>       ? "a non-negative integer that fits"
                        : std::is_floating_point_v<T> ? "a number"
                                                      : "a string";
     fail(src, where + "." + key, std::string("must be ") + want + ", got " + v.dump());
@@ -208,6 +226,62 @@ void only_keys(const json& o, std::set<std::string> keys, const std::string& src
     }
 }
 
+// A setting's dotted key ("optimizer.lr") as its path below "training".
+std::vector<std::string> key_path(const std::string& key) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t dot; (dot = key.find('.', start)) != std::string::npos; start = dot + 1)
+    parts.push_back(key.substr(start, dot - start));
+  parts.push_back(key.substr(start));
+  return parts;
+}
+
+// The object at `path` below o, or null when some part is missing.
+const json* find_path(const json& o, const std::vector<std::string>& path, size_t n) {
+  const json* at = &o;
+  for (size_t i = 0; i < n && at; ++i)
+    at = at->is_object() && at->contains(path[i]) ? &(*at)[path[i]] : nullptr;
+  return at;
+}
+
+// The training settings, generated from the settings table.
+json training_json(const TrainConfig& c) {
+  json t = json::object();
+  for (const SettingSpec& s : training_settings()) {
+    if (s.written && !s.written(c)) continue;
+    const std::vector<std::string> path = key_path(s.attr.name);
+    json* at = &t;
+    for (size_t i = 0; i + 1 < path.size(); ++i) at = &(*at)[path[i]];
+    (*at)[path.back()] = attr_to_json(s.get(c));
+  }
+  return t;
+}
+
+void read_training(const json& t, TrainConfig& c, const std::string& src) {
+  // Which keys each object may hold: "training" the first parts ("epochs",
+  // "optimizer"), "training.optimizer" the keys below it, and so on.
+  std::map<std::vector<std::string>, std::set<std::string>> allowed;
+  for (const SettingSpec& s : training_settings()) {
+    std::vector<std::string> path = key_path(s.attr.name);
+    for (size_t n = 0; n < path.size(); ++n)
+      allowed[std::vector<std::string>(path.begin(), path.begin() + long(n))].insert(path[n]);
+  }
+  for (const auto& [object, keys] : allowed) {
+    std::string where = "training";
+    for (const auto& part : object) where += "." + part;
+    if (const json* o = find_path(t, object, object.size())) only_keys(*o, keys, src, where);
+  }
+  for (const SettingSpec& s : training_settings()) {
+    const std::vector<std::string> path = key_path(s.attr.name);
+    const json* v = find_path(t, path, path.size());
+    if (!v) continue;
+    const std::string where = "training." + s.attr.name;
+    AttrValue value = attr_from_json(s.attr, *v, src, where);
+    if (std::string why = setting_problem(s, value); !why.empty()) fail(src, where, why);
+    s.set(c, value);
+  }
+}
+
 }  // namespace
 
 std::string graph_to_json(const Graph& g) {
@@ -221,52 +295,12 @@ Graph graph_from_json(const std::string& text, const std::string& source) {
 }
 
 std::string project_to_json(const Project& p) {
-  const TrainConfig& t = p.training;
-  json training = {
-      {"epochs", t.epochs},
-      {"batch", t.batch},
-      {"loss", t.loss},
-      {"label_smoothing", t.label_smoothing},
-      {"val_split", t.val_split},
-      {"seed", t.seed},
-      {"normalize", t.normalize},
-      {"early_stopping_patience", t.early_stopping_patience},
-      {"device", t.device},
-      {"optimizer",
-       {{"type", t.optimizer.type},
-        {"lr", t.optimizer.lr},
-        {"momentum", t.optimizer.momentum},
-        {"nesterov", t.optimizer.nesterov},
-        {"weight_decay", t.optimizer.weight_decay},
-        {"beta1", t.optimizer.beta1},
-        {"beta2", t.optimizer.beta2},
-        {"eps", t.optimizer.eps}}},
-      {"schedule",
-       {{"type", t.schedule.type},
-        {"warmup_steps", t.schedule.warmup_steps},
-        {"step_epochs", t.schedule.step_epochs},
-        {"gamma", t.schedule.gamma},
-        {"min_lr", t.schedule.min_lr},
-        {"pct_start", t.schedule.pct_start},
-        {"div_factor", t.schedule.div_factor},
-        {"final_div_factor", t.schedule.final_div_factor}}},
-  };
   json j = {{"format", "deepcanvas-project"},
             {"version", kProjectVersion},
             {"name", p.name},
             {"graph", graph_json(p.graph)},
             {"dataset", {{"kind", p.dataset.kind}, {"path", p.dataset.path}}},
-            {"training", training}};
-  // Written only when set, so fp32 projects keep their earlier form.
-  if (t.precision != "fp32") j["training"]["precision"] = t.precision;
-  if (t.augment.enabled()) {
-    json& au = j["training"]["augment"];
-    au = {{"flip", t.augment.flip}, {"crop_padding", t.augment.crop_padding}};
-    // The later settings only when used, so earlier files keep their form.
-    if (t.augment.rotate > 0) au["rotate"] = t.augment.rotate;
-    if (t.augment.translate > 0) au["translate"] = t.augment.translate;
-    if (t.augment.brightness > 0) au["brightness"] = t.augment.brightness;
-  }
+            {"training", training_json(p.training)}};
   if (p.dataset.kind != "idx") {
     json& d = j["dataset"];
     d["window"] = p.dataset.window;
@@ -284,7 +318,7 @@ Project parse_project(const std::string& text, const std::string& src) {
     fail(src, "", "is not a DeepCanvas project (no \"format\": \"deepcanvas-project\")");
   if (!j.contains("version") || !j["version"].is_number_integer())
     fail(src, "version", "missing or not an integer");
-  int version = j["version"];
+  const int64_t version = fits_int64(j["version"]) ? j["version"].get<int64_t>() : INT64_MAX;
   if (version > kProjectVersion)
     fail(src, "",
          "was saved by a newer DeepCanvas (project format " + std::to_string(version) +
@@ -313,93 +347,7 @@ Project parse_project(const std::string& text, const std::string& src) {
     if (!(p.dataset.test_fraction >= 0 && p.dataset.test_fraction < 1))
       fail(src, "dataset.test_fraction", "must be in [0, 1)");
   }
-  if (j.contains("training")) {
-    const json& t = j["training"];
-    TrainConfig& c = p.training;
-    only_keys(t,
-              {"epochs", "batch", "loss", "label_smoothing", "val_split", "seed", "normalize",
-               "early_stopping_patience", "device", "optimizer", "schedule", "threads", "precision",
-               "augment"},
-              src, "training");
-    field(t, "epochs", c.epochs, src, "training");
-    field(t, "batch", c.batch, src, "training");
-    field(t, "loss", c.loss, src, "training");
-    field(t, "label_smoothing", c.label_smoothing, src, "training");
-    field(t, "val_split", c.val_split, src, "training");
-    field(t, "seed", c.seed, src, "training");
-    field(t, "normalize", c.normalize, src, "training");
-    field(t, "early_stopping_patience", c.early_stopping_patience, src, "training");
-    field(t, "device", c.device, src, "training");
-    field(t, "threads", c.threads, src, "training");
-    field(t, "precision", c.precision, src, "training");
-    if (t.contains("augment")) {
-      const json& au = t["augment"];
-      if (!au.is_object()) fail(src, "training.augment", "must be an object");
-      only_keys(au, {"flip", "crop_padding", "rotate", "translate", "brightness"}, src,
-                "training.augment");
-      field(au, "flip", c.augment.flip, src, "training.augment");
-      field(au, "crop_padding", c.augment.crop_padding, src, "training.augment");
-      field(au, "rotate", c.augment.rotate, src, "training.augment");
-      field(au, "translate", c.augment.translate, src, "training.augment");
-      field(au, "brightness", c.augment.brightness, src, "training.augment");
-      if (c.augment.crop_padding < 0 || c.augment.crop_padding > 64)
-        fail(src, "training.augment.crop_padding", "must be in [0, 64]");
-      if (!(c.augment.rotate >= 0 && c.augment.rotate <= 180))
-        fail(src, "training.augment.rotate", "must be in [0, 180] (degrees)");
-      if (!(c.augment.translate >= 0 && c.augment.translate <= 0.5))
-        fail(src, "training.augment.translate", "must be in [0, 0.5] (a fraction of the size)");
-      if (!(c.augment.brightness >= 0 && c.augment.brightness <= 1))
-        fail(src, "training.augment.brightness", "must be in [0, 1]");
-    }
-    if (t.contains("optimizer")) {
-      const json& o = t["optimizer"];
-      only_keys(o, {"type", "lr", "momentum", "nesterov", "weight_decay", "beta1", "beta2", "eps"},
-                src, "training.optimizer");
-      field(o, "type", c.optimizer.type, src, "training.optimizer");
-      field(o, "lr", c.optimizer.lr, src, "training.optimizer");
-      field(o, "momentum", c.optimizer.momentum, src, "training.optimizer");
-      field(o, "nesterov", c.optimizer.nesterov, src, "training.optimizer");
-      field(o, "weight_decay", c.optimizer.weight_decay, src, "training.optimizer");
-      field(o, "beta1", c.optimizer.beta1, src, "training.optimizer");
-      field(o, "beta2", c.optimizer.beta2, src, "training.optimizer");
-      field(o, "eps", c.optimizer.eps, src, "training.optimizer");
-    }
-    if (t.contains("schedule")) {
-      const json& s = t["schedule"];
-      only_keys(s,
-                {"type", "warmup_steps", "step_epochs", "gamma", "min_lr", "pct_start",
-                 "div_factor", "final_div_factor"},
-                src, "training.schedule");
-      field(s, "type", c.schedule.type, src, "training.schedule");
-      field(s, "warmup_steps", c.schedule.warmup_steps, src, "training.schedule");
-      field(s, "step_epochs", c.schedule.step_epochs, src, "training.schedule");
-      field(s, "gamma", c.schedule.gamma, src, "training.schedule");
-      field(s, "min_lr", c.schedule.min_lr, src, "training.schedule");
-      field(s, "pct_start", c.schedule.pct_start, src, "training.schedule");
-      field(s, "div_factor", c.schedule.div_factor, src, "training.schedule");
-      field(s, "final_div_factor", c.schedule.final_div_factor, src, "training.schedule");
-    }
-    auto names = [](std::vector<std::string> v) {
-      std::string s;
-      for (auto& x : v) s += (s.empty() ? "" : ", ") + x;
-      return s;
-    };
-    auto one_of = [&](const std::string& v, std::vector<std::string> valid, const char* where) {
-      for (auto& x : valid)
-        if (x == v) return;
-      fail(src, where, "'" + v + "' is not one of: " + names(valid));
-    };
-    one_of(c.optimizer.type, optimizer_names(), "training.optimizer.type");
-    one_of(c.schedule.type, schedule_names(), "training.schedule.type");
-    one_of(c.loss, loss_names(), "training.loss");
-    one_of(c.precision, {"fp32", "bf16", "fp16"}, "training.precision");
-    if (c.epochs < 1) fail(src, "training.epochs", "must be at least 1");
-    if (c.batch < 1) fail(src, "training.batch", "must be at least 1");
-    if (!(c.optimizer.lr > 0)) fail(src, "training.optimizer.lr", "must be positive");
-    if (c.val_split < 0 || c.val_split >= 1) fail(src, "training.val_split", "must be in [0, 1)");
-    if (c.label_smoothing < 0 || c.label_smoothing >= 1)
-      fail(src, "training.label_smoothing", "must be in [0, 1)");
-  }
+  if (j.contains("training")) read_training(j["training"], p.training, src);
   return p;
 }
 

@@ -189,23 +189,20 @@ class MeanSquaredError : public ElementwiseLoss {
 
 }  // namespace
 
-std::vector<std::string> loss_names() {
-  return {"softmax_cross_entropy", "binary_cross_entropy", "mse"};
-}
-
 // Label smoothing only exists for softmax cross-entropy (as in PyTorch); the
 // other losses ignore it.
-std::unique_ptr<Loss> make_loss(const std::string& name, float label_smoothing) {
-  if (name == "softmax_cross_entropy") {
-    if (!(label_smoothing >= 0.0f && label_smoothing < 1.0f))
-      throw Error("label smoothing must be in [0, 1), got " + std::to_string(label_smoothing));
-    return std::make_unique<SoftmaxCrossEntropy>(label_smoothing);
+std::unique_ptr<Loss> make_loss(LossType type, float label_smoothing) {
+  switch (type) {
+    case LossType::SoftmaxCrossEntropy:
+      if (!(label_smoothing >= 0.0f && label_smoothing < 1.0f))
+        throw Error("label smoothing must be in [0, 1), got " + std::to_string(label_smoothing));
+      return std::make_unique<SoftmaxCrossEntropy>(label_smoothing);
+    case LossType::BinaryCrossEntropy:
+      return std::make_unique<BinaryCrossEntropy>();
+    case LossType::Mse:
+      return std::make_unique<MeanSquaredError>();
   }
-  if (name == "binary_cross_entropy") return std::make_unique<BinaryCrossEntropy>();
-  if (name == "mse") return std::make_unique<MeanSquaredError>();
-  std::string all;
-  for (const auto& n : loss_names()) all += (all.empty() ? "" : ", ") + n;
-  throw Error("unknown loss '" + name + "'; choose one of: " + all);
+  throw Error("unknown loss");
 }
 
 }  // namespace dc

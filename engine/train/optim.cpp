@@ -192,23 +192,21 @@ void Optimizer::set_steps(int64_t t, const std::string& source) {
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c) {
-  if (c.type == "sgd") return std::make_unique<Sgd>(c);
-  if (c.type == "adam") return std::make_unique<Adam>(c, false);
-  if (c.type == "adamw") return std::make_unique<Adam>(c, true);
-  throw Error("unknown optimizer '" + c.type + "' (use sgd, adam or adamw)");
-}
-
-std::vector<std::string> optimizer_names() {
-  return {"sgd", "adam", "adamw"};
-}
-std::vector<std::string> schedule_names() {
-  return {"constant", "step", "cosine", "onecycle"};
+  switch (c.type) {
+    case OptimizerType::Sgd:
+      return std::make_unique<Sgd>(c);
+    case OptimizerType::Adam:
+      return std::make_unique<Adam>(c, false);
+    case OptimizerType::AdamW:
+      return std::make_unique<Adam>(c, true);
+  }
+  throw Error("unknown optimizer");
 }
 
 double schedule_lr(const ScheduleConfig& s, double base, int64_t step, int64_t total,
                    int64_t steps_per_epoch) {
   const double pi = 3.14159265358979323846;
-  if (s.type == "onecycle") {
+  if (s.type == ScheduleType::OneCycle) {
     // torch.optim.lr_scheduler.OneCycleLR with cosine annealing.
     double initial = base / s.div_factor, final_lr = initial / s.final_div_factor;
     double up = std::max(1.0, s.pct_start * double(total) - 1.0);
@@ -221,16 +219,13 @@ double schedule_lr(const ScheduleConfig& s, double base, int64_t step, int64_t t
     return cosine(base, final_lr, std::min(1.0, (t - up) / (down_end - up)));
   }
   double lr = base;
-  if (s.type == "step") {
+  if (s.type == ScheduleType::Step) {
     double per = std::max<double>(1.0, s.step_epochs * double(steps_per_epoch));
     lr = base * std::pow(s.gamma, std::floor(double(step) / per));
-  } else if (s.type == "cosine") {
+  } else if (s.type == ScheduleType::Cosine) {
     double span = std::max<double>(1.0, double(total - s.warmup_steps));
     double pct = std::clamp(double(step - s.warmup_steps) / span, 0.0, 1.0);
     lr = s.min_lr + (base - s.min_lr) * 0.5 * (1.0 + std::cos(pi * pct));
-  } else if (s.type != "constant") {
-    throw Error("unknown learning-rate schedule '" + s.type +
-                "' (use constant, step, cosine or onecycle)");
   }
   if (s.warmup_steps > 0 && step < s.warmup_steps) lr *= double(step + 1) / double(s.warmup_steps);
   return lr;

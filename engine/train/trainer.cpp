@@ -2,6 +2,7 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/parallel.h>
+#include <deepcanvas/preflight.h>
 #include <deepcanvas/sequence_data.h>
 #include <deepcanvas/trainer.h>
 
@@ -105,31 +106,12 @@ EvalResult evaluate_device(DevicePlan& plan, int dataset, const Dataset& ds,
 Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
                  std::shared_ptr<Dataset> test)
     : graph_(g), cfg_(std::move(c)), train_(std::move(train)), test_(std::move(test)) {
-  if (!train_ || train_->size() == 0) throw DataError("the training set is empty");
-  if (cfg_.epochs < 1) throw Error("epochs must be at least 1");
-  if (cfg_.batch < 1) throw Error("batch size must be at least 1");
-  if (cfg_.val_split < 0 || cfg_.val_split >= 1) throw Error("validation split must be in [0, 1)");
+  const std::vector<RunProblem> problems = run_problems(g, cfg_, train_.get(), test_.get());
+  if (const RunProblem* p = first_blocking(problems)) throw_problem(*p);
   plan_ = std::make_unique<Plan>(graph_, cfg_.batch);
-  auto check_data = [&](const Dataset& d, const char* what) {
-    if (d.sample_shape != plan_->input_shape())
-      throw DataError(std::string("the ") + what + " samples (" + d.source + ") are " +
-                      d.sample_shape.str() + " but the Input layer expects " +
-                      plan_->input_shape().str() + "; change the Input's shape");
-    int64_t outputs = plan_->output_shape().numel();
-    int32_t max_label = 0;
-    for (int32_t l : d.labels) max_label = std::max(max_label, l);
-    if (cfg_.loss == "softmax_cross_entropy" && max_label >= outputs)
-      throw DataError(std::string("the ") + what + " set has labels up to " +
-                      std::to_string(max_label) + " (" + std::to_string(max_label + 1) +
-                      " classes) but the network outputs " + std::to_string(outputs) +
-                      " values; set the last Dense layer's units to " +
-                      std::to_string(max_label + 1));
-  };
   // A network that reads sequences takes grayscale images row by row.
   images_as_row_sequences(*train_, plan_->input_shape());
   if (test_) images_as_row_sequences(*test_, plan_->input_shape());
-  check_data(*train_, "training");
-  if (test_) check_data(*test_, "test");
   if (cfg_.normalize) {
     compute_normalization(*train_);
   } else {
@@ -142,7 +124,6 @@ Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
   }
   loss_ = make_loss(cfg_.loss, float(cfg_.label_smoothing));
   opt_ = make_optimizer(cfg_.optimizer);
-  schedule_lr(cfg_.schedule, 1.0, 0, 1, 1);  // rejects an unknown schedule now
   plan_->init_params(cfg_.seed);
   if (!cfg_.resume.empty()) {
     CheckpointInfo ck = read_checkpoint(cfg_.resume);
@@ -156,30 +137,9 @@ Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
       throw Error(cfg_.resume + ": already trained for " + std::to_string(ck.epoch) +
                   " epochs; ask for more than that with --epochs");
   }
-  DeviceSpec spec = parse_device(cfg_.device);
-  if (cfg_.precision != "fp32" && cfg_.precision != "bf16" && cfg_.precision != "fp16")
-    throw Error("precision '" + cfg_.precision + "' is not one of fp32, bf16, fp16");
-  if (cfg_.augment.enabled() && plan_->input_shape().rank() != 3)
-    throw DataError(
-        "augmentation (flips, crops, rotation, translation, brightness) needs image inputs "
-        "(channels×height×width) but the network's input is " +
-        plan_->input_shape().str() + "; turn augmentation off for this model");
-  if (std::string why = augment_problem(cfg_.augment); !why.empty()) throw Error(why);
-  if (!spec.cuda && cfg_.precision != "fp32")
-    throw Error("precision " + cfg_.precision +
-                " needs a CUDA device; the CPU computes in fp32 only (set precision to fp32 or "
-                "train with --device cuda)");
-  if (spec.cuda) {
-    DeviceBackend* backend = require_device(spec);  // throws with the reason
-    DevicePlanOptions o;
-    o.device = spec.index;
-    o.max_batch = cfg_.batch;
-    o.optimizer = cfg_.optimizer;
-    o.loss = cfg_.loss;
-    o.label_smoothing = cfg_.label_smoothing;
-    o.precision = cfg_.precision;
-    o.augment = cfg_.augment;
-    dplan_ = backend->create_plan(graph_, *plan_, o);
+  if (cfg_.device.cuda) {
+    DeviceBackend* backend = require_device(cfg_.device);  // throws with the reason
+    dplan_ = backend->create_plan(graph_, *plan_, DevicePlanOptions::for_training(cfg_));
     dplan_->upload_params();
     if (!cfg_.resume.empty()) {
       CheckpointInfo ck = read_checkpoint(cfg_.resume);
@@ -363,15 +323,14 @@ void Trainer::run() {
     if (dplan_ && Nvml::instance().available()) {
       // NVML numbers GPUs in PCI order, as CUDA does with CUDA_DEVICE_ORDER=PCI_BUS_ID;
       // with the default (fastest first) order they differ only on mixed machines.
-      sampler_ = std::make_unique<GpuSampler>(parse_device(cfg_.device).index, 4.0,
-                                              [this](const GpuSample& g) {
-                                                TrainEvent t;
-                                                t.kind = TrainEvent::Kind::Telemetry;
-                                                t.gpu = g;
-                                                t.device_allocated = device_allocated_.load();
-                                                t.device_reserved = device_reserved_.load();
-                                                emit(std::move(t));
-                                              });
+      sampler_ = std::make_unique<GpuSampler>(cfg_.device.index, 4.0, [this](const GpuSample& g) {
+        TrainEvent t;
+        t.kind = TrainEvent::Kind::Telemetry;
+        t.gpu = g;
+        t.device_allocated = device_allocated_.load();
+        t.device_reserved = device_reserved_.load();
+        emit(std::move(t));
+      });
     }
 
     for (int epoch = start_epoch_; epoch <= cfg_.epochs; ++epoch) {

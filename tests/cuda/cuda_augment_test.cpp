@@ -67,7 +67,7 @@ std::vector<int64_t> batch(int step) {
 
 OptimizerConfig sgd() {
   OptimizerConfig o;
-  o.type = "sgd";
+  o.type = OptimizerType::Sgd;
   o.momentum = 0.0;
   return o;
 }
@@ -78,7 +78,7 @@ Tensor cpu_weights(const AugmentConfig& aug, bool floats = false) {
   host.init_params(11);
   Dataset ds = data(floats);
   auto opt = make_optimizer(sgd());
-  auto loss = make_loss("softmax_cross_entropy");
+  auto loss = make_loss(LossType::SoftmaxCrossEntropy);
   // As the Trainer computes them.
   const float inv = 1.0f / ds.stddev, pad = (0.0f - ds.mean) * inv;
   const float white = floats ? INFINITY : (1.0f - ds.mean) * inv;

@@ -72,7 +72,7 @@ Run train(bool graphs, const std::string& precision, bool lstm = false) {
   host.init_params(5);
   DevicePlanOptions o;
   o.max_batch = B;
-  o.precision = precision;
+  o.precision = *enum_from_name<Precision>(precision);
   auto dev = be->create_plan(g, host, o);
   unsetenv("DC_CUDA_GRAPHS");
   dev->upload_params();

@@ -58,7 +58,7 @@ void check(const std::string& name, const Graph& g, const Shape& input, const st
   host.init_params(7);
   DevicePlanOptions o;
   o.max_batch = N;
-  o.precision = prec;
+  o.precision = *enum_from_name<Precision>(prec);
   auto dev = be->create_plan(g, host, o);
   dev->upload_params();
   Tensor x = random(input.with_batch(N), 11);
@@ -126,18 +126,6 @@ TEST(CudaPrecision, Fp16LstmWithinFp16Error) {
         Shape{7, 16}, "fp16");
 }
 
-TEST(CudaPrecision, UnknownPrecisionIsRefused) {
-  DeviceBackend* be = test::gpu_or_skip();
-  if (!be) GTEST_SKIP() << test::skip_reason();
-  Graph g = chain("Input", A({{"shape", std::vector<int64_t>{4}}}), "Dense",
-                  A({{"units", int64_t(4)}}), "Dense", A({{"units", int64_t(2)}}));
-  Plan host(g, 2);
-  DevicePlanOptions o;
-  o.max_batch = 2;
-  o.precision = "fp8";
-  EXPECT_THROW(be->create_plan(g, host, o), Error);
-}
-
 // Inputs of magnitude 1000 make the loss gradient about 1e2-1e3, which the
 // initial scale (2^16) pushes past fp16's 65504: those steps must be skipped
 // (weights untouched, no NaN) while the scale halves, and training then
@@ -155,9 +143,9 @@ TEST(CudaPrecision, Fp16LossScalingSkipsOverflowingSteps) {
   host.init_params(3);
   DevicePlanOptions o;
   o.max_batch = N;
-  o.precision = "fp16";
-  o.loss = "mse";
-  o.optimizer.type = "sgd";
+  o.precision = Precision::Fp16;
+  o.loss = LossType::Mse;
+  o.optimizer.type = OptimizerType::Sgd;
   o.optimizer.momentum = 0.0;
   auto dev = be->create_plan(g, host, o);
   dev->upload_params();
@@ -197,8 +185,8 @@ TEST(CudaPrecisionTraining, Bf16AndFp16ReachTheFp32Accuracy) {
         load_fashion_mnist(std::string(DC_SOURCE_DIR) + "/sample_data/fashion-mnist-subset");
     TrainConfig c = p.training;
     c.epochs = 2;
-    c.device = "cuda:0";
-    c.precision = prec;
+    c.device = parse_device("cuda:0");
+    c.precision = *enum_from_name<Precision>(prec);
     c.seed = 1;
     Trainer t(p.graph, c, std::make_shared<Dataset>(std::move(tt.train)),
               std::make_shared<Dataset>(std::move(tt.test)));
@@ -220,8 +208,8 @@ TEST(CudaPrecisionTraining, CpuRefusesReducedPrecision) {
   TrainTest tt =
       load_fashion_mnist(std::string(DC_SOURCE_DIR) + "/sample_data/fashion-mnist-subset");
   TrainConfig c = p.training;
-  c.device = "cpu";
-  c.precision = "bf16";
+  c.device = parse_device("cpu");
+  c.precision = Precision::Bf16;
   try {
     Trainer t(p.graph, c, std::make_shared<Dataset>(std::move(tt.train)), nullptr);
     FAIL() << "bf16 on the CPU was accepted";
@@ -234,11 +222,11 @@ TEST(CudaPrecisionTraining, CpuRefusesReducedPrecision) {
 TEST(CudaPrecisionProject, PrecisionIsAProjectSettingAndIsValidated) {
   register_builtin_layers();
   Project p = load_project(std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj");
-  EXPECT_EQ(p.training.precision, "fp32");
+  EXPECT_EQ(p.training.precision, Precision::Fp32);
   EXPECT_EQ(project_to_json(p).find("precision"), std::string::npos);
-  p.training.precision = "bf16";
+  p.training.precision = Precision::Bf16;
   Project q = parse_project(project_to_json(p), "round trip");
-  EXPECT_EQ(q.training.precision, "bf16");
+  EXPECT_EQ(q.training.precision, Precision::Bf16);
   std::string bad = project_to_json(p);
   bad.replace(bad.find("\"bf16\""), 6, "\"fp8\"");
   try {

@@ -23,7 +23,7 @@ TEST(CudaTelemetry, SamplesArriveThroughTheEventChannel) {
   // Long enough for several 4 Hz readings after the first reported step
   // (on an H100 an epoch of the subset takes well under 100 ms).
   c.epochs = 40;
-  c.device = "cuda:0";
+  c.device = parse_device("cuda:0");
   Trainer t(p.graph, c, std::make_shared<Dataset>(std::move(tt.train)),
             std::make_shared<Dataset>(std::move(tt.test)));
   t.start();

@@ -50,7 +50,7 @@ inline double subset_accuracy(const Project& p, const std::string& device) {
       load_fashion_mnist(std::string(DC_SOURCE_DIR) + "/sample_data/fashion-mnist-subset");
   TrainConfig c = p.training;
   c.epochs = 2;
-  c.device = device;
+  c.device = parse_device(device);
   c.seed = 1;
   Trainer t(p.graph, c, std::make_shared<Dataset>(std::move(tt.train)),
             std::make_shared<Dataset>(std::move(tt.test)));

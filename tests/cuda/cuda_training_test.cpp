@@ -53,7 +53,7 @@ void check_loss(const std::string& name, float smoothing, int64_t C, bool values
   host.init_params(3);
   DevicePlanOptions o;
   o.max_batch = N;
-  o.loss = name;
+  o.loss = *enum_from_name<LossType>(name);
   o.label_smoothing = smoothing;
   auto dev = be->create_plan(g, host, o);
   dev->upload_params();
@@ -64,7 +64,7 @@ void check_loss(const std::string& name, float smoothing, int64_t C, bool values
   RunContext ctx{false, nullptr};
   Tensor out = host.forward(x, ctx).clone();
   Tensor cpu_d(out.shape()), gpu_d(out.shape()), gpu_out(out.shape());
-  auto loss = make_loss(name, smoothing);
+  auto loss = make_loss(*enum_from_name<LossType>(name), smoothing);
   float cl = loss->compute(out, Targets{labels.data(), values ? &target : nullptr}, cpu_d);
   dev->forward(x, gpu_out, false, 0);
   float gl = dev->loss(labels.data(), values ? &target : nullptr, &gpu_d);
@@ -100,7 +100,7 @@ void check_optimizer(OptimizerConfig oc) {
   auto opt = make_optimizer(oc);
   std::vector<int32_t> labels(N);
   for (int64_t i = 0; i < N; ++i) labels[i] = int32_t(i % 3);
-  auto loss = make_loss("softmax_cross_entropy");
+  auto loss = make_loss(LossType::SoftmaxCrossEntropy);
   for (int s = 0; s < 3; ++s) {
     Tensor x = random(Shape{N, 6}, 100 + s);
     RunContext ctx{true, nullptr};
@@ -135,7 +135,7 @@ void check_optimizer(OptimizerConfig oc) {
 
 TEST(CudaOptimizer, SgdMomentumNesterovWeightDecay) {
   OptimizerConfig c;
-  c.type = "sgd";
+  c.type = OptimizerType::Sgd;
   c.momentum = 0.9;
   c.nesterov = true;
   c.weight_decay = 0.01;
@@ -143,13 +143,13 @@ TEST(CudaOptimizer, SgdMomentumNesterovWeightDecay) {
 }
 TEST(CudaOptimizer, Adam) {
   OptimizerConfig c;
-  c.type = "adam";
+  c.type = OptimizerType::Adam;
   c.weight_decay = 0.01;
   check_optimizer(c);
 }
 TEST(CudaOptimizer, AdamW) {
   OptimizerConfig c;
-  c.type = "adamw";
+  c.type = OptimizerType::AdamW;
   c.weight_decay = 0.05;
   check_optimizer(c);
 }

@@ -110,6 +110,52 @@ TEST(Cli, AugmentationFlagsAreAcceptedAndRangeChecked) {
   }
 }
 
+// Issue 17: an unknown option, a stray argument or a bad value stops the
+// command with one message and exit status 1, instead of being ignored.
+TEST(Cli, UnknownOptionsAndStrayArgumentsAreRefused) {
+  CliRun typo = cli("train " + kSample + " --chekpoint /tmp/x");
+  EXPECT_EQ(typo.code, 1) << typo.out;
+  EXPECT_NE(typo.out.find("unknown option --chekpoint"), std::string::npos) << typo.out;
+  EXPECT_NE(typo.out.find("did you mean --checkpoint"), std::string::npos) << typo.out;
+  CliRun stray = cli("train " + kSample + " extra.dcproj --epochs 1");
+  EXPECT_EQ(stray.code, 1) << stray.out;
+  EXPECT_NE(stray.out.find("extra.dcproj"), std::string::npos) << stray.out;
+  CliRun missing = cli("train " + kSample + " --epochs");
+  EXPECT_EQ(missing.code, 1) << missing.out;
+  EXPECT_NE(missing.out.find("--epochs"), std::string::npos) << missing.out;
+  // A training flag on a command that does not train is a mistake too.
+  CliRun wrong = cli("summary " + kSample + " --epochs 3");
+  EXPECT_EQ(wrong.code, 1) << wrong.out;
+  EXPECT_NE(wrong.out.find("--epochs"), std::string::npos) << wrong.out;
+}
+
+// Every training setting of the schema is a flag of `train`, listed by
+// `train --help` with its range or choices and its default.
+TEST(Cli, TrainHelpListsEverySettingWithRangeAndDefault) {
+  CliRun h = cli("train --help");
+  EXPECT_EQ(h.code, 0) << h.out;
+  for (const char* line :
+       {"--epochs", "[1, 100000], default 3", "--optimizer", "sgd|adam|adamw, default adam",
+        "--augment-vflip", "--eps", "--no-normalize", "--precision", "--checkpoint", "--json"})
+    EXPECT_NE(h.out.find(line), std::string::npos) << line << " missing from:\n" << h.out;
+  CliRun s = cli("summary --help");
+  EXPECT_EQ(s.code, 0) << s.out;
+  EXPECT_EQ(s.out.find("--epochs"), std::string::npos) << s.out;
+}
+
+TEST(Cli, FlagsOfEveryKindAreParsedOrRefused) {
+  CliRun r = cli("train " + kSample +
+                 " --epochs 1 --steps-per-epoch 2 --quiet --json --no-normalize --augment-vflip"
+                 " --optimizer sgd --momentum 0.5 --schedule cosine");
+  EXPECT_EQ(r.code, 0) << r.out;
+  CliRun bad = cli("train " + kSample + " --epochs 1 --optimizer rmsprop");
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("sgd, adam, adamw"), std::string::npos) << bad.out;
+  CliRun eps = cli("train " + kSample + " --epochs 1 --eps 0");
+  EXPECT_EQ(eps.code, 1) << eps.out;
+  EXPECT_NE(eps.out.find("--eps must be a number in (0, 1]"), std::string::npos) << eps.out;
+}
+
 struct BadCase {
   const char* what;
   std::string from, to;  // textual edit of the sample project

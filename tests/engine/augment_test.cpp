@@ -72,6 +72,43 @@ TEST(Augment, CropsWithPaddingAndFlipsAsDrawn) {
   EXPECT_THROW(augment_batch(a, Shape{20}, 0.f, 1, x.data(), 1), DataError);
 }
 
+TEST(Augment, VerticalFlipsMirrorRowsAndLeaveTheOtherDrawsAlone) {
+  AugmentConfig a;
+  a.vflip = true;
+  const int64_t C = 1, H = 4, W = 3, N = 200;
+  const Shape s{C, H, W};
+  std::vector<float> x(size_t(N * C * H * W));
+  for (size_t k = 0; k < x.size(); ++k) x[k] = float(k % size_t(C * H * W));
+  const std::vector<float> orig = x;
+  augment_batch(a, s, 0.f, 5, x.data(), N);
+  int flipped = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    const AugmentDraw d = augment_draw(a, s, 5, i);
+    EXPECT_FALSE(d.flip);
+    flipped += d.vflip;
+    for (int64_t y = 0; y < H; ++y)
+      for (int64_t xo = 0; xo < W; ++xo) {
+        const int64_t sy = d.vflip ? H - 1 - y : y;
+        ASSERT_EQ(x[size_t(i * H * W + y * W + xo)], orig[size_t(i * H * W + sy * W + xo)])
+            << "sample " << i << " y " << y << " x " << xo;
+      }
+  }
+  EXPECT_GT(flipped, 70);
+  EXPECT_LT(flipped, 130);
+  // Turning vertical flips on changes no other draw of the same seed.
+  AugmentConfig h, hv;
+  h.flip = hv.flip = true;
+  h.crop_padding = hv.crop_padding = 2;
+  hv.vflip = true;
+  for (int64_t i = 0; i < 50; ++i) {
+    const AugmentDraw d0 = augment_draw(h, s, 9, i), d1 = augment_draw(hv, s, 9, i);
+    EXPECT_EQ(d0.flip, d1.flip);
+    EXPECT_EQ(d0.dy, d1.dy);
+    EXPECT_EQ(d0.dx, d1.dx);
+    EXPECT_FALSE(d0.vflip);
+  }
+}
+
 TEST(Augment, SineAndCosineOfThePolynomialAreAccurate) {
   for (float deg = -180.f; deg <= 180.f; deg += 0.37f) {
     float sn, cs;

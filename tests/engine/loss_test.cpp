@@ -3,6 +3,7 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/loss.h>
 #include <deepcanvas/rng.h>
+#include <deepcanvas/settings.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -37,14 +38,14 @@ TEST(Loss, GradientsMatchFiniteDifferences) {
   std::vector<int32_t> labels = {0, 3, 2, 1, 3};
   Targets t{labels.data(), nullptr};
   for (float smoothing : {0.0f, 0.1f}) {
-    auto ce = make_loss("softmax_cross_entropy", smoothing);
+    auto ce = make_loss(LossType::SoftmaxCrossEntropy, smoothing);
     check_gradient(*ce, random(Shape{5, 4}, 1), t);
   }
   Tensor target = random(Shape{5, 4}, 2, 0, 1);
   Targets tv{nullptr, &target};
-  check_gradient(*make_loss("binary_cross_entropy"), random(Shape{5, 4}, 3), tv);
-  check_gradient(*make_loss("mse"), random(Shape{5, 4}, 4), tv);
-  check_gradient(*make_loss("mse"), random(Shape{5, 4}, 5), t);  // one-hot targets
+  check_gradient(*make_loss(LossType::BinaryCrossEntropy), random(Shape{5, 4}, 3), tv);
+  check_gradient(*make_loss(LossType::Mse), random(Shape{5, 4}, 4), tv);
+  check_gradient(*make_loss(LossType::Mse), random(Shape{5, 4}, 5), t);  // one-hot targets
 }
 
 TEST(Loss, ValuesFollowPyTorchDefinitions) {
@@ -62,7 +63,7 @@ TEST(Loss, ValuesFollowPyTorchDefinitions) {
     for (int c = 0; c < 5; ++c) mean_logp += (o[c] - lse) / 5;
     want += -(1 - eps) * (o[labels[n]] - lse) - eps * mean_logp;
   }
-  auto ce = make_loss("softmax_cross_entropy", float(eps));
+  auto ce = make_loss(LossType::SoftmaxCrossEntropy, float(eps));
   EXPECT_NEAR(ce->compute(out, Targets{labels.data(), nullptr}, d), want / 3, 1e-5);
 
   Tensor y = random(Shape{3, 5}, 8, 0, 1);
@@ -72,9 +73,9 @@ TEST(Loss, ValuesFollowPyTorchDefinitions) {
     bce += std::max(x, 0.0) - x * z + std::log1p(std::exp(-std::fabs(x)));
     mse += (x - z) * (x - z);
   }
-  EXPECT_NEAR(make_loss("binary_cross_entropy")->compute(out, Targets{nullptr, &y}, d), bce / 15,
-              1e-5);
-  EXPECT_NEAR(make_loss("mse")->compute(out, Targets{nullptr, &y}, d), mse / 15, 1e-5);
+  EXPECT_NEAR(make_loss(LossType::BinaryCrossEntropy)->compute(out, Targets{nullptr, &y}, d),
+              bce / 15, 1e-5);
+  EXPECT_NEAR(make_loss(LossType::Mse)->compute(out, Targets{nullptr, &y}, d), mse / 15, 1e-5);
 }
 
 TEST(Loss, HugeLogitsStayFinite) {
@@ -84,31 +85,37 @@ TEST(Loss, HugeLogitsStayFinite) {
   out.f32()[2] = 0;
   std::vector<int32_t> labels = {1};
   Tensor d(out.shape());
-  float l = make_loss("softmax_cross_entropy")->compute(out, Targets{labels.data(), nullptr}, d);
+  float l =
+      make_loss(LossType::SoftmaxCrossEntropy)->compute(out, Targets{labels.data(), nullptr}, d);
   EXPECT_TRUE(std::isfinite(l));
   EXPECT_NEAR(l, 2e4, 1);
   Tensor z(Shape{1, 3});
-  EXPECT_TRUE(
-      std::isfinite(make_loss("binary_cross_entropy")->compute(out, Targets{nullptr, &z}, d)));
+  EXPECT_TRUE(std::isfinite(
+      make_loss(LossType::BinaryCrossEntropy)->compute(out, Targets{nullptr, &z}, d)));
 }
 
 TEST(Loss, BadLabelsAndNamesAreExplained) {
   Tensor out(Shape{2, 5}), d(Shape{2, 5});
   std::vector<int32_t> labels = {1, 9};
   try {
-    make_loss("softmax_cross_entropy")->compute(out, Targets{labels.data(), nullptr}, d);
+    make_loss(LossType::SoftmaxCrossEntropy)->compute(out, Targets{labels.data(), nullptr}, d);
     FAIL();
   } catch (const DataError& e) {
     EXPECT_NE(std::string(e.what()).find("units"), std::string::npos) << e.what();
   }
+  // Loss names are turned into LossType where projects and flags are read:
+  // an unknown one is refused there with the words that are accepted.
+  const SettingSpec* s = find_setting("loss");
+  ASSERT_NE(s, nullptr);
   try {
-    make_loss("hinge");
+    parse_setting_text(*s, "hinge");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("softmax_cross_entropy"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("softmax_cross_entropy"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(make_loss("softmax_cross_entropy", 1.5f), Error);
-  EXPECT_EQ(loss_names().size(), 3u);
+  EXPECT_EQ(s->attr.choices, enum_names<LossType>());
+  EXPECT_EQ(enum_names<LossType>().size(), 3u);
+  EXPECT_THROW(make_loss(LossType::SoftmaxCrossEntropy, 1.5f), Error);
 }
 
 }  // namespace

@@ -182,7 +182,7 @@ TEST(Trainer, ResumeContinuesExactlyLikeAnUninterruptedRun) {
 
 TEST(Trainer, NanLossStopsAndKeepsTheLastGoodWeights) {
   TrainConfig c = cfg(5);
-  c.optimizer.type = "sgd";
+  c.optimizer.type = OptimizerType::Sgd;
   c.optimizer.momentum = 0;
   c.optimizer.lr = 1e12;  // diverges within a few steps
   Trainer t(mlp(), c, toy(256, 1), nullptr);

@@ -52,7 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   dc::fuzz::expect_clean([&] {
     dc::CheckpointInfo ck = dc::read_checkpoint(path);
     g_plan->load_state(ck.model, path);
-    for (const char* type : {"adam", "sgd"}) {
+    for (dc::OptimizerType type : {dc::OptimizerType::Adam, dc::OptimizerType::Sgd}) {
       dc::OptimizerConfig c;
       c.type = type;
       auto opt = dc::make_optimizer(c);

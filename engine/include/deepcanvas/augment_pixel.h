@@ -31,6 +31,7 @@ struct Params {
   int C = 1, H = 1, W = 1;     // sample shape
   int pad = 0;                 // crop padding (pixels on every side)
   bool flip = false;           // horizontal flip with probability 1/2
+  bool vflip = false;          // vertical flip with probability 1/2
   float max_deg = 0;           // rotation uniform in [-max_deg, max_deg] degrees
   int max_tx = 0, max_ty = 0;  // translation, whole pixels uniform in [-max, max]
   float brightness = 0;        // intensity factor uniform in [1 - b, 1 + b]
@@ -40,7 +41,7 @@ struct Params {
 };
 
 struct Draw {
-  bool flip = false;
+  bool flip = false, vflip = false;
   int dy = 0, dx = 0;          // crop offset into the padded image, each in [0, 2 * pad]
   float cos_a = 1, sin_a = 0;  // rotation
   int tx = 0, ty = 0;          // translation in pixels
@@ -114,7 +115,8 @@ DC_AUG_FN void sincos_deg(float deg, float& s, float& c) {
 
 // Sample i's draw for the step's seed. The first hash word gives the flip
 // and crop (as before rotation and the rest existed, so their draws did not
-// change); two more words give rotation, translation and brightness.
+// change); three more words give rotation and translation, brightness, and
+// the vertical flip, each drawn only when used.
 DC_AUG_FN Draw draw(const Params& p, uint64_t seed, int64_t i) {
   const uint64_t base = (seed ^ 0xA0761D6478BD642Full) + 0x9E3779B97F4A7C15ull * (uint64_t(i) + 1);
   const uint64_t z = mix64(base);
@@ -135,6 +137,7 @@ DC_AUG_FN Draw draw(const Params& p, uint64_t seed, int64_t i) {
     const uint64_t z3 = mix64(base ^ 0x8CB92BA72F3D8DD7ull);
     d.gain = add(1.0f, mul(signed_unit(z3 >> 40), p.brightness));
   }
+  if (p.vflip) d.vflip = (mix64(base ^ 0x4F1BBCDCBFA53E0Bull) >> 63) != 0;
   return d;
 }
 
@@ -144,14 +147,15 @@ DC_AUG_FN Draw draw(const Params& p, uint64_t seed, int64_t i) {
 template <class Fetch>
 DC_AUG_FN float cropped(const Params& p, const Draw& d, int c, int y, int x, const Fetch& at) {
   if (y < 0 || y >= p.H || x < 0 || x >= p.W) return p.black;
-  const int xc = d.flip ? p.W - 1 - x : x;  // flipped: column W-1-x of the crop
-  const int sy = y + d.dy - p.pad, sx = xc + d.dx - p.pad;
+  const int xc = d.flip ? p.W - 1 - x : x;   // flipped: column W-1-x of the crop
+  const int yc = d.vflip ? p.H - 1 - y : y;  // and row H-1-y
+  const int sy = yc + d.dy - p.pad, sx = xc + d.dx - p.pad;
   if (sy < 0 || sy >= p.H || sx < 0 || sx >= p.W) return p.black;
   return at((int64_t(c) * p.H + sy) * p.W + sx);
 }
 
 // Output pixel (y, x) of channel c: torchvision's RandomCrop(padding),
-// RandomHorizontalFlip, RandomAffine(degrees, translate) and a brightness
+// RandomHorizontalFlip, RandomVerticalFlip, RandomAffine(degrees, translate) and a brightness
 // factor, in that order. The affine part maps each output pixel back into
 // the cropped image (rotation about the centre ((W-1)/2, (H-1)/2), positive
 // angles counter-clockwise as seen, then the whole-pixel translation) and

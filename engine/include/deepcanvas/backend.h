@@ -10,6 +10,7 @@
 #include <deepcanvas/optim.h>
 #include <deepcanvas/plan.h>
 #include <deepcanvas/tensor.h>
+#include <deepcanvas/train_config.h>
 
 #include <cstdint>
 #include <memory>
@@ -21,7 +22,7 @@ namespace dc {
 
 // Bumped whenever a class below changes layout; the loader refuses a plugin
 // built for another version instead of crashing in it.
-constexpr int kBackendAbiVersion = 2;
+constexpr int kBackendAbiVersion = 3;
 
 struct GpuInfo {
   int index = 0;
@@ -51,10 +52,23 @@ struct DevicePlanOptions {
   int device = 0;
   int64_t max_batch = 64;
   OptimizerConfig optimizer;
-  std::string loss = "softmax_cross_entropy";
+  LossType loss = LossType::SoftmaxCrossEntropy;
   double label_smoothing = 0.0;
-  std::string precision = "fp32";  // "bf16", "fp16": see TrainConfig::precision
-  AugmentConfig augment;           // applied while training batches are gathered
+  Precision precision = Precision::Fp32;
+  AugmentConfig augment;  // applied while training batches are gathered
+  // The device plan of a training run: its device, batch and the settings
+  // above, taken from the run's configuration in this one place.
+  static DevicePlanOptions for_training(const TrainConfig& c) {
+    DevicePlanOptions o;
+    o.device = c.device.index;
+    o.max_batch = c.batch;
+    o.optimizer = c.optimizer;
+    o.loss = c.loss;
+    o.label_smoothing = c.label_smoothing;
+    o.precision = c.precision;
+    o.augment = c.augment;
+    return o;
+  }
 };
 
 // A Graph compiled for one device. It shadows a host Plan: parameters are

@@ -46,12 +46,13 @@ struct Dataset {
 // plugin augment a step's batch identically.
 struct AugmentConfig {
   bool flip = false;      // mirror left-right with probability 1/2
+  bool vflip = false;     // mirror top-bottom with probability 1/2
   int crop_padding = 0;   // pad every side by this many pixels, crop back at a random offset
   double rotate = 0;      // degrees: uniform in [-rotate, rotate], bilinear; [0, 180]
   double translate = 0;   // fraction of width/height: whole-pixel shift up to it; [0, 0.5]
   double brightness = 0;  // intensity factor uniform in [1 - b, 1 + b], capped at white; [0, 1]
   bool enabled() const {
-    return flip || crop_padding > 0 || rotate > 0 || translate > 0 || brightness > 0;
+    return flip || vflip || crop_padding > 0 || rotate > 0 || translate > 0 || brightness > 0;
   }
 };
 // Empty when the settings are in range, else a message naming the first bad one.

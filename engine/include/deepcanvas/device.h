@@ -10,14 +10,7 @@
 
 namespace dc {
 
-struct DeviceSpec {
-  bool cuda = false;
-  int index = 0;
-  std::string str() const { return cuda ? "cuda:" + std::to_string(index) : "cpu"; }
-};
-
-// Throws Error for anything but cpu, cuda, cuda:N.
-DeviceSpec parse_device(const std::string& s);
+// DeviceSpec and parse_device() are in train_config.h.
 
 // The loaded CUDA backend, or null with the reason in *why_not ("no NVIDIA
 // driver (libcuda.so.1 not found)", "the CUDA plugin was not found (looked

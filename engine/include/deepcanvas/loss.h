@@ -1,6 +1,7 @@
 #pragma once
 // Losses over the network's output [N, C]. Each returns the mean loss over
 // the batch and WRITES (not accumulates) d(mean loss)/d(output) into dout.
+#include <deepcanvas/enum_names.h>
 #include <deepcanvas/tensor.h>
 
 #include <cstdint>
@@ -28,9 +29,18 @@ class Loss {
   virtual bool classification() const { return true; }
 };
 
-// name: "softmax_cross_entropy" | "binary_cross_entropy" | "mse". Throws
-// dc::Error for an unknown name, listing the valid ones.
-std::unique_ptr<Loss> make_loss(const std::string& name, float label_smoothing = 0.0f);
-std::vector<std::string> loss_names();
+enum class LossType { SoftmaxCrossEntropy, BinaryCrossEntropy, Mse };
+template <>
+struct EnumNames<LossType> {
+  static constexpr std::array<std::pair<LossType, const char*>, 3> table{{
+      {LossType::SoftmaxCrossEntropy, "softmax_cross_entropy"},
+      {LossType::BinaryCrossEntropy, "binary_cross_entropy"},
+      {LossType::Mse, "mse"},
+  }};
+};
+
+// Label smoothing applies to softmax cross-entropy only (as in PyTorch);
+// throws dc::Error when it is outside [0, 1).
+std::unique_ptr<Loss> make_loss(LossType type, float label_smoothing = 0.0f);
 
 }  // namespace dc

@@ -1,6 +1,7 @@
 #pragma once
 // Optimizers and learning-rate schedules. Update rules follow PyTorch's
 // torch.optim exactly (same hyper-parameter meaning), so settings carry over.
+#include <deepcanvas/enum_names.h>
 #include <deepcanvas/layer.h>
 
 #include <cstdint>
@@ -10,8 +11,18 @@
 
 namespace dc {
 
+enum class OptimizerType { Sgd, Adam, AdamW };
+template <>
+struct EnumNames<OptimizerType> {
+  static constexpr std::array<std::pair<OptimizerType, const char*>, 3> table{{
+      {OptimizerType::Sgd, "sgd"},
+      {OptimizerType::Adam, "adam"},
+      {OptimizerType::AdamW, "adamw"},
+  }};
+};
+
 struct OptimizerConfig {
-  std::string type = "adam";  // "sgd" | "adam" | "adamw"
+  OptimizerType type = OptimizerType::Adam;
   double lr = 1e-3;
   double momentum = 0.9;      // SGD
   bool nesterov = false;      // SGD
@@ -46,11 +57,21 @@ class Optimizer {
   int64_t t_ = 0;
 };
 
-// Throws dc::Error for an unknown type.
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c);
 
+enum class ScheduleType { Constant, Step, Cosine, OneCycle };
+template <>
+struct EnumNames<ScheduleType> {
+  static constexpr std::array<std::pair<ScheduleType, const char*>, 4> table{{
+      {ScheduleType::Constant, "constant"},
+      {ScheduleType::Step, "step"},
+      {ScheduleType::Cosine, "cosine"},
+      {ScheduleType::OneCycle, "onecycle"},
+  }};
+};
+
 struct ScheduleConfig {
-  std::string type = "constant";  // "constant" | "step" | "cosine" | "onecycle"
+  ScheduleType type = ScheduleType::Constant;
   int64_t warmup_steps = 0;       // linear warm-up from 0 (constant/step/cosine)
   double step_epochs = 1;         // step: decay every step_epochs epochs ...
   double gamma = 0.1;             // ... by this factor
@@ -63,8 +84,5 @@ struct ScheduleConfig {
 // Learning rate at `step` (0-based) of `total_steps`, for base (or peak) lr.
 double schedule_lr(const ScheduleConfig& s, double base_lr, int64_t step, int64_t total_steps,
                    int64_t steps_per_epoch);
-
-std::vector<std::string> optimizer_names();
-std::vector<std::string> schedule_names();
 
 }  // namespace dc

@@ -3,6 +3,7 @@
 // (nodes, attributes, positions, edges), the dataset and the training
 // settings. Loading validates every field against the layer registry and
 // names the file and field on error; saving is atomic.
+#include <deepcanvas/data.h>
 #include <deepcanvas/graph.h>
 #include <deepcanvas/train_config.h>
 
@@ -49,6 +50,17 @@ Graph graph_from_json(const std::string& json_text, const std::string& source);
 // relative to the project file's folder; "fashion-mnist" maps to the
 // Debian package's folder. Throws IoError when it does not exist.
 std::string resolve_dataset_dir(const Project& p, const std::string& override_path = "");
+
+// The dataset a project names, read: IDX folders (Fashion-MNIST's class
+// names when the folder is a Fashion-MNIST one), text corpora and CSV
+// series, with the project's window, stride, target and test fraction.
+// The folder is resolve_dataset_dir(p, override_path)'s. Throws IoError or
+// DataError naming the file.
+struct ProjectData {
+  TrainTest data;
+  std::string dir;
+};
+ProjectData load_project_dataset(const Project& p, const std::string& override_path = "");
 
 // Where bundled resources (templates, sample data) live: next to the
 // installed binary (../share/deepcanvas) or, in a build tree, the sources.

@@ -3,6 +3,8 @@
 // the app edit them. Kept apart from the Trainer so that project files and
 // settings code do not pull in the training machinery.
 #include <deepcanvas/data.h>
+#include <deepcanvas/enum_names.h>
+#include <deepcanvas/loss.h>
 #include <deepcanvas/optim.h>
 
 #include <cstdint>
@@ -10,12 +12,34 @@
 
 namespace dc {
 
+// Arithmetic of a CUDA run (docs/ARCHITECTURE.md says exactly what runs in
+// reduced precision). The CPU computes in fp32 only.
+enum class Precision { Fp32, Bf16, Fp16 };
+template <>
+struct EnumNames<Precision> {
+  static constexpr std::array<std::pair<Precision, const char*>, 3> table{{
+      {Precision::Fp32, "fp32"},
+      {Precision::Bf16, "bf16"},
+      {Precision::Fp16, "fp16"},
+  }};
+};
+
+struct DeviceSpec {
+  bool cuda = false;
+  int index = 0;
+  std::string str() const { return cuda ? "cuda:" + std::to_string(index) : "cpu"; }
+  bool operator==(const DeviceSpec&) const = default;
+};
+
+// Throws Error for anything but cpu, cuda, cuda:N.
+DeviceSpec parse_device(const std::string& s);
+
 struct TrainConfig {
   int epochs = 3;
   int64_t batch = 64;
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
-  std::string loss = "softmax_cross_entropy";
+  LossType loss = LossType::SoftmaxCrossEntropy;
   double label_smoothing = 0.0;
   double val_split = 0.0;  // fraction of the training set held out for validation
   uint64_t seed = 42;
@@ -26,10 +50,8 @@ struct TrainConfig {
   int early_stopping_patience = 0;    // epochs without improvement; 0 = off
   bool restore_best = true;           // at the end, load the best epoch's weights (if any was kept)
   int64_t steps_per_epoch_limit = 0;  // 0 = whole epoch (tests and quick looks use less)
-  std::string device = "cpu";
-  // Arithmetic of a CUDA run: "fp32", "bf16" or "fp16" (docs/ARCHITECTURE.md
-  // says exactly what runs in reduced precision). The CPU computes in fp32 only.
-  std::string precision = "fp32";
+  DeviceSpec device;                  // cpu
+  Precision precision = Precision::Fp32;
   // Random crop with padding, flips, rotation, translation and brightness
   // of image batches in training (CPU and CUDA alike; evaluation never
   // augments).

@@ -1,0 +1,143 @@
+#include <deepcanvas/errors.h>
+#include <deepcanvas/plan.h>
+#include <deepcanvas/preflight.h>
+#include <deepcanvas/sequence_data.h>
+#include <deepcanvas/settings.h>
+#include <deepcanvas/sysinfo.h>
+
+#include <algorithm>
+#include <set>
+
+namespace dc {
+
+NetworkShapes network_shapes(const Graph& g) {
+  register_builtin_layers();
+  g.validate();
+  const auto shapes = g.infer_shapes();
+  return {*shapes.at(g.inputs().front()).shape, *shapes.at(g.outputs().front()).shape};
+}
+
+namespace {
+
+// A grey image set that a recurrent network reads row by row fits as is.
+bool fits_input(const Shape& sample, const Shape& in) {
+  if (sample == in) return true;
+  return in.rank() == 2 && sample.rank() == 3 && sample[0] == 1 && sample[1] == in[0] &&
+         sample[2] == in[1];
+}
+
+void check_data(const Dataset& d, const char* what, const NetworkShapes& net, bool classification,
+                std::vector<RunProblem>& out) {
+  auto data = [&](std::string m) { out.push_back({RunProblem::Kind::Data, std::move(m)}); };
+  const std::string set = std::string("the ") + what + " set";
+  if (d.size() == 0) {
+    data(set + " is empty");
+    return;
+  }
+  const Shape& s = d.sample_shape;
+  if (!fits_input(s, net.input)) {
+    const std::string from = d.source.empty() ? "" : " (" + d.source + ")";
+    if (net.input.rank() == 3 && s.rank() == 3 && s[1] == net.input[1] && s[2] == net.input[2])
+      data(set + from + " has images with " + std::to_string(s[0]) +
+           " channel(s) but the network's Input expects " + std::to_string(net.input[0]) +
+           "; change the Input's shape to " + s.str() + " or use " +
+           (net.input[0] == 1 ? "greyscale" : "colour") + " images");
+    else
+      data(set + from + " has samples of shape " + s.str() + " but the network's Input expects " +
+           net.input.str() + "; change the Input's shape");
+  }
+  if (!classification) return;
+  const int32_t max_label = *std::max_element(d.labels.begin(), d.labels.end());
+  const int64_t classes = std::max<int64_t>(d.num_classes, int64_t(max_label) + 1);
+  const int64_t outputs = net.output.numel();
+  const std::string mismatch =
+      set + " has " + std::to_string(classes) + " classes (labels up to " +
+      std::to_string(max_label) + ") but the network outputs " + std::to_string(outputs) +
+      " values; set the last Dense layer's units to " + std::to_string(classes);
+  if (max_label >= outputs)
+    data(mismatch);
+  else if (classes < outputs && std::string(what) == "training")
+    out.push_back({RunProblem::Kind::Data, mismatch, true});
+}
+
+}  // namespace
+
+std::vector<RunProblem> network_problems(const Graph& g, const TrainConfig& c) {
+  std::vector<RunProblem> out;
+  for (std::string& m : validate(c)) out.push_back({RunProblem::Kind::Settings, std::move(m)});
+  NetworkShapes net;
+  try {
+    net = network_shapes(g);
+  } catch (const Error& e) {
+    out.push_back(
+        {RunProblem::Kind::Network, std::string("the network cannot be built: ") + e.what()});
+    return out;
+  }
+  // Weights, their gradients and two Adam moments must fit before anything
+  // is allocated.
+  const int64_t params = count_parameters(g), available = available_memory_bytes();
+  if (params >= 0 && available >= 0 && params * 16 > available)
+    out.push_back({RunProblem::Kind::Network,
+                   "the network has " + std::to_string(params) +
+                       " parameters, which with their gradients and optimizer state need about " +
+                       std::to_string((params * 16) >> 30) + " GiB, more than the " +
+                       std::to_string(available >> 30) +
+                       " GiB available; make the Input smaller or the Dense layers narrower"});
+  if (c.augment.enabled() && net.input.rank() != 3)
+    out.push_back({RunProblem::Kind::Data,
+                   "augmentation (flips, crops, rotation, translation, brightness) needs image "
+                   "inputs (channels×height×width) but the network's input is " +
+                       net.input.str() + "; turn augmentation off for this model"});
+  if (!c.device.cuda && c.precision != Precision::Fp32)
+    out.push_back({RunProblem::Kind::Device,
+                   std::string("precision ") + enum_name(c.precision) +
+                       " needs a CUDA device; the CPU computes in fp32 only (set precision to "
+                       "fp32 or train with --device cuda)"});
+  return out;
+}
+
+std::vector<RunProblem> run_problems(const Graph& g, const TrainConfig& c, const Dataset* train,
+                                     const Dataset* test) {
+  std::vector<RunProblem> out = network_problems(g, c);
+  for (const RunProblem& p : out)
+    if (p.kind == RunProblem::Kind::Network) return out;  // no shapes to hold the data against
+  const NetworkShapes net = network_shapes(g);
+  const bool classification = c.loss == LossType::SoftmaxCrossEntropy;
+  if (!train) {
+    out.push_back({RunProblem::Kind::Data, "no dataset is loaded: choose one"});
+    return out;
+  }
+  check_data(*train, "training", net, classification, out);
+  if (classification && train->size() > 0) {
+    const std::set<int32_t> classes(train->labels.begin(), train->labels.end());
+    if (classes.size() == 1) {
+      const int32_t only = *classes.begin();
+      out.push_back({RunProblem::Kind::Data,
+                     "the training set has a single class (" +
+                         (size_t(only) < train->class_names.size() ? train->class_names[only]
+                                                                   : std::to_string(only)) +
+                         "); a classifier needs at least two"});
+    }
+  }
+  if (test) check_data(*test, "test", net, classification, out);
+  return out;
+}
+
+const RunProblem* first_blocking(const std::vector<RunProblem>& problems) {
+  for (const RunProblem& p : problems)
+    if (!p.warning) return &p;
+  return nullptr;
+}
+
+void throw_problem(const RunProblem& p) {
+  switch (p.kind) {
+    case RunProblem::Kind::Network:
+      throw GraphError(p.message);
+    case RunProblem::Kind::Data:
+      throw DataError(p.message);
+    default:
+      throw Error(p.message);
+  }
+}
+
+}  // namespace dc
