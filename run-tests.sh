@@ -2,6 +2,11 @@
 # The whole test suite, as CI runs it: install dependencies (idempotent),
 # build with tests, run every test. GUI tests run offscreen; CUDA tests skip
 # themselves (and say so) when there is no GPU.
+# Then the reliability pass (issue 17): the engine, CLI and their tests built
+# with clang, AddressSanitizer, UBSan and libFuzzer coverage in a second
+# folder (SAN_BUILD_DIR, build-san; GUI and CUDA off), its engine and e2e
+# tests run there, and each fuzz target for FUZZ_SECONDS (30) over its seed
+# corpus. SKIP_SANITIZERS=1 leaves that pass out.
 set -euo pipefail
 cd "$(dirname "$0")"
 ./installer/install-deps.sh
@@ -11,3 +16,18 @@ cd "$(dirname "$0")"
 ./build.sh -DBUILD_TESTING=ON
 export QT_QPA_PLATFORM=offscreen
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j"$(nproc)"
+
+if [ "${SKIP_SANITIZERS:-0}" = 1 ]; then
+  exit 0
+fi
+SAN_BUILD_DIR=${SAN_BUILD_DIR:-build-san}
+cmake -S . -B "$SAN_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON \
+  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+  -DDEEPCANVAS_FUZZ=ON -DDEEPCANVAS_GUI=OFF -DDEEPCANVAS_CUDA=OFF \
+  -DDEEPCANVAS_FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
+cmake --build "$SAN_BUILD_DIR" -j"$(nproc)"
+# The package test needs the GUI and repeats the normal build's; the rest
+# (engine, e2e, fuzz) is what the sanitizers are for.
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+  UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
+  ctest --test-dir "$SAN_BUILD_DIR" --output-on-failure -j"$(nproc)" -E '^Installer\.'

@@ -32,6 +32,8 @@
 
 #include "args.h"
 #include "generate.h"
+#include "interrupt.h"
+#include "outcome.h"
 #include "predict.h"
 #include "preflight.h"
 
@@ -54,6 +56,7 @@ const std::vector<Command>& commands() {
        {{"data", "DIR",
          "dataset folder ('fashion-mnist': Debian's full set) instead of the project's"},
         {"checkpoint", "FILE", "save the trained model (safetensors) there"},
+        {"overwrite", "", "replace --checkpoint even with a worse or diverged model"},
         {"checkpoint-dir", "DIR", "write last.safetensors and best.safetensors there every epoch"},
         {"resume", "FILE", "continue from a checkpoint (weights, optimizer state, epoch)"},
         {"steps-per-epoch", "N", "stop each epoch after N steps (quick looks)"},
@@ -169,6 +172,26 @@ Project load(const Args& a) {
   return load_project(a.positional[0]);
 }
 
+// Saves the model of a run stopped by a signal where --resume can pick it up:
+// the epochs it completed and the optimizer's step count, so resuming
+// repeats only the interrupted epoch.
+int save_interrupted(Trainer& t, const InterruptGuard& stop, const TrainConfig& c,
+                     const std::string& out_ckpt, int epochs_done, int64_t steps_done) {
+  if (steps_done < 0) {
+    std::fprintf(stderr, "deepcanvas-cli: %s before the first step; nothing to save\n",
+                 stop.signal_name().c_str());
+    return kInterruptedExit;
+  }
+  std::string path = interrupted_checkpoint_path(c.checkpoint_dir, out_ckpt);
+  t.save_checkpoint(path, epochs_done, steps_done);
+  std::fprintf(stderr,
+               "deepcanvas-cli: %s: training stopped after %lld steps (%d complete epochs); "
+               "model saved to %s (continue with --resume %s)\n",
+               stop.signal_name().c_str(), (long long)steps_done, epochs_done, path.c_str(),
+               path.c_str());
+  return kInterruptedExit;
+}
+
 int cmd_train(const Args& a) {
   Project p = load(a);
   TrainConfig c = p.training;
@@ -223,17 +246,26 @@ int cmd_train(const Args& a) {
   if (!quiet && std::isfinite(unigram))
     std::fprintf(stderr, "unigram entropy of the training text: %.4f nats per character\n",
                  unigram);
+  InterruptGuard stop;
   t.start();
   auto last_print = std::chrono::steady_clock::now() - std::chrono::seconds(10);
   int last_pct = -1;
   bool done = false;
   json history = json::array();  // per epoch, for benchmarks (--json)
+  double first_loss = NAN;       // the untrained model's, to tell divergence
+  int epochs_done = 0;           // complete epochs at the last step seen
+  int64_t steps_done = -1;
+  double final_accuracy = NAN;
   while (!done) {
+    if (stop.requested()) t.cancel();
     auto ev = t.events().pop(std::chrono::milliseconds(200));
     if (!ev) continue;
     const TrainEvent& e = *ev;
     switch (e.kind) {
       case TrainEvent::Kind::Step: {
+        if (std::isnan(first_loss)) first_loss = e.batch_loss;
+        epochs_done = e.step_in_epoch == e.steps_per_epoch ? e.epoch : e.epoch - 1;
+        steps_done = e.step;
         if (quiet) break;
         auto now = std::chrono::steady_clock::now();
         int pct =
@@ -253,6 +285,7 @@ int cmd_train(const Args& a) {
         break;
       }
       case TrainEvent::Kind::Epoch:
+        final_accuracy = e.train_accuracy;
         history.push_back(
             {{"epoch", e.epoch},
              {"train_samples_per_s", e.samples_per_s},
@@ -284,10 +317,24 @@ int cmd_train(const Args& a) {
   }
   t.wait();
   const TrainResult& r = t.result();
+  if (r.cancelled && stop.requested())
+    return save_interrupted(t, stop, c, out_ckpt, epochs_done, steps_done);
   if (!r.ok) throw Error("training failed: " + r.error);
-  if (!out_ckpt.empty()) {
-    t.save_checkpoint(out_ckpt, r.epochs_run, 0);
-    if (!quiet) std::fprintf(stderr, "model saved to %s\n", out_ckpt.c_str());
+  const bool diverged = run_diverged(first_loss, r.final_train_loss);
+  SaveDecision save = decide_save(out_ckpt, a.flag("overwrite"), diverged, r.test_accuracy);
+  if (!save.path.empty()) {
+    t.save_checkpoint(save.path, r.epochs_run, 0, r.test_accuracy);
+    if (!quiet) std::fprintf(stderr, "model saved to %s\n", save.path.c_str());
+  }
+  if (!save.note.empty()) std::fprintf(stderr, "note: %s\n", save.note.c_str());
+  if (diverged) {
+    char what[256];
+    std::snprintf(what, sizeof what,
+                  "training diverged: the training loss rose from %.4g at the first step to %.4g "
+                  "(train accuracy %.2f%%); lower the learning rate (--lr, now %g) or normalise "
+                  "the inputs",
+                  first_loss, r.final_train_loss, 100 * final_accuracy, c.optimizer.lr);
+    throw Error(what);
   }
   if (as_json) {
     json j = {{"test_accuracy", r.test_accuracy},
@@ -490,8 +537,9 @@ int cmd_predict(const Args& a) {
         label < int(l.class_names.size()) ? l.class_names[label] : std::to_string(label);
     inputs.emplace_back("test sample " + std::to_string(i) + " (true class: " + truth + ")", x);
   }
-  for (size_t k = 1; k < a.positional.size(); ++k)
-    inputs.emplace_back(a.positional[k], load_image_input(a.positional[k], in, l.mean, l.stddev));
+  for (const std::string& path : image_paths(
+           {a.positional.begin() + std::min<size_t>(1, a.positional.size()), a.positional.end()}))
+    inputs.emplace_back(path, load_image_input(path, in, l.mean, l.stddev));
   if (inputs.empty()) throw Error("nothing to predict: give image files or --index N");
   RunContext ctx{false, nullptr};
   for (auto& [what, x] : inputs) {

@@ -2,10 +2,16 @@
 #include <deepcanvas/tensor.h>
 
 #include <string>
+#include <vector>
 
 namespace dc::cli {
 
 bool opencv_enabled();
+// The image files to predict: files as given, and each directory replaced by
+// the image files in it (by extension, sorted). Throws dc::IoError for a
+// missing path or a directory without images.
+std::vector<std::string> image_paths(const std::vector<std::string>& args);
+
 // Reads an image file and turns it into the network's input [1, C, H, W]:
 // grey or colour to match C, resized to H×W, scaled to [0,1] and normalised
 // with the training set's mean/stddev. Throws dc::IoError naming the file.

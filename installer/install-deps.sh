@@ -9,6 +9,7 @@ PACKAGES=(
   qt6-base-dev libqt6svg6 qt6-image-formats-plugins libqcustomplot-dev
   libopencv-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libopenblas-openmp-dev libdnnl-dev zlib1g-dev
+  clang-14 libclang-rt-14-dev
   dataset-fashion-mnist python3 python3-torch python3-numpy
   libonnx-dev libprotobuf-dev python3-onnx python3-torchvision
   xvfb x11-apps imagemagick xauth

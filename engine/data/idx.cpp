@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 #include <zlib.h>
 
@@ -24,64 +25,95 @@ bool is_gzip(const std::string& s) {
          static_cast<unsigned char>(s[1]) == 0x8b;
 }
 
-// Inflates a whole gzip file, including several concatenated members (what
-// `cat a.gz b.gz` gives).
-std::string gunzip(const std::string& path, const std::string& gz) {
-  z_stream zs{};
-  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) bad(path, "cannot start gzip decompression");
-  struct End {
-    z_stream* z;
-    ~End() { inflateEnd(z); }
-  } end{&zs};
+// Inflates a gzip file on demand, including several concatenated members
+// (what `cat a.gz b.gz` gives), so that a reader takes only as many bytes as
+// it expects: a damaged size in the trailer or a gzip bomb then costs no more
+// than the IDX header declares.
+class Gunzip {
+ public:
+  Gunzip(const std::string& path, const std::string& gz) : path_(path), gz_(gz) {
+    if (inflateInit2(&zs_, 16 + MAX_WBITS) != Z_OK) bad(path, "cannot start gzip decompression");
+  }
+  ~Gunzip() { inflateEnd(&zs_); }
+  Gunzip(const Gunzip&) = delete;
+  Gunzip& operator=(const Gunzip&) = delete;
 
-  // The trailer holds the size modulo 2^32: a good first guess, so the full
-  // data set inflates without regrowing. One spare byte lets the stream end
-  // be seen without a resize.
-  size_t guess = 1 << 16;
-  if (gz.size() >= 18) {
-    uint32_t isize = 0;
-    for (int i = 0; i < 4; ++i)
-      isize |= uint32_t(static_cast<unsigned char>(gz[gz.size() - 4 + i])) << (8 * i);
-    // Deflate expands at most ~1032:1, which bounds a damaged trailer's guess.
-    size_t bound = gz.size() * 1032;
-    if (isize < bound) guess = std::max<size_t>(guess, size_t(isize) + 1);
-  }
-  std::string out(guess, '\0');
-  size_t in_pos = 0, out_len = 0;
-  for (;;) {
-    if (out_len == out.size()) out.resize(std::max<size_t>(out.size() * 2, 1 << 16));
-    // avail_in/out are 32-bit, so feed at most 1 GiB at a time.
-    size_t in_chunk = std::min<size_t>(gz.size() - in_pos, size_t(1) << 30);
-    size_t out_chunk = std::min<size_t>(out.size() - out_len, size_t(1) << 30);
-    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data() + in_pos));
-    zs.avail_in = static_cast<uInt>(in_chunk);
-    zs.next_out = reinterpret_cast<Bytef*>(out.data() + out_len);
-    zs.avail_out = static_cast<uInt>(out_chunk);
-    int rc = inflate(&zs, Z_NO_FLUSH);
-    in_pos += in_chunk - zs.avail_in;
-    out_len += out_chunk - zs.avail_out;
-    if (rc == Z_STREAM_END) {
-      if (in_pos == gz.size()) break;
-      if (!is_gzip(gz.substr(in_pos, 2)))
-        bad(path, "has " + std::to_string(gz.size() - in_pos) +
-                      " bytes of unexpected data after its gzip stream; the file is corrupt");
-      inflateReset(&zs);
-      continue;
+  // Fills up to n bytes; fewer only at the end of the data.
+  size_t read(char* dst, size_t n) {
+    size_t got = 0;
+    while (got < n && !done_) {
+      // avail_in/out are 32-bit, so feed at most 1 GiB at a time.
+      size_t in_chunk = std::min<size_t>(gz_.size() - in_pos_, size_t(1) << 30);
+      size_t out_chunk = std::min<size_t>(n - got, size_t(1) << 30);
+      zs_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz_.data() + in_pos_));
+      zs_.avail_in = static_cast<uInt>(in_chunk);
+      zs_.next_out = reinterpret_cast<Bytef*>(dst + got);
+      zs_.avail_out = static_cast<uInt>(out_chunk);
+      int rc = inflate(&zs_, Z_NO_FLUSH);
+      in_pos_ += in_chunk - zs_.avail_in;
+      got += out_chunk - zs_.avail_out;
+      if (rc == Z_STREAM_END) {
+        if (in_pos_ == gz_.size()) {
+          done_ = true;
+        } else if (!is_gzip(gz_.substr(in_pos_, 2))) {
+          bad(path_, "has " + std::to_string(gz_.size() - in_pos_) +
+                         " bytes of unexpected data after its gzip stream; the file is corrupt");
+        } else {
+          inflateReset(&zs_);
+        }
+        continue;
+      }
+      if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT)
+        bad(path_, std::string("is not valid gzip data (") +
+                       (zs_.msg ? zs_.msg : "corrupt stream") +
+                       "); the file is corrupt, download or copy it again");
+      if (rc == Z_MEM_ERROR) throw std::bad_alloc();
+      if (rc != Z_OK && rc != Z_BUF_ERROR)
+        bad(path_, "gzip decompression failed (zlib error " + std::to_string(rc) + ")");
+      if (in_pos_ == gz_.size() && zs_.avail_out > 0)
+        bad(path_, "its gzip data ends early; the file is truncated, download or copy it again");
     }
-    if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT)
-      bad(path, std::string("is not valid gzip data (") + (zs.msg ? zs.msg : "corrupt stream") +
-                    "); the file is corrupt, download or copy it again");
-    if (rc == Z_MEM_ERROR) throw std::bad_alloc();
-    if (rc == Z_BUF_ERROR && in_pos == gz.size() && zs.avail_out > 0)
-      bad(path, "its gzip data ends early; the file is truncated, download or copy it again");
-    if (rc != Z_OK && rc != Z_BUF_ERROR)
-      bad(path, "gzip decompression failed (zlib error " + std::to_string(rc) + ")");
-    if (in_pos == gz.size() && zs.avail_out > 0)
-      bad(path, "its gzip data ends early; the file is truncated, download or copy it again");
+    return got;
   }
-  out.resize(out_len);
-  return out;
-}
+
+ private:
+  std::string path_;
+  const std::string& gz_;
+  z_stream zs_{};
+  size_t in_pos_ = 0;
+  bool done_ = false;
+};
+
+// The IDX bytes, from memory or inflated on demand.
+class IdxSource {
+ public:
+  IdxSource(const std::string& path, std::string bytes) : bytes_(std::move(bytes)) {
+    if (is_gzip(bytes_)) gz_ = std::make_unique<Gunzip>(path, bytes_);
+  }
+  bool compressed() const { return gz_ != nullptr; }
+  size_t stored() const { return bytes_.size(); }
+  // Appends up to n bytes to out; returns how many.
+  size_t read(std::string& out, size_t n) {
+    if (!gz_) {
+      size_t k = std::min(n, bytes_.size() - pos_);
+      out.append(bytes_, pos_, k);
+      pos_ += k;
+      return k;
+    }
+    size_t old = out.size();
+    out.resize(old + n);
+    size_t k = gz_->read(out.data() + old, n);
+    out.resize(old + k);
+    return k;
+  }
+  // The file's whole content when it is not compressed (no copy needed).
+  std::string take_raw() { return std::move(bytes_); }
+
+ private:
+  std::string bytes_;
+  size_t pos_ = 0;
+  std::unique_ptr<Gunzip> gz_;
+};
 
 const char* idx_type_name(unsigned t) {
   switch (t) {
@@ -109,11 +141,13 @@ struct Idx {
 
 // Reads and checks one IDX file of unsigned bytes with a rank in
 // [min_rank, max_rank]; `what` names the items in messages ("images").
+// The header is checked before the data is read; a gzip file is inflated
+// only up to the size the header declares.
 Idx read_idx(const std::string& path, const char* what, size_t min_rank, size_t max_rank) {
   Idx idx;
-  idx.bytes = read_file(path);
-  if (is_gzip(idx.bytes)) idx.bytes = gunzip(path, idx.bytes);
-  const std::string& b = idx.bytes;
+  IdxSource src(path, read_file(path, kMaxIdxBytes + 64, "IDX file"));
+  std::string& b = idx.bytes;
+  src.read(b, 4);
   auto u8 = [&](size_t i) { return static_cast<unsigned>(static_cast<unsigned char>(b[i])); };
 
   if (b.size() < 4)
@@ -140,6 +174,7 @@ Idx read_idx(const std::string& path, const char* what, size_t min_rank, size_t 
                                                 : ""));
   }
   idx.data_offset = 4 + 4 * rank;
+  src.read(b, 4 * rank);
   if (b.size() < idx.data_offset) bad(path, "ends inside its header; the file is truncated");
 
   uint64_t numel = 1;
@@ -155,19 +190,44 @@ Idx read_idx(const std::string& path, const char* what, size_t min_rank, size_t 
       bad(path, "has header dimensions too large to be real; the file is corrupt");
     numel *= v;
   }
-  uint64_t have = b.size() - idx.data_offset;
-  if (have != numel) {
-    std::string dims = Shape(std::vector<int64_t>(idx.dims.begin() + 1, idx.dims.end())).str();
-    std::string says = "its header says " + std::to_string(idx.dims[0]) + " " + what +
-                       (rank > 1 ? " of " + dims : "") + " (" + std::to_string(numel) +
-                       " bytes) but ";
-    if (have < numel)
-      bad(path, says + "only " + std::to_string(have) +
-                    " bytes follow; the file is truncated, download or copy it again");
-    bad(path, says + std::to_string(have) +
-                  " bytes follow; the header does not match the data, the file is corrupt");
+  std::string dims = Shape(std::vector<int64_t>(idx.dims.begin() + 1, idx.dims.end())).str();
+  std::string says = "its header says " + std::to_string(idx.dims[0]) + " " + what +
+                     (rank > 1 ? " of " + dims : "") + " (" + std::to_string(numel) +
+                     " bytes) but ";
+  if (numel > uint64_t(kMaxIdxBytes))
+    bad(path, says + "DeepCanvas reads IDX files of at most " + std::to_string(kMaxIdxBytes >> 30) +
+                  " GiB; the file is corrupt or too large");
+  // Deflate shrinks data at most ~1032:1, so a smaller file cannot hold it.
+  if (src.compressed() && numel > uint64_t(src.stored()) * 1032 + 4096)
+    bad(path, says + "its gzip data of " + std::to_string(src.stored()) +
+                  " bytes cannot hold that much; the file is truncated or corrupt");
+  uint64_t have = 0;
+  if (!src.compressed()) {
+    have = src.stored() - idx.data_offset;
+    if (have == numel) {
+      idx.bytes = src.take_raw();
+      return idx;
+    }
+  } else {
+    // Grown as data arrives rather than reserved: a header that lies about
+    // the size must not allocate more than the data really holds.
+    while (have < numel) {
+      size_t want = size_t(std::min<uint64_t>(numel - have, std::max<uint64_t>(have, 1 << 20)));
+      size_t got = src.read(b, want);
+      have += got;
+      if (got < want) break;
+    }
+    if (have == numel) {
+      std::string probe;
+      if (src.read(probe, 1) == 0) return idx;
+      have += 1;  // at least one byte more than declared
+    }
   }
-  return idx;
+  if (have < numel)
+    bad(path, says + "only " + std::to_string(have) +
+                  " bytes follow; the file is truncated, download or copy it again");
+  bad(path, says + (src.compressed() ? "more" : std::to_string(have)) +
+                " bytes follow; the header does not match the data, the file is corrupt");
 }
 
 }  // namespace

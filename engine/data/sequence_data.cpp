@@ -56,7 +56,7 @@ TrainTest load_text_dataset(const std::string& path, const TextOptions& o) {
   if (o.stride < 1) throw DataError("text stride must be at least 1");
   if (!(o.test_fraction >= 0 && o.test_fraction < 1))
     throw DataError("text test fraction must be in [0, 1)");
-  std::string text = read_file(path);
+  std::string text = read_file(path, kMaxTextBytes, "text corpus");
   std::vector<std::string> chars = utf8_chars(text, path);
   if (chars.size() < 2)
     throw DataError(path + ": the corpus is empty (" + std::to_string(chars.size()) +
@@ -132,7 +132,7 @@ std::vector<std::string> split_csv_line(const std::string& line) {
 
 TrainTest load_csv_sequences(const std::string& path, const CsvSequenceOptions& o) {
   if (o.window < 1) throw DataError("CSV window must be at least 1 row");
-  std::istringstream in(read_file(path));
+  std::istringstream in(read_file(path, kMaxCsvBytes, "CSV file"));
   std::string line;
   std::vector<std::string> header;
   int64_t lineno = 0;

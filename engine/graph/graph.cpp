@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <functional>
 #include <set>
+#include <unordered_set>
 
 namespace dc {
 
@@ -24,7 +24,8 @@ static std::string lower_base(const std::string& type) {
 }
 
 std::string Graph::unique_name(const std::string& base) const {
-  for (int i = 1;; ++i) {
+  int& i = free_suffix_.try_emplace(base, 1).first->second;
+  for (;; ++i) {
     std::string n = base + std::to_string(i);
     if (!find_by_name(n)) return n;
   }
@@ -52,16 +53,39 @@ NodeId Graph::add_node(const std::string& type, const std::string& name, Attrs a
   n.attrs = d.with_defaults(attrs);
   n.x = x;
   n.y = y;
+  by_name_.emplace(nm, id);
   nodes_.emplace(id, std::move(n));
   return id;
 }
 
 void Graph::remove_node(NodeId id) {
-  node(id);
+  const Node& n = node(id);
+  std::vector<Edge> gone = in_edges(id);
+  for (const Edge& e : out_edges(id)) gone.push_back(e);
+  for (const Edge& e : gone) unindex_edge(e);
   edges_.erase(std::remove_if(edges_.begin(), edges_.end(),
                               [&](const Edge& e) { return e.src == id || e.dst == id; }),
                edges_.end());
+  by_name_.erase(n.name);
+  free_suffix_.clear();
   nodes_.erase(id);
+}
+
+void Graph::index_edge(const Edge& e) {
+  in_[e.dst].push_back(e);
+  out_[e.src].push_back(e);
+}
+
+void Graph::unindex_edge(const Edge& e) {
+  auto drop = [&](std::unordered_map<NodeId, std::vector<Edge>>& m, NodeId k) {
+    auto it = m.find(k);
+    if (it == m.end()) return;
+    auto& v = it->second;
+    v.erase(std::remove(v.begin(), v.end(), e), v.end());
+    if (v.empty()) m.erase(it);
+  };
+  drop(in_, e.dst);
+  drop(out_, e.src);
 }
 
 const Node& Graph::node(NodeId id) const {
@@ -82,9 +106,8 @@ const Node* Graph::find(NodeId id) const {
 }
 
 const Node* Graph::find_by_name(const std::string& name) const {
-  for (const auto& [id, n] : nodes_)
-    if (n.name == name) return &n;
-  return nullptr;
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : find(it->second);
 }
 
 int Graph::num_inputs(NodeId id) const {
@@ -93,21 +116,19 @@ int Graph::num_inputs(NodeId id) const {
 }
 
 std::vector<Edge> Graph::in_edges(NodeId id) const {
-  std::vector<Edge> v;
-  for (const auto& e : edges_)
-    if (e.dst == id) v.push_back(e);
+  auto it = in_.find(id);
+  if (it == in_.end()) return {};
+  std::vector<Edge> v = it->second;
   std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.dst_port < b.dst_port; });
   return v;
 }
 
 std::vector<Edge> Graph::out_edges(NodeId id) const {
-  std::vector<Edge> v;
-  for (const auto& e : edges_)
-    if (e.src == id) v.push_back(e);
-  return v;
+  auto it = out_.find(id);
+  return it == out_.end() ? std::vector<Edge>{} : it->second;
 }
 
-std::string Graph::can_connect(NodeId src, NodeId dst, int port) const {
+std::string Graph::connect_problem(NodeId src, NodeId dst, int port) const {
   const Node* s = find(src);
   const Node* d = find(dst);
   if (!s || !d) return "both ends of a connection must be existing nodes";
@@ -117,22 +138,30 @@ std::string Graph::can_connect(NodeId src, NodeId dst, int port) const {
   if (port < 0 || port >= ports)
     return node_label(*d) + " has " + std::to_string(ports) + " input(s); port " +
            std::to_string(port) + " does not exist";
-  for (const auto& e : edges_)
-    if (e.dst == dst && e.dst_port == port)
-      return "input " + std::to_string(port) + " of " + node_label(*d) +
-             " is already connected (from '" + node(e.src).name + "'); remove that edge first";
-  // A path dst -> ... -> src would close a cycle.
-  std::set<NodeId> seen;
-  std::function<bool(NodeId)> reaches = [&](NodeId from) {
-    if (from == src) return true;
-    if (!seen.insert(from).second) return false;
-    for (const auto& e : edges_)
-      if (e.src == from && reaches(e.dst)) return true;
-    return false;
-  };
-  if (reaches(dst))
-    return "connecting '" + s->name + "' to '" + d->name +
-           "' would create a cycle; networks must flow one way";
+  if (auto it = in_.find(dst); it != in_.end())
+    for (const auto& e : it->second)
+      if (e.dst_port == port)
+        return "input " + std::to_string(port) + " of " + node_label(*d) +
+               " is already connected (from '" + node(e.src).name + "'); remove that edge first";
+  return "";
+}
+
+std::string Graph::can_connect(NodeId src, NodeId dst, int port) const {
+  if (std::string why = connect_problem(src, dst, port); !why.empty()) return why;
+  // A path dst -> ... -> src would close a cycle. Iterative: a chain of 100k
+  // layers would overflow the stack of a recursive search.
+  std::unordered_set<NodeId> seen{dst};
+  std::vector<NodeId> todo{dst};
+  while (!todo.empty()) {
+    NodeId from = todo.back();
+    todo.pop_back();
+    if (from == src)
+      return "connecting '" + node(src).name + "' to '" + node(dst).name +
+             "' would create a cycle; networks must flow one way";
+    if (auto it = out_.find(from); it != out_.end())
+      for (const auto& e : it->second)
+        if (seen.insert(e.dst).second) todo.push_back(e.dst);
+  }
   return "";
 }
 
@@ -140,11 +169,21 @@ void Graph::connect(NodeId src, NodeId dst, int port) {
   std::string err = can_connect(src, dst, port);
   if (!err.empty()) throw GraphError(err);
   edges_.push_back({src, dst, port});
+  index_edge(edges_.back());
+}
+
+void Graph::connect_without_cycle_check(NodeId src, NodeId dst, int port) {
+  std::string err = connect_problem(src, dst, port);
+  if (!err.empty()) throw GraphError(err);
+  edges_.push_back({src, dst, port});
+  index_edge(edges_.back());
 }
 
 void Graph::disconnect(const Edge& e) {
   auto it = std::find(edges_.begin(), edges_.end(), e);
-  if (it != edges_.end()) edges_.erase(it);
+  if (it == edges_.end()) return;
+  unindex_edge(e);
+  edges_.erase(it);
 }
 
 void Graph::set_attr(NodeId id, const std::string& name, AttrValue v) {
@@ -157,6 +196,8 @@ void Graph::set_attr(NodeId id, const std::string& name, AttrValue v) {
   n.attrs.set(name, std::move(v));
   // Fewer input ports (Add/Concat "inputs") drops edges into removed ports.
   int ports = d.num_inputs(n.attrs);
+  for (const Edge& e : in_edges(id))
+    if (e.dst_port >= ports) unindex_edge(e);
   edges_.erase(std::remove_if(edges_.begin(), edges_.end(),
                               [&](const Edge& e) { return e.dst == id && e.dst_port >= ports; }),
                edges_.end());
@@ -167,6 +208,9 @@ void Graph::rename(NodeId id, const std::string& name) {
   if (name.empty()) throw GraphError("a node name cannot be empty");
   const Node* other = find_by_name(name);
   if (other && other->id != id) throw GraphError("a node named '" + name + "' already exists");
+  by_name_.erase(n.name);
+  by_name_[name] = id;
+  free_suffix_.clear();
   n.name = name;
 }
 
@@ -179,29 +223,36 @@ void Graph::move(NodeId id, double x, double y) {
 void Graph::clear() {
   nodes_.clear();
   edges_.clear();
+  by_name_.clear();
+  in_.clear();
+  out_.clear();
+  free_suffix_.clear();
   next_id_ = 1;
 }
 
 std::vector<NodeId> Graph::topo_order() const {
   // Kahn's algorithm with ids in ascending order among ready nodes, so the
   // order (and therefore initialisation and RNG use) is stable.
-  std::map<NodeId, int> indeg;
+  std::unordered_map<NodeId, int> indeg;
   for (const auto& [id, n] : nodes_) indeg[id] = 0;
   for (const auto& e : edges_) indeg[e.dst]++;
   std::set<NodeId> ready;
   for (auto& [id, d] : indeg)
     if (d == 0) ready.insert(id);
   std::vector<NodeId> order;
+  order.reserve(nodes_.size());
   while (!ready.empty()) {
     NodeId id = *ready.begin();
     ready.erase(ready.begin());
     order.push_back(id);
-    for (const auto& e : edges_)
-      if (e.src == id && --indeg[e.dst] == 0) ready.insert(e.dst);
+    if (auto it = out_.find(id); it != out_.end())
+      for (const auto& e : it->second)
+        if (--indeg[e.dst] == 0) ready.insert(e.dst);
   }
   if (order.size() != nodes_.size()) {
-    for (auto& [id, d] : indeg)
-      if (d > 0) throw GraphError(node_label(node(id)) + " is part of a cycle");
+    // The smallest id left over, so the message does not depend on hashing.
+    for (const auto& [id, n] : nodes_)
+      if (indeg[id] > 0) throw GraphError(node_label(n) + " is part of a cycle");
   }
   return order;
 }
@@ -228,12 +279,15 @@ std::map<NodeId, NodeShape> Graph::infer_shapes() const {
     std::vector<Shape> in(ports);
     std::string problem;
     std::vector<bool> have(ports, false);
-    for (const auto& e : edges_) {
-      if (e.dst != id || e.dst_port >= ports) continue;
+    for (const auto& e : in_edges(id)) {
+      if (e.dst_port >= ports) continue;
       have[e.dst_port] = true;
       const NodeShape& up = out[e.src];
       if (!up.ok()) {
-        if (problem.empty()) problem = "input from '" + node(e.src).name + "' has no valid shape";
+        if (problem.empty()) {
+          problem = "input from '" + node(e.src).name + "' has no valid shape";
+          r.inherited = true;
+        }
       } else {
         in[e.dst_port] = *up.shape;
       }
@@ -265,9 +319,17 @@ std::vector<NodeId> Graph::inputs() const {
 std::vector<NodeId> Graph::outputs() const {
   std::vector<NodeId> v;
   for (const auto& [id, n] : nodes_)
-    if (!is_input_type(n.type) && out_edges(id).empty()) v.push_back(id);
+    if (!is_input_type(n.type) && !out_.count(id)) v.push_back(id);
   return v;
 }
+
+namespace {
+
+// Beyond this many, a listing says "and N more": one message for a graph of
+// 300k broken layers would otherwise run to megabytes.
+constexpr size_t kMaxListed = 10;
+
+}  // namespace
 
 void Graph::validate() const {
   if (nodes_.empty()) throw GraphError("the network is empty: add an Input and some layers");
@@ -280,12 +342,38 @@ void Graph::validate() const {
   if (outs.empty()) errors += "the network has no output layer\n";
   if (outs.size() > 1) {
     std::string names;
-    for (NodeId id : outs) names += (names.empty() ? "" : ", ") + node(id).name;
+    for (size_t i = 0; i < std::min(outs.size(), kMaxListed); ++i)
+      names += (i ? ", " : "") + node(outs[i]).name;
+    if (outs.size() > kMaxListed)
+      names += " and " + std::to_string(outs.size() - kMaxListed) + " more";
     errors += "the network has several outputs (" + names +
               "); connect them so that exactly one layer has no outgoing edge\n";
   }
-  for (const auto& [id, s] : infer_shapes())
-    if (!s.ok()) errors += s.error + "\n";
+  // The layers whose own rule fails are the causes; the layers that only
+  // inherit a missing shape follow from them, so they are counted, not listed.
+  auto shapes = infer_shapes();
+  std::vector<NodeId> order;
+  try {
+    order = topo_order();
+  } catch (const GraphError& e) {
+    errors += std::string(e.what()) + "\n";
+  }
+  size_t causes = 0, inherited = 0;
+  for (NodeId id : order) {
+    const NodeShape& s = shapes[id];
+    if (s.ok()) continue;
+    if (s.inherited) {
+      ++inherited;
+    } else if (++causes <= kMaxListed) {
+      errors += s.error + "\n";
+    }
+  }
+  if (causes > kMaxListed)
+    errors += "... and " + std::to_string(causes - kMaxListed) + " more layers with errors\n";
+  if (inherited)
+    errors += std::to_string(inherited) +
+              (inherited == 1 ? " layer downstream has" : " layers downstream have") +
+              " no shape because of " + (causes == 1 ? "this" : "these") + "\n";
   if (!errors.empty()) {
     errors.pop_back();
     throw GraphError(errors);

@@ -174,10 +174,16 @@ Graph graph_from(const json& j, const std::string& src) {
       int port = 0;
       if (e.contains("port")) port = int(int_in(e["port"], 0, 1 << 20, src, where + ".port"));
       try {
-        g.connect(a->id, b->id, port);
+        g.connect_without_cycle_check(a->id, b->id, port);
       } catch (const GraphError& ex) {
         fail(src, where, ex.what());
       }
+    }
+    // Once for all edges: per edge, the search is quadratic in a long chain.
+    try {
+      g.topo_order();
+    } catch (const GraphError& ex) {
+      fail(src, "graph.edges", std::string(ex.what()) + "; networks must flow one way");
     }
   }
   return g;
@@ -346,7 +352,7 @@ Project parse_project(const std::string& text, const std::string& src) {
 }
 
 Project load_project(const std::string& path) {
-  Project p = parse_project(read_file(path), path);
+  Project p = parse_project(read_file(path, kMaxProjectBytes, "project file"), path);
   p.file = path;
   return p;
 }

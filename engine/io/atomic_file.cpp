@@ -104,7 +104,7 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   }
 }
 
-std::string read_file(const std::string& path) {
+std::string read_file(const std::string& path, int64_t max_bytes, const std::string& what) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw IoError("cannot open '" + path + "': " + os_error(errno));
   Fd file(fd);
@@ -114,6 +114,13 @@ std::string read_file(const std::string& path) {
 
   // Read straight into the result, then to EOF rather than trusting st_size:
   // pipes and /proc files report 0, and a file may grow while we read.
+  auto too_big = [&] {
+    std::string limit = max_bytes % (1 << 20) == 0 ? std::to_string(max_bytes >> 20) + " MiB"
+                                                   : std::to_string(max_bytes) + " bytes";
+    return IoError("cannot read '" + path + "': it is larger than " + limit + ", the most a " +
+                   what + " may have");
+  };
+  if (st.st_size > max_bytes) throw too_big();
   std::string out(st.st_size > 0 ? static_cast<size_t>(st.st_size) : 0, '\0');
   size_t len = 0;
   char extra[1 << 16];
@@ -130,6 +137,7 @@ std::string read_file(const std::string& path) {
     if (into_out) {
       len += static_cast<size_t>(r);
     } else {
+      if (int64_t(len) + r > max_bytes) throw too_big();
       out.resize(len);
       out.append(extra, static_cast<size_t>(r));
       len = out.size();

@@ -2,6 +2,7 @@
 #include <deepcanvas/optim.h>
 #include <deepcanvas/parallel.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace dc {
@@ -11,6 +12,66 @@ namespace {
 // Elementwise update loops are split by dc::parallel_for in fixed chunks, so
 // updates are deterministic for a given thread count.
 constexpr int64_t kGrain = 1 << 14;
+
+// The tensors of a saved state, by kind (a name prefix such as "exp_avg")
+// and parameter index, checked against the parameters they will update.
+using StateTable = std::vector<std::vector<const Tensor*>>;
+
+StateTable check_state(const std::vector<std::pair<std::string, Tensor>>& s,
+                       const std::vector<std::string>& kinds, bool paired,
+                       const std::vector<Param*>& ps, const std::string& optimizer,
+                       const std::string& source) {
+  auto fail = [&](const std::string& name, const std::string& why) {
+    throw IoError(source + ": optimizer state '" + name + "' " + why);
+  };
+  StateTable table(kinds.size(), std::vector<const Tensor*>(ps.size(), nullptr));
+  for (const auto& [name, t] : s) {
+    size_t dot = name.rfind('.');
+    size_t kind = std::find(kinds.begin(), kinds.end(), name.substr(0, dot)) - kinds.begin();
+    if (dot == std::string::npos || kind == kinds.size()) {
+      std::string valid;
+      for (auto& k : kinds) valid += (valid.empty() ? "" : ", ") + k + ".N";
+      fail(name, "is not " + optimizer + "'s (" + valid +
+                     "); resume with the optimizer that wrote the checkpoint, or start "
+                     "without --resume");
+    }
+    std::string digits = name.substr(dot + 1);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
+      fail(name, "has no parameter index after the '.'");
+    size_t k = digits.size() > 9 ? ps.size() : std::stoul(digits);
+    if (k >= ps.size())
+      fail(name, "is for parameter " + digits + " but the network has " +
+                     std::to_string(ps.size()) + " trainable parameters");
+    if (table[kind][k]) fail(name, "appears twice");
+    if (t.dtype() != DType::F32)
+      fail(name, std::string("is ") + dtype_name(t.dtype()) + "; optimizer state is F32");
+    if (t.shape() != ps[k]->value.shape())
+      fail(name, "is " + t.shape().str(true) + " but parameter " + digits + " is " +
+                     ps[k]->value.shape().str(true) +
+                     "; the checkpoint was made for a different network");
+    const float* v = t.f32();
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (!std::isfinite(v[i]) || (kinds[kind] == "exp_avg_sq" && v[i] < 0))
+        fail(name, "holds " + std::string(std::isfinite(v[i]) ? "negative" : "NaN or infinite") +
+                       " values; the checkpoint is damaged");
+    table[kind][k] = &t;
+  }
+  if (paired)
+    for (size_t k = 0; k < ps.size(); ++k)
+      for (size_t a = 0; a < kinds.size(); ++a)
+        for (size_t b = 0; b < kinds.size(); ++b)
+          if (table[a][k] && !table[b][k])
+            fail(kinds[a] + "." + std::to_string(k),
+                 "has no " + kinds[b] + "." + std::to_string(k) + " beside it");
+  return table;
+}
+
+std::vector<Tensor> clones(const std::vector<const Tensor*>& ts) {
+  std::vector<Tensor> out(ts.size());
+  for (size_t k = 0; k < ts.size(); ++k)
+    if (ts[k]) out[k] = ts[k]->clone();
+  return out;
+}
 
 class Sgd : public Optimizer {
  public:
@@ -50,13 +111,9 @@ class Sgd : public Optimizer {
       if (buf_[k].defined()) s.emplace_back("momentum." + std::to_string(k), buf_[k]);
     return s;
   }
-  void load_state(const std::vector<std::pair<std::string, Tensor>>& s) override {
-    for (auto& [name, t] : s) {
-      if (name.rfind("momentum.", 0) != 0) continue;
-      size_t k = std::stoul(name.substr(9));
-      if (buf_.size() <= k) buf_.resize(k + 1);
-      buf_[k] = t.clone();
-    }
+  void load_state(const std::vector<std::pair<std::string, Tensor>>& s,
+                  const std::vector<Param*>& ps, const std::string& source) override {
+    buf_ = clones(check_state(s, {"momentum"}, false, ps, "SGD", source)[0]);
   }
 
  private:
@@ -111,17 +168,12 @@ class Adam : public Optimizer {
     }
     return s;
   }
-  void load_state(const std::vector<std::pair<std::string, Tensor>>& s) override {
-    for (auto& [name, t] : s) {
-      bool is_m = name.rfind("exp_avg.", 0) == 0, is_v = name.rfind("exp_avg_sq.", 0) == 0;
-      if (!is_m && !is_v) continue;
-      size_t k = std::stoul(name.substr(name.find('.') + 1));
-      if (m_.size() <= k) {
-        m_.resize(k + 1);
-        v_.resize(k + 1);
-      }
-      (is_m ? m_ : v_)[k] = t.clone();
-    }
+  void load_state(const std::vector<std::pair<std::string, Tensor>>& s,
+                  const std::vector<Param*>& ps, const std::string& source) override {
+    StateTable t =
+        check_state(s, {"exp_avg", "exp_avg_sq"}, true, ps, decoupled_ ? "AdamW" : "Adam", source);
+    m_ = clones(t[0]);
+    v_ = clones(t[1]);
   }
 
  private:
@@ -131,6 +183,13 @@ class Adam : public Optimizer {
 };
 
 }  // namespace
+
+void Optimizer::set_steps(int64_t t, const std::string& source) {
+  if (t < 0 || t > kMaxOptimizerSteps)
+    throw IoError(source + ": step " + std::to_string(t) + " is outside 0.." +
+                  std::to_string(kMaxOptimizerSteps) + "; the checkpoint is damaged");
+  t_ = t;
+}
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c) {
   switch (c.type) {

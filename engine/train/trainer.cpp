@@ -7,11 +7,8 @@
 #include <deepcanvas/trainer.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <new>
 #include <tuple>
-
-#include <nlohmann/json.hpp>
 
 #include "stepper.h"
 
@@ -70,8 +67,9 @@ Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
   if (!cfg_.resume.empty()) {
     CheckpointInfo ck = read_checkpoint(cfg_.resume);
     plan_->load_state(ck.model, cfg_.resume);
-    opt_->load_state(ck.optimizer);
-    opt_->set_steps(ck.step);
+    // Checked here for the device plan too, which copies the same tensors.
+    opt_->load_state(ck.optimizer, plan_->trainable(), cfg_.resume);
+    opt_->set_steps(ck.step, cfg_.resume);
     start_epoch_ = ck.epoch + 1;
     start_step_ = ck.step;
     if (start_epoch_ > cfg_.epochs)
@@ -141,50 +139,21 @@ bool Trainer::wait_if_paused() {
   return !cancel_;
 }
 
-void Trainer::save_checkpoint(const std::string& path, int epoch, int64_t step) {
-  std::vector<std::pair<std::string, Tensor>> tensors = plan_->state();
+void Trainer::save_checkpoint(const std::string& path, int epoch, int64_t step,
+                              double test_accuracy) {
+  std::vector<std::pair<std::string, Tensor>> model = plan_->state();
   if (dplan_) dplan_->download_params();
-  for (auto& [k, t] : dplan_ ? dplan_->optimizer_state() : opt_->state())
-    tensors.emplace_back("optimizer." + k, t);
-  nlohmann::json names = train_->class_names;
-  std::map<std::string, std::string> meta{
-      {"format", "deepcanvas-checkpoint"},
-      {"format_version", "1"},
-      {"epoch", std::to_string(epoch)},
-      {"step", std::to_string(step)},
-      {"input_shape", plan_->input_shape().str(true)},
-      {"num_classes", std::to_string(plan_->output_shape().numel())},
-      {"mean", std::to_string(train_->mean)},
-      {"stddev", std::to_string(train_->stddev)},
-      {"class_names", names.dump()},
-  };
-  std::filesystem::path p(path);
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-  save_safetensors(path, tensors, meta);
-}
-
-CheckpointInfo read_checkpoint(const std::string& path) {
-  SafetensorsFile f = load_safetensors(path);
-  CheckpointInfo ck;
-  ck.metadata = f.metadata;
-  auto it = f.metadata.find("format");
-  if (it == f.metadata.end() || it->second != "deepcanvas-checkpoint")
-    throw IoError(path +
-                  ": not a DeepCanvas checkpoint (its metadata has no format "
-                  "\"deepcanvas-checkpoint\")");
-  for (auto& [k, t] : f.tensors) {
-    if (k.rfind("optimizer.", 0) == 0)
-      ck.optimizer.emplace_back(k.substr(10), t);
-    else
-      ck.model.emplace_back(k, t);
-  }
-  try {
-    ck.epoch = std::stoi(f.metadata.at("epoch"));
-    ck.step = std::stoll(f.metadata.at("step"));
-  } catch (const std::exception&) {
-    throw IoError(path + ": checkpoint metadata lacks a valid epoch/step");
-  }
-  return ck;
+  CheckpointMeta meta;
+  meta.epoch = epoch;
+  meta.step = step;
+  meta.input_shape = plan_->input_shape().str(true);
+  meta.num_classes = plan_->output_shape().numel();
+  meta.mean = train_->mean;
+  meta.stddev = train_->stddev;
+  meta.class_names = train_->class_names;
+  meta.test_accuracy = test_accuracy;
+  write_checkpoint(path, std::move(model), dplan_ ? dplan_->optimizer_state() : opt_->state(),
+                   meta);
 }
 
 void Trainer::start_telemetry() {

@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include <unistd.h>
+#include <zlib.h>
 #include "test_util.h"
 
 namespace dc {
@@ -65,6 +66,22 @@ std::string gzip_stored(const std::string& data) {
   le32(crc32(data));
   le32(static_cast<uint32_t>(data.size()));
   return g;
+}
+
+// Really compressed gzip data (zlib at its best ratio): long runs of zeros
+// shrink ~1000:1, which is what a gzip bomb is made of.
+std::string gzip_deflate(const std::string& data) {
+  z_stream zs{};
+  EXPECT_EQ(deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&zs, data.size()), '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
 }
 
 struct Synthetic {
@@ -245,6 +262,47 @@ TEST(Idx, RankAndDimensionNonsense) {
   // Dimensions whose product overflows 64 bits must not wrap around.
   std::string huge = t.write("huge", idx_file({0xffffffffu, 0xffffffffu, 0xffffffffu}, {0}));
   EXPECT_THROW(load_idx(huge, lp), IoError);
+}
+
+TEST(Idx, GzipInflatesOnlyWhatTheHeaderDeclares) {
+  TmpDir t;
+  std::string lp = t.write("l", idx_file({2}, {0, 1}));
+  // A bomb: 8 bytes of images declared, 64 MiB of zeros behind them, and the
+  // deflate stream damaged near its end. Reading stops one byte past the
+  // declared size, so the damage is never reached and nothing large is held.
+  std::string body = idx_file({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}) + std::string(64 << 20, '\0');
+  std::string gz = gzip_deflate(body);
+  ASSERT_LT(gz.size(), size_t(1) << 20);
+  for (size_t k = 0; k < 32; ++k) gz[gz.size() - 40 + k] = static_cast<char>(0xff);
+  std::string bomb = t.write("bomb.gz", gz);
+  std::string msg = error_of([&] { load_idx(bomb, lp); });
+  expect_has(msg, bomb);
+  expect_has(msg, "does not match");
+  EXPECT_EQ(msg.find("not valid gzip"), std::string::npos) << msg;
+
+  // A damaged trailer size is not trusted: the data itself still reads and
+  // the length check then reports the file as corrupt.
+  std::string good = gzip_deflate(idx_file({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}));
+  for (size_t k = 0; k < 4; ++k) good[good.size() - 4 + k] = static_cast<char>(0xff);
+  std::string trailer = t.write("trailer.gz", good);
+  msg = error_of([&] { load_idx(trailer, lp); });
+  expect_has(msg, trailer);
+  expect_has(msg, "corrupt");
+}
+
+TEST(Idx, HeaderSizesAreCheckedBeforeReading) {
+  TmpDir t;
+  std::string lp = t.write("l", idx_file({2}, {0, 1}));
+  // 2^16 images of 256x256 is 4 GiB: more than any IDX file DeepCanvas takes.
+  std::string big = t.write("big", idx_file({1u << 16, 256, 257}, {0, 1}));
+  std::string msg = error_of([&] { load_idx(big, lp); });
+  expect_has(msg, big);
+  expect_has(msg, "at most 4 GiB");
+  // A small gzip file cannot hold a gigabyte, whatever its header says.
+  std::string claim = t.write("claim.gz", gzip_deflate(idx_file({1u << 14, 256, 256}, {0, 1})));
+  msg = error_of([&] { load_idx(claim, lp); });
+  expect_has(msg, claim);
+  expect_has(msg, "cannot hold that much");
 }
 
 TEST(IdxFolder, ListsWhatIsMissing) {

@@ -104,13 +104,102 @@ TEST(Optimizer, StateRoundTripsSoResumedRunsMatch) {
     oa->step({&a.p}, 0.01);
   }
   auto ob = make_optimizer(c);
-  ob->load_state(oa->state());
+  ob->load_state(oa->state(), {&b.p}, "a.safetensors");
   ob->set_steps(oa->steps());
   b.p.value.copy_from(a.p.value);
   a.p.grad.f32()[0] = b.p.grad.f32()[0] = 0.5f;
   oa->step({&a.p}, 0.01);
   ob->step({&b.p}, 0.01);
   EXPECT_EQ(a.w(), b.w());
+}
+
+// Issue 17 item 1: a damaged optimizer state is refused, naming the tensor,
+// before any of it is used (it used to overflow the heap, dereference null
+// or allocate hundreds of GB).
+std::string load_error(OptimizerType type,
+                       const std::vector<std::pair<std::string, Tensor>>& state) {
+  OptimizerConfig c;
+  c.type = type;
+  Scalar a(1.0f), b(2.0f);
+  b.p.value = Tensor(Shape{2, 3});
+  b.p.grad = Tensor(Shape{2, 3});
+  auto o = make_optimizer(c);
+  try {
+    o->load_state(state, {&a.p, &b.p}, "ck.safetensors");
+  } catch (const IoError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Optimizer, DamagedStateIsRefusedNamingTheTensor) {
+  Tensor one(Shape{1}), six(Shape{2, 3});
+  auto expect = [](const std::string& err, const std::string& part) {
+    EXPECT_NE(err.find(part), std::string::npos) << "'" << err << "' lacks '" << part << "'";
+    EXPECT_EQ(err.rfind("ck.safetensors: ", 0), 0u) << err;
+  };
+  EXPECT_EQ(
+      load_error(
+          OptimizerType::Adam,
+          {{"exp_avg.0", one}, {"exp_avg_sq.0", one}, {"exp_avg.1", six}, {"exp_avg_sq.1", six}}),
+      "");
+  expect(load_error(OptimizerType::Adam, {{"exp_avg.1", one}, {"exp_avg_sq.1", six}}),
+         "'exp_avg.1' is 1 but parameter 1 is 2x3");
+  expect(load_error(OptimizerType::Adam, {{"exp_avg.0", one}}),
+         "'exp_avg.0' has no exp_avg_sq.0 beside it");
+  expect(load_error(OptimizerType::Adam, {{"exp_avg_sq.0", one}}),
+         "'exp_avg_sq.0' has no exp_avg.0");
+  expect(load_error(OptimizerType::Adam, {{"exp_avg.4000000000", one}}),
+         "'exp_avg.4000000000' is for parameter 4000000000 but the network has 2");
+  expect(load_error(OptimizerType::Adam, {{"exp_avg.2", one}}),
+         "network has 2 trainable parameters");
+  expect(load_error(OptimizerType::Adam, {{"exp_avg.abc", one}}),
+         "'exp_avg.abc' has no parameter index");
+  expect(load_error(OptimizerType::Adam, {{"exp_avg.0", one}, {"exp_avg.0", one}}),
+         "appears twice");
+  expect(load_error(OptimizerType::Adam, {{"exp_avg.0", Tensor(Shape{1}, DType::F16)}}),
+         "'exp_avg.0' is F16; optimizer state is F32");
+  expect(load_error(OptimizerType::AdamW, {{"momentum.0", one}}),
+         "is not AdamW's (exp_avg.N, exp_avg_sq.N)");
+  Tensor nan = Tensor::from(Shape{1}, {NAN}), neg = Tensor::from(Shape{1}, {-1.0f});
+  expect(load_error(OptimizerType::Adam, {{"exp_avg.0", nan}, {"exp_avg_sq.0", one}}),
+         "NaN or infinite");
+  expect(load_error(OptimizerType::Adam, {{"exp_avg.0", one}, {"exp_avg_sq.0", neg}}), "negative");
+  expect(load_error(OptimizerType::Sgd, {{"momentum.1", one}}),
+         "'momentum.1' is 1 but parameter 1 is 2x3");
+  expect(load_error(OptimizerType::Sgd, {{"exp_avg.0", one}}), "is not SGD's (momentum.N)");
+  expect(load_error(OptimizerType::Sgd, {{"momentum", one}}), "is not SGD's");
+}
+
+TEST(Optimizer, ARefusedStateLeavesTheOptimizerAsItWas) {
+  OptimizerConfig c;
+  Scalar a(1.0f), b(1.0f);
+  auto oa = make_optimizer(c), ob = make_optimizer(c);
+  for (int t = 0; t < 3; ++t) {
+    a.p.grad.f32()[0] = b.p.grad.f32()[0] = 0.1f * float(t + 1);
+    oa->step({&a.p}, 0.01);
+    ob->step({&b.p}, 0.01);
+  }
+  EXPECT_THROW(ob->load_state({{"exp_avg.0", Tensor(Shape{1})}}, {&b.p}, "x"), IoError);
+  a.p.grad.f32()[0] = b.p.grad.f32()[0] = 0.5f;
+  oa->step({&a.p}, 0.01);
+  ob->step({&b.p}, 0.01);
+  EXPECT_EQ(a.w(), b.w());
+}
+
+// Issue 17 item 2: a step count Adam's bias correction cannot use.
+TEST(Optimizer, StepCountOutOfRangeIsRefused) {
+  auto o = make_optimizer(OptimizerConfig{});
+  EXPECT_THROW(o->set_steps(-1, "ck"), IoError);
+  EXPECT_THROW(o->set_steps(INT64_MAX, "ck"), IoError);
+  EXPECT_THROW(o->set_steps(kMaxOptimizerSteps + 1, "ck"), IoError);
+  o->set_steps(kMaxOptimizerSteps, "ck");
+  EXPECT_EQ(o->steps(), kMaxOptimizerSteps);
+  try {
+    o->set_steps(-1, "ck.safetensors");
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("ck.safetensors: step -1"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Optimizer, UnknownNameIsRejectedWithTheKnownOnes) {

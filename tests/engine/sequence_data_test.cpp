@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <string>
 
 #include "test_util.h"
@@ -73,6 +74,26 @@ TEST(TextData, InvalidUtf8NamesTheByteAndLine) {
   // Overlong encodings and lone continuation bytes are invalid too.
   expect_data_error([&] { utf8_chars("\xc0\xaf", "x"); }, {"invalid UTF-8"});
   expect_data_error([&] { utf8_chars("a\x80", "x"); }, {"byte 1"});
+}
+
+// Files over the limit are refused from their size, before any is read; a
+// sparse file makes that cheap to test.
+TEST(SequenceData, OversizedFilesAreRefusedBeforeReading) {
+  test::TmpDir t;
+  for (auto [name, limit] : {std::pair{"big.txt", kMaxTextBytes}, {"big.csv", kMaxCsvBytes}}) {
+    std::string p = t.write(name, "a,y\n1,0\n");
+    std::filesystem::resize_file(p, uintmax_t(limit) + 1);
+    try {
+      if (std::string(name) == "big.txt")
+        load_text_dataset(p);
+      else
+        load_csv_sequences(p);
+      ADD_FAILURE() << name << " was read";
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("larger than"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(CsvData, WindowsOverRowsWithTargetColumn) {

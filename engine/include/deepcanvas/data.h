@@ -76,7 +76,10 @@ void augment_batch(const AugmentConfig& a, const Shape& sample, float pad_value,
 // samples {F}), 3 (N×H×W, samples {1,H,W}) or 4 (N×C×H×W, channels first).
 // Throws IoError naming the file for anything unreadable or malformed, and
 // DataError when the two files do not belong together.
+// A gzip file is inflated only as far as its header declares, which is at
+// most kMaxIdxBytes of data.
 Dataset load_idx(const std::string& images_path, const std::string& labels_path);
+constexpr int64_t kMaxIdxBytes = int64_t(4) << 30;
 
 struct TrainTest {
   Dataset train, test;

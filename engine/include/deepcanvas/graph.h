@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace dc {
@@ -35,6 +36,7 @@ struct Edge {
 struct NodeShape {
   std::optional<Shape> shape;  // per sample, no batch dimension
   std::string error;           // set when shape is empty
+  bool inherited = false;      // the error is an upstream node's ("has no valid shape")
   bool ok() const { return shape.has_value(); }
 };
 
@@ -50,6 +52,10 @@ class Graph {
   // reason when the edge would be illegal (port out of range, port already
   // connected, self loop, cycle).
   void connect(NodeId src, NodeId dst, int dst_port = 0);
+  // connect() without the cycle search, for loading many edges at once: the
+  // search can visit the whole graph per edge. The caller must then call
+  // topo_order(), which names a node on any cycle.
+  void connect_without_cycle_check(NodeId src, NodeId dst, int dst_port);
   // Returns "" when connect() would succeed, else the reason.
   std::string can_connect(NodeId src, NodeId dst, int dst_port) const;
   void disconnect(const Edge& e);
@@ -64,7 +70,7 @@ class Graph {
   const Node* find_by_name(const std::string& name) const;
   const std::map<NodeId, Node>& nodes() const { return nodes_; }
   const std::vector<Edge>& edges() const { return edges_; }
-  std::vector<Edge> in_edges(NodeId id) const;
+  std::vector<Edge> in_edges(NodeId id) const;  // by port
   std::vector<Edge> out_edges(NodeId id) const;
   int num_inputs(NodeId id) const;  // ports, from the descriptor
   std::string unique_name(const std::string& base) const;
@@ -79,16 +85,31 @@ class Graph {
   // The Input nodes and the output nodes (no outgoing edges), by id.
   std::vector<NodeId> inputs() const;
   std::vector<NodeId> outputs() const;
-  // Throws GraphError with every node error, one per line, when the graph
-  // cannot be compiled: exactly one Input, exactly one output, all shapes ok.
+  // Throws GraphError when the graph cannot be compiled (exactly one Input,
+  // exactly one output, all shapes ok), one problem per line: the layers
+  // whose own rule fails first, in topological order, then a count of the
+  // layers downstream of them. Listings are capped so that a huge broken
+  // graph gives a readable message.
   void validate() const;
 
   bool operator==(const Graph& o) const;
 
  private:
+  std::string connect_problem(NodeId src, NodeId dst, int port) const;
+  void index_edge(const Edge& e);
+  void unindex_edge(const Edge& e);
+
   std::map<NodeId, Node> nodes_;
   std::vector<Edge> edges_;
   NodeId next_id_ = 1;
+  // Indexes over nodes_ and edges_, so that loading, lookups and the graph
+  // algorithms stay linear in the graph's size (projects may have 100k+
+  // layers).
+  std::unordered_map<std::string, NodeId> by_name_;
+  std::unordered_map<NodeId, std::vector<Edge>> in_, out_;
+  // Per unique_name() base, a suffix below which every name is taken; only
+  // ever a lower bound, reset when a name is freed.
+  mutable std::unordered_map<std::string, int> free_suffix_;
 };
 
 // "Conv2D 'conv2'" — how messages name a node.

@@ -3,6 +3,7 @@
 // crash-safe writes, and safetensors checkpoints.
 #include <deepcanvas/tensor.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -16,8 +17,12 @@ namespace dc {
 // target keeps its permission bits.
 void write_file_atomic(const std::string& path, const std::string& bytes);
 
-// The whole file; throws IoError naming the path and the OS error.
-std::string read_file(const std::string& path);
+// The whole file; throws IoError naming the path and the OS error, or
+// naming `what` when the file holds more than max_bytes (a device such as
+// /dev/urandom, or a file that is not what the caller expects, would
+// otherwise grow the result without limit).
+std::string read_file(const std::string& path, int64_t max_bytes = INT64_MAX,
+                      const std::string& what = "file");
 
 // A safetensors file (https://github.com/huggingface/safetensors): tensors by
 // name plus string metadata (the "__metadata__" header entry).

@@ -30,6 +30,9 @@ struct OptimizerConfig {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
 };
 
+// More steps than any run takes (10^12); a resumed count beyond it is damage.
+constexpr int64_t kMaxOptimizerSteps = 1000000000000;
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -38,9 +41,17 @@ class Optimizer {
   virtual void step(const std::vector<Param*>& params, double lr) = 0;
   // Moment buffers etc., by parameter index, for checkpoints ("m.3").
   virtual std::vector<std::pair<std::string, Tensor>> state() = 0;
-  virtual void load_state(const std::vector<std::pair<std::string, Tensor>>& s) = 0;
+  // Loads state written by state() for `params` (the ones step() will get).
+  // Every tensor is checked before any is used: its name is one this
+  // optimizer writes, its index names a parameter, it is f32 of that
+  // parameter's shape with finite values, and Adam's moments come in pairs.
+  // Throws IoError naming `source` and the tensor; the state is then as before.
+  virtual void load_state(const std::vector<std::pair<std::string, Tensor>>& s,
+                          const std::vector<Param*>& params, const std::string& source) = 0;
   int64_t steps() const { return t_; }
-  void set_steps(int64_t t) { t_ = t; }
+  // Throws IoError naming `source` unless 0 <= t <= kMaxOptimizerSteps:
+  // Adam's bias correction needs a count it can raise beta to.
+  void set_steps(int64_t t, const std::string& source = "optimizer state");
 
  protected:
   int64_t t_ = 0;

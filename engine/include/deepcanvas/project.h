@@ -12,6 +12,9 @@
 namespace dc {
 
 constexpr int kProjectVersion = 1;
+// load_project refuses larger files: 64 MiB holds a graph of ~300k layers,
+// far beyond any network one draws, and parsing it stays within seconds.
+constexpr int64_t kMaxProjectBytes = int64_t(64) << 20;
 
 struct DatasetSpec {
   std::string kind = "idx";  // IDX folder (MNIST layout)

@@ -30,6 +30,9 @@ struct TextOptions {
 // vocabulary (class_names[0] is "" for padding). Throws DataError for an
 // empty file, invalid UTF-8 (naming the line and byte offset) or a bad option.
 TrainTest load_text_dataset(const std::string& path, const TextOptions& o = {});
+// Larger corpora are refused before reading: splitting into characters takes
+// ~40 bytes per character while loading (enwik8, 100 MB, still fits).
+constexpr int64_t kMaxTextBytes = int64_t(128) << 20;
 
 // The characters of a UTF-8 string, one string each; throws DataError naming
 // `what` and the byte offset at the first invalid sequence.
@@ -52,5 +55,8 @@ struct CsvSequenceOptions {
 // empty cell, a cell that is not a number or a row with the wrong number of
 // cells, and for a window longer than the series.
 TrainTest load_csv_sequences(const std::string& path, const CsvSequenceOptions& o = {});
+// Larger CSV files are refused before reading (the cells as floats and the
+// text of the file are held at once while loading).
+constexpr int64_t kMaxCsvBytes = int64_t(1) << 30;
 
 }  // namespace dc

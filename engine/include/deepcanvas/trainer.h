@@ -4,6 +4,7 @@
 // so a GUI can poll or a CLI can block on events. Pause, resume and cancel
 // take effect at step boundaries.
 #include <deepcanvas/backend.h>
+#include <deepcanvas/checkpoint.h>
 #include <deepcanvas/data.h>
 #include <deepcanvas/graph.h>
 #include <deepcanvas/loss.h>
@@ -143,7 +144,8 @@ class Trainer {
   const Dataset& train_data() const { return *train_; }
 
   // Writes a checkpoint of the current weights (atomically).
-  void save_checkpoint(const std::string& path, int epoch, int64_t step);
+  void save_checkpoint(const std::string& path, int epoch, int64_t step,
+                       double test_accuracy = NAN);
 
  private:
   // What one run carries from epoch to epoch.
@@ -203,16 +205,5 @@ class Trainer {
   std::unique_ptr<GpuSampler> sampler_;
   std::atomic<int64_t> device_allocated_{-1}, device_reserved_{-1};
 };
-
-// Checkpoint helpers shared by the CLI.
-// Metadata keys: format, epoch, step, input_shape, num_classes, mean, stddev,
-// class_names (JSON array).
-struct CheckpointInfo {
-  std::vector<std::pair<std::string, Tensor>> model, optimizer;
-  std::map<std::string, std::string> metadata;
-  int epoch = 0;
-  int64_t step = 0;
-};
-CheckpointInfo read_checkpoint(const std::string& path);
 
 }  // namespace dc

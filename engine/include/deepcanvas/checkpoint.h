@@ -1,0 +1,56 @@
+#pragma once
+// Training checkpoints: a safetensors file holding the model's tensors, the
+// optimizer's state under "optimizer.<name>", and metadata the CLI and the
+// app need to resume training or run inference without the project's data.
+#include <deepcanvas/tensor.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dc {
+
+constexpr int kCheckpointFormatVersion = 1;
+// The most epochs a checkpoint may claim (as --epochs allows): more is damage,
+// and epoch + 1 must not overflow.
+constexpr int64_t kMaxCheckpointEpoch = 100000;
+
+// Metadata keys: format, format_version, epoch, step, input_shape,
+// num_classes, mean, stddev, class_names (JSON array), test_accuracy
+// (optional).
+struct CheckpointInfo {
+  std::vector<std::pair<std::string, Tensor>> model, optimizer;
+  std::map<std::string, std::string> metadata;
+  int epoch = 0;
+  int64_t step = 0;
+};
+// Reads and checks a checkpoint: format and format_version, epoch and step
+// in range, mean finite and stddev positive (when present), every model
+// tensor f32 and finite. The optimizer's tensors are checked against the
+// parameters when loaded (Optimizer::load_state). Throws IoError naming the
+// file and the field or tensor.
+CheckpointInfo read_checkpoint(const std::string& path);
+
+// What a checkpoint records besides its tensors.
+struct CheckpointMeta {
+  int epoch = 0;
+  int64_t step = 0;
+  std::string input_shape;  // Shape::str(true)
+  int64_t num_classes = 0;
+  float mean = 0.0f, stddev = 1.0f;
+  std::vector<std::string> class_names;
+  // The finished run's test accuracy, so a later run can tell whether its
+  // model is better before replacing the file; NaN (not written) mid-run.
+  double test_accuracy = NAN;
+};
+
+// Writes the model's tensors and the optimizer's (prefixed "optimizer.")
+// atomically, creating the parent folder.
+void write_checkpoint(const std::string& path, std::vector<std::pair<std::string, Tensor>> model,
+                      const std::vector<std::pair<std::string, Tensor>>& optimizer,
+                      const CheckpointMeta& meta);
+
+}  // namespace dc
