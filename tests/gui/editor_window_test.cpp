@@ -407,8 +407,13 @@ TEST_F(EditorWindow, ThemeMenuSwitchesToDarkAndIsRemembered) {
   w->action("actionTheme_light")->trigger();
   EXPECT_FALSE(gui::isDark(QApplication::palette()));
   EXPECT_EQ(gui::savedTheme(), gui::Theme::Light);
+  EXPECT_TRUE(QCoreApplication::testAttribute(Qt::AA_SetPalette));
   w->action("actionTheme_system")->trigger();
   EXPECT_EQ(gui::savedTheme(), gui::Theme::System);
+  // The platform's colours again (offscreen: light), and no palette of the
+  // app's own that would stop it following the desktop.
+  EXPECT_FALSE(gui::isDark(QApplication::palette()));
+  EXPECT_FALSE(QCoreApplication::testAttribute(Qt::AA_SetPalette));
 }
 
 TEST_F(EditorWindow, ShortcutsDialogListsEveryMenuActionWithAKey) {
