@@ -315,6 +315,25 @@ TEST_F(EditorWindow, ALongTemplateOpensInRowsThatShowWholeAt1280x720) {
   }
 }
 
+TEST_F(EditorWindow, ZoomKeysZoomAboutTheMiddleOfTheCanvasWhereverThePointerIs) {
+  auto w = open();
+  openSample(*w);
+  widgets::NodeView* view = w->view();
+  QWidget* vp = view->viewport();
+  QApplication::setActiveWindow(w.get());
+  // The pointer left in a corner of the canvas, as after using the palette.
+  QTest::mouseMove(vp, QPoint(8, 8));
+  QApplication::processEvents();
+  const QPointF middle = view->mapToScene(vp->rect().center());
+  for (const char* name : {"actionZoomIn", "actionZoomIn", "actionZoomOut"}) {
+    w->action(name)->trigger();
+    // Where that point is now, in pixels (scroll bars move in whole ones).
+    const QPoint at = view->mapFromScene(middle);
+    EXPECT_NEAR(at.x(), vp->rect().center().x(), 4) << name;
+    EXPECT_NEAR(at.y(), vp->rect().center().y(), 4) << name;
+  }
+}
+
 TEST_F(EditorWindow, APastedLayerDoesNotCoverTheOriginal) {
   auto w = open();
   openSample(*w);
