@@ -334,6 +334,25 @@ TEST_F(EditorWindow, ZoomKeysZoomAboutTheMiddleOfTheCanvasWhereverThePointerIs) 
   }
 }
 
+TEST_F(EditorWindow, CanvasViewKeysDoNothingOnTheOtherTabs) {
+  auto w = open();
+  openSample(*w);
+  const Graph before = w->editor()->graph();
+  const double zoom = w->view()->zoom();
+  w->showMode(Mode::Training);
+  QApplication::setActiveWindow(w.get());
+  ASSERT_TRUE(QTest::qWaitForWindowActive(w.get()));
+  QTest::keyClick(w.get(), Qt::Key_0, Qt::ControlModifier);  // Fit: would wrap the line
+  QTest::keyClick(w.get(), Qt::Key_L, Qt::ControlModifier);  // Auto-layout
+  EXPECT_TRUE(w->editor()->graph() == before);
+  EXPECT_FALSE(w->isModified());
+  EXPECT_EQ(w->view()->zoom(), zoom);
+  w->showMode(Mode::Model);
+  EXPECT_TRUE(w->action("actionFit")->isEnabled());
+  w->action("actionFit")->trigger();
+  EXPECT_FALSE(w->editor()->graph() == before);  // there it does
+}
+
 TEST_F(EditorWindow, APastedLayerDoesNotCoverTheOriginal) {
   auto w = open();
   openSample(*w);
