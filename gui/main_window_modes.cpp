@@ -88,6 +88,11 @@ MainWindow::Mode MainWindow::mode() const {
 
 void MainWindow::modeChanged(int index) {
   setDocksForModel(index == int(Mode::Model));
+  // The canvas' view actions would act on a canvas that is not shown (Fit
+  // may even lay the network out anew): only on the Model tab.
+  for (const char* n :
+       {"actionZoomIn", "actionZoomOut", "actionActualSize", "actionFit", "actionAutoLayout"})
+    if (QAction* a = action(n)) a->setEnabled(index == int(Mode::Model));
 }
 
 void MainWindow::setDocksForModel(bool model) {

@@ -42,10 +42,20 @@ void NodeView::scaleBy(double factor) {
 }
 
 void NodeView::zoomIn() {
-  scaleBy(1.25);
+  scaleAtCenter(1.25);
 }
 void NodeView::zoomOut() {
-  scaleBy(0.8);
+  scaleAtCenter(0.8);
+}
+
+void NodeView::scaleAtCenter(double factor) {
+  // The keys and buttons zoom about the middle of the canvas; under the
+  // mouse (the wheel's anchor) they zoomed about wherever the pointer was
+  // left, and the network slid out of view.
+  const ViewportAnchor anchor = transformationAnchor();
+  setTransformationAnchor(AnchorViewCenter);
+  scaleBy(factor);
+  setTransformationAnchor(anchor);
 }
 
 void NodeView::resetZoom() {

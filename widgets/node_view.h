@@ -45,6 +45,7 @@ class NodeView : public QGraphicsView {
 
  private:
   void scaleBy(double factor);
+  void scaleAtCenter(double factor);
   bool fit_on_resize_ = false;
   bool space_ = false;
   bool panning_ = false;

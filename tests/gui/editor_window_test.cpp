@@ -315,6 +315,44 @@ TEST_F(EditorWindow, ALongTemplateOpensInRowsThatShowWholeAt1280x720) {
   }
 }
 
+TEST_F(EditorWindow, ZoomKeysZoomAboutTheMiddleOfTheCanvasWhereverThePointerIs) {
+  auto w = open();
+  openSample(*w);
+  widgets::NodeView* view = w->view();
+  QWidget* vp = view->viewport();
+  QApplication::setActiveWindow(w.get());
+  // The pointer left in a corner of the canvas, as after using the palette.
+  QTest::mouseMove(vp, QPoint(8, 8));
+  QApplication::processEvents();
+  const QPointF middle = view->mapToScene(vp->rect().center());
+  for (const char* name : {"actionZoomIn", "actionZoomIn", "actionZoomOut"}) {
+    w->action(name)->trigger();
+    // Where that point is now, in pixels (scroll bars move in whole ones).
+    const QPoint at = view->mapFromScene(middle);
+    EXPECT_NEAR(at.x(), vp->rect().center().x(), 4) << name;
+    EXPECT_NEAR(at.y(), vp->rect().center().y(), 4) << name;
+  }
+}
+
+TEST_F(EditorWindow, CanvasViewKeysDoNothingOnTheOtherTabs) {
+  auto w = open();
+  openSample(*w);
+  const Graph before = w->editor()->graph();
+  const double zoom = w->view()->zoom();
+  w->showMode(Mode::Training);
+  QApplication::setActiveWindow(w.get());
+  ASSERT_TRUE(QTest::qWaitForWindowActive(w.get()));
+  QTest::keyClick(w.get(), Qt::Key_0, Qt::ControlModifier);  // Fit: would wrap the line
+  QTest::keyClick(w.get(), Qt::Key_L, Qt::ControlModifier);  // Auto-layout
+  EXPECT_TRUE(w->editor()->graph() == before);
+  EXPECT_FALSE(w->isModified());
+  EXPECT_EQ(w->view()->zoom(), zoom);
+  w->showMode(Mode::Model);
+  EXPECT_TRUE(w->action("actionFit")->isEnabled());
+  w->action("actionFit")->trigger();
+  EXPECT_FALSE(w->editor()->graph() == before);  // there it does
+}
+
 TEST_F(EditorWindow, APastedLayerDoesNotCoverTheOriginal) {
   auto w = open();
   openSample(*w);
@@ -407,8 +445,13 @@ TEST_F(EditorWindow, ThemeMenuSwitchesToDarkAndIsRemembered) {
   w->action("actionTheme_light")->trigger();
   EXPECT_FALSE(gui::isDark(QApplication::palette()));
   EXPECT_EQ(gui::savedTheme(), gui::Theme::Light);
+  EXPECT_TRUE(QCoreApplication::testAttribute(Qt::AA_SetPalette));
   w->action("actionTheme_system")->trigger();
   EXPECT_EQ(gui::savedTheme(), gui::Theme::System);
+  // The platform's colours again (offscreen: light), and no palette of the
+  // app's own that would stop it following the desktop.
+  EXPECT_FALSE(gui::isDark(QApplication::palette()));
+  EXPECT_FALSE(QCoreApplication::testAttribute(Qt::AA_SetPalette));
 }
 
 TEST_F(EditorWindow, ShortcutsDialogListsEveryMenuActionWithAKey) {
