@@ -56,8 +56,9 @@ SettingsForm::SettingsForm(const QString& group, const QStringList& skip, QWidge
     } else if (a.type == AttrType::Int && spin_fits(a)) {
       auto* b = new QSpinBox(this);
       b->setRange(int(a.min) + (s.min_open ? 1 : 0), int(a.max) - (s.max_open ? 1 : 0));
-      // A 0 that means "none" reads as a word, as the help says it.
-      if (a.min == 0 && a.help.find("0 = ") != std::string::npos) b->setSpecialValueText(tr("off"));
+      // A 0 that means something else reads as words, as the help says it.
+      if (key == "early_stopping_patience") b->setSpecialValueText(tr("off"));
+      if (key == "threads") b->setSpecialValueText(tr("every core"));
       connect(b, &QSpinBox::valueChanged, this, [this, &s] { edited(s); });
       w = b;
     } else {  // a wide integer, a real number or text: typed, checked by the row

@@ -40,6 +40,10 @@ TEST(DashboardSettings, EveryTrainingSettingHasAControlFromTheTable) {
     ++rows;
   }
   EXPECT_GE(rows, 20);
+  // A 0 that means "every core" says so.
+  auto* threads = qobject_cast<QSpinBox*>(panel.settingsForm("Run")->control("threads"));
+  ASSERT_NE(threads, nullptr);
+  EXPECT_EQ(threads->specialValueText(), "every core");
   // The project's values are shown.
   EXPECT_EQ(panel.config().optimizer.type, ctx->project().training.optimizer.type);
   EXPECT_DOUBLE_EQ(panel.config().optimizer.lr, ctx->project().training.optimizer.lr);
