@@ -40,7 +40,10 @@ inline float fast_exp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * (r * r) + r + 1.0f;
-  uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
+  // Converting NaN to an integer is undefined (UBSan reports it); any
+  // exponent will do then, since p is already NaN.
+  const int32_t e = n == n ? static_cast<int32_t>(n) : 0;
+  uint32_t bits = static_cast<uint32_t>(e + 127) << 23;
   return p * std::bit_cast<float>(bits);
 }
 
