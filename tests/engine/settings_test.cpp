@@ -87,8 +87,11 @@ TEST(Settings, EveryRowRoundTripsThroughTheProjectFile) {
     Project r = parse_project(project_to_json(q), "round trip");
     EXPECT_EQ(s.get(r.training), v);
     // Every other setting is untouched by the round trip.
-    for (const auto& o : training_settings())
-      if (&o != &s) EXPECT_EQ(o.get(r.training), o.get(p.training)) << o.attr.name;
+    for (const auto& o : training_settings()) {
+      if (&o != &s) {
+        EXPECT_EQ(o.get(r.training), o.get(p.training)) << o.attr.name;
+      }
+    }
   }
 }
 
