@@ -60,7 +60,8 @@ TEST(Lowering, StepsTakeInputsInPortOrderAndEndWithTheOutput) {
 
 TEST(Lowering, StepsCarryEveryAttributeWithItsDefault) {
   Graph g = branchy();
-  const PlanStep& wide = step(lower_graph(g), "wide");
+  const std::vector<PlanStep> steps = lower_graph(g);  // outlives the reference into it
+  const PlanStep& wide = step(steps, "wide");
   ASSERT_NE(wide.desc, nullptr);
   for (const AttrSpec& spec : wide.desc->attrs) EXPECT_TRUE(wide.attrs.has(spec.name)) << spec.name;
   EXPECT_EQ(wide.attrs.i("units"), 6);
