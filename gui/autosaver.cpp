@@ -39,8 +39,20 @@ Autosaver::~Autosaver() {
   clear();
 }
 
+// Beside the runs folder (~/.local/share/DeepCanvas/recovery). Qt's
+// AppDataLocation joins organisation and application name, which are both
+// "DeepCanvas": the doubled folder earlier versions used is still searched.
 QString Autosaver::recoveryDir() {
-  return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + "/recovery";
+  return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
+         "/DeepCanvas/recovery";
+}
+
+QStringList Autosaver::recoveryDirs() {
+  QStringList dirs{recoveryDir()};
+  const QString legacy =
+      QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + "/recovery";
+  if (QDir(legacy).absolutePath() != QDir(dirs.front()).absolutePath()) dirs << legacy;
+  return dirs;
 }
 
 bool Autosaver::saveNow() {
@@ -81,7 +93,11 @@ void Autosaver::abandon() {
 
 std::vector<Recovery> Autosaver::findRecoverable() {
   std::vector<Recovery> out;
-  QDir dir(recoveryDir());
+  for (const QString& d : recoveryDirs()) findRecoverableIn(QDir(d), out);
+  return out;
+}
+
+void Autosaver::findRecoverableIn(const QDir& dir, std::vector<Recovery>& out) {
   // Sessions that died before their first autosave leave only a lock.
   for (const QString& name : dir.entryList({"session-*.lock"}, QDir::Files)) {
     QString base = dir.filePath(name).chopped(5);
@@ -105,7 +121,6 @@ std::vector<Recovery> Autosaver::findRecoverable() {
     if (meta.open(QIODevice::ReadOnly)) r.original = QString::fromUtf8(meta.readAll());
     out.push_back(r);
   }
-  return out;
 }
 
 void Autosaver::discard(const Recovery& r) {

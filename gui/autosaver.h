@@ -4,6 +4,7 @@
 // file in the app's data folder, beside a lock file owned by this process.
 // A clean close or save removes both. At the next start, a recovery file
 // whose lock is stale (its process died) is offered back to the user.
+#include <QDir>
 #include <QLockFile>
 #include <QObject>
 #include <QString>
@@ -30,7 +31,11 @@ class Autosaver : public QObject {
             QObject* parent = nullptr);
   ~Autosaver() override;
 
+  // Where this session's recovery file goes.
   static QString recoveryDir();
+  // Every folder searched for recovery files: recoveryDir() and the one
+  // earlier versions wrote to.
+  static QStringList recoveryDirs();
   // Recovery files left by sessions that did not end cleanly.
   static std::vector<Recovery> findRecoverable();
   // Deletes a recovery (after it was restored or declined).
@@ -55,6 +60,7 @@ class Autosaver : public QObject {
   void abandon();
 
  private:
+  static void findRecoverableIn(const QDir& dir, std::vector<Recovery>& out);
   std::function<std::pair<QString, QString>()> snapshot_;
   std::function<bool()> dirty_;
   QTimer* timer_;

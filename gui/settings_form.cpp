@@ -72,6 +72,7 @@ SettingsForm::SettingsForm(const QString& group, const QStringList& skip, QWidge
     controls_.insert(key, w);
     rows_.push_back(&s);
   }
+  showApplicableRows();
 }
 
 void SettingsForm::showValue(const SettingSpec& s, const AttrValue& v) {
@@ -96,7 +97,22 @@ void SettingsForm::showValue(const SettingSpec& s, const AttrValue& v) {
 }
 
 void SettingsForm::setConfig(const TrainConfig& c) {
+  shown_ = c;
   for (const SettingSpec* s : rows_) showValue(*s, s->get(c));
+  showApplicableRows();
+}
+
+void SettingsForm::showApplicableRows() {
+  TrainConfig c = shown_;
+  applyTo(c);
+  for (const SettingSpec* s : rows_)
+    form_->setRowVisible(controls_.value(QString::fromStdString(s->attr.name)),
+                         !s->applies || s->applies(c));
+}
+
+bool SettingsForm::rowShown(const QString& key) const {
+  QWidget* w = controls_.value(key);
+  return w && !w->isHidden();
 }
 
 bool SettingsForm::read(const SettingSpec& s, AttrValue& v, std::string& problem) const {
@@ -136,6 +152,7 @@ void SettingsForm::edited(const SettingSpec& s) {
     e->setToolTip(ok ? QString::fromStdString(s.attr.help + " (" + setting_range_text(s) + ")")
                      : capitalised(s.label + " " + problem));
   }
+  showApplicableRows();
   Q_EMIT changed();
 }
 

@@ -34,6 +34,10 @@ class SettingsForm : public QWidget {
   QStringList keys() const { return controls_.keys(); }
   // For rows that are not in the table (a folder, a step limit).
   QFormLayout* layout() const { return form_; }
+  // Whether key's row is shown: rows that have no effect under the form's
+  // other choices (momentum for Adam, gamma without the step schedule) are
+  // hidden and keep their values.
+  bool rowShown(const QString& key) const;
 
  signals:
   void changed();
@@ -43,10 +47,14 @@ class SettingsForm : public QWidget {
   // The control's value, or the reason it is refused.
   bool read(const SettingSpec& s, AttrValue& v, std::string& problem) const;
   void edited(const SettingSpec& s);
+  void showApplicableRows();
 
   QFormLayout* form_;
   QMap<QString, QWidget*> controls_;
   std::vector<const SettingSpec*> rows_;
+  // The settings last shown: the base for rows of other groups when
+  // deciding which rows apply.
+  TrainConfig shown_;
 };
 
 }  // namespace dc::gui

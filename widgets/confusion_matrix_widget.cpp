@@ -28,19 +28,60 @@ QString ConfusionMatrixWidget::name(int i) const {
   return i < names_.size() ? names_[i] : QString::number(i);
 }
 
+// Column names such as "T-shirt/top" or "Ankle boot" are wider than a
+// column at 1280x720; drawn upright they stay whole (the row labels beside
+// the grid have room).
+ConfusionMatrixWidget::Header ConfusionMatrixWidget::header() const {
+  const int n = int(m_.size());
+  QFontMetrics fm(font());
+  Header h{fm.height(), false};
+  if (n == 0) return h;
+  int widest = 0;
+  for (int i = 0; i < n; ++i) widest = std::max(widest, fm.horizontalAdvance(name(i)));
+  h.height = fm.height();
+  if (widest + 4 <= gridSide(h.height) / n) return h;
+  h.rotated = true;
+  h.height = std::min(widest + 6, std::max(fm.height(), height() / 4));
+  return h;
+}
+
+int ConfusionMatrixWidget::labelWidth() const {
+  QFontMetrics fm(font());
+  int w = 0;
+  for (int i = 0; i < int(m_.size()); ++i) w = std::max(w, fm.horizontalAdvance(name(i)));
+  return std::min(w + 8, width() / 3);
+}
+
+int ConfusionMatrixWidget::gridTop(int header_height) const {
+  QFontMetrics fm(font());
+  return fm.height() + 4 + header_height + (title_.isEmpty() ? 0 : fm.height() + 4);
+}
+
+int ConfusionMatrixWidget::gridSide(int header_height) const {
+  QFontMetrics fm(font());
+  const int left = labelWidth() + fm.height() + 4;
+  const int side = std::min(width() - left - 6, height() - gridTop(header_height) - 6);
+  return std::max(side, int(m_.size()) * 4);
+}
+
 QRect ConfusionMatrixWidget::gridRect() const {
   const int n = int(m_.size());
   if (n == 0) return {};
   QFontMetrics fm(font());
-  int label_w = 0;
-  for (int i = 0; i < n; ++i) label_w = std::max(label_w, fm.horizontalAdvance(name(i)));
-  label_w = std::min(label_w + 8, width() / 3);
-  const int top = fm.height() * 2 + 4 + (title_.isEmpty() ? 0 : fm.height() + 4);
-  const int left = label_w + fm.height() + 4;
-  int side = std::min(width() - left - 6, height() - top - fm.height() - 6);
-  side = std::max(side, n * 4);
-  const int cell = side / n;
-  return QRect(left, top, cell * n, cell * n);
+  const int h = header().height;
+  const int cell = gridSide(h) / n;
+  return QRect(labelWidth() + fm.height() + 4, gridTop(h), cell * n, cell * n);
+}
+
+QStringList ConfusionMatrixWidget::columnLabels() const {
+  QStringList out;
+  const int n = int(m_.size());
+  if (n == 0) return out;
+  QFontMetrics fm(font());
+  const Header h = header();
+  const int room = h.rotated ? h.height - 4 : gridRect().width() / n;
+  for (int i = 0; i < n; ++i) out << fm.elidedText(name(i), Qt::ElideRight, room);
+  return out;
 }
 
 QPoint ConfusionMatrixWidget::cellAt(const QPoint& pos) const {
@@ -124,9 +165,21 @@ void ConfusionMatrixWidget::paintEvent(QPaintEvent*) {
     QRect lr(fm.height() + 2, g.top() + i * cell, g.left() - fm.height() - 6, cell);
     p.drawText(lr, Qt::AlignRight | Qt::AlignVCenter,
                fm.elidedText(name(i), Qt::ElideRight, lr.width()));
-    // Column labels: numbers keep narrow columns readable; names in the tooltip.
-    QRect tr_(g.left() + i * cell, y0 + fm.height(), cell, fm.height());
-    p.drawText(tr_, Qt::AlignCenter, fm.elidedText(name(i), Qt::ElideRight, cell));
+  }
+  const Header h = header();
+  const QStringList labels = columnLabels();
+  for (int i = 0; i < n; ++i) {
+    if (!h.rotated) {
+      p.drawText(QRect(g.left() + i * cell, g.top() - h.height - 2, cell, h.height),
+                 Qt::AlignCenter, labels[i]);
+      continue;
+    }
+    // Upright, reading bottom to top, ending just above its column.
+    p.save();
+    p.translate(g.left() + i * cell + cell / 2 - fm.height() / 2, g.top() - 2);
+    p.rotate(-90);
+    p.drawText(QRect(0, 0, h.height - 2, fm.height()), Qt::AlignLeft | Qt::AlignVCenter, labels[i]);
+    p.restore();
   }
 }
 

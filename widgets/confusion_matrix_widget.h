@@ -24,6 +24,13 @@ class ConfusionMatrixWidget : public QWidget {
   QPoint cellAt(const QPoint& pos) const;
   QRect cellRect(int true_class, int predicted) const;
 
+  // The column labels as drawn (elided only when even an upright label
+  // cannot fit; the full name is always in the tooltip).
+  QStringList columnLabels() const;
+  // Whether the column labels are drawn upright because they are wider
+  // than a column.
+  bool columnLabelsRotated() const { return header().rotated; }
+
   QSize sizeHint() const override { return {420, 380}; }
   QSize minimumSizeHint() const override { return {200, 180}; }
 
@@ -37,7 +44,15 @@ class ConfusionMatrixWidget : public QWidget {
   void leaveEvent(QEvent*) override;
 
  private:
+  struct Header {
+    int height = 0;  // of the column-label band
+    bool rotated = false;
+  };
+  Header header() const;
   QRect gridRect() const;
+  int labelWidth() const;
+  int gridTop(int header_height) const;
+  int gridSide(int header_height) const;
   QString name(int i) const;
 
   std::vector<std::vector<int64_t>> m_;

@@ -110,6 +110,11 @@ std::vector<SettingSpec> make_table() {
   const char* opt = "Optimizer";
   const char* sched = "Schedule";
   const char* aug = "Augmentation";
+  auto sgd = [](const TrainConfig& c) { return c.optimizer.type == OptimizerType::Sgd; };
+  auto adam = [](const TrainConfig& c) { return c.optimizer.type != OptimizerType::Sgd; };
+  auto schedule_is = [](ScheduleType type) {
+    return [type](const TrainConfig& c) { return c.schedule.type == type; };
+  };
   std::vector<SettingSpec> t;
   t.push_back(row("epochs", "epochs", run, "epochs", {1, 100000}, "Passes over the training set.",
                   DC_FIELD(epochs)));
@@ -121,6 +126,7 @@ std::vector<SettingSpec> make_table() {
   t.push_back(row("label_smoothing", "label smoothing", run, "label-smoothing", {0, 1, false, true},
                   "Softmax cross-entropy only: weight moved from the true class to the others.",
                   DC_FIELD(label_smoothing)));
+  t.back().applies = [](const TrainConfig& c) { return c.loss == LossType::SoftmaxCrossEntropy; };
   t.push_back(row("val_split", "validation split", run, "val-split", {0, 0.99},
                   "Fraction of the training set held out to select the kept weights.",
                   DC_FIELD(val_split)));
@@ -158,17 +164,22 @@ std::vector<SettingSpec> make_table() {
                   "Step size; the peak of the one-cycle schedule.", DC_FIELD(optimizer.lr)));
   t.push_back(row("optimizer.momentum", "momentum", opt, "momentum", {0, 1, false, true},
                   "SGD: fraction of the previous update kept.", DC_FIELD(optimizer.momentum)));
+  t.back().applies = sgd;
   t.push_back(row("optimizer.nesterov", "Nesterov momentum", opt, "nesterov", {},
                   "SGD: Nesterov's form of momentum.", DC_FIELD(optimizer.nesterov)));
+  t.back().applies = sgd;
   t.push_back(row("optimizer.weight_decay", "weight decay", opt, "weight-decay", {0, 1},
                   "L2 penalty (SGD, Adam) or decoupled decay (AdamW).",
                   DC_FIELD(optimizer.weight_decay)));
   t.push_back(row("optimizer.beta1", "beta1", opt, "beta1", {0, 1, false, true},
                   "Adam: decay of the first-moment average.", DC_FIELD(optimizer.beta1)));
+  t.back().applies = adam;
   t.push_back(row("optimizer.beta2", "beta2", opt, "beta2", {0, 1, false, true},
                   "Adam: decay of the second-moment average.", DC_FIELD(optimizer.beta2)));
+  t.back().applies = adam;
   t.push_back(row("optimizer.eps", "epsilon", opt, "eps", {0, 1, true},
                   "Adam: added to the denominator for stability.", DC_FIELD(optimizer.eps)));
+  t.back().applies = adam;
 
   t.push_back(row("schedule.type", "schedule", sched, "schedule", {},
                   "constant, step (decay every step_epochs), cosine, or onecycle.",
@@ -176,22 +187,29 @@ std::vector<SettingSpec> make_table() {
   t.push_back(row("schedule.warmup_steps", "warm-up steps", sched, "warmup-steps", {0, 1e9},
                   "Linear warm-up from 0 over this many steps (constant, step, cosine).",
                   DC_FIELD(schedule.warmup_steps)));
+  t.back().applies = [](const TrainConfig& c) { return c.schedule.type != ScheduleType::OneCycle; };
   t.push_back(row("schedule.step_epochs", "step interval", sched, "step-epochs", {0, 1e6, true},
                   "Step schedule: epochs between decays.", DC_FIELD(schedule.step_epochs)));
+  t.back().applies = schedule_is(ScheduleType::Step);
   t.push_back(row("schedule.gamma", "decay factor", sched, "gamma", {0, 1, true},
                   "Step schedule: factor applied at each decay.", DC_FIELD(schedule.gamma)));
+  t.back().applies = schedule_is(ScheduleType::Step);
   t.push_back(row("schedule.min_lr", "minimum learning rate", sched, "min-lr", {0, 1e6},
                   "Cosine schedule: the floor it decays to.", DC_FIELD(schedule.min_lr)));
+  t.back().applies = schedule_is(ScheduleType::Cosine);
   t.push_back(row("schedule.pct_start", "rising fraction", sched, "pct-start", {0, 1},
                   "One-cycle: fraction of the steps spent rising to the peak.",
                   DC_FIELD(schedule.pct_start)));
+  t.back().applies = schedule_is(ScheduleType::OneCycle);
   t.push_back(row("schedule.div_factor", "initial division", sched, "div-factor", {0, 1e9, true},
                   "One-cycle: the first learning rate is the peak divided by this.",
                   DC_FIELD(schedule.div_factor)));
+  t.back().applies = schedule_is(ScheduleType::OneCycle);
   t.push_back(row("schedule.final_div_factor", "final division", sched, "final-div-factor",
                   {0, 1e12, true},
                   "One-cycle: the last learning rate is the first divided by this.",
                   DC_FIELD(schedule.final_div_factor)));
+  t.back().applies = schedule_is(ScheduleType::OneCycle);
 
   auto augmenting = [](const TrainConfig& c) { return c.augment.enabled(); };
   t.push_back(row("augment.flip", "horizontal flip", aug, "augment-flip", {},

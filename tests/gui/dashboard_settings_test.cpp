@@ -84,4 +84,49 @@ TEST(DashboardSettings, TypedValuesAreCheckedByTheTableBeforeARun) {
   EXPECT_TRUE(panel.settingProblems().isEmpty());
 }
 
+// Issue 18: the Optimizer and Schedule tabs showed momentum beside Adam and
+// the step schedule's gamma under cosine. Rows that have no effect under the
+// chosen optimizer/schedule are hidden, and keep their values.
+TEST(DashboardSettings, OnlySettingsThatApplyToTheChosenOptimizerAndScheduleAreShown) {
+  auto ctx = sample_context();
+  gui::TrainingPanel panel(ctx.get());
+  gui::SettingsForm* opt = panel.settingsForm("Optimizer");
+  gui::SettingsForm* sched = panel.settingsForm("Schedule");
+  ASSERT_NE(opt, nullptr);
+  ASSERT_NE(sched, nullptr);
+  opt->setValue("optimizer.type", std::string("adam"));
+  EXPECT_TRUE(opt->rowShown("optimizer.beta1"));
+  EXPECT_TRUE(opt->rowShown("optimizer.lr"));
+  EXPECT_TRUE(opt->rowShown("optimizer.weight_decay"));
+  EXPECT_FALSE(opt->rowShown("optimizer.momentum"));
+  EXPECT_FALSE(opt->rowShown("optimizer.nesterov"));
+  opt->setValue("optimizer.type", std::string("sgd"));
+  EXPECT_TRUE(opt->rowShown("optimizer.momentum"));
+  EXPECT_FALSE(opt->rowShown("optimizer.beta2"));
+  EXPECT_FALSE(opt->rowShown("optimizer.eps"));
+
+  sched->setValue("schedule.type", std::string("cosine"));
+  EXPECT_TRUE(sched->rowShown("schedule.min_lr"));
+  EXPECT_TRUE(sched->rowShown("schedule.warmup_steps"));
+  EXPECT_FALSE(sched->rowShown("schedule.gamma"));
+  EXPECT_FALSE(sched->rowShown("schedule.pct_start"));
+  sched->setValue("schedule.type", std::string("onecycle"));
+  EXPECT_TRUE(sched->rowShown("schedule.div_factor"));
+  EXPECT_FALSE(sched->rowShown("schedule.warmup_steps"));
+  EXPECT_FALSE(sched->rowShown("schedule.min_lr"));
+  sched->setValue("schedule.type", std::string("step"));
+  EXPECT_TRUE(sched->rowShown("schedule.gamma"));
+  EXPECT_TRUE(sched->rowShown("schedule.step_epochs"));
+
+  // A hidden row keeps its value: back to SGD, the momentum is unchanged.
+  const double momentum = panel.config().optimizer.momentum;
+  opt->setValue("optimizer.type", std::string("adamw"));
+  opt->setValue("optimizer.type", std::string("sgd"));
+  EXPECT_DOUBLE_EQ(panel.config().optimizer.momentum, momentum);
+  // Every row that says when it applies is told apart by some choice.
+  int conditional = 0;
+  for (const SettingSpec& s : training_settings()) conditional += s.applies ? 1 : 0;
+  EXPECT_GE(conditional, 12);
+}
+
 }  // namespace dc::test

@@ -186,4 +186,24 @@ TEST(DashboardTraining, TelemetryReadingsReachTheDevicePlots) {
   EXPECT_DOUBLE_EQ(panel.memoryPlot()->lastValue(3), 2.0);   // engine reserved
 }
 
+// Issue 18.14: Fashion-MNIST's column names ("T-shirt/top", "Ankle boot")
+// read "T-shir…" at the size the Training tab gives the matrix at 1280x720.
+TEST(DashboardTraining, ConfusionMatrixColumnNamesAreDrawnWhole) {
+  const QStringList names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                             "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  std::vector<std::vector<int64_t>> m(10, std::vector<int64_t>(10, 1));
+  widgets::ConfusionMatrixWidget w;
+  w.setMatrix(m, names);
+  w.resize(420, 380);
+  EXPECT_TRUE(w.columnLabelsRotated());
+  EXPECT_EQ(w.columnLabels(), names);
+  // The grid still fits inside the widget under the upright labels.
+  EXPECT_TRUE(w.rect().contains(w.cellRect(9, 9)));
+  EXPECT_GT(w.cellRect(0, 0).width(), 20);
+  // Short names stay horizontal.
+  w.setMatrix(std::vector<std::vector<int64_t>>(3, std::vector<int64_t>(3, 1)), {"a", "b", "c"});
+  EXPECT_FALSE(w.columnLabelsRotated());
+  EXPECT_EQ(w.columnLabels(), (QStringList{"a", "b", "c"}));
+}
+
 }  // namespace dc::test

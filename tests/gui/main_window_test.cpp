@@ -14,6 +14,7 @@
 #include <QFileInfo>
 #include <QListWidget>
 #include <QSettings>
+#include <QStandardPaths>
 #include <QStatusBar>
 #include <QUndoStack>
 
@@ -195,6 +196,25 @@ TEST_F(MainWindowFiles, AutosaveIsOfferedBackAfterACrash) {
   EXPECT_TRUE(p.graph == edited);
   gui::Autosaver::discard(found[0]);
   EXPECT_TRUE(gui::Autosaver::findRecoverable().empty());
+}
+
+// Issue 18.14: recovery files went to ~/.local/share/DeepCanvas/DeepCanvas
+// (organisation and application name joined). They now go beside the runs
+// folder, and a file left in the old folder is still offered back.
+TEST_F(MainWindowFiles, RecoveryFilesLiveBesideTheRunsAndOldOnesAreStillFound) {
+  for (const gui::Recovery& r : gui::Autosaver::findRecoverable()) gui::Autosaver::discard(r);
+  const QString data = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation);
+  EXPECT_EQ(gui::Autosaver::recoveryDir(), data + "/DeepCanvas/recovery");
+  const QStringList dirs = gui::Autosaver::recoveryDirs();
+  ASSERT_EQ(dirs.size(), 2);
+  ASSERT_TRUE(QDir().mkpath(dirs[1]));
+  const QString old = dirs[1] + "/session-left-by-an-earlier-version.dcproj";
+  ASSERT_TRUE(QFile::copy(sourcePath("sample_data/sample_project.dcproj"), old));
+  std::vector<gui::Recovery> found = gui::Autosaver::findRecoverable();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].data, old);
+  gui::Autosaver::discard(found[0]);
+  EXPECT_FALSE(QFile::exists(old));
 }
 
 }  // namespace

@@ -31,6 +31,10 @@ struct SettingSpec {
   // Written to project files only when this holds (null: always), so that
   // projects which do not use a newer setting keep their earlier form.
   std::function<bool(const TrainConfig&)> written;
+  // Whether the setting has any effect under c's other choices (null:
+  // always): momentum only for SGD, betas only for Adam/AdamW, gamma only
+  // for the step schedule. The app hides rows that do not apply.
+  std::function<bool(const TrainConfig&)> applies;
 };
 
 // Every training setting, in the order forms and --help show them.
