@@ -237,6 +237,21 @@ std::string module_from_node_name(const std::string& node_name) {
   return path;
 }
 
+// The layer name an op asks for: its PyTorch module from a scoped name, or,
+// for a model DeepCanvas exported, the value it computes (the layer's name;
+// the node names there carry a suffix).
+std::string layer_base(const onnx::NodeProto& n) {
+  if (!n.name().empty() && n.name()[0] == '/') return module_from_node_name(n.name());
+  if (n.output_size() > 0) {
+    const std::string& o = n.output(0);
+    // Helper values are "<layer>/<what>" ("avgpool/pooled", "rnn/Y_l0").
+    if (!o.empty() && o[0] != '/' && o.find("::") == std::string::npos &&
+        o.find_first_not_of("0123456789") != std::string::npos)
+      return o.substr(0, o.find('/'));
+  }
+  return module_from_node_name(n.name());
+}
+
 // Keeps what reads well as a layer name (and as part of a checkpoint name).
 std::string clean_name(const std::string& s) {
   std::string o;
@@ -303,7 +318,7 @@ class Importer {
   // --- layers ---
   std::string base_name(const onnx::NodeProto& n, const std::string& init, const std::string& param) {
     std::string b = module_from_initializer(init, param);
-    if (b.empty()) b = module_from_node_name(n.name());
+    if (b.empty()) b = layer_base(n);
     return clean_name(b);
   }
   NodeId add(const std::string& type, const std::string& base, Attrs a, const std::vector<NodeId>& inputs,
@@ -592,7 +607,7 @@ void Importer::op_activation(const onnx::NodeProto& n) {
   }
   // Elementwise: on the layer's values as they are, keeping the view.
   Val o = x;
-  o.node = add(type, clean_name(module_from_node_name(n.name())), a, {x.node});
+  o.node = add(type, clean_name(layer_base(n)), a, {x.node});
   out(n, 0, o);
 }
 
@@ -612,7 +627,7 @@ void Importer::op_clip(const onnx::NodeProto& n) {
   else if (lo == 0 && std::isinf(hi)) type = "ReLU";
   else throw NotSupported{"Clip(" + std::to_string(lo) + ", " + std::to_string(hi) + "): only ReLU (0, inf) and ReLU6 (0, 6) are supported"};
   Val o = x;
-  o.node = add(type, clean_name(module_from_node_name(n.name())), {}, {x.node});
+  o.node = add(type, clean_name(layer_base(n)), {}, {x.node});
   out(n, 0, o);
 }
 
@@ -624,7 +639,7 @@ void Importer::op_softmax(const onnx::NodeProto& n) {
   // Before opset 13 the input is folded to 2-D at axis, the same as the
   // last axis when axis is the last one.
   if (axis != rank - 1) throw NotSupported{"softmax over axis " + std::to_string(axis) + " (only the last axis is supported)"};
-  out(n, 0, plain(add("Softmax", clean_name(module_from_node_name(n.name())), {}, {materialize(x)})));
+  out(n, 0, plain(add("Softmax", clean_name(layer_base(n)), {}, {materialize(x)})));
 }
 
 void Importer::op_pool(const onnx::NodeProto& n) {
@@ -669,13 +684,13 @@ void Importer::op_pool(const onnx::NodeProto& n) {
     if (differs) a.set("ceil_mode", true);
   }
   const NodeId src = materialize(base);
-  out(n, 0, plain(add(max ? "MaxPool2D" : "AvgPool2D", clean_name(module_from_node_name(n.name())), a, {src})));
+  out(n, 0, plain(add(max ? "MaxPool2D" : "AvgPool2D", clean_name(layer_base(n)), a, {src})));
 }
 
 void Importer::op_global_pool(const onnx::NodeProto& n) {
   const Val& x = layer_in(n, 0);
   if (view_of(x).size() != 3) throw NotSupported{"only 2-D global pooling is supported"};
-  Val o = plain(add("GlobalAvgPool2D", clean_name(module_from_node_name(n.name())), {}, {materialize(x)}));
+  Val o = plain(add("GlobalAvgPool2D", clean_name(layer_base(n)), {}, {materialize(x)}));
   o.view = {o.view[0], 1, 1};  // ONNX keeps the 1×1
   out(n, 0, o);
 }
@@ -688,7 +703,7 @@ void Importer::op_reduce_mean(const onnx::NodeProto& n) {
     if (a < 0) a += 4;
   std::sort(axes.begin(), axes.end());
   if (axes != std::vector<int64_t>{2, 3}) throw NotSupported{"mean over axes " + dims_str(axes) + " (only over height and width, [2, 3])"};
-  Val o = plain(add("GlobalAvgPool2D", clean_name(module_from_node_name(n.name())), {}, {materialize(x)}));
+  Val o = plain(add("GlobalAvgPool2D", clean_name(layer_base(n)), {}, {materialize(x)}));
   if (attr_i(n, "keepdims", 1)) o.view = {o.view[0], 1, 1};
   out(n, 0, o);
 }
@@ -893,9 +908,11 @@ Val Importer::last_step(const onnx::NodeProto& n, const Val& x, int64_t index, b
   const auto& v = view_of(x);
   if (v.size() != 2) throw NotSupported{"picking one step needs a steps×features input"};
   if (index < -v[0] || index >= v[0]) throw NotSupported{"index " + std::to_string(index) + " is outside the " + std::to_string(v[0]) + " steps"};
+  // One spelling per step (the exporter writes T-1 for -1, which OpenCV needs).
+  if (index < 0) index += v[0];
   Attrs a;
-  a.set("index", index);
-  Val o = plain(add("LastStep", clean_name(module_from_node_name(n.name())), a, {materialize(x)}));
+  a.set("index", index == v[0] - 1 ? int64_t(-1) : index);
+  Val o = plain(add("LastStep", clean_name(layer_base(n)), a, {materialize(x)}));
   if (keep_dim) o.view = {1, v[1]};
   return o;
 }
@@ -1050,7 +1067,7 @@ void Importer::op_matmul(const onnx::NodeProto& n) {
   std::string type = v.size() == 1 ? "Dense" : v.size() == 2 ? "TimeDistributedDense" : "";
   if (type.empty()) throw NotSupported{"MatMul of a " + std::to_string(v.size() + 1) + "-D input"};
   std::string base = module_from_initializer(n.input(1), "weight");
-  if (base.empty()) base = module_from_node_name(n.name());
+  if (base.empty()) base = layer_base(n);
   out(n, 0, plain(add(type, clean_name(base), a, {materialize(x)}, {{"weight", wt}})));
 }
 
@@ -1092,7 +1109,7 @@ void Importer::op_add(const onnx::NodeProto& n) {
   for (const Val* v : ins) srcs.push_back(materialize(*v));
   Attrs a;
   a.set("inputs", int64_t(ins.size()));
-  out(n, 0, plain(add("Add", clean_name(module_from_node_name(n.name())), a, srcs)));
+  out(n, 0, plain(add("Add", clean_name(layer_base(n)), a, srcs)));
 }
 
 // Elementwise arithmetic on constants (shape computations), with scalar or
@@ -1165,7 +1182,7 @@ void Importer::op_concat(const onnx::NodeProto& n) {
   Attrs a;
   a.set("inputs", int64_t(ins.size()));
   a.set("axis", axis - 1);
-  out(n, 0, plain(add("Concat", clean_name(module_from_node_name(n.name())), a, srcs)));
+  out(n, 0, plain(add("Concat", clean_name(layer_base(n)), a, srcs)));
 }
 
 void Importer::op_pad(const onnx::NodeProto& n) {
@@ -1362,12 +1379,7 @@ void Importer::op_recurrent(const onnx::NodeProto& n) {
       p.push_back({"bias_hh" + sfx, reorder(*B, d, G * H, 1)});
     }
   }
-  std::string base = module_from_node_name(n.name());
-  // DeepCanvas's export names layer k of a stack "<layer>_l<k>".
-  if (const size_t at = base.rfind("_l");
-      !n.name().empty() && n.name()[0] != '/' && at != std::string::npos && at + 2 < base.size() &&
-      base.find_first_not_of("0123456789", at + 2) == std::string::npos)
-    base.resize(at);
+  std::string base = layer_base(n);
   if (base.empty()) base = type == "SimpleRNN" ? "rnn" : type == "LSTM" ? "lstm" : "gru";
   Val o;
   o.node = add(type, clean_name(base), a, {x.node}, std::move(p));
