@@ -253,9 +253,9 @@ TEST(Cli, ImportOfAnExportedModelRunsLikeTheOriginal) {
   EXPECT_EQ(j["checkpoint"], t.path("imported.safetensors"));
   ASSERT_TRUE(fs::exists(t.path("imported.safetensors")));
   // The same inputs through both.
-  Tensor x(Shape{5, 1, 28, 28});
+  dc::Tensor x(dc::Shape{5, 1, 28, 28});
   for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = float((i * 37) % 101) / 50.f - 1.f;
-  save_npy(t.path("x.npy"), x);
+  dc::save_npy(t.path("x.npy"), x);
   ASSERT_EQ(cli("run " + kSample + " --checkpoint " + ck + " --input " + t.path("x.npy") +
                 " --output " + t.path("a.npy"))
                 .code,
@@ -264,7 +264,7 @@ TEST(Cli, ImportOfAnExportedModelRunsLikeTheOriginal) {
                  t.path("imported.safetensors") + " --input " + t.path("x.npy") + " --output " +
                  t.path("b.npy"));
   ASSERT_EQ(b.code, 0) << b.out;
-  const NpyArray ya = load_npy(t.path("a.npy")), yb = load_npy(t.path("b.npy"));
+  const dc::NpyArray ya = dc::load_npy(t.path("a.npy")), yb = dc::load_npy(t.path("b.npy"));
   ASSERT_EQ(ya.shape, yb.shape);
   for (int64_t i = 0; i < ya.data.numel(); ++i)
     EXPECT_NEAR(ya.data.f32()[i], yb.data.f32()[i], 1e-5);
