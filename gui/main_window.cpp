@@ -264,8 +264,7 @@ void MainWindow::createMenus() {
   file->addAction(action("actionNew"));
   file->addAction(action("actionNewFromTemplate"));
   file->addAction(action("actionOpen"));
-  QAction* import_onnx =
-      file->addAction(tr("&Import ONNX…"), this, [this] { importOnnx(); });
+  QAction* import_onnx = file->addAction(tr("&Import ONNX…"), this, [this] { importOnnx(); });
   import_onnx->setObjectName("actionImportOnnx");
   import_onnx->setStatusTip(
       tr("Open a model exported from PyTorch or another framework (.onnx) as a project with "

@@ -123,8 +123,8 @@ bool MainWindow::openDropped(const QList<QUrl>& urls) {
       const QFileInfo m(file);
       QString target = m.absolutePath() + "/" + m.completeBaseName() + ".dcproj";
       for (int k = 2; QFileInfo::exists(target); ++k)  // never over an existing project
-        target = m.absolutePath() + "/" + m.completeBaseName() + "_" + QString::number(k) +
-                 ".dcproj";
+        target =
+            m.absolutePath() + "/" + m.completeBaseName() + "_" + QString::number(k) + ".dcproj";
       return importOnnx(file, target);
     }
     // One project at a time: the first one dropped.

@@ -239,9 +239,10 @@ bool MainWindow::importOnnx(QString model_path, QString project_path) {
   }
   if (project_path.isEmpty()) {
     const QFileInfo m(model_path);
-    project_path = QFileDialog::getSaveFileName(
-        this, tr("Save Imported Project"), m.absolutePath() + "/" + m.completeBaseName() + ".dcproj",
-        tr("DeepCanvas projects (*.dcproj)"));
+    project_path =
+        QFileDialog::getSaveFileName(this, tr("Save Imported Project"),
+                                     m.absolutePath() + "/" + m.completeBaseName() + ".dcproj",
+                                     tr("DeepCanvas projects (*.dcproj)"));
     if (project_path.isEmpty()) return false;
   }
   if (!project_path.endsWith(".dcproj", Qt::CaseInsensitive)) project_path += ".dcproj";
@@ -265,14 +266,15 @@ bool MainWindow::importOnnx(QString model_path, QString project_path) {
   try {
     ctx_->setWeights(weights_from_checkpoint(ck));
   } catch (const std::exception& e) {
-    reportError(tr("Imported, but the weights could not be loaded: %1").arg(QString::fromUtf8(e.what())));
+    reportError(
+        tr("Imported, but the weights could not be loaded: %1").arg(QString::fromUtf8(e.what())));
   }
   view_->fitAll();
-  statusBar()->showMessage(tr("Imported %1 into %2 (weights: %3)")
-                               .arg(QDir::toNativeSeparators(model_path),
-                                    QDir::toNativeSeparators(project_path),
-                                    QDir::toNativeSeparators(ck)),
-                           8000);
+  statusBar()->showMessage(
+      tr("Imported %1 into %2 (weights: %3)")
+          .arg(QDir::toNativeSeparators(model_path), QDir::toNativeSeparators(project_path),
+               QDir::toNativeSeparators(ck)),
+      8000);
   return true;
 #else
   (void)model_path;

@@ -22,6 +22,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <type_traits>
 
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
@@ -50,18 +51,27 @@ struct Const {
   std::vector<int64_t> i;  // integer
   int64_t numel() const { return integer ? int64_t(i.size()) : int64_t(f.size()); }
   double at(int64_t k) const { return integer ? double(i[size_t(k)]) : double(f[size_t(k)]); }
-  int64_t int_at(int64_t k) const {
-    return integer ? i[size_t(k)] : static_cast<int64_t>(f[size_t(k)]);
-  }
+  int64_t int_at(int64_t k) const;
 };
+
+// A float used as an integer (an index, a size); one that is no integer in
+// range stops the op rather than overflowing.
+int64_t to_int(float v) {
+  if (!(std::fabs(v) < 1e18f)) throw NotSupported{"a value out of the integer range"};
+  return static_cast<int64_t>(v);
+}
+
+int64_t Const::int_at(int64_t k) const {
+  return integer ? i[size_t(k)] : to_int(f[size_t(k)]);
+}
 
 // How an ONNX tensor is computed by a DeepCanvas layer's output ([N, dc]).
 enum class Layout {
-  Plain,     // ONNX [N, view...]: the layer's values, regrouped as `view`
-  TimeFirst, // ONNX [T, N, F]: layer output [N, T, F]
-  RnnY,      // ONNX [T, D, N, H]: a recurrent layer's sequence [N, T, D*H]
-  RnnYTNDH,  // ONNX [T, N, D, H]
-  RnnYNTDH,  // ONNX [N, T, D, H]
+  Plain,      // ONNX [N, view...]: the layer's values, regrouped as `view`
+  TimeFirst,  // ONNX [T, N, F]: layer output [N, T, F]
+  RnnY,       // ONNX [T, D, N, H]: a recurrent layer's sequence [N, T, D*H]
+  RnnYTNDH,   // ONNX [T, N, D, H]
+  RnnYNTDH,   // ONNX [N, T, D, H]
 };
 
 struct Val {
@@ -72,12 +82,18 @@ struct Val {
   std::vector<int64_t> view;  // Plain: per-sample ONNX dims
   int64_t T = 0, D = 0, H = 0;
   std::vector<int64_t> pad;  // a zero Pad not applied yet: top, left, bottom, right
+  std::string regroup_name;  // the Flatten/Reshape that made `view`, for its layer
   std::set<int> problems;    // indexes into Importer::problems_
 };
 
+// The number of elements; -1 when a dimension is negative or the count
+// passes 2^40 (nothing an importable model holds).
 int64_t product(const std::vector<int64_t>& d) {
   int64_t p = 1;
-  for (int64_t x : d) p *= x;
+  for (int64_t x : d) {
+    if (x < 0 || (x > 0 && p > (int64_t(1) << 40) / x)) return -1;
+    p *= x;
+  }
   return p;
 }
 
@@ -110,6 +126,40 @@ std::vector<int64_t> attr_ints(const onnx::NodeProto& n, const std::string& name
   return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : def;
 }
 
+// n values of type T from raw_data (little-endian, as ONNX stores them and
+// as this machine is) or else from the typed field, converted to Out.
+template <class T, class Field, class Out>
+void read_values(const std::string& raw, const Field& field, int64_t n, std::vector<Out>& out,
+                 const std::string& what) {
+  out.resize(size_t(n));
+  if (!raw.empty() || field.size() == 0) {
+    if (raw.size() != size_t(n) * sizeof(T))
+      throw Error(what + " holds " + std::to_string(raw.size()) + " bytes of data for " +
+                  std::to_string(n) + " values");
+    for (int64_t k = 0; k < n; ++k) {
+      T v;
+      std::memcpy(&v, raw.data() + k * int64_t(sizeof(T)), sizeof(T));
+      if constexpr (std::is_same_v<T, double>)  // beyond float's range: infinity
+        out[size_t(k)] = std::fabs(v) > 3.4e38 ? std::copysign(INFINITY, float(v > 0 ? 1 : -1))
+                                               : static_cast<Out>(v);
+      else
+        out[size_t(k)] = static_cast<Out>(v);
+    }
+  } else {
+    if (field.size() != n)
+      throw Error(what + " holds " + std::to_string(field.size()) + " values for " +
+                  std::to_string(n));
+    for (int64_t k = 0; k < n; ++k) {
+      const auto v = field.Get(int(k));
+      if constexpr (std::is_same_v<T, double>)
+        out[size_t(k)] = std::fabs(v) > 3.4e38 ? std::copysign(INFINITY, float(v > 0 ? 1 : -1))
+                                               : static_cast<Out>(v);
+      else
+        out[size_t(k)] = static_cast<Out>(v);
+    }
+  }
+}
+
 // Reads a TensorProto, checking that its data matches its dims.
 Const read_tensor(const onnx::TensorProto& t) {
   const std::string what = "tensor '" + t.name() + "'";
@@ -127,78 +177,35 @@ Const read_tensor(const onnx::TensorProto& t) {
     n *= d;
   }
   const std::string& raw = t.raw_data();
-  auto raw_check = [&](size_t elem) {
-    if (raw.size() != size_t(n) * elem)
-      throw Error(what + " holds " + std::to_string(raw.size()) + " bytes of data for " +
-                  std::to_string(n) + " values");
-  };
-  auto count_check = [&](int64_t have) {
-    if (have != n)
-      throw Error(what + " holds " + std::to_string(have) + " values for dimensions " +
-                  dims_str(c.dims));
-  };
+  // Every value takes a byte at least: a tensor claiming more values than
+  // its data could hold is refused before anything is allocated for it.
+  if (n > int64_t(raw.size()) + t.float_data_size() + t.double_data_size() + t.int64_data_size() +
+              t.int32_data_size())
+    throw Error(what + " holds less data than its dimensions " + dims_str(c.dims) + " need");
   switch (t.data_type()) {
     case onnx::TensorProto::FLOAT:
-      c.f.resize(size_t(n));
-      if (!raw.empty() || t.float_data_size() == 0) {
-        raw_check(4);
-        if (n) std::memcpy(c.f.data(), raw.data(), size_t(n) * 4);
-      } else {
-        count_check(t.float_data_size());
-        std::copy(t.float_data().begin(), t.float_data().end(), c.f.begin());
-      }
+      read_values<float>(raw, t.float_data(), n, c.f, what);
       break;
     case onnx::TensorProto::DOUBLE:
-      c.f.resize(size_t(n));
-      if (!raw.empty() || t.double_data_size() == 0) {
-        raw_check(8);
-        for (int64_t k = 0; k < n; ++k) {
-          double v;
-          std::memcpy(&v, raw.data() + k * 8, 8);
-          c.f[size_t(k)] = float(v);
-        }
-      } else {
-        count_check(t.double_data_size());
-        for (int64_t k = 0; k < n; ++k) c.f[size_t(k)] = float(t.double_data(int(k)));
-      }
+      read_values<double>(raw, t.double_data(), n, c.f, what);
       break;
     case onnx::TensorProto::INT64:
       c.integer = true;
-      c.i.resize(size_t(n));
-      if (!raw.empty() || t.int64_data_size() == 0) {
-        raw_check(8);
-        if (n) std::memcpy(c.i.data(), raw.data(), size_t(n) * 8);
-      } else {
-        count_check(t.int64_data_size());
-        std::copy(t.int64_data().begin(), t.int64_data().end(), c.i.begin());
-      }
+      read_values<int64_t>(raw, t.int64_data(), n, c.i, what);
       break;
     case onnx::TensorProto::INT32:
-    case onnx::TensorProto::BOOL:
-    case onnx::TensorProto::INT8:
-    case onnx::TensorProto::UINT8: {
       c.integer = true;
-      c.i.resize(size_t(n));
-      const bool i32 = t.data_type() == onnx::TensorProto::INT32;
-      if (!raw.empty() || t.int32_data_size() == 0) {
-        raw_check(i32 ? 4 : 1);
-        for (int64_t k = 0; k < n; ++k) {
-          if (i32) {
-            int32_t v;
-            std::memcpy(&v, raw.data() + k * 4, 4);
-            c.i[size_t(k)] = v;
-          } else if (t.data_type() == onnx::TensorProto::INT8) {
-            c.i[size_t(k)] = static_cast<int8_t>(raw[size_t(k)]);
-          } else {
-            c.i[size_t(k)] = static_cast<uint8_t>(raw[size_t(k)]);
-          }
-        }
-      } else {
-        count_check(t.int32_data_size());
-        std::copy(t.int32_data().begin(), t.int32_data().end(), c.i.begin());
-      }
+      read_values<int32_t>(raw, t.int32_data(), n, c.i, what);
       break;
-    }
+    case onnx::TensorProto::INT8:
+      c.integer = true;
+      read_values<int8_t>(raw, t.int32_data(), n, c.i, what);
+      break;
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::BOOL:
+      c.integer = true;
+      read_values<uint8_t>(raw, t.int32_data(), n, c.i, what);
+      break;
     default:
       throw NotSupported{what + " has data type " + std::to_string(t.data_type()) +
                          " (float, double and integers are read)"};
@@ -256,8 +263,8 @@ std::string layer_base(const onnx::NodeProto& n) {
 std::string clean_name(const std::string& s) {
   std::string o;
   for (char ch : s) {
-    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                    ch == '_' || ch == '.' || ch == '-';
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                    (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-';
     o += ok ? ch : '_';
   }
   while (!o.empty() && (o.front() == '.' || o.front() == '_')) o.erase(o.begin());
@@ -289,12 +296,16 @@ class Importer {
 
   // --- values ---
   const Val& in(const onnx::NodeProto& n, int k) {
-    if (k >= n.input_size() || n.input(k).empty()) throw NotSupported{"input " + std::to_string(k) + " is missing"};
+    if (k >= n.input_size() || n.input(k).empty())
+      throw NotSupported{"input " + std::to_string(k) + " is missing"};
     auto it = vals_.find(n.input(k));
-    if (it == vals_.end()) throw NotSupported{"input '" + n.input(k) + "' is not defined before it"};
+    if (it == vals_.end())
+      throw NotSupported{"input '" + n.input(k) + "' is not defined before it"};
     return it->second;
   }
-  bool has_in(const onnx::NodeProto& n, int k) const { return k < n.input_size() && !n.input(k).empty(); }
+  bool has_in(const onnx::NodeProto& n, int k) const {
+    return k < n.input_size() && !n.input(k).empty();
+  }
   const Const& cin(const onnx::NodeProto& n, int k, const char* what) {
     const Val& v = in(n, k);
     if (!v.is_const) throw NotSupported{std::string(what) + " must be a constant (an initializer)"};
@@ -311,19 +322,30 @@ class Importer {
   }
   const Val& layer_in(const onnx::NodeProto& n, int k) {
     const Val& v = in(n, k);
-    if (v.is_const) throw NotSupported{"a computation on constants only (input " + std::to_string(k) + ") is not supported"};
+    if (v.is_const)
+      throw NotSupported{"a computation on constants only (input " + std::to_string(k) +
+                         ") is not supported"};
     return v;
   }
 
   // --- layers ---
-  std::string base_name(const onnx::NodeProto& n, const std::string& init, const std::string& param) {
+  std::string base_name(const onnx::NodeProto& n, const std::string& init,
+                        const std::string& param) {
     std::string b = module_from_initializer(init, param);
     if (b.empty()) b = layer_base(n);
     return clean_name(b);
   }
-  NodeId add(const std::string& type, const std::string& base, Attrs a, const std::vector<NodeId>& inputs,
+  NodeId add(const std::string& type, const std::string& base, Attrs a,
+             const std::vector<NodeId>& inputs,
              std::vector<std::pair<std::string, Tensor>> params = {}) {
     const LayerDescriptor& d = LayerRegistry::instance().get(type);
+    // The layer's own ranges first: its shape rule assumes valid attributes
+    // (groups 0 would divide by zero).
+    for (const auto& [k, v] : a.values()) {
+      const AttrSpec* spec = d.find_attr(k);
+      const std::string bad = spec ? validate_attr(*spec, v) : "unknown attribute " + k;
+      if (!bad.empty()) throw NotSupported{"as " + type + ": " + k + ": " + bad};
+    }
     std::vector<Shape> in_shapes;
     for (NodeId i : inputs) in_shapes.push_back(shapes_.at(i));
     Shape s;
@@ -347,7 +369,8 @@ class Importer {
       throw NotSupported{std::string("as ") + type + ": " + e.what()};
     }
     scope_[id] = base;
-    for (size_t k = 0; k < inputs.size(); ++k) g_.connect_without_cycle_check(inputs[k], id, int(k));
+    for (size_t k = 0; k < inputs.size(); ++k)
+      g_.connect_without_cycle_check(inputs[k], id, int(k));
     shapes_[id] = s;
     params_[id] = std::move(params);
     return id;
@@ -362,32 +385,41 @@ class Importer {
   // where v is a regrouped view of it).
   NodeId materialize(const Val& v) {
     if (v.is_const) throw NotSupported{"a constant input where a computed one is expected"};
-    if (!v.pad.empty()) throw NotSupported{"its input is zero-padded by a Pad, which is supported only before a Conv or an AveragePool"};
-    if (v.layout != Layout::Plain) throw NotSupported{"its input is a recurrent layer's output in an arrangement (time first or split directions) it cannot take"};
+    if (!v.pad.empty())
+      throw NotSupported{
+          "its input is zero-padded by a Pad, which is supported only before a Conv or an "
+          "AveragePool"};
+    if (v.layout != Layout::Plain)
+      throw NotSupported{
+          "its input is a recurrent layer's output in an arrangement (time first or split "
+          "directions) it cannot take"};
     if (shapes_.at(v.node).dims() == v.view) return v.node;
     auto key = std::make_pair(v.node, v.view);
     if (auto it = regrouped_.find(key); it != regrouped_.end()) return it->second;
     const std::string& src = g_.node(v.node).name;
     NodeId id;
     if (v.view.size() == 1) {
-      id = add("Flatten", src + "_flat", {}, {v.node});
+      id = add("Flatten", v.regroup_name.empty() ? src + "_flat" : v.regroup_name, {}, {v.node});
     } else {
       Attrs a;
       a.set("shape", v.view);
-      id = add("Reshape", src + "_reshape", a, {v.node});
+      id = add("Reshape", v.regroup_name.empty() ? src + "_reshape" : v.regroup_name, a, {v.node});
     }
     regrouped_[key] = id;
     return id;
   }
   const std::vector<int64_t>& view_of(const Val& v) {
-    if (v.layout != Layout::Plain) throw NotSupported{"its input is a recurrent layer's output in an arrangement it cannot take"};
+    if (v.layout != Layout::Plain)
+      throw NotSupported{
+          "its input is a recurrent layer's output in an arrangement it cannot take"};
     return v.view;
   }
 
   // --- ops ---
   void op_alias(const onnx::NodeProto& n) {
     out(n, 0, in(n, 0));
-    for (int k = 1; k < n.output_size(); ++k) poison(n, k, "its output " + std::to_string(k) + " (a dropout mask) is used");
+    for (int k = 1; k < n.output_size(); ++k)
+      poison(n, k, "its output " + std::to_string(k) + " (a dropout mask) is used");
   }
   void op_constant(const onnx::NodeProto& n);
   void op_conv(const onnx::NodeProto& n);
@@ -426,7 +458,8 @@ class Importer {
     vals_[n.output(k)] = v;
   }
   int problem(const onnx::NodeProto& n, const std::string& why) {
-    problems_.push_back(n.op_type() + " '" + (n.name().empty() ? n.output(0) : n.name()) + "': " + why);
+    problems_.push_back(n.op_type() + " '" + (n.name().empty() ? n.output(0) : n.name()) +
+                        "': " + why);
     return int(problems_.size()) - 1;
   }
 
@@ -527,7 +560,8 @@ void Importer::op_conv(const onnx::NodeProto& n) {
   const auto dil = attr_ints(n, "dilations", {1, 1});
   auto pads = attr_ints(n, "pads", {0, 0, 0, 0});  // top, left, bottom, right
   const std::string auto_pad = attr_s(n, "auto_pad", "NOTSET");
-  if (strides.size() != 2 || dil.size() != 2 || pads.size() != 4) throw NotSupported{"strides, dilations or pads of the wrong length"};
+  if (strides.size() != 2 || dil.size() != 2 || pads.size() != 4)
+    throw NotSupported{"strides, dilations or pads of the wrong length"};
   std::vector<int64_t> total = pads;
   if (!x.pad.empty())
     for (int s = 0; s < 4; ++s) total[size_t(s)] += x.pad[size_t(s)];
@@ -555,7 +589,9 @@ void Importer::op_conv(const onnx::NodeProto& n) {
     // EfficientNet-Lite and other TF ports write it with ZeroPad2d.
     a.set("padding_mode", std::string("same"));
   } else {
-    throw NotSupported{"uneven padding " + dims_str(total) + " (top, left, bottom, right) that is not TensorFlow's 'same' " + dims_str({st, sl, sb, sr})};
+    throw NotSupported{"uneven padding " + dims_str(total) +
+                       " (top, left, bottom, right) that is not TensorFlow's 'same' " +
+                       dims_str({st, sl, sb, sr})};
   }
   const bool bias = has_in(n, 2);
   a.set("bias", bias);
@@ -573,9 +609,11 @@ void Importer::op_conv(const onnx::NodeProto& n) {
 
 void Importer::op_bn(const onnx::NodeProto& n) {
   const Val& x = layer_in(n, 0);
-  if (attr_i(n, "training_mode", 0) != 0) throw NotSupported{"training_mode BatchNormalization (export the model in eval mode)"};
+  if (attr_i(n, "training_mode", 0) != 0)
+    throw NotSupported{"training_mode BatchNormalization (export the model in eval mode)"};
   if (n.output_size() > 1) {
-    for (int k = 1; k < n.output_size(); ++k) poison(n, k, "its running-statistics outputs are used (export the model in eval mode)");
+    for (int k = 1; k < n.output_size(); ++k)
+      poison(n, k, "its running-statistics outputs are used (export the model in eval mode)");
   }
   const auto& v = view_of(x);
   const std::string type = v.size() == 3 ? "BatchNorm2D" : "BatchNorm1D";
@@ -585,7 +623,8 @@ void Importer::op_bn(const onnx::NodeProto& n) {
   const char* names[] = {"weight", "bias", "running_mean", "running_var"};
   for (int k = 0; k < 4; ++k) {
     const Const& c = cin(n, k + 1, names[k]);
-    if (c.numel() != v[0]) throw NotSupported{std::string(names[k]) + " does not have one value per channel"};
+    if (c.numel() != v[0])
+      throw NotSupported{std::string(names[k]) + " does not have one value per channel"};
     p.push_back({names[k], to_tensor(c, {c.numel()})});
   }
   const NodeId src = materialize(x);
@@ -623,9 +662,13 @@ void Importer::op_clip(const onnx::NodeProto& n) {
     if (has_in(n, 2)) hi = float(cin(n, 2, "max").at(0));
   }
   std::string type;
-  if (lo == 0 && hi == 6) type = "ReLU6";
-  else if (lo == 0 && std::isinf(hi)) type = "ReLU";
-  else throw NotSupported{"Clip(" + std::to_string(lo) + ", " + std::to_string(hi) + "): only ReLU (0, inf) and ReLU6 (0, 6) are supported"};
+  if (lo == 0 && hi == 6)
+    type = "ReLU6";
+  else if (lo == 0 && std::isinf(hi))
+    type = "ReLU";
+  else
+    throw NotSupported{"Clip(" + std::to_string(lo) + ", " + std::to_string(hi) +
+                       "): only ReLU (0, inf) and ReLU6 (0, 6) are supported"};
   Val o = x;
   o.node = add(type, clean_name(layer_base(n)), {}, {x.node});
   out(n, 0, o);
@@ -638,7 +681,9 @@ void Importer::op_softmax(const onnx::NodeProto& n) {
   if (axis < 0) axis += rank;
   // Before opset 13 the input is folded to 2-D at axis, the same as the
   // last axis when axis is the last one.
-  if (axis != rank - 1) throw NotSupported{"softmax over axis " + std::to_string(axis) + " (only the last axis is supported)"};
+  if (axis != rank - 1)
+    throw NotSupported{"softmax over axis " + std::to_string(axis) +
+                       " (only the last axis is supported)"};
   out(n, 0, plain(add("Softmax", clean_name(layer_base(n)), {}, {materialize(x)})));
 }
 
@@ -650,8 +695,10 @@ void Importer::op_pool(const onnx::NodeProto& n) {
   const auto k = attr_ints(n, "kernel_shape");
   const auto s = attr_ints(n, "strides", {1, 1});
   auto pads = attr_ints(n, "pads", {0, 0, 0, 0});
-  if (k.size() != 2 || s.size() != 2 || pads.size() != 4) throw NotSupported{"kernel_shape, strides or pads of the wrong length"};
-  if (attr_s(n, "auto_pad", "NOTSET") != "NOTSET" && attr_s(n, "auto_pad", "") != "VALID") throw NotSupported{"auto_pad " + attr_s(n, "auto_pad", "")};
+  if (k.size() != 2 || s.size() != 2 || pads.size() != 4)
+    throw NotSupported{"kernel_shape, strides or pads of the wrong length"};
+  if (attr_s(n, "auto_pad", "NOTSET") != "NOTSET" && attr_s(n, "auto_pad", "") != "VALID")
+    throw NotSupported{"auto_pad " + attr_s(n, "auto_pad", "")};
   for (int64_t d : attr_ints(n, "dilations", {1, 1}))
     if (d != 1) throw NotSupported{"dilated pooling"};
   if (attr_i(n, "storage_order", 0) != 0) throw NotSupported{"storage_order 1"};
@@ -663,10 +710,13 @@ void Importer::op_pool(const onnx::NodeProto& n) {
     if (max || pads != std::vector<int64_t>{0, 0, 0, 0}) materialize(x);
     pads = x.pad;
     base.pad.clear();
-  } else if (!max && attr_i(n, "count_include_pad", 0) == 0 && pads != std::vector<int64_t>{0, 0, 0, 0}) {
-    throw NotSupported{"padded average pooling without count_include_pad (DeepCanvas counts the padding)"};
+  } else if (!max && attr_i(n, "count_include_pad", 0) == 0 &&
+             pads != std::vector<int64_t>{0, 0, 0, 0}) {
+    throw NotSupported{
+        "padded average pooling without count_include_pad (DeepCanvas counts the padding)"};
   }
-  if (pads[0] != pads[2] || pads[1] != pads[3]) throw NotSupported{"uneven padding " + dims_str(pads)};
+  if (pads[0] != pads[2] || pads[1] != pads[3])
+    throw NotSupported{"uneven padding " + dims_str(pads)};
   Attrs a;
   a.set("kernel", k);
   a.set("stride", s);
@@ -697,12 +747,16 @@ void Importer::op_global_pool(const onnx::NodeProto& n) {
 
 void Importer::op_reduce_mean(const onnx::NodeProto& n) {
   const Val& x = layer_in(n, 0);
-  if (view_of(x).size() != 3) throw NotSupported{"only the mean over height and width of an image is supported"};
-  std::vector<int64_t> axes = opset_ >= 18 && has_in(n, 1) ? cin(n, 1, "axes").i : attr_ints(n, "axes");
+  if (view_of(x).size() != 3)
+    throw NotSupported{"only the mean over height and width of an image is supported"};
+  std::vector<int64_t> axes =
+      opset_ >= 18 && has_in(n, 1) ? cin(n, 1, "axes").i : attr_ints(n, "axes");
   for (int64_t& a : axes)
     if (a < 0) a += 4;
   std::sort(axes.begin(), axes.end());
-  if (axes != std::vector<int64_t>{2, 3}) throw NotSupported{"mean over axes " + dims_str(axes) + " (only over height and width, [2, 3])"};
+  if (axes != std::vector<int64_t>{2, 3})
+    throw NotSupported{"mean over axes " + dims_str(axes) +
+                       " (only over height and width, [2, 3])"};
   Val o = plain(add("GlobalAvgPool2D", clean_name(layer_base(n)), {}, {materialize(x)}));
   if (attr_i(n, "keepdims", 1)) o.view = {o.view[0], 1, 1};
   out(n, 0, o);
@@ -714,10 +768,13 @@ void Importer::op_flatten(const onnx::NodeProto& n) {
   const auto& v = view_of(x);
   int64_t axis = attr_i(n, "axis", 1);
   if (axis < 0) axis += int64_t(v.size()) + 1;
-  if (axis != 1) throw NotSupported{"Flatten at axis " + std::to_string(axis) + " (only axis 1, keeping the batch)"};
+  if (axis != 1)
+    throw NotSupported{"Flatten at axis " + std::to_string(axis) +
+                       " (only axis 1, keeping the batch)"};
   if (!x.pad.empty()) materialize(x);
   Val o = x;
   o.view = {product(v)};
+  o.regroup_name = clean_name(layer_base(n));
   out(n, 0, o);
 }
 
@@ -725,17 +782,25 @@ void Importer::op_reshape(const onnx::NodeProto& n) {
   const Val& x = in(n, 0);
   const Const& sc = cin(n, 1, "the shape");
   std::vector<int64_t> shape = sc.integer ? sc.i : std::vector<int64_t>{};
-  if (!sc.integer) for (float f : sc.f) shape.push_back(int64_t(f));
+  if (!sc.integer) throw NotSupported{"a shape that is not int64"};
+  for (int64_t d : shape)
+    if (d < -1 && d != kBatch)
+      throw NotSupported{"shape " + dims_str(shape)};
+    else if (d > (int64_t(1) << 30))
+      throw NotSupported{"shape " + dims_str(shape) + " is too large"};
   if (x.is_const) {  // folded
     Const c = x.c;
     int64_t known = 1, infer = -1;
     for (size_t k = 0; k < shape.size(); ++k) {
       if (shape[k] == 0 && k < x.c.dims.size()) shape[k] = x.c.dims[k];
-      if (shape[k] == -1) infer = int64_t(k);
-      else known *= std::max<int64_t>(shape[k], 1);
+      if (shape[k] == -1)
+        infer = int64_t(k);
+      else if ((known *= std::max<int64_t>(shape[k], 1)) > (int64_t(1) << 32))
+        throw NotSupported{"shape " + dims_str(shape) + " is too large"};
     }
     if (infer >= 0) shape[size_t(infer)] = known ? c.numel() / known : 0;
-    if (product(shape) != c.numel()) throw NotSupported{"Reshape of a constant to a size that differs"};
+    if (product(shape) != c.numel())
+      throw NotSupported{"Reshape of a constant to a size that differs"};
     c.dims = shape;
     out(n, 0, constant(c));
     return;
@@ -743,7 +808,10 @@ void Importer::op_reshape(const onnx::NodeProto& n) {
   if (x.layout == Layout::RnnYTNDH || x.layout == Layout::RnnYNTDH) {
     // [T, N, D, H] -> [T, N, D*H] (the next layer's input), or
     // [N, T, D, H] -> [N, T, D*H] (the sequence, batch first).
-    if (shape.size() != 3) throw NotSupported{"reshape of a recurrent output to " + dims_str(shape)};
+    const bool tf = x.layout == Layout::RnnYTNDH;
+    if (shape.size() != 3 || (shape[tf ? 0 : 1] != 0 && shape[tf ? 0 : 1] != x.T) ||
+        (shape[2] != -1 && shape[2] != x.D * x.H))
+      throw NotSupported{"reshape of a recurrent output to " + dims_str(shape)};
     Val o;
     o.node = x.node;
     if (x.layout == Layout::RnnYTNDH) {
@@ -759,14 +827,20 @@ void Importer::op_reshape(const onnx::NodeProto& n) {
   if (!x.pad.empty()) materialize(x);
   if (shape.empty()) throw NotSupported{"reshape to a scalar"};
   const int64_t b = shape[0];
-  const bool batch_first = b == 0 || b == kBatch || (b == -1 && std::count(shape.begin(), shape.end(), -1) == 1 && product(std::vector<int64_t>(shape.begin() + 1, shape.end())) == product(v)) || (fixed_batch_ > 0 && b == fixed_batch_);
-  if (!batch_first) throw NotSupported{"reshape to " + dims_str(shape) + ", which changes the batch dimension"};
+  const bool batch_first =
+      b == 0 || b == kBatch ||
+      (b == -1 && std::count(shape.begin(), shape.end(), -1) == 1 &&
+       product(std::vector<int64_t>(shape.begin() + 1, shape.end())) == product(v)) ||
+      (fixed_batch_ > 0 && b == fixed_batch_);
+  if (!batch_first)
+    throw NotSupported{"reshape to " + dims_str(shape) + ", which changes the batch dimension"};
   std::vector<int64_t> view;
   int64_t known = 1, infer = -1;
   for (size_t k = 1; k < shape.size(); ++k) {
     int64_t d = shape[k];
     if (d == 0) {
-      if (k - 1 >= v.size()) throw NotSupported{"shape " + dims_str(shape) + " copies a dimension the input lacks"};
+      if (k - 1 >= v.size())
+        throw NotSupported{"shape " + dims_str(shape) + " copies a dimension the input lacks"};
       d = v[k - 1];
     }
     if (d == -1) {
@@ -774,16 +848,18 @@ void Importer::op_reshape(const onnx::NodeProto& n) {
       infer = int64_t(view.size());
     } else if (d <= 0) {
       throw NotSupported{"shape " + dims_str(shape)};
-    } else {
-      known *= d;
+    } else if ((known *= d) > (int64_t(1) << 32)) {
+      throw NotSupported{"shape " + dims_str(shape) + " is too large"};
     }
     view.push_back(d);
   }
   if (b == -1 && infer < 0) infer = -2;  // the batch was the -1
   if (infer >= 0) view[size_t(infer)] = product(v) / known;
-  if (product(view) != product(v)) throw NotSupported{"reshape of " + dims_str(v) + " to " + dims_str(shape)};
+  if (product(view) != product(v))
+    throw NotSupported{"reshape of " + dims_str(v) + " to " + dims_str(shape)};
   Val o = x;
   o.view = view;
+  o.regroup_name = clean_name(layer_base(n));
   out(n, 0, o);
 }
 
@@ -807,14 +883,16 @@ void Importer::op_squeeze(const onnx::NodeProto& n) {
     auto axes = axes_of(n, 1, int(c.dims.size()));
     std::vector<int64_t> d;
     for (size_t k = 0; k < c.dims.size(); ++k)
-      if (axes.empty() ? c.dims[k] != 1 : !std::binary_search(axes.begin(), axes.end(), int64_t(k))) d.push_back(c.dims[k]);
+      if (axes.empty() ? c.dims[k] != 1 : !std::binary_search(axes.begin(), axes.end(), int64_t(k)))
+        d.push_back(c.dims[k]);
     c.dims = d;
     out(n, 0, constant(c));
     return;
   }
   if (x.layout == Layout::RnnY) {  // [T, 1, N, H] -> [T, N, H]
     auto axes = axes_of(n, 1, 4);
-    if (axes != std::vector<int64_t>{1} || x.D != 1) throw NotSupported{"squeeze of a recurrent output other than its single direction"};
+    if (axes != std::vector<int64_t>{1} || x.D != 1)
+      throw NotSupported{"squeeze of a recurrent output other than its single direction"};
     Val o;
     o.node = x.node;
     o.layout = Layout::TimeFirst;
@@ -826,8 +904,10 @@ void Importer::op_squeeze(const onnx::NodeProto& n) {
   auto axes = axes_of(n, 1, int(v.size()) + 1);
   std::vector<int64_t> view;
   for (size_t k = 0; k < v.size(); ++k) {
-    const bool drop = axes.empty() ? v[k] == 1 : std::binary_search(axes.begin(), axes.end(), int64_t(k + 1));
-    if (drop && v[k] != 1) throw NotSupported{"squeeze of a dimension of size " + std::to_string(v[k])};
+    const bool drop =
+        axes.empty() ? v[k] == 1 : std::binary_search(axes.begin(), axes.end(), int64_t(k + 1));
+    if (drop && v[k] != 1)
+      throw NotSupported{"squeeze of a dimension of size " + std::to_string(v[k])};
     if (!drop) view.push_back(v[k]);
   }
   if (!axes.empty() && axes[0] == 0) throw NotSupported{"squeeze of the batch dimension"};
@@ -840,8 +920,11 @@ void Importer::op_unsqueeze(const onnx::NodeProto& n) {
   const Val& x = in(n, 0);
   const int rank = x.is_const ? int(x.c.dims.size()) : int(view_of(x).size()) + 1;
   std::vector<int64_t> axes;
-  if (opset_ >= 13) axes = cin(n, 1, "axes").i;
-  else axes = attr_ints(n, "axes");
+  if (opset_ >= 13)
+    axes = cin(n, 1, "axes").i;
+  else
+    axes = attr_ints(n, "axes");
+  if (axes.size() > 8) throw NotSupported{"more than 8 new axes"};
   const int out_rank = rank + int(axes.size());
   for (int64_t& a : axes)
     if (a < 0) a += out_rank;
@@ -850,7 +933,9 @@ void Importer::op_unsqueeze(const onnx::NodeProto& n) {
   if (!x.is_const) src.insert(src.begin(), 1);  // the batch's place
   size_t j = 0;
   for (int k = 0; k < out_rank; ++k)
-    d.push_back(std::binary_search(axes.begin(), axes.end(), int64_t(k)) ? 1 : (j < src.size() ? src[j++] : 1));
+    d.push_back(std::binary_search(axes.begin(), axes.end(), int64_t(k))
+                    ? 1
+                    : (j < src.size() ? src[j++] : 1));
   if (x.is_const) {
     Const c = x.c;
     c.dims = d;
@@ -868,14 +953,17 @@ void Importer::op_transpose(const onnx::NodeProto& n) {
   const auto perm = attr_ints(n, "perm");
   if (xv.is_const) {  // a 2-D constant (PyTorch's pad arithmetic)
     const Const& c = xv.c;
-    if (c.dims.size() != 2 || (!perm.empty() && perm != std::vector<int64_t>{1, 0})) throw NotSupported{"Transpose of a constant other than a matrix"};
+    if (c.dims.size() != 2 || (!perm.empty() && perm != std::vector<int64_t>{1, 0}))
+      throw NotSupported{"Transpose of a constant other than a matrix"};
     Const o;
     o.integer = c.integer;
     o.dims = {c.dims[1], c.dims[0]};
     for (int64_t q = 0; q < c.dims[1]; ++q)
       for (int64_t r = 0; r < c.dims[0]; ++r) {
-        if (c.integer) o.i.push_back(c.i[size_t(r * c.dims[1] + q)]);
-        else o.f.push_back(c.f[size_t(r * c.dims[1] + q)]);
+        if (c.integer)
+          o.i.push_back(c.i[size_t(r * c.dims[1] + q)]);
+        else
+          o.f.push_back(c.f[size_t(r * c.dims[1] + q)]);
       }
     out(n, 0, constant(o));
     return;
@@ -899,7 +987,8 @@ void Importer::op_transpose(const onnx::NodeProto& n) {
   } else if (x.layout == Layout::RnnY && perm == P{2, 0, 1, 3}) {
     o.layout = Layout::RnnYNTDH;
   } else {
-    throw NotSupported{"Transpose with perm " + dims_str(perm) + " (only the transposes around recurrent layers are supported)"};
+    throw NotSupported{"Transpose with perm " + dims_str(perm) +
+                       " (only the transposes around recurrent layers are supported)"};
   }
   out(n, 0, o);
 }
@@ -907,7 +996,9 @@ void Importer::op_transpose(const onnx::NodeProto& n) {
 Val Importer::last_step(const onnx::NodeProto& n, const Val& x, int64_t index, bool keep_dim) {
   const auto& v = view_of(x);
   if (v.size() != 2) throw NotSupported{"picking one step needs a steps×features input"};
-  if (index < -v[0] || index >= v[0]) throw NotSupported{"index " + std::to_string(index) + " is outside the " + std::to_string(v[0]) + " steps"};
+  if (index < -v[0] || index >= v[0])
+    throw NotSupported{"index " + std::to_string(index) + " is outside the " +
+                       std::to_string(v[0]) + " steps"};
   // One spelling per step (the exporter writes T-1 for -1, which OpenCV needs).
   if (index < 0) index += v[0];
   Attrs a;
@@ -931,6 +1022,8 @@ void Importer::op_gather(const onnx::NodeProto& n) {
     for (int k = 0; k < axis; ++k) outer *= c.dims[size_t(k)];
     for (int k = int(axis) + 1; k < rank; ++k) inner *= c.dims[size_t(k)];
     const int64_t len = c.dims[size_t(axis)];
+    if (idx.numel() > 0 && outer * inner > (int64_t(1) << 26) / idx.numel())
+      throw NotSupported{"a Gather of constants that is too large"};
     Const o;
     o.integer = c.integer;
     o.dims.assign(c.dims.begin(), c.dims.begin() + axis);
@@ -943,15 +1036,19 @@ void Importer::op_gather(const onnx::NodeProto& n) {
         if (j < 0 || j >= len) throw NotSupported{"index out of range"};
         for (int64_t b = 0; b < inner; ++b) {
           const int64_t s = (a * len + j) * inner + b;
-          if (c.integer) o.i.push_back(c.i[size_t(s)]);
-          else o.f.push_back(c.f[size_t(s)]);
+          if (c.integer)
+            o.i.push_back(c.i[size_t(s)]);
+          else
+            o.f.push_back(c.f[size_t(s)]);
         }
       }
     out(n, 0, constant(o));
     return;
   }
   if (axis < 0) axis += int64_t(view_of(x).size()) + 1;
-  if (axis != 1 || idx.numel() != 1) throw NotSupported{"Gather on axis " + std::to_string(axis) + " (only one step of a sequence, axis 1, is supported)"};
+  if (axis != 1 || idx.numel() != 1)
+    throw NotSupported{"Gather on axis " + std::to_string(axis) +
+                       " (only one step of a sequence, axis 1, is supported)"};
   out(n, 0, last_step(n, x, idx.int_at(0), !idx.dims.empty()));
 }
 
@@ -972,7 +1069,8 @@ void Importer::op_slice(const onnx::NodeProto& n) {
   if (axes.empty())
     for (size_t k = 0; k < starts.size(); ++k) axes.push_back(int64_t(k));
   steps.resize(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size()) throw NotSupported{"starts, ends and axes differ in length"};
+  if (ends.size() != starts.size() || axes.size() != starts.size())
+    throw NotSupported{"starts, ends and axes differ in length"};
   std::vector<int64_t> dims = x.is_const ? x.c.dims : view_of(x);
   if (!x.is_const) dims.insert(dims.begin(), 1);
   // The indices taken along each axis (ONNX's clamping rules, steps of
@@ -982,7 +1080,8 @@ void Importer::op_slice(const onnx::NodeProto& n) {
     for (int64_t q = 0; q < dims[size_t(k)]; ++q) take[size_t(k)].push_back(q);
   for (size_t k = 0; k < starts.size(); ++k) {
     const int64_t a = axes[k] < 0 ? axes[k] + rank : axes[k];
-    if (a < 0 || a >= rank || steps[k] == 0) throw NotSupported{"a slice with step 0 or an axis out of range"};
+    if (a < 0 || a >= rank || steps[k] == 0)
+      throw NotSupported{"a slice with step 0 or an axis out of range"};
     const int64_t len = dims[size_t(a)], st = steps[k];
     auto norm = [&](int64_t v) { return v < 0 ? (v < -len ? -1 : v + len) : v; };
     int64_t b = norm(starts[k]), e = norm(ends[k]);
@@ -1012,31 +1111,39 @@ void Importer::op_slice(const onnx::NodeProto& n) {
         r /= o.dims[size_t(k)];
       }
       for (int k = 0; k < rank; ++k) s = s * dims[size_t(k)] + idx[size_t(k)];
-      if (c.integer) o.i.push_back(c.i[size_t(s)]);
-      else o.f.push_back(c.f[size_t(s)]);
+      if (c.integer)
+        o.i.push_back(c.i[size_t(s)]);
+      else
+        o.f.push_back(c.f[size_t(s)]);
     }
     out(n, 0, constant(o));
     return;
   }
   // One step of a sequence, x[:, t:t+1].
   for (int k = 0; k < rank; ++k)
-    if (k != 1 && int64_t(take[size_t(k)].size()) != dims[size_t(k)]) throw NotSupported{"a slice other than one step of a sequence"};
-  if (rank != 3 || take[1].size() != 1) throw NotSupported{"a slice other than one step of a sequence"};
+    if (k != 1 && int64_t(take[size_t(k)].size()) != dims[size_t(k)])
+      throw NotSupported{"a slice other than one step of a sequence"};
+  if (rank != 3 || take[1].size() != 1)
+    throw NotSupported{"a slice other than one step of a sequence"};
   out(n, 0, last_step(n, x, take[1][0], true));
 }
 
 void Importer::op_gemm(const onnx::NodeProto& n) {
   const Val& x = layer_in(n, 0);
   const Const& w = cin(n, 1, "B (the weight)");
-  if (attr_i(n, "transA", 0) != 0 || attr_f(n, "alpha", 1.f) != 1.f || attr_f(n, "beta", 1.f) != 1.f)
+  if (attr_i(n, "transA", 0) != 0 || attr_f(n, "alpha", 1.f) != 1.f ||
+      attr_f(n, "beta", 1.f) != 1.f)
     throw NotSupported{"Gemm with transA, alpha or beta (only y = x·Wᵀ + b)"};
   if (view_of(x).size() != 1 || w.dims.size() != 2) throw NotSupported{"Gemm of a non-matrix"};
   const bool tb = attr_i(n, "transB", 0) != 0;
   const int64_t in_f = tb ? w.dims[1] : w.dims[0], units = tb ? w.dims[0] : w.dims[1];
-  if (in_f != x.view[0]) throw NotSupported{"the weight does not match the input's " + std::to_string(x.view[0]) + " features"};
+  if (in_f != x.view[0])
+    throw NotSupported{"the weight does not match the input's " + std::to_string(x.view[0]) +
+                       " features"};
   Tensor wt{Shape{units, in_f}};
   for (int64_t o = 0; o < units; ++o)
-    for (int64_t i = 0; i < in_f; ++i) wt.f32()[o * in_f + i] = float(tb ? w.at(o * in_f + i) : w.at(i * units + o));
+    for (int64_t i = 0; i < in_f; ++i)
+      wt.f32()[o * in_f + i] = float(tb ? w.at(o * in_f + i) : w.at(i * units + o));
   Attrs a;
   a.set("units", units);
   std::vector<std::pair<std::string, Tensor>> p = {{"weight", wt}};
@@ -1044,19 +1151,24 @@ void Importer::op_gemm(const onnx::NodeProto& n) {
   if (has_in(n, 2)) {
     const Const& b = cin(n, 2, "C (the bias)");
     Tensor bt{Shape{units}};
-    if (b.numel() == 1) for (int64_t o = 0; o < units; ++o) bt.f32()[o] = float(b.at(0));
-    else if (b.numel() == units) for (int64_t o = 0; o < units; ++o) bt.f32()[o] = float(b.at(o));
-    else throw NotSupported{"C is not one value per output"};
+    if (b.numel() == 1)
+      for (int64_t o = 0; o < units; ++o) bt.f32()[o] = float(b.at(0));
+    else if (b.numel() == units)
+      for (int64_t o = 0; o < units; ++o) bt.f32()[o] = float(b.at(o));
+    else
+      throw NotSupported{"C is not one value per output"};
     p.push_back({"bias", bt});
   }
-  out(n, 0, plain(add("Dense", base_name(n, n.input(1), "weight"), a, {materialize(x)}, std::move(p))));
+  out(n, 0,
+      plain(add("Dense", base_name(n, n.input(1), "weight"), a, {materialize(x)}, std::move(p))));
 }
 
 void Importer::op_matmul(const onnx::NodeProto& n) {
   const Val& x = layer_in(n, 0);
   const Const& w = cin(n, 1, "the second operand");
   const auto& v = view_of(x);
-  if (w.dims.size() != 2 || v.empty() || v.back() != w.dims[0]) throw NotSupported{"MatMul by something other than a [features, outputs] weight"};
+  if (w.dims.size() != 2 || v.empty() || v.back() != w.dims[0])
+    throw NotSupported{"MatMul by something other than a [features, outputs] weight"};
   const int64_t in_f = w.dims[0], units = w.dims[1];
   Tensor wt{Shape{units, in_f}};
   for (int64_t o = 0; o < units; ++o)
@@ -1074,7 +1186,8 @@ void Importer::op_matmul(const onnx::NodeProto& n) {
 void Importer::op_add(const onnx::NodeProto& n) {
   std::vector<const Val*> ins;
   for (int k = 0; k < n.input_size(); ++k) ins.push_back(&in(n, k));
-  const bool all_const = std::all_of(ins.begin(), ins.end(), [](const Val* v) { return v->is_const; });
+  const bool all_const =
+      std::all_of(ins.begin(), ins.end(), [](const Val* v) { return v->is_const; });
   if (all_const) {
     op_arith(n);
     return;
@@ -1084,27 +1197,37 @@ void Importer::op_add(const onnx::NodeProto& n) {
     const Val& x = ins[0]->is_const ? *ins[1] : *ins[0];
     const Const& b = ins[0]->is_const ? ins[0]->c : ins[1]->c;
     Node& node = g_.node(x.node);
-    const bool biasless = (node.type == "Dense" || node.type == "TimeDistributedDense" || node.type == "Conv2D") &&
-                          !node.attrs.b("bias") && g_.out_edges(x.node).empty() && x.layout == Layout::Plain;
+    const bool biasless =
+        (node.type == "Dense" || node.type == "TimeDistributedDense" || node.type == "Conv2D") &&
+        !node.attrs.b("bias") && g_.out_edges(x.node).empty() && x.layout == Layout::Plain;
     const std::string& xname = ins[0]->is_const ? n.input(1) : n.input(0);
-    if (!biasless || uses_[xname] != 1) throw NotSupported{"Add of a constant other than the bias of the layer before it"};
+    if (!biasless || uses_[xname] != 1)
+      throw NotSupported{"Add of a constant other than the bias of the layer before it"};
     const int64_t units = node.type == "Conv2D" ? node.attrs.i("filters") : node.attrs.i("units");
     Tensor bt{Shape{units}};
-    if (b.numel() == units) for (int64_t o = 0; o < units; ++o) bt.f32()[o] = float(b.at(o));
-    else if (b.numel() == 1) for (int64_t o = 0; o < units; ++o) bt.f32()[o] = float(b.at(0));
-    else throw NotSupported{"the constant is not one value per output of the layer before it"};
-    if (node.type == "Conv2D" && b.numel() == units && !(b.dims.size() == 3 && b.dims[1] == 1 && b.dims[2] == 1) && !(b.dims.size() == 4 && b.dims[2] == 1 && b.dims[3] == 1))
+    if (b.numel() == units)
+      for (int64_t o = 0; o < units; ++o) bt.f32()[o] = float(b.at(o));
+    else if (b.numel() == 1)
+      for (int64_t o = 0; o < units; ++o) bt.f32()[o] = float(b.at(0));
+    else
+      throw NotSupported{"the constant is not one value per output of the layer before it"};
+    if (node.type == "Conv2D" && b.numel() == units &&
+        !(b.dims.size() == 3 && b.dims[1] == 1 && b.dims[2] == 1) &&
+        !(b.dims.size() == 4 && b.dims[2] == 1 && b.dims[3] == 1))
       throw NotSupported{"the constant is not one value per channel of the Conv before it"};
     g_.set_attr(x.node, "bias", true);
     params_[x.node].push_back({"bias", bt});
     out(n, 0, x);
     return;
   }
-  if (ins.size() < 2 || ins.size() > 8) throw NotSupported{"a sum of " + std::to_string(ins.size()) + " inputs (2 to 8 are supported)"};
+  if (ins.size() < 2 || ins.size() > 8)
+    throw NotSupported{"a sum of " + std::to_string(ins.size()) + " inputs (2 to 8 are supported)"};
   std::vector<NodeId> srcs;
   for (const Val* v : ins) {
     if (v->is_const) throw NotSupported{"a sum of computed values and constants"};
-    if (view_of(*v) != view_of(*ins[0])) throw NotSupported{"Add with broadcasting (shapes " + dims_str(ins[0]->view) + " and " + dims_str(v->view) + ")"};
+    if (view_of(*v) != view_of(*ins[0]))
+      throw NotSupported{"Add with broadcasting (shapes " + dims_str(ins[0]->view) + " and " +
+                         dims_str(v->view) + ")"};
   }
   for (const Val* v : ins) srcs.push_back(materialize(*v));
   Attrs a;
@@ -1125,12 +1248,15 @@ void Importer::op_arith(const onnx::NodeProto& n) {
       if (o.numel() == 1) {
         Const t = b;
         for (int64_t k = 0; k < t.numel(); ++k) {
-          if (t.integer) t.i[size_t(k)] = o.int_at(0);
-          else t.f[size_t(k)] = float(o.at(0));
+          if (t.integer)
+            t.i[size_t(k)] = o.int_at(0);
+          else
+            t.f[size_t(k)] = float(o.at(0));
         }
         o = t;
       } else {
-        throw NotSupported{"broadcasting between constants of shapes " + dims_str(o.dims) + " and " + dims_str(b.dims)};
+        throw NotSupported{"broadcasting between constants of shapes " + dims_str(o.dims) +
+                           " and " + dims_str(b.dims)};
       }
     }
     for (int64_t k = 0; k < o.numel(); ++k) {
@@ -1138,7 +1264,13 @@ void Importer::op_arith(const onnx::NodeProto& n) {
       if (o.integer && b.integer) {
         int64_t x = o.i[size_t(k)], y = b.i[size_t(bk)];
         if (op == "Div" && y == 0) throw NotSupported{"division by zero"};
-        o.i[size_t(k)] = op == "Sub" ? x - y : op == "Mul" ? x * y : op == "Div" ? x / y : x + y;
+        int64_t r = 0;
+        const bool over = op == "Sub"   ? __builtin_sub_overflow(x, y, &r)
+                          : op == "Mul" ? __builtin_mul_overflow(x, y, &r)
+                          : op == "Div" ? (y == -1 && x == INT64_MIN) || (r = x / y, false)
+                                        : __builtin_add_overflow(x, y, &r);
+        if (over) throw NotSupported{"integer overflow in a shape computation"};
+        o.i[size_t(k)] = r;
       } else {
         if (o.integer) {
           o.f.assign(o.i.begin(), o.i.end());
@@ -1161,19 +1293,24 @@ void Importer::op_concat(const onnx::NodeProto& n) {
     Const o;
     o.integer = ins[0]->c.integer;
     const int rank = int(ins[0]->c.dims.size());
-    if (rank != 1 || (axis != 0 && axis != -1)) throw NotSupported{"Concat of constants other than 1-D ones"};
+    if (rank != 1 || (axis != 0 && axis != -1))
+      throw NotSupported{"Concat of constants other than 1-D ones"};
     for (const Val* v : ins) {
       if (v->c.dims.size() != 1) throw NotSupported{"Concat of constants of different ranks"};
       for (int64_t k = 0; k < v->c.numel(); ++k) {
-        if (o.integer) o.i.push_back(v->c.int_at(k));
-        else o.f.push_back(float(v->c.at(k)));
+        if (o.integer)
+          o.i.push_back(v->c.int_at(k));
+        else
+          o.f.push_back(float(v->c.at(k)));
       }
     }
     o.dims = {o.numel()};
     out(n, 0, constant(o));
     return;
   }
-  if (ins.size() < 2 || ins.size() > 8) throw NotSupported{"Concat of " + std::to_string(ins.size()) + " inputs (2 to 8 are supported)"};
+  if (ins.size() < 2 || ins.size() > 8)
+    throw NotSupported{"Concat of " + std::to_string(ins.size()) +
+                       " inputs (2 to 8 are supported)"};
   const int rank = int(view_of(*ins[0]).size()) + 1;
   if (axis < 0) axis += rank;
   if (axis < 1 || axis >= rank) throw NotSupported{"Concat along the batch dimension"};
@@ -1197,10 +1334,13 @@ void Importer::op_pad(const onnx::NodeProto& n) {
     pads = attr_ints(n, "pads");
     value = attr_f(n, "value", 0.f);
   }
-  if (attr_s(n, "mode", "constant") != "constant" || value != 0.f) throw NotSupported{"only zero padding (mode constant, value 0) is supported"};
+  if (attr_s(n, "mode", "constant") != "constant" || value != 0.f)
+    throw NotSupported{"only zero padding (mode constant, value 0) is supported"};
   const auto& v = view_of(x);
-  if (v.size() != 3 || pads.size() != 8) throw NotSupported{"only padding of an image (N, C, H, W) is supported"};
-  if (pads[0] || pads[1] || pads[4] || pads[5]) throw NotSupported{"padding of the batch or channel dimension"};
+  if (v.size() != 3 || pads.size() != 8)
+    throw NotSupported{"only padding of an image (N, C, H, W) is supported"};
+  if (pads[0] || pads[1] || pads[4] || pads[5])
+    throw NotSupported{"padding of the batch or channel dimension"};
   for (int64_t p : pads)
     if (p < 0) throw NotSupported{"negative padding (cropping)"};
   Val o = x;
@@ -1257,7 +1397,7 @@ void Importer::op_cast(const onnx::NodeProto& n) {
     c.i.clear();
     c.integer = false;
   } else if (!to_float && !c.integer) {
-    for (float f : c.f) c.i.push_back(int64_t(f));
+    for (float f : c.f) c.i.push_back(to_int(f));
     c.f.clear();
     c.integer = true;
   }
@@ -1277,11 +1417,15 @@ void Importer::op_constant_of_shape(const onnx::NodeProto& n) {
   for (int64_t k = 0; k < s.numel(); ++k) {
     int64_t d = s.int_at(k);
     c.dims.push_back(d == kBatch ? 1 : d);  // the batch: one sample stands for any
-    if (c.dims.back() < 0 || c.dims.back() > (1 << 24)) throw NotSupported{"shape " + dims_str(c.dims)};
+    if (c.dims.back() < 0 || c.dims.back() > (1 << 24))
+      throw NotSupported{"shape " + dims_str(c.dims)};
   }
-  if (product(c.dims) > (int64_t(1) << 26)) throw NotSupported{"a constant of shape " + dims_str(c.dims) + " is too large"};
-  if (c.integer) c.i.assign(size_t(product(c.dims)), int64_t(v));
-  else c.f.assign(size_t(product(c.dims)), v);
+  if (product(c.dims) < 0 || product(c.dims) > (int64_t(1) << 26))
+    throw NotSupported{"a constant of shape " + dims_str(c.dims) + " is too large"};
+  if (c.integer)
+    c.i.assign(size_t(product(c.dims)), to_int(v));
+  else
+    c.f.assign(size_t(product(c.dims)), v);
   out(n, 0, constant(c));
 }
 
@@ -1294,11 +1438,15 @@ void Importer::op_expand(const onnx::NodeProto& n) {
   for (int64_t k = 0; k < s.numel(); ++k) {
     int64_t d = s.int_at(k);
     c.dims.push_back(d == kBatch ? 1 : d);
-    if (c.dims.back() < 0 || c.dims.back() > (1 << 24)) throw NotSupported{"shape " + dims_str(c.dims)};
+    if (c.dims.back() < 0 || c.dims.back() > (1 << 24))
+      throw NotSupported{"shape " + dims_str(c.dims)};
   }
-  if (product(c.dims) > (int64_t(1) << 26)) throw NotSupported{"a constant of shape " + dims_str(c.dims) + " is too large"};
-  if (c.integer) c.i.assign(size_t(product(c.dims)), x.int_at(0));
-  else c.f.assign(size_t(product(c.dims)), float(x.at(0)));
+  if (product(c.dims) < 0 || product(c.dims) > (int64_t(1) << 26))
+    throw NotSupported{"a constant of shape " + dims_str(c.dims) + " is too large"};
+  if (c.integer)
+    c.i.assign(size_t(product(c.dims)), x.int_at(0));
+  else
+    c.f.assign(size_t(product(c.dims)), float(x.at(0)));
   out(n, 0, constant(c));
 }
 
@@ -1313,12 +1461,16 @@ std::vector<int> torch_block(const std::string& op) {
 void Importer::op_recurrent(const onnx::NodeProto& n) {
   const std::string op = n.op_type();
   const Val& x = layer_in(n, 0);
-  if (x.layout != Layout::TimeFirst) throw NotSupported{"its input is not a sequence in time-first order (a Transpose of [N, T, F] or a recurrent layer's output)"};
+  if (x.layout != Layout::TimeFirst)
+    throw NotSupported{
+        "its input is not a sequence in time-first order (a Transpose of [N, T, F] or a recurrent "
+        "layer's output)"};
   const Const& W = cin(n, 1, "W");
   const Const& R = cin(n, 2, "R");
   const int64_t H = attr_i(n, "hidden_size", 0);
   const std::string dir = attr_s(n, "direction", "forward");
-  if (dir != "forward" && dir != "bidirectional") throw NotSupported{"direction " + dir + " (forward and bidirectional are supported)"};
+  if (dir != "forward" && dir != "bidirectional")
+    throw NotSupported{"direction " + dir + " (forward and bidirectional are supported)"};
   const int64_t D = dir == "bidirectional" ? 2 : 1;
   const auto order = torch_block(op);
   const int64_t G = int64_t(order.size());
@@ -1334,7 +1486,8 @@ void Importer::op_recurrent(const onnx::NodeProto& n) {
     }
   if (has_in(n, 7)) throw NotSupported{"peephole weights"};
   if (find_attr(n, "clip")) throw NotSupported{"cell clipping"};
-  if (attr_i(n, "input_forget", 0) || attr_i(n, "layout", 0)) throw NotSupported{"input_forget or layout 1"};
+  if (attr_i(n, "input_forget", 0) || attr_i(n, "layout", 0))
+    throw NotSupported{"input_forget or layout 1"};
   Attrs a;
   a.set("hidden_size", H);
   a.set("num_layers", int64_t(1));
@@ -1343,7 +1496,8 @@ void Importer::op_recurrent(const onnx::NodeProto& n) {
   a.set("bias", has_in(n, 3));
   std::string type = op == "LSTM" ? "LSTM" : op == "GRU" ? "GRU" : "SimpleRNN";
   if (const auto* at = find_attr(n, "activations")) {
-    std::vector<std::string> def = op == "LSTM" ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+    std::vector<std::string> def = op == "LSTM"
+                                       ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
                                    : op == "GRU" ? std::vector<std::string>{"Sigmoid", "Tanh"}
                                                  : std::vector<std::string>{"Tanh"};
     const size_t per = def.size();
@@ -1353,23 +1507,28 @@ void Importer::op_recurrent(const onnx::NodeProto& n) {
         a.set("nonlinearity", std::string(s == "Relu" ? "relu" : "tanh"));
         continue;
       }
-      if (s != def[size_t(k) % per]) throw NotSupported{"activation " + s + " (only the default ones are supported)"};
+      if (s != def[size_t(k) % per])
+        throw NotSupported{"activation " + s + " (only the default ones are supported)"};
     }
   }
   if (op == "GRU" && attr_i(n, "linear_before_reset", 0) != 1)
-    throw NotSupported{"linear_before_reset 0 (DeepCanvas's GRU is PyTorch's, which applies the reset gate after the recurrent product: linear_before_reset 1)"};
+    throw NotSupported{
+        "linear_before_reset 0 (DeepCanvas's GRU is PyTorch's, which applies the reset gate after "
+        "the recurrent product: linear_before_reset 1)"};
   std::vector<std::pair<std::string, Tensor>> p;
   auto reorder = [&](const Const& c, int64_t d, int64_t offset, int64_t row) {
     Tensor t{row > 1 ? Shape{G * H, row} : Shape{G * H}};
     const int64_t block = H * row;
     for (int64_t q = 0; q < G; ++q) {
       const int64_t src = offset + q * block, dst = int64_t(order[size_t(q)]) * block;
-      for (int64_t e = 0; e < block; ++e) t.f32()[dst + e] = float(c.at(d * (c.numel() / D) + src + e));
+      for (int64_t e = 0; e < block; ++e)
+        t.f32()[dst + e] = float(c.at(d * (c.numel() / D) + src + e));
     }
     return t;
   };
   const Const* B = has_in(n, 3) ? &cin(n, 3, "B") : nullptr;
-  if (B && B->dims != std::vector<int64_t>{D, 2 * G * H}) throw NotSupported{"B has an unexpected shape"};
+  if (B && B->dims != std::vector<int64_t>{D, 2 * G * H})
+    throw NotSupported{"B has an unexpected shape"};
   for (int64_t d = 0; d < D; ++d) {
     const std::string sfx = std::string("_l0") + (d ? "_reverse" : "");
     p.push_back({"weight_ih" + sfx, reorder(W, d, 0, F)});
@@ -1389,17 +1548,22 @@ void Importer::op_recurrent(const onnx::NodeProto& n) {
   o.H = H;
   out(n, 0, o);
   for (int k = 1; k < n.output_size(); ++k)
-    poison(n, k, "its final state output " + std::string(k == 1 ? "Y_h" : "Y_c") + " is used (supported: the output sequence Y, e.g. y[:, -1])");
+    poison(n, k,
+           "its final state output " + std::string(k == 1 ? "Y_h" : "Y_c") +
+               " is used (supported: the output sequence Y, e.g. y[:, -1])");
 }
 
 void Importer::add_input(const onnx::ValueInfoProto& vi) {
   const auto& t = vi.type().tensor_type();
   if (!vi.type().has_tensor_type()) throw Error("input '" + vi.name() + "' is not a tensor");
   if (t.elem_type() != onnx::TensorProto::FLOAT)
-    throw Error("input '" + vi.name() + "' has element type " + std::to_string(t.elem_type()) + "; DeepCanvas networks take float32 inputs (token-id inputs are not imported yet)");
+    throw Error("input '" + vi.name() + "' has element type " + std::to_string(t.elem_type()) +
+                "; DeepCanvas networks take float32 inputs (token-id inputs are not imported yet)");
   std::vector<int64_t> dims;
   const int rank = t.shape().dim_size();
-  if (rank < 2 || rank > 4) throw Error("input '" + vi.name() + "' has " + std::to_string(rank) + " dimensions; supported: [N, features], [N, steps, features] or [N, C, H, W]");
+  if (rank < 2 || rank > 4)
+    throw Error("input '" + vi.name() + "' has " + std::to_string(rank) +
+                " dimensions; supported: [N, features], [N, steps, features] or [N, C, H, W]");
   for (int k = 0; k < rank; ++k) {
     const auto& d = t.shape().dim(k);
     if (k == 0) {
@@ -1407,8 +1571,10 @@ void Importer::add_input(const onnx::ValueInfoProto& vi) {
       continue;
     }
     if (!d.has_dim_value() || d.dim_value() <= 0)
-      throw Error("input '" + vi.name() + "' has a dynamic size in dimension " + std::to_string(k) + (d.has_dim_param() ? " ('" + d.dim_param() + "')" : std::string()) +
-                  "; DeepCanvas needs a fixed input size: export the model with a fixed size (only the batch, dimension 0, may be dynamic)");
+      throw Error("input '" + vi.name() + "' has a dynamic size in dimension " + std::to_string(k) +
+                  (d.has_dim_param() ? " ('" + d.dim_param() + "')" : std::string()) +
+                  "; DeepCanvas needs a fixed input size: export the model with a fixed size (only "
+                  "the batch, dimension 0, may be dynamic)");
     dims.push_back(d.dim_value());
   }
   Attrs a;
@@ -1456,7 +1622,9 @@ void Importer::merge_recurrent() {
         const size_t at = pname.find("_l");
         const size_t end = pname.find_first_not_of("0123456789", at + 2);
         const int64_t layer = std::stoll(pname.substr(at + 2, end - at - 2));
-        params_[id].push_back({pname.substr(0, at) + "_l" + std::to_string(L + layer) + (end == std::string::npos ? "" : pname.substr(end)), t});
+        params_[id].push_back({pname.substr(0, at) + "_l" + std::to_string(L + layer) +
+                                   (end == std::string::npos ? "" : pname.substr(end)),
+                               t});
       }
       const int64_t more = b.attrs.i("num_layers");
       const bool seq = b.attrs.b("return_sequences");
@@ -1520,9 +1688,11 @@ OnnxImport Importer::run() {
   for (const auto& vi : graph.input())
     if (!inits.count(vi.name())) inputs.push_back(&vi);
   if (inputs.size() != 1)
-    throw Error("the model has " + std::to_string(inputs.size()) + " inputs; a DeepCanvas network has exactly one");
+    throw Error("the model has " + std::to_string(inputs.size()) +
+                " inputs; a DeepCanvas network has exactly one");
   if (graph.output_size() != 1)
-    throw Error("the model has " + std::to_string(graph.output_size()) + " outputs; a DeepCanvas network has exactly one");
+    throw Error("the model has " + std::to_string(graph.output_size()) +
+                " outputs; a DeepCanvas network has exactly one");
   add_input(*inputs[0]);
   for (const auto& n : graph.node())
     for (const auto& i : n.input()) ++uses_[i];
@@ -1532,12 +1702,14 @@ OnnxImport Importer::run() {
     std::set<int> inherited;
     for (const auto& i : n.input()) {
       auto it = vals_.find(i);
-      if (it != vals_.end()) inherited.insert(it->second.problems.begin(), it->second.problems.end());
+      if (it != vals_.end())
+        inherited.insert(it->second.problems.begin(), it->second.problems.end());
     }
     if (!inherited.empty()) {
       // Downstream of a problem; still named when it is one itself, so the
       // message lists every unsupported op at once.
-      if (!handlers().count(n.op_type())) inherited.insert(problem(n, "no DeepCanvas layer for this op"));
+      if (!handlers().count(n.op_type()))
+        inherited.insert(problem(n, "no DeepCanvas layer for this op"));
       for (const auto& o : n.output()) {
         Val v;
         v.problems = inherited;
@@ -1546,7 +1718,8 @@ OnnxImport Importer::run() {
       continue;
     }
     try {
-      if (!n.domain().empty() && n.domain() != "ai.onnx") throw NotSupported{"an op of domain '" + n.domain() + "'"};
+      if (!n.domain().empty() && n.domain() != "ai.onnx")
+        throw NotSupported{"an op of domain '" + n.domain() + "'"};
       auto h = handlers().find(n.op_type());
       if (h == handlers().end()) throw NotSupported{"no DeepCanvas layer for this op"};
       (this->*(h->second))(n);
@@ -1562,7 +1735,8 @@ OnnxImport Importer::run() {
 
   const std::string& out_name = graph.output(0).name();
   auto it = vals_.find(out_name);
-  if (it == vals_.end()) throw Error("the model's output '" + out_name + "' is not computed by any node");
+  if (it == vals_.end())
+    throw Error("the model's output '" + out_name + "' is not computed by any node");
   std::set<int> probs = it->second.problems;
   NodeId out_node = -1;
   if (probs.empty()) {
@@ -1575,7 +1749,8 @@ OnnxImport Importer::run() {
     }
   }
   if (!probs.empty()) {
-    std::string m = std::to_string(probs.size()) + (probs.size() == 1 ? " operation" : " operations") + " cannot be imported:";
+    std::string m = std::to_string(probs.size()) +
+                    (probs.size() == 1 ? " operation" : " operations") + " cannot be imported:";
     for (int p : probs) m += "\n  " + problems_[size_t(p)];
     throw Error(m);
   }
@@ -1583,6 +1758,12 @@ OnnxImport Importer::run() {
   merge_recurrent();
   lay_out();
 
+  // Refused before a Plan allocates it: the activations of one sample
+  // beyond 2^31 values (8 GiB) are no network one trains or runs here.
+  int64_t values = 0;
+  for (const auto& [id, node] : g_.nodes())
+    if ((values += shapes_.at(id).numel()) > (int64_t(1) << 31))
+      throw Error("the network is too large: one sample's activations pass 2^31 values");
   OnnxImport r;
   r.name = graph.name();
   for (NodeId id : g_.topo_order())
@@ -1592,7 +1773,9 @@ OnnxImport Importer::run() {
     Plan plan(g_, 1);  // every weight has its place and shape
     plan.load_state(r.weights, source_);
   } catch (const std::exception& e) {
-    throw Error(std::string("the imported network does not build (a bug in DeepCanvas's importer; please report it): ") + e.what());
+    throw Error(std::string("the imported network does not build (a bug in DeepCanvas's importer; "
+                            "please report it): ") +
+                e.what());
   }
   r.graph = std::move(g_);
   return r;
@@ -1603,16 +1786,22 @@ OnnxImport Importer::run() {
 OnnxImport onnx_import_bytes(const std::string& bytes, const std::string& source) {
   const std::string where = "cannot import " + source + ": ";
   if (int64_t(bytes.size()) > kOnnxImportMaxBytes)
-    throw Error(where + "the file is larger than 2 GB, the most an ONNX file can hold without external data");
+    throw Error(
+        where +
+        "the file is larger than 2 GB, the most an ONNX file can hold without external data");
   onnx::ModelProto m;
   if (bytes.empty() || !m.ParseFromString(bytes))
-    throw Error(where + "not an ONNX model, or the file is truncated (it does not parse as an ONNX ModelProto)");
+    throw Error(
+        where +
+        "not an ONNX model, or the file is truncated (it does not parse as an ONNX ModelProto)");
   if (!m.has_graph() || m.graph().node_size() == 0 || m.opset_import_size() == 0)
     throw Error(where + "not an ONNX model (no graph, nodes or opset)");
   for (const auto& t : m.graph().initializer())
     if (t.data_location() == onnx::TensorProto::EXTERNAL || t.external_data_size() > 0)
       throw Error(where + "initializer '" + t.name() +
-                  "' keeps its data in an external file, which the importer does not read; save the model with its weights inside (onnx.save_model(m, path, save_as_external_data=False), possible below 2 GB)");
+                  "' keeps its data in an external file, which the importer does not read; save "
+                  "the model with its weights inside (onnx.save_model(m, path, "
+                  "save_as_external_data=False), possible below 2 GB)");
   try {
     onnx::checker::check_model(m);
   } catch (const std::exception& e) {

@@ -260,9 +260,9 @@ TEST(Cli, ImportOfAnExportedModelRunsLikeTheOriginal) {
                 " --output " + t.path("a.npy"))
                 .code,
             0);
-  CliRun b = cli("run " + t.path("imported.dcproj") + " --checkpoint " +
-                 t.path("imported.safetensors") + " --input " + t.path("x.npy") + " --output " +
-                 t.path("b.npy"));
+  CliRun b =
+      cli("run " + t.path("imported.dcproj") + " --checkpoint " + t.path("imported.safetensors") +
+          " --input " + t.path("x.npy") + " --output " + t.path("b.npy"));
   ASSERT_EQ(b.code, 0) << b.out;
   const dc::NpyArray ya = dc::load_npy(t.path("a.npy")), yb = dc::load_npy(t.path("b.npy"));
   ASSERT_EQ(ya.shape, yb.shape);

@@ -138,10 +138,9 @@ TEST_F(TorchReference, Pooling) {
        {Shape{2, 7, 7}}});
   // ceil_mode (SqueezeNet's pooling): a last window clipped at the edge,
   // with and without padding, on odd and even sizes.
-  compare_with_torch(
-      {"MaxPool2D",
-       attrs({{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"ceil_mode", true}}),
-       {Shape{2, 8, 9}}});
+  compare_with_torch({"MaxPool2D",
+                      attrs({{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"ceil_mode", true}}),
+                      {Shape{2, 8, 9}}});
   compare_with_torch({"MaxPool2D",
                       attrs({{"kernel", Ints{3, 3}},
                              {"stride", Ints{2, 2}},

@@ -21,23 +21,15 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "../engine/torch_ref_util.h"
+
 namespace dc {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kPython = "/usr/bin/python3";
-
-std::string run_command(const std::string& cmd, int* code) {
-  std::string out;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return "popen failed";
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  *code = ::pclose(p);
-  return out;
-}
+using test::kPython;
+using test::run_command;
 
 // The fixtures, made once per test process; "" and the reason when
 // PyTorch/torchvision are missing.
@@ -50,17 +42,16 @@ const Fixtures& fixtures() {
   static const Fixtures f = [] {
     Fixtures r;
     int code = 0;
-    std::string out =
-        run_command(kPython + " -c 'import torch, torchvision, onnx, numpy'", &code);
+    std::string out = run_command(kPython + " -c 'import torch, torchvision, onnx, numpy'", &code);
     if (code != 0) {
       r.missing = "python3-torch, python3-torchvision or python3-onnx is not importable by " +
                   kPython + ": " + out;
       return r;
     }
     r.dir = fs::temp_directory_path() / ("dc_onnx_import_" + std::to_string(::getpid()));
-    out = run_command(kPython + " " + DC_SOURCE_DIR + "/tests/onnx/make_import_fixtures.py " +
-                          r.dir.string(),
-                      &code);
+    out = run_command(
+        kPython + " " + DC_SOURCE_DIR + "/tests/onnx/make_import_fixtures.py " + r.dir.string(),
+        &code);
     if (code != 0) r.missing = "make_import_fixtures.py failed: " + out;
     return r;
   }();
@@ -76,9 +67,9 @@ class FixtureCleanup : public ::testing::Environment {
 };
 const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new FixtureCleanup);
 
-#define REQUIRE_FIXTURES()                                                   \
-  do {                                                                       \
-    if (!fixtures().missing.empty()) GTEST_SKIP() << fixtures().missing;     \
+#define REQUIRE_FIXTURES()                                               \
+  do {                                                                   \
+    if (!fixtures().missing.empty()) GTEST_SKIP() << fixtures().missing; \
   } while (0)
 
 // max|ours - ref| / max(1, max|ref|)
@@ -243,8 +234,8 @@ TEST(OnnxImport, RoundTripThroughExportKeepsGraphAndOutputs) {
 // --- bad input: clear errors, nothing written ---
 
 fs::path scratch(const std::string& what) {
-  fs::path d = fs::temp_directory_path() /
-               ("dc_onnx_bad_" + what + "_" + std::to_string(::getpid()));
+  fs::path d =
+      fs::temp_directory_path() / ("dc_onnx_bad_" + what + "_" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -276,8 +267,10 @@ onnx::ModelProto tiny_model(const std::vector<int64_t>& input_dims = {-1, 4}) {
   t->set_elem_type(onnx::TensorProto::FLOAT);
   for (int64_t d : input_dims) {
     auto* dim = t->mutable_shape()->add_dim();
-    if (d < 0) dim->set_dim_param(d == -1 ? "N" : "H");
-    else dim->set_dim_value(d);
+    if (d < 0)
+      dim->set_dim_param(d == -1 ? "N" : "H");
+    else
+      dim->set_dim_value(d);
   }
   auto* w = g.add_initializer();
   w->set_name("fc.weight");
@@ -336,8 +329,18 @@ TEST(OnnxImportErrors, TruncatedOrNonOnnxFileIsRefused) {
   fs::remove_all(d);
 }
 
+// The message of importing m (from a file, into a scratch folder).
+std::string import_error(const onnx::ModelProto& m, const std::string& what) {
+  const fs::path d = scratch(what);
+  std::string bytes;
+  EXPECT_TRUE(m.SerializeToString(&bytes));
+  write(d / (what + ".onnx"), bytes);
+  const std::string msg = import_error(d / (what + ".onnx"), d);
+  fs::remove_all(d);
+  return msg;
+}
+
 TEST(OnnxImportErrors, ExternalDataIsRefused) {
-  const fs::path d = scratch("ext");
   onnx::ModelProto m = tiny_model();
   auto* w = m.mutable_graph()->mutable_initializer(0);
   w->clear_float_data();
@@ -345,31 +348,20 @@ TEST(OnnxImportErrors, ExternalDataIsRefused) {
   auto* e = w->add_external_data();
   e->set_key("location");
   e->set_value("weights.bin");
-  std::string bytes;
-  ASSERT_TRUE(m.SerializeToString(&bytes));
-  write(d / "ext.onnx", bytes);
-  const std::string msg = import_error(d / "ext.onnx", d);
+  const std::string msg = import_error(m, "ext");
   EXPECT_NE(msg.find("external file"), std::string::npos) << msg;
   EXPECT_NE(msg.find("fc.weight"), std::string::npos) << msg;
-  fs::remove_all(d);
 }
 
 TEST(OnnxImportErrors, DynamicSpatialSizeAsksForAFixedSize) {
-  const fs::path d = scratch("dyn");
-  std::string bytes;
-  ASSERT_TRUE(tiny_model({-1, -2}).SerializeToString(&bytes));
-  write(d / "dyn.onnx", bytes);
-  const std::string msg = import_error(d / "dyn.onnx", d);
+  const std::string msg = import_error(tiny_model({-1, -2}), "dyn");
   EXPECT_NE(msg.find("dynamic size in dimension 1 ('H')"), std::string::npos) << msg;
   EXPECT_NE(msg.find("fixed input size"), std::string::npos) << msg;
-  fs::remove_all(d);
 }
 
 TEST(OnnxImportErrors, FileOverTwoGigabytesIsRefusedBeforeReading) {
   const fs::path d = scratch("big");
-  {
-    std::ofstream f(d / "big.onnx", std::ios::binary);
-  }
+  { std::ofstream f(d / "big.onnx", std::ios::binary); }
   fs::resize_file(d / "big.onnx", uintmax_t(kOnnxImportMaxBytes) + 1);  // sparse
   const std::string msg = import_error(d / "big.onnx", d);
   EXPECT_NE(msg.find("2 GB"), std::string::npos) << msg;
@@ -390,8 +382,7 @@ TEST(OnnxImportErrors, UnknownOpIsNamedWithoutTorch) {
     onnx_import_bytes(bytes, "hardmax.onnx");
     FAIL() << "imported Hardmax";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("Hardmax '/head/Hardmax'"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("Hardmax '/head/Hardmax'"), std::string::npos) << e.what();
   }
 }
 
