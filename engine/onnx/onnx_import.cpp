@@ -52,6 +52,13 @@ struct Const {
   int64_t numel() const { return integer ? int64_t(i.size()) : int64_t(f.size()); }
   double at(int64_t k) const { return integer ? double(i[size_t(k)]) : double(f[size_t(k)]); }
   int64_t int_at(int64_t k) const;
+  // Appends element k of c (of the same kind).
+  void push_from(const Const& c, int64_t k) {
+    if (integer)
+      i.push_back(c.i[size_t(k)]);
+    else
+      f.push_back(c.f[size_t(k)]);
+  }
 };
 
 // A float used as an integer (an index, a size); one that is no integer in
@@ -1034,13 +1041,7 @@ void Importer::op_gather(const onnx::NodeProto& n) {
         int64_t j = idx.int_at(q);
         if (j < 0) j += len;
         if (j < 0 || j >= len) throw NotSupported{"index out of range"};
-        for (int64_t b = 0; b < inner; ++b) {
-          const int64_t s = (a * len + j) * inner + b;
-          if (c.integer)
-            o.i.push_back(c.i[size_t(s)]);
-          else
-            o.f.push_back(c.f[size_t(s)]);
-        }
+        for (int64_t b = 0; b < inner; ++b) o.push_from(c, (a * len + j) * inner + b);
       }
     out(n, 0, constant(o));
     return;
@@ -1111,10 +1112,7 @@ void Importer::op_slice(const onnx::NodeProto& n) {
         r /= o.dims[size_t(k)];
       }
       for (int k = 0; k < rank; ++k) s = s * dims[size_t(k)] + idx[size_t(k)];
-      if (c.integer)
-        o.i.push_back(c.i[size_t(s)]);
-      else
-        o.f.push_back(c.f[size_t(s)]);
+      o.push_from(c, s);
     }
     out(n, 0, constant(o));
     return;

@@ -13,6 +13,7 @@ import math
 import os
 import sys
 import warnings
+import zlib
 
 import numpy as np
 import torch
@@ -139,6 +140,12 @@ def models():
         "lstm": (lambda: RecurrentClassifier(nn.LSTM), (2, 10, 8), {}),
         "gru": (lambda: RecurrentClassifier(nn.GRU), (2, 10, 8), {}),
         "unsupported": (lambda: Unsupported(), (1, 4), {}),
+        # Other opsets: Clip, Pad, Squeeze and Unsqueeze changed form at 11 and 13.
+        "gru_opset11": (lambda: RecurrentClassifier(nn.GRU), (2, 10, 8), {"opset_version": 11}),
+        "efficientnet_lite_opset11": (lambda: EfficientNetLiteish(), image,
+                                      {"opset_version": 11}),
+        "efficientnet_lite_opset17": (lambda: EfficientNetLiteish(), image,
+                                      {"opset_version": 17}),
     }
 
 
@@ -147,7 +154,10 @@ def main():
     os.makedirs(out, exist_ok=True)
     table = models()
     names = sys.argv[2:] or list(table)
-    for i, name in enumerate(names):
+    for name in names:
+        # Seeds from the name alone: a model is the same whichever others are
+        # made with it (tests make the ones they need, possibly concurrently).
+        i = zlib.crc32(name.encode()) % 1000
         make, shape, extra = table[name]
         torch.manual_seed(1000 + i)
         model = make()
@@ -156,9 +166,10 @@ def main():
         x = torch.randn(*shape, generator=torch.Generator().manual_seed(3000 + i))
         with torch.no_grad():
             y = model(x)
-        torch.onnx.export(model, x, os.path.join(out, name + ".onnx"), opset_version=13,
-                          input_names=["input"], output_names=["output"],
-                          dynamic_axes={"input": {0: "N"}, "output": {0: "N"}}, **extra)
+        options = {"opset_version": 13, **extra}
+        torch.onnx.export(model, x, os.path.join(out, name + ".onnx"), input_names=["input"],
+                          output_names=["output"],
+                          dynamic_axes={"input": {0: "N"}, "output": {0: "N"}}, **options)
         np.save(os.path.join(out, name + ".input.npy"), x.numpy().astype(np.float32))
         np.save(os.path.join(out, name + ".output.npy"), y.numpy().astype(np.float32))
     print("wrote", ", ".join(names), "to", out)

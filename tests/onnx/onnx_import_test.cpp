@@ -33,43 +33,59 @@ using test::run_command;
 
 // The fixtures, made once per test process; "" and the reason when
 // PyTorch/torchvision are missing.
-struct Fixtures {
-  fs::path dir;
-  std::string missing;
-};
-
-const Fixtures& fixtures() {
-  static const Fixtures f = [] {
-    Fixtures r;
+// Why PyTorch cannot make fixtures here, or "" (asked once per process).
+const std::string& torch_missing() {
+  static const std::string why = [] {
     int code = 0;
     std::string out = run_command(kPython + " -c 'import torch, torchvision, onnx, numpy'", &code);
-    if (code != 0) {
-      r.missing = "python3-torch, python3-torchvision or python3-onnx is not importable by " +
-                  kPython + ": " + out;
-      return r;
-    }
-    r.dir = fs::temp_directory_path() / ("dc_onnx_import_" + std::to_string(::getpid()));
-    out = run_command(
-        kPython + " " + DC_SOURCE_DIR + "/tests/onnx/make_import_fixtures.py " + r.dir.string(),
-        &code);
-    if (code != 0) r.missing = "make_import_fixtures.py failed: " + out;
-    return r;
+    return code == 0 ? std::string()
+                     : "python3-torch, python3-torchvision or python3-onnx is not importable by " +
+                           kPython + ": " + out;
   }();
-  return f;
+  return why;
 }
 
-class FixtureCleanup : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    if (!fixtures().dir.empty()) fs::remove_all(fixtures().dir, ec);
-  }
-};
-const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new FixtureCleanup);
+// Fixtures are cached in the build tree, in a folder named after the
+// script's contents (an edited script makes new ones): ctest runs every test
+// in a process of its own, and exporting them all each time would take
+// minutes on CI's two cores.
+fs::path fixture_dir() {
+  static const fs::path dir = [] {
+    const std::string script =
+        read_file(std::string(DC_SOURCE_DIR) + "/tests/onnx/make_import_fixtures.py");
+    return fs::path(DC_BINARY_DIR) / "onnx_import_fixtures" /
+           std::to_string(std::hash<std::string>{}(script));
+  }();
+  return dir;
+}
 
-#define REQUIRE_FIXTURES()                                               \
-  do {                                                                   \
-    if (!fixtures().missing.empty()) GTEST_SKIP() << fixtures().missing; \
+// Makes the named fixtures where missing; "" or why they cannot be made.
+std::string need(const std::vector<std::string>& names) {
+  if (!torch_missing().empty()) return torch_missing();
+  const fs::path dir = fixture_dir();
+  std::string todo;
+  for (const std::string& n : names)
+    if (!fs::exists(dir / (n + ".output.npy"))) todo += " " + n;  // written last
+  if (todo.empty()) return "";
+  // Made aside and moved in, so a concurrent test never reads half a file.
+  const fs::path tmp = dir / (".tmp-" + std::to_string(::getpid()));
+  int code = 0;
+  const std::string out = run_command(
+      kPython + " " + DC_SOURCE_DIR + "/tests/onnx/make_import_fixtures.py " + tmp.string() + todo,
+      &code);
+  if (code != 0) return "make_import_fixtures.py failed: " + out;
+  for (const auto& e : fs::directory_iterator(tmp))
+    if (e.path().extension() != ".npy") fs::rename(e.path(), dir / e.path().filename());
+  for (const auto& e : fs::directory_iterator(tmp))  // the outputs last
+    if (e.path().extension() == ".npy") fs::rename(e.path(), dir / e.path().filename());
+  fs::remove_all(tmp);
+  return "";
+}
+
+#define REQUIRE_FIXTURES(...)                    \
+  do {                                           \
+    const std::string why = need({__VA_ARGS__}); \
+    if (!why.empty()) GTEST_SKIP() << why;       \
   } while (0)
 
 // max|ours - ref| / max(1, max|ref|)
@@ -92,7 +108,7 @@ Tensor run(const Graph& g, const std::vector<std::pair<std::string, Tensor>>& we
 }
 
 double imported_vs_pytorch(const std::string& name, OnnxImport* keep = nullptr) {
-  const fs::path d = fixtures().dir;
+  const fs::path d = fixture_dir();
   OnnxImport im = onnx_import_file((d / (name + ".onnx")).string());
   const NpyArray x = load_npy((d / (name + ".input.npy")).string());
   const NpyArray y = load_npy((d / (name + ".output.npy")).string());
@@ -115,7 +131,7 @@ bool has_weight(const OnnxImport& im, const std::string& name) {
 }
 
 TEST(OnnxImport, ResNet18MatchesPyTorchWithPyTorchNames) {
-  REQUIRE_FIXTURES();
+  REQUIRE_FIXTURES("resnet18");
   OnnxImport im;
   EXPECT_LT(imported_vs_pytorch("resnet18", &im), 1e-4);
   EXPECT_TRUE(has_weight(im, "fc.weight"));
@@ -127,7 +143,7 @@ TEST(OnnxImport, ResNet18MatchesPyTorchWithPyTorchNames) {
 }
 
 TEST(OnnxImport, ResNet18WithBatchNormOpsMatchesPyTorch) {
-  REQUIRE_FIXTURES();
+  REQUIRE_FIXTURES("resnet18_bn");
   OnnxImport im;
   EXPECT_LT(imported_vs_pytorch("resnet18_bn", &im), 1e-4);
   EXPECT_TRUE(has_type(im.graph, "BatchNorm2D"));
@@ -136,14 +152,14 @@ TEST(OnnxImport, ResNet18WithBatchNormOpsMatchesPyTorch) {
 }
 
 TEST(OnnxImport, MobileNetV2MatchesPyTorch) {
-  REQUIRE_FIXTURES();
+  REQUIRE_FIXTURES("mobilenet_v2");
   OnnxImport im;
   EXPECT_LT(imported_vs_pytorch("mobilenet_v2", &im), 1e-4);
   EXPECT_TRUE(has_type(im.graph, "ReLU6"));
 }
 
 TEST(OnnxImport, SqueezeNetWithCeilModePoolingMatchesPyTorch) {
-  REQUIRE_FIXTURES();
+  REQUIRE_FIXTURES("squeezenet1_1");
   OnnxImport im;
   EXPECT_LT(imported_vs_pytorch("squeezenet1_1", &im), 1e-4);
   int ceil = 0;
@@ -154,7 +170,7 @@ TEST(OnnxImport, SqueezeNetWithCeilModePoolingMatchesPyTorch) {
 }
 
 TEST(OnnxImport, EfficientNetLiteWithTfSamePaddingMatchesPyTorch) {
-  REQUIRE_FIXTURES();
+  REQUIRE_FIXTURES("efficientnet_lite");
   OnnxImport im;
   EXPECT_LT(imported_vs_pytorch("efficientnet_lite", &im), 1e-4);
   int same = 0, depthwise = 0;
@@ -167,33 +183,40 @@ TEST(OnnxImport, EfficientNetLiteWithTfSamePaddingMatchesPyTorch) {
   EXPECT_GE(depthwise, 6);
 }
 
-TEST(OnnxImport, StackedBidirectionalLstmMatchesPyTorch) {
-  REQUIRE_FIXTURES();
+// nn.LSTM/GRU(2 layers, bidirectional, batch_first) + Linear on y[:, -1]:
+// the two ONNX ops become one layer named and weighted as in PyTorch.
+void check_stacked_rnn(const std::string& fixture, const std::string& type) {
   OnnxImport im;
-  EXPECT_LT(imported_vs_pytorch("lstm", &im), 1e-4);
+  EXPECT_LT(imported_vs_pytorch(fixture, &im), 1e-4);
   const Node* rnn = im.graph.find_by_name("rnn");
   ASSERT_NE(rnn, nullptr);
-  EXPECT_EQ(rnn->type, "LSTM");
+  EXPECT_EQ(rnn->type, type);
   EXPECT_EQ(rnn->attrs.i("num_layers"), 2);
   EXPECT_TRUE(rnn->attrs.b("bidirectional"));
   EXPECT_TRUE(has_weight(im, "rnn.weight_hh_l1_reverse"));
   EXPECT_TRUE(has_type(im.graph, "LastStep"));
 }
 
+TEST(OnnxImport, StackedBidirectionalLstmMatchesPyTorch) {
+  REQUIRE_FIXTURES("lstm");
+  check_stacked_rnn("lstm", "LSTM");
+}
+
 TEST(OnnxImport, StackedBidirectionalGruMatchesPyTorch) {
-  REQUIRE_FIXTURES();
-  OnnxImport im;
-  EXPECT_LT(imported_vs_pytorch("gru", &im), 1e-4);
-  const Node* rnn = im.graph.find_by_name("rnn");
-  ASSERT_NE(rnn, nullptr);
-  EXPECT_EQ(rnn->type, "GRU");
-  EXPECT_EQ(rnn->attrs.i("num_layers"), 2);
+  REQUIRE_FIXTURES("gru");
+  check_stacked_rnn("gru", "GRU");
+}
+
+TEST(OnnxImport, OlderAndNewerOpsetsMatchPyTorch) {
+  REQUIRE_FIXTURES("gru_opset11", "efficientnet_lite_opset11", "efficientnet_lite_opset17");
+  for (const char* name : {"gru_opset11", "efficientnet_lite_opset11", "efficientnet_lite_opset17"})
+    EXPECT_LT(imported_vs_pytorch(name), 1e-4) << name;
 }
 
 TEST(OnnxImport, UnsupportedOpsAreListedWithTheirNodeNames) {
-  REQUIRE_FIXTURES();
+  REQUIRE_FIXTURES("unsupported");
   try {
-    onnx_import_file((fixtures().dir / "unsupported.onnx").string());
+    onnx_import_file((fixture_dir() / "unsupported.onnx").string());
     FAIL() << "imported a model with Erf and Sin";
   } catch (const Error& e) {
     const std::string m = e.what();
@@ -206,10 +229,10 @@ TEST(OnnxImport, UnsupportedOpsAreListedWithTheirNodeNames) {
 // import -> export (the existing exporter) -> import: the same graph and the
 // same outputs.
 TEST(OnnxImport, RoundTripThroughExportKeepsGraphAndOutputs) {
-  REQUIRE_FIXTURES();
+  REQUIRE_FIXTURES("resnet18_bn", "squeezenet1_1", "efficientnet_lite", "lstm");
   for (const std::string name : {"resnet18_bn", "squeezenet1_1", "efficientnet_lite", "lstm"}) {
     SCOPED_TRACE(name);
-    const fs::path d = fixtures().dir;
+    const fs::path d = fixture_dir();
     OnnxImport a = onnx_import_file((d / (name + ".onnx")).string());
     Plan plan(a.graph, 1);
     plan.load_state(a.weights, "a");
