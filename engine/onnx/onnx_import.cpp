@@ -79,6 +79,8 @@ enum class Layout {
   RnnY,       // ONNX [T, D, N, H]: a recurrent layer's sequence [N, T, D*H]
   RnnYTNDH,   // ONNX [T, N, D, H]
   RnnYNTDH,   // ONNX [N, T, D, H]
+  RnnStep,    // ONNX [D, N, H]: step t of RnnY
+  RnnFinal,   // ONNX [N, H]: direction d of RnnStep
 };
 
 struct Val {
@@ -87,7 +89,7 @@ struct Val {
   NodeId node = -1;
   Layout layout = Layout::Plain;
   std::vector<int64_t> view;  // Plain: per-sample ONNX dims
-  int64_t T = 0, D = 0, H = 0;
+  int64_t T = 0, D = 0, H = 0, t = 0, d = 0;
   std::vector<int64_t> pad;  // a zero Pad not applied yet: top, left, bottom, right
   std::string regroup_name;  // the Flatten/Reshape that made `view`, for its layer
   std::set<int> problems;    // indexes into Importer::problems_
@@ -308,7 +310,14 @@ class Importer {
     auto it = vals_.find(n.input(k));
     if (it == vals_.end())
       throw NotSupported{"input '" + n.input(k) + "' is not defined before it"};
-    return it->second;
+    Val& v = it->second;
+    // A single direction's final state is the layer's output once it is
+    // used: the layer then outputs its final state.
+    if (!v.is_const && v.layout == Layout::RnnFinal && v.D == 1 && v.t == v.T - 1) {
+      const NodeId id = final_state(v);
+      v = plain(id);
+    }
+    return v;
   }
   bool has_in(const onnx::NodeProto& n, int k) const {
     return k < n.input_size() && !n.input(k).empty();
@@ -415,6 +424,18 @@ class Importer {
     regrouped_[key] = id;
     return id;
   }
+  // The recurrent layer of v, turned into one that outputs its final state
+  // (each direction's state after reading the whole sequence: the forward
+  // one at the last step, the reverse one at step 0), which is how
+  // DeepCanvas exports return_sequences = false.
+  NodeId final_state(const Val& v) {
+    if (!g_.out_edges(v.node).empty() || sequence_used_.count(v.node))
+      throw NotSupported{"both the final state and the sequence of a recurrent layer are used"};
+    g_.set_attr(v.node, "return_sequences", false);
+    shapes_[v.node] = Shape{v.D * v.H};
+    final_.insert(v.node);
+    return v.node;
+  }
   const std::vector<int64_t>& view_of(const Val& v) {
     if (v.layout != Layout::Plain)
       throw NotSupported{
@@ -486,6 +507,7 @@ class Importer {
   std::map<std::pair<NodeId, std::vector<int64_t>>, NodeId> regrouped_;
   std::map<std::string, Val> vals_;
   std::map<std::string, int> uses_;
+  std::set<NodeId> final_, sequence_used_;  // recurrent layers: which output is used
   std::vector<std::string> problems_;
 };
 
@@ -812,7 +834,16 @@ void Importer::op_reshape(const onnx::NodeProto& n) {
     out(n, 0, constant(c));
     return;
   }
+  if (x.layout == Layout::RnnFinal) {  // [N, H] -> [-1, H]: the same
+    if (shape.size() != 2 || (shape[1] != x.H && shape[1] != -1))
+      throw NotSupported{"reshape of a recurrent state to " + dims_str(shape)};
+    out(n, 0, x);
+    return;
+  }
   if (x.layout == Layout::RnnYTNDH || x.layout == Layout::RnnYNTDH) {
+    if (final_.count(x.node))
+      throw NotSupported{"both the final state and the sequence of a recurrent layer are used"};
+    sequence_used_.insert(x.node);
     // [T, N, D, H] -> [T, N, D*H] (the next layer's input), or
     // [N, T, D, H] -> [N, T, D*H] (the sequence, batch first).
     const bool tf = x.layout == Layout::RnnYTNDH;
@@ -904,6 +935,7 @@ void Importer::op_squeeze(const onnx::NodeProto& n) {
     o.node = x.node;
     o.layout = Layout::TimeFirst;
     o.view = {x.T, x.H};
+    sequence_used_.insert(x.node);
     out(n, 0, o);
     return;
   }
@@ -1044,6 +1076,21 @@ void Importer::op_gather(const onnx::NodeProto& n) {
         for (int64_t b = 0; b < inner; ++b) o.push_from(c, (a * len + j) * inner + b);
       }
     out(n, 0, constant(o));
+    return;
+  }
+  if (x.layout == Layout::RnnY || x.layout == Layout::RnnStep) {
+    // Y[t] then [d]: one direction's state at one step.
+    if (axis != 0 || idx.numel() != 1 || !idx.dims.empty())
+      throw NotSupported{"a Gather of a recurrent output other than one step, then one direction"};
+    const bool step = x.layout == Layout::RnnY;
+    const int64_t len = step ? x.T : x.D;
+    int64_t i = idx.int_at(0);
+    if (i < 0) i += len;
+    if (i < 0 || i >= len) throw NotSupported{"index out of range"};
+    Val o = x;
+    o.layout = step ? Layout::RnnStep : Layout::RnnFinal;
+    (step ? o.t : o.d) = i;
+    out(n, 0, o);
     return;
   }
   if (axis < 0) axis += int64_t(view_of(x).size()) + 1;
@@ -1306,6 +1353,16 @@ void Importer::op_concat(const onnx::NodeProto& n) {
     out(n, 0, constant(o));
     return;
   }
+  if (ins.size() == 2 && ins[0]->layout == Layout::RnnFinal && ins[1]->layout == Layout::RnnFinal) {
+    // Both directions' final states, forward first, along the features.
+    const Val& f = *ins[0];
+    const Val& r = *ins[1];
+    if (f.node != r.node || f.D != 2 || (axis != 1 && axis != -1) || f.d != 0 || f.t != f.T - 1 ||
+        r.d != 1 || r.t != 0)
+      throw NotSupported{"a Concat of recurrent states other than both directions' final ones"};
+    out(n, 0, plain(final_state(f)));
+    return;
+  }
   if (ins.size() < 2 || ins.size() > 8)
     throw NotSupported{"Concat of " + std::to_string(ins.size()) +
                        " inputs (2 to 8 are supported)"};
@@ -1366,6 +1423,10 @@ void Importer::op_shape(const onnx::NodeProto& n) {
     c.i = {x.T, x.D, kBatch, x.H};
   } else if (x.layout == Layout::RnnYTNDH) {
     c.i = {x.T, kBatch, x.D, x.H};
+  } else if (x.layout == Layout::RnnStep) {
+    c.i = {x.D, kBatch, x.H};
+  } else if (x.layout == Layout::RnnFinal) {
+    c.i = {kBatch, x.H};
   } else {
     c.i = {kBatch, x.T, x.D, x.H};
   }
