@@ -105,6 +105,16 @@ const std::vector<Command>& commands() {
          "fix the batch dimension to N (default: any batch; OpenCV 4.6 needs a fixed one for "
          "recurrent layers)"},
         {"json", "", "print one JSON object"}}},
+      {"import",
+       "MODEL.onnx",
+       "Turn an ONNX model (e.g. from torch.onnx.export) into a project and its weights.",
+       {{"output", "PROJECT.dcproj",
+         "where the project is written (also -o); the weights go beside it as "
+         "PROJECT.safetensors"},
+        {"json", "", "print one JSON object"},
+        {"quiet", "", "no progress output"}},
+       false,
+       1},
       {"summary",
        "PROJECT",
        "Shapes, parameters, MACs and memory of every layer.",
@@ -474,6 +484,33 @@ int cmd_export(const Args& a) {
 #endif
 }
 
+int cmd_import(const Args& a) {
+  const std::string out = a.get("output", "");
+  if (out.empty()) throw Error("missing -o PROJECT.dcproj (where the project is written)");
+#ifdef DC_HAVE_ONNX
+  if (a.positional.empty()) throw Error("missing MODEL.onnx (the model to import)");
+  const std::string model = a.positional[0];
+  check_writable("-o", out, false);
+  const std::string ck = import_onnx(model, out);
+  const Project p = load_project(out);
+  Plan plan(p.graph, 1);
+  if (a.flag("json"))
+    std::cout << json({{"project", out},
+                       {"checkpoint", ck},
+                       {"layers", p.graph.nodes().size()},
+                       {"parameters", plan.num_parameters()}})
+                     .dump()
+              << std::endl;
+  else if (!a.flag("quiet"))
+    std::fprintf(stderr, "%zu layers, %s parameters: project written to %s, weights to %s\n",
+                 p.graph.nodes().size(), human_count(plan.num_parameters()).c_str(), out.c_str(),
+                 ck.c_str());
+  return 0;
+#else
+  throw Error("this build of deepcanvas-cli has no ONNX support; install libonnx-dev and rebuild");
+#endif
+}
+
 // Arrays in, arrays out: the ecosystem's way to compare a network with its
 // PyTorch, onnxruntime or OpenCV counterpart on exactly the same numbers.
 int cmd_run(const Args& a) {
@@ -685,6 +722,7 @@ int run(int argc, char** argv) {
   if (cmd == "predict") return cmd_predict(a);
   if (cmd == "run") return cmd_run(a);
   if (cmd == "export") return cmd_export(a);
+  if (cmd == "import") return cmd_import(a);
   if (cmd == "summary") return cmd_summary(a);
   if (cmd == "generate") return cmd_generate(a);
   return cmd_devices(a);

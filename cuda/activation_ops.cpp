@@ -53,6 +53,7 @@ std::unique_ptr<Op> make_activation(const PlanStep& s) {
 
 void register_activation_ops(OpRegistry& r) {
   r.add("ReLU", make_activation<Act::Relu>);
+  r.add("ReLU6", make_activation<Act::Relu6>);
   r.add("LeakyReLU", make_activation<Act::LeakyRelu>);
   r.add("Sigmoid", make_activation<Act::Sigmoid>);
   r.add("Tanh", make_activation<Act::Tanh>);

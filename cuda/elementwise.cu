@@ -12,6 +12,8 @@ __device__ inline float act_f(Act a, float slope, float x) {
       return x > 0.f ? x : 0.f;
     case Act::LeakyRelu:
       return x > 0.f ? x : slope * x;
+    case Act::Relu6:
+      return x > 0.f ? fminf(x, 6.f) : 0.f;
     case Act::Sigmoid:
       return 1.f / (1.f + expf(-x));
     case Act::Tanh:
@@ -28,6 +30,8 @@ __device__ inline float act_df(Act a, float slope, float x, float y) {
       return x > 0.f ? 1.f : 0.f;
     case Act::LeakyRelu:
       return x > 0.f ? 1.f : slope;
+    case Act::Relu6:
+      return x > 0.f && x < 6.f ? 1.f : 0.f;
     case Act::Sigmoid:
       return y * (1.f - y);
     case Act::Tanh:

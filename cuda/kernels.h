@@ -10,7 +10,7 @@
 namespace dc::cuda {
 
 // elementwise.cu
-enum class Act : int { Relu, LeakyRelu, Sigmoid, Tanh, Gelu };
+enum class Act : int { Relu, LeakyRelu, Sigmoid, Tanh, Gelu, Relu6 };
 void act_forward(Act a, float slope, const float* x, float* y, int64_t n, cudaStream_t s);
 // dx += dy * f'(x) (from x, or from y for Sigmoid/Tanh)
 void act_backward(Act a, float slope, const float* x, const float* y, const float* dy, float* dx,

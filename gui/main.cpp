@@ -15,6 +15,7 @@
 #include <QStyle>
 #include <QStyleFactory>
 #include <QTimer>
+#include <QUrl>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -59,7 +60,9 @@ int main(int argc, char** argv) {
   cli.addHelpOption();
   QCommandLineOption shot("screenshot", "Render the window to FILE and quit.", "FILE");
   cli.addOption(shot);
-  cli.addPositionalArgument("project", "A .dcproj project to open.", "[project.dcproj]");
+  cli.addPositionalArgument(
+      "project", "A .dcproj project to open, or an .onnx model to import (as if dropped).",
+      "[project.dcproj|model.onnx]");
   cli.process(app);
 
   dc::gui::MainWindow w;
@@ -69,7 +72,10 @@ int main(int argc, char** argv) {
   w.show();
   const QStringList args = cli.positionalArguments();
   QTimer::singleShot(0, &w, [&w, &app, args, shot_file] {
-    bool ok = args.isEmpty() || w.openFile(QFileInfo(args.first()).absoluteFilePath());
+    const QFileInfo f(args.isEmpty() ? QString() : args.first());
+    bool ok = args.isEmpty() || (f.suffix().compare("onnx", Qt::CaseInsensitive) == 0
+                                     ? w.openDropped({QUrl::fromLocalFile(f.absoluteFilePath())})
+                                     : w.openFile(f.absoluteFilePath()));
     if (shot_file.isEmpty()) {
       w.offerRecovery();
       return;

@@ -264,6 +264,11 @@ void MainWindow::createMenus() {
   file->addAction(action("actionNew"));
   file->addAction(action("actionNewFromTemplate"));
   file->addAction(action("actionOpen"));
+  QAction* import_onnx = file->addAction(tr("&Import ONNX…"), this, [this] { importOnnx(); });
+  import_onnx->setObjectName("actionImportOnnx");
+  import_onnx->setStatusTip(
+      tr("Open a model exported from PyTorch or another framework (.onnx) as a project with "
+         "its weights"));
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   recent_menu_->setObjectName("menuRecent");
   connect(recent_menu_, &QMenu::aboutToShow, this, &MainWindow::fillRecentMenu);

@@ -57,10 +57,16 @@ class MainWindow : public QMainWindow {
   // (the last trained or opened ones), or freshly initialised weights when
   // there are none, said in the status bar. Asks for the path when empty.
   bool exportOnnx(QString path = {});
+  // File > Import ONNX (and an .onnx dropped on the window): converts the
+  // model into `project_path` (asked for when empty; a dropped model gets
+  // MODEL.dcproj beside it, or MODEL_2.dcproj, ... when that exists) and its
+  // weights beside it, lays it out for the canvas and opens it with those
+  // weights in the Inference tab. Nothing is written when the import fails.
+  bool importOnnx(QString model_path = {}, QString project_path = {});
   // Offers to restore what an earlier, crashed session autosaved.
   void offerRecovery();
-  // Dropped files: the first .dcproj is opened; an .onnx file is refused
-  // with the reason. False when nothing was opened.
+  // Dropped files: the first .dcproj is opened, or the first .onnx is
+  // imported (importOnnx). False when nothing was opened.
   bool openDropped(const QList<QUrl>& urls);
   // Newest first (the File → Open Recent menu and the start page).
   static QStringList recentFiles();

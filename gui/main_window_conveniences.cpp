@@ -120,11 +120,12 @@ bool MainWindow::openDropped(const QList<QUrl>& urls) {
     if (!droppable(u)) continue;
     const QString file = u.toLocalFile();
     if (QFileInfo(file).suffix().compare("onnx", Qt::CaseInsensitive) == 0) {
-      reportError(tr("Cannot open %1: ONNX import is not available yet.\n\n"
-                     "Open a DeepCanvas project (.dcproj) instead, or build the network from "
-                     "a template.")
-                      .arg(QDir::toNativeSeparators(file)));
-      return false;
+      const QFileInfo m(file);
+      QString target = m.absolutePath() + "/" + m.completeBaseName() + ".dcproj";
+      for (int k = 2; QFileInfo::exists(target); ++k)  // never over an existing project
+        target =
+            m.absolutePath() + "/" + m.completeBaseName() + "_" + QString::number(k) + ".dcproj";
+      return importOnnx(file, target);
     }
     // One project at a time: the first one dropped.
     return openFile(file);

@@ -227,6 +227,64 @@ bool MainWindow::exportOnnx(QString path) {
 #endif
 }
 
+bool MainWindow::importOnnx(QString model_path, QString project_path) {
+#ifdef DC_HAVE_ONNX
+  if (model_path.isEmpty()) {
+    QSettings s;
+    const QString dir = s.value("importDir", QDir::homePath()).toString();
+    model_path = QFileDialog::getOpenFileName(this, tr("Import ONNX Model"), dir,
+                                              tr("ONNX models (*.onnx)"));
+    if (model_path.isEmpty()) return false;
+    s.setValue("importDir", QFileInfo(model_path).absolutePath());
+  }
+  if (project_path.isEmpty()) {
+    const QFileInfo m(model_path);
+    project_path =
+        QFileDialog::getSaveFileName(this, tr("Save Imported Project"),
+                                     m.absolutePath() + "/" + m.completeBaseName() + ".dcproj",
+                                     tr("DeepCanvas projects (*.dcproj)"));
+    if (project_path.isEmpty()) return false;
+  }
+  if (!project_path.endsWith(".dcproj", Qt::CaseInsensitive)) project_path += ".dcproj";
+  QString ck;
+  try {
+    ck = QString::fromStdString(import_onnx(model_path.toStdString(), project_path.toStdString()));
+    // Laid out for this canvas (the importer's columns suit no particular
+    // window), and saved so the opened project starts unmodified.
+    Project p = load_project(project_path.toStdString());
+    const QSize vs = view_->viewport()->size();
+    for (const auto& [id, xy] :
+         widgets::autoLayout(p.graph, {double(vs.width()), double(vs.height())}))
+      p.graph.move(id, xy.first, xy.second);
+    save_project(p, project_path.toStdString());
+  } catch (const std::exception& e) {
+    reportError(tr("Could not import %1:\n\n%2")
+                    .arg(QDir::toNativeSeparators(model_path), QString::fromUtf8(e.what())));
+    return false;
+  }
+  if (!openFile(project_path)) return false;
+  try {
+    ctx_->setWeights(weights_from_checkpoint(ck));
+  } catch (const std::exception& e) {
+    reportError(
+        tr("Imported, but the weights could not be loaded: %1").arg(QString::fromUtf8(e.what())));
+  }
+  view_->fitAll();
+  statusBar()->showMessage(
+      tr("Imported %1 into %2 (weights: %3)")
+          .arg(QDir::toNativeSeparators(model_path), QDir::toNativeSeparators(project_path),
+               QDir::toNativeSeparators(ck)),
+      8000);
+  return true;
+#else
+  (void)model_path;
+  (void)project_path;
+  reportError(
+      tr("This build of DeepCanvas has no ONNX support (install libonnx-dev and rebuild)."));
+  return false;
+#endif
+}
+
 QStringList MainWindow::recentFiles() {
   return QSettings().value("recentFiles").toStringList();
 }

@@ -104,6 +104,16 @@ struct ReluOp {
   float df(float, float y) const { return y > 0.0f ? 1.0f : 0.0f; }
 };
 
+// min(max(x, 0), 6), torch.nn.ReLU6: MobileNet's and EfficientNet-Lite's
+// activation (ONNX Clip(0, 6)), bounded so it quantises well.
+struct Relu6Op {
+  static constexpr bool kNeedsOutput = true;
+  // NaN stays NaN, as in PyTorch's hardtanh.
+  float f(float x) const { return x != x ? x : std::min(std::max(x, 0.0f), 6.0f); }
+  // Gradient 1 strictly inside (0, 6), as PyTorch's hardtanh_backward.
+  float df(float, float y) const { return y > 0.0f && y < 6.0f ? 1.0f : 0.0f; }
+};
+
 struct LeakyReluOp {
   static constexpr bool kNeedsOutput = true;
   float slope = 0.01f;
@@ -246,6 +256,8 @@ LayerDescriptor pointwise_desc(const std::string& type, const std::string& help)
 
 void register_activation_layers(LayerRegistry& r) {
   r.add(pointwise_desc<ReluOp>("ReLU", "max(x, 0): the usual choice after Conv2D and Dense"));
+  r.add(pointwise_desc<Relu6Op>(
+      "ReLU6", "min(max(x, 0), 6): ReLU capped at 6, as in MobileNet (like torch.nn.ReLU6)"));
 
   LayerDescriptor leaky = activation_desc(
       "LeakyReLU", "x for x > 0, slope·x otherwise: like ReLU but keeps a small gradient");

@@ -70,6 +70,13 @@ PoolGeom pool_geom(const std::vector<Shape>& in, const Attrs& a) {
                      "layer before it");
   g.OH = (ph - g.KH) / g.SH + 1;
   g.OW = (pw - g.KW) / g.SW + 1;
+  // PyTorch's ceil_mode (SqueezeNet's max pooling): one more window where
+  // the last one would start inside the input (or its left padding) but run
+  // past its end; the kernels clip such a window to the input.
+  if (a.has("ceil_mode") && a.b("ceil_mode")) {
+    if ((g.OH - 1) * g.SH + g.KH < ph && g.OH * g.SH < g.H + g.PH) ++g.OH;
+    if ((g.OW - 1) * g.SW + g.KW < pw && g.OW * g.SW < g.W + g.PW) ++g.OW;
+  }
   return g;
 }
 
@@ -114,7 +121,10 @@ class MaxPool2D : public Layer {
     argmax_.resize(static_cast<size_t>(planes * g_.OHW()));
     int32_t* am = argmax_.data();
     const PoolGeom g = g_;
-    if (g.KH == 2 && g.KW == 2 && g.SH == 2 && g.SW == 2 && g.PH == 0 && g.PW == 0) {
+    // (Not for a ceil_mode window clipped at the edge, which the unrolled
+    // loop would read past.)
+    if (g.KH == 2 && g.KW == 2 && g.SH == 2 && g.SW == 2 && g.PH == 0 && g.PW == 0 &&
+        2 * g.OH <= g.H && 2 * g.OW <= g.W) {
       parallel_for(planes, 4, [=](int64_t b, int64_t e) {
         for (int64_t p = b; p < e; ++p)
           max_pool_2x2(g, x + p * g.HW(), y + p * g.OHW(), am + p * g.OHW());
@@ -314,7 +324,17 @@ LayerDescriptor window_pool(const std::string& type, const std::string& help) {
 }  // namespace
 
 void register_pool_layers(LayerRegistry& r) {
-  r.add(window_pool<MaxPool2D>("MaxPool2D", "Maximum over each window (like torch.nn.MaxPool2d)"));
+  LayerDescriptor mp =
+      window_pool<MaxPool2D>("MaxPool2D", "Maximum over each window (like torch.nn.MaxPool2d)");
+  mp.attrs.push_back({"ceil_mode",
+                      AttrType::Bool,
+                      false,
+                      -1e18,
+                      1e18,
+                      {},
+                      "Round the output size up: a last, partial window at the bottom/right "
+                      "edge (as PyTorch's ceil_mode)"});
+  r.add(std::move(mp));
   r.add(window_pool<AvgPool2D>(
       "AvgPool2D", "Average over each window, padding counted as zeros (like torch.nn.AvgPool2d)"));
 

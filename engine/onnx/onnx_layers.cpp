@@ -65,6 +65,7 @@ void write_pool(Builder& b, const OnnxLayer& l, const char* op) {
   set_attr(n, "kernel_shape", l.attrs.ints("kernel"));
   set_attr(n, "strides", l.attrs.ints("stride"));
   if (!average) set_attr(n, "pads", std::vector<int64_t>{p[0], p[1], p[0], p[1]});
+  if (!average && l.attrs.b("ceil_mode")) set_attr(n, "ceil_mode", int64_t(1));
 }
 
 void write_global_pool(Builder& b, const OnnxLayer& l) {
@@ -125,6 +126,19 @@ void write_gelu(Builder& b, const OnnxLayer& l) {
   b.node("Mul", {half, plus1}, l.output, name);
 }
 
+// ReLU6 is Clip(0, 6); its bounds are inputs from opset 11, attributes before.
+void write_relu6(Builder& b, const OnnxLayer& l) {
+  if (b.opset() >= 11) {
+    b.node("Clip",
+           {l.inputs[0], b.scalar(l.node.name + "/min", 0.f), b.scalar(l.node.name + "/max", 6.f)},
+           l.output, l.node.name);
+    return;
+  }
+  auto& n = b.node("Clip", l.inputs, l.output, l.node.name);
+  set_attr(n, "min", 0.f);
+  set_attr(n, "max", 6.f);
+}
+
 void write_softmax(Builder& b, const OnnxLayer& l) {
   auto& n = b.node("Softmax", l.inputs, l.output, l.node.name);
   // The last dimension. Before opset 13 Softmax works on the input folded to
@@ -182,6 +196,7 @@ void register_basic_writers(std::map<std::string, Writer>& w) {
   add_writer(w, "BatchNorm1D", {nullptr, write_batch_norm});
   add_writer(w, "BatchNorm2D", {nullptr, write_batch_norm});
   add_writer(w, "ReLU", plain("Relu"));
+  add_writer(w, "ReLU6", {nullptr, write_relu6});
   add_writer(w, "Sigmoid", plain("Sigmoid"));
   add_writer(w, "Tanh", plain("Tanh"));
   add_writer(w, "LeakyReLU", {nullptr, [](Builder& b, const OnnxLayer& l) {

@@ -146,6 +146,15 @@ TEST(CudaParity, MaxPoolOverlappingPadded) {
               "MaxPool2D",
               A({{"kernel", pair(3, 3)}, {"stride", pair(2, 2)}, {"padding", pair(1, 1)}})});
 }
+// ceil_mode (SqueezeNet's): the last window is clipped at the edge; the
+// kernel skips taps outside the input and takes the plan's output size.
+TEST(CudaParity, MaxPoolCeilMode) {
+  check_case({"maxpool ceil",
+              {2, 8, 9},
+              "Conv2D",
+              "MaxPool2D",
+              A({{"kernel", pair(3, 3)}, {"stride", pair(2, 2)}, {"ceil_mode", true}})});
+}
 TEST(CudaParity, AvgPool) {
   check_case({"avgpool",
               {2, 9, 8},
@@ -166,7 +175,7 @@ TEST(CudaParity, BatchNorm1D) {
   check_case({"bn1d", {7}, "Dense", "BatchNorm1D", A({}), 0, false});
 }
 TEST(CudaParity, Activations) {
-  for (const char* t : {"ReLU", "Sigmoid", "Tanh", "GELU"})
+  for (const char* t : {"ReLU", "ReLU6", "Sigmoid", "Tanh", "GELU"})
     check_case({t, {13}, "Dense", t, A({})});
   check_case({"leaky", {13}, "Dense", "LeakyReLU", A({{"slope", 0.2}})});
 }

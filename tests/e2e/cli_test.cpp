@@ -236,6 +236,53 @@ TEST(Cli, ExportWritesACheckedOnnxModel) {
   EXPECT_FALSE(fs::exists(t.path("a.onnx")));
 }
 
+// `import` turns an exported model back into a project and its weights:
+// running both on the same array gives the same outputs; a file that is not
+// ONNX stops with one message and writes nothing.
+TEST(Cli, ImportOfAnExportedModelRunsLikeTheOriginal) {
+  Tmp t;
+  const std::string ck = t.path("m.safetensors"), model = t.path("m.onnx");
+  ASSERT_EQ(
+      cli("train " + kSample + " --epochs 1 --steps-per-epoch 2 --quiet --checkpoint " + ck).code,
+      0);
+  CliRun e = cli("export " + kSample + " --checkpoint " + ck + " -o " + model + " --quiet");
+  ASSERT_EQ(e.code, 0) << e.out;
+  CliRun r = cli("import " + model + " -o " + t.path("imported.dcproj") + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = last_json_line(r.out);
+  EXPECT_EQ(j["checkpoint"], t.path("imported.safetensors"));
+  ASSERT_TRUE(fs::exists(t.path("imported.safetensors")));
+  // The same inputs through both.
+  dc::Tensor x(dc::Shape{5, 1, 28, 28});
+  for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = float((i * 37) % 101) / 50.f - 1.f;
+  dc::save_npy(t.path("x.npy"), x);
+  ASSERT_EQ(cli("run " + kSample + " --checkpoint " + ck + " --input " + t.path("x.npy") +
+                " --output " + t.path("a.npy"))
+                .code,
+            0);
+  CliRun b =
+      cli("run " + t.path("imported.dcproj") + " --checkpoint " + t.path("imported.safetensors") +
+          " --input " + t.path("x.npy") + " --output " + t.path("b.npy"));
+  ASSERT_EQ(b.code, 0) << b.out;
+  const dc::NpyArray ya = dc::load_npy(t.path("a.npy")), yb = dc::load_npy(t.path("b.npy"));
+  ASSERT_EQ(ya.shape, yb.shape);
+  for (int64_t i = 0; i < ya.data.numel(); ++i)
+    EXPECT_NEAR(ya.data.f32()[i], yb.data.f32()[i], 1e-5);
+
+  t.write("notes.onnx", "not a model");
+  CliRun bad = cli("import " + t.path("notes.onnx") + " -o " + t.path("bad.dcproj"));
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("not an ONNX model"), std::string::npos) << bad.out;
+  EXPECT_FALSE(fs::exists(t.path("bad.dcproj")));
+  EXPECT_FALSE(fs::exists(t.path("bad.safetensors")));
+  CliRun no_o = cli("import " + model);
+  EXPECT_EQ(no_o.code, 1);
+  EXPECT_NE(no_o.out.find("missing -o PROJECT.dcproj"), std::string::npos) << no_o.out;
+  CliRun help = cli("import --help");
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("PROJECT.safetensors"), std::string::npos) << help.out;
+}
+
 struct BadCase {
   const char* what;
   std::string from, to;  // textual edit of the sample project

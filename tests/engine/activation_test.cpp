@@ -39,6 +39,12 @@ TEST(Activation, GradientsMatchFiniteDifferences) {
   for (const char* t : {"ReLU", "LeakyReLU"})
     test::check_layer_gradients(t, {}, {Shape{3, 5, 5}}, 2, kinkfree);
   test::check_layer_gradients("LeakyReLU", attrs({{"slope", 0.2}}), {Shape{40}}, 2, kinkfree);
+  // ReLU6 over [-7.3, 7.1]: both kinks (0 and 6, each at least 0.02 from
+  // every input of the grid) and the flat parts.
+  test::GradCheckOptions relu6 = kinkfree;
+  relu6.input_lo = -7.3f;
+  relu6.input_hi = 7.1f;
+  test::check_layer_gradients("ReLU6", {}, {Shape{3, 5, 5}}, 2, relu6);
   test::GradCheckOptions wide;
   wide.input_lo = -4;
   wide.input_hi = 4;
@@ -69,8 +75,21 @@ TEST(Activation, NanPropagatesAsInPyTorch) {
   x.f32()[0] = std::numeric_limits<float>::quiet_NaN();
   x.f32()[1] = 1;
   x.f32()[2] = -1;
-  for (const char* t : {"ReLU", "Sigmoid", "Tanh", "GELU"})
+  for (const char* t : {"ReLU", "ReLU6", "Sigmoid", "Tanh", "GELU"})
     EXPECT_TRUE(std::isnan(apply(t, {}, x).f32()[0])) << t;
+}
+
+TEST(Activation, Relu6ClampsToZeroAndSix) {
+  Tensor x(Shape{1, 6});
+  const float in[] = {-3.f, 0.f, 2.5f, 6.f, 7.f, std::numeric_limits<float>::quiet_NaN()};
+  std::copy(in, in + 6, x.f32());
+  Tensor y = apply("ReLU6", {}, x);
+  EXPECT_EQ(y.f32()[0], 0.f);
+  EXPECT_EQ(y.f32()[1], 0.f);
+  EXPECT_EQ(y.f32()[2], 2.5f);
+  EXPECT_EQ(y.f32()[3], 6.f);
+  EXPECT_EQ(y.f32()[4], 6.f);
+  EXPECT_TRUE(std::isnan(y.f32()[5]));
 }
 
 TEST(Activation, SoftmaxRowsSumToOneAndSurviveHugeLogits) {

@@ -172,6 +172,45 @@ TEST(Pool2D, GradientsMatchFiniteDifferences) {
   test::check_layer_gradients("GlobalAvgPool2D", {}, {Shape{3, 4, 5}}, 2);
 }
 
+// ceil_mode: PyTorch's output sizes (one more window where the last would
+// start inside the input), the clipped windows' maxima and their gradients,
+// including the 2×2/stride-2 shape, whose unrolled loop must not serve them.
+TEST(Pool2D, MaxCeilModeSizesValuesAndGradients) {
+  struct C {
+    Ints k, s, p;
+    Shape in, out;
+  };
+  const std::vector<C> cases = {
+      {{3, 3}, {2, 2}, {0, 0}, Shape{2, 32, 32}, Shape{2, 16, 16}},  // SqueezeNet's
+      {{3, 3}, {2, 2}, {0, 0}, Shape{2, 31, 31}, Shape{2, 15, 15}},  // no change
+      {{2, 2}, {2, 2}, {0, 0}, Shape{2, 7, 5}, Shape{2, 4, 3}},
+      {{3, 3}, {2, 2}, {1, 1}, Shape{1, 6, 7}, Shape{1, 4, 4}},
+  };
+  for (const C& c : cases) {
+    SCOPED_TRACE(c.in.str(true));
+    Attrs a = attrs({{"kernel", c.k}, {"stride", c.s}, {"padding", c.p}, {"ceil_mode", true}});
+    EXPECT_EQ(desc("MaxPool2D").infer({c.in}, desc("MaxPool2D").with_defaults(a)), c.out);
+    Tensor x = random_input(c.in.with_batch(2), 9);
+    Pooled r = forward("MaxPool2D", a, x);
+    // Each output is the maximum of its window clipped to the input.
+    const int64_t H = c.in[1], W = c.in[2], OH = c.out[1], OW = c.out[2];
+    for (int64_t p = 0; p < 2 * c.in[0]; ++p)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          float m = -INFINITY;
+          for (int64_t h = std::max<int64_t>(oh * c.s[0] - c.p[0], 0);
+               h < std::min(oh * c.s[0] - c.p[0] + c.k[0], H); ++h)
+            for (int64_t w = std::max<int64_t>(ow * c.s[1] - c.p[1], 0);
+                 w < std::min(ow * c.s[1] - c.p[1] + c.k[1], W); ++w)
+              m = std::max(m, x.f32()[(p * H + h) * W + w]);
+          ASSERT_EQ(r.y.f32()[(p * OH + oh) * OW + ow], m);
+        }
+    test::GradCheckOptions o;
+    o.distinct_inputs = true;
+    test::check_layer_gradients("MaxPool2D", a, {c.in}, 2, o);
+  }
+}
+
 TEST(Pool2D, BackwardAccumulates) {
   for (const char* type : {"MaxPool2D", "AvgPool2D", "GlobalAvgPool2D"}) {
     SCOPED_TRACE(type);

@@ -136,6 +136,18 @@ TEST_F(TorchReference, Pooling) {
       {"MaxPool2D",
        attrs({{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1}}}),
        {Shape{2, 7, 7}}});
+  // ceil_mode (SqueezeNet's pooling): a last window clipped at the edge,
+  // with and without padding, on odd and even sizes.
+  compare_with_torch({"MaxPool2D",
+                      attrs({{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"ceil_mode", true}}),
+                      {Shape{2, 8, 9}}});
+  compare_with_torch({"MaxPool2D",
+                      attrs({{"kernel", Ints{3, 3}},
+                             {"stride", Ints{2, 2}},
+                             {"padding", Ints{1, 1}},
+                             {"ceil_mode", true}}),
+                      {Shape{2, 6, 7}}});
+  compare_with_torch({"MaxPool2D", attrs({{"ceil_mode", true}}), {Shape{3, 7, 7}}});
   compare_with_torch(
       {"AvgPool2D",
        attrs({{"kernel", Ints{3, 3}}, {"stride", Ints{1, 1}}, {"padding", Ints{1, 1}}}),
@@ -153,6 +165,7 @@ TEST_F(TorchReference, DenseActivationsAndMerges) {
   compare_with_torch({"Dense", attrs({{"units", int64_t(7)}}), {Shape{13}}});
   for (const char* t : {"ReLU", "Sigmoid", "Tanh", "GELU", "Softmax"})
     compare_with_torch({t, {}, {Shape{11}}});
+  compare_with_torch({"ReLU6", {}, {Shape{4, 5, 6}}});
   compare_with_torch({"LeakyReLU", attrs({{"slope", 0.2}}), {Shape{2, 3, 3}}});
   compare_with_torch(
       {"Add", attrs({{"inputs", int64_t(3)}}), {Shape{2, 3, 3}, Shape{2, 3, 3}, Shape{2, 3, 3}}});

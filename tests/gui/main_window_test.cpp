@@ -2,6 +2,7 @@
 // unsaved marker, templates, autosave recovery.
 #include "gui/main_window.h"
 #include "gui/autosaver.h"
+#include "gui/project_context.h"
 #include "gui/template_dialog.h"
 #include "gui_test_util.h"
 #include "widgets/graph_editor.h"
@@ -17,6 +18,9 @@
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QUndoStack>
+#include <QUrl>
+
+#include <set>
 
 namespace dc::test {
 namespace {
@@ -101,6 +105,50 @@ TEST_F(MainWindowFiles, ExportOnnxWritesTheNetworkAndRefusesABrokenOne) {
   ASSERT_EQ(errors.size(), 1);
   EXPECT_TRUE(errors[0].contains("Could not export the ONNX model")) << errors[0].toStdString();
   EXPECT_EQ(QFileInfo(path).size(), size);
+}
+
+// File > Import ONNX (and an .onnx dropped on the window): the model opens
+// as a project laid out on the canvas, with its weights in the Inference
+// tab; a second drop of the same model never overwrites the first project;
+// a file that is not ONNX gives one message and writes nothing.
+TEST_F(MainWindowFiles, ImportOnnxOpensTheModelLaidOutWithItsWeights) {
+  const QString dir = tempDir();
+  const QString model = dir + "/net.onnx";
+  {
+    gui::MainWindow exporter;
+    ASSERT_TRUE(exporter.openFile(sourcePath("sample_data/sample_project.dcproj")));
+    ASSERT_TRUE(exporter.exportOnnx(model));
+  }
+  gui::MainWindow w;
+  QStringList errors;
+  w.setErrorHandler([&](const QString& e) { errors << e; });
+  ASSERT_NE(w.action("actionImportOnnx"), nullptr);
+  ASSERT_TRUE(w.importOnnx(model, dir + "/imported.dcproj")) << errors.join("\n").toStdString();
+  EXPECT_TRUE(errors.isEmpty());
+  EXPECT_EQ(w.currentFile(), QFileInfo(dir + "/imported.dcproj").absoluteFilePath());
+  EXPECT_FALSE(w.isModified());
+  EXPECT_TRUE(QFileInfo::exists(dir + "/imported.safetensors"));
+  const Graph& g = w.editor()->graph();
+  ASSERT_NE(g.find_by_name("conv1"), nullptr);
+  // Laid out: no two layers on the same spot.
+  std::set<std::pair<double, double>> spots;
+  for (const auto& [id, n] : g.nodes()) spots.insert({n.x, n.y});
+  EXPECT_EQ(spots.size(), g.nodes().size());
+  EXPECT_TRUE(w.context()->weights().valid());
+
+  // Dropped twice: net.dcproj, then net_2.dcproj.
+  ASSERT_TRUE(w.openDropped({QUrl::fromLocalFile(model)}));
+  EXPECT_EQ(w.currentFile(), QFileInfo(dir + "/net.dcproj").absoluteFilePath());
+  ASSERT_TRUE(w.openDropped({QUrl::fromLocalFile(model)}));
+  EXPECT_EQ(w.currentFile(), QFileInfo(dir + "/net_2.dcproj").absoluteFilePath());
+
+  writeFile(dir + "/notes.onnx", "not a model");
+  EXPECT_FALSE(w.importOnnx(dir + "/notes.onnx", dir + "/notes.dcproj"));
+  ASSERT_EQ(errors.size(), 1);
+  EXPECT_TRUE(errors[0].contains("not an ONNX model")) << errors[0].toStdString();
+  EXPECT_FALSE(QFileInfo::exists(dir + "/notes.dcproj"));
+  EXPECT_FALSE(QFileInfo::exists(dir + "/notes.safetensors"));
+  EXPECT_EQ(w.currentFile(), QFileInfo(dir + "/net_2.dcproj").absoluteFilePath());
 }
 #endif
 

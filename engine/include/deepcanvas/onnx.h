@@ -38,4 +38,41 @@ std::string onnx_model_bytes(const Graph& g, const Plan& plan, const OnnxExportO
 void export_onnx(const std::string& path, const Graph& g, const Plan& plan,
                  const OnnxExportOptions& o);
 
+// ONNX import: a model (as PyTorch's torch.onnx.export writes it) becomes a
+// DeepCanvas graph and its weights. Subgraphs are matched to layers (Conv
+// with a zero Pad before it, Gemm/MatMul+Add, the Transpose/Reshape/Gather
+// around LSTM/GRU ops, the shape arithmetic of initial states); see
+// docs/ARCHITECTURE.md for the list.
+
+// Larger files are refused before they are read: protobuf cannot parse a
+// message of 2 GiB or more, and such models keep their weights in external
+// data, which the importer does not read.
+constexpr int64_t kOnnxImportMaxBytes = (int64_t(2) << 30) - 1;
+
+struct OnnxImport {
+  Graph graph;  // laid out in columns; one Input, one output
+  // Checkpoint tensors by name: "<layer>.<param>". Layers are named after
+  // their PyTorch module where the model says it ("layer1.0.conv1"), so the
+  // names are the initializers' ("layer1.0.conv1.weight").
+  std::vector<std::pair<std::string, Tensor>> weights;
+  std::string name;  // the ONNX graph's name
+};
+
+// Parses and converts a serialized ModelProto. Throws Error naming `source`:
+// not ONNX or truncated, the ONNX checker's complaint, external data, an
+// input without a fixed size, or every unsupported op at once, one per line
+// ("Op 'node name': why").
+OnnxImport onnx_import_bytes(const std::string& bytes, const std::string& source);
+// The same from a file, refusing one larger than kOnnxImportMaxBytes.
+OnnxImport onnx_import_file(const std::string& path);
+
+// Imports `onnx_path` and writes the project (`project_path`, .dcproj) and
+// its weights beside it (the same name with .safetensors), each atomically;
+// nothing is written when the import fails, and the checkpoint is removed
+// again when the project cannot be written. Returns the checkpoint's path.
+std::string import_onnx(const std::string& onnx_path, const std::string& project_path);
+
+// Where import_onnx puts the weights of `project_path`.
+std::string onnx_import_checkpoint_path(const std::string& project_path);
+
 }  // namespace dc

@@ -67,7 +67,7 @@ def forward(t, a, xs, p, training):
         return conv(a, xs, p)
     if t == "MaxPool2D":
         return F.max_pool2d(xs[0], pair(a.get("kernel", [2, 2])), pair(a.get("stride", a.get("kernel", [2, 2]))),
-                            pair(a.get("padding", [0, 0])))
+                            pair(a.get("padding", [0, 0])), ceil_mode=bool(a.get("ceil_mode", False)))
     if t == "AvgPool2D":
         return F.avg_pool2d(xs[0], pair(a.get("kernel", [2, 2])), pair(a.get("stride", a.get("kernel", [2, 2]))),
                             pair(a.get("padding", [0, 0])), count_include_pad=True)
@@ -79,6 +79,8 @@ def forward(t, a, xs, p, training):
         return F.linear(xs[0], p["weight"], p.get("bias"))
     if t == "ReLU":
         return F.relu(xs[0])
+    if t == "ReLU6":
+        return F.relu6(xs[0])
     if t == "LeakyReLU":
         return F.leaky_relu(xs[0], a.get("slope", 0.01))
     if t == "Sigmoid":
