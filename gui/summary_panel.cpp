@@ -137,8 +137,9 @@ void SummaryPanel::refresh() {
       if (!is_input_type(r.type)) act += r.activation_bytes;
       if (r.frozen) {
         // Frozen rows read as locked, as on the canvas.
-        it->setText(kName, QStringLiteral("🔒 ") + it->text(kName));
+        it->setIcon(kType, widgets::lockIcon(palette().color(QPalette::Disabled, QPalette::Text)));
         it->setToolTip(kName, tr("Frozen: not trained"));
+        it->setToolTip(kType, tr("Frozen: not trained"));
         for (int c = 0; c < kCols; ++c)
           it->setForeground(c, palette().color(QPalette::Disabled, QPalette::Text));
       }

@@ -66,7 +66,8 @@ bool NodeItem::refresh() {
   QString tip = QStringLiteral("<b>%1</b> (%2)").arg(name_.toHtmlEscaped(), type_);
   if (!shape.isEmpty()) tip += QObject::tr("<br>output %1").arg(shape);
   if (d && !d->help.empty()) tip += "<br>" + QString::fromStdString(d->help).toHtmlEscaped();
-  if (frozen_) tip += QObject::tr("<br>🔒 Frozen: its weights are not trained (Layer → Unfreeze)");
+  if (frozen_)
+    tip += QObject::tr("<br><b>Frozen</b>: its weights are not trained (Layer → Unfreeze)");
   if (!error_.isEmpty())
     tip += QStringLiteral("<br><span style='color:%1'>%2</span>")
                .arg(error_.contains("has no valid shape") ? "#c77700" : "#e53935",
@@ -204,18 +205,8 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* /*opt*/, QWidg
   p->setFont(nf);
   p->setPen(frozen_ ? mix(pal.color(QPalette::Text), fill, 0.35) : pal.color(QPalette::Text));
   const double tx = 34, tw = kWidth - tx - (frozen_ ? 20 : 6);
-  if (frozen_) {
-    // A padlock drawn with the painter (no font may have the emoji): a
-    // shackle arc over a filled body, top right of the card.
-    const QColor lock = mix(pal.color(QPalette::Text), fill, 0.25);
-    const QRectF lb(kWidth - 17, 17, 11, 8);
-    p->setPen(QPen(lock, 1.6));
-    p->setBrush(Qt::NoBrush);
-    p->drawArc(QRectF(lb.left() + 2, lb.top() - 6, lb.width() - 4, 11), 0, 180 * 16);
-    p->setPen(Qt::NoPen);
-    p->setBrush(lock);
-    p->drawRoundedRect(lb, 1.5, 1.5);
-  }
+  if (frozen_)
+    drawLock(p, QRectF(kWidth - 17, 10, 11, 15), mix(pal.color(QPalette::Text), fill, 0.25));
   QFontMetricsF nm(nf);
   p->drawText(QRectF(tx, 9, tw, 18), Qt::AlignLeft | Qt::AlignVCenter,
               nm.elidedText(name_, Qt::ElideRight, tw));

@@ -151,7 +151,7 @@ void PropertyEditor::rebuild() {
       name_->setText(QString::fromStdString(cur->name));
   });
   form->addRow(tr("Name"), name_);
-  trainable_ = new QCheckBox(tr("update its weights while training"), body_);
+  trainable_ = new QCheckBox(body_);
   trainable_->setObjectName("trainable");
   trainable_->setToolTip(
       tr("Unchecked freezes the layer: its weights stay as loaded, BatchNorm "
