@@ -60,6 +60,8 @@ const std::vector<Command>& commands() {
         {"checkpoint-dir", "DIR", "write last.safetensors and best.safetensors there every epoch"},
         {"resume", "FILE", "continue from a checkpoint (weights, optimizer state, epoch)"},
         {"steps-per-epoch", "N", "stop each epoch after N steps (quick looks)"},
+        {"freeze-until", "LAYER",
+         "freeze LAYER and everything before it (transfer learning; CPU only for now)"},
         {"json", "", "print one JSON object with the results"},
         {"quiet", "", "no progress output"}},
        true},
@@ -119,6 +121,7 @@ const std::vector<Command>& commands() {
        "PROJECT",
        "Shapes, parameters, MACs and memory of every layer.",
        {{"batch", "N", "batch for the training-memory estimate (default: the project's)"},
+        {"freeze-until", "LAYER", "as train's: count LAYER and everything before it as frozen"},
         {"json", "", "print JSON"}}},
       {"generate",
        "PROJECT",
@@ -204,6 +207,7 @@ int save_interrupted(Trainer& t, const InterruptGuard& stop, const TrainConfig& 
 
 int cmd_train(const Args& a) {
   Project p = load(a);
+  if (a.has("freeze-until")) freeze_until(p.graph, a.get("freeze-until", ""));
   TrainConfig c = p.training;
   apply_setting_flags(a, c);
   c.steps_per_epoch_limit = a.get_int("steps-per-epoch", 0, 0, INT64_MAX);
@@ -472,12 +476,15 @@ int cmd_export(const Args& a) {
   o.batch = a.get_int("batch", 0, 0, 1 << 20);
   export_onnx(out, p.graph, plan, o);
   if (a.flag("json"))
-    std::cout
-        << json({{"path", out}, {"opset", opset}, {"parameters", plan.num_parameters()}}).dump()
-        << std::endl;
+    std::cout << json({{"path", out},
+                       {"opset", opset},
+                       {"parameters", plan.num_parameters() + plan.num_frozen_parameters()}})
+                     .dump()
+              << std::endl;
   else if (!a.flag("quiet"))
     std::fprintf(stderr, "ONNX model (opset %d, %s parameters) written to %s\n", opset,
-                 human_count(plan.num_parameters()).c_str(), out.c_str());
+                 human_count(plan.num_parameters() + plan.num_frozen_parameters()).c_str(),
+                 out.c_str());
   return 0;
 #else
   throw Error("this build of deepcanvas-cli has no ONNX support; install libonnx-dev and rebuild");
@@ -602,6 +609,7 @@ int cmd_predict(const Args& a) {
 
 int cmd_summary(const Args& a) {
   Project p = load(a);
+  if (a.has("freeze-until")) freeze_until(p.graph, a.get("freeze-until", ""));
   int64_t batch = a.get_int("batch", p.training.batch, 1, 1 << 20);
   for (const RunProblem& problem : network_problems(p.graph, p.training))
     if (problem.kind == RunProblem::Kind::Network) throw_problem(problem);  // before allocating
@@ -614,18 +622,26 @@ int cmd_summary(const Args& a) {
     if (!is_input_type(r.type)) act += r.activation_bytes;
   }
   int64_t train_bytes = plan.training_bytes(batch);
+  const FreezeSavings fz = plan.freeze_savings();
   if (a.flag("json")) {
     json layers = json::array();
-    for (auto& r : rows)
-      layers.push_back({{"name", r.name},
-                        {"type", r.type},
-                        {"output", r.out.dims()},
-                        {"params", r.cost.params},
-                        {"macs", r.cost.macs},
-                        {"activation_bytes", r.activation_bytes}});
-    std::cout << json{{"layers", layers}, {"params", params},
-                      {"macs", macs},     {"activation_bytes_per_sample", act},
-                      {"batch", batch},   {"training_bytes", train_bytes}}
+    for (auto& r : rows) {
+      json l = {{"name", r.name},         {"type", r.type},
+                {"output", r.out.dims()}, {"params", r.cost.params},
+                {"macs", r.cost.macs},    {"activation_bytes", r.activation_bytes}};
+      if (r.frozen) l["trainable"] = false;
+      layers.push_back(l);
+    }
+    std::cout << json{{"layers", layers},
+                      {"params", params},
+                      {"trainable_params", fz.trainable_params},
+                      {"frozen_params", fz.frozen_params},
+                      {"macs", macs},
+                      {"activation_bytes_per_sample", act},
+                      {"batch", batch},
+                      {"training_bytes", train_bytes},
+                      {"frozen_saves_bytes", fz.bytes_saved(batch)},
+                      {"frozen_saves_backward_macs_per_sample", fz.backward_macs_saved}}
                      .dump(2)
               << std::endl;
     return 0;
@@ -633,10 +649,10 @@ int cmd_summary(const Args& a) {
   std::printf("%-16s %-16s %-14s %12s %12s %12s\n", "layer", "type", "output", "params", "MACs",
               "act/sample");
   for (auto& r : rows)
-    std::printf("%-16s %-16s %-14s %12s %12s %12s\n", r.name.c_str(), r.type.c_str(),
+    std::printf("%-16s %-16s %-14s %12s %12s %12s%s\n", r.name.c_str(), r.type.c_str(),
                 r.out.str(true).c_str(), human_count(double(r.cost.params)).c_str(),
                 human_count(double(r.cost.macs)).c_str(),
-                human_bytes(double(r.activation_bytes)).c_str());
+                human_bytes(double(r.activation_bytes)).c_str(), r.frozen ? "  frozen" : "");
   std::printf("total: %s parameters (%s), %s MACs per sample, %s activations per sample\n",
               human_count(double(params)).c_str(), human_bytes(double(params) * 4).c_str(),
               human_count(double(macs)).c_str(), human_bytes(double(act)).c_str());
@@ -644,6 +660,14 @@ int cmd_summary(const Args& a) {
       "training at batch %lld needs about %s (activations and their gradients, "
       "weights, gradients and Adam state)\n",
       (long long)batch, human_bytes(double(train_bytes)).c_str());
+  if (fz.frozen_nodes > 0)
+    std::printf(
+        "frozen: %s of the parameters (%s trainable); freezing saves about %s at batch %lld "
+        "and %s backward MACs per sample\n",
+        human_count(double(fz.frozen_params)).c_str(),
+        human_count(double(fz.trainable_params)).c_str(),
+        human_bytes(double(fz.bytes_saved(batch))).c_str(), (long long)batch,
+        human_count(double(fz.backward_macs_saved)).c_str());
   return 0;
 }
 

@@ -88,6 +88,7 @@ void CudaPlan::set_up_precision() {
 // One node per step of the host Plan (same order, same input ports).
 void CudaPlan::lower() {
   for (const PlanStep& s : host_.steps()) {
+    if (s.frozen) frozen_ += (frozen_.empty() ? "" : ", ") + s.label;
     Node n;
     n.inputs = s.inputs;
     n.numel = s.out_shape.numel();
@@ -313,7 +314,14 @@ void CudaPlan::forward(const Tensor& x, Tensor& out, bool training, uint64_t see
   cur_n_ = n;
 }
 
+void CudaPlan::refuse_frozen() const {
+  if (!frozen_.empty())
+    throw DeviceError("the CUDA backend does not train frozen layers yet (" + frozen_ +
+                      "); train on the CPU (--device cpu) or unfreeze them");
+}
+
 void CudaPlan::backward(const Tensor& dout) {
+  refuse_frozen();
   const int n = int(dout.dim(0));
   DC_CUDA(cudaMemsetAsync(grads_.get(), 0, grads_floats_ * 4, stream_), "zeroing gradients");
   DC_CUDA(cudaMemcpyAsync(nodes_[out_node_].grad, dout.f32(), dout.bytes(), cudaMemcpyHostToDevice,

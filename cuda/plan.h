@@ -44,6 +44,13 @@ class CudaPlan : public DevicePlan {
   std::string device_name() const override { return name_; }
 
  private:
+  // Throws DeviceError naming the frozen layers: training steps do not
+  // implement freezing on the device (the host Plan gives frozen parameters
+  // no gradient, which the fused step would write), while forward-only use
+  // (evaluate, predict) runs them as usual.
+  void refuse_frozen() const;
+  std::string frozen_;  // labels of the host plan's frozen steps, for that message
+
   struct Node {
     std::unique_ptr<Op> op;
     std::vector<int> inputs;  // node indices

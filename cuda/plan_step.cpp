@@ -186,6 +186,7 @@ void CudaPlan::device_step(int dataset, const int64_t* dev_idx, int64_t n, doubl
 }
 
 void CudaPlan::train_step(int dataset, const int64_t* idx, int64_t n, double lr, uint64_t seed) {
+  refuse_frozen();
   if (!graphs_ || n != o_.max_batch) {
     device_step(dataset, stage(dataset, idx, n, nullptr), n, lr, seed, nullptr);
     return;

@@ -2,6 +2,7 @@
 
 #include "gui/autosaver.h"
 #include "gui/problems_panel.h"
+#include "gui/project_context.h"
 #include "gui/summary_panel.h"
 #include "gui/template_dialog.h"
 #include "gui/tool_icons.h"
@@ -250,13 +251,67 @@ void MainWindow::createActions() {
   snap->setChecked(true);
   connect(snap, &QAction::toggled, this, [this](bool on) { editor_->scene()->setSnapToGrid(on); });
 
+  createLayerActions();
+
   // Canvas actions must not steal keys from text fields in the docks.
-  for (const char* n :
-       {"actionCut", "actionCopy", "actionPaste", "actionDelete", "actionSelectAll"})
+  for (const char* n : {"actionCut", "actionCopy", "actionPaste", "actionDelete", "actionSelectAll",
+                        "actionFreeze", "actionUnfreeze", "actionReplaceHead"})
     action(n)->setShortcutContext(Qt::WidgetWithChildrenShortcut);
-  for (const char* n :
-       {"actionCut", "actionCopy", "actionPaste", "actionDelete", "actionSelectAll"})
+  for (const char* n : {"actionCut", "actionCopy", "actionPaste", "actionDelete", "actionSelectAll",
+                        "actionFreeze", "actionUnfreeze", "actionReplaceHead"})
     view_->addAction(action(n));
+}
+
+// Layer → Freeze / Unfreeze / Replace Head: transfer learning on the canvas.
+// Ctrl+K "locks" (Ctrl+Shift+K unlocks); neither is a standard key of Qt's
+// on Linux outside text fields, and the canvas context keeps them away from
+// the docks' line edits.
+void MainWindow::createLayerActions() {
+  QAction* freeze = makeAction("actionFreeze", tr("&Freeze"), QKeySequence(Qt::CTRL | Qt::Key_K));
+  freeze->setStatusTip(tr("Keep the selected layers' weights as they are while training"));
+  connect(freeze, &QAction::triggered, this, [this] {
+    if (!editor_->setTrainable(editor_->scene()->selectedNodes(), false))
+      statusBar()->showMessage(tr("Select the layers to freeze"), 5000);
+  });
+  QAction* unfreeze =
+      makeAction("actionUnfreeze", tr("&Unfreeze"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_K));
+  unfreeze->setStatusTip(tr("Train the selected layers again"));
+  connect(unfreeze, &QAction::triggered, this, [this] {
+    if (!editor_->setTrainable(editor_->scene()->selectedNodes(), true))
+      statusBar()->showMessage(tr("Select frozen layers to unfreeze"), 5000);
+  });
+  QAction* head = makeAction("actionReplaceHead", tr("&Replace Head…"),
+                             QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_H));
+  head->setStatusTip(
+      tr("Keep the network up to the selected layer and append a new classifier for the "
+         "loaded dataset's classes"));
+  connect(head, &QAction::triggered, this, [this] { replaceHead(); });
+  auto sync = [this] {
+    const std::vector<NodeId> sel = editor_->scene()->selectedNodes();
+    bool any_trainable = false, any_frozen = false;
+    for (NodeId id : sel)
+      if (const Node* n = editor_->graph().find(id))
+        (n->trainable ? any_trainable : any_frozen) = true;
+    action("actionFreeze")->setEnabled(any_trainable);
+    action("actionUnfreeze")->setEnabled(any_frozen);
+    action("actionReplaceHead")->setEnabled(sel.size() == 1);
+  };
+  connect(editor_->scene(), &QGraphicsScene::selectionChanged, this, sync);
+  connect(editor_->model(), &widgets::GraphModel::nodeChanged, this, sync);
+  sync();
+}
+
+NodeId MainWindow::replaceHead() {
+  const std::vector<NodeId> sel = editor_->scene()->selectedNodes();
+  if (sel.size() != 1) {
+    statusBar()->showMessage(tr("Select the one layer to keep the network up to"), 5000);
+    return -1;
+  }
+  // The loaded dataset's classes; without one, the current output count.
+  int classes = 0;
+  if (ctx_ && ctx_->hasDataset()) classes = ctx_->trainSet()->num_classes;
+  QString why;
+  return editor_->replaceHead(sel[0], classes, &why);
 }
 
 void MainWindow::createMenus() {
@@ -293,6 +348,13 @@ void MainWindow::createMenus() {
     edit->addAction(action(n));
   edit->addSeparator();
   edit->addAction(action("actionSelectAll"));
+
+  QMenu* layer = menuBar()->addMenu(tr("&Layer"));
+  layer->setObjectName("menuLayer");
+  layer->addAction(action("actionFreeze"));
+  layer->addAction(action("actionUnfreeze"));
+  layer->addSeparator();
+  layer->addAction(action("actionReplaceHead"));
 
   view_menu_ = menuBar()->addMenu(tr("&View"));
   for (const char* n : {"actionZoomIn", "actionZoomOut", "actionActualSize", "actionFit"})

@@ -76,6 +76,10 @@ class MainWindow : public QMainWindow {
   QString currentFile() const { return file_; }
   bool isModified() const;
   void selectAndCenter(int node_id);
+  // Layer → Replace Head on the selected layer: a Dense with the loaded
+  // dataset's classes (or the current output count) after it. The new
+  // Dense's id, or -1 (reason in the status bar).
+  NodeId replaceHead();
 
   widgets::GraphEditor* editor() const { return editor_; }
   widgets::LayerPalette* palette() const { return palette_; }
@@ -118,6 +122,7 @@ class MainWindow : public QMainWindow {
   bool confirmStopTraining(const QString& why);
   std::string settingsJson() const;  // the training settings as they would be saved
   void createActions();
+  void createLayerActions();
   void createMenus();
   void createHelpMenu();
   void createThemeMenu(QMenu* view);

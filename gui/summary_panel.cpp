@@ -95,7 +95,7 @@ void SummaryPanel::refresh() {
   timer_->stop();
   const Graph& g = model_->graph();
   table_->clear();
-  total_params_ = 0;
+  total_params_ = trainable_params_ = frozen_params_ = 0;
   auto row = [&](NodeId id, const QString& name, const QString& type, const QString& out) {
     auto* it = new QTreeWidgetItem(table_, {name, type, out});
     it->setData(0, kIdRole, id);
@@ -135,8 +135,19 @@ void SummaryPanel::refresh() {
       params += r.cost.params;
       macs += r.cost.macs;
       if (!is_input_type(r.type)) act += r.activation_bytes;
+      if (r.frozen) {
+        // Frozen rows read as locked, as on the canvas.
+        it->setIcon(kType, widgets::lockIcon(palette().color(QPalette::Disabled, QPalette::Text)));
+        it->setToolTip(kName, tr("Frozen: not trained"));
+        it->setToolTip(kType, tr("Frozen: not trained"));
+        for (int c = 0; c < kCols; ++c)
+          it->setForeground(c, palette().color(QPalette::Disabled, QPalette::Text));
+      }
     }
     total_params_ = params;
+    const FreezeSavings fz = plan.freeze_savings();
+    trainable_params_ = fz.trainable_params;
+    frozen_params_ = fz.frozen_params;
     int64_t train = plan.training_bytes(batch_);  // the same figure as the CLI's
     totals_text_ = tr("<b>%1</b> parameters (%2) · <b>%3</b> MACs per sample · %4 activations "
                       "per sample · training at batch %5 needs about <b>%6</b>")
@@ -144,6 +155,15 @@ void SummaryPanel::refresh() {
                             humanCount(double(macs)), humanBytes(double(act)))
                        .arg(batch_)
                        .arg(humanBytes(double(train)));
+    if (fz.frozen_nodes > 0)
+      totals_text_ +=
+          tr("<br><b>%1</b> trainable · <b>%2</b> frozen parameters · freezing saves about "
+             "<b>%3</b> at batch %4 (gradients, optimizer state and the frozen prefix's "
+             "backward) and %5 backward MACs per sample")
+              .arg(humanCount(double(fz.trainable_params)), humanCount(double(fz.frozen_params)),
+                   humanBytes(double(fz.bytes_saved(batch_))))
+              .arg(batch_)
+              .arg(humanCount(double(fz.backward_macs_saved)));
   } catch (const std::bad_alloc&) {
     totals_text_ = tr("Out of memory while sizing the network: make it smaller.");
     totals_->setText(totals_text_);

@@ -1,7 +1,8 @@
 #pragma once
 // The model summary: per layer output shape, parameters, MACs and
 // activation memory, then totals and the memory a training step needs at
-// the project's batch size. Costs come from the engine's Plan, so they are
+// the project's batch size; with frozen layers, the trainable and frozen
+// parameter counts and what freezing saves. Costs come from the engine's Plan, so they are
 // the numbers training will actually see; while the graph is invalid the
 // table still lists the shapes that are known.
 #include <QWidget>
@@ -31,6 +32,9 @@ class SummaryPanel : public QWidget {
   QTreeWidget* table() const { return table_; }
   const QString& totalsText() const { return totals_text_; }
   int64_t totalParams() const { return total_params_; }
+  // Of the total: what training updates, and what frozen layers hold.
+  int64_t trainableParams() const { return trainable_params_; }
+  int64_t frozenParams() const { return frozen_params_; }
 
  signals:
   void nodeActivated(int id);
@@ -44,6 +48,7 @@ class SummaryPanel : public QWidget {
   QString totals_text_;
   int64_t batch_ = 64;
   int64_t total_params_ = 0;
+  int64_t trainable_params_ = 0, frozen_params_ = 0;
 };
 
 }  // namespace dc::gui

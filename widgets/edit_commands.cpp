@@ -146,6 +146,23 @@ bool SetAttrCommand::mergeWith(const QUndoCommand* other) {
   return true;
 }
 
+SetTrainableCommand::SetTrainableCommand(GraphModel* m, std::vector<NodeId> ids, bool trainable)
+    : model_(m), new_(trainable) {
+  for (NodeId id : ids) old_[id] = m->graph().node(id).trainable;
+  const QString what = old_.size() == 1
+                           ? QString::fromStdString(m->graph().node(old_.begin()->first).name)
+                           : QObject::tr("%n layer(s)", nullptr, int(old_.size()));
+  setText(trainable ? QObject::tr("Unfreeze %1").arg(what) : QObject::tr("Freeze %1").arg(what));
+}
+
+void SetTrainableCommand::redo() {
+  for (const auto& [id, was] : old_) model_->setTrainable(id, new_);
+}
+
+void SetTrainableCommand::undo() {
+  for (const auto& [id, was] : old_) model_->setTrainable(id, was);
+}
+
 RenameCommand::RenameCommand(GraphModel* m, NodeId id, std::string name)
     : model_(m), node_(id), old_(m->graph().node(id).name), new_(std::move(name)) {
   setText(QObject::tr("Rename %1 to %2")

@@ -90,6 +90,20 @@ class SetAttrCommand : public QUndoCommand {
   std::vector<Edge> dropped_;
 };
 
+// Freezes or unfreezes several nodes at once (Layer → Freeze/Unfreeze, the
+// Properties panel's Trainable box): one undo step for the whole selection.
+class SetTrainableCommand : public QUndoCommand {
+ public:
+  SetTrainableCommand(GraphModel* m, std::vector<NodeId> ids, bool trainable);
+  void redo() override;
+  void undo() override;
+
+ private:
+  GraphModel* model_;
+  std::map<NodeId, bool> old_;
+  bool new_;
+};
+
 class RenameCommand : public QUndoCommand {
  public:
   RenameCommand(GraphModel* m, NodeId id, std::string name);

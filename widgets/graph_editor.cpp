@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <set>
 
 namespace dc::widgets {
 
@@ -166,6 +167,92 @@ bool GraphEditor::moveNodes(const std::map<NodeId, QPointF>& to) {
   return push(new MoveNodesCommand(model_, from, to, true, tr("Move")), nullptr);
 }
 
+bool GraphEditor::setTrainable(const std::vector<NodeId>& ids, bool trainable) {
+  std::vector<NodeId> change;
+  for (NodeId id : ids)
+    if (const Node* n = model_->graph().find(id); n && n->trainable != trainable)
+      change.push_back(id);
+  if (change.empty()) return false;
+  return push(new SetTrainableCommand(model_, change, trainable), nullptr);
+}
+
+NodeId GraphEditor::replaceHead(NodeId keep, int classes, QString* why) {
+  auto refuse = [&](const QString& m) {
+    if (why) *why = m;
+    Q_EMIT statusMessage(tr("Cannot replace the head: %1").arg(m));
+    return NodeId(-1);
+  };
+  const Graph& g = model_->graph();
+  const Node* base = g.find(keep);
+  if (!base) return refuse(tr("select the layer to keep up to"));
+  const NodeShape* s = model_->shape(keep);
+  if (!s || !s->ok())
+    return refuse(tr("%1 has no valid output shape").arg(QString::fromStdString(base->name)));
+  const Shape out = *s->shape;
+  if (classes <= 0) {
+    // No dataset: as many outputs as the network has now.
+    std::vector<NodeId> outs = g.outputs();
+    const NodeShape* os = outs.size() == 1 ? model_->shape(outs[0]) : nullptr;
+    classes = os && os->ok() ? int(os->shape->numel()) : 0;
+    if (classes <= 0) return refuse(tr("load a dataset first, to know the number of classes"));
+  }
+  // What stays: the kept node and everything upstream of it.
+  std::set<NodeId> kept{keep};
+  std::vector<NodeId> todo{keep};
+  while (!todo.empty()) {
+    NodeId id = todo.back();
+    todo.pop_back();
+    for (const Edge& e : g.in_edges(id))
+      if (kept.insert(e.src).second) todo.push_back(e.src);
+  }
+  std::vector<NodeId> removed;
+  for (const auto& [id, n] : g.nodes())
+    if (!kept.count(id)) removed.push_back(id);
+  // Build the head on a scratch copy, so names are unique and the result is
+  // checked before anything changes.
+  Graph trial = g;
+  for (NodeId id : removed) trial.remove_node(id);
+  NodeId next = model_->nextId();
+  std::vector<Node> nodes;
+  std::vector<Edge> edges;
+  NodeId prev = keep;
+  double x = base->x;
+  auto append = [&](const std::string& type, const std::string& name, Attrs a) {
+    x += 190;  // the templates' column spacing
+    NodeId id = next++;
+    const std::string unique = trial.find_by_name(name) ? trial.unique_name(name) : name;
+    trial.add_node(type, unique, std::move(a), x, base->y, id);
+    trial.connect(prev, id, 0);
+    nodes.push_back(trial.node(id));
+    edges.push_back(Edge{prev, id, 0});
+    prev = id;
+  };
+  try {
+    if (out.rank() == 3)
+      append("GlobalAvgPool2D", "head_pool", {});
+    else if (out.rank() > 1)
+      append("Flatten", "head_flatten", {});
+    Attrs dense;
+    dense.set("units", int64_t(classes));
+    append("Dense", "head_fc", dense);
+    trial.validate();
+  } catch (const Error& e) {
+    return refuse(QString::fromUtf8(e.what()));
+  }
+  undo_->beginMacro(tr("Replace head after %1").arg(QString::fromStdString(base->name)));
+  bool ok = removed.empty() || push(new RemoveItemsCommand(model_, removed, {}), why);
+  ok = ok && push(new AddNodesCommand(model_, nodes, edges, tr("Add the new head")), why);
+  undo_->endMacro();
+  if (!ok) {
+    undo_->undo();  // the macro's parts that did run
+    return -1;
+  }
+  scene_->selectNodes({prev});
+  Q_EMIT statusMessage(tr("New head: Dense with %n output(s) after %1", nullptr, classes)
+                           .arg(QString::fromStdString(base->name)));
+  return prev;
+}
+
 QPointF GraphEditor::nextFreePosition() const {
   const Graph& g = model_->graph();
   if (g.empty()) return {40, 120};
@@ -214,6 +301,7 @@ bool GraphEditor::copySelection() {
   for (NodeId id : ids) {
     const Node& n = g.node(id);
     part.add_node(n.type, n.name, n.attrs, n.x, n.y, n.id);
+    part.set_trainable(n.id, n.trainable);
   }
   for (const Edge& e : g.edges())
     if (part.find(e.src) && part.find(e.dst)) part.connect(e.src, e.dst, e.dst_port);
@@ -268,6 +356,7 @@ std::vector<NodeId> GraphEditor::paste() {
     QPointF p = QPointF(n.x, n.y) + offset;
     if (scene_->snapToGrid()) p = snapped(p);
     trial.add_node(n.type, name, n.attrs, p.x(), p.y(), id);
+    trial.set_trainable(id, n.trainable);
     remap[old_id] = id;
     nodes.push_back(trial.node(id));
   }

@@ -50,6 +50,16 @@ class GraphEditor : public QObject {
   bool rename(NodeId id, const QString& name, QString* why = nullptr);
   bool removeNodes(const std::vector<NodeId>& ids, const std::vector<Edge>& edges = {});
   bool moveNodes(const std::map<NodeId, QPointF>& to);
+  // Freezes (trainable false) or unfreezes the given nodes in one undo
+  // step; only nodes whose flag changes are part of it. False when none does.
+  bool setTrainable(const std::vector<NodeId>& ids, bool trainable);
+  // Transfer learning's "new head": keeps `keep` and everything it depends
+  // on, removes every other node, and appends GlobalAvgPool2D (for an image
+  // shaped output) or Flatten (other shapes of rank > 1), then a Dense of
+  // `classes` units (<= 0: the current output's size), the logits the
+  // templates end with. One undo step; returns the new Dense's id, or -1
+  // with *why.
+  NodeId replaceHead(NodeId keep, int classes, QString* why = nullptr);
 
   // Where a new layer goes when none was dropped: right of the selection
   // or of the right-most node.

@@ -17,6 +17,7 @@ NodeId GraphModel::nextId() const {
 
 void GraphModel::addNode(const Node& n) {
   graph_.add_node(n.type, n.name, n.attrs, n.x, n.y, n.id);
+  graph_.set_trainable(n.id, n.trainable);  // undo of a delete keeps a frozen node frozen
   Q_EMIT nodeAdded(n.id);
   revalidate();
 }
@@ -54,6 +55,11 @@ void GraphModel::rename(NodeId id, const std::string& name) {
   graph_.rename(id, name);
   Q_EMIT nodeChanged(id);
   revalidate();  // messages name the node
+}
+
+void GraphModel::setTrainable(NodeId id, bool trainable) {
+  graph_.set_trainable(id, trainable);
+  Q_EMIT nodeChanged(id);  // shapes do not depend on it
 }
 
 void GraphModel::reset(Graph g) {

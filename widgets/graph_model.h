@@ -33,6 +33,8 @@ class GraphModel : public QObject {
   void moveNode(NodeId id, QPointF pos);
   void setAttr(NodeId id, const std::string& name, const AttrValue& v);
   void rename(NodeId id, const std::string& name);
+  // Freezes or unfreezes a node (Node::trainable); emits nodeChanged.
+  void setTrainable(NodeId id, bool trainable);
   void reset(Graph g);
 
   // Groups mutations so that shapes are inferred once, at the end.
@@ -43,7 +45,7 @@ class GraphModel : public QObject {
   void nodeAdded(dc::NodeId id);
   void nodeRemoved(dc::NodeId id);
   void nodeMoved(dc::NodeId id);
-  void nodeChanged(dc::NodeId id);  // name or attributes
+  void nodeChanged(dc::NodeId id);  // name, attributes or trainable
   void edgeAdded(dc::NodeId src, dc::NodeId dst, int port);
   void edgeRemoved(dc::NodeId src, dc::NodeId dst, int port);
   void modelReset();

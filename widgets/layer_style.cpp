@@ -2,8 +2,11 @@
 
 #include <deepcanvas/layer.h>
 
+#include <algorithm>
+
 #include <QHash>
 #include <QPainter>
+#include <QPen>
 #include <QPixmap>
 
 namespace dc::widgets {
@@ -75,6 +78,32 @@ QIcon layerIcon(const QString& type) {
   }
   cache.insert(type, icon);
   return icon;
+}
+
+void drawLock(QPainter* p, const QRectF& box, const QColor& color) {
+  p->save();
+  p->setRenderHint(QPainter::Antialiasing);
+  const double w = box.width(), h = box.height();
+  const QRectF body(box.left(), box.top() + h * 0.45, w, h * 0.55);
+  const double pen = std::max(1.2, w * 0.14);
+  p->setPen(QPen(color, pen));
+  p->setBrush(Qt::NoBrush);
+  const QRectF arc(box.left() + w * 0.2, box.top() + pen / 2, w * 0.6, h * 0.8);
+  p->drawArc(arc, 0, 180 * 16);
+  p->drawLine(QPointF(arc.left(), arc.center().y()), QPointF(arc.left(), body.top()));
+  p->drawLine(QPointF(arc.right(), arc.center().y()), QPointF(arc.right(), body.top()));
+  p->setPen(Qt::NoPen);
+  p->setBrush(color);
+  p->drawRoundedRect(body, w * 0.12, w * 0.12);
+  p->restore();
+}
+
+QIcon lockIcon(const QColor& color) {
+  QPixmap pm(32, 32);
+  pm.fill(Qt::transparent);
+  QPainter p(&pm);
+  drawLock(&p, QRectF(8, 4, 16, 22), color);
+  return QIcon(pm);
 }
 
 }  // namespace dc::widgets

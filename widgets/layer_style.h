@@ -4,7 +4,10 @@
 // image files and the icons stay consistent and crisp at any scale.
 #include <QColor>
 #include <QIcon>
+#include <QRectF>
 #include <QString>
+
+class QPainter;
 
 namespace dc::widgets {
 
@@ -17,5 +20,9 @@ QString layerCategory(const QString& type);
 QString layerGlyph(const QString& type);
 // Blends two colours; t = 0 gives a.
 QColor mix(const QColor& a, const QColor& b, double t);
+// The padlock that marks a frozen layer, painted (no font has to carry an
+// emoji): a shackle arc over a filled body, filling `box`.
+void drawLock(QPainter* p, const QRectF& box, const QColor& color);
+QIcon lockIcon(const QColor& color);
 
 }  // namespace dc::widgets

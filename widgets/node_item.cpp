@@ -52,8 +52,10 @@ bool NodeItem::refresh() {
       error = QString::fromStdString(s->error);
   }
   detail += "|" + shape;
-  if (name == name_ && type == type_ && inputs == inputs_ && detail == detail_ && error == error_)
+  if (name == name_ && type == type_ && inputs == inputs_ && detail == detail_ && error == error_ &&
+      n.trainable != frozen_)  // frozen_ is !trainable: unchanged
     return false;
+  frozen_ = !n.trainable;
   if (inputs != inputs_) prepareGeometryChange();
   name_ = name;
   type_ = type;
@@ -64,6 +66,8 @@ bool NodeItem::refresh() {
   QString tip = QStringLiteral("<b>%1</b> (%2)").arg(name_.toHtmlEscaped(), type_);
   if (!shape.isEmpty()) tip += QObject::tr("<br>output %1").arg(shape);
   if (d && !d->help.empty()) tip += "<br>" + QString::fromStdString(d->help).toHtmlEscaped();
+  if (frozen_)
+    tip += QObject::tr("<br><b>Frozen</b>: its weights are not trained (Layer → Unfreeze)");
   if (!error_.isEmpty())
     tip += QStringLiteral("<br><span style='color:%1'>%2</span>")
                .arg(error_.contains("has no valid shape") ? "#c77700" : "#e53935",
@@ -138,7 +142,11 @@ QPainterPath NodeItem::shape() const {
 void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* /*opt*/, QWidget* /*w*/) {
   const QPalette pal = scene() ? scene()->palette() : QPalette();
   const bool dark = pal.color(QPalette::Window).lightnessF() < 0.5;
-  const QColor accent = categoryColor(category_);
+  // A frozen layer keeps its category hue but greyed, so a frozen base
+  // reads as one locked block on the canvas.
+  const QColor grey = mix(pal.color(QPalette::Text), pal.color(QPalette::Base), 0.55);
+  const QColor accent =
+      frozen_ ? mix(categoryColor(category_), grey, 0.75) : categoryColor(category_);
   const QRectF body(0, 0, kWidth, height());
   p->setRenderHint(QPainter::Antialiasing);
 
@@ -151,6 +159,7 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* /*opt*/, QWidg
   const bool inherited = error_.contains(QStringLiteral("has no valid shape"));
   const QColor problem = inherited ? kWarnColor : kErrorColor;
   QColor fill = pal.color(QPalette::Base);
+  if (frozen_) fill = mix(fill, pal.color(QPalette::Text), dark ? 0.10 : 0.07);
   if (!error_.isEmpty()) fill = mix(fill, problem, dark ? 0.22 : (inherited ? 0.08 : 0.12));
   QColor border = mix(pal.color(QPalette::Text), fill, 0.75);
   double bw = 1;
@@ -168,11 +177,12 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* /*opt*/, QWidg
   p->setPen(QPen(border, bw));
   p->drawRoundedRect(body, kRadius, kRadius);
 
-  // Category stripe along the top edge.
+  // Category stripe along the top edge; a frozen layer's header is a wider
+  // grey band.
   QPainterPath stripe;
   stripe.addRoundedRect(body, kRadius, kRadius);
   QPainterPath top;
-  top.addRect(QRectF(0, 0, kWidth, 4));
+  top.addRect(QRectF(0, 0, kWidth, frozen_ ? 6 : 4));
   p->setPen(Qt::NoPen);
   p->setBrush(accent);
   p->drawPath(stripe.intersected(top));
@@ -193,8 +203,10 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* /*opt*/, QWidg
   nf.setPixelSize(13);
   nf.setBold(true);
   p->setFont(nf);
-  p->setPen(pal.color(QPalette::Text));
-  const double tx = 34, tw = kWidth - tx - 6;
+  p->setPen(frozen_ ? mix(pal.color(QPalette::Text), fill, 0.35) : pal.color(QPalette::Text));
+  const double tx = 34, tw = kWidth - tx - (frozen_ ? 20 : 6);
+  if (frozen_)
+    drawLock(p, QRectF(kWidth - 17, 10, 11, 15), mix(pal.color(QPalette::Text), fill, 0.25));
   QFontMetricsF nm(nf);
   p->drawText(QRectF(tx, 9, tw, 18), Qt::AlignLeft | Qt::AlignVCenter,
               nm.elidedText(name_, Qt::ElideRight, tw));

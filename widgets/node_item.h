@@ -28,6 +28,8 @@ class NodeItem : public QGraphicsItem {
   // changed (so callers can skip untouched items).
   bool refresh();
   bool hasError() const { return !error_.isEmpty(); }
+  // Node::trainable is false: drawn greyed with a lock.
+  bool isFrozen() const { return frozen_; }
   int numInputs() const { return inputs_; }
 
   // Port geometry, in scene coordinates.
@@ -61,6 +63,7 @@ class NodeItem : public QGraphicsItem {
   QString name_, type_, category_, detail_, error_;
   int inputs_ = 0;
   bool has_output_ = true;
+  bool frozen_ = false;
   bool hovered_ = false;
   int hover_port_ = -1;
   bool hover_output_ = false, hover_ok_ = false;

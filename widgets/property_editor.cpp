@@ -91,6 +91,7 @@ void PropertyEditor::rebuild() {
   setters_.clear();
   title_ = shape_ = nullptr;
   name_ = nullptr;
+  trainable_ = nullptr;
   body_ = new QWidget;
   auto* outer = new QVBoxLayout(body_);
   outer->setContentsMargins(12, 12, 12, 12);
@@ -150,6 +151,16 @@ void PropertyEditor::rebuild() {
       name_->setText(QString::fromStdString(cur->name));
   });
   form->addRow(tr("Name"), name_);
+  trainable_ = new QCheckBox(body_);
+  trainable_->setObjectName("trainable");
+  trainable_->setToolTip(
+      tr("Unchecked freezes the layer: its weights stay as loaded, BatchNorm "
+         "keeps its running statistics, and layers frozen from the input on "
+         "get no backward pass (Layer → Freeze / Unfreeze for a selection)"));
+  connect(trainable_, &QCheckBox::toggled, this, [this](bool on) {
+    if (!editor_->setTrainable({node_}, on)) syncValues();
+  });
+  form->addRow(tr("Trainable"), trainable_);
   for (const AttrSpec& s : d.attrs) {
     QWidget* w = makeEditor(s);
     QString tip = QString::fromStdString(s.help);
@@ -297,6 +308,10 @@ void PropertyEditor::syncValues() {
   if (name_ && !name_->hasFocus()) {
     QSignalBlocker b(name_);
     name_->setText(QString::fromStdString(n->name));
+  }
+  if (trainable_) {
+    QSignalBlocker b(trainable_);
+    trainable_->setChecked(n->trainable);
   }
   for (auto& [name, set] : setters_)
     if (n->attrs.has(name)) set(n->attrs.get(name));

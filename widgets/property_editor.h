@@ -4,7 +4,8 @@
 // floats, a combo box for choices, a check box for booleans, two spin boxes
 // for pairs such as a 3×3 kernel, and a line edit for lists. Help text is the
 // tooltip. Every change goes through the GraphEditor, so it is undoable and
-// revalidates the graph at once.
+// revalidates the graph at once. A Trainable box under the name freezes the
+// layer (Node::trainable), which is not a layer attribute.
 #include <deepcanvas/graph.h>
 
 #include <QWidget>
@@ -12,6 +13,7 @@
 #include <map>
 #include <string>
 
+class QCheckBox;
 class QFormLayout;
 class QLabel;
 class QLineEdit;
@@ -45,6 +47,7 @@ class PropertyEditor : public QWidget {
   QLabel* title_ = nullptr;
   QLabel* shape_ = nullptr;
   QLineEdit* name_ = nullptr;
+  QCheckBox* trainable_ = nullptr;
   std::map<std::string, std::function<void(const AttrValue&)>> setters_;
 };
 

@@ -22,6 +22,7 @@ std::vector<PlanStep> lower_graph(const Graph& g) {
     s.attrs = s.desc->with_defaults(n.attrs);
     s.out_shape = *shapes.at(id).shape;
     s.is_input = is_input_type(n.type);
+    s.frozen = !n.trainable;
     // in_edges comes sorted by port, which is the order layers take inputs in.
     for (const Edge& e : g.in_edges(id)) {
       s.inputs.push_back(index.at(e.src));
@@ -40,9 +41,11 @@ std::vector<PlanStep> lower_graph(const Graph& g) {
 struct Plan::Step {
   const PlanStep* lowered = nullptr;
   std::unique_ptr<Layer> layer;
-  Tensor out_buf, grad_buf;  // [max_batch, ...out_shape]
-  Tensor out, grad;          // views for the current batch
-  bool needs_grad = false;   // whether anything upstream has parameters
+  Tensor out_buf, grad_buf;          // [max_batch, ...out_shape]
+  Tensor out, grad;                  // views for the current batch
+  bool needs_grad = false;           // whether anything upstream has trainable parameters
+  bool needs_grad_unfrozen = false;  // the same if nothing were frozen (for savings)
+  bool input_grad_unfrozen = false;  // an input would need a gradient if nothing were frozen
   const std::vector<int>& inputs() const { return lowered->inputs; }
   bool is_input() const { return lowered->is_input; }
 };
@@ -57,12 +60,28 @@ Plan::Plan(const Graph& g, int64_t max_batch) : max_batch_(max_batch) {
     s->lowered = &ls;
     s->layer = ls.desc->create(ls.attrs, ls.in_shapes, ls.out_shape);
     s->out_buf = Tensor(ls.out_shape.with_batch(max_batch));
+    // A frozen node's parameters are not trainable and get no gradient
+    // buffer; its kernels then skip their parameter gradients. So backward
+    // stops below the first trainable layer when everything before it is
+    // frozen: nothing there needs a gradient.
     bool has_params = !s->layer->params().empty();
-    for (int i : ls.inputs) has_params |= steps_[size_t(i)]->needs_grad;
-    s->needs_grad = has_params;
+    bool upstream = false, upstream_unfrozen = false;
+    for (int i : ls.inputs) {
+      upstream |= steps_[size_t(i)]->needs_grad;
+      upstream_unfrozen |= steps_[size_t(i)]->needs_grad_unfrozen;
+    }
+    s->needs_grad = (has_params && !ls.frozen) || upstream;
+    s->needs_grad_unfrozen = has_params || upstream_unfrozen;
+    s->input_grad_unfrozen = upstream_unfrozen;
     for (Param* p : s->layer->params()) {
-      if (p->trainable && !p->grad.defined()) p->grad = Tensor(p->value.shape());
-      params_.push_back({ls.name + "." + p->name, p});
+      const bool frozen = ls.frozen && p->trainable;
+      if (ls.frozen) {
+        p->trainable = false;
+        p->grad = Tensor();
+      } else if (p->trainable && !p->grad.defined()) {
+        p->grad = Tensor(p->value.shape());
+      }
+      params_.push_back({ls.name + "." + p->name, p, frozen});
     }
     if (ls.is_input) input_shape_ = ls.out_shape;
     steps_.push_back(std::move(s));
@@ -93,8 +112,10 @@ const Tensor& Plan::forward(const Tensor& x, RunContext& ctx) {
     s->out = s->out_buf.narrow_batch(n);
     ins.clear();
     for (int i : s->inputs()) ins.push_back(&steps_[size_t(i)]->out);
+    ctx.frozen = s->lowered->frozen;
     s->layer->forward(ins, s->out, ctx);
   }
+  ctx.frozen = false;
   return steps_.back()->out;
 }
 
@@ -124,8 +145,10 @@ void Plan::backward(const Tensor& dout, RunContext& ctx) {
       ins.push_back(&src.out);
       dins.push_back(src.needs_grad && !src.is_input() ? &src.grad : nullptr);
     }
+    ctx.frozen = s.lowered->frozen;
     s.layer->backward(ins, s.out, s.grad, dins, ctx);
   }
+  ctx.frozen = false;
 }
 
 void Plan::zero_grad() {
@@ -145,6 +168,44 @@ int64_t Plan::num_parameters() const {
   for (auto& p : params_)
     if (p.param->trainable) n += p.param->value.numel();
   return n;
+}
+
+int64_t Plan::num_frozen_parameters() const {
+  int64_t n = 0;
+  for (auto& p : params_)
+    if (p.frozen) n += p.param->value.numel();
+  return n;
+}
+
+bool Plan::has_frozen() const {
+  for (const PlanStep& s : lowered_)
+    if (s.frozen) return true;
+  return false;
+}
+
+FreezeSavings Plan::freeze_savings() const {
+  FreezeSavings f;
+  f.trainable_params = num_parameters();
+  f.frozen_params = num_frozen_parameters();
+  // Gradient and Adam's two moments per frozen scalar.
+  f.parameter_state_bytes = f.frozen_params * 4 * 3;
+  for (const auto& s : steps_) {
+    const PlanStep& ls = *s->lowered;
+    if (ls.frozen) ++f.frozen_nodes;
+    if (ls.is_input) continue;
+    if (s->needs_grad_unfrozen && !s->needs_grad)
+      f.activation_grad_bytes_per_sample += ls.out_shape.numel() * 4;
+    if (!ls.desc->cost) continue;
+    const int64_t macs = ls.desc->cost(ls.in_shapes, ls.out_shape, ls.attrs).macs;
+    const bool has_params = !s->layer->params().empty();
+    if (s->needs_grad_unfrozen && !s->needs_grad) {
+      // No backward at all: neither its weight nor its input gradient.
+      f.backward_macs_saved += (has_params ? macs : 0) + (s->input_grad_unfrozen ? macs : 0);
+    } else if (ls.frozen && has_params) {
+      f.backward_macs_saved += macs;  // only its weight gradient
+    }
+  }
+  return f;
 }
 
 std::vector<std::pair<std::string, Tensor>> Plan::state() const {
@@ -173,9 +234,14 @@ void Plan::load_state(const std::vector<std::pair<std::string, Tensor>>& tensors
 }
 
 int64_t count_parameters(const Graph& g) {
+  return count_parameters(g, false);
+}
+
+int64_t count_parameters(const Graph& g, bool trainable_only) {
   const auto shapes = g.infer_shapes();
   int64_t total = 0;
   for (const auto& [id, node] : g.nodes()) {
+    if (trainable_only && !node.trainable) continue;
     auto it = shapes.find(id);
     if (it == shapes.end() || !it->second.ok()) return -1;
     const LayerDescriptor& d = LayerRegistry::instance().get(node.type);
@@ -201,6 +267,7 @@ std::vector<LayerSummary> Plan::summary() const {
     l.out = s.out_shape;
     if (s.desc->cost) l.cost = s.desc->cost(s.in_shapes, s.out_shape, s.attrs);
     l.activation_bytes = s.out_shape.numel() * 4;
+    l.frozen = s.frozen;
     v.push_back(l);
   }
   return v;

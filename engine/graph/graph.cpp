@@ -220,6 +220,25 @@ void Graph::move(NodeId id, double x, double y) {
   n.y = y;
 }
 
+void Graph::set_trainable(NodeId id, bool trainable) {
+  node(id).trainable = trainable;
+}
+
+int freeze_until(Graph& g, const std::string& name) {
+  const Node* last = g.find_by_name(name);
+  if (!last) throw GraphError("there is no layer named '" + name + "' to freeze up to");
+  std::vector<NodeId> todo{last->id};
+  std::unordered_set<NodeId> seen{last->id};
+  while (!todo.empty()) {
+    NodeId id = todo.back();
+    todo.pop_back();
+    for (const Edge& e : g.in_edges(id))
+      if (seen.insert(e.src).second) todo.push_back(e.src);
+  }
+  for (NodeId id : seen) g.set_trainable(id, false);
+  return int(seen.size());
+}
+
 void Graph::clear() {
   nodes_.clear();
   edges_.clear();
@@ -385,7 +404,7 @@ bool Graph::operator==(const Graph& o) const {
   for (const auto& [id, n] : nodes_) {
     const Node* m = o.find(id);
     if (!m || m->type != n.type || m->name != n.name || !(m->attrs == n.attrs) || m->x != n.x ||
-        m->y != n.y)
+        m->y != n.y || m->trainable != n.trainable)
       return false;
   }
   auto a = edges_, b = o.edges_;

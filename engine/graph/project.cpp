@@ -93,8 +93,11 @@ json graph_json(const Graph& g) {
   for (const auto& [id, n] : g.nodes()) {
     json a = json::object();
     for (const auto& [k, v] : n.attrs.values()) a[k] = attr_to_json(v);
-    nodes.push_back(
-        {{"id", id}, {"type", n.type}, {"name", n.name}, {"attrs", a}, {"pos", {n.x, n.y}}});
+    json node = {{"id", id}, {"type", n.type}, {"name", n.name}, {"attrs", a}, {"pos", {n.x, n.y}}};
+    // Written only when frozen, so projects without frozen layers keep the
+    // form older versions read and write.
+    if (!n.trainable) node["trainable"] = false;
+    nodes.push_back(std::move(node));
   }
   for (const auto& e : g.edges())
     edges.push_back(
@@ -150,11 +153,16 @@ Graph graph_from(const json& j, const std::string& src) {
       x = p[0];
       y = p[1];
     }
+    bool trainable = true;
+    if (n.contains("trainable")) {
+      if (!n["trainable"].is_boolean()) fail(src, where + ".trainable", "must be true or false");
+      trainable = n["trainable"];
+    }
     int id = -1;
     // Well below INT_MAX, so that the ids of layers added later still fit.
     if (n.contains("id")) id = int(int_in(n["id"], 1, 1000000000, src, where + ".id"));
     try {
-      g.add_node(type, name, attrs, x, y, id);
+      g.set_trainable(g.add_node(type, name, attrs, x, y, id), trainable);
     } catch (const GraphError& e) {
       fail(src, where, e.what());
     }

@@ -30,6 +30,8 @@ void write_checkpoint(const std::string& path, std::vector<std::pair<std::string
       {"class_names", names.dump()},
   };
   if (std::isfinite(meta.test_accuracy)) md["test_accuracy"] = std::to_string(meta.test_accuracy);
+  // Only when something is frozen, so other checkpoints keep their form.
+  if (!meta.frozen_params.empty()) md["frozen_params"] = nlohmann::json(meta.frozen_params).dump();
   std::filesystem::path p(path);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
   save_safetensors(path, model, md);
@@ -117,6 +119,14 @@ CheckpointInfo read_checkpoint(const std::string& path) {
       ck.model.emplace_back(k, t);
   }
   check_metadata(path, ck);
+  if (auto fz = f.metadata.find("frozen_params"); fz != f.metadata.end()) {
+    nlohmann::json j = nlohmann::json::parse(fz->second, nullptr, false);
+    bool ok = j.is_array();
+    if (ok)
+      for (const auto& e : j) ok = ok && e.is_string();
+    if (!ok) throw IoError(path + ": metadata frozen_params is not a list of names");
+    ck.frozen_params = j.get<std::vector<std::string>>();
+  }
   for (const auto& [name, t] : ck.model) check_weights(path, name, t);
   return ck;
 }

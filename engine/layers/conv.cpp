@@ -252,19 +252,24 @@ class Conv2D : public Layer {
     float* dx = din[0] ? din[0]->f32() : nullptr;
     const int64_t chunks = num_chunks(N);
     const int64_t wsize = weight_.value.numel();
+    // A frozen layer (its plan released the gradients) only passes the
+    // gradient on to its input.
+    const bool wgrad = weight_.grad.defined();
+    if (!wgrad && !dx) return;
     ensure_scratch(col_, chunks);
     if (dx) ensure_scratch(dcol_, chunks);
-    dw_part_.assign(static_cast<size_t>(chunks * wsize), 0.f);
+    dw_part_.assign(static_cast<size_t>(wgrad ? chunks * wsize : 0), 0.f);
     parallel_for(chunks, 1, [&](int64_t cb, int64_t ce) {
       for (int64_t c = cb; c < ce; ++c) {
         float* col = col_[c].data();
         float* dcol = dx ? dcol_[c].data() : nullptr;
-        float* dw = dw_part_.data() + c * wsize;
+        float* dw = wgrad ? dw_part_.data() + c * wsize : nullptr;
         for (int64_t n = N * c / chunks; n < N * (c + 1) / chunks; ++n)
           backward_sample(x + n * g_.C * g_.HW(), dy + n * g_.OC * g_.OHW(),
                           dx ? dx + n * g_.C * g_.HW() : nullptr, dw, col, dcol);
       }
     });
+    if (!wgrad) return;
     // Partial sums are reduced in chunk order so results repeat exactly for
     // a given thread count.
     float* gw = weight_.grad.f32();
@@ -326,14 +331,17 @@ class Conv2D : public Layer {
     const int64_t OHW = g_.OHW(), Kg = g_.Kg(), OCg = g_.OCg();
     const bool pw = g_.pointwise();
     const float* src = x;
-    if (!pw) {
+    // dw is null for a frozen layer: its weights get no gradient, and the
+    // columns are only needed for one.
+    if (!pw && dw) {
       im2col(g_, x, col, OHW);
       src = col;
     }
     const float* w = weight_.value.f32();
-    for (int64_t gi = 0; gi < g_.G; ++gi)
-      sgemm(false, true, OCg, Kg, OHW, 1.f, dy + gi * OCg * OHW, OHW, src + gi * Kg * OHW, OHW, 1.f,
-            dw + gi * OCg * Kg, Kg);
+    if (dw)
+      for (int64_t gi = 0; gi < g_.G; ++gi)
+        sgemm(false, true, OCg, Kg, OHW, 1.f, dy + gi * OCg * OHW, OHW, src + gi * Kg * OHW, OHW,
+              1.f, dw + gi * OCg * Kg, Kg);
     if (!dx) return;
     // Pointwise: the column buffer is the input itself, so accumulate straight
     // into dx; otherwise build dcol and fold it back.

@@ -86,8 +86,11 @@ class Dense : public Layer {
                 const std::vector<Tensor*>& din, RunContext&) override {
     const int64_t N = in[0]->dim(0), F = g_.F, U = g_.U;
     const float* dy = dout.f32();
-    sgemm(true, false, U, F, N, 1.f, dy, U, in[0]->f32(), F, 1.f, weight_.grad.f32(), F);
-    if (g_.bias) {
+    // A frozen layer's gradients are released by its plan: it only passes
+    // the gradient on to its input.
+    if (weight_.grad.defined())
+      sgemm(true, false, U, F, N, 1.f, dy, U, in[0]->f32(), F, 1.f, weight_.grad.f32(), F);
+    if (g_.bias && bias_.grad.defined()) {
       // Summed in double row by row: the order is fixed, so results repeat.
       sum_.assign(static_cast<size_t>(U), 0.0);
       double* s = sum_.data();

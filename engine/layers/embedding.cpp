@@ -70,6 +70,7 @@ class Embedding : public Layer {
   }
   void backward(const std::vector<const Tensor*>&, const Tensor&, const Tensor& dout,
                 const std::vector<Tensor*>&, RunContext&) override {
+    if (!weight_.grad.defined()) return;  // frozen: its plan released the gradient
     float* gw = weight_.grad.f32();
     for (size_t r = 0; r < ids_.size(); ++r) {
       if (ids_[r] == g_.pad) continue;

@@ -46,7 +46,10 @@ class BatchNorm : public Layer {
     float* y = out.f32();
     mean_.resize(static_cast<size_t>(C));
     invstd_.resize(static_cast<size_t>(C));
-    training_ = ctx.training;
+    // A frozen BatchNorm is in its inference form even while the network
+    // trains (as Keras' trainable=False): running statistics normalise and
+    // are not updated, so a pretrained base keeps what it learned.
+    training_ = ctx.training && !ctx.frozen;
     const float* g = gamma_.value.f32();
     const float* b = beta_.value.f32();
     float* rm = running_mean_.value.f32();
@@ -100,8 +103,9 @@ class BatchNorm : public Layer {
     const float* dy = dout.f32();
     float* dx = din[0] ? din[0]->f32() : nullptr;
     const float* g = gamma_.value.f32();
-    float* dg = gamma_.grad.f32();
-    float* db = beta_.grad.f32();
+    // Null for a frozen layer, whose plan released its gradients.
+    float* dg = gamma_.grad.defined() ? gamma_.grad.f32() : nullptr;
+    float* db = beta_.grad.defined() ? beta_.grad.f32() : nullptr;
     parallel_for(C, 1, [&](int64_t cb, int64_t ce) {
       for (int64_t c = cb; c < ce; ++c) {
         const double mean = mean_[c], inv = invstd_[c];
@@ -114,8 +118,8 @@ class BatchNorm : public Layer {
             sdyx += d[i] * (p[i] - mean) * inv;
           }
         }
-        dg[c] += float(sdyx);
-        db[c] += float(sdy);
+        if (dg) dg[c] += float(sdyx);
+        if (db) db[c] += float(sdy);
         if (!dx) continue;
         const double k = g[c] * inv;
         // In training the batch statistics depend on x too, which removes

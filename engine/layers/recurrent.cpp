@@ -445,13 +445,18 @@ class Recurrent : public Layer {
               dh_.data() + b * H, H);
       }
     });
-    if (g_.learned_init) {
+    // A frozen layer's plan releases all of its gradients: then only the
+    // input's gradient is computed.
+    const bool wgrad = u.w_ih.grad.defined();
+    if (g_.learned_init && wgrad) {
       accumulate_rows(dh_.data(), N, H, u.h0.grad.f32());
       if (lstm) accumulate_rows(dc_.data(), N, H, u.c0.grad.f32());
     }
-    sgemm(true, false, GH, In, N * T, 1.f, dgx, GH, x, In, 1.f, u.w_ih.grad.f32(), In);
-    sgemm(true, false, GH, H, N * T, 1.f, dgh, GH, u.hprev.data(), H, 1.f, u.w_hh.grad.f32(), H);
-    if (g_.bias) {
+    if (wgrad) {
+      sgemm(true, false, GH, In, N * T, 1.f, dgx, GH, x, In, 1.f, u.w_ih.grad.f32(), In);
+      sgemm(true, false, GH, H, N * T, 1.f, dgh, GH, u.hprev.data(), H, 1.f, u.w_hh.grad.f32(), H);
+    }
+    if (g_.bias && wgrad) {
       accumulate_rows(dgx, N * T, GH, u.b_ih.grad.f32());
       accumulate_rows(dgh, N * T, GH, u.b_hh.grad.f32());
     }

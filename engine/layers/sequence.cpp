@@ -88,8 +88,10 @@ class TimeDistributedDense : public Layer {
                 const std::vector<Tensor*>& din, RunContext&) override {
     const int64_t R = in[0]->dim(0) * T_;
     const float* dy = dout.f32();
-    sgemm(true, false, U_, F_, R, 1.f, dy, U_, in[0]->f32(), F_, 1.f, weight_.grad.f32(), F_);
-    if (bias_on_) {
+    // A frozen layer's gradients are released by its plan.
+    if (weight_.grad.defined())
+      sgemm(true, false, U_, F_, R, 1.f, dy, U_, in[0]->f32(), F_, 1.f, weight_.grad.f32(), F_);
+    if (bias_on_ && bias_.grad.defined()) {
       std::vector<double> s(size_t(U_), 0.0);
       for (int64_t r = 0; r < R; ++r)
         for (int64_t u = 0; u < U_; ++u) s[size_t(u)] += dy[r * U_ + u];

@@ -88,6 +88,25 @@ std::vector<RunProblem> network_problems(const Graph& g, const TrainConfig& c) {
                    "augmentation (flips, crops, rotation, translation, brightness) needs image "
                    "inputs (channels×height×width) but the network's input is " +
                        net.input.str() + "; turn augmentation off for this model"});
+  // Frozen layers: the CPU trainer implements them; the CUDA plugin's
+  // fused step keeps every parameter's gradient and updates them all, so it
+  // refuses them (named) rather than silently training a frozen base.
+  std::string frozen;
+  int n_frozen = 0;
+  for (const auto& [id, n] : g.nodes()) {
+    if (n.trainable) continue;
+    if (n_frozen++ < 5) frozen += (frozen.empty() ? "" : ", ") + n.name;
+  }
+  if (n_frozen > 5) frozen += " and " + std::to_string(n_frozen - 5) + " more";
+  if (c.device.cuda && n_frozen > 0)
+    out.push_back({RunProblem::Kind::Device,
+                   "frozen layers (" + frozen +
+                       ") are trained on the CPU only for now: the CUDA backend does not "
+                       "implement freezing yet; train with --device cpu or unfreeze them"});
+  if (n_frozen > 0 && params > 0 && count_parameters(g, true) == 0)
+    out.push_back({RunProblem::Kind::Network,
+                   "every layer is frozen, so training would change nothing; unfreeze the "
+                   "layers to train (Layer → Unfreeze)"});
   if (!c.device.cuda && c.precision != Precision::Fp32)
     out.push_back({RunProblem::Kind::Device,
                    std::string("precision ") + enum_name(c.precision) +

@@ -67,6 +67,23 @@ Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
   if (!cfg_.resume.empty()) {
     CheckpointInfo ck = read_checkpoint(cfg_.resume);
     plan_->load_state(ck.model, cfg_.resume);
+    // Optimizer state is indexed by the trainable parameters: with other
+    // layers frozen the indices would name other tensors (and could even
+    // fit their shapes), so the frozen sets must agree.
+    std::vector<std::string> frozen;
+    for (const NamedParam& np : plan_->params())
+      if (np.frozen) frozen.push_back(np.name);
+    if (!ck.optimizer.empty() && frozen != ck.frozen_params) {
+      auto list = [](const std::vector<std::string>& v) {
+        std::string s;
+        for (const std::string& n : v) s += (s.empty() ? "" : ", ") + n;
+        return s.empty() ? std::string("none") : s;
+      };
+      throw IoError(cfg_.resume + ": was trained with frozen parameters " + list(ck.frozen_params) +
+                    " but this run freezes " + list(frozen) +
+                    "; freeze the same layers to resume (the optimizer state follows the "
+                    "trainable parameters), or start without --resume");
+    }
     // Checked here for the device plan too, which copies the same tensors.
     opt_->load_state(ck.optimizer, plan_->trainable(), cfg_.resume);
     opt_->set_steps(ck.step, cfg_.resume);
@@ -152,6 +169,8 @@ void Trainer::save_checkpoint(const std::string& path, int epoch, int64_t step,
   meta.stddev = train_->stddev;
   meta.class_names = train_->class_names;
   meta.test_accuracy = test_accuracy;
+  for (const NamedParam& np : plan_->params())
+    if (np.frozen) meta.frozen_params.push_back(np.name);
   write_checkpoint(path, std::move(model), dplan_ ? dplan_->optimizer_state() : opt_->state(),
                    meta);
 }
@@ -194,10 +213,13 @@ void Trainer::run() {
     started.epochs = cfg_.epochs;
     started.steps_total = r.total;
     started.steps_per_epoch = r.steps_per_epoch;
-    started.message = std::to_string(r.train_idx.size()) + " training samples, " +
-                      std::to_string(r.val_idx.size()) + " validation, " +
-                      (test_ ? std::to_string(test_->size()) : std::string("no")) + " test; " +
-                      std::to_string(plan_->num_parameters()) + " parameters";
+    started.message =
+        std::to_string(r.train_idx.size()) + " training samples, " +
+        std::to_string(r.val_idx.size()) + " validation, " +
+        (test_ ? std::to_string(test_->size()) : std::string("no")) + " test; " +
+        std::to_string(plan_->num_parameters()) + " trainable parameters" +
+        (plan_->has_frozen() ? ", " + std::to_string(plan_->num_frozen_parameters()) + " frozen"
+                             : std::string());
     emit(started);
     start_telemetry();
 

@@ -69,6 +69,24 @@ TEST(Cli, SummaryListsLayersAndTotals) {
   EXPECT_EQ(js["params"], 421642);
 }
 
+TEST(Cli, FreezeUntilShowsTheSavingsAndTrainsOnTheCpu) {
+  CliRun j = cli("summary " + kSample + " --json --freeze-until pool2");
+  ASSERT_EQ(j.code, 0) << j.out;
+  auto js = nlohmann::json::parse(j.out);
+  // conv1: 32·9 + 32, conv2: 64·32·9 + 64.
+  EXPECT_EQ(js["frozen_params"], 320 + 18496);
+  EXPECT_EQ(js["trainable_params"], 421642 - 320 - 18496);
+  EXPECT_GT(js["frozen_saves_bytes"].get<int64_t>(), 0);
+  CliRun t = cli("summary " + kSample + " --freeze-until pool2");
+  EXPECT_NE(t.out.find("frozen: 18.8k"), std::string::npos) << t.out;
+  CliRun bad = cli("summary " + kSample + " --freeze-until nope");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.out.find("no layer named 'nope'"), std::string::npos) << bad.out;
+  CliRun tr =
+      cli("train " + kSample + " --epochs 1 --steps-per-epoch 2 --quiet --freeze-until relu2");
+  EXPECT_EQ(tr.code, 0) << tr.out;
+}
+
 TEST(Cli, VersionDevicesAndUsage) {
   CliRun v = cli("--version");
   EXPECT_EQ(v.code, 0);

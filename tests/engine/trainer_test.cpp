@@ -1,8 +1,10 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
+#include <deepcanvas/plan.h>
 #include <deepcanvas/trainer.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -177,6 +179,55 @@ TEST(Trainer, ResumeContinuesExactlyLikeAnUninterruptedRun) {
   auto ev = drain(second);
   ASSERT_EQ(ev.back().kind, TrainEvent::Kind::Finished) << ev.back().message;
   EXPECT_EQ(weights(second), w_full);
+  fs::remove_all(dir);
+}
+
+// A frozen layer keeps its initial weights through a whole run, and a
+// resume must freeze the same layers: optimizer state is indexed by the
+// trainable parameters.
+TEST(Trainer, FrozenLayerKeepsItsWeightsAndResumeNeedsTheSameFrozenLayers) {
+  fs::path dir = fs::temp_directory_path() / "dc_trainer_frozen";
+  fs::remove_all(dir);
+  Graph frozen = mlp();
+  frozen.set_trainable(frozen.find_by_name("hidden")->id, false);
+  TrainConfig c = cfg(2);
+  c.checkpoint_dir = dir.string();
+  c.restore_best = false;
+  c.optimizer.weight_decay = 0.01;
+  Plan init(frozen, 32);
+  init.init_params(c.seed);
+  auto initial = init.state();
+  Trainer t(frozen, c, toy(256, 1), nullptr);
+  t.start();
+  auto ev = drain(t);
+  ASSERT_EQ(ev.back().kind, TrainEvent::Kind::Finished) << ev.back().message;
+  auto trained = t.plan().state();
+  ASSERT_EQ(trained.size(), initial.size());
+  for (size_t k = 0; k < trained.size(); ++k) {
+    const bool same =
+        std::equal(trained[k].second.f32(), trained[k].second.f32() + trained[k].second.numel(),
+                   initial[k].second.f32());
+    EXPECT_EQ(same, trained[k].first.rfind("hidden.", 0) == 0) << trained[k].first;
+  }
+
+  TrainConfig c2 = cfg(3);
+  c2.resume = (dir / "last.safetensors").string();
+  {
+    Trainer again(frozen, c2, toy(256, 1), nullptr);
+    again.start();
+    auto ok = drain(again);
+    EXPECT_EQ(ok.back().kind, TrainEvent::Kind::Finished) << ok.back().message;
+  }
+  std::string why;
+  try {
+    Trainer other(mlp(), c2, toy(256, 1), nullptr);
+    other.start();
+    auto bad = drain(other);
+    if (bad.back().kind == TrainEvent::Kind::Failed) why = bad.back().message;
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  EXPECT_NE(why.find("frozen parameters hidden.weight, hidden.bias"), std::string::npos) << why;
   fs::remove_all(dir);
 }
 

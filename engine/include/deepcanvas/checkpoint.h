@@ -20,12 +20,16 @@ constexpr int64_t kMaxCheckpointEpoch = 100000;
 
 // Metadata keys: format, format_version, epoch, step, input_shape,
 // num_classes, mean, stddev, class_names (JSON array), test_accuracy
-// (optional).
+// (optional), frozen_params (JSON array; only when layers were frozen).
 struct CheckpointInfo {
   std::vector<std::pair<std::string, Tensor>> model, optimizer;
   std::map<std::string, std::string> metadata;
   int epoch = 0;
   int64_t step = 0;
+  // The parameters that were frozen when it was written ("conv1.weight"):
+  // optimizer state is indexed by the trainable ones, so a resume must
+  // freeze the same.
+  std::vector<std::string> frozen_params;
 };
 // Reads and checks a checkpoint: format and format_version, epoch and step
 // in range, mean finite and stddev positive (when present), every model
@@ -45,6 +49,7 @@ struct CheckpointMeta {
   // The finished run's test accuracy, so a later run can tell whether its
   // model is better before replacing the file; NaN (not written) mid-run.
   double test_accuracy = NAN;
+  std::vector<std::string> frozen_params;  // see CheckpointInfo
 };
 
 // Writes the model's tensors and the optimizer's (prefixed "optimizer.")

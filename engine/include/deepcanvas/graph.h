@@ -22,6 +22,12 @@ struct Node {
   std::string name;
   Attrs attrs;
   double x = 0, y = 0;
+  // False freezes the node (transfer learning): its parameters are not
+  // updated, BatchNorm keeps its running statistics, and a frozen prefix of
+  // the network gets no backward pass. A per-node flag rather than a layer
+  // attribute, because it applies to every layer type alike and is about
+  // training, not about what the layer computes.
+  bool trainable = true;
 };
 
 struct Edge {
@@ -63,6 +69,7 @@ class Graph {
   void set_attr(NodeId id, const std::string& name, AttrValue v);  // validates
   void rename(NodeId id, const std::string& name);
   void move(NodeId id, double x, double y);
+  void set_trainable(NodeId id, bool trainable);
 
   const Node& node(NodeId id) const;  // throws GraphError
   Node& node(NodeId id);
@@ -111,6 +118,11 @@ class Graph {
   // ever a lower bound, reset when a name is freed.
   mutable std::unordered_map<std::string, int> free_suffix_;
 };
+
+// Freezes the named node and every node it depends on (a pretrained base up
+// to that layer), as the CLI's --freeze-until does. Returns how many nodes
+// were frozen; throws GraphError for an unknown name.
+int freeze_until(Graph& g, const std::string& name);
 
 // "Conv2D 'conv2'" — how messages name a node.
 std::string node_label(const Node& n);

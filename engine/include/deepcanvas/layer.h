@@ -19,6 +19,9 @@ class Rng;
 
 // A learnable tensor (or a non-trainable buffer such as BatchNorm's running
 // statistics, which is saved in checkpoints but not updated by optimizers).
+// The plan also marks the parameters of a frozen node not trainable and
+// releases their grad; kernels then skip the parameter gradients (an
+// undefined grad) and only pass the gradient on to their input.
 struct Param {
   std::string name;  // "weight", "bias", "running_mean", ...
   Tensor value;
@@ -31,6 +34,10 @@ struct Param {
 struct RunContext {
   bool training = true;
   Rng* rng = nullptr;  // for Dropout; seeded by the Trainer per step
+  // Set by the plan while it runs a frozen node (Node::trainable false):
+  // BatchNorm then uses and keeps its running statistics. Other layers run
+  // as usual (Dropout stays active, as in Keras and PyTorch).
+  bool frozen = false;
 };
 
 // The runtime half of a layer: parameters plus CPU forward/backward.

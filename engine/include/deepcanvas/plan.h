@@ -16,6 +16,29 @@ namespace dc {
 struct NamedParam {
   std::string name;  // "<node name>.<param name>", e.g. "conv1.weight"
   Param* param = nullptr;
+  // A learnable parameter of a frozen node (param->trainable is then false);
+  // buffers such as running statistics are never marked.
+  bool frozen = false;
+};
+
+// What freezing saves in a plan (all zero when nothing is frozen).
+struct FreezeSavings {
+  int64_t trainable_params = 0;  // learnable scalars the optimizer updates
+  int64_t frozen_params = 0;     // learnable scalars of frozen nodes
+  // Bytes per sample of activation gradients that freezing leaves out (the
+  // frozen prefix gets no backward pass), and bytes of parameter gradients
+  // and Adam's two moments that the frozen parameters do not need.
+  int64_t activation_grad_bytes_per_sample = 0;
+  int64_t parameter_state_bytes = 0;
+  // Backward multiply-adds per sample not done: a skipped layer's backward
+  // costs about twice its forward (input and weight gradients), a frozen
+  // layer that still passes the gradient on saves its weight gradient (about
+  // one forward). An estimate from the layers' cost rules.
+  int64_t backward_macs_saved = 0;
+  int64_t frozen_nodes = 0;
+  int64_t bytes_saved(int64_t batch) const {
+    return activation_grad_bytes_per_sample * batch + parameter_state_bytes;
+  }
 };
 
 struct LayerSummary {
@@ -24,6 +47,7 @@ struct LayerSummary {
   Shape out;                 // per sample
   Cost cost;                 // parameters and MACs per sample
   int64_t activation_bytes;  // per sample, forward output
+  bool frozen = false;       // Node::trainable is false
 };
 
 // The parameter count of a valid graph from the layers' cost rules, without
@@ -31,6 +55,8 @@ struct LayerSummary {
 // shape cannot be inferred. Lets a caller refuse a network too large for the
 // machine before building its Plan.
 int64_t count_parameters(const Graph& g);
+// The same, leaving out frozen nodes (Node::trainable false) when asked.
+int64_t count_parameters(const Graph& g, bool trainable_only);
 
 // One node of a validated graph, resolved once for every backend: the CPU
 // Plan, the activation probe (probe.h) and the CUDA plan build their ops from
@@ -46,6 +72,7 @@ struct PlanStep {
   std::vector<Shape> in_shapes;  // per sample, in port order
   Shape out_shape;               // per sample
   bool is_input = false;         // fed the batch by the plan; no op runs
+  bool frozen = false;           // Node::trainable is false
 };
 
 // Validates the graph (throws GraphError listing every problem) and returns
@@ -76,9 +103,14 @@ class Plan {
   const Shape& output_shape() const { return output_shape_; }
   int64_t max_batch() const { return max_batch_; }
   std::vector<NamedParam>& params() { return params_; }
-  // Learnable parameters only (what an optimizer updates).
+  // Learnable parameters of nodes that are not frozen: what an optimizer
+  // updates, and what optimizer state is indexed by.
   std::vector<Param*> trainable() const;
-  int64_t num_parameters() const;  // learnable scalars
+  int64_t num_parameters() const;         // learnable scalars the optimizer updates
+  int64_t num_frozen_parameters() const;  // learnable scalars of frozen nodes
+  // Counts and what freezing saves against the same network unfrozen.
+  FreezeSavings freeze_savings() const;
+  bool has_frozen() const;
 
   // Everything needed to reproduce the model's outputs: parameters and
   // buffers (BatchNorm running statistics), by name.
@@ -98,8 +130,10 @@ class Plan {
   // Memory a training step needs at `batch`: activations and their
   // gradients, weights, their gradients and Adam's two moments (what the
   // summaries show and what a run is checked against before it starts).
+  // Frozen parameters need neither gradients nor moments.
   int64_t training_bytes(int64_t batch) const {
-    return activation_bytes(batch, true) + parameter_bytes() * 4;
+    return activation_bytes(batch, true) + parameter_bytes() * 4 -
+           freeze_savings().parameter_state_bytes;
   }
   // The output of a node from the last forward (for activation views).
   const Tensor* activation(NodeId id) const;
