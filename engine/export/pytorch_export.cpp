@@ -105,7 +105,8 @@ std::map<std::string, std::string> pytorch_project_files(const Project& p,
   std::string data = o.data_path;
   if (data.empty()) {
     try {
-      data = resolve_dataset_dir(p);
+      // Absolute: train.py runs from its own folder, not the project's.
+      data = fs::absolute(resolve_dataset_dir(p)).lexically_normal().string();
     } catch (const Error&) {
       data = p.dataset.path;  // not on this machine: the README says to pass --data
     }
