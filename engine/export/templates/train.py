@@ -405,7 +405,12 @@ def main():
         dtype = None
     autocast = (lambda: torch.autocast(device_type=args.device, dtype=dtype)) if dtype else \
         (lambda: torch.autocast(device_type=args.device, enabled=False))
-    scaler = torch.cuda.amp.GradScaler(enabled=dtype is torch.float16)
+    # Loss scaling for fp16 only (bf16 has fp32's range); torch.amp's where it
+    # exists (torch >= 2.3 deprecates the torch.cuda.amp spelling).
+    if hasattr(torch.amp, "GradScaler"):
+        scaler = torch.amp.GradScaler("cuda", enabled=dtype is torch.float16)
+    else:
+        scaler = torch.cuda.amp.GradScaler(enabled=dtype is torch.float16)
 
     aug = dict(t["augment"]) if t["augment"] else None
     if aug and train.pixels:
@@ -462,12 +467,11 @@ def main():
             scaler.update()
             step += 1
             # Sums over every process, so the numbers are the whole step's.
-            s = torch.tensor([float(loss) * len(y), hits(out, y), len(y)], dtype=torch.float64)
+            # On the device: NCCL reduces GPU tensors only.
+            s = torch.tensor([float(loss) * len(y), hits(out, y), len(y)], dtype=torch.float64, device=device)
             if world > 1:
                 dist.all_reduce(s)
             run_loss, run_hits, run_n = run_loss + s[0].item(), run_hits + s[1].item(), run_n + s[2].item()
-            if args.device == "cuda" and step % 25 == 0:
-                torch.cuda.synchronize()
             dt = max(time.time() - t0, 1e-9)
             emit({"kind": "step", "epoch": epoch + 1, "step": step, "step_in_epoch": at // args.batch + 1,
                   "steps_per_epoch": steps_per_epoch, "loss": run_loss / run_n, "accuracy": run_hits / run_n,
