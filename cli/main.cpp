@@ -464,6 +464,7 @@ int export_pytorch_project(const Args& a, const std::string& out) {
   o.force = a.flag("force");
   o.version = DC_VERSION;
   o.data_path = a.get("data", "");
+  o.weights_source = ck;
   export_pytorch(out, p, plan, o);
   if (a.flag("json"))
     std::cout << json({{"path", out}, {"format", "pytorch"}, {"parameters", plan.num_parameters()}})

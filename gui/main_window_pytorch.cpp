@@ -47,6 +47,7 @@ bool MainWindow::exportPyTorch(QString dir) {
     const QString which = loadExportWeights(plan);
     PyTorchExportOptions o;
     o.force = force;
+    if (ctx_->weights().valid()) o.weights_source = which.toStdString();
     o.version = DC_VERSION;
     export_pytorch(dir.toStdString(), p, plan, o);
     statusBar()->showMessage(

@@ -125,7 +125,12 @@ std::map<std::string, std::string> pytorch_project_files(const Project& p,
        p.file.empty() ? "PROJECT.dcproj" : fs::path(p.file).filename().string()},
       {"CONFIG_JSON", recipe_json(p, data).dump(2)},
       {"RECIPE", recipe_words(p)},
-      {"WEIGHTS", "the initial weights (train.py starts from them unless `--init none`)"},
+      {"WEIGHTS",
+       (o.weights_source.empty() ? "DeepCanvas's initialisation with the project's seed (" +
+                                       std::to_string(p.training.seed) + ")"
+                                 : "the weights of " + o.weights_source) +
+           "; train.py starts from them unless `--init none`, and "
+           "`load_model(\"weights.safetensors\")` loads them"},
       {"DATA", data},
       {"LR", json(p.training.optimizer.lr).dump()},
       {"JOB_NAME", job},

@@ -406,6 +406,30 @@ TEST(PyTorchExport, MetricsLogReadsBackSkippingATruncatedLine) {
   EXPECT_TRUE(r.poll(true).empty());
 }
 
+// The command line: the format follows -o, a non-empty folder needs
+// --force, and the messages say what to do.
+TEST(PyTorchExport, CommandLineRefusesANonEmptyFolderAndSaysHow) {
+  TempDir tmp;
+  const std::string project = std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj";
+  const std::string dir = (tmp.path / "x").string();
+  int code = 0;
+  std::string out =
+      run_command(std::string(DC_CLI) + " export " + project + " -o " + dir + " --json", &code);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("\"format\":\"pytorch\""), std::string::npos) << out;
+  out = run_command(std::string(DC_CLI) + " export " + project + " -o " + dir, &code);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("is not empty"), std::string::npos) << out;
+  EXPECT_NE(out.find("--force"), std::string::npos) << out;
+  out = run_command(std::string(DC_CLI) + " export " + project + " -o " + dir + " --force --quiet",
+                    &code);
+  EXPECT_EQ(code, 0) << out;
+  out = run_command(std::string(DC_CLI) + " export " + project + " -o " + dir + " --format keras",
+                    &code);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("use --format onnx or --format pytorch"), std::string::npos) << out;
+}
+
 // The whole distributed path on CPUs: export the sample project, train a few
 // dozen steps with torchrun and 2 gloo processes, check the replicas hold
 // identical weights and that DeepCanvas evaluates the checkpoint.

@@ -468,7 +468,7 @@ def main():
             step += 1
             # Sums over every process, so the numbers are the whole step's.
             # On the device: NCCL reduces GPU tensors only.
-            s = torch.tensor([float(loss) * len(y), hits(out, y), len(y)], dtype=torch.float64, device=device)
+            s = torch.tensor([float(loss.detach()) * len(y), hits(out.detach(), y), len(y)], dtype=torch.float64, device=device)
             if world > 1:
                 dist.all_reduce(s)
             run_loss, run_hits, run_n = run_loss + s[0].item(), run_hits + s[1].item(), run_n + s[2].item()

@@ -17,6 +17,8 @@ struct PyTorchExportOptions {
   bool force = false;     // replace a non-empty output folder
   std::string version;    // DeepCanvas's, for the generated files' headers
   std::string data_path;  // train.py's default --data ("" : the project's dataset as found)
+  // Where weights.safetensors comes from, for the README ("" : the seed's initialisation).
+  std::string weights_source;
   std::string image = "pytorch/pytorch:2.3.1-cuda12.1-cudnn8-runtime";  // Dockerfile base
 };
 
