@@ -327,6 +327,11 @@ void MainWindow::createMenus() {
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   recent_menu_->setObjectName("menuRecent");
   connect(recent_menu_, &QMenu::aboutToShow, this, &MainWindow::fillRecentMenu);
+  QAction* open_run = file->addAction(tr("Open R&un…"), this, [this] { openRun(); });
+  open_run->setObjectName("actionOpenRun");
+  open_run->setStatusTip(
+      tr("Show a run of an exported PyTorch project (its metrics.jsonl and checkpoints) "
+         "beside your runs"));
   file->addSeparator();
   file->addAction(action("actionSave"));
   file->addAction(action("actionSaveAs"));
@@ -337,6 +342,12 @@ void MainWindow::createMenus() {
   onnx->setStatusTip(
       tr("Write the network and its weights for onnxruntime, OpenCV, TensorRT or "
          "Netron"));
+  QAction* torch_export =
+      exports->addAction(tr("&PyTorch Project…"), this, [this] { exportPyTorch(); });
+  torch_export->setObjectName("actionExportPyTorch");
+  torch_export->setStatusTip(
+      tr("Write model.py, train.py (torchrun/DDP), a Dockerfile and Kubernetes manifests that "
+         "train this project on GPUs and clusters"));
   file->addSeparator();
   file->addAction(action("actionQuit"));
 

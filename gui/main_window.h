@@ -16,6 +16,10 @@ class QMenu;
 class QTabWidget;
 class QUrl;
 
+namespace dc {
+class Plan;
+}
+
 namespace dc::widgets {
 class GraphEditor;
 class LayerPalette;
@@ -63,6 +67,14 @@ class MainWindow : public QMainWindow {
   // weights beside it, lays it out for the canvas and opens it with those
   // weights in the Inference tab. Nothing is written when the import fails.
   bool importOnnx(QString model_path = {}, QString project_path = {});
+  // File > Export > PyTorch Project: model.py, train.py (torchrun/DDP),
+  // Dockerfile, Kubernetes manifests and README in an empty (or new) folder,
+  // with the Inference tab's weights as weights.safetensors. Asks for the
+  // folder when empty; a non-empty one is replaced only after asking.
+  bool exportPyTorch(QString dir = {});
+  // File > Open Run...: a train.py output folder into the Training tab's
+  // plots and Runs table (followed live while it grows). Asks when empty.
+  bool openRun(QString dir = {});
   // Offers to restore what an earlier, crashed session autosaved.
   void offerRecovery();
   // Dropped files: the first .dcproj is opened, or the first .onnx is
@@ -133,6 +145,9 @@ class MainWindow : public QMainWindow {
   void setProject(Project p, const QString& file, bool modified);
   bool maybeSave();
   void reportError(const QString& text);
+  // The Inference tab's weights into plan (built from the project's graph),
+  // or the seed's initialisation when it has none; returns which, in words.
+  QString loadExportWeights(Plan& plan) const;
   void addRecent(const QString& path);
   void fillRecentMenu();
   void updateTitle();

@@ -184,6 +184,16 @@ bool MainWindow::saveAs() {
   return !f.isEmpty() && saveFile(f);
 }
 
+QString MainWindow::loadExportWeights(Plan& plan) const {
+  const ModelWeights& w = ctx_->weights();
+  if (w.valid()) {
+    plan.load_state(w.state, w.source.toStdString());
+    return w.source;
+  }
+  plan.init_params(ctx_->project().training.seed);
+  return tr("untrained weights (train or open a checkpoint in Inference first)");
+}
+
 bool MainWindow::exportOnnx(QString path) {
 #ifdef DC_HAVE_ONNX
   const Project& p = ctx_->project();
@@ -200,15 +210,7 @@ bool MainWindow::exportOnnx(QString path) {
   }
   try {
     Plan plan(p.graph, 1);
-    const ModelWeights& w = ctx_->weights();
-    QString which;
-    if (w.valid()) {
-      plan.load_state(w.state, w.source.toStdString());
-      which = w.source;
-    } else {
-      plan.init_params(p.training.seed);
-      which = tr("untrained weights (train or open a checkpoint in Inference first)");
-    }
+    const QString which = loadExportWeights(plan);
     OnnxExportOptions o;
     o.model_name = p.name;
     export_onnx(path.toStdString(), p.graph, plan, o);

@@ -16,6 +16,7 @@
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFileSystemWatcher>
 #include <QFormLayout>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -333,6 +334,11 @@ QString TrainingPanel::statusText() const {
 
 void TrainingPanel::resetRuns() {
   session_->stopAndWait();  // callers ask first; this only makes sure
+  if (import_timer_) import_timer_->stop();
+  if (import_watch_ && !import_watch_->files().isEmpty())
+    import_watch_->removePaths(import_watch_->files());
+  import_.reset();  // another project: an opened run is not followed any more
+  import_row_ = -1;
   plots_->reset();
   eval_->clear();
   runs_->setRowCount(0);
@@ -403,7 +409,22 @@ void TrainingPanel::startTraining() {
   best_epoch_.clear();
   eval_->clear();
   progress_->setValue(0);
+  // A followed run's plots are this run's overlay from now on.
+  if (import_) stopFollowingRun(tr("no longer followed (run %1 started)").arg(run_));
   plots_->startRun(run_, cfg.device.cuda ? cfg.device.index : -1);
+  addRunRow(QString("%1 lr %2 %3, batch %4, %5, %6")
+                .arg(enum_name(cfg.optimizer.type))
+                .arg(cfg.optimizer.lr)
+                .arg(enum_name(cfg.schedule.type))
+                .arg(cfg.batch)
+                .arg(QString::fromStdString(cfg.device.str()), QString(enum_name(cfg.precision))),
+            run_dir_);
+  appendLog(tr("Run %1: %2 on %3, checkpoints in %4")
+                .arg(run_)
+                .arg(ctx_->datasetDescription(), device_->currentText(), run_dir_));
+}
+
+void TrainingPanel::addRunRow(const QString& settings, const QString& folder) {
   const int row = runs_->rowCount();
   {
     const QSignalBlocker block(runs_);  // the tick of a new row is not a user's choice
@@ -417,19 +438,9 @@ void TrainingPanel::startTraining() {
     run->setFlags(run->flags() & ~Qt::ItemIsUserCheckable);  // drawn while it runs
     runs_->setItem(row, kRun, run);
   }
-  runs_->setItem(row, kSettings,
-                 new QTableWidgetItem(QString("%1 lr %2 %3, batch %4, %5, %6")
-                                          .arg(enum_name(cfg.optimizer.type))
-                                          .arg(cfg.optimizer.lr)
-                                          .arg(enum_name(cfg.schedule.type))
-                                          .arg(cfg.batch)
-                                          .arg(QString::fromStdString(cfg.device.str()),
-                                               QString(enum_name(cfg.precision)))));
+  runs_->setItem(row, kSettings, new QTableWidgetItem(settings));
   setRunCell(kResult, tr("running"));
-  setRunCell(kFolder, run_dir_);
-  appendLog(tr("Run %1: %2 on %3, checkpoints in %4")
-                .arg(run_)
-                .arg(ctx_->datasetDescription(), device_->currentText(), run_dir_));
+  setRunCell(kFolder, folder);
 }
 
 void TrainingPanel::onSteps(const QVector<TrainEvent>& batch) {

@@ -8,6 +8,8 @@
 #include "gui/project_context.h"
 #include "gui/training_session.h"
 
+#include <deepcanvas/run_log.h>
+
 #include <QWidget>
 #include <memory>
 
@@ -21,6 +23,7 @@ class QLabel;
 class QPlainTextEdit;
 class QTabWidget;
 class QTimer;
+class QFileSystemWatcher;
 class QTableWidget;
 class QCheckBox;
 class QToolButton;
@@ -83,6 +86,18 @@ class TrainingPanel : public QWidget {
   // Back to a fresh panel: no runs, plots, log or progress (another project).
   void resetRuns();
 
+  // File > Open Run...: a run folder an exported train.py wrote (here, on a
+  // mounted volume, or copied back from a cluster). Its metrics.jsonl becomes
+  // a run in the plots and the Runs table, overlaid on local runs, followed
+  // live while it grows; its checkpoints are offered to the Inference tab.
+  // Lines that cannot be read are skipped and listed in the log. Returns ""
+  // or why the folder cannot be opened.
+  QString openRun(const QString& dir);
+  // Whether an opened run is still being followed (no "end" line yet).
+  bool followingRun() const { return import_ != nullptr; }
+  // Reads what the followed run appended (the file watcher and a timer call it).
+  void pollImportedRun();
+
  public slots:
   void startTraining();  // problems go to the banner and the log, never a modal dialog
 
@@ -111,6 +126,8 @@ class TrainingPanel : public QWidget {
   void updateButtons();
   void setRunCell(int column, const QString& text);
   void offerRunCheckpoints(bool finished);
+  void addRunRow(const QString& settings, const QString& folder);
+  void stopFollowingRun(const QString& result);
 
   ProjectContext* ctx_;
   TrainingSession* session_;
@@ -132,6 +149,14 @@ class TrainingPanel : public QWidget {
   int run_ = 0;
   QString run_dir_;
   QString best_epoch_;  // "epoch 3, 85.21 % validation" of the current run
+  // The opened run being followed (null when none): its reader, folder, row
+  // and the timer and watcher that poll it.
+  std::unique_ptr<RunLogReader> import_;
+  QString import_dir_;
+  int import_row_ = -1;
+  size_t import_warned_ = 0;
+  QTimer* import_timer_ = nullptr;
+  QFileSystemWatcher* import_watch_ = nullptr;
 };
 
 }  // namespace dc::gui

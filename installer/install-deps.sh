@@ -11,7 +11,7 @@ PACKAGES=(
   libopenblas-openmp-dev libdnnl-dev zlib1g-dev
   clang-14 libclang-rt-14-dev
   dataset-fashion-mnist python3 python3-torch python3-numpy
-  libonnx-dev libprotobuf-dev python3-onnx python3-torchvision
+  libonnx-dev libprotobuf-dev python3-onnx python3-torchvision python3-yaml
   xvfb x11-apps imagemagick xauth
   dpkg-dev lintian file
 )

@@ -36,7 +36,9 @@ TEST(DashboardSettings, EveryTrainingSettingHasAControlFromTheTable) {
       for (int i = 0; i < c->count(); ++i)
         EXPECT_EQ(c->itemText(i).toStdString(), s.attr.choices[size_t(i)]);
     }
-    if (auto* b = qobject_cast<QSpinBox*>(w)) EXPECT_EQ(b->maximum(), int(s.attr.max));
+    if (auto* b = qobject_cast<QSpinBox*>(w)) {
+      EXPECT_EQ(b->maximum(), int(s.attr.max));
+    }
     ++rows;
   }
   EXPECT_GE(rows, 20);

@@ -1,0 +1,206 @@
+// The exported project's files (the recipe as train.py's CONFIG, the
+// README, Docker and Kubernetes manifests filled in for this project) and
+// writing them next to the weights, all or nothing.
+#include <deepcanvas/checkpoint.h>
+#include <deepcanvas/errors.h>
+#include <deepcanvas/io.h>
+#include <deepcanvas/layer.h>
+#include <deepcanvas/pytorch_export.h>
+
+#include <unistd.h>
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "pytorch_templates.h"
+
+namespace dc {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// train.py's CONFIG: the project's settings in the words of its project file.
+json recipe_json(const Project& p, const std::string& data_path) {
+  const TrainConfig& t = p.training;
+  const OptimizerConfig& o = t.optimizer;
+  const ScheduleConfig& s = t.schedule;
+  Plan probe(p.graph, 1);
+  json augment = nullptr;
+  if (t.augment.enabled())
+    augment = {{"flip", t.augment.flip},
+               {"vflip", t.augment.vflip},
+               {"crop_padding", t.augment.crop_padding},
+               {"rotate", t.augment.rotate},
+               {"translate", t.augment.translate},
+               {"brightness", t.augment.brightness}};
+  return {{"name", p.name},
+          {"epochs", t.epochs},
+          {"batch", t.batch},
+          {"loss", enum_name(t.loss)},
+          {"label_smoothing", t.label_smoothing},
+          {"val_split", t.val_split},
+          {"seed", t.seed},
+          {"normalize", t.normalize},
+          {"precision", enum_name(t.precision)},
+          {"outputs", probe.output_shape().numel()},
+          {"optimizer",
+           {{"type", enum_name(o.type)},
+            {"lr", o.lr},
+            {"momentum", o.momentum},
+            {"nesterov", o.nesterov},
+            {"weight_decay", o.weight_decay},
+            {"beta1", o.beta1},
+            {"beta2", o.beta2},
+            {"eps", o.eps}}},
+          {"schedule",
+           {{"type", enum_name(s.type)},
+            {"warmup_steps", s.warmup_steps},
+            {"step_epochs", s.step_epochs},
+            {"gamma", s.gamma},
+            {"min_lr", s.min_lr},
+            {"pct_start", s.pct_start},
+            {"div_factor", s.div_factor},
+            {"final_div_factor", s.final_div_factor}}},
+          {"augment", augment},
+          {"dataset",
+           {{"kind", p.dataset.kind},
+            {"path", data_path},
+            {"window", p.dataset.window},
+            {"stride", p.dataset.stride},
+            {"target", p.dataset.target},
+            {"test_fraction", p.dataset.test_fraction}}}};
+}
+
+std::string slug(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out += char(std::tolower(static_cast<unsigned char>(c)));
+    else if (!out.empty() && out.back() != '-')
+      out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? "deepcanvas-model" : out.substr(0, 40);
+}
+
+std::string recipe_words(const Project& p) {
+  const TrainConfig& t = p.training;
+  std::string d = p.dataset.kind == "idx"            ? "IDX images"
+                  : p.dataset.kind == "text"         ? "a character-level text corpus"
+                  : p.dataset.kind == "csv_sequence" ? "CSV sequences"
+                                                     : p.dataset.kind;
+  return d + ", " + enum_name(t.loss) + ", " + enum_name(t.optimizer.type) + " (lr " +
+         json(t.optimizer.lr).dump() + ", " + enum_name(t.schedule.type) + " schedule), " +
+         std::to_string(t.epochs) + " epochs of batch " + std::to_string(t.batch) + ", seed " +
+         std::to_string(t.seed) + ", " + enum_name(t.precision);
+}
+
+}  // namespace
+
+std::map<std::string, std::string> pytorch_project_files(const Project& p,
+                                                         const PyTorchExportOptions& o) {
+  std::string data = o.data_path;
+  if (data.empty()) {
+    try {
+      // Absolute: train.py runs from its own folder, not the project's.
+      data = fs::absolute(resolve_dataset_dir(p)).lexically_normal().string();
+    } catch (const Error&) {
+      data = p.dataset.path;  // not on this machine: the README says to pass --data
+    }
+  }
+  Plan probe(p.graph, 1);
+  const std::string job = slug(p.name);
+  const std::string in = probe.input_shape().str(true);
+  const Node& input = p.graph.node(p.graph.inputs().at(0));
+  const bool tokens =
+      input.type == "SequenceInput" &&
+      LayerRegistry::instance().get(input.type).with_defaults(input.attrs).s("kind") == "tokens";
+  const std::map<std::string, std::string> v = {
+      {"PROJECT_NAME", p.name},
+      {"PROJECT_FILE", p.file.empty() ? p.name : fs::path(p.file).filename().string()},
+      {"PROJECT_BASENAME",
+       p.file.empty() ? "PROJECT.dcproj" : fs::path(p.file).filename().string()},
+      {"CONFIG_JSON", recipe_json(p, data).dump(2)},
+      {"RECIPE", recipe_words(p)},
+      {"WEIGHTS",
+       (o.weights_source.empty() ? "DeepCanvas's initialisation with the project's seed (" +
+                                       std::to_string(p.training.seed) + ")"
+                                 : "the weights of " + o.weights_source) +
+           "; train.py starts from them unless `--init none`, and "
+           "`load_model(\"weights.safetensors\")` loads them"},
+      {"DATA", data},
+      {"LR", json(p.training.optimizer.lr).dump()},
+      {"JOB_NAME", job},
+      {"IMAGE_NAME", job + ":latest"},
+      {"BASE_IMAGE", o.image},
+      {"CLAIM", job + "-data"},
+      {"GPUS", "4"},
+      {"WORKERS", "1"},
+      {"NODES", "2"},
+      {"INPUT_DESC",
+       (tokens ? "token ids (int64) of shape N×" : "float32 tensors of shape N×") + in +
+           (p.training.normalize && !tokens ? ", normalised as the checkpoint's metadata says "
+                                              "((x - mean) / stddev, pixels scaled to [0, 1] first)"
+                                            : "")},
+  };
+  std::map<std::string, std::string> files;
+  files["model.py"] = pytorch_model_py(p, o.version);
+  for (const char* name : {"train.py", "dc_safetensors.py", "requirements.txt", "Dockerfile",
+                           "README.md", "k8s/pytorchjob.yaml", "k8s/job.yaml"})
+    files[name] = fill_template(template_text(name), v);
+  return files;
+}
+
+void export_pytorch(const std::string& dir, const Project& p, const Plan& plan,
+                    const PyTorchExportOptions& o) {
+  // Everything that can fail on the project's side fails before a file exists.
+  const std::map<std::string, std::string> files = pytorch_project_files(p, o);
+  const fs::path target = fs::path(dir).lexically_normal();
+  std::error_code ec;
+  const bool exists = fs::exists(target, ec);
+  if (exists && !fs::is_directory(target, ec))
+    throw IoError(dir + " exists and is not a folder; choose another -o");
+  if (exists && !fs::is_empty(target, ec) && !o.force)
+    throw IoError(dir +
+                  " exists and is not empty; choose another folder or pass --force to "
+                  "replace it");
+  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  fs::create_directories(parent, ec);
+  const std::string stem =
+      "." + target.filename().string() + ".export-" + std::to_string(::getpid());
+  const fs::path tmp = parent / stem;
+  fs::remove_all(tmp, ec);
+  try {
+    fs::create_directories(tmp / "k8s");
+    for (const auto& [name, text] : files) write_file_atomic((tmp / name).string(), text);
+    fs::permissions(tmp / "train.py",
+                    fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                    fs::perm_options::add);
+    CheckpointMeta meta;
+    meta.input_shape = plan.input_shape().str(true);
+    meta.num_classes = plan.output_shape().numel();
+    write_checkpoint((tmp / "weights.safetensors").string(), plan.state(), {}, meta);
+    // Swap in: the old folder moves aside first, so a failed rename can be undone.
+    const fs::path old = parent / (stem + ".old");
+    if (exists) fs::rename(target, old);
+    try {
+      fs::rename(tmp, target);
+    } catch (...) {
+      if (exists) fs::rename(old, target, ec);
+      throw;
+    }
+    if (exists) fs::remove_all(old, ec);
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(tmp, ec);
+    throw IoError("cannot write the PyTorch export to " + dir + ": " + e.code().message() + " (" +
+                  e.path1().string() + ")");
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+}
+
+}  // namespace dc

@@ -1,0 +1,112 @@
+
+
+class SamePadConv2d(nn.Conv2d):
+    """Conv2d with DeepCanvas's padding_mode 'same' for any stride: the output
+    is ceil(input / stride) and an odd padding pixel goes to the bottom/right
+    (torch's own padding='same' refuses strides above 1)."""
+
+    def forward(self, x):
+        pads = []
+        for i, n in ((1, x.shape[3]), (0, x.shape[2])):  # F.pad: left, right, top, bottom
+            k, s, d = self.kernel_size[i], self.stride[i], self.dilation[i]
+            out = (n + s - 1) // s
+            total = max(0, (out - 1) * s + d * (k - 1) + 1 - n)
+            pads += [total // 2, total - total // 2]
+        return super().forward(F.pad(x, pads))
+
+
+class _DeepCanvasRecurrent:
+    """What a DeepCanvas recurrent node adds to torch's batch_first RNN/LSTM/GRU:
+    the final hidden state of the last layer (both directions concatenated)
+    unless return_sequences, and optionally learned initial states h0_l{k}
+    (c0_l{k}), trained with the rest. Parameter names and gate orders are
+    torch's own, which DeepCanvas uses too."""
+
+    def __init__(self, *args, return_sequences=False, learned_initial_state=False, **kwargs):
+        super().__init__(*args, batch_first=True, **kwargs)
+        self.return_sequences = return_sequences
+        self.learned_initial_state = learned_initial_state
+        if learned_initial_state:
+            for layer in range(self.num_layers):
+                for d in range(2 if self.bidirectional else 1):
+                    sfx = f"_l{layer}" + ("_reverse" if d else "")
+                    self.register_parameter("h0" + sfx, nn.Parameter(torch.zeros(self.hidden_size)))
+                    if isinstance(self, nn.LSTM):
+                        self.register_parameter("c0" + sfx, nn.Parameter(torch.zeros(self.hidden_size)))
+
+    def forward(self, x):
+        n = x.shape[0]
+        dirs = 2 if self.bidirectional else 1
+        init = None
+        if self.learned_initial_state:
+            def stack(kind):
+                rows = [getattr(self, f"{kind}_l{layer}" + ("_reverse" if d else ""))
+                        for layer in range(self.num_layers) for d in range(dirs)]
+                return torch.stack(rows).unsqueeze(1).expand(-1, n, -1).contiguous()
+            init = (stack("h0"), stack("c0")) if isinstance(self, nn.LSTM) else stack("h0")
+        out, hn = super().forward(x, init)
+        if self.return_sequences:
+            return out
+        if isinstance(self, nn.LSTM):
+            hn = hn[0]
+        return hn[-dirs:].permute(1, 0, 2).reshape(n, dirs * self.hidden_size)
+
+
+class LSTM(_DeepCanvasRecurrent, nn.LSTM):
+    pass
+
+
+class GRU(_DeepCanvasRecurrent, nn.GRU):
+    pass
+
+
+class RNN(_DeepCanvasRecurrent, nn.RNN):
+    pass
+
+
+def to_deepcanvas(state):
+    """A state_dict as DeepCanvas names its tensors: renamed layers get their
+    DeepCanvas names back, and BatchNorm's num_batches_tracked (which
+    DeepCanvas does not keep) is left out."""
+    out = {}
+    for key, value in state.items():
+        if key.endswith("num_batches_tracked"):
+            continue
+        attr, _, rest = key.partition(".")
+        out[RENAMED.get(attr, attr) + "." + rest] = value
+    return out
+
+
+def from_deepcanvas(tensors):
+    """DeepCanvas tensor names (a checkpoint's model tensors) as state_dict keys."""
+    back = {v: k for k, v in RENAMED.items()}
+    out = {}
+    for key, value in tensors.items():
+        if key.startswith("optimizer."):
+            continue
+        layer, _, rest = key.rpartition(".")
+        out[back.get(layer, layer) + "." + rest] = value
+    return out
+
+
+def load_weights(model, path):
+    """Loads a DeepCanvas checkpoint (or a train.py one) into the model; every
+    parameter and buffer must be there with its shape. Returns the metadata."""
+    tensors, meta = dc_safetensors.load_file(path)
+    state = from_deepcanvas(tensors)
+    missing = [k for k in model.state_dict() if k not in state and not k.endswith("num_batches_tracked")]
+    unexpected = [k for k in state if k not in model.state_dict()]
+    if missing or unexpected:
+        raise ValueError(f"{path}: does not fit this model (missing {missing[:5]}, unexpected {unexpected[:5]})")
+    for k, v in model.state_dict().items():
+        if k in state and tuple(state[k].shape) != tuple(v.shape):
+            raise ValueError(f"{path}: {k} is {tuple(state[k].shape)}, the model's is {tuple(v.shape)}")
+    model.load_state_dict(state, strict=False)
+    return meta
+
+
+def load_model(path, device="cpu"):
+    """The network with the weights of a safetensors checkpoint, in eval mode."""
+    model = Model()
+    load_weights(model, path)
+    return model.to(device).eval()

@@ -1,0 +1,481 @@
+// PyTorch export (issue 13): every template and the sample project export;
+// model.py computes DeepCanvas's forward to 1e-5 on the same weights (Debian's
+// python3-torch, skipped with the reason when it is missing); bad input is
+// refused with a message; the Kubernetes manifests have what Kubeflow's
+// PyTorchJob requires; torchrun with 2 gloo processes trains a few dozen
+// steps, keeps the replicas identical and leaves a checkpoint that
+// `deepcanvas-cli eval` reads; metrics.jsonl reads back, bad lines skipped.
+#include <deepcanvas/checkpoint.h>
+#include <deepcanvas/errors.h>
+#include <deepcanvas/io.h>
+#include <deepcanvas/layer.h>
+#include <deepcanvas/npy.h>
+#include <deepcanvas/project.h>
+#include <deepcanvas/pytorch_export.h>
+#include <deepcanvas/rng.h>
+#include <deepcanvas/run_log.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "torch_ref_util.h"
+
+namespace dc {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+using test::kPython;
+using test::run_command;
+
+std::string python_missing(const std::string& modules) {
+  int code = 0;
+  std::string out = run_command(kPython + " -c 'import " + modules + "'", &code);
+  return code == 0 ? std::string() : kPython + " cannot import " + modules + ": " + out;
+}
+
+std::vector<std::string> project_files() {
+  std::vector<std::string> v = {std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj"};
+  for (const auto& e : fs::directory_iterator(std::string(DC_SOURCE_DIR) + "/resources/templates"))
+    if (e.path().extension() == ".dcproj") v.push_back(e.path().string());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() /
+           ("dc_pytorch_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  static int& counter() {
+    static int c = 0;
+    return c;
+  }
+};
+
+// Weights that make every path count: the seed's initialisation, then
+// BatchNorm statistics and scales away from their identity values.
+void randomise_state(Plan& plan, uint64_t seed) {
+  plan.init_params(seed);
+  Rng rng(seed + 1);
+  for (NamedParam& np : plan.params()) {
+    const std::string& n = np.name;
+    float* v = np.param->value.f32();
+    const int64_t count = np.param->value.numel();
+    const bool var = n.find("running_var") != std::string::npos;
+    const bool bn = var || n.find("running_mean") != std::string::npos ||
+                    n.find("bn") != std::string::npos || n.find(".h0") != std::string::npos ||
+                    n.find(".c0") != std::string::npos || n.find("bias") != std::string::npos;
+    if (!bn) continue;
+    for (int64_t i = 0; i < count; ++i)
+      v[i] = var ? rng.uniform(0.5f, 2.0f) : rng.uniform(-0.5f, 0.5f);
+  }
+}
+
+// Exports p into dir with plan's weights, plus x.npy and DeepCanvas's y.npy.
+void write_case(const Project& p, const fs::path& dir, uint64_t seed) {
+  const int64_t n = 3;
+  Plan plan(p.graph, n);
+  randomise_state(plan, seed);
+  PyTorchExportOptions o;
+  o.data_path = "/nonexistent";  // forward only
+  export_pytorch(dir.string(), p, plan, o);
+  Tensor x(plan.input_shape().with_batch(n));
+  Rng rng(seed + 2);
+  const Node& in = p.graph.node(p.graph.inputs().at(0));
+  const bool tokens =
+      in.type == "SequenceInput" &&
+      LayerRegistry::instance().get(in.type).with_defaults(in.attrs).s("kind") == "tokens";
+  int64_t vocab = 2;
+  for (const auto& [id, node] : p.graph.nodes())
+    if (node.type == "Embedding")
+      vocab = LayerRegistry::instance().get("Embedding").with_defaults(node.attrs).i("vocab_size");
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.f32()[i] = tokens ? float(rng.below(uint64_t(vocab))) : rng.uniform(-2.0f, 2.0f);
+  RunContext ctx{false, nullptr};
+  const Tensor& y = plan.forward(x, ctx);
+  save_npy((dir / "x.npy").string(), x);
+  save_npy((dir / "y.npy").string(), y);
+}
+
+TEST(PyTorchExport, EveryTemplateExportsWithLayerNamesAndFiles) {
+  for (const std::string& file : project_files()) {
+    SCOPED_TRACE(file);
+    Project p = load_project(file);
+    auto files = pytorch_project_files(p, {});
+    for (const char* name : {"model.py", "train.py", "dc_safetensors.py", "requirements.txt",
+                             "Dockerfile", "README.md", "k8s/pytorchjob.yaml", "k8s/job.yaml"}) {
+      ASSERT_TRUE(files.count(name)) << name;
+      EXPECT_EQ(files[name].find('@' + std::string("PROJECT_NAME@")), std::string::npos) << name;
+    }
+    // One attribute per layer with parameters, named as the layer.
+    Plan plan(p.graph, 1);
+    for (const NamedParam& np : plan.params()) {
+      const std::string layer = np.name.substr(0, np.name.rfind('.'));
+      EXPECT_NE(files["model.py"].find("self." + layer + " = "), std::string::npos) << layer;
+    }
+    EXPECT_NE(files["README.md"].find("--redirects 2 --tee 1"), std::string::npos);
+    EXPECT_NE(files["train.py"].find("\"epochs\": " + std::to_string(p.training.epochs)),
+              std::string::npos);
+  }
+}
+
+TEST(PyTorchExport, ForwardEqualsTheEngineForEveryTemplate) {
+  if (auto why = python_missing("torch, numpy"); !why.empty()) GTEST_SKIP() << why;
+  TempDir tmp;
+  std::string args;
+  uint64_t seed = 7;
+  for (const std::string& file : project_files()) {
+    const fs::path dir = tmp.path / fs::path(file).stem();
+    write_case(load_project(file), dir, seed++);
+    args += " " + dir.string();
+  }
+  int code = 0;
+  const std::string out = run_command(
+      kPython + " " + std::string(DC_SOURCE_DIR) + "/tests/export/forward_check.py" + args, &code);
+  ASSERT_EQ(code, 0) << out;
+  json r = json::parse(out.substr(out.find('{')), nullptr, false);
+  ASSERT_TRUE(r.is_object()) << out;
+  EXPECT_EQ(r.size(), project_files().size()) << out;
+  for (auto& [k, v] : r.items()) {
+    ASSERT_TRUE(v.is_number()) << k << ": " << v.dump();
+    EXPECT_LE(v.get<double>(), 1e-5) << k;
+    std::printf("max |torch - deepcanvas| / (1 + |deepcanvas|) for %s: %.3g\n",
+                fs::path(k).filename().c_str(), v.get<double>());
+  }
+}
+
+// Layer forms the templates do not use: same/valid padding with strides,
+// padded pooling, GELU/LeakyReLU/Sigmoid/Softmax, BatchNorm1D on C×L,
+// Concat, Reshape, bidirectional and stacked recurrent layers with learned
+// initial states, TimeDistributedDense, LastStep, and names that are not
+// Python identifiers.
+TEST(PyTorchExport, ForwardEqualsTheEngineForEveryLayerForm) {
+  if (auto why = python_missing("torch, numpy"); !why.empty()) GTEST_SKIP() << why;
+  register_builtin_layers();
+  auto pair = [](int64_t a, int64_t b) { return AttrValue(std::vector<int64_t>{a, b}); };
+  Project img;
+  img.name = "forms";
+  Graph& g = img.graph;
+  Attrs in;
+  in.set("shape", std::vector<int64_t>{3, 11, 9});
+  int i = g.add_node("Input", "input", in);
+  Attrs c1;
+  c1.set("filters", int64_t{4});
+  c1.set("padding_mode", std::string("same"));
+  c1.set("stride", pair(2, 2));
+  c1.set("kernel", pair(4, 3));
+  int a = g.add_node("Conv2D", "conv same", c1);
+  g.connect(i, a);
+  Attrs c2;
+  c2.set("filters", int64_t{4});
+  c2.set("padding_mode", std::string("valid"));
+  c2.set("dilation", pair(2, 1));
+  c2.set("groups", int64_t{2});
+  int b = g.add_node("Conv2D", "2conv", c2);
+  g.connect(a, b);
+  int bn = g.add_node("BatchNorm2D", "class", {});
+  g.connect(b, bn);
+  Attrs lr;
+  lr.set("slope", 0.2);
+  int act = g.add_node("LeakyReLU", "leaky", lr);
+  g.connect(bn, act);
+  Attrs ap;
+  ap.set("kernel", pair(3, 3));
+  ap.set("stride", pair(1, 1));
+  ap.set("padding", pair(1, 1));
+  int avg = g.add_node("AvgPool2D", "avg", ap);
+  g.connect(act, avg);
+  int mp = g.add_node("MaxPool2D", "max", ap);
+  g.connect(act, mp);
+  Attrs cat;
+  cat.set("inputs", int64_t{2});
+  int cc = g.add_node("Concat", "cat", cat);
+  g.connect(avg, cc, 0);
+  g.connect(mp, cc, 1);
+  int ge = g.add_node("GELU", "gelu", {});
+  g.connect(cc, ge);
+  Attrs rs;
+  rs.set("shape", std::vector<int64_t>{8, -1});
+  int re = g.add_node("Reshape", "reshape", rs);
+  g.connect(ge, re);
+  int b1 = g.add_node("BatchNorm1D", "bn1d", {});
+  g.connect(re, b1);
+  int fl = g.add_node("Flatten", "flat", {});
+  g.connect(b1, fl);
+  Attrs d;
+  d.set("units", int64_t{5});
+  int de = g.add_node("Dense", "dense", d);
+  g.connect(fl, de);
+  int sg = g.add_node("Sigmoid", "sig", {});
+  g.connect(de, sg);
+  int sm = g.add_node("Softmax", "soft", {});
+  g.connect(sg, sm);
+
+  Project seq;
+  seq.name = "sequence forms";
+  Graph& s = seq.graph;
+  Attrs si;
+  si.set("steps", int64_t{6});
+  si.set("features", int64_t{5});
+  int s0 = s.add_node("SequenceInput", "input", si);
+  Attrs gru;
+  gru.set("hidden_size", int64_t{7});
+  gru.set("bidirectional", true);
+  gru.set("return_sequences", true);
+  gru.set("initial_state", std::string("learned"));
+  int s1 = s.add_node("GRU", "gru", gru);
+  s.connect(s0, s1);
+  Attrs td;
+  td.set("units", int64_t{6});
+  int s2 = s.add_node("TimeDistributedDense", "td", td);
+  s.connect(s1, s2);
+  Attrs rnn;
+  rnn.set("hidden_size", int64_t{4});
+  rnn.set("num_layers", int64_t{2});
+  rnn.set("nonlinearity", std::string("relu"));
+  rnn.set("return_sequences", true);
+  int s3 = s.add_node("SimpleRNN", "rnn", rnn);
+  s.connect(s2, s3);
+  Attrs lstm;
+  lstm.set("hidden_size", int64_t{5});
+  lstm.set("num_layers", int64_t{2});
+  lstm.set("bidirectional", true);
+  lstm.set("return_sequences", true);
+  lstm.set("initial_state", std::string("learned"));
+  int s4 = s.add_node("LSTM", "lstm", lstm);
+  s.connect(s3, s4);
+  Attrs ls;
+  ls.set("index", int64_t{-2});
+  int s5 = s.add_node("LastStep", "last", ls);
+  s.connect(s4, s5);
+
+  TempDir tmp;
+  write_case(img, tmp.path / "img", 11);
+  write_case(seq, tmp.path / "seq", 12);
+  const std::string model = read_file((tmp.path / "img" / "model.py").string());
+  EXPECT_NE(model.find("\"conv_same\": \"conv same\""), std::string::npos) << model;
+  EXPECT_NE(model.find("self.class_ = nn.BatchNorm2d"), std::string::npos) << model;
+  int code = 0;
+  const std::string out =
+      run_command(kPython + " " + std::string(DC_SOURCE_DIR) + "/tests/export/forward_check.py " +
+                      (tmp.path / "img").string() + " " + (tmp.path / "seq").string(),
+                  &code);
+  ASSERT_EQ(code, 0) << out;
+  json r = json::parse(out.substr(out.find('{')), nullptr, false);
+  ASSERT_EQ(r.size(), 2u) << out;
+  for (auto& [k, v] : r.items()) {
+    ASSERT_TRUE(v.is_number()) << k << ": " << v.dump();
+    EXPECT_LE(v.get<double>(), 1e-5) << k;
+    std::printf("max |torch - deepcanvas| / (1 + |deepcanvas|) for %s: %.3g\n",
+                fs::path(k).filename().c_str(), v.get<double>());
+  }
+}
+
+TEST(PyTorchExport, RefusesANonEmptyFolderUnlessForced) {
+  Project p = load_project(std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj");
+  Plan plan(p.graph, 1);
+  plan.init_params(1);
+  TempDir tmp;
+  const fs::path dir = tmp.path / "out";
+  fs::create_directories(dir);
+  write_file_atomic((dir / "keep.txt").string(), "mine");
+  try {
+    export_pytorch(dir.string(), p, plan, {});
+    FAIL() << "a non-empty folder was overwritten";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("not empty"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--force"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::exists(dir / "keep.txt"));
+  PyTorchExportOptions o;
+  o.force = true;
+  export_pytorch(dir.string(), p, plan, o);
+  EXPECT_FALSE(fs::exists(dir / "keep.txt"));
+  EXPECT_TRUE(fs::exists(dir / "model.py"));
+  EXPECT_TRUE(fs::exists(dir / "weights.safetensors"));
+  // Nothing left beside it: the temporary folder was renamed into place.
+  int entries = 0;
+  for (const auto& e : fs::directory_iterator(tmp.path)) entries += e.path() != dir;
+  EXPECT_EQ(entries, 0);
+  // The weights are a checkpoint DeepCanvas reads.
+  CheckpointInfo ck = read_checkpoint((dir / "weights.safetensors").string());
+  EXPECT_EQ(ck.model.size(), plan.state().size());
+}
+
+TEST(PyTorchExport, ALayerWithoutPyTorchCounterpartIsNamed) {
+  register_builtin_layers();
+  if (!LayerRegistry::instance().find("TestOnlyMystery")) {
+    LayerDescriptor d;
+    d.type = "TestOnlyMystery";
+    d.category = "Test";
+    d.num_inputs = [](const Attrs&) { return 1; };
+    d.infer = [](const std::vector<Shape>& in, const Attrs&) { return in.at(0); };
+    d.cost = [](const std::vector<Shape>&, const Shape&, const Attrs&) { return Cost{}; };
+    LayerRegistry::instance().add(std::move(d));
+  }
+  Project p;
+  p.name = "mystery";
+  Attrs in;
+  in.set("shape", std::vector<int64_t>{4});
+  int i = p.graph.add_node("Input", "input", in);
+  int m = p.graph.add_node("TestOnlyMystery", "odd", {});
+  p.graph.connect(i, m);
+  try {
+    pytorch_model_py(p);
+    FAIL() << "exported a layer torch has no counterpart for";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("TestOnlyMystery 'odd'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PyTorchExport, KubernetesManifestsHaveWhatPyTorchJobRequires) {
+  if (auto why = python_missing("yaml"); !why.empty()) GTEST_SKIP() << why;
+  Project p = load_project(std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj");
+  TempDir tmp;
+  fs::create_directories(tmp.path / "k8s");
+  for (const auto& [name, text] : pytorch_project_files(p, {}))
+    if (name.rfind("k8s/", 0) == 0) write_file_atomic((tmp.path / name).string(), text);
+  int code = 0;
+  std::string out = run_command(kPython + " " + std::string(DC_SOURCE_DIR) +
+                                    "/tests/export/k8s_check.py " + tmp.path.string(),
+                                &code);
+  EXPECT_EQ(code, 0) << out;
+  // The checker itself refuses a manifest without the Worker spec.
+  std::string job = read_file((tmp.path / "k8s/pytorchjob.yaml").string());
+  write_file_atomic((tmp.path / "k8s/pytorchjob.yaml").string(),
+                    job.substr(0, job.find("    Worker:")));
+  out = run_command(kPython + " " + std::string(DC_SOURCE_DIR) + "/tests/export/k8s_check.py " +
+                        tmp.path.string(),
+                    &code);
+  EXPECT_NE(code, 0) << out;
+  EXPECT_NE(out.find("Master and Worker"), std::string::npos) << out;
+}
+
+TEST(PyTorchExport, MetricsLogReadsBackSkippingATruncatedLine) {
+  TempDir tmp;
+  const std::string path = (tmp.path / "metrics.jsonl").string();
+  {
+    std::ofstream f(path);
+    f << R"({"kind": "start", "epochs": 2, "steps_per_epoch": 3, "world_size": 2, "device": "cpu", "torch": "1.13"})"
+      << "\n"
+      << R"({"kind": "step", "epoch": 1, "step": 1, "loss": 2.0, "accuracy": 0.1, "lr": 0.001, "samples_per_s": 100})"
+      << "\n"
+      << R"({"kind": "step", "epoch": 1, "ste)"
+      << "\n"
+      << R"({"kind": "epoch", "epoch": 1, "step": 3, "train_loss": 1.5, "train_accuracy": 0.4, "test_accuracy": 0.5, "best": true})"
+      << "\n"
+      << R"({"kind": "step", "epoch": 2, "step": 4, "loss": 1.)";  // still being written
+  }
+  RunLogReader r(path);
+  std::vector<TrainEvent> ev = r.poll();
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[0].kind, TrainEvent::Kind::Started);
+  EXPECT_EQ(ev[1].kind, TrainEvent::Kind::Step);
+  EXPECT_DOUBLE_EQ(ev[1].loss, 2.0);
+  EXPECT_EQ(ev[1].epochs, 2);
+  EXPECT_EQ(ev[2].kind, TrainEvent::Kind::Epoch);
+  EXPECT_DOUBLE_EQ(ev[2].test_accuracy, 0.5);
+  EXPECT_TRUE(std::isnan(ev[2].val_accuracy));
+  ASSERT_EQ(r.warnings().size(), 1u);
+  EXPECT_NE(r.warnings()[0].find("line 3"), std::string::npos) << r.warnings()[0];
+  // The writer finishes its line and the run: the reader follows.
+  {
+    std::ofstream f(path, std::ios::app);
+    f << "5, \"accuracy\": 0.6, \"lr\": 0.001}\n{\"kind\": \"end\", \"step\": 4}\n";
+  }
+  ev = r.poll();
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_DOUBLE_EQ(ev[0].loss, 1.5);
+  EXPECT_TRUE(r.finished());
+  EXPECT_TRUE(r.poll(true).empty());
+}
+
+// The command line: the format follows -o, a non-empty folder needs
+// --force, and the messages say what to do.
+TEST(PyTorchExport, CommandLineRefusesANonEmptyFolderAndSaysHow) {
+  TempDir tmp;
+  const std::string project = std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj";
+  const std::string dir = (tmp.path / "x").string();
+  int code = 0;
+  std::string out =
+      run_command(std::string(DC_CLI) + " export " + project + " -o " + dir + " --json", &code);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("\"format\":\"pytorch\""), std::string::npos) << out;
+  out = run_command(std::string(DC_CLI) + " export " + project + " -o " + dir, &code);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("is not empty"), std::string::npos) << out;
+  EXPECT_NE(out.find("--force"), std::string::npos) << out;
+  out = run_command(std::string(DC_CLI) + " export " + project + " -o " + dir + " --force --quiet",
+                    &code);
+  EXPECT_EQ(code, 0) << out;
+  out = run_command(std::string(DC_CLI) + " export " + project + " -o " + dir + " --format keras",
+                    &code);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("use --format onnx or --format pytorch"), std::string::npos) << out;
+}
+
+// The whole distributed path on CPUs: export the sample project, train a few
+// dozen steps with torchrun and 2 gloo processes, check the replicas hold
+// identical weights and that DeepCanvas evaluates the checkpoint.
+TEST(PyTorchExport, TorchrunTwoProcessesThenDeepCanvasEval) {
+  if (auto why = python_missing("torch, numpy"); !why.empty()) GTEST_SKIP() << why;
+  int code = 0;
+  if (run_command("command -v torchrun", &code); code != 0) GTEST_SKIP() << "no torchrun";
+  TempDir tmp;
+  const std::string project = std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj";
+  const std::string dir = (tmp.path / "export").string(), out = (tmp.path / "out").string();
+  std::string log = run_command(
+      std::string(DC_CLI) + " export " + project + " --format pytorch -o " + dir + " --quiet",
+      &code);
+  ASSERT_EQ(code, 0) << log;
+  // Debian's torch 1.13 torchrun on Python 3.11 needs --redirects 2 --tee 1.
+  log = run_command("cd " + dir +
+                        " && OMP_NUM_THREADS=1 torchrun --standalone --nproc_per_node=2 "
+                        "--redirects 2 --tee 1 train.py --device cpu --epochs 1 --batch 32 "
+                        "--max-steps 30 --threads 1 --out " +
+                        out,
+                    &code);
+  ASSERT_EQ(code, 0) << log;
+  RunLogReader r(out + "/metrics.jsonl");
+  std::vector<TrainEvent> ev = r.poll(true);
+  EXPECT_TRUE(r.warnings().empty());
+  int steps = 0, epochs = 0;
+  std::string end;
+  for (const TrainEvent& e : ev) {
+    steps += e.kind == TrainEvent::Kind::Step;
+    epochs += e.kind == TrainEvent::Kind::Epoch;
+    if (e.kind == TrainEvent::Kind::Finished) end = e.message;
+  }
+  EXPECT_EQ(steps, 30);
+  EXPECT_EQ(epochs, 1);
+  EXPECT_EQ(end, "replicas identical") << log;
+  ASSERT_TRUE(fs::exists(out + "/last.safetensors"));
+  ASSERT_TRUE(fs::exists(out + "/best.safetensors"));
+  log = run_command(std::string(DC_CLI) + " eval " + project + " --checkpoint " + out +
+                        "/last.safetensors --json",
+                    &code);
+  ASSERT_EQ(code, 0) << log;
+  json j = json::parse(log.substr(log.find('{')), nullptr, false);
+  ASSERT_TRUE(j.is_object()) << log;
+  // 30 steps of 64 samples already beat chance (10 %) by far.
+  EXPECT_GT(j.value("test_accuracy", 0.0), 0.5) << log;
+}
+
+}  // namespace
+}  // namespace dc
