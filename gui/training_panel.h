@@ -8,6 +8,8 @@
 #include "gui/project_context.h"
 #include "gui/training_session.h"
 
+#include <deepcanvas/lr_find.h>
+
 #include <QWidget>
 #include <memory>
 
@@ -24,6 +26,9 @@ class QTimer;
 class QTableWidget;
 class QCheckBox;
 class QToolButton;
+class QFrame;
+class QUndoStack;
+class QVBoxLayout;
 
 namespace dc::widgets {
 class LivePlot;
@@ -32,6 +37,7 @@ class LivePlot;
 namespace dc::gui {
 
 class EvaluationView;
+class LrFinderDialog;
 class SettingsForm;
 class TrainingPlots;
 
@@ -83,6 +89,25 @@ class TrainingPanel : public QWidget {
   // Back to a fresh panel: no runs, plots, log or progress (another project).
   void resetRuns();
 
+  // Tuning aids (training_tuning.cpp). Edits they make (Use, Apply) go
+  // through applySetting: one undoable command on the stack given here
+  // (the editor's, so Edit > Undo takes them back), or a plain edit without one.
+  void setUndoStack(QUndoStack* stack) { undo_ = stack; }
+  // Sets training settings by key ("optimizer.lr") as one undoable step.
+  void applySettings(const QVector<QPair<QString, dc::AttrValue>>& values, const QString& what);
+  void setSettingValue(const QString& key, const dc::AttrValue& v);  // no undo entry
+  QPushButton* lrFinderButton() const { return lr_find_; }
+  // Opens (or raises) the LR finder and starts its test; null when it cannot
+  // start (no data: the reason goes to the banner).
+  LrFinderDialog* openLrFinder(const LrFindOptions& options = {});
+  LrFinderDialog* lrFinder() const { return lr_dialog_; }
+  // The hint offered when the batch changes: scaled learning rates, warm-up
+  // and the largest batch that fits the device.
+  QFrame* batchHint() const { return batch_hint_; }
+  QString batchHintText() const;
+  QPushButton* batchHintApplyLinear() const { return hint_linear_; }
+  QPushButton* batchHintApplySqrt() const { return hint_sqrt_; }
+
  public slots:
   void startTraining();  // problems go to the banner and the log, never a modal dialog
 
@@ -111,6 +136,8 @@ class TrainingPanel : public QWidget {
   void updateButtons();
   void setRunCell(int column, const QString& text);
   void offerRunCheckpoints(bool finished);
+  void buildTuningUi(QVBoxLayout* column);
+  void onBatchMaybeChanged();
 
   ProjectContext* ctx_;
   TrainingSession* session_;
@@ -132,6 +159,14 @@ class TrainingPanel : public QWidget {
   int run_ = 0;
   QString run_dir_;
   QString best_epoch_;  // "epoch 3, 85.21 % validation" of the current run
+  QUndoStack* undo_ = nullptr;
+  QPushButton* lr_find_ = nullptr;
+  LrFinderDialog* lr_dialog_ = nullptr;
+  QFrame* batch_hint_ = nullptr;
+  QLabel* batch_hint_text_ = nullptr;
+  QPushButton *hint_linear_ = nullptr, *hint_sqrt_ = nullptr;
+  int64_t shown_batch_ = 0;        // the batch the hint compares against
+  bool applying_setting_ = false;  // an edit of ours, not the user's
 };
 
 }  // namespace dc::gui
