@@ -11,6 +11,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QUndoStack>
+#include <cstdlib>
 
 namespace dc::test {
 
@@ -21,11 +22,16 @@ TEST(DashboardTuning, LrFinderPlotsSuggestsAndUseIsUndoable) {
   panel.setUndoStack(&undo);
   const double lr_before = panel.config().optimizer.lr;
   const auto weights_before = ctx->weights().state.size();
-  // A shorter test than the default 100 steps from 1e-7, to keep CI quick.
+  // A shorter test than the default 100 steps from 1e-7, to keep CI quick;
+  // DC_SCREENSHOTS=DIR runs the default one and saves DIR/lr-finder.png
+  // for the README.
+  const char* shots = std::getenv("DC_SCREENSHOTS");
   LrFindOptions o;
-  o.steps = 25;
-  o.start = 1e-5;
-  o.end = 1;
+  if (!shots) {
+    o.steps = 25;
+    o.start = 1e-5;
+    o.end = 1;
+  }
   gui::LrFinderDialog* d = panel.openLrFinder(o);
   ASSERT_NE(d, nullptr);
   QSignalSpy done(d, &gui::LrFinderDialog::finished);
@@ -39,6 +45,10 @@ TEST(DashboardTuning, LrFinderPlotsSuggestsAndUseIsUndoable) {
   EXPECT_EQ(d->plot()->graph(1)->dataCount(), int(r.lrs.size()));
   EXPECT_EQ(d->plot()->graph(2)->dataCount(), 1);  // the suggestion's marker
   EXPECT_TRUE(d->statusText().contains("Suggested learning rate"));
+  if (shots) {
+    d->resize(720, 480);
+    EXPECT_TRUE(d->grab().save(QString(shots) + "/lr-finder.png"));
+  }
   EXPECT_EQ(ctx->weights().state.size(), weights_before);  // nothing trained for real
   QSignalSpy edited(&panel, &gui::TrainingPanel::settingsChanged);
   ASSERT_TRUE(d->useButton()->isEnabled());
