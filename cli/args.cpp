@@ -1,6 +1,7 @@
 #include "args.h"
 
 #include <deepcanvas/errors.h>
+#include <deepcanvas/format.h>
 #include <deepcanvas/settings.h>
 
 #include <algorithm>
@@ -42,21 +43,6 @@ Known known_options(const Command& cmd) {
 
 }  // namespace
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1] ? 1u : 0u)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 Args parse_args(const Command& cmd, int argc, char** argv) {
   const Known known = known_options(cmd);
   Args a;
@@ -86,6 +72,7 @@ Args parse_args(const Command& cmd, int argc, char** argv) {
         v = argv[++i];
       }
       a.options[k] = v;
+      a.repeated[k].push_back(v);
     } else {
       a.positional.push_back(s);
     }
@@ -97,6 +84,17 @@ Args parse_args(const Command& cmd, int argc, char** argv) {
                 (cmd.operands.empty() ? "" : " " + cmd.operands) + " [options])");
   }
   return a;
+}
+
+void apply_setting_flags(const Args& a, TrainConfig& c) {
+  for (const SettingSpec& s : training_settings()) {
+    if (s.flag.empty()) continue;
+    if (a.has(s.flag)) {
+      const std::string v = a.get(s.flag, "");
+      s.set(c, parse_setting_text(s, s.attr.type == AttrType::Bool && v.empty() ? "true" : v));
+    }
+    if (a.has("no-" + s.flag)) s.set(c, false);
+  }
 }
 
 std::string command_help(const Command& cmd) {

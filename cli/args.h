@@ -3,6 +3,8 @@
 // training settings add theirs from the settings table, and anything else
 // is an error with the nearest known option, so a typo such as
 // --checkpiont never trains and then throws the model away.
+#include <deepcanvas/train_config.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -25,7 +27,9 @@ struct Command {
 
 struct Args {
   std::vector<std::string> positional;
-  std::map<std::string, std::string> options;  // flags map to ""
+  std::map<std::string, std::string> options;  // flags map to ""; the last of repeated ones
+  // Every value of an option that may repeat (sweep's --param), in order.
+  std::map<std::string, std::vector<std::string>> repeated;
   bool has(const std::string& k) const { return options.count(k) != 0; }
   bool flag(const std::string& k) const { return has(k); }
   std::string get(const std::string& k, const std::string& def) const;
@@ -37,11 +41,11 @@ struct Args {
 // missing value or too many operands. "--help" is returned as an option.
 Args parse_args(const Command& cmd, int argc, char** argv);
 
+// The training settings given as flags (--lr 0.01, --no-normalize), over c.
+void apply_setting_flags(const Args& a, TrainConfig& c);
+
 // "usage: deepcanvas-cli train PROJECT [options]" and every option with its
 // help; training settings with their range and default.
 std::string command_help(const Command& cmd);
-
-// Levenshtein distance, for "did you mean".
-size_t edit_distance(const std::string& a, const std::string& b);
 
 }  // namespace dc::cli

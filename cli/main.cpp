@@ -37,6 +37,7 @@
 #include "outcome.h"
 #include "predict.h"
 #include "preflight.h"
+#include "tune.h"
 
 #ifndef DC_VERSION
 #define DC_VERSION "0.0.0"
@@ -135,6 +136,44 @@ const std::vector<Command>& commands() {
         {"temperature", "T", "sampling temperature (default 0.8)"},
         {"top-k", "K", "sample among the K likeliest (0: all)"},
         {"seed", "N", "random seed (default 1)"}}},
+      {"lr-find",
+       "PROJECT",
+       "Learning-rate range test (Smith): a short run with the learning rate rising "
+       "exponentially; suggests a learning rate. The project's weights are not touched.",
+       {{"data", "DIR", "dataset folder instead of the project's"},
+        {"start", "X", "first learning rate (default 1e-7)"},
+        {"end", "Y", "last learning rate (default 10)"},
+        {"steps", "N", "steps of the test (default 100)"},
+        {"json", "", "print one JSON object (suggested_lr, the curve)"}},
+       true},
+      {"batch-fit",
+       "PROJECT",
+       "The largest batch whose training fits the device's memory (estimate), and the "
+       "learning rate for a new batch (linear and square-root rules, warm-up).",
+       {{"data", "DIR", "dataset folder instead of the project's"},
+        {"to", "N", "the new batch (default: the largest power of two that fits)"},
+        {"json", "", "print one JSON object"}},
+       true},
+      {"sweep",
+       "PROJECT",
+       "Hyperparameter sweep: TPE or random search over training settings and layer "
+       "attributes, ASHA pruning at epoch boundaries; resumable (state in PROJECT.sweep.json).",
+       {{"param", "NAME=KIND:ARGS",
+         "a searched parameter, repeatable: lr=log:1e-4:1e-2, batch=choice:32,64,128, "
+         "conv1.filters=int:16:64, dropout.rate=float:0:0.5"},
+        {"trials", "N", "trials to run (default 16)"},
+        {"epochs", "E", "epochs per trial (default 3)"},
+        {"pruner", "asha|none", "stop poor trials early (default asha)"},
+        {"eta", "N", "ASHA's reduction factor (default 3)"},
+        {"sampler", "tpe|random", "how points are chosen (default tpe)"},
+        {"seed", "S", "seed of the sampler (default 0); trials train with the project's seed"},
+        {"parallel", "K", "trials at once, each single-threaded (at most the cores)"},
+        {"state", "FILE", "state file (default PROJECT.sweep.json beside the project)"},
+        {"fresh", "", "discard an existing state file instead of continuing it"},
+        {"steps-per-epoch", "N", "stop each epoch after N steps (quick looks)"},
+        {"data", "DIR", "dataset folder instead of the project's"},
+        {"json", "", "print one JSON object (trials, best)"}},
+       true},
       {"devices", "", "List the CPU and each NVIDIA GPU.", {{"json", "", "print JSON"}}, false, 0},
   };
   return cmds;
@@ -169,18 +208,6 @@ std::string clock_text(double s) {
   else
     std::snprintf(buf, sizeof buf, "%02d:%02d", t / 60, t % 60);
   return buf;
-}
-
-// The training settings given as flags, over the project's.
-void apply_setting_flags(const Args& a, TrainConfig& c) {
-  for (const SettingSpec& s : training_settings()) {
-    if (s.flag.empty()) continue;
-    if (a.has(s.flag)) {
-      const std::string v = a.get(s.flag, "");
-      s.set(c, parse_setting_text(s, s.attr.type == AttrType::Bool && v.empty() ? "true" : v));
-    }
-    if (a.has("no-" + s.flag)) s.set(c, false);
-  }
 }
 
 Project load(const Args& a) {
@@ -789,6 +816,9 @@ int run(int argc, char** argv) {
   if (cmd == "import") return cmd_import(a);
   if (cmd == "summary") return cmd_summary(a);
   if (cmd == "generate") return cmd_generate(a);
+  if (cmd == "lr-find") return cmd_lr_find(a);
+  if (cmd == "batch-fit") return cmd_batch_fit(a);
+  if (cmd == "sweep") return cmd_sweep(a);
   return cmd_devices(a);
 }
 

@@ -33,6 +33,8 @@ void MainWindow::createModes() {
   modes_->setTabPosition(QTabWidget::North);
   dataset_panel_ = new DatasetPanel(ctx_, modes_);
   training_panel_ = new TrainingPanel(ctx_, modes_);
+  // "Use" in the LR finder and the batch hint's Apply are undoable edits.
+  training_panel_->setUndoStack(editor_->undoStack());
   inference_panel_ = new InferencePanel(ctx_, modes_);
   // The dashboard pages need more room than the canvas; in a scroll area
   // their minimum size stays theirs instead of squeezing the editor's docks.

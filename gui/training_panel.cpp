@@ -143,6 +143,7 @@ void TrainingPanel::buildUi() {
   settings_->addTab(opt_form_, tr("Optimizer"));
   settings_->addTab(sched_form_, tr("Schedule"));
   ll->addWidget(settings_);
+  buildTuningUi(ll);
   connect(settings_toggle_, &QToolButton::toggled, this, &TrainingPanel::setSettingsVisible);
   fillDevices();
   // Saved with the project, so each edit can make it "modified".
@@ -276,6 +277,7 @@ void TrainingPanel::fillDevices() {
 
 void TrainingPanel::loadSettings(const TrainConfig& c) {
   for (SettingsForm* f : {run_form_, opt_form_, sched_form_}) f->setConfig(c);
+  shown_batch_ = c.batch;  // the hint compares later edits with this
   const QSignalBlocker b1(steps_limit_), b2(device_);
   steps_limit_->setValue(int(c.steps_per_epoch_limit));
   int d = device_->findData(QString::fromStdString(c.device.str()));

@@ -9,6 +9,7 @@
 #include "gui/training_session.h"
 
 #include <deepcanvas/run_log.h>
+#include <deepcanvas/lr_find.h>
 
 #include <QWidget>
 #include <memory>
@@ -27,6 +28,9 @@ class QFileSystemWatcher;
 class QTableWidget;
 class QCheckBox;
 class QToolButton;
+class QFrame;
+class QUndoStack;
+class QVBoxLayout;
 
 namespace dc::widgets {
 class LivePlot;
@@ -35,6 +39,7 @@ class LivePlot;
 namespace dc::gui {
 
 class EvaluationView;
+class LrFinderDialog;
 class SettingsForm;
 class TrainingPlots;
 
@@ -97,6 +102,24 @@ class TrainingPanel : public QWidget {
   bool followingRun() const { return import_ != nullptr; }
   // Reads what the followed run appended (the file watcher and a timer call it).
   void pollImportedRun();
+  // Tuning aids (training_tuning.cpp). Edits they make (Use, Apply) go
+  // through applySetting: one undoable command on the stack given here
+  // (the editor's, so Edit > Undo takes them back), or a plain edit without one.
+  void setUndoStack(QUndoStack* stack) { undo_ = stack; }
+  // Sets training settings by key ("optimizer.lr") as one undoable step.
+  void applySettings(const QVector<QPair<QString, dc::AttrValue>>& values, const QString& what);
+  void setSettingValue(const QString& key, const dc::AttrValue& v);  // no undo entry
+  QPushButton* lrFinderButton() const { return lr_find_; }
+  // Opens (or raises) the LR finder and starts its test; null when it cannot
+  // start (no data: the reason goes to the banner).
+  LrFinderDialog* openLrFinder(const LrFindOptions& options = {});
+  LrFinderDialog* lrFinder() const { return lr_dialog_; }
+  // The hint offered when the batch changes: scaled learning rates, warm-up
+  // and the largest batch that fits the device.
+  QFrame* batchHint() const { return batch_hint_; }
+  QString batchHintText() const;
+  QPushButton* batchHintApplyLinear() const { return hint_linear_; }
+  QPushButton* batchHintApplySqrt() const { return hint_sqrt_; }
 
  public slots:
   void startTraining();  // problems go to the banner and the log, never a modal dialog
@@ -128,6 +151,8 @@ class TrainingPanel : public QWidget {
   void offerRunCheckpoints(bool finished);
   void addRunRow(const QString& settings, const QString& folder);
   void stopFollowingRun(const QString& result);
+  void buildTuningUi(QVBoxLayout* column);
+  void onBatchMaybeChanged();
 
   ProjectContext* ctx_;
   TrainingSession* session_;
@@ -157,6 +182,14 @@ class TrainingPanel : public QWidget {
   size_t import_warned_ = 0;
   QTimer* import_timer_ = nullptr;
   QFileSystemWatcher* import_watch_ = nullptr;
+  QUndoStack* undo_ = nullptr;
+  QPushButton* lr_find_ = nullptr;
+  LrFinderDialog* lr_dialog_ = nullptr;
+  QFrame* batch_hint_ = nullptr;
+  QLabel* batch_hint_text_ = nullptr;
+  QPushButton *hint_linear_ = nullptr, *hint_sqrt_ = nullptr;
+  int64_t shown_batch_ = 0;        // the batch the hint compares against
+  bool applying_setting_ = false;  // an edit of ours, not the user's
 };
 
 }  // namespace dc::gui

@@ -2,7 +2,10 @@
 // Helpers shared by the engine tests: attribute literals, registry lookup and
 // a scratch directory that cleans up after itself.
 #include <deepcanvas/attrs.h>
+#include <deepcanvas/data.h>
+#include <deepcanvas/graph.h>
 #include <deepcanvas/layer.h>
+#include <deepcanvas/rng.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +24,57 @@ inline Attrs attrs(std::initializer_list<std::pair<const char*, AttrValue>> kv) 
   Attrs a;
   for (auto& [k, v] : kv) a.set(k, v);
   return a;
+}
+
+// A learnable toy problem: 8x8 grey images whose class is the quadrant with
+// the brightest blob; a fraction `noise` of the labels is random instead.
+inline Dataset quadrant_toy(int64_t n, uint64_t seed, double noise = 0) {
+  Dataset d;
+  d.sample_shape = Shape{1, 8, 8};
+  d.num_classes = 4;
+  d.source = "toy";
+  Rng r(seed);
+  d.pixels.resize(size_t(n * 64));
+  d.labels.resize(size_t(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int q = int(r.below(4));
+    d.labels[size_t(i)] = noise > 0 && r.uniform() < noise ? int(r.below(4)) : q;
+    for (int y = 0; y < 8; ++y)
+      for (int x = 0; x < 8; ++x) {
+        const bool in = (y / 4) * 2 + (x / 4) == q;
+        d.pixels[size_t(i * 64 + y * 8 + x)] = uint8_t(r.below(100) + (in ? 120 : 0));
+      }
+  }
+  return d;
+}
+
+// A small MLP for quadrant_toy: Input {1,8,8} -> Flatten -> Dense "hidden"
+// (16) -> ReLU [-> Dropout "drop"] -> Dense "out" (4).
+inline Graph quadrant_mlp(bool dropout = false) {
+  register_builtin_layers();
+  Graph g;
+  Attrs in;
+  in.set("shape", std::vector<int64_t>{1, 8, 8});
+  NodeId a = g.add_node("Input", "input", in);
+  NodeId f = g.add_node("Flatten");
+  Attrs h;
+  h.set("units", int64_t(16));
+  NodeId d1 = g.add_node("Dense", "hidden", h);
+  NodeId r = g.add_node("ReLU");
+  Attrs o;
+  o.set("units", int64_t(4));
+  NodeId d2 = g.add_node("Dense", "out", o);
+  g.connect(a, f);
+  g.connect(f, d1);
+  g.connect(d1, r);
+  if (dropout) {
+    NodeId dr = g.add_node("Dropout", "drop");
+    g.connect(r, dr);
+    g.connect(dr, d2);
+  } else {
+    g.connect(r, d2);
+  }
+  return g;
 }
 
 inline const LayerDescriptor& desc(const std::string& type) {

@@ -1,3 +1,5 @@
+#include "test_util.h"
+
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/plan.h>
@@ -13,52 +15,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A learnable toy problem: 8×8 images whose class is the quadrant with the
-// brightest blob.
 std::shared_ptr<Dataset> toy(int64_t n, uint64_t seed) {
-  auto d = std::make_shared<Dataset>();
-  d->sample_shape = Shape{1, 8, 8};
-  d->num_classes = 4;
-  d->source = "toy";
-  Rng r(seed);
-  d->pixels.resize(n * 64);
-  d->labels.resize(n);
-  for (int64_t i = 0; i < n; ++i) {
-    int q = int(r.below(4));
-    d->labels[i] = q;
-    for (int y = 0; y < 8; ++y)
-      for (int x = 0; x < 8; ++x) {
-        bool in = (y / 4) * 2 + (x / 4) == q;
-        d->pixels[i * 64 + y * 8 + x] = uint8_t(r.below(100) + (in ? 120 : 0));
-      }
-  }
-  return d;
+  return std::make_shared<Dataset>(test::quadrant_toy(n, seed));
 }
 
 Graph mlp(bool dropout = false) {
-  Graph g;
-  Attrs in;
-  in.set("shape", std::vector<int64_t>{1, 8, 8});
-  NodeId a = g.add_node("Input", "input", in);
-  NodeId f = g.add_node("Flatten");
-  Attrs h;
-  h.set("units", int64_t(16));
-  NodeId d1 = g.add_node("Dense", "hidden", h);
-  NodeId r = g.add_node("ReLU");
-  Attrs o;
-  o.set("units", int64_t(4));
-  NodeId d2 = g.add_node("Dense", "out", o);
-  g.connect(a, f);
-  g.connect(f, d1);
-  g.connect(d1, r);
-  if (dropout) {
-    NodeId dr = g.add_node("Dropout", "drop");
-    g.connect(r, dr);
-    g.connect(dr, d2);
-  } else {
-    g.connect(r, d2);
-  }
-  return g;
+  return test::quadrant_mlp(dropout);
 }
 
 TrainConfig cfg(int epochs) {

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Issue 15's "done when": a 16-trial TPE sweep of the sample project with
+# ASHA pruning against the same sweep without pruning, 3 epochs per trial,
+# and the template trained with its own settings on the same split.
+# Usage: [THREADS=N] bench/tuning_sweep.sh [STEPS_PER_EPOCH] (default: whole epochs)
+# Prints epochs used and accuracies; results in docs/BENCHMARKS.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CLI=${CLI:-build/bin/deepcanvas-cli}
+OUT=${OUT:-out/tuning-bench}
+STEPS=${1:-0}
+mkdir -p "$OUT"
+for name in asha none template; do
+  sed "s#\"path\": \"fashion-mnist-subset\"#\"path\": \"$PWD/sample_data/fashion-mnist-subset\"#" \
+    sample_data/sample_project.dcproj > "$OUT/$name.dcproj"
+done
+LIMIT=(--threads "${THREADS:-0}")
+[[ $STEPS != 0 ]] && LIMIT=(--steps-per-epoch "$STEPS")
+SPACE=(--param lr=log:3e-4:1e-2 --param batch=choice:32,64,128 --param conv1.filters=int:16:64)
+"$CLI" train "$OUT/template.dcproj" "${LIMIT[@]}" --val-split 0.1 --json --quiet > "$OUT/template.json"
+for pruner in asha none; do
+  "$CLI" sweep "$OUT/$pruner.dcproj" --fresh --trials 16 --epochs 3 "${LIMIT[@]}" --sampler tpe \
+    --pruner $pruner --seed 0 "${SPACE[@]}" --json > "$OUT/$pruner.json"
+done
+python3 - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+t = json.load(open(f"{out}/template.json"))
+print(f"template: val {t.get('val_accuracy', float('nan')):.4f} test {t['test_accuracy']:.4f}, 3 epochs")
+for name in ("asha", "none"):
+    s = json.load(open(f"{out}/{name}.json"))
+    st = [x["status"] for x in s["trials"]]
+    b = s["best"]
+    print(f"{name}: {s['epochs_used']} epochs; {st.count('completed')} completed, "
+          f"{st.count('pruned')} pruned, {st.count('failed')} failed; best trial {b['id']} "
+          f"val {b['val_accuracy']:.4f} test {b['test_accuracy']:.4f} {b['params']}")
+PY

@@ -1,0 +1,56 @@
+#pragma once
+// A sweep's search space: which training settings (schema keys or their CLI
+// flags: "lr", "optimizer.lr") and layer attributes ("conv1.filters") vary,
+// and over what: "lr=log:1e-4:1e-2", "dropout.rate=float:0:0.5",
+// "conv1.filters=int:16:64", "batch=choice:32,64,128". Every bound and
+// choice is checked against the setting's or attribute's own schema, so a
+// sweep never starts a trial the Trainer would refuse.
+#include <deepcanvas/attrs.h>
+#include <deepcanvas/graph.h>
+#include <deepcanvas/settings.h>
+#include <deepcanvas/train_config.h>
+
+#include <string>
+#include <vector>
+
+namespace dc {
+
+struct SearchParam {
+  enum class Kind { Log, Float, Int, Choice };
+  std::string name;  // as written ("lr", "conv1.filters")
+  Kind kind = Kind::Float;
+  double lo = 0, hi = 1;             // Log, Float, Int (inclusive)
+  std::vector<std::string> choices;  // Choice: the values as written
+  bool integer = false;              // the target holds integers: values are rounded
+  // What it sets: a training setting, or attribute `attr` of node `node`.
+  const SettingSpec* setting = nullptr;
+  std::string node, attr;
+  AttrSpec spec;  // the target's schema (type, range, choices)
+
+  std::string spec_text() const;  // "lr=log:0.0001:0.01", as parsed
+};
+
+struct SearchSpace {
+  std::vector<SearchParam> params;
+};
+
+// A point of the space: one number per parameter (Choice: the index).
+using SearchPoint = std::vector<double>;
+
+// Parses "NAME=KIND:ARGS" against the graph's nodes and the settings
+// schema. Throws Error with the whole spec in the message: an unknown name
+// (with the nearest known one), an unknown kind, an empty range, a log range
+// that reaches 0 or below, bounds or choices outside the schema's range, a
+// kind that does not fit the target (float for an integer setting).
+SearchParam parse_search_param(const std::string& spec, const Graph& g);
+SearchSpace parse_search_space(const std::vector<std::string>& specs, const Graph& g);
+
+// The typed value a point's coordinate stands for (rounded for integers,
+// the choice parsed for its target).
+AttrValue search_value(const SearchParam& p, double x);
+// Writes a point into a copy of the graph and settings. Throws Error when a
+// value is refused (an attribute whose new value breaks the network's shapes
+// is found later, when the trial's network is built).
+void apply_search_point(const SearchSpace& s, const SearchPoint& x, Graph& g, TrainConfig& c);
+
+}  // namespace dc

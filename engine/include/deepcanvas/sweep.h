@@ -1,0 +1,117 @@
+#pragma once
+// Hyperparameter sweeps over a project: each trial is one Trainer run of
+// the project's network and settings with a point of the search space
+// written in, the project's seed, and a validation split (10 % when the
+// project has none, so the test set never chooses). A sampler (random or
+// TPE) proposes points; ASHA stops trials at epoch boundaries on the
+// validation accuracy. A trial whose loss becomes NaN/Inf, or whose point
+// the network cannot take, is marked failed and the sweep goes on.
+//
+// The state lives in a JSON file beside the project (PROJECT.sweep.json),
+// written atomically after every epoch and trial, so a sweep that is killed
+// continues where it stopped: trials that were running start again from
+// their first epoch with the same point.
+#include <deepcanvas/asha.h>
+#include <deepcanvas/data.h>
+#include <deepcanvas/project.h>
+#include <deepcanvas/search_space.h>
+#include <deepcanvas/tpe.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace dc {
+
+struct SweepOptions {
+  int trials = 16;
+  int epochs = 3;
+  bool asha = true;
+  int eta = 3;             // ASHA's reduction factor
+  int64_t min_epochs = 1;  // ASHA's minimum resource (first rung)
+  bool tpe = true;         // else random search
+  int n_startup = -1;      // TPE's random trials first; -1: trials / 3 within [2, 10]
+  uint64_t seed = 0;
+  int parallel = 1;                   // trials at once (each then single-threaded on the CPU)
+  double val_split = 0.1;             // when the project holds none out
+  int64_t steps_per_epoch_limit = 0;  // tests: shorter epochs
+  bool operator==(const SweepOptions&) const = default;
+};
+
+struct TrialEpoch {
+  int epoch = 0;
+  double train_loss = NAN, val_loss = NAN, val_accuracy = NAN, test_loss = NAN, test_accuracy = NAN;
+};
+
+struct Trial {
+  enum class Status { Pending, Running, Completed, Pruned, Failed };
+  int id = 0;
+  SearchPoint x;
+  Status status = Status::Pending;
+  std::vector<TrialEpoch> epochs;
+  std::string error;  // Failed: why
+  // The objective, lower is better: minus the last epoch's validation
+  // accuracy (its loss for a network that does not classify).
+  double value() const;
+};
+const char* trial_status_name(Trial::Status s);
+
+struct SweepState {
+  std::vector<std::string> space;  // the parameters' spec_text(), in order
+  SweepOptions options;
+  std::vector<Trial> trials;
+  // The completed trial with the best value (ties: the earlier); -1 when none.
+  int best() const;
+  int64_t epochs_used() const;  // epochs trained over all trials
+};
+
+// JSON of the state with each trial's params as named values (what the CLI
+// prints and the state file holds).
+std::string sweep_to_json(const SweepState& s, const SearchSpace& space, int indent = -1);
+// Reads a state file; throws IoError naming `source` when it is not one.
+SweepState sweep_from_json(const std::string& text, const std::string& source);
+// PROJECT.dcproj -> PROJECT.sweep.json
+std::string sweep_state_path(const std::string& project_file);
+
+class Sweep {
+ public:
+  // Reads state_path when it exists: the same space and options continue
+  // that sweep (resumed() is then true); different ones throw Error, unless
+  // fresh, which starts over. An empty state_path keeps nothing on disk.
+  Sweep(Project project, std::shared_ptr<const TrainTest> data, SearchSpace space,
+        SweepOptions options, std::string state_path, bool fresh = false);
+
+  // Runs trials until options.trials have finished or *stop becomes true
+  // (then the running trials are stopped and stay "running" in the file).
+  // on_update(trial) is called after each epoch and status change, from the
+  // trials' threads, one call at a time.
+  void run(const std::function<void(const Trial&)>& on_update = {},
+           const std::atomic<bool>* stop = nullptr);
+
+  SweepState state() const;
+  const SearchSpace& space() const { return space_; }
+  bool resumed() const { return resumed_; }
+  // The best trial's graph and settings (the project with its point applied).
+  void apply_best(Graph& g, TrainConfig& c) const;
+
+ private:
+  void run_trial(int index, const std::function<void(const Trial&)>& on_update,
+                 const std::atomic<bool>* stop);
+  int next_trial();  // index into state_.trials, -1 when all are handed out
+  void save_locked();
+
+  Project project_;
+  std::shared_ptr<const TrainTest> data_;
+  SearchSpace space_;
+  std::string path_;
+  bool resumed_ = false;
+  mutable std::mutex m_;
+  SweepState state_;
+  std::unique_ptr<Sampler> sampler_;
+  std::unique_ptr<Asha> asha_;
+};
+
+}  // namespace dc

@@ -1,0 +1,68 @@
+#include <deepcanvas/asha.h>
+#include <deepcanvas/errors.h>
+
+#include <algorithm>
+#include <string>
+
+namespace dc {
+
+Asha::Asha(int64_t min_resource, int64_t max_resource, int eta) : eta_(eta) {
+  if (min_resource < 1 || max_resource <= min_resource || eta < 2)
+    throw Error("ASHA needs 1 <= min resource < max resource and eta >= 2 (got min " +
+                std::to_string(min_resource) + ", max " + std::to_string(max_resource) + ", eta " +
+                std::to_string(eta) + ")");
+  for (int64_t r = min_resource; r <= max_resource; r *= eta) rungs_.push_back(r);
+  results_.resize(rungs_.size());
+  promoted_.resize(rungs_.size());
+}
+
+int Asha::rung_of(int64_t resource) const {
+  for (size_t k = 0; k < rungs_.size(); ++k)
+    if (rungs_[k] == resource) return int(k);
+  return -1;
+}
+
+bool Asha::in_top(int rung, int trial, size_t k) const {
+  std::vector<std::pair<double, int>> v;
+  for (auto [t, x] : results_[size_t(rung)]) v.emplace_back(x, t);
+  std::sort(v.begin(), v.end());
+  for (size_t i = 0; i < std::min(k, v.size()); ++i)
+    if (v[i].second == trial) return true;
+  return false;
+}
+
+bool Asha::report(int trial, int64_t resource, double value) {
+  const int k = rung_of(resource);
+  if (k < 0) return true;
+  auto& rung = results_[size_t(k)];
+  // A resumed sweep replays what it recorded; a repeated report counts once.
+  bool seen = false;
+  for (auto& [t, x] : rung)
+    if (t == trial) x = value, seen = true;
+  if (!seen) rung.emplace_back(trial, value);
+  const size_t top = std::max<size_t>(1, rung.size() / size_t(eta_));
+  return in_top(k, trial, top);
+}
+
+Asha::Job Asha::next_job() {
+  for (int k = int(rungs_.size()) - 2; k >= 0; --k) {
+    const auto& rung = results_[size_t(k)];
+    const size_t top = rung.size() / size_t(eta_);
+    std::vector<std::pair<double, int>> v;
+    for (auto [t, x] : rung) v.emplace_back(x, t);
+    std::sort(v.begin(), v.end());
+    for (size_t i = 0; i < top; ++i)
+      if (!promoted_[size_t(k)].count(v[i].second)) {
+        promoted_[size_t(k)].insert(v[i].second);
+        return {v[i].second, k + 1};
+      }
+  }
+  return {-1, 0};
+}
+
+void Asha::record(int trial, int rung, double value) {
+  if (rung < 0 || rung >= int(rungs_.size())) throw Error("ASHA: no rung " + std::to_string(rung));
+  results_[size_t(rung)].emplace_back(trial, value);
+}
+
+}  // namespace dc

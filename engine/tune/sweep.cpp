@@ -1,0 +1,396 @@
+#include <deepcanvas/errors.h>
+#include <deepcanvas/io.h>
+#include <deepcanvas/sweep.h>
+#include <deepcanvas/trainer.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+namespace dc {
+
+namespace {
+
+using json = nlohmann::json;
+
+json num(double v) {
+  return std::isfinite(v) ? json(v) : json(nullptr);
+}
+double num_of(const json& j) {
+  return j.is_number() ? j.get<double>() : NAN;
+}
+
+json value_json(const AttrValue& v) {
+  return std::visit(
+      [](const auto& x) -> json {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+          return json(x);
+        else
+          return json(x);
+      },
+      v);
+}
+
+constexpr Trial::Status kStatuses[] = {Trial::Status::Pending, Trial::Status::Running,
+                                       Trial::Status::Completed, Trial::Status::Pruned,
+                                       Trial::Status::Failed};
+
+}  // namespace
+
+const char* trial_status_name(Trial::Status s) {
+  switch (s) {
+    case Trial::Status::Pending:
+      return "pending";
+    case Trial::Status::Running:
+      return "running";
+    case Trial::Status::Completed:
+      return "completed";
+    case Trial::Status::Pruned:
+      return "pruned";
+    case Trial::Status::Failed:
+      return "failed";
+  }
+  return "?";
+}
+
+double Trial::value() const {
+  if (epochs.empty()) return INFINITY;
+  const TrialEpoch& e = epochs.back();
+  if (std::isfinite(e.val_accuracy)) return -e.val_accuracy;
+  return std::isfinite(e.val_loss) ? e.val_loss : INFINITY;
+}
+
+int SweepState::best() const {
+  int best = -1;
+  for (size_t i = 0; i < trials.size(); ++i)
+    if (trials[i].status == Trial::Status::Completed &&
+        (best < 0 || trials[i].value() < trials[size_t(best)].value()))
+      best = int(i);
+  return best;
+}
+
+int64_t SweepState::epochs_used() const {
+  int64_t n = 0;
+  for (const Trial& t : trials) n += int64_t(t.epochs.size());
+  return n;
+}
+
+std::string sweep_state_path(const std::string& project_file) {
+  std::filesystem::path p(project_file);
+  p.replace_extension(".sweep.json");
+  return p.string();
+}
+
+std::string sweep_to_json(const SweepState& s, const SearchSpace& space, int indent) {
+  const SweepOptions& o = s.options;
+  json j = {{"format", "deepcanvas-sweep"},
+            {"version", 1},
+            {"space", s.space},
+            {"options",
+             {{"trials", o.trials},
+              {"epochs", o.epochs},
+              {"pruner", o.asha ? "asha" : "none"},
+              {"eta", o.eta},
+              {"min_epochs", o.min_epochs},
+              {"sampler", o.tpe ? "tpe" : "random"},
+              {"n_startup", o.n_startup},
+              {"seed", o.seed},
+              {"parallel", o.parallel},
+              {"val_split", o.val_split},
+              {"steps_per_epoch_limit", o.steps_per_epoch_limit}}}};
+  auto params_of = [&](const Trial& t) {
+    json p = json::object();
+    for (size_t i = 0; i < space.params.size() && i < t.x.size(); ++i)
+      p[space.params[i].name] = value_json(search_value(space.params[i], t.x[i]));
+    return p;
+  };
+  json trials = json::array();
+  for (const Trial& t : s.trials) {
+    json ep = json::array();
+    for (const TrialEpoch& e : t.epochs)
+      ep.push_back({{"epoch", e.epoch},
+                    {"train_loss", num(e.train_loss)},
+                    {"val_loss", num(e.val_loss)},
+                    {"val_accuracy", num(e.val_accuracy)},
+                    {"test_loss", num(e.test_loss)},
+                    {"test_accuracy", num(e.test_accuracy)}});
+    json tj = {{"id", t.id},
+               {"params", params_of(t)},
+               {"x", t.x},
+               {"status", trial_status_name(t.status)},
+               {"metrics", ep}};
+    if (!t.error.empty()) tj["error"] = t.error;
+    trials.push_back(tj);
+  }
+  j["trials"] = trials;
+  const int b = s.best();
+  if (b >= 0) {
+    const Trial& t = s.trials[size_t(b)];
+    j["best"] = {{"id", t.id},
+                 {"params", params_of(t)},
+                 {"val_accuracy", num(t.epochs.back().val_accuracy)},
+                 {"test_accuracy", num(t.epochs.back().test_accuracy)}};
+  } else {
+    j["best"] = nullptr;
+  }
+  j["epochs_used"] = s.epochs_used();
+  return j.dump(indent);
+}
+
+SweepState sweep_from_json(const std::string& text, const std::string& source) {
+  SweepState s;
+  try {
+    const json j = json::parse(text);
+    if (j.value("format", "") != "deepcanvas-sweep" || j.value("version", 0) != 1)
+      throw IoError(source + " is not a DeepCanvas sweep state (format deepcanvas-sweep, v1)");
+    s.space = j.at("space").get<std::vector<std::string>>();
+    const json& o = j.at("options");
+    s.options.trials = o.at("trials");
+    s.options.epochs = o.at("epochs");
+    s.options.asha = o.at("pruner") == "asha";
+    s.options.eta = o.at("eta");
+    s.options.min_epochs = o.at("min_epochs");
+    s.options.tpe = o.at("sampler") == "tpe";
+    s.options.n_startup = o.at("n_startup");
+    s.options.seed = o.at("seed");
+    s.options.parallel = o.at("parallel");
+    s.options.val_split = o.at("val_split");
+    s.options.steps_per_epoch_limit = o.at("steps_per_epoch_limit");
+    for (const json& tj : j.at("trials")) {
+      Trial t;
+      t.id = tj.at("id");
+      t.x = tj.at("x").get<std::vector<double>>();
+      const std::string st = tj.at("status");
+      bool known = false;
+      for (Trial::Status k : kStatuses)
+        if (st == trial_status_name(k)) t.status = k, known = true;
+      if (!known) throw IoError(source + ": trial " + std::to_string(t.id) + " has status " + st);
+      for (const json& e : tj.at("metrics"))
+        t.epochs.push_back({e.at("epoch").get<int>(), num_of(e.at("train_loss")),
+                            num_of(e.at("val_loss")), num_of(e.at("val_accuracy")),
+                            num_of(e.at("test_loss")), num_of(e.at("test_accuracy"))});
+      t.error = tj.value("error", "");
+      s.trials.push_back(std::move(t));
+    }
+  } catch (const IoError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw IoError(source + ": not a readable sweep state (" + e.what() +
+                  "); delete it or pass --fresh to start over");
+  }
+  return s;
+}
+
+Sweep::Sweep(Project project, std::shared_ptr<const TrainTest> data, SearchSpace space,
+             SweepOptions o, std::string state_path, bool fresh)
+    : project_(std::move(project)),
+      data_(std::move(data)),
+      space_(std::move(space)),
+      path_(std::move(state_path)) {
+  if (o.trials < 1 || o.trials > 100000) throw Error("--trials must be in [1, 100000]");
+  if (o.epochs < 1 || o.epochs > 100000) throw Error("--epochs must be in [1, 100000]");
+  if (o.parallel < 1) throw Error("--parallel must be at least 1");
+  if (o.n_startup < 0) o.n_startup = std::clamp(o.trials / 3, 2, 10);
+  for (const SearchParam& p : space_.params) state_.space.push_back(p.spec_text());
+  state_.options = o;
+  if (!path_.empty() && !fresh && std::filesystem::exists(path_)) {
+    SweepState old = sweep_from_json(read_file(path_, 256 << 20, "sweep state"), path_);
+    SweepOptions a = old.options, b = o;
+    a.parallel = b.parallel = 1;  // how many run at once does not change the sweep
+    if (old.space != state_.space || !(a == b))
+      throw Error(path_ +
+                  " holds a different sweep (other parameters or options); pass --fresh to "
+                  "replace it, or repeat that sweep's options to continue it");
+    old.options.parallel = o.parallel;
+    state_ = std::move(old);
+    for (Trial& t : state_.trials)
+      if (t.status == Trial::Status::Running || t.status == Trial::Status::Pending) {
+        t.status = Trial::Status::Pending;  // starts again from epoch 1
+        t.epochs.clear();
+      }
+    resumed_ = true;
+  }
+  sampler_ = o.tpe ? std::unique_ptr<Sampler>(std::make_unique<TpeSampler>(o.seed, o.n_startup))
+                   : std::make_unique<RandomSampler>(o.seed);
+  if (o.asha && o.epochs > o.min_epochs) {
+    asha_ = std::make_unique<Asha>(o.min_epochs, o.epochs, o.eta);
+    // Replay the rungs of the trials already run, in trial order.
+    for (const Trial& t : state_.trials)
+      for (const TrialEpoch& e : t.epochs) {
+        Trial upto = t;
+        upto.epochs.resize(size_t(e.epoch));
+        if (asha_->rung_of(e.epoch) >= 0) asha_->report(t.id, e.epoch, upto.value());
+      }
+  }
+}
+
+SweepState Sweep::state() const {
+  std::lock_guard<std::mutex> l(m_);
+  return state_;
+}
+
+void Sweep::save_locked() {
+  if (!path_.empty()) write_file_atomic(path_, sweep_to_json(state_, space_, 1) + "\n");
+}
+
+int Sweep::next_trial() {
+  std::lock_guard<std::mutex> l(m_);
+  for (Trial& t : state_.trials)
+    if (t.status == Trial::Status::Pending) {
+      t.status = Trial::Status::Running;
+      return t.id;
+    }
+  if (int(state_.trials.size()) >= state_.options.trials) return -1;
+  std::vector<Observation> done;
+  for (const Trial& t : state_.trials)
+    if ((t.status == Trial::Status::Completed || t.status == Trial::Status::Pruned) &&
+        std::isfinite(t.value()))
+      done.push_back({t.x, t.value(), int64_t(t.epochs.size())});
+  Trial t;
+  t.id = int(state_.trials.size());
+  t.x = sampler_->sample(space_.params, done, t.id);
+  t.status = Trial::Status::Running;
+  state_.trials.push_back(t);
+  save_locked();
+  return t.id;
+}
+
+void Sweep::run(const std::function<void(const Trial&)>& on_update, const std::atomic<bool>* stop) {
+  std::mutex report_m;  // on_update one call at a time
+  auto report = [&](const Trial& t) {
+    if (!on_update) return;
+    std::lock_guard<std::mutex> l(report_m);
+    on_update(t);
+  };
+  const int k = std::max(1, std::min<int>(state_.options.parallel,
+                                          int(std::max(1u, std::thread::hardware_concurrency()))));
+  auto worker = [&] {
+    while (!(stop && *stop)) {
+      const int id = next_trial();
+      if (id < 0) return;
+      run_trial(id, report, stop);
+    }
+  };
+  if (k == 1) {
+    worker();
+    return;
+  }
+  std::vector<std::thread> threads;
+  for (int i = 0; i < k; ++i) threads.emplace_back(worker);
+  for (std::thread& t : threads) t.join();
+}
+
+void Sweep::run_trial(int id, const std::function<void(const Trial&)>& on_update,
+                      const std::atomic<bool>* stop) {
+  Trial snapshot;
+  SearchPoint x;
+  {
+    std::lock_guard<std::mutex> l(m_);
+    x = state_.trials[size_t(id)].x;
+    snapshot = state_.trials[size_t(id)];
+  }
+  auto finish = [&](Trial::Status s, const std::string& error) {
+    std::lock_guard<std::mutex> l(m_);
+    Trial& t = state_.trials[size_t(id)];
+    t.status = s;
+    t.error = error;
+    save_locked();
+    snapshot = t;
+  };
+  const SweepOptions& o = state_.options;  // never changes while running
+  Graph g = project_.graph;
+  TrainConfig c = project_.training;
+  std::unique_ptr<Trainer> trainer;
+  try {
+    apply_search_point(space_, x, g, c);
+    c.epochs = o.epochs;
+    if (c.val_split <= 0) c.val_split = o.val_split;
+    c.checkpoint_dir.clear();
+    c.resume.clear();
+    c.early_stopping_patience = 0;
+    c.restore_best = false;  // the last epoch's metrics are what ASHA and "best" compare
+    c.steps_per_epoch_limit = o.steps_per_epoch_limit;
+    if (o.parallel > 1) c.threads = 1;
+    // Each trial normalises its own copy, so parallel trials never share one.
+    auto train = std::make_shared<Dataset>(data_->train);
+    auto test = std::make_shared<Dataset>(data_->test);
+    trainer = std::make_unique<Trainer>(g, c, train, test);
+  } catch (const std::exception& e) {
+    finish(Trial::Status::Failed, e.what());
+    on_update(snapshot);
+    return;
+  }
+  on_update(snapshot);
+  trainer->start();
+  bool pruned = false, done = false;
+  std::string failure;
+  while (!done) {
+    if (stop && *stop) trainer->cancel();
+    auto ev = trainer->events().pop(std::chrono::milliseconds(100));
+    if (!ev) continue;
+    switch (ev->kind) {
+      case TrainEvent::Kind::Epoch: {
+        // An epoch the Trainer finished before it saw the cancel of a
+        // pruned trial is not part of the trial.
+        if (pruned || !failure.empty()) break;
+        const TrainEvent& e = *ev;
+        bool go_on = true;
+        {
+          std::lock_guard<std::mutex> l(m_);
+          Trial& t = state_.trials[size_t(id)];
+          t.epochs.push_back(
+              {e.epoch, e.train_loss, e.val_loss, e.val_accuracy, e.test_loss, e.test_accuracy});
+          if (!std::isfinite(e.train_loss)) {
+            failure = "the training loss became " + std::to_string(e.train_loss);
+            go_on = false;
+          } else if (asha_ && e.epoch < o.epochs) {
+            go_on = asha_->report(id, e.epoch, t.value());
+            pruned = !go_on;
+          }
+          save_locked();
+          snapshot = t;
+        }
+        on_update(snapshot);
+        if (!go_on) trainer->cancel();
+        break;
+      }
+      case TrainEvent::Kind::Failed:
+        // A pruned trial's fate after its last rung is not part of the
+        // sweep; ignoring it keeps the status independent of how fast the
+        // cancel reached the Trainer.
+        if (!pruned) failure = ev->message;
+        done = true;
+        break;
+      case TrainEvent::Kind::Finished:
+      case TrainEvent::Kind::Cancelled:
+        done = true;
+        break;
+      default:
+        break;
+    }
+  }
+  trainer->wait();
+  if (!failure.empty()) {
+    finish(Trial::Status::Failed, failure);
+  } else if (pruned) {
+    finish(Trial::Status::Pruned, "");
+  } else if (stop && *stop) {
+    return;  // stays "running" in the file; a resumed sweep runs it again
+  } else {
+    finish(Trial::Status::Completed, "");
+  }
+  on_update(snapshot);
+}
+
+void Sweep::apply_best(Graph& g, TrainConfig& c) const {
+  std::lock_guard<std::mutex> l(m_);
+  const int b = state_.best();
+  if (b < 0) throw Error("the sweep has no completed trial yet");
+  apply_search_point(space_, state_.trials[size_t(b)].x, g, c);
+}
+
+}  // namespace dc

@@ -1,0 +1,473 @@
+// The tuning engine: TPE against random search on synthetic objectives,
+// ASHA's promotions against the published rule, the search-space parser's
+// messages, the LR range test and a small resumable sweep.
+#include <deepcanvas/asha.h>
+#include <deepcanvas/errors.h>
+#include <deepcanvas/io.h>
+#include <deepcanvas/layer.h>
+#include <deepcanvas/lr_find.h>
+#include <deepcanvas/plan.h>
+#include <deepcanvas/rng.h>
+#include <deepcanvas/search_space.h>
+#include <deepcanvas/sweep.h>
+#include <deepcanvas/tpe.h>
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+namespace dc {
+namespace {
+
+namespace fs = std::filesystem;
+
+SearchParam range(SearchParam::Kind kind, double lo, double hi) {
+  SearchParam p;
+  p.kind = kind;
+  p.lo = lo;
+  p.hi = hi;
+  return p;
+}
+
+// Branin on [-5, 10] x [0, 15]; minimum 0.397887.
+double branin(double x, double y) {
+  const double b = 5.1 / (4 * M_PI * M_PI), c = 5 / M_PI, t = 1 / (8 * M_PI);
+  return std::pow(y - b * x * x + c * x - 6, 2) + 10 * (1 - t) * std::cos(x) + 10;
+}
+
+double best_after(Sampler& s, const std::vector<SearchParam>& space, int trials,
+                  const std::function<double(const SearchPoint&)>& f) {
+  std::vector<Observation> done;
+  double best = INFINITY;
+  for (int i = 0; i < trials; ++i) {
+    SearchPoint x = s.sample(space, done, i);
+    const double v = f(x);
+    best = std::min(best, v);
+    done.push_back({x, v, 1});
+  }
+  return best;
+}
+
+TEST(Tpe, BeatsRandomSearchOnAverageOverSeeds) {
+  const std::vector<SearchParam> branin_space = {range(SearchParam::Kind::Float, -5, 10),
+                                                 range(SearchParam::Kind::Float, 0, 15)};
+  auto f_branin = [](const SearchPoint& x) { return branin(x[0], x[1]); };
+  // A 3-D quadratic with a log-scaled axis and an integer axis, as lr, a
+  // rate and a layer width would be.
+  const std::vector<SearchParam> quad_space = {range(SearchParam::Kind::Log, 1e-5, 1),
+                                               range(SearchParam::Kind::Float, 0, 1),
+                                               range(SearchParam::Kind::Int, 8, 128)};
+  auto f_quad = [](const SearchPoint& x) {
+    const double a = std::log10(x[0]) + 2.5, b = x[1] - 0.3, c = (x[2] - 40) / 120;
+    return a * a + 4 * b * b + 9 * c * c;
+  };
+  double tpe_b = 0, rnd_b = 0, tpe_q = 0, rnd_q = 0;
+  const int seeds = 20, trials = 40;
+  for (int s = 0; s < seeds; ++s) {
+    TpeSampler tpe{uint64_t(s)};
+    RandomSampler rnd{uint64_t(s)};
+    tpe_b += best_after(tpe, branin_space, trials, f_branin) / seeds;
+    rnd_b += best_after(rnd, branin_space, trials, f_branin) / seeds;
+    tpe_q += best_after(tpe, quad_space, trials, f_quad) / seeds;
+    rnd_q += best_after(rnd, quad_space, trials, f_quad) / seeds;
+  }
+  std::printf(
+      "mean best over %d seeds, %d trials: branin TPE %.4f random %.4f; "
+      "quadratic TPE %.4f random %.4f\n",
+      seeds, trials, tpe_b, rnd_b, tpe_q, rnd_q);
+  EXPECT_LT(tpe_b, rnd_b);
+  EXPECT_LT(tpe_q, rnd_q);
+}
+
+TEST(Tpe, IsDeterministicForASeedAndStaysInRange) {
+  std::vector<SearchParam> space = {range(SearchParam::Kind::Log, 1e-4, 1e-2),
+                                    range(SearchParam::Kind::Int, 16, 64)};
+  SearchParam choice;
+  choice.kind = SearchParam::Kind::Choice;
+  choice.choices = {"32", "64", "128"};
+  space.push_back(choice);
+  auto run = [&](uint64_t seed) {
+    TpeSampler s(seed, 5);
+    std::vector<Observation> done;
+    std::vector<SearchPoint> xs;
+    for (int i = 0; i < 20; ++i) {
+      SearchPoint x = s.sample(space, done, i);
+      xs.push_back(x);
+      done.push_back({x, std::abs(std::log10(x[0]) + 3) + std::abs(x[1] - 30) / 10 + x[2], 1});
+    }
+    return xs;
+  };
+  const auto a = run(7), b = run(7), c = run(8);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  for (const SearchPoint& x : a) {
+    EXPECT_GE(x[0], 1e-4);
+    EXPECT_LE(x[0], 1e-2);
+    EXPECT_EQ(x[1], std::round(x[1]));
+    EXPECT_GE(x[1], 16);
+    EXPECT_LE(x[1], 64);
+    EXPECT_TRUE(x[2] == 0 || x[2] == 1 || x[2] == 2);
+  }
+}
+
+TEST(Asha, RungsAreMinTimesEtaPowers) {
+  Asha a(1, 27, 3);
+  EXPECT_EQ(a.rungs(), (std::vector<int64_t>{1, 3, 9, 27}));
+  EXPECT_EQ(a.rung_of(9), 2);
+  EXPECT_EQ(a.rung_of(4), -1);
+  EXPECT_THROW(Asha(0, 3, 3), Error);
+  EXPECT_THROW(Asha(1, 3, 1), Error);
+}
+
+// Li et al. 2020, Algorithm 2, run sequentially on trials with a hidden
+// quality: every promotion out of rung k must be a trial in the top
+// floor(n_k / eta) of that rung at that moment, never promoted before, and
+// a new trial is started only when no rung has such a candidate.
+TEST(Asha, SchedulerPromotesOnlyTheTopOneOverEtaOfARung) {
+  const int eta = 3;
+  Asha a(1, 9, eta);  // rungs 1, 3, 9
+  Rng r(3);
+  std::vector<double> quality;
+  std::vector<std::set<int>> promoted(3);
+  int promotions = 0;
+  for (int job = 0; job < 60; ++job) {
+    // The rule, checked before the scheduler answers: is any candidate due?
+    bool due = false;
+    for (int k = 0; k < 2; ++k) {
+      const auto& rung = a.results()[size_t(k)];
+      const size_t top = rung.size() / eta;
+      for (auto [t, v] : rung)
+        if (a.in_top(k, t, top) && !promoted[size_t(k)].count(t)) due = true;
+    }
+    Asha::Job j = a.next_job();
+    if (j.trial < 0) {
+      EXPECT_FALSE(due) << "job " << job << ": a new trial was started while a promotion was due";
+      j.trial = int(quality.size());
+      quality.push_back(r.uniform());
+    } else {
+      const int from = j.rung - 1;
+      const size_t top = a.results()[size_t(from)].size() / eta;
+      EXPECT_TRUE(a.in_top(from, j.trial, top))
+          << "trial " << j.trial << " promoted from rung " << from << " outside the top " << top;
+      EXPECT_FALSE(promoted[size_t(from)].count(j.trial)) << "promoted twice";
+      promoted[size_t(from)].insert(j.trial);
+      ++promotions;
+    }
+    // Lower is better; more resource makes every trial a little better.
+    a.record(j.trial, j.rung, quality[size_t(j.trial)] - 0.01 * j.rung);
+  }
+  EXPECT_GT(promotions, 10);
+  // Each rung holds fewer trials than the one below. (Not a third: a trial
+  // promoted early may later drop out of the top third, which the
+  // asynchronous rule accepts by design.)
+  EXPECT_LT(a.results()[1].size(), a.results()[0].size());
+  EXPECT_LE(a.results()[2].size(), a.results()[1].size());
+}
+
+TEST(Asha, PrunerKeepsTheTopOneOverEtaAndTheBestSoFarWhileARungIsSmall) {
+  Asha a(1, 9, 3);                     // decisions at epochs 1 and 3
+  EXPECT_TRUE(a.report(0, 1, 0.5));    // first at the rung: best so far
+  EXPECT_FALSE(a.report(1, 1, 0.6));   // 2 at the rung, floor(2/3) = 0: only the best goes on
+  EXPECT_TRUE(a.report(2, 1, 0.4));    // 3 at the rung: top 1
+  EXPECT_FALSE(a.report(3, 1, 0.45));  // 4: top 1 is 0.4
+  EXPECT_FALSE(a.report(4, 1, 0.55));
+  EXPECT_TRUE(a.report(5, 1, 0.41));  // 6: top 2 = {0.4, 0.41}
+  EXPECT_TRUE(a.report(0, 2, 0.1));   // not a rung: always on
+  EXPECT_TRUE(a.report(0, 3, 0.3));   // rung 1's first
+}
+
+// Input -> Conv2D "conv1" -> Dropout "dropout".
+Graph conv_graph() {
+  register_builtin_layers();
+  Graph g;
+  NodeId i = g.add_node("Input", "input", test::attrs({{"shape", test::Ints{1, 8, 8}}}));
+  NodeId conv = g.add_node("Conv2D", "conv1",
+                           test::attrs({{"filters", int64_t(8)}, {"kernel", test::Ints{3, 3}}}));
+  g.connect(i, conv);
+  g.connect(conv, g.add_node("Dropout", "dropout"));
+  return g;
+}
+
+TEST(SearchSpace, ParsesSettingsFlagsKeysAndLayerAttributes) {
+  const Graph g = conv_graph();
+  const SearchSpace s =
+      parse_search_space({"lr=log:1e-4:1e-2", "batch=choice:32,64,128", "conv1.filters=int:16:64",
+                          "dropout.rate=float:0:0.5", "optimizer.type=choice:adam,sgd"},
+                         g);
+  ASSERT_EQ(s.params.size(), 5u);
+  EXPECT_EQ(s.params[0].setting, find_setting("optimizer.lr"));
+  EXPECT_EQ(s.params[0].kind, SearchParam::Kind::Log);
+  EXPECT_EQ(s.params[2].node, "conv1");
+  EXPECT_EQ(s.params[2].attr, "filters");
+  EXPECT_EQ(s.params[1].spec_text(), "batch=choice:32,64,128");
+  Graph g2 = g;
+  TrainConfig t;
+  apply_search_point(s, {3e-3, 2, 40.4, 0.25, 1}, g2, t);
+  EXPECT_DOUBLE_EQ(t.optimizer.lr, 3e-3);
+  EXPECT_EQ(t.batch, 128);
+  EXPECT_EQ(t.optimizer.type, OptimizerType::Sgd);
+  EXPECT_EQ(g2.find_by_name("conv1")->attrs.i("filters"), 40);
+  EXPECT_DOUBLE_EQ(g2.find_by_name("dropout")->attrs.f("rate"), 0.25);
+}
+
+std::string parse_error(const std::string& spec) {
+  try {
+    parse_search_param(spec, conv_graph());
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+TEST(SearchSpace, BadInputGetsAClearMessage) {
+  auto has = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  std::string m = parse_error("lr=log:1e-2:1e-4");
+  EXPECT_TRUE(has(m, "empty range")) << m;
+  m = parse_error("lr=float:0.1:0.1");
+  EXPECT_TRUE(has(m, "empty range")) << m;
+  m = parse_error("weight-decay=log:0:1e-2");
+  EXPECT_TRUE(has(m, "log range must be above 0")) << m;
+  m = parse_error("momentum=log:-1:0.9");
+  EXPECT_TRUE(has(m, "log range must be above 0")) << m;
+  m = parse_error("lerning_rate=log:1e-4:1e-2");
+  EXPECT_TRUE(has(m, "unknown parameter 'lerning_rate'")) << m;
+  m = parse_error("conv1.filtres=int:16:64");
+  EXPECT_TRUE(has(m, "did you mean 'conv1.filters'")) << m;
+  m = parse_error("optimizer.lrr=log:1e-4:1e-2");
+  EXPECT_TRUE(has(m, "did you mean 'optimizer.lr'")) << m;
+  m = parse_error("batch=int:0:64");
+  EXPECT_TRUE(has(m, "bound 0 is outside what batch takes")) << m;
+  m = parse_error("momentum=float:0.5:1");
+  EXPECT_TRUE(has(m, "outside what momentum takes")) << m;
+  m = parse_error("conv1.filters=int:0:64");
+  EXPECT_TRUE(has(m, "outside what conv1.filters takes")) << m;
+  m = parse_error("optimizer=choice:adam,adagrad");
+  EXPECT_TRUE(has(m, "adagrad")) << m;
+  m = parse_error("batch=float:16:64");
+  EXPECT_TRUE(has(m, "is an integer")) << m;
+  m = parse_error("lr=normal:0:1");
+  EXPECT_TRUE(has(m, "unknown kind 'normal'")) << m;
+  m = parse_error("lr");
+  EXPECT_TRUE(has(m, "expected NAME=KIND:ARGS")) << m;
+  m = parse_error("lr=log:1e-4");
+  EXPECT_TRUE(has(m, "two bounds")) << m;
+  m = parse_error("lr=log:abc:1");
+  EXPECT_TRUE(has(m, "'abc' is not a number")) << m;
+  m = parse_error("batch=choice:");
+  EXPECT_TRUE(has(m, "at least one value")) << m;
+  m = parse_error("optimizer=float:0:1");
+  EXPECT_TRUE(has(m, "use choice:")) << m;
+  EXPECT_THROW(parse_search_space({"lr=log:1e-4:1e-2", "optimizer.lr=log:1e-3:1e-1"}, Graph()),
+               Error);
+  EXPECT_THROW(parse_search_space({}, Graph()), Error);
+}
+
+Dataset toy(int64_t n, uint64_t seed, double noise = 0) {
+  return test::quadrant_toy(n, seed, noise);
+}
+
+Graph mlp() {
+  return test::quadrant_mlp();
+}
+
+TEST(LrFind, FindsAFallingThenExplodingLossAndLeavesWeightsAlone) {
+  const Graph g = mlp();
+  // Noisy labels keep the loss from reaching 0, so large rates blow it up.
+  const Dataset train = toy(512, 1, 0.3);
+  TrainConfig c;
+  c.batch = 32;
+  c.threads = 1;
+  c.optimizer.type = OptimizerType::Sgd;
+  Plan before(g, 1);
+  before.init_params(5);
+  const auto initial = before.state();
+  LrFindOptions o;
+  o.steps = 60;
+  o.start = 1e-5;
+  o.end = 100;
+  const LrFindResult r = lr_find(g, c, train, o, &initial);
+  ASSERT_FALSE(r.lrs.empty());
+  EXPECT_TRUE(r.diverged) << r.note;  // SGD at lr 100 blows up
+  EXPECT_LT(r.lrs.size(), 60u);
+  EXPECT_NEAR(r.lrs[0], 1e-5, 1e-12);
+  for (size_t i = 1; i < r.lrs.size(); ++i) EXPECT_GT(r.lrs[i], r.lrs[i - 1]);
+  EXPECT_DOUBLE_EQ(r.suggested_lr, r.min_lr / 10);
+  EXPECT_GT(r.suggested_lr, 1e-4);
+  EXPECT_LT(r.suggested_lr, 10);
+  // The lowest smoothed loss is below the first.
+  EXPECT_LT(*std::min_element(r.smoothed.begin(), r.smoothed.end()), r.smoothed.front());
+  // Neither the weights given nor the dataset changed.
+  const auto after = before.state();
+  for (size_t i = 0; i < after.size(); ++i)
+    EXPECT_EQ(0, std::memcmp(after[i].second.f32(), initial[i].second.f32(),
+                             size_t(after[i].second.numel()) * 4));
+  EXPECT_EQ(train.mean, 0.f);
+  EXPECT_EQ(train.stddev, 1.f);
+  // Same inputs, same curve.
+  const LrFindResult again = lr_find(g, c, train, o, &initial);
+  EXPECT_EQ(again.losses, r.losses);
+  EXPECT_THROW(lr_find(g, c, train, {1e-3, 1e-4}), Error);
+}
+
+TEST(BatchAdvice, LinearAndSquareRootRulesAndWarmUp) {
+  TrainConfig c;
+  c.optimizer.lr = 1e-3;
+  c.epochs = 90;
+  const BatchLrAdvice up = batch_lr_advice(c, 64, 256, 6400);
+  EXPECT_DOUBLE_EQ(up.linear_lr, 4e-3);
+  EXPECT_DOUBLE_EQ(up.sqrt_lr, 2e-3);
+  EXPECT_EQ(up.warmup_steps, 25 * 5);  // 25 steps per epoch, 5 of 90 epochs
+  EXPECT_NE(up.text.find("Warm up"), std::string::npos);
+  const BatchLrAdvice down = batch_lr_advice(c, 64, 16, 6400);
+  EXPECT_DOUBLE_EQ(down.linear_lr, 2.5e-4);
+  EXPECT_EQ(down.warmup_steps, 0);
+  const Graph g = mlp();
+  const BatchFit f = largest_batch(g, int64_t(1) << 20);
+  EXPECT_GT(f.max_batch, 1);
+  Plan p(g, 1);
+  EXPECT_LE(p.training_bytes(f.max_batch), int64_t(1) << 20);
+  EXPECT_GT(p.training_bytes(f.max_batch + 1), int64_t(1) << 20);
+  EXPECT_EQ(f.pow2 & (f.pow2 - 1), 0);
+  EXPECT_LE(f.pow2, f.max_batch);
+  EXPECT_EQ(largest_batch(g, 100).max_batch, 0);
+}
+
+class SweepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("dc_sweep_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    project_.graph = mlp();
+    project_.training.batch = 32;
+    project_.training.threads = 1;
+    project_.training.schedule.type = ScheduleType::Constant;
+    auto d = std::make_shared<TrainTest>();
+    d->train = toy(400, 1);
+    d->test = toy(100, 2);
+    data_ = d;
+    // Among the learning rates one (1e30) makes SGD's loss overflow to NaN
+    // within the first epoch.
+    space_ = parse_search_space(
+        {"lr=choice:0.003,0.03,0.3,1e30", "hidden.units=int:4:32", "optimizer.type=choice:sgd"},
+        project_.graph);
+    opt_.trials = 8;
+    opt_.epochs = 3;
+    opt_.seed = 4;
+    opt_.steps_per_epoch_limit = 4;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string state() const { return (dir_ / "p.sweep.json").string(); }
+
+  fs::path dir_;
+  Project project_;
+  std::shared_ptr<const TrainTest> data_;
+  SearchSpace space_;
+  SweepOptions opt_;
+};
+
+TEST_F(SweepTest, RunsPrunesFailsAndRecordsEveryTrial) {
+  Sweep s(project_, data_, space_, opt_, state());
+  s.run();
+  const SweepState st = s.state();
+  ASSERT_EQ(st.trials.size(), 8u);
+  int completed = 0, pruned = 0, failed = 0;
+  for (const Trial& t : st.trials) {
+    completed += t.status == Trial::Status::Completed;
+    pruned += t.status == Trial::Status::Pruned;
+    failed += t.status == Trial::Status::Failed;
+    if (t.status == Trial::Status::Completed) {
+      EXPECT_EQ(t.epochs.size(), 3u);
+    }
+    if (t.status == Trial::Status::Pruned) {
+      EXPECT_LT(t.epochs.size(), 3u);
+    }
+    if (t.status == Trial::Status::Failed) {
+      EXPECT_NE(t.error.find("the loss became"), std::string::npos) << t.error;
+      EXPECT_EQ(search_value(space_.params[0], t.x[0]), AttrValue(1e30));
+    }
+  }
+  EXPECT_GE(completed, 1);
+  EXPECT_GE(pruned, 1);
+  EXPECT_GE(failed, 1);
+  EXPECT_LT(st.epochs_used(), 8 * 3);
+  ASSERT_GE(st.best(), 0);
+  // The file holds the same as memory, and reads back.
+  const SweepState back = sweep_from_json(read_file(state()), state());
+  EXPECT_EQ(back.trials.size(), st.trials.size());
+  EXPECT_EQ(back.best(), st.best());
+  EXPECT_EQ(back.trials[3].x, st.trials[3].x);
+  // Apply best writes the point into the graph and settings.
+  Graph g = project_.graph;
+  TrainConfig c = project_.training;
+  s.apply_best(g, c);
+  EXPECT_EQ(c.optimizer.type, OptimizerType::Sgd);
+}
+
+TEST_F(SweepTest, AKilledSweepResumesFromItsStateFile) {
+  opt_.asha = false;
+  opt_.trials = 5;
+  // Uninterrupted, for reference (no state file).
+  Sweep whole(project_, data_, space_, opt_, "");
+  whole.run();
+  // Stopped once the third trial has run an epoch.
+  std::atomic<bool> stop{false};
+  {
+    Sweep first(project_, data_, space_, opt_, state());
+    first.run(
+        [&](const Trial& t) {
+          if (t.id == 2 && !t.epochs.empty()) stop = true;
+        },
+        &stop);
+    EXPECT_FALSE(first.resumed());
+  }
+  const SweepState partial = sweep_from_json(read_file(state()), state());
+  ASSERT_EQ(partial.trials.size(), 3u);
+  EXPECT_EQ(partial.trials[2].status, Trial::Status::Running);
+  Sweep second(project_, data_, space_, opt_, state());
+  EXPECT_TRUE(second.resumed());
+  second.run();
+  const SweepState a = whole.state(), b = second.state();
+  ASSERT_EQ(b.trials.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(a.trials[i].x, b.trials[i].x) << "trial " << i;
+    EXPECT_EQ(a.trials[i].status, b.trials[i].status) << "trial " << i;
+    if (a.trials[i].status == Trial::Status::Completed) {
+      EXPECT_EQ(a.trials[i].epochs.back().val_accuracy, b.trials[i].epochs.back().val_accuracy);
+    }
+  }
+  // Other options are another sweep: refused unless asked to start over.
+  SweepOptions other = opt_;
+  other.epochs = 2;
+  EXPECT_THROW(Sweep(project_, data_, space_, other, state()), Error);
+  Sweep fresh(project_, data_, space_, other, state(), /*fresh=*/true);
+  EXPECT_FALSE(fresh.resumed());
+}
+
+TEST_F(SweepTest, ParallelTrialsFinishEveryTrial) {
+  opt_.parallel = 2;
+  opt_.trials = 4;
+  Sweep s(project_, data_, space_, opt_, "");
+  s.run();
+  const SweepState st = s.state();
+  ASSERT_EQ(st.trials.size(), 4u);
+  int completed = 0;
+  for (const Trial& t : st.trials) {
+    EXPECT_NE(t.status, Trial::Status::Running);
+    EXPECT_NE(t.status, Trial::Status::Pending);
+    EXPECT_TRUE(t.error.empty() || t.error.find("the loss became") != std::string::npos) << t.error;
+    completed += t.status == Trial::Status::Completed;
+  }
+  EXPECT_GE(completed, 1);
+}
+
+}  // namespace
+}  // namespace dc
