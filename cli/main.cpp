@@ -371,6 +371,7 @@ int cmd_train(const Args& a) {
               {"device", c.device.str()},
               {"history", history}};
     if (std::isfinite(r.val_accuracy)) j["val_accuracy"] = r.val_accuracy;
+    if (c.device.cuda) j["peak_device_bytes"] = r.peak_device_bytes;
     if (std::isfinite(unigram)) j["unigram_entropy"] = unigram;
     std::cout << j.dump() << std::endl;
   } else {
@@ -761,12 +762,17 @@ int cmd_advise(const Args& a) {
               (long long)samples, cached ? "" : " (this machine was just benchmarked)");
   std::printf("%-30s %10s %10s %5s %9s %11s %10s %9s\n", "device", "memory", "needs", "fits",
               "max batch", "samples/s", "epoch", "Wh/epoch");
-  auto line = [](const advisor::DeviceAdvice& d, bool energy) {
+  auto wh = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, v < 10 ? "%.2f" : "%.0f", v);
+    return std::string(b);
+  };
+  auto line = [&](const advisor::DeviceAdvice& d, bool energy) {
     std::printf("%-30.30s %10s %10s %5s %9lld %11.0f %10s %9s\n", d.name.c_str(),
                 human_bytes(double(d.memory_bytes)).c_str(),
                 human_bytes(double(d.training_bytes)).c_str(), d.fits ? "yes" : "no",
                 (long long)d.max_batch, d.samples_per_s, clock_text(d.epoch_s).c_str(),
-                energy ? std::to_string(int(d.energy_wh + 0.5)).c_str() : "-");
+                energy ? wh(d.energy_wh).c_str() : "-");
   };
   line(adv.this_machine, false);
   for (const auto& g : adv.gpus) line(g, true);

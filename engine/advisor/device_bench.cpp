@@ -32,27 +32,25 @@ double seconds_since(Clock::time_point t) {
 }
 
 // Runs fn until `budget` seconds have passed (at least `min_reps` times)
-// and returns the median time of one call: the median shrugs off the
-// moments another process takes the cores.
+// and returns the mean time of one call. The mean, not the median: on a
+// machine shared with other work, training gets the same average share of
+// the cores that the benchmark got, stalls included.
 template <class F>
-double median_time(F&& fn, double budget, int min_reps) {
+double mean_time(F&& fn, double budget, int min_reps) {
   fn();  // warm-up: page faults, BLAS buffers, thread pool start
-  std::vector<double> t;
+  int reps = 0;
   const auto start = Clock::now();
-  while (int(t.size()) < min_reps || seconds_since(start) < budget) {
-    const auto a = Clock::now();
+  while (reps < min_reps || seconds_since(start) < budget) {
     fn();
-    t.push_back(seconds_since(a));
-    if (t.size() > 10000) break;
+    ++reps;
   }
-  std::nth_element(t.begin(), t.begin() + long(t.size() / 2), t.end());
-  return t[t.size() / 2];
+  return seconds_since(start) / reps;
 }
 
 double gemm_gflops() {
   const int64_t n = 1024;
   std::vector<float> a(size_t(n * n), 0.5f), b(size_t(n * n), 0.25f), c(size_t(n * n));
-  const double t = median_time(
+  const double t = mean_time(
       [&] { sgemm(false, false, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n); }, 0.8,
       3);
   return 2.0 * double(n) * double(n) * double(n) / t * 1e-9;
@@ -75,7 +73,7 @@ double conv_gflops() {
   x.fill(0.5f);
   RunContext ctx{false, nullptr};
   const std::vector<const Tensor*> ins{&x};
-  const double t = median_time([&] { layer->forward(ins, y, ctx); }, 0.8, 3);
+  const double t = mean_time([&] { layer->forward(ins, y, ctx); }, 0.8, 3);
   return 2.0 * double(d.cost(in, out, a).macs) * double(batch) / t * 1e-9;
 }
 
@@ -85,7 +83,7 @@ double triad_gbs() {
   std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n), 1.f),
       c(static_cast<size_t>(n), 2.f);
   const float s = 3.f;
-  const double t = median_time(
+  const double t = mean_time(
       [&] {
         parallel_for(n, 1 << 16, [&](int64_t lo, int64_t hi) {
           for (int64_t i = lo; i < hi; ++i) a[size_t(i)] = b[size_t(i)] + s * c[size_t(i)];
@@ -119,7 +117,7 @@ double step_overhead() {
   dout.fill(0.1f);
   RunContext ctx{true, nullptr};
   const auto params = plan.trainable();
-  return median_time(
+  return mean_time(
       [&] {
         plan.forward(xb, ctx);
         plan.zero_grad();
@@ -127,6 +125,21 @@ double step_overhead() {
         opt->step(params, 1e-3);
       },
       0.3, 50);
+}
+
+// One parallel region with nothing to do: the hand-off to the kernel
+// threads and the barrier after it, which every parallel kernel pays. Tiny
+// on an idle machine; milliseconds when another process holds a core and
+// the barrier waits for a descheduled thread.
+double parallel_region() {
+  std::vector<int64_t> sink(size_t(num_threads()) * 16, 0);
+  return mean_time(
+      [&] {
+        parallel_for(num_threads(), 1, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) sink[size_t(i) * 16] += i;
+        });
+      },
+      0.3, 100);
 }
 
 std::string utc_now() {
@@ -144,6 +157,7 @@ json to_json(const DeviceBench& b) {
           {"conv_gflops", b.conv_gflops},
           {"mem_bandwidth_gbs", b.mem_bandwidth_gbs},
           {"step_overhead_s", b.step_overhead_s},
+          {"parallel_region_s", b.parallel_region_s},
           {"measured_at", b.measured_at}};
 }
 
@@ -156,6 +170,7 @@ DeviceBench from_json(const json& j) {
   b.conv_gflops = j.at("conv_gflops").get<double>();
   b.mem_bandwidth_gbs = j.at("mem_bandwidth_gbs").get<double>();
   b.step_overhead_s = j.at("step_overhead_s").get<double>();
+  b.parallel_region_s = j.value("parallel_region_s", 0.0);
   b.measured_at = j.value("measured_at", "");
   return b;
 }
@@ -187,6 +202,7 @@ DeviceBench bench_cpu() {
   b.conv_gflops = conv_gflops();
   b.mem_bandwidth_gbs = triad_gbs();
   b.step_overhead_s = step_overhead();
+  b.parallel_region_s = parallel_region();
   b.measured_at = utc_now();
   return b;
 }

@@ -71,7 +71,7 @@ double GpuSpec::matmul_tflops(Precision p) const {
     case Precision::Fp32:
       break;
   }
-  return tf32_tflops > 0 ? tf32_tflops : fp32_tflops;
+  return fp32_tflops;
 }
 
 std::vector<GpuSpec> parse_gpu_catalog(const std::string& body, const std::string& file) {

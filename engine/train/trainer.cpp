@@ -240,6 +240,14 @@ void Trainer::run() {
   }
   sampler_.reset();  // failed runs too
   R.peak_tensor_bytes = std::max<int64_t>(0, mem::peak_bytes() - mem_baseline_);
+  if (dplan_) {
+    // After a device error the query may fail too; the run's own error is
+    // what gets reported.
+    try {
+      R.peak_device_bytes = dplan_->memory().peak_allocated;
+    } catch (const std::exception&) {
+    }
+  }
   if (!R.error.empty()) {
     TrainEvent e;
     e.kind = TrainEvent::Kind::Failed;

@@ -73,7 +73,7 @@ TEST(GpuCatalog, BadRowsAreErrorsNamingRowAndField) {
 
 TEST(GpuCatalog, MatmulRateFallsBackWhenThereIsNoTensorPath) {
   const GpuSpec g = parse_gpu_catalog(std::string(R"({"gpus": [)") + kGood + "]}", "t")[0];
-  EXPECT_EQ(g.matmul_tflops(Precision::Fp32), 10);  // no TF32: CUDA cores
+  EXPECT_EQ(g.matmul_tflops(Precision::Fp32), 10);  // CUDA cores: the backend never uses TF32
   EXPECT_EQ(g.matmul_tflops(Precision::Bf16), 20);
   EXPECT_EQ(g.matmul_tflops(Precision::Fp16), 10);  // no FP16 tensor figure
 }

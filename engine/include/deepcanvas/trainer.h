@@ -106,6 +106,9 @@ struct TrainResult {
   // evaluation buffers and the best-epoch copy are included. CPU runs only
   // (a CUDA run's host side is counted, its device memory is not).
   int64_t peak_tensor_bytes = 0;
+  // CUDA runs: the device allocator's highest allocated bytes (its rounded
+  // blocks: 512 B under 1 MiB, 2 MiB above), over the plan's lifetime.
+  int64_t peak_device_bytes = 0;
   double final_train_loss = NAN;
   double test_accuracy = NAN, test_loss = NAN, val_accuracy = NAN, test_top5 = NAN;
   std::vector<std::vector<int64_t>> confusion;

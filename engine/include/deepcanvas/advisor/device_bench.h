@@ -14,6 +14,7 @@ struct DeviceBench {
   double conv_gflops = 0;        // Conv2D forward, 64→64 channels, 3×3, 32×32, batch 16
   double mem_bandwidth_gbs = 0;  // STREAM-like triad over 3 × 64 MiB (bytes read + written)
   double step_overhead_s = 0;    // one forward+backward of a tiny MLP (fixed per-step cost)
+  double parallel_region_s = 0;  // one empty parallel_for over the kernel threads
   std::string measured_at;       // UTC, ISO 8601
 };
 

@@ -20,9 +20,9 @@ struct GpuSpec {
   double tf32_tflops = 0, bf16_tflops = 0, fp16_tflops = 0;
   double tdp_w = 0;
   // The peak for a run's matrix products in precision p: bf16/fp16 use the
-  // tensor figure when there is one; fp32 uses TF32 tensor cores (what
-  // PyTorch-style fp32 training on Ampere and later gets with TF32 allowed)
-  // when the row has them, else the CUDA-core FP32 figure.
+  // tensor figure when there is one; fp32 uses the CUDA-core FP32 figure,
+  // because DeepCanvas's CUDA backend computes fp32 without TF32 (TF32 is
+  // listed for comparison with other frameworks).
   double matmul_tflops(Precision p) const;
 };
 

@@ -16,12 +16,15 @@ namespace dc::advisor {
 // What the roofline divides by, already scaled to achievable figures.
 struct DeviceRates {
   std::string name;
-  double gemm_flops = 0;             // FLOP/s for Dense, recurrent and other GEMM layers
-  double conv_flops = 0;             // FLOP/s for Conv2D
-  double rnn_flops = 0;              // FLOP/s for the recurrent layers' small per-step GEMMs
-  double bandwidth = 0;              // bytes/s
-  double step_overhead = 0;          // seconds per step, whatever the network
-  double layer_overhead = 0;         // seconds per layer per step (dispatch, kernel launches)
+  double gemm_flops = 0;      // FLOP/s for Dense, recurrent and other GEMM layers
+  double conv_flops = 0;      // FLOP/s for Conv2D
+  double rnn_flops = 0;       // FLOP/s for the recurrent layers' small per-step GEMMs
+  double bandwidth = 0;       // bytes/s
+  double step_overhead = 0;   // seconds per step, whatever the network
+  double layer_overhead = 0;  // seconds per layer per step (dispatch, kernel launches)
+  // Recurrent layers: seconds per time step per layer and direction, forward
+  // and backward together (sequential launches a GPU cannot overlap).
+  double rnn_time_step_overhead = 0;
   bool host_optimizer_copy = false;  // the CPU trainer copies the weights every step
 };
 
