@@ -1,6 +1,8 @@
 // deepcanvas-cli: train, evaluate and inspect DeepCanvas projects without the
 // desktop app. Every failure prints one message (naming the file, node or
 // field) and exits non-zero; nothing is written unless it succeeds.
+#include <deepcanvas/advisor/advise.h>
+#include <deepcanvas/advisor/device_bench.h>
 #include <deepcanvas/device.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/format.h>
@@ -175,6 +177,23 @@ const std::vector<Command>& commands() {
         {"json", "", "print one JSON object (trials, best)"}},
        true},
       {"devices", "", "List the CPU and each NVIDIA GPU.", {{"json", "", "print JSON"}}, false, 0},
+      {"advise",
+       "PROJECT",
+       "Predict training memory, speed, the largest batch and energy here and on each catalog "
+       "GPU.",
+       {{"batch", "N", "batch size (default: the project's)"},
+        {"precision", "P", "fp32, bf16 or fp16 for the GPU rows (default: the project's)"},
+        {"samples", "N", "training samples per epoch (default: the project's dataset's)"},
+        {"json", "", "print JSON"}}},
+      {"bench-device",
+       "",
+       "Measure GEMM, convolution and memory speed and the per-step overhead (cached per "
+       "machine).",
+       {{"device", "DEV", "cpu (default) or cuda:N"},
+        {"refresh", "", "measure again even when a cached result exists"},
+        {"json", "", "print JSON"}},
+       false,
+       0},
   };
   return cmds;
 }
@@ -392,9 +411,11 @@ int cmd_train(const Args& a) {
               {"batch", c.batch},
               {"threads", num_threads()},
               {"peak_rss_mb", peak_rss_mb()},
+              {"peak_tensor_bytes", r.peak_tensor_bytes},
               {"device", c.device.str()},
               {"history", history}};
     if (std::isfinite(r.val_accuracy)) j["val_accuracy"] = r.val_accuracy;
+    if (c.device.cuda) j["peak_device_bytes"] = r.peak_device_bytes;
     if (std::isfinite(unigram)) j["unigram_entropy"] = unigram;
     std::cout << j.dump() << std::endl;
   } else {
@@ -738,19 +759,13 @@ int cmd_summary(const Args& a) {
   return 0;
 }
 
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
-
 int cmd_devices(const Args& a) {
   std::string why;
   std::vector<GpuInfo> gpus = list_gpus(&why);
   if (a.flag("json")) {
-    json j = {{"cpu", {{"name", cpu_model()}, {"threads", std::thread::hardware_concurrency()}}}};
+    json j = {
+        {"cpu",
+         {{"name", advisor::cpu_model_name()}, {"threads", std::thread::hardware_concurrency()}}}};
     json g = json::array();
     for (const GpuInfo& d : gpus)
       g.push_back(
@@ -766,7 +781,7 @@ int cmd_devices(const Args& a) {
     std::cout << j.dump() << std::endl;
     return 0;
   }
-  std::printf("cpu      %s, %u hardware threads\n", cpu_model().c_str(),
+  std::printf("cpu      %s, %u hardware threads\n", advisor::cpu_model_name().c_str(),
               std::thread::hardware_concurrency());
   if (gpus.empty()) std::printf("cuda     not available: %s\n", why.c_str());
   for (const GpuInfo& d : gpus)
@@ -776,6 +791,122 @@ int cmd_devices(const Args& a) {
         d.index, d.name.c_str(), d.cc_major, d.cc_minor, d.multiprocessors,
         double(d.total_bytes) / (1 << 30), double(d.free_bytes) / (1 << 30),
         d.tensor_cores ? "yes" : "no", d.driver_version / 1000, d.driver_version % 1000 / 10);
+  return 0;
+}
+
+int cmd_bench_device(const Args& a) {
+  const DeviceSpec dev = parse_device(a.get("device", "cpu"));
+  if (dev.cuda) {
+    std::string why;
+    const std::vector<GpuInfo> gpus = list_gpus(&why);
+    bool found = false;
+    for (const GpuInfo& g : gpus) found = found || g.index == dev.index;
+    if (!found)
+      throw Error("bench-device --device " + dev.str() + ": no such CUDA GPU (" +
+                  (gpus.empty() ? why : std::to_string(gpus.size()) + " found") + ")");
+    throw Error("bench-device --device " + dev.str() +
+                ": the CUDA micro-benchmark is not implemented yet; the advisor uses the GPU "
+                "catalog's figures (resources/gpus.json)");
+  }
+  bool cached = false;
+  const advisor::DeviceBench b = advisor::cpu_bench(a.flag("refresh"), &cached);
+  if (a.flag("json")) {
+    json j = json::parse(advisor::bench_to_json(b));
+    j["cached"] = cached;
+    j["cache_file"] = advisor::bench_cache_path();
+    std::cout << j.dump() << std::endl;
+    return 0;
+  }
+  std::printf("%s, %d threads%s\n", b.name.c_str(), b.threads,
+              cached ? " (cached; --refresh measures again)" : "");
+  std::printf("  fp32 GEMM        %8.1f GFLOP/s\n", b.fp32_gflops);
+  std::printf("  conv2d forward   %8.1f GFLOP/s\n", b.conv_gflops);
+  std::printf("  memory bandwidth %8.1f GB/s\n", b.mem_bandwidth_gbs);
+  std::printf("  per-step overhead %7.1f us\n", b.step_overhead_s * 1e6);
+  std::printf("  measured %s, cached in %s\n", b.measured_at.c_str(),
+              advisor::bench_cache_path().c_str());
+  return 0;
+}
+
+// Training samples per epoch: the option, else the project's dataset (after
+// its validation split). Returns 0 when the dataset cannot be read.
+int64_t epoch_samples(const Args& a, const Project& p, std::string& note) {
+  if (a.has("samples")) return a.get_int("samples", 0, 1, int64_t(1) << 40);
+  try {
+    const ProjectData d = load_project_dataset(p);
+    return int64_t(double(d.data.train.size()) * (1.0 - p.training.val_split));
+  } catch (const std::exception& e) {
+    note = std::string("dataset not read (") + e.what() + "); epoch times assume 60000 samples";
+    return 60000;
+  }
+}
+
+int cmd_advise(const Args& a) {
+  Project p = load(a);
+  for (const RunProblem& problem : network_problems(p.graph, p.training))
+    if (problem.kind == RunProblem::Kind::Network) throw_problem(problem);
+  const int64_t batch = a.get_int("batch", p.training.batch, 1, 1 << 20);
+  Precision prec = p.training.precision;
+  if (a.has("precision")) {
+    const auto v = enum_from_name<Precision>(a.get("precision", ""));
+    if (!v) throw Error("--precision must be fp32, bf16 or fp16");
+    prec = *v;
+  }
+  std::string note;
+  const int64_t samples = epoch_samples(a, p, note);
+  bool cached = false;
+  const advisor::DeviceBench bench = advisor::cpu_bench(false, &cached);
+  const advisor::Advice adv =
+      advisor::advise(p, batch, prec, samples, bench, advisor::load_gpu_catalog());
+  if (a.flag("json")) {
+    auto row = [](const advisor::DeviceAdvice& d) {
+      return json{{"name", d.name},
+                  {"fits", d.fits},
+                  {"memory_bytes", d.memory_bytes},
+                  {"training_bytes", d.training_bytes},
+                  {"max_batch", d.max_batch},
+                  {"predicted_samples_per_s", d.samples_per_s},
+                  {"step_seconds", d.step_s},
+                  {"epoch_seconds", d.epoch_s}};
+    };
+    json gpus = json::array();
+    for (const auto& g : adv.gpus) {
+      json r = row(g);
+      r["tdp_w"] = g.tdp_w;
+      r["energy_wh_per_epoch"] = g.energy_wh;
+      gpus.push_back(r);
+    }
+    json j = {{"batch", batch},
+              {"precision", enum_name(prec)},
+              {"train_samples", samples},
+              {"this_machine", row(adv.this_machine)},
+              {"gpus", gpus}};
+    if (!note.empty()) j["note"] = note;
+    std::cout << j.dump() << std::endl;
+    return 0;
+  }
+  if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
+  std::printf("batch %lld, %s, %lld samples per epoch%s\n", (long long)batch, enum_name(prec),
+              (long long)samples, cached ? "" : " (this machine was just benchmarked)");
+  std::printf("%-30s %10s %10s %5s %9s %11s %10s %9s\n", "device", "memory", "needs", "fits",
+              "max batch", "samples/s", "epoch", "Wh/epoch");
+  auto wh = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, v < 10 ? "%.2f" : "%.0f", v);
+    return std::string(b);
+  };
+  auto line = [&](const advisor::DeviceAdvice& d, bool energy) {
+    std::printf("%-30.30s %10s %10s %5s %9lld %11.0f %10s %9s\n", d.name.c_str(),
+                human_bytes(double(d.memory_bytes)).c_str(),
+                human_bytes(double(d.training_bytes)).c_str(), d.fits ? "yes" : "no",
+                (long long)d.max_batch, d.samples_per_s, clock_text(d.epoch_s).c_str(),
+                energy ? wh(d.energy_wh).c_str() : "-");
+  };
+  line(adv.this_machine, false);
+  for (const auto& g : adv.gpus) line(g, true);
+  std::printf(
+      "this machine: measured rates (bench-device); GPUs: catalog figures with assumed "
+      "efficiencies, an estimate\n");
   return 0;
 }
 
@@ -819,6 +950,8 @@ int run(int argc, char** argv) {
   if (cmd == "lr-find") return cmd_lr_find(a);
   if (cmd == "batch-fit") return cmd_batch_fit(a);
   if (cmd == "sweep") return cmd_sweep(a);
+  if (cmd == "bench-device") return cmd_bench_device(a);
+  if (cmd == "advise") return cmd_advise(a);
   return cmd_devices(a);
 }
 

@@ -2,6 +2,8 @@
 
 #include "common.h"
 
+#include <algorithm>
+
 namespace dc::cuda {
 
 Allocator::~Allocator() {
@@ -26,6 +28,7 @@ void* Allocator::alloc(size_t bytes, const std::string& what) {
     free_.erase(it);
     live_[p] = got;
     allocated_ += int64_t(got);
+    peak_ = std::max(peak_, allocated_);
     return p;
   }
   void* p = nullptr;
@@ -51,6 +54,7 @@ void* Allocator::alloc(size_t bytes, const std::string& what) {
   live_[p] = sz;
   allocated_ += int64_t(sz);
   reserved_ += int64_t(sz);
+  peak_ = std::max(peak_, allocated_);
   return p;
 }
 

@@ -21,13 +21,14 @@ class Allocator {
   void release_cached();  // returns the free lists to the driver
   int64_t allocated() const { return allocated_; }
   int64_t reserved() const { return reserved_; }
+  int64_t peak() const { return peak_; }  // highest allocated()
 
  private:
   static size_t round(size_t bytes);
   std::mutex m_;
   std::multimap<size_t, void*> free_;
   std::map<void*, size_t> live_;
-  int64_t allocated_ = 0, reserved_ = 0;
+  int64_t allocated_ = 0, reserved_ = 0, peak_ = 0;
 };
 
 // A device buffer owned through the allocator.

@@ -431,6 +431,7 @@ DeviceMemory CudaPlan::memory() {
   DeviceMemory m;
   m.allocated = alloc_.allocated();
   m.reserved = alloc_.reserved();
+  m.peak_allocated = alloc_.peak();
   size_t f = 0, t = 0;
   if (cudaMemGetInfo(&f, &t) == cudaSuccess) {
     m.device_free = int64_t(f);

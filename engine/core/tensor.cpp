@@ -1,6 +1,9 @@
 #include <deepcanvas/errors.h>
+#include <deepcanvas/memstats.h>
 #include <deepcanvas/tensor.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -66,6 +69,33 @@ std::string Shape::str(bool ascii) const {
   return s;
 }
 
+namespace mem {
+namespace {
+std::atomic<int64_t> g_live{0}, g_peak{0};
+}  // namespace
+
+void on_alloc(size_t bytes) {
+  const int64_t now = g_live.fetch_add(int64_t(bytes), std::memory_order_relaxed) + int64_t(bytes);
+  int64_t peak = g_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+void on_free(size_t bytes) {
+  g_live.fetch_sub(int64_t(bytes), std::memory_order_relaxed);
+}
+int64_t live_bytes() {
+  return g_live.load(std::memory_order_relaxed);
+}
+int64_t peak_bytes() {
+  return g_peak.load(std::memory_order_relaxed);
+}
+int64_t reset_peak() {
+  const int64_t now = g_live.load(std::memory_order_relaxed);
+  g_peak.store(now, std::memory_order_relaxed);
+  return now;
+}
+}  // namespace mem
+
 // 64-byte alignment keeps AVX-512 loads aligned and rows off shared cache
 // lines between threads.
 Storage::Storage(size_t n) : bytes(n) {
@@ -74,9 +104,11 @@ Storage::Storage(size_t n) : bytes(n) {
   data = std::aligned_alloc(64, rounded);
   if (!data) throw std::bad_alloc();
   std::memset(data, 0, rounded);
+  mem::on_alloc(rounded);
 }
 
 Storage::~Storage() {
+  mem::on_free(std::max<size_t>(64, (bytes + 63) / 64 * 64));
   std::free(data);
 }
 

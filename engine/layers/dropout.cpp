@@ -2,6 +2,7 @@
 // probability `rate` and the survivors are scaled by 1/(1-rate) ("inverted"
 // dropout), so evaluation is the identity and needs no rescaling.
 #include <deepcanvas/errors.h>
+#include <deepcanvas/memstats.h>
 #include <deepcanvas/rng.h>
 
 #include <string>
@@ -55,8 +56,8 @@ class Dropout : public Layer {
  private:
   double rate_;
   bool masked_ = false;
-  std::vector<float> mask_;  // 0 or 1/(1-rate) per value, from the last forward
-  Rng fallback_;             // only when a caller runs training without ctx.rng
+  ScratchVec<float> mask_;  // 0 or 1/(1-rate) per value, from the last forward
+  Rng fallback_;            // only when a caller runs training without ctx.rng
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // from N(0, 1) as PyTorch does; the padding row starts at zero and never
 // receives a gradient.
 #include <deepcanvas/errors.h>
+#include <deepcanvas/memstats.h>
 #include <deepcanvas/rng.h>
 
 #include <algorithm>
@@ -83,7 +84,7 @@ class Embedding : public Layer {
  private:
   EmbGeom g_;
   Param weight_;
-  std::vector<int64_t> ids_;
+  ScratchVec<int64_t> ids_;
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 // own thread in a fixed order, in double, so results do not depend on the
 // thread count.
 #include <deepcanvas/errors.h>
+#include <deepcanvas/memstats.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/rng.h>
 
@@ -150,7 +151,7 @@ class BatchNorm : public Layer {
   int64_t C_, S_;
   double momentum_, eps_;
   Param gamma_, beta_, running_mean_, running_var_;
-  std::vector<float> mean_, invstd_;  // from the last forward, for backward
+  ScratchVec<float> mean_, invstd_;  // from the last forward, for backward
   bool training_ = true;
 };
 

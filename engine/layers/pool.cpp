@@ -3,6 +3,7 @@
 // the zero padding). Every (sample, channel) plane is independent, so kernels
 // parallelise over planes and need no reduction.
 #include <deepcanvas/errors.h>
+#include <deepcanvas/memstats.h>
 #include <deepcanvas/parallel.h>
 
 #include <algorithm>
@@ -178,7 +179,7 @@ class MaxPool2D : public Layer {
 
  private:
   PoolGeom g_;
-  std::vector<int32_t> argmax_;  // index within the input plane, per output
+  ScratchVec<int32_t> argmax_;  // index within the input plane, per output
 };
 
 class AvgPool2D : public Layer {

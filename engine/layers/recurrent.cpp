@@ -13,6 +13,7 @@
 // pass; backward mirrors it, and the weight gradients are again one GEMM
 // each over all steps, because the states entering every step are kept.
 #include <deepcanvas/errors.h>
+#include <deepcanvas/memstats.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/rng.h>
 
@@ -109,11 +110,11 @@ Param make_param(const std::string& name, Shape s, bool decay) {
 // One layer and direction: its parameters and what forward keeps for backward.
 struct Unit {
   Param w_ih, w_hh, b_ih, b_hh, h0, c0;
-  std::vector<float> gates;  // [N, T, G*H]: pre-activations, then activations
-  std::vector<float> hprev;  // [N, T, H]: the state entering each step
-  std::vector<float> cell;   // LSTM [N, T, H]: cell state after each step
-  std::vector<float> hn;     // GRU [N, T, H]: W_hn h + b_hn
-  std::vector<float> dgx, dgh;
+  ScratchVec<float> gates;  // [N, T, G*H]: pre-activations, then activations
+  ScratchVec<float> hprev;  // [N, T, H]: the state entering each step
+  ScratchVec<float> cell;   // LSTM [N, T, H]: cell state after each step
+  ScratchVec<float> hn;     // GRU [N, T, H]: W_hn h + b_hn
+  ScratchVec<float> dgx, dgh;
 };
 
 class Recurrent : public Layer {
@@ -180,7 +181,7 @@ class Recurrent : public Layer {
     masked_ = ctx.training && g_.dropout > 0;
     const float* x = in[0]->f32();
     for (int64_t l = 0; l < g_.L; ++l) {
-      std::vector<float>& y = ys_[size_t(l)];
+      ScratchVec<float>& y = ys_[size_t(l)];
       y.resize(size_t(N_ * T * DH));
       for (int64_t d = 0; d < g_.D; ++d) forward_unit(l, d, x, y.data());
       x = y.data();
@@ -218,7 +219,7 @@ class Recurrent : public Layer {
     const int64_t T = g_.T, DH = g_.D * g_.H;
     // dY of the layer being processed ([N, T, DH]); the top layer's comes
     // from dout (sequence) or enters as the final state's gradient.
-    std::vector<float> dy_buf, dx_buf;
+    ScratchVec<float> dy_buf, dx_buf;
     const float* dy = g_.seq ? dout.f32() : nullptr;
     for (int64_t l = g_.L - 1; l >= 0; --l) {
       const bool first = l == 0;
@@ -253,7 +254,7 @@ class Recurrent : public Layer {
   static int64_t rows_grain() { return 8; }
 
   // The state entering the first step of a unit, broadcast over the batch.
-  void initial(const Param& p, std::vector<float>& buf) {
+  void initial(const Param& p, ScratchVec<float>& buf) {
     buf.assign(size_t(N_ * g_.H), 0.f);
     if (!g_.learned_init || !p.value.defined()) return;
     for (int64_t n = 0; n < N_; ++n)
@@ -475,9 +476,9 @@ class Recurrent : public Layer {
   std::vector<Unit> units_;
   int64_t N_ = 0;
   bool masked_ = false;
-  std::vector<std::vector<float>> ys_, drops_, masks_;
-  std::vector<float> bias_row_, h0_, c0_, tmp_, dh_, dc_;
-  std::vector<double> sum_;
+  std::vector<ScratchVec<float>> ys_, drops_, masks_;
+  ScratchVec<float> bias_row_, h0_, c0_, tmp_, dh_, dc_;
+  ScratchVec<double> sum_;
   Rng fallback_;
 };
 

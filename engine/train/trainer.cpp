@@ -1,6 +1,7 @@
 #include <deepcanvas/device.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
+#include <deepcanvas/memstats.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/preflight.h>
 #include <deepcanvas/sequence_data.h>
@@ -45,6 +46,8 @@ const char* event_kind_name(TrainEvent::Kind k) {
 Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
                  std::shared_ptr<Dataset> test)
     : graph_(g), cfg_(std::move(c)), train_(std::move(train)), test_(std::move(test)) {
+  // Everything allocated from here on belongs to this run.
+  mem_baseline_ = mem::reset_peak();
   const std::vector<RunProblem> problems = run_problems(g, cfg_, train_.get(), test_.get());
   if (const RunProblem* p = first_blocking(problems)) throw_problem(*p);
   plan_ = std::make_unique<Plan>(graph_, cfg_.batch);
@@ -258,6 +261,15 @@ void Trainer::run() {
     R.error = ex.what();
   }
   sampler_.reset();  // failed runs too
+  R.peak_tensor_bytes = std::max<int64_t>(0, mem::peak_bytes() - mem_baseline_);
+  if (dplan_) {
+    // After a device error the query may fail too; the run's own error is
+    // what gets reported.
+    try {
+      R.peak_device_bytes = dplan_->memory().peak_allocated;
+    } catch (const std::exception&) {
+    }
+  }
   if (!R.error.empty()) {
     TrainEvent e;
     e.kind = TrainEvent::Kind::Failed;

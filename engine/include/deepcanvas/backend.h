@@ -22,7 +22,7 @@ namespace dc {
 
 // Bumped whenever a class below changes layout; the loader refuses a plugin
 // built for another version instead of crashing in it.
-constexpr int kBackendAbiVersion = 3;
+constexpr int kBackendAbiVersion = 4;
 
 struct GpuInfo {
   int index = 0;
@@ -45,6 +45,7 @@ struct DeviceStepStats {
 
 struct DeviceMemory {
   int64_t allocated = 0, reserved = 0;  // the backend's caching allocator
+  int64_t peak_allocated = 0;           // highest `allocated` since the plan was built
   int64_t device_free = 0, device_total = 0;
 };
 

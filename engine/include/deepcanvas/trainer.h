@@ -99,6 +99,16 @@ struct TrainResult {
   std::string error;
   int epochs_run = 0, best_epoch = 0;
   double train_seconds = 0, train_samples_per_s = 0;
+  // Highest host tensor memory (dc::mem: every Storage at its rounded size
+  // plus the layers' tracked scratch) during the run, above what was live
+  // when the Trainer was constructed: the datasets and anything the caller
+  // holds are excluded; the plan, optimizer state, loader batches, the
+  // evaluation buffers and the best-epoch copy are included. CPU runs only
+  // (a CUDA run's host side is counted, its device memory is not).
+  int64_t peak_tensor_bytes = 0;
+  // CUDA runs: the device allocator's highest allocated bytes (its rounded
+  // blocks: 512 B under 1 MiB, 2 MiB above), over the plan's lifetime.
+  int64_t peak_device_bytes = 0;
   double final_train_loss = NAN;
   double test_accuracy = NAN, test_loss = NAN, val_accuracy = NAN, test_top5 = NAN;
   std::vector<std::vector<int64_t>> confusion;
@@ -195,6 +205,7 @@ class Trainer {
   std::mutex pause_m_;
   std::condition_variable pause_cv_;
   int start_epoch_ = 1;
+  int64_t mem_baseline_ = 0;  // dc::mem live bytes when constructed
   int64_t start_step_ = 0;
   // device != cpu: the plan on the device and the resident datasets.
   std::unique_ptr<DevicePlan> dplan_;

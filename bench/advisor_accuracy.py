@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Predicted vs measured training memory and samples/s for every template.
+
+For each template and batch: `deepcanvas-cli advise --json` (the prediction,
+using this machine's cached bench-device result) and a short
+`deepcanvas-cli train --json` (the measurement: peak_tensor_bytes and
+train_samples_per_s). Prints a Markdown table for docs/BENCHMARKS.md.
+
+    /usr/bin/python3 bench/advisor_accuracy.py [--cli build/bin/deepcanvas-cli]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TEMPLATES = ["two_conv_cnn", "lenet5", "vgg_small", "resnet_small",
+             "lstm_rows", "gru_rows", "stacked_lstm", "char_lstm"]
+
+
+def last_json(out):
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
+    return last_json(r.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", default=os.path.join(ROOT, "build/bin/deepcanvas-cli"))
+    ap.add_argument("--batches", default="32,64,256")
+    ap.add_argument("--samples", type=int, default=1024,
+                    help="training samples measured per run (at least 4 steps)")
+    ap.add_argument("--templates", default=",".join(TEMPLATES))
+    ap.add_argument("--raw", help="also write every prediction and measurement here (JSON lines)")
+    ap.add_argument("--no-refresh", action="store_true",
+                    help="reuse the cached bench-device result instead of re-measuring it "
+                         "before each template (re-measuring keeps the benchmark and the "
+                         "runs under the same load on a shared machine)")
+    a = ap.parse_args()
+    subset = os.path.join(ROOT, "sample_data/fashion-mnist-subset")
+    print("| template | batch | predicted memory | measured peak | error | "
+          "predicted samples/s | measured samples/s | error |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    raw = open(a.raw, "w") if a.raw else None
+    for t in a.templates.split(","):
+        proj = os.path.join(ROOT, "resources/templates", t + ".dcproj")
+        bench = run([a.cli, "bench-device", "--json"] + ([] if a.no_refresh else ["--refresh"]))
+        data = [] if t == "char_lstm" else ["--data", subset]
+        for b in [int(x) for x in a.batches.split(",")]:
+            steps = max(4, a.samples // b)
+            adv = run([a.cli, "advise", proj, "--batch", str(b), "--samples", "1000",
+                       "--json"])["this_machine"]
+            tr = run([a.cli, "train", proj, *data, "--epochs", "1", "--steps-per-epoch",
+                      str(steps), "--batch", str(b), "--json", "--quiet"])
+            if raw:
+                raw.write(json.dumps({"template": t, "batch": b, "bench": bench,
+                                      "advise": adv, "train": tr}) + "\n")
+                raw.flush()
+            pm, mm = adv["training_bytes"], tr["peak_tensor_bytes"]
+            ps, ms = adv["predicted_samples_per_s"], tr["train_samples_per_s"]
+            print(f"| {t} | {b} | {pm / 2**20:.1f} MiB | {mm / 2**20:.1f} MiB | "
+                  f"{100 * (pm - mm) / mm:+.1f} % | {ps:.0f} | {ms:.0f} | "
+                  f"{100 * (ps - ms) / ms:+.0f} % |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

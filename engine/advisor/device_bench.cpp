@@ -1,0 +1,262 @@
+// The CPU micro-benchmark and its cache. Kernels are the engine's own
+// (dc::sgemm and the Conv2D layer), so the figures are what training here
+// can reach, not the hardware's peak.
+#include <deepcanvas/advisor/device_bench.h>
+#include <deepcanvas/advisor/paths.h>
+#include <deepcanvas/errors.h>
+#include <deepcanvas/io.h>
+#include <deepcanvas/layer.h>
+#include <deepcanvas/optim.h>
+#include <deepcanvas/parallel.h>
+#include <deepcanvas/plan.h>
+#include <deepcanvas/rng.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+namespace dc::advisor {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Runs fn until `budget` seconds have passed (at least `min_reps` times)
+// and returns the mean time of one call. The mean, not the median: on a
+// machine shared with other work, training gets the same average share of
+// the cores that the benchmark got, stalls included.
+template <class F>
+double mean_time(F&& fn, double budget, int min_reps) {
+  fn();  // warm-up: page faults, BLAS buffers, thread pool start
+  int reps = 0;
+  const auto start = Clock::now();
+  while (reps < min_reps || seconds_since(start) < budget) {
+    fn();
+    ++reps;
+  }
+  return seconds_since(start) / reps;
+}
+
+double gemm_gflops() {
+  const int64_t n = 1024;
+  std::vector<float> a(size_t(n * n), 0.5f), b(size_t(n * n), 0.25f), c(size_t(n * n));
+  const double t = mean_time(
+      [&] { sgemm(false, false, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n); }, 0.8,
+      3);
+  return 2.0 * double(n) * double(n) * double(n) / t * 1e-9;
+}
+
+double conv_gflops() {
+  register_builtin_layers();
+  const LayerDescriptor& d = LayerRegistry::instance().get("Conv2D");
+  Attrs a;
+  a.set("filters", int64_t(64));
+  a.set("padding", std::vector<int64_t>{1, 1});
+  a = d.with_defaults(a);
+  const std::vector<Shape> in{Shape{64, 32, 32}};
+  const Shape out = d.infer(in, a);
+  const int64_t batch = 16;
+  auto layer = d.create(a, in, out);
+  Rng rng(1);
+  layer->init(rng);
+  Tensor x(in[0].with_batch(batch)), y(out.with_batch(batch));
+  x.fill(0.5f);
+  RunContext ctx{false, nullptr};
+  const std::vector<const Tensor*> ins{&x};
+  const double t = mean_time([&] { layer->forward(ins, y, ctx); }, 0.8, 3);
+  return 2.0 * double(d.cost(in, out, a).macs) * double(batch) / t * 1e-9;
+}
+
+double triad_gbs() {
+  // 64 MiB per array: far beyond any last-level cache, so this is DRAM.
+  const int64_t n = int64_t(16) << 20;
+  std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n), 1.f),
+      c(static_cast<size_t>(n), 2.f);
+  const float s = 3.f;
+  const double t = mean_time(
+      [&] {
+        parallel_for(n, 1 << 16, [&](int64_t lo, int64_t hi) {
+          for (int64_t i = lo; i < hi; ++i) a[size_t(i)] = b[size_t(i)] + s * c[size_t(i)];
+        });
+      },
+      0.6, 3);
+  return 3.0 * double(n) * sizeof(float) / t * 1e-9;
+}
+
+// A forward, backward and Adam step of a network too small to cost
+// anything but the per-step bookkeeping every network pays.
+double step_overhead() {
+  Graph g;
+  Attrs in;
+  in.set("shape", std::vector<int64_t>{8});
+  NodeId x = g.add_node("Input", "input", in);
+  Attrs h;
+  h.set("units", int64_t(8));
+  NodeId d1 = g.add_node("Dense", "d1", h);
+  NodeId r = g.add_node("ReLU");
+  Attrs o;
+  o.set("units", int64_t(2));
+  NodeId d2 = g.add_node("Dense", "d2", o);
+  g.connect(x, d1);
+  g.connect(d1, r);
+  g.connect(r, d2);
+  Plan plan(g, 1);
+  plan.init_params(1);
+  auto opt = make_optimizer(OptimizerConfig{});
+  Tensor xb(Shape{1, 8}), dout(Shape{1, 2});
+  dout.fill(0.1f);
+  RunContext ctx{true, nullptr};
+  const auto params = plan.trainable();
+  return mean_time(
+      [&] {
+        plan.forward(xb, ctx);
+        plan.zero_grad();
+        plan.backward(dout, ctx);
+        opt->step(params, 1e-3);
+      },
+      0.3, 50);
+}
+
+// One parallel region with nothing to do: the hand-off to the kernel
+// threads and the barrier after it, which every parallel kernel pays. Tiny
+// on an idle machine; milliseconds when another process holds a core and
+// the barrier waits for a descheduled thread.
+double parallel_region() {
+  std::vector<int64_t> sink(size_t(num_threads()) * 16, 0);
+  return mean_time(
+      [&] {
+        parallel_for(num_threads(), 1, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) sink[size_t(i) * 16] += i;
+        });
+      },
+      0.3, 100);
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+json to_json(const DeviceBench& b) {
+  return {{"device", b.device},
+          {"name", b.name},
+          {"threads", b.threads},
+          {"fp32_gflops", b.fp32_gflops},
+          {"conv_gflops", b.conv_gflops},
+          {"mem_bandwidth_gbs", b.mem_bandwidth_gbs},
+          {"step_overhead_s", b.step_overhead_s},
+          {"parallel_region_s", b.parallel_region_s},
+          {"measured_at", b.measured_at}};
+}
+
+DeviceBench from_json(const json& j) {
+  DeviceBench b;
+  b.device = j.at("device").get<std::string>();
+  b.name = j.at("name").get<std::string>();
+  b.threads = j.at("threads").get<int>();
+  b.fp32_gflops = j.at("fp32_gflops").get<double>();
+  b.conv_gflops = j.at("conv_gflops").get<double>();
+  b.mem_bandwidth_gbs = j.at("mem_bandwidth_gbs").get<double>();
+  b.step_overhead_s = j.at("step_overhead_s").get<double>();
+  b.parallel_region_s = j.value("parallel_region_s", 0.0);
+  b.measured_at = j.value("measured_at", "");
+  return b;
+}
+
+json read_cache() {
+  std::ifstream f(bench_cache_path());
+  if (!f) return json::object();
+  // A damaged cache is only a cache: measure again rather than fail.
+  json j = json::parse(f, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() ? j : json::object();
+}
+
+}  // namespace
+
+std::string cpu_model_name() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+DeviceBench bench_cpu() {
+  DeviceBench b;
+  b.device = "cpu";
+  b.name = cpu_model_name();
+  b.threads = num_threads();
+  b.fp32_gflops = gemm_gflops();
+  b.conv_gflops = conv_gflops();
+  b.mem_bandwidth_gbs = triad_gbs();
+  b.step_overhead_s = step_overhead();
+  b.parallel_region_s = parallel_region();
+  b.measured_at = utc_now();
+  return b;
+}
+
+std::string bench_cache_path() {
+  return (std::filesystem::path(user_dir("XDG_CACHE_HOME", ".cache")) / "bench-device.json")
+      .string();
+}
+
+std::string bench_key(const std::string& device, const std::string& name, int threads) {
+  return device + "|" + name + "|" + std::to_string(threads) + "t";
+}
+
+bool load_cached_bench(const std::string& key, DeviceBench& out) {
+  const json j = read_cache();
+  if (!j.contains(key)) return false;
+  try {
+    out = from_json(j.at(key));
+    return true;
+  } catch (const json::exception&) {
+    return false;
+  }
+}
+
+void store_cached_bench(const std::string& key, const DeviceBench& b) {
+  json j = read_cache();
+  j[key] = to_json(b);
+  std::filesystem::create_directories(std::filesystem::path(bench_cache_path()).parent_path());
+  write_file_atomic(bench_cache_path(), j.dump(2) + "\n");
+}
+
+DeviceBench cpu_bench(bool refresh, bool* cached) {
+  const std::string key = bench_key("cpu", cpu_model_name(), num_threads());
+  DeviceBench b;
+  if (!refresh && load_cached_bench(key, b)) {
+    if (cached) *cached = true;
+    return b;
+  }
+  b = bench_cpu();
+  store_cached_bench(key, b);
+  if (cached) *cached = false;
+  return b;
+}
+
+std::string bench_to_json(const DeviceBench& b) {
+  return to_json(b).dump();
+}
+
+DeviceBench bench_from_json(const std::string& text) {
+  try {
+    return from_json(json::parse(text));
+  } catch (const json::exception& e) {
+    throw IoError(std::string("device benchmark: ") + e.what());
+  }
+}
+
+}  // namespace dc::advisor

@@ -1,0 +1,219 @@
+// Training memory from the layers' cost rules. Every term mirrors one
+// allocation the CPU backend makes (the file and member are named beside
+// it), so that a change there shows up here as a failing
+// Advisor.MemoryPredictionMatchesMeasuredPeak test rather than as a silent drift.
+#include <deepcanvas/advisor/memory_model.h>
+#include <deepcanvas/parallel.h>
+#include <deepcanvas/plan.h>
+
+#include <algorithm>
+
+namespace dc::advisor {
+
+namespace {
+
+// dc::Storage rounds every block up to 64 bytes (core/tensor.cpp).
+int64_t tensor_bytes(int64_t numel, int64_t elem = 4) {
+  return std::max<int64_t>(64, (numel * elem + 63) / 64 * 64);
+}
+
+bool is_recurrent(const std::string& t) {
+  return t == "LSTM" || t == "GRU" || t == "SimpleRNN";
+}
+bool is_batchnorm(const std::string& t) {
+  return t == "BatchNorm1D" || t == "BatchNorm2D";
+}
+
+// Parameter tensors of a node: learnable scalars come from the cost rule;
+// how many tensors they are split into only matters for the 64-byte rounding.
+struct ParamLayout {
+  int64_t trainable = 0, buffers = 0;  // scalars
+  int64_t tensors = 0, buffer_tensors = 0;
+};
+
+ParamLayout param_layout(const PlanStep& s, const Cost& c) {
+  ParamLayout p;
+  p.trainable = c.params;
+  if (c.params == 0) return p;
+  const std::string& t = s.type;
+  if (is_batchnorm(t)) {
+    // gamma and beta learn; running mean and variance are buffers (norm.cpp).
+    p.tensors = 2;
+    p.buffers = c.params;
+    p.buffer_tensors = 2;
+  } else if (is_recurrent(t)) {
+    const int64_t units = s.attrs.i("num_layers") * (s.attrs.b("bidirectional") ? 2 : 1);
+    p.tensors = units * (s.attrs.b("bias") ? 4 : 2) +
+                (s.attrs.s("initial_state") == "learned" ? units * (t == "LSTM" ? 2 : 1) : 0);
+  } else if (t == "Embedding") {
+    p.tensors = 1;
+  } else {
+    p.tensors = 2;  // weight and bias (an upper bound without a bias)
+  }
+  return p;
+}
+
+int64_t rounded(int64_t scalars, int64_t tensors) {
+  if (tensors == 0) return 0;
+  // One tensor holding everything, plus at most 64 bytes of rounding per
+  // further tensor.
+  return tensor_bytes(scalars) + (tensors - 1) * 64;
+}
+
+// What a layer keeps between forward and backward (internal) and what its
+// backward allocates and frees (transient), at batch n, in bytes.
+void layer_buffers(const PlanStep& s, int64_t n, int threads, bool input_grad, int64_t elem,
+                   int64_t& internal, int64_t& transient) {
+  const std::string& t = s.type;
+  internal = transient = 0;
+  const int64_t out = s.out_shape.numel();
+  const int64_t in0 = s.in_shapes.empty() ? 0 : s.in_shapes[0].numel();
+  if (t == "Conv2D") {
+    // conv.cpp: one im2col column buffer per chunk (col_), the same again
+    // for the input gradient (dcol_), and per-chunk weight-gradient partial
+    // sums (dw_part_). Pointwise convolutions skip the columns.
+    const Shape& x = s.in_shapes[0];
+    const auto& k = s.attrs.ints("kernel");
+    const auto& st = s.attrs.ints("stride");
+    const bool pad = s.attrs.s("padding_mode") == "same"
+                         ? true
+                         : s.attrs.s("padding_mode") == "explicit" &&
+                               (s.attrs.ints("padding")[0] || s.attrs.ints("padding")[1]);
+    const bool pointwise = k[0] == 1 && k[1] == 1 && st[0] == 1 && st[1] == 1 && !pad;
+    const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(threads, n));
+    const int64_t K = x[0] * k[0] * k[1];
+    const int64_t OHW = s.out_shape[1] * s.out_shape[2];
+    const int64_t wsize = s.attrs.i("filters") * K / s.attrs.i("groups");
+    if (!pointwise) internal += chunks * K * OHW * elem * (input_grad ? 2 : 1);
+    internal += chunks * wsize * elem;
+  } else if (t == "MaxPool2D") {
+    internal = n * out * 4;  // pool.cpp argmax_, int32 per output
+  } else if (t == "Dropout") {
+    if (s.attrs.f("rate") > 0) internal = n * out * elem;  // dropout.cpp mask_
+  } else if (t == "Embedding") {
+    internal = n * in0 * 8;  // embedding.cpp ids_, int64 per token
+  } else if (is_batchnorm(t)) {
+    internal = 2 * s.in_shapes[0][0] * 4;  // norm.cpp mean_, invstd_
+  } else if (is_recurrent(t)) {
+    // recurrent.cpp: per unit (layer × direction) the gate cache and the
+    // entering states, the LSTM cell states or GRU's W_hn h, and the gate
+    // gradients; per layer its output sequence (plus mask and masked copy
+    // under inter-layer dropout); per layer object the initial and carried
+    // states; backward's dy/dx buffers between stacked layers.
+    const int64_t T = s.in_shapes[0][0], H = s.attrs.i("hidden_size");
+    const int64_t L = s.attrs.i("num_layers"), D = s.attrs.b("bidirectional") ? 2 : 1;
+    const bool lstm = t == "LSTM", gru = t == "GRU";
+    const int64_t G = lstm ? 4 : gru ? 3 : 1, GH = G * H, DH = D * H;
+    const int64_t NT = n * T;
+    int64_t unit = NT * GH + NT * H + NT * GH;  // gates, hprev, dgx
+    if (lstm) unit += NT * H;                   // cell
+    if (gru) unit += NT * H + NT * GH;          // hn, dgh
+    int64_t per_layer = NT * DH;
+    int64_t floats = L * D * unit + L * per_layer;
+    if (s.attrs.f("dropout") > 0) floats += (L - 1) * 2 * NT * DH;
+    floats += GH + n * H * 3;           // bias_row_, h0_, dh_, dc_ (dc_ is always assigned)
+    if (lstm) floats += n * H;          // c0_
+    if (gru) floats += n * GH;          // tmp_
+    internal = floats * elem + GH * 8;  // sum_ is double
+    transient = std::min<int64_t>(L - 1, 2) * NT * DH * elem;
+  }
+}
+
+}  // namespace
+
+MemoryPrediction predict_memory(const Graph& g, const MemoryOptions& o) {
+  const std::vector<PlanStep> steps = lower_graph(g);
+  const bool cuda = o.backend == Backend::Cuda;
+  const int64_t n = o.batch;
+  // Activation element size: the CPU computes in fp32; the CUDA backend keeps
+  // activations in the run's precision.
+  const int64_t elem = cuda && o.precision != Precision::Fp32 ? 2 : 4;
+  const int threads = o.threads > 0 ? o.threads : num_threads();
+  const int64_t opt_copies = o.optimizer.type == OptimizerType::Sgd
+                                 ? (o.optimizer.momentum != 0 ? 1 : 0)
+                                 : 2;  // Adam, AdamW: m and v
+  MemoryPrediction m;
+  std::vector<bool> needs_grad(steps.size(), false);
+  int64_t in_numel = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const PlanStep& s = steps[i];
+    LayerMemory l;
+    l.name = s.name;
+    l.type = s.type;
+    const Cost c = s.is_input ? Cost{} : s.desc->cost(s.in_shapes, s.out_shape, s.attrs);
+    const ParamLayout p = param_layout(s, c);
+    // plan.cpp: a node needs an output gradient when it or anything upstream
+    // has parameters (BatchNorm's buffers count, as Layer::params() does).
+    bool ng = p.trainable > 0 || p.buffers > 0;
+    for (int j : s.inputs) ng = ng || needs_grad[size_t(j)];
+    needs_grad[i] = ng;
+    if (s.is_input) in_numel = s.out_shape.numel();
+    const int64_t w = rounded(p.trainable, p.tensors);
+    const int64_t buf = rounded(p.buffers, p.buffer_tensors);
+    l.weights = w + buf;
+    l.gradients = w;
+    l.optimizer = opt_copies * w;
+    // cpu_stepper.cpp keeps the last good weights (good_) and epoch.cpp the
+    // best epoch's state (weights and buffers).
+    l.copies = cuda ? 0 : w + w + buf;
+    // plan.cpp allocates an output for every step, inputs included, and a
+    // gradient for every non-input step that needs one.
+    l.activations = tensor_bytes(n * s.out_shape.numel(), elem);
+    l.activation_grads = ng && !s.is_input ? tensor_bytes(n * s.out_shape.numel(), elem) : 0;
+    bool input_grad = false;
+    for (int j : s.inputs)
+      input_grad = input_grad || (needs_grad[size_t(j)] && !steps[size_t(j)].is_input);
+    if (!s.is_input)
+      layer_buffers(s, n, cuda ? 1 : threads, input_grad, elem, l.internal, l.transient);
+    m.weights += l.weights;
+    m.gradients += l.gradients;
+    m.optimizer += l.optimizer;
+    m.copies += l.copies;
+    m.activations += l.activations;
+    m.activation_grads += l.activation_grads;
+    m.internal += l.internal;
+    m.transient = std::max(m.transient, l.transient);
+    m.layers.push_back(std::move(l));
+  }
+  const int64_t out_numel = steps.back().out_shape.numel();
+  const int64_t x = tensor_bytes(n * in_numel), dout = tensor_bytes(n * out_numel);
+  // loader.cpp: the consumer's batch, prefetch queued and one built while
+  // the queue is full. The CUDA backend gathers on the device: two batches.
+  m.batch_tensors = (cuda ? 2 : o.loader_prefetch + 2) * x;
+  m.loss_buffers = dout;  // cpu_stepper.cpp dout_
+  // evaluate.cpp: its own input and output-gradient buffers.
+  m.end_of_epoch = o.evaluates ? x + dout : 0;
+  int64_t total = m.weights + m.gradients + m.optimizer + m.copies + m.activations +
+                  m.activation_grads + m.internal + m.batch_tensors + m.loss_buffers +
+                  std::max(m.transient, m.end_of_epoch);
+  if (cuda) {
+    // An estimate, not measured here: cuDNN's convolution workspace (taken
+    // as the largest im2col buffer of the batch), the caching allocator's
+    // rounding (about 5 %) and the CUDA context with cuBLAS/cuDNN handles
+    // (about 512 MiB on current drivers).
+    int64_t workspace = 0;
+    for (const auto& l : m.layers)
+      if (l.type == "Conv2D") workspace = std::max(workspace, l.internal * n);
+    m.overhead = workspace + total / 20 + (int64_t(512) << 20);
+    total += m.overhead;
+  }
+  m.total = total;
+  return m;
+}
+
+int64_t max_batch_that_fits(const Graph& g, MemoryOptions o, int64_t bytes, int64_t limit) {
+  auto fits = [&](int64_t b) {
+    o.batch = b;
+    return predict_memory(g, o).total <= bytes;
+  };
+  if (!fits(1)) return 0;
+  int64_t lo = 1, hi = limit;
+  if (fits(hi)) return hi;
+  while (hi - lo > 1) {  // fits(lo) and !fits(hi)
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+}  // namespace dc::advisor

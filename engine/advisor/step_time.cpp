@@ -1,0 +1,134 @@
+// The per-layer roofline. FLOPs follow the cost rules' MACs: forward is
+// 2·MACs per sample; backward is 2·MACs for the weight gradient plus 2·MACs
+// for the input gradient when the layer's input needs one (the first layer
+// after the Input skips it). Layers without MACs (activations, pooling,
+// normalisation, merges, reshapes) are bandwidth-bound: they read and write
+// their activations once forward and about twice backward.
+#include <deepcanvas/advisor/step_time.h>
+#include <deepcanvas/plan.h>
+
+#include <algorithm>
+
+namespace dc::advisor {
+
+namespace {
+
+// Calibrated on this repository's templates (docs/BENCHMARKS.md): what the
+// engine reaches on real layer shapes relative to the benchmark's large,
+// square GEMM and its 64-channel convolution.
+constexpr double kCpuGemmEfficiency = 0.6;
+constexpr double kCpuConvEfficiency = 0.8;
+// A recurrent step's GEMM is [batch rows × hidden], run T times in sequence
+// with the gate nonlinearities in between: far from peak.
+constexpr double kCpuRnnEfficiency = 0.25;
+constexpr double kCpuBandwidthEfficiency = 0.7;
+constexpr double kCpuRegionsPerLayer = 1.25;
+
+// GPUs: calibrated on the two H100 runs in docs/BENCHMARKS.md (two-conv CNN
+// at batch 128 fp32 and the LSTM row classifier at batch 64, both measured
+// on the lent H100 SXM before this model existed); every other GPU is the
+// same fractions of its datasheet figures, an estimate. About 5 µs per
+// kernel launch with ~3 kernels per layer per step, and a recurrent layer's
+// 28-step-style loop costing a few µs per time step however small it is.
+constexpr double kGpuMatmulEfficiency = 0.4;
+constexpr double kGpuRnnEfficiency = 0.15;
+constexpr double kGpuRnnTimeStep = 6e-6;
+constexpr double kGpuBandwidthEfficiency = 0.75;
+constexpr double kGpuLayerOverhead = 15e-6;
+constexpr double kGpuStepOverhead = 300e-6;
+
+bool is_recurrent(const std::string& t) {
+  return t == "LSTM" || t == "GRU" || t == "SimpleRNN";
+}
+
+}  // namespace
+
+DeviceRates cpu_rates(const DeviceBench& b) {
+  DeviceRates d;
+  d.name = b.name;
+  d.gemm_flops = b.fp32_gflops * 1e9 * kCpuGemmEfficiency;
+  d.conv_flops = b.conv_gflops * 1e9 * kCpuConvEfficiency;
+  d.rnn_flops = b.fp32_gflops * 1e9 * kCpuRnnEfficiency;
+  d.bandwidth = b.mem_bandwidth_gbs * 1e9 * kCpuBandwidthEfficiency;
+  // Per layer: its share of the tiny network's step (three layers) plus
+  // kCpuRegionsPerLayer parallel regions. That count was fitted (least
+  // squares on log step time) to the 24 template × batch runs of
+  // docs/BENCHMARKS.md on a heavily shared machine, where a region's barrier
+  // cost milliseconds; on an idle machine the term is negligible.
+  d.step_overhead = b.step_overhead_s;
+  d.layer_overhead = b.step_overhead_s / 3 + kCpuRegionsPerLayer * b.parallel_region_s;
+  d.host_optimizer_copy = true;
+  return d;
+}
+
+DeviceRates gpu_rates(const GpuSpec& g, Precision p) {
+  DeviceRates d;
+  d.name = g.name;
+  d.gemm_flops = g.matmul_tflops(p) * 1e12 * kGpuMatmulEfficiency;
+  d.conv_flops = d.gemm_flops;
+  d.rnn_flops = g.matmul_tflops(p) * 1e12 * kGpuRnnEfficiency;
+  d.bandwidth = g.bandwidth_gbs * 1e9 * kGpuBandwidthEfficiency;
+  d.step_overhead = kGpuStepOverhead;
+  d.layer_overhead = kGpuLayerOverhead;
+  d.rnn_time_step_overhead = kGpuRnnTimeStep;
+  return d;
+}
+
+StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
+                           int64_t activation_elem) {
+  const std::vector<PlanStep> steps = lower_graph(g);
+  StepTime st;
+  std::vector<bool> needs_grad(steps.size(), false);
+  const double n = double(batch), ae = double(activation_elem);
+  int64_t params = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const PlanStep& s = steps[i];
+    if (s.is_input) continue;
+    const Cost c = s.desc->cost(s.in_shapes, s.out_shape, s.attrs);
+    params += c.params;
+    bool ng = c.params > 0;
+    bool input_grad = false;
+    for (int j : s.inputs) {
+      ng = ng || needs_grad[size_t(j)];
+      input_grad = input_grad || needs_grad[size_t(j)];
+    }
+    needs_grad[i] = ng;
+    LayerTime l;
+    l.name = s.name;
+    l.type = s.type;
+    const double macs = double(c.macs) * n;
+    l.flops = 2 * macs + (ng ? (c.params > 0 ? 2 * macs : 0) + (input_grad ? 2 * macs : 0) : 0);
+    double in_bytes = 0;
+    for (const Shape& x : s.in_shapes) in_bytes += double(x.numel()) * n * ae;
+    const double out_bytes = double(s.out_shape.numel()) * n * ae;
+    // Forward reads the inputs and writes the output; backward reads the
+    // output gradient and the saved input, and accumulates into the input
+    // gradient (read and write). Weights: read forward, read again and the
+    // gradient read-modify-written backward.
+    l.bytes = in_bytes + out_bytes +
+              (ng ? out_bytes + in_bytes + (input_grad ? 2 * in_bytes : 0) : 0) +
+              double(c.params) * 4 * (ng ? 4 : 1);
+    const double rate = s.type == "Conv2D"     ? d.conv_flops
+                        : is_recurrent(s.type) ? d.rnn_flops
+                                               : d.gemm_flops;
+    const double t_compute = l.flops > 0 && rate > 0 ? l.flops / rate : 0;
+    const double t_memory = d.bandwidth > 0 ? l.bytes / d.bandwidth : 0;
+    l.compute_bound = t_compute >= t_memory;
+    l.seconds = std::max(t_compute, t_memory) + d.layer_overhead;
+    if (is_recurrent(s.type))
+      l.seconds += d.rnn_time_step_overhead * double(s.in_shapes[0][0]) *
+                   double(s.attrs.i("num_layers") * (s.attrs.b("bidirectional") ? 2 : 1));
+    st.step_s += l.seconds;
+    st.layers.push_back(std::move(l));
+  }
+  // Adam reads weight, gradient and both moments and writes three of them;
+  // the CPU trainer also keeps a copy of the last good weights.
+  const double opt_bytes = double(params) * 4 * (7 + (d.host_optimizer_copy ? 2 : 0));
+  st.optimizer_s = d.bandwidth > 0 ? opt_bytes / d.bandwidth : 0;
+  st.overhead_s = d.step_overhead;
+  st.step_s += st.optimizer_s + st.overhead_s;
+  st.samples_per_s = st.step_s > 0 ? n / st.step_s : 0;
+  return st;
+}
+
+}  // namespace dc::advisor

@@ -1,0 +1,44 @@
+#pragma once
+// A few-second micro-benchmark of the CPU through the engine's own kernels,
+// cached per machine so the advisor can reuse it: what the step-time
+// roofline (step_time.h) divides FLOPs and bytes by.
+#include <string>
+
+namespace dc::advisor {
+
+struct DeviceBench {
+  std::string device = "cpu";    // "cpu" or "cuda:N"
+  std::string name;              // CPU model name (from /proc/cpuinfo)
+  int threads = 0;               // kernel threads it ran with
+  double fp32_gflops = 0;        // dc::sgemm, 1024² × 1024 (Dense's path)
+  double conv_gflops = 0;        // Conv2D forward, 64→64 channels, 3×3, 32×32, batch 16
+  double mem_bandwidth_gbs = 0;  // STREAM-like triad over 3 × 64 MiB (bytes read + written)
+  double step_overhead_s = 0;    // one forward+backward of a tiny MLP (fixed per-step cost)
+  double parallel_region_s = 0;  // one empty parallel_for over the kernel threads
+  std::string measured_at;       // UTC, ISO 8601
+};
+
+// Runs the CPU benchmark (about 2-4 s) with the current num_threads().
+DeviceBench bench_cpu();
+
+// The cache file: $XDG_CACHE_HOME/DeepCanvas/bench-device.json, else
+// ~/.cache/DeepCanvas/bench-device.json. One entry per machine key.
+std::string bench_cache_path();
+// "cpu|<model name>|<threads>t": a measurement is reused only on the same
+// CPU model with the same thread count.
+std::string bench_key(const std::string& device, const std::string& name, int threads);
+std::string cpu_model_name();
+
+// The cached result for key, or false.
+bool load_cached_bench(const std::string& key, DeviceBench& out);
+// Adds or replaces key's entry (atomically rewriting the file).
+void store_cached_bench(const std::string& key, const DeviceBench& b);
+
+// The cached CPU result for this machine, measuring (and caching) when
+// there is none or refresh is set. cached tells which happened.
+DeviceBench cpu_bench(bool refresh, bool* cached = nullptr);
+
+std::string bench_to_json(const DeviceBench& b);  // one JSON object
+DeviceBench bench_from_json(const std::string& text);
+
+}  // namespace dc::advisor

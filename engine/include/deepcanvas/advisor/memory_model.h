@@ -1,0 +1,65 @@
+#pragma once
+// Training memory predicted from the layers' cost rules, before anything is
+// allocated: what a Trainer's host tensors (dc::mem, memstats.h) will peak
+// at for a graph, batch and optimizer. The CPU figure models the CPU backend
+// exactly as it allocates (see docs/ARCHITECTURE.md, "Memory model"); the
+// CUDA figure is an estimate of the same run on the CUDA backend.
+#include <deepcanvas/graph.h>
+#include <deepcanvas/optim.h>
+#include <deepcanvas/train_config.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dc::advisor {
+
+enum class Backend { Cpu, Cuda };
+
+struct MemoryOptions {
+  int64_t batch = 64;
+  Precision precision = Precision::Fp32;  // CUDA only: the CPU computes in fp32
+  OptimizerConfig optimizer;
+  // A validation split or a test set: evaluation's own input and output
+  // buffers exist at the end of each epoch.
+  bool evaluates = true;
+  int threads = 0;          // CPU: 0 = num_threads(); im2col buffers are per thread
+  int loader_prefetch = 3;  // BatchLoader's queue depth (data.h)
+  Backend backend = Backend::Cpu;
+};
+
+// One node's share. Bytes, at the options' batch.
+struct LayerMemory {
+  std::string name, type;
+  int64_t weights = 0;      // parameters and buffers (BatchNorm running stats)
+  int64_t gradients = 0;    // parameter gradients
+  int64_t optimizer = 0;    // Adam's two moments or SGD's momentum
+  int64_t copies = 0;       // the last-good weights and the best-epoch state
+  int64_t activations = 0;  // forward output, kept for backward
+  int64_t activation_grads = 0;
+  int64_t internal = 0;   // what the layer keeps between forward and backward
+  int64_t transient = 0;  // what it allocates only inside backward
+  int64_t total() const {
+    return weights + gradients + optimizer + copies + activations + activation_grads + internal;
+  }
+};
+
+struct MemoryPrediction {
+  std::vector<LayerMemory> layers;  // in execution order
+  int64_t weights = 0, gradients = 0, optimizer = 0, copies = 0;
+  int64_t activations = 0, activation_grads = 0, internal = 0;
+  int64_t transient = 0;      // the largest layer transient (one runs at a time)
+  int64_t batch_tensors = 0;  // the loader's prefetched input batches
+  int64_t loss_buffers = 0;   // the loss gradient buffer
+  int64_t end_of_epoch = 0;   // the larger of evaluation's buffers and the best-state copy
+  int64_t overhead = 0;       // CUDA: context, workspace and allocator rounding
+  int64_t total = 0;          // the predicted peak
+};
+
+MemoryPrediction predict_memory(const Graph& g, const MemoryOptions& o);
+
+// The largest batch in [1, limit] whose predicted total fits `bytes`; 0
+// when not even one sample fits. Binary search: the total grows with the batch.
+int64_t max_batch_that_fits(const Graph& g, MemoryOptions o, int64_t bytes, int64_t limit = 65536);
+
+}  // namespace dc::advisor

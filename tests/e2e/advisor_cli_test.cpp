@@ -1,0 +1,100 @@
+// bench-device, advise and train's peak_tensor_bytes from the command line.
+// No timings are checked: the cache is seeded, so nothing is measured.
+#include "cli_util.h"
+
+namespace dc::e2e {
+namespace {
+
+// A bench-device cache in t holding a made-up entry for this machine under
+// the key bench-device uses (CPU model and kernel thread count, which is
+// the hardware thread count by default), so nothing is measured.
+std::string seeded_cache_env(const Tmp& t) {
+  CliRun dev = cli("devices --json");
+  EXPECT_EQ(dev.code, 0) << dev.out;
+  const auto cpu = last_json_line(dev.out)["cpu"];
+  const std::string model = cpu["name"].get<std::string>();
+  const int threads = cpu["threads"].get<int>();
+  nlohmann::json j;
+  j["cpu|" + model + "|" + std::to_string(threads) + "t"] = {
+      {"device", "cpu"},         {"name", model},          {"threads", threads},
+      {"fp32_gflops", 100.0},    {"conv_gflops", 50.0},    {"mem_bandwidth_gbs", 10.0},
+      {"step_overhead_s", 1e-4}, {"measured_at", "seeded"}};
+  fs::create_directories(t.path("cache/DeepCanvas"));
+  t.write("cache/DeepCanvas/bench-device.json", j.dump());
+  return "XDG_CACHE_HOME=" + t.path("cache") + " XDG_CONFIG_HOME=" + t.path("config") + " ";
+}
+
+TEST(Cli, BenchDeviceReusesItsCacheAndRefusesAMissingGpu) {
+  Tmp t;
+  const std::string env = seeded_cache_env(t);
+  CliRun r = cli_command(env + std::string(DC_CLI) + " bench-device --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = last_json_line(r.out);
+  for (const char* k : {"fp32_gflops", "conv_gflops", "mem_bandwidth_gbs", "step_overhead_s",
+                        "threads", "name", "cached", "cache_file"})
+    EXPECT_TRUE(j.contains(k)) << k << ": " << r.out;
+  EXPECT_TRUE(j["cached"].get<bool>()) << r.out;
+  EXPECT_EQ(j["fp32_gflops"].get<double>(), 100.0);
+  EXPECT_NE(j["cache_file"].get<std::string>().find(t.path("cache")), std::string::npos);
+  CliRun text = cli_command(env + std::string(DC_CLI) + " bench-device");
+  ASSERT_EQ(text.code, 0) << text.out;
+  EXPECT_NE(text.out.find("cached"), std::string::npos) << text.out;
+
+  CliRun gpu = cli_command(env + std::string(DC_CLI) + " bench-device --device cuda:7");
+  EXPECT_NE(gpu.code, 0);
+  EXPECT_NE(gpu.out.find("cuda:7"), std::string::npos) << gpu.out;
+  CliRun bad = cli("bench-device --device tpu");
+  EXPECT_NE(bad.code, 0);
+}
+
+TEST(Cli, AdviseReportsThisMachineAndEveryCatalogGpu) {
+  Tmp t;
+  const std::string env = seeded_cache_env(t);
+  const std::string advise =
+      env + std::string(DC_CLI) + " advise " + src("resources/templates/lenet5.dcproj");
+  CliRun r = cli_command(advise + " --batch 64 --samples 1000 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = last_json_line(r.out);
+  for (const char* k : {"predicted_samples_per_s", "training_bytes", "max_batch"})
+    EXPECT_TRUE(j["this_machine"].contains(k)) << k;
+  EXPECT_GT(j["this_machine"]["training_bytes"].get<int64_t>(), 0);
+  ASSERT_EQ(j["gpus"].size(), 18u);
+  for (const auto& g : j["gpus"]) {
+    for (const char* k : {"name", "fits", "max_batch", "predicted_samples_per_s", "epoch_seconds",
+                          "energy_wh_per_epoch"})
+      EXPECT_TRUE(g.contains(k)) << k;
+    EXPECT_TRUE(g["fits"].get<bool>()) << g["name"];  // LeNet fits everywhere
+  }
+  CliRun table = cli_command(advise + " --samples 1000");
+  ASSERT_EQ(table.code, 0) << table.out;
+  EXPECT_NE(table.out.find("NVIDIA H100 SXM"), std::string::npos) << table.out;
+
+  // A user's row joins the catalog; a bad one is an error naming it.
+  fs::create_directories(t.path("config/DeepCanvas"));
+  t.write("config/DeepCanvas/gpus.json",
+          R"({"gpus": [{"name": "My GPU", "memory_gib": 8, "bandwidth_gbs": 448,
+              "fp32_tflops": 10, "tdp_w": 200, "source": "my measurements"}]})");
+  CliRun u = cli_command(advise + " --samples 1000 --json");
+  ASSERT_EQ(u.code, 0) << u.out;
+  EXPECT_EQ(last_json_line(u.out)["gpus"].back()["name"], "My GPU");
+  t.write("config/DeepCanvas/gpus.json",
+          R"({"gpus": [{"name": "Broken", "memory_gib": 8, "bandwidth_gbs": 448,
+              "fp32_tflops": -1, "tdp_w": 200, "source": "x"}]})");
+  CliRun b = cli_command(advise + " --samples 1000");
+  EXPECT_NE(b.code, 0);
+  EXPECT_NE(b.out.find("'Broken'"), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("fp32_tflops"), std::string::npos) << b.out;
+}
+
+TEST(Cli, TrainJsonReportsPeakTensorBytes) {
+  CliRun r = cli("train " + src("resources/templates/lenet5.dcproj") + " --data " +
+                 src("sample_data/fashion-mnist-subset") +
+                 " --epochs 1 --steps-per-epoch 2 --batch 32 --json --quiet");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = last_json_line(r.out);
+  ASSERT_TRUE(j.contains("peak_tensor_bytes"));
+  EXPECT_GT(j["peak_tensor_bytes"].get<int64_t>(), 1 << 20);
+}
+
+}  // namespace
+}  // namespace dc::e2e
