@@ -300,7 +300,9 @@ class Recurrent : public Layer {
       const int64_t M = e - b;
       const float* hp = h0_.data() + b * H;
       int64_t ldh = H;
-      const float* cp = c0_.data() + b * H;
+      // Only LSTM has a cell state; offsetting the other cells' empty
+      // buffer would be pointer arithmetic on null (UBSan).
+      const float* cp = g_.cell == Cell::Lstm ? c0_.data() + b * H : nullptr;
       int64_t ldc = H;
       float* tmp = g_.cell == Cell::Gru ? tmp_.data() + b * GH : nullptr;
       for (int64_t s = 0; s < T; ++s) {
