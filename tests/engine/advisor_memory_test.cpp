@@ -11,6 +11,8 @@
 
 #include <filesystem>
 
+#include "test_util.h"
+
 namespace dc {
 namespace {
 
@@ -47,10 +49,10 @@ TEST(Advisor, TrackedScratchCountsTowardsLiveBytes) {
 
 TEST(Advisor, MemoryPredictionMatchesMeasuredPeak) {
   int n = 0;
-  for (auto& f : fs::directory_iterator(std::string(DC_SOURCE_DIR) + "/resources/templates")) {
-    if (f.path().extension() != ".dcproj") continue;
+  for (const std::string& file : test::project_files(/*with_sample=*/false)) {
     ++n;
-    const Project p = load_project(f.path().string());
+    const fs::path f(file);
+    const Project p = load_project(file);
     bool tokens = false;
     for (const auto& [id, node] : p.graph.nodes()) tokens = tokens || node.type == "Embedding";
     for (int64_t batch : {32, 64, 256}) {
@@ -70,20 +72,19 @@ TEST(Advisor, MemoryPredictionMatchesMeasuredPeak) {
       t.start();
       t.wait();
       const TrainResult& r = t.result();
-      ASSERT_TRUE(r.ok) << f.path() << " batch " << batch << ": " << r.error;
+      ASSERT_TRUE(r.ok) << f << " batch " << batch << ": " << r.error;
       advisor::MemoryOptions o;
       o.batch = batch;
       o.optimizer = c.optimizer;
       o.evaluates = true;
       const int64_t predicted = advisor::predict_memory(p.graph, o).total;
       const double ratio = double(predicted) / double(r.peak_tensor_bytes);
-      EXPECT_GE(ratio, 0.95) << f.path().stem() << " batch " << batch << ": predicted " << predicted
+      EXPECT_GE(ratio, 0.95) << f.stem() << " batch " << batch << ": predicted " << predicted
                              << ", measured " << r.peak_tensor_bytes;
-      EXPECT_LE(ratio, 1.10) << f.path().stem() << " batch " << batch << ": predicted " << predicted
+      EXPECT_LE(ratio, 1.10) << f.stem() << " batch " << batch << ": predicted " << predicted
                              << ", measured " << r.peak_tensor_bytes;
-      std::printf("%-14s batch %3ld predicted %10ld measured %10ld ratio %.3f\n",
-                  f.path().stem().c_str(), long(batch), long(predicted), long(r.peak_tensor_bytes),
-                  ratio);
+      std::printf("%-14s batch %3ld predicted %10ld measured %10ld ratio %.3f\n", f.stem().c_str(),
+                  long(batch), long(predicted), long(r.peak_tensor_bytes), ratio);
     }
   }
   EXPECT_EQ(n, 8);

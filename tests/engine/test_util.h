@@ -20,6 +20,21 @@ namespace dc::test {
 
 using Ints = std::vector<int64_t>;
 
+#ifdef DC_SOURCE_DIR
+// The networks shipped with the app, sorted: the templates, and with
+// `with_sample` the sample project first.
+inline std::vector<std::string> project_files(bool with_sample = true) {
+  std::vector<std::string> v;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(DC_SOURCE_DIR) + "/resources/templates"))
+    if (e.path().extension() == ".dcproj") v.push_back(e.path().string());
+  std::sort(v.begin(), v.end());
+  if (with_sample)
+    v.insert(v.begin(), std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj");
+  return v;
+}
+#endif
+
 inline Attrs attrs(std::initializer_list<std::pair<const char*, AttrValue>> kv) {
   Attrs a;
   for (auto& [k, v] : kv) a.set(k, v);

@@ -27,6 +27,8 @@
 
 #include "torch_ref_util.h"
 
+#include "test_util.h"
+
 namespace dc {
 namespace {
 
@@ -42,13 +44,7 @@ std::string python_missing(const std::string& modules) {
   return code == 0 ? std::string() : kPython + " cannot import " + modules + ": " + out;
 }
 
-std::vector<std::string> project_files() {
-  std::vector<std::string> v = {std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj"};
-  for (const auto& e : fs::directory_iterator(std::string(DC_SOURCE_DIR) + "/resources/templates"))
-    if (e.path().extension() == ".dcproj") v.push_back(e.path().string());
-  std::sort(v.begin(), v.end());
-  return v;
-}
+using test::project_files;
 
 struct TempDir {
   fs::path path;

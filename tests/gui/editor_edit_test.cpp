@@ -26,21 +26,7 @@
 namespace dc::test {
 namespace {
 
-class EditorEdit : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ensureApp();
-    w = std::make_unique<gui::MainWindow>();
-    w->setErrorHandler([this](const QString& e) { errors << e; });
-    ASSERT_TRUE(w->openFile(sourcePath("sample_data/sample_project.dcproj")));
-  }
-  const Graph& g() const { return w->editor()->graph(); }
-  NodeId id(const char* name) const { return idOf(g(), name); }
-  widgets::NodeScene* scene() const { return w->editor()->scene(); }
-
-  std::unique_ptr<gui::MainWindow> w;
-  QStringList errors;
-};
+using EditorEdit = SampleWindowTest;
 
 TEST_F(EditorEdit, IllegalConnectionsAreRefusedWithAReason) {
   // Free conv1's input so that only the cycle is wrong with relu2 -> conv1.

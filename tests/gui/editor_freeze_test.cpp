@@ -20,23 +20,11 @@
 namespace dc::test {
 namespace {
 
-class EditorFreeze : public ::testing::Test {
+class EditorFreeze : public SampleWindowTest {
  protected:
-  void SetUp() override {
-    ensureApp();
-    w = std::make_unique<gui::MainWindow>();
-    w->setErrorHandler([this](const QString& e) { errors << e; });
-    ASSERT_TRUE(w->openFile(sourcePath("sample_data/sample_project.dcproj")));
-  }
-  const Graph& g() const { return w->editor()->graph(); }
-  NodeId id(const char* name) const { return idOf(g(), name); }
-  widgets::NodeScene* scene() const { return w->editor()->scene(); }
   QUndoStack* undo() const { return w->editor()->undoStack(); }
   bool frozen(const char* name) const { return !g().node(id(name)).trainable; }
   bool drawnFrozen(const char* name) const { return scene()->nodeItem(id(name))->isFrozen(); }
-
-  std::unique_ptr<gui::MainWindow> w;
-  QStringList errors;
 };
 
 TEST_F(EditorFreeze, FreezingASelectionIsOneUndoStepAndShowsLocked) {

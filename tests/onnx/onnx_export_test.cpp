@@ -26,18 +26,14 @@
 #include <opencv2/dnn.hpp>
 #endif
 
+#include "../engine/test_util.h"
+
 namespace dc {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> project_files() {
-  std::vector<std::string> v = {std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj"};
-  for (const auto& e : fs::directory_iterator(std::string(DC_SOURCE_DIR) + "/resources/templates"))
-    if (e.path().extension() == ".dcproj") v.push_back(e.path().string());
-  std::sort(v.begin(), v.end());
-  return v;
-}
+using test::project_files;
 
 // OpenCV 4.6's importer cannot read two forms: Gather with indices that are
 // not constants (Embedding) and the RNN op (its activations attribute).

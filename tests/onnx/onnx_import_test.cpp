@@ -21,6 +21,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "../engine/test_util.h"
 #include "../engine/torch_ref_util.h"
 
 namespace dc {
@@ -260,10 +261,7 @@ TEST(OnnxImport, RoundTripThroughExportKeepsGraphAndOutputs) {
 // Identity in inference) and training-only attributes such as its rate.
 TEST(OnnxImport, EveryTemplateExportedByDeepCanvasImportsBack) {
   register_builtin_layers();
-  std::vector<std::string> files = {std::string(DC_SOURCE_DIR) +
-                                    "/sample_data/sample_project.dcproj"};
-  for (const auto& e : fs::directory_iterator(std::string(DC_SOURCE_DIR) + "/resources/templates"))
-    if (e.path().extension() == ".dcproj") files.push_back(e.path().string());
+  const std::vector<std::string> files = test::project_files();
   int checked = 0;
   for (const std::string& f : files) {
     SCOPED_TRACE(f);
