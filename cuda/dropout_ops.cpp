@@ -1,4 +1,7 @@
 // Dropout over elementwise.cu; its mask seed is derived per step and per node.
+// In graph-capable steps the step's seed is read from device memory, so a
+// replayed CUDA graph draws new masks each step and Dropout does not turn
+// graphs off (the masks equal those of the same step run eagerly).
 #include <functional>
 
 #include "kernels.h"
@@ -10,16 +13,17 @@ namespace {
 
 class Dropout : public Op {
  public:
-  bool graph_safe() const override { return false; }  // the seed is a launch argument
   float rate = 0.5f;
   bool masked = false;
   uint64_t seed = 0;
+  const uint64_t* dseed = nullptr;
   void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) override {
     masked = c.training && rate > 0.f;
-    seed = c.seed ^ (0xD1B54A32D192ED03ull * (std::hash<std::string>{}(label) | 1));
+    seed = c.seed;
+    dseed = c.dseed;
     int64_t cnt = n * out_shape.numel();
     if (masked)
-      dropout_forward(in[0], out, cnt, rate, seed, c.stream);
+      dropout_forward(in[0], out, cnt, rate, seed, salt(), dseed, c.stream);
     else
       copy(in[0], out, cnt, c.stream);
     DC_LAUNCHED(label + " on " + dims(n, out_shape));
@@ -29,11 +33,15 @@ class Dropout : public Op {
     if (!din[0]) return;
     int64_t cnt = n * out_shape.numel();
     if (masked)
-      dropout_backward(dout, din[0], cnt, rate, seed, c.stream);
+      dropout_backward(dout, din[0], cnt, rate, seed, salt(), dseed, c.stream);
     else
       accumulate(dout, din[0], cnt, c.stream);
     DC_LAUNCHED(label + " backward on " + dims(n, out_shape));
   }
+
+ private:
+  // Distinct masks per Dropout layer within one step.
+  uint64_t salt() const { return 0xD1B54A32D192ED03ull * (std::hash<std::string>{}(label) | 1); }
 };
 
 }  // namespace

@@ -80,12 +80,14 @@ __device__ inline float uniform01(uint64_t seed, uint64_t i) {
   return float(z >> 40) * (1.0f / 16777216.0f);
 }
 __global__ void k_dropout_fwd(const float* x, float* y, int64_t n, float rate, float scale,
-                              uint64_t seed) {
-  DC_GRID_LOOP(i, n) y[i] = uniform01(seed, uint64_t(i)) >= rate ? x[i] * scale : 0.f;
+                              uint64_t seed, uint64_t salt, const uint64_t* dseed) {
+  const uint64_t s = (dseed ? *dseed : seed) ^ salt;
+  DC_GRID_LOOP(i, n) y[i] = uniform01(s, uint64_t(i)) >= rate ? x[i] * scale : 0.f;
 }
 __global__ void k_dropout_bwd(const float* dy, float* dx, int64_t n, float rate, float scale,
-                              uint64_t seed) {
-  DC_GRID_LOOP(i, n) dx[i] += uniform01(seed, uint64_t(i)) >= rate ? dy[i] * scale : 0.f;
+                              uint64_t seed, uint64_t salt, const uint64_t* dseed) {
+  const uint64_t s = (dseed ? *dseed : seed) ^ salt;
+  DC_GRID_LOOP(i, n) dx[i] += uniform01(s, uint64_t(i)) >= rate ? dy[i] * scale : 0.f;
 }
 
 __global__ void k_add_bias(float* y, const float* b, int64_t total, int64_t C, int64_t S) {
@@ -130,13 +132,15 @@ void accumulate(const float* src, float* dst, int64_t n, cudaStream_t s) {
 void copy(const float* src, float* dst, int64_t n, cudaStream_t s) {
   k_copy<<<blocks_for(n), kThreads, 0, s>>>(src, dst, n);
 }
-void dropout_forward(const float* x, float* y, int64_t n, float rate, uint64_t seed,
-                     cudaStream_t s) {
-  k_dropout_fwd<<<blocks_for(n), kThreads, 0, s>>>(x, y, n, rate, 1.f / (1.f - rate), seed);
+void dropout_forward(const float* x, float* y, int64_t n, float rate, uint64_t seed, uint64_t salt,
+                     const uint64_t* dseed, cudaStream_t s) {
+  k_dropout_fwd<<<blocks_for(n), kThreads, 0, s>>>(x, y, n, rate, 1.f / (1.f - rate), seed, salt,
+                                                   dseed);
 }
 void dropout_backward(const float* dy, float* dx, int64_t n, float rate, uint64_t seed,
-                      cudaStream_t s) {
-  k_dropout_bwd<<<blocks_for(n), kThreads, 0, s>>>(dy, dx, n, rate, 1.f / (1.f - rate), seed);
+                      uint64_t salt, const uint64_t* dseed, cudaStream_t s) {
+  k_dropout_bwd<<<blocks_for(n), kThreads, 0, s>>>(dy, dx, n, rate, 1.f / (1.f - rate), seed, salt,
+                                                   dseed);
 }
 void add_bias(float* y, const float* bias, int64_t N, int64_t C, int64_t S, cudaStream_t s) {
   int64_t total = N * C * S;

@@ -18,11 +18,13 @@ void act_backward(Act a, float slope, const float* x, const float* y, const floa
 void add_forward(const float* const* xs, int k, float* y, int64_t n, cudaStream_t s);
 void accumulate(const float* src, float* dst, int64_t n, cudaStream_t s);  // dst += src
 void copy(const float* src, float* dst, int64_t n, cudaStream_t s);
-// y = x * mask(seed) / (1-rate); the mask is recomputed from (seed, i) in backward.
-void dropout_forward(const float* x, float* y, int64_t n, float rate, uint64_t seed,
-                     cudaStream_t s);
+// y = x * mask(seed ^ salt) / (1-rate); the mask is recomputed in backward.
+// dseed (device, may be null): the step's seed read from device memory
+// instead of seed, so that a captured CUDA graph draws new masks each replay.
+void dropout_forward(const float* x, float* y, int64_t n, float rate, uint64_t seed, uint64_t salt,
+                     const uint64_t* dseed, cudaStream_t s);
 void dropout_backward(const float* dy, float* dx, int64_t n, float rate, uint64_t seed,
-                      cudaStream_t s);
+                      uint64_t salt, const uint64_t* dseed, cudaStream_t s);
 // y[n, c, s] += bias[c]; bias grad db[c] += sum over n, s of dy
 void add_bias(float* y, const float* bias, int64_t N, int64_t C, int64_t S, cudaStream_t s);
 void bias_grad(const float* dy, float* db, int64_t N, int64_t C, int64_t S, cudaStream_t s);

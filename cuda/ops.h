@@ -25,6 +25,10 @@ struct OpContext {
   bool training = true;
   bool tf32 = false;  // tensor-core float32 (off: bit-for-bit float32 arithmetic)
   uint64_t seed = 0;  // per step, for Dropout
+  // The same seed in device memory in graph-capable training steps (null
+  // otherwise): kernels that read it stay correct when a captured graph is
+  // replayed for a later step.
+  const uint64_t* dseed = nullptr;
   // False for pure inference (predict): recurrent layers then skip keeping
   // what backward would need. Tests run backward after an evaluation-mode
   // forward, so it is not the same as !training.
@@ -68,8 +72,9 @@ class Op {
   virtual void check_input(const float* /*x*/, int64_t /*count*/) const {}
   virtual bool validates_input() const { return false; }
   // Whether a training step with this op may be captured into a CUDA graph
-  // and replayed: false for ops whose launches carry per-step host values
-  // (Dropout's seed) or that call libraries not known to be capture-safe.
+  // and replayed: false for ops whose launches carry per-step host values or
+  // that call libraries not known to be capture-safe. (Dropout reads its
+  // step seed from OpContext::dseed, so it is safe.)
   virtual bool graph_safe() const { return true; }
   virtual void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) = 0;
   virtual void backward(OpContext& c, const std::vector<const float*>& in, const float* out,

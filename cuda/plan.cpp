@@ -264,10 +264,11 @@ void CudaPlan::download_grads() {
   sync("downloading gradients");
 }
 
-void CudaPlan::run_forward(int n, bool training, uint64_t seed) {
+void CudaPlan::run_forward(int n, bool training, uint64_t seed, const uint64_t* dseed) {
   prepare(n);
   ctx_.training = training;
   ctx_.seed = seed;
+  ctx_.dseed = dseed;
   if (ctx_.reduced && trainable_floats_ > 0) {
     to_low(pvals_.get(), plow_.get<void>(), trainable_floats_, ctx_.low, stream_);
     DC_LAUNCHED("16-bit copies of the parameters " + where(n));

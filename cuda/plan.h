@@ -75,7 +75,7 @@ class CudaPlan : public DevicePlan {
   void map_parameters();
   void allocate_step_buffers();
 
-  void run_forward(int n, bool training, uint64_t seed);
+  void run_forward(int n, bool training, uint64_t seed, const uint64_t* dseed = nullptr);
   void run_backward(int n);
   void prepare(int n);
   void gather(int dataset, const int64_t* idx, int64_t n);
@@ -84,7 +84,7 @@ class CudaPlan : public DevicePlan {
   struct StepArgs {
     AdamArgs adam;
     float lr;
-    uint64_t seed;  // the step's seed (augmentation)
+    uint64_t seed;  // the step's seed (augmentation, Dropout)
   };
   AdamArgs adam_args(double lr, int64_t t) const;
   void update(double lr, const int* skip, const StepArgs* dyn = nullptr);
@@ -142,8 +142,9 @@ class CudaPlan : public DevicePlan {
   Pinned<int64_t> pinned_;
   Pinned<StepArgs> pinned_args_;
   DeviceBuffer idx_graph_, args_dev_, cublas_ws_;
-  bool graphs_ = false;  // capture allowed (every op graph-safe, DC_CUDA_GRAPHS != 0)
-  int full_steps_ = 0;   // graph-capable steps run eagerly so far (warm-up before capture)
+  bool graphs_ = false;      // capture allowed (every op graph-safe, DC_CUDA_GRAPHS != 0)
+  int64_t graph_steps_ = 0;  // since the last take_stats()
+  int full_steps_ = 0;       // graph-capable steps run eagerly so far (warm-up before capture)
   GraphExec exec_;
   int graph_dataset_ = -1;
   Event slot_done_[kSlots];

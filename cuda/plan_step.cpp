@@ -161,8 +161,9 @@ void CudaPlan::gather_on_device(int dataset, const int64_t* dev, int64_t n, bool
 // gather, forward, loss, backward, update: the device work of one step.
 void CudaPlan::device_step(int dataset, const int64_t* dev_idx, int64_t n, double lr, uint64_t seed,
                            const StepArgs* dyn) {
-  gather_on_device(dataset, dev_idx, n, true, seed, dyn ? &dyn->seed : nullptr);
-  run_forward(int(n), true, seed);
+  const uint64_t* dseed = dyn ? &dyn->seed : nullptr;
+  gather_on_device(dataset, dev_idx, n, true, seed, dseed);
+  run_forward(int(n), true, seed, dseed);
   DC_CUDA(cudaMemsetAsync(grads_.get(), 0, grads_floats_ * 4, stream_), "zeroing gradients");
   zero_grad();
   run_loss(int(n), nullptr);
@@ -196,6 +197,7 @@ void CudaPlan::train_step(int dataset, const int64_t* idx, int64_t n, double lr,
   if (exec_ && graph_dataset_ == dataset) {
     DC_CUDA(cudaGraphLaunch(exec_.get(), stream_), "replaying the training step " + where(int(n)));
     ++t_;
+    ++graph_steps_;
     return;
   }
   // A few eager steps first: they allocate what is allocated lazily
@@ -255,6 +257,7 @@ void CudaPlan::capture_and_launch(int dataset, int64_t n, double lr, uint64_t se
   graph_dataset_ = dataset;
   DC_CUDA(cudaGraphLaunch(exec_.get(), stream_),
           "launching the captured training step " + where(int(n)));
+  ++graph_steps_;
 }
 
 DeviceStepStats CudaPlan::take_stats() {
@@ -268,6 +271,8 @@ DeviceStepStats CudaPlan::take_stats() {
   r.correct = int64_t(s.correct);
   r.samples = int64_t(s.samples);
   r.finite = s.nonfinite == 0 && std::isfinite(s.loss_sum);
+  r.graph_steps = graph_steps_;
+  graph_steps_ = 0;
   return r;
 }
 

@@ -3,7 +3,10 @@
 // over two epochs of full and partial batches, so a replay reads each
 // step's own indices, learning rate and bias corrections. The two plans may
 // pick different cuDNN algorithms, hence a tolerance instead of equality.
-// Skips without a GPU.
+// The graph runs must report replayed steps (graph_steps) and the eager
+// ones none, so the comparison fails if graphs silently turn off. Dropout
+// reads its step seed from device memory, so it keeps graphs on and draws
+// the same masks as the eager steps. Skips without a GPU.
 #include <deepcanvas/device.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/plan.h>
@@ -24,7 +27,7 @@ using test::A;
 
 using test::rel_err;
 
-Graph small_cnn() {
+Graph small_cnn(bool dropout = false) {
   register_builtin_layers();
   Graph g;
   NodeId in = g.add_node("Input", "input", A({{"shape", std::vector<int64_t>{1, 12, 12}}}));
@@ -39,7 +42,18 @@ Graph small_cnn() {
   g.connect(b, r);
   g.connect(r, p);
   g.connect(p, f);
-  g.connect(f, d);
+  if (dropout) {
+    // Two layers: each must draw its own mask from the same step seed.
+    NodeId d1 = g.add_node("Dropout", "drop1", A({{"rate", 0.3}}));
+    NodeId h = g.add_node("Dense", "hidden", A({{"units", int64_t(16)}}));
+    NodeId d2 = g.add_node("Dropout", "drop2", A({{"rate", 0.5}}));
+    g.connect(f, d1);
+    g.connect(d1, h);
+    g.connect(h, d2);
+    g.connect(d2, d);
+  } else {
+    g.connect(f, d);
+  }
   return g;
 }
 
@@ -58,15 +72,19 @@ Graph small_lstm() {
   return g;
 }
 
+enum class Net { Cnn, CnnDropout, Lstm };
+
 struct Run {
   std::vector<Tensor> state, moments;
   double loss = 0;
+  int64_t graph_steps = 0;
 };
 
-Run train(bool graphs, const std::string& precision, bool lstm = false) {
+Run train(bool graphs, const std::string& precision, Net net) {
+  const bool lstm = net == Net::Lstm;
   if (!graphs) setenv("DC_CUDA_GRAPHS", "0", 1);
   DeviceBackend* be = test::gpu_or_skip();
-  Graph g = lstm ? small_lstm() : small_cnn();
+  Graph g = lstm ? small_lstm() : small_cnn(net == Net::CnnDropout);
   const int64_t B = 16, S = 100;
   Plan host(g, B);
   host.init_params(5);
@@ -100,7 +118,9 @@ Run train(bool graphs, const std::string& precision, bool lstm = false) {
       const double lr = 1e-2 / double(1 + b0 / B + epoch * 7);
       dev->train_step(h, order.data() + b0, n, lr, uint64_t(b0));
     }
-    out.loss += dev->take_stats().loss_sum;
+    const DeviceStepStats st = dev->take_stats();
+    out.loss += st.loss_sum;
+    out.graph_steps += st.graph_steps;
   }
   dev->download_params();
   for (auto& [k, t] : host.state()) out.state.push_back(t.clone());
@@ -108,18 +128,22 @@ Run train(bool graphs, const std::string& precision, bool lstm = false) {
   return out;
 }
 
-void compare(const std::string& precision, bool lstm = false) {
+void compare(const std::string& precision, Net net = Net::Cnn) {
   DeviceBackend* be = test::gpu_or_skip();
   if (!be) GTEST_SKIP() << test::skip_reason();
   SCOPED_TRACE(precision);
   // fp16 rounds every convolution output: a different cuDNN algorithm may
   // flip roundings. A replay with stale arguments differs by far more.
   const double tol = precision == "fp32" ? 1e-4 : 2e-2;
-  Run eager = train(false, precision, lstm);
+  Run eager = train(false, precision, net);
   testing::internal::CaptureStderr();
-  Run graph = train(true, precision, lstm);
+  Run graph = train(true, precision, net);
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(err.find("capture failed"), std::string::npos) << err;
+  EXPECT_EQ(eager.graph_steps, 0);
+  // 2 epochs of 100 samples in batches of 16: 6 full batches each, of which
+  // the first two run eagerly (lazy allocations) before the capture.
+  EXPECT_EQ(graph.graph_steps, 2 * 6 - 2);
   EXPECT_NEAR(graph.loss, eager.loss, tol * std::fabs(eager.loss));
   ASSERT_EQ(graph.state.size(), eager.state.size());
   for (size_t i = 0; i < eager.state.size(); ++i)
@@ -136,7 +160,10 @@ TEST(CudaGraph, ReplayedFp16StepsWithLossScalingMatchEagerSteps) {
   compare("fp16");
 }
 TEST(CudaGraph, ReplayedLstmStepsMatchEagerSteps) {
-  compare("fp32", true);
+  compare("fp32", Net::Lstm);
+}
+TEST(CudaGraph, DropoutKeepsGraphsOnAndDrawsTheEagerMasks) {
+  compare("fp32", Net::CnnDropout);
 }
 
 }  // namespace

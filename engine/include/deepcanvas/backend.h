@@ -22,7 +22,7 @@ namespace dc {
 
 // Bumped whenever a class below changes layout; the loader refuses a plugin
 // built for another version instead of crashing in it.
-constexpr int kBackendAbiVersion = 4;
+constexpr int kBackendAbiVersion = 5;
 
 struct GpuInfo {
   int index = 0;
@@ -41,6 +41,9 @@ struct DeviceStepStats {
   int64_t correct = 0;  // top-1 hits (classification losses)
   int64_t samples = 0;
   bool finite = true;  // false when some step's loss was NaN or Inf
+  // Steps that ran as a replay (or the first launch) of a captured CUDA
+  // graph: tests check that graphs did not silently turn off.
+  int64_t graph_steps = 0;
 };
 
 struct DeviceMemory {
