@@ -11,6 +11,8 @@
 #include <deepcanvas/format.h>
 #include <deepcanvas/parallel.h>
 
+#include <QAbstractScrollArea>
+#include <QEvent>
 #include <QFontMetrics>
 #include <QLinearGradient>
 #include <QPainter>
@@ -268,11 +270,18 @@ QString CostOverlay::legendText() const {
       .arg(report_.batch);
 }
 
-CostLegend::CostLegend(CostOverlay* overlay, QWidget* parent) : QWidget(parent), overlay_(overlay) {
+CostLegend::CostLegend(CostOverlay* overlay, QAbstractScrollArea* view)
+    : QWidget(view), overlay_(overlay), view_(view) {
   setObjectName("costLegend");
   setAttribute(Qt::WA_TransparentForMouseEvents);
   connect(overlay_, &CostOverlay::updated, this, &CostLegend::sync);
+  view_->viewport()->installEventFilter(this);
   sync();
+}
+
+bool CostLegend::eventFilter(QObject* o, QEvent* e) {
+  if (e->type() == QEvent::Resize) sync();
+  return QWidget::eventFilter(o, e);
 }
 
 namespace {
@@ -296,7 +305,8 @@ QSize CostLegend::sizeHint() const {
 void CostLegend::sync() {
   setVisible(overlay_->isEnabled());
   resize(sizeHint());
-  move(10, 10);
+  const QRect vp = view_->viewport()->geometry();
+  move(vp.left() + 10, vp.bottom() - height() - 9);
   update();
 }
 

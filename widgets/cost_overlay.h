@@ -15,6 +15,7 @@
 #include <QWidget>
 #include <map>
 
+class QAbstractScrollArea;
 class QTimer;
 
 namespace dc::widgets {
@@ -106,19 +107,23 @@ class CostOverlay : public QObject {
   CostReport report_;
 };
 
-// The colour scale and what it measures, drawn in a corner of the canvas.
+// The colour scale and what it measures, in the canvas's bottom-left corner
+// (the overview map has the bottom-right one). A child of the view, not of
+// its viewport, which would scroll it with the scene.
 class CostLegend : public QWidget {
   Q_OBJECT
  public:
-  CostLegend(CostOverlay* overlay, QWidget* parent);
+  CostLegend(CostOverlay* overlay, QAbstractScrollArea* view);
   QSize sizeHint() const override;
 
  protected:
   void paintEvent(QPaintEvent* e) override;
+  bool eventFilter(QObject* o, QEvent* e) override;
 
  private:
   void sync();
   CostOverlay* overlay_;
+  QAbstractScrollArea* view_;
 };
 
 }  // namespace dc::widgets

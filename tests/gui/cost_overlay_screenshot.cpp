@@ -6,11 +6,13 @@
 #include "gui/main_window.h"
 #include "gui/summary_panel.h"
 #include "widgets/cost_overlay.h"
+#include "widgets/node_view.h"
 
 #include <QAction>
 #include <QApplication>
 #include <QDir>
 #include <QElapsedTimer>
+#include <QScrollBar>
 #include <QStandardPaths>
 #include <QTest>
 
@@ -33,6 +35,9 @@ int main(int argc, char** argv) {
   while ((!w.costOverlay()->idle() || !w.summary()->adviceIdle()) && t.elapsed() < 30000)
     QTest::qWait(20);
   w.action("actionFit")->trigger();
+  w.action("actionZoomOut")->trigger();  // room for the legend below the layers
+  QScrollBar* v = w.view()->verticalScrollBar();
+  v->setValue(v->value() + 50);
   QTest::qWait(100);
   return w.grab().save(out + "/cost-overlay.png") ? 0 : 1;
 }
