@@ -1,8 +1,12 @@
 // Node editor on a large graph (issue 5): a 300-node network, timed for
 // revalidation after an attribute edit and for repainting the canvas while
-// a node is dragged. Prints, not a test: timings belong in BENCHMARKS.md.
+// a node is dragged; then the same with the cost overlay on (issue 14):
+// the worker's prediction, the longest the event loop is held while edits
+// are recomputed, and drag repaints of the tinted canvas. Prints, not a
+// test: timings belong in BENCHMARKS.md.
 //
 //   QT_QPA_PLATFORM=offscreen build/bin/editor_bench [nodes]
+#include "widgets/cost_overlay.h"
 #include "widgets/graph_editor.h"
 #include "widgets/graph_model.h"
 #include "widgets/node_item.h"
@@ -10,6 +14,7 @@
 #include "widgets/node_view.h"
 
 #include <QApplication>
+#include <QThread>
 #include <QUndoStack>
 #include <algorithm>
 #include <chrono>
@@ -90,28 +95,23 @@ int main(int argc, char** argv) {
   view.fitAll();
   app.processEvents();
   dc::widgets::NodeItem* item = editor.scene()->nodeItem(first_conv);
-  std::vector<double> frames;
-  for (int i = 0; i < 60; ++i) {
-    auto a = Clock::now();
-    item->setPos(item->pos() + QPointF(i % 2 ? 20 : -20, 0));
-    view.viewport()->repaint();
-    auto b = Clock::now();
-    frames.push_back(ms(a, b));
-  }
-  double f = median(frames);
+  // Median ms of 60 drag steps.
+  auto dragFrame = [&] {
+    std::vector<double> frames;
+    for (int i = 0; i < 60; ++i) {
+      auto a = Clock::now();
+      item->setPos(item->pos() + QPointF(i % 2 ? 20 : -20, 0));
+      view.viewport()->repaint();
+      frames.push_back(ms(a, Clock::now()));
+    }
+    return median(frames);
+  };
+  double f = dragFrame();
   std::printf("drag step + full repaint (fit, %.0f%% zoom): median %.2f ms (%.0f fps)\n",
               view.zoom() * 100, f, 1000.0 / f);
   view.fitAll();  // every node visible: the most painting there can be
   app.processEvents();
-  frames.clear();
-  for (int i = 0; i < 60; ++i) {
-    auto a = Clock::now();
-    item->setPos(item->pos() + QPointF(i % 2 ? 20 : -20, 0));
-    view.viewport()->repaint();
-    auto b = Clock::now();
-    frames.push_back(ms(a, b));
-  }
-  f = median(frames);
+  f = dragFrame();
   std::printf(
       "drag step + full repaint (all %zu nodes visible, %.1f%% zoom): median %.2f ms "
       "(%.0f fps)\n",
@@ -119,15 +119,56 @@ int main(int argc, char** argv) {
   view.resetZoom();
   view.centerOnItem(item);
   app.processEvents();
-  frames.clear();
-  for (int i = 0; i < 60; ++i) {
-    auto a = Clock::now();
-    item->setPos(item->pos() + QPointF(i % 2 ? 20 : -20, 0));
-    view.viewport()->repaint();
-    auto b = Clock::now();
-    frames.push_back(ms(a, b));
-  }
-  f = median(frames);
+  f = dragFrame();
   std::printf("drag step + full repaint (100%% zoom): median %.2f ms (%.0f fps)\n", f, 1000.0 / f);
+
+  // The cost overlay. Its prediction runs on a worker; what the GUI thread
+  // does is the edit itself and applying the result (tints, tooltips, labels).
+  {
+    bool measured = false;
+    const dc::advisor::DeviceBench bench = dc::widgets::cachedOrDefaultBench(&measured);
+    std::vector<double> predict;
+    for (int i = 0; i < 5; ++i) {
+      auto a = Clock::now();
+      dc::widgets::predictCosts(editor.graph(), 64, {}, bench, measured);
+      predict.push_back(ms(a, Clock::now()));
+    }
+    std::printf("overlay prediction (worker thread, %s): median %.1f ms\n",
+                measured ? "cached benchmark" : "default figures", median(predict));
+  }
+  dc::widgets::CostOverlay overlay(editor.model(), editor.scene());
+  overlay.setEdgeBytes(dc::widgets::EdgeBytes::Batch);
+  overlay.setEnabled(true);
+  auto settle = [&](double* longest) {
+    // Runs the event loop until the overlay has applied its figures; the
+    // longest single pass is how long the UI could not respond.
+    while (!overlay.idle()) {
+      auto a = Clock::now();
+      app.processEvents(QEventLoop::AllEvents);
+      const double d = ms(a, Clock::now());
+      if (longest) *longest = std::max(*longest, d);
+      QThread::usleep(200);
+    }
+  };
+  settle(nullptr);
+  std::vector<double> edits, latency;
+  double stall = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto a = Clock::now();
+    editor.setAttr(first_conv, "filters", int64_t(i % 2 ? 16 : 24));
+    edits.push_back(ms(a, Clock::now()));
+    settle(&stall);
+    latency.push_back(ms(a, Clock::now()));
+  }
+  std::printf(
+      "overlay on: attribute edit median %.2f ms; recoloured after median %.0f ms (debounce "
+      "%d ms + worker); longest event-loop pass %.2f ms\n",
+      median(edits), median(latency), dc::widgets::CostOverlay::kDebounceMs, stall);
+  view.fitAll();
+  app.processEvents();
+  f = dragFrame();
+  std::printf(
+      "overlay on: drag step + full repaint (all %zu nodes visible): median %.2f ms (%.0f fps)\n",
+      g.nodes().size(), f, 1000.0 / f);
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/format.h>
 #include <deepcanvas/io.h>
+#include <deepcanvas/lr_find.h>
 #include <deepcanvas/npy.h>
 #ifdef DC_HAVE_ONNX
 #include <deepcanvas/onnx.h>
@@ -17,6 +18,7 @@
 #include <deepcanvas/pytorch_export.h>
 #include <deepcanvas/sequence_data.h>
 #include <deepcanvas/settings.h>
+#include <deepcanvas/sysinfo.h>
 #include <deepcanvas/trainer.h>
 
 #include <unistd.h>
@@ -289,8 +291,10 @@ int cmd_train(const Args& a) {
   check_writable("--checkpoint", out_ckpt, false);
   check_writable("--checkpoint-dir", c.checkpoint_dir, true);
   if (!c.device.cuda) {
-    Plan sizing(p.graph, 1);
-    check_cpu_memory(sizing.training_bytes(c.batch), c.batch, sizing.activation_bytes(1, true));
+    // The advisor's memory model (calibrated against the allocators' peak),
+    // the same prediction as batch-fit, advise and the Model Summary.
+    const BatchFit fit = largest_batch(p.graph, available_memory_bytes(), c);
+    check_cpu_memory(fit.batch_bytes, c.batch, fit.max_batch);
   }
   ProjectData data = load_project_dataset(p, a.get("data", ""));
   auto train = std::make_shared<Dataset>(std::move(data.data.train));

@@ -44,7 +44,7 @@ void check_writable(const std::string& option, const std::string& path, bool is_
   fs::remove(probe, ec);
 }
 
-void check_cpu_memory(int64_t needed, int64_t batch, int64_t per_sample) {
+void check_cpu_memory(int64_t needed, int64_t batch, int64_t largest_fit) {
   const int64_t available = available_memory_bytes();
   if (available < 0 || needed <= available) return;  // unknown: nothing to compare with
   auto gib = [](int64_t b) {
@@ -52,12 +52,9 @@ void check_cpu_memory(int64_t needed, int64_t batch, int64_t per_sample) {
     std::snprintf(buf, sizeof buf, "%.1f GiB", double(b) / double(int64_t(1) << 30));
     return std::string(buf);
   };
-  std::string advice;
-  if (per_sample > 0) {
-    int64_t fit = (available - (needed - batch * per_sample)) / per_sample;
-    advice = fit >= 1 ? "; a batch of about " + std::to_string(fit) + " fits"
-                      : "; even one sample does not fit: make the network smaller";
-  }
+  const std::string advice = largest_fit >= 1
+                                 ? "; a batch of about " + std::to_string(largest_fit) + " fits"
+                                 : "; even one sample does not fit: make the network smaller";
   throw Error("training at batch " + std::to_string(batch) + " needs about " + gib(needed) +
               " of memory but " + gib(available) + " is available" + advice +
               ". Lower --batch (nothing was trained)");

@@ -12,8 +12,9 @@ namespace dc::cli {
 // of the trained model.
 void check_writable(const std::string& option, const std::string& path, bool is_dir);
 
-// Before allocating: refuses a CPU run whose estimated memory (bytes) is
-// more than this machine has available, with the batch size to try instead.
-void check_cpu_memory(int64_t needed_bytes, int64_t batch, int64_t bytes_per_sample);
+// Before allocating: refuses a CPU run whose predicted memory (bytes, from
+// largest_batch(): the advisor's memory model) is more than this machine has
+// available, naming the largest batch that fits (largest_fit) instead.
+void check_cpu_memory(int64_t needed_bytes, int64_t batch, int64_t largest_fit);
 
 }  // namespace dc::cli

@@ -99,7 +99,7 @@ int cmd_batch_fit(const Args& a) {
     available = available_memory_bytes();
     where = "CPU memory";
   }
-  const BatchFit f = largest_batch(p.graph, available);
+  const BatchFit f = largest_batch(p.graph, available, c);
   const int64_t new_batch = a.get_int("to", f.pow2 > 0 ? f.pow2 : c.batch, 1, 1 << 20);
   ProjectData data = load_project_dataset(p, a.get("data", ""));
   const BatchLrAdvice adv = batch_lr_advice(c, p.training.batch, new_batch, data.data.train.size());
@@ -124,7 +124,7 @@ int cmd_batch_fit(const Args& a) {
   std::printf("%s: %.1f GiB available; training needs %.1f MiB fixed + %.1f KiB per sample\n",
               where.c_str(), double(f.available_bytes) / double(1 << 30),
               double(f.fixed_bytes) / double(1 << 20), double(f.bytes_per_sample) / 1024.0);
-  std::printf("largest batch that fits (estimate): %lld (power of two: %lld)\n",
+  std::printf("largest batch that fits (the advisor's memory model): %lld (power of two: %lld)\n",
               (long long)f.max_batch, (long long)f.pow2);
   std::printf("%s\n", adv.text.c_str());
   return 0;

@@ -252,6 +252,7 @@ void MainWindow::createActions() {
   connect(snap, &QAction::toggled, this, [this](bool on) { editor_->scene()->setSnapToGrid(on); });
 
   createLayerActions();
+  createCostOverlay();
 
   // Canvas actions must not steal keys from text fields in the docks.
   for (const char* n : {"actionCut", "actionCopy", "actionPaste", "actionDelete", "actionSelectAll",
@@ -374,6 +375,8 @@ void MainWindow::createMenus() {
   view_menu_->addAction(action("actionAutoLayout"));
   view_menu_->addAction(action("actionSnap"));
   view_menu_->addAction(action("actionOverview"));
+  view_menu_->addAction(action("actionCostOverlay"));
+  addCostOverlayMenu(view_menu_);
   createThemeMenu(view_menu_);
   view_menu_->addSeparator();
   for (QDockWidget* d : findChildren<QDockWidget*>()) view_menu_->addAction(d->toggleViewAction());
@@ -389,7 +392,7 @@ void MainWindow::createMenus() {
   for (const char* n :
        {"actionNew", "actionNewFromTemplate", "actionOpen", "actionSave", "", "actionUndo",
         "actionRedo", "", "actionCut", "actionCopy", "actionPaste", "actionDelete", "",
-        "actionZoomIn", "actionZoomOut", "actionFit", "actionAutoLayout"}) {
+        "actionZoomIn", "actionZoomOut", "actionFit", "actionAutoLayout", "actionCostOverlay"}) {
     if (!*n)
       tb->addSeparator();
     else

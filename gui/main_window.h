@@ -21,6 +21,7 @@ class Plan;
 }
 
 namespace dc::widgets {
+class CostOverlay;
 class GraphEditor;
 class LayerPalette;
 class NodeView;
@@ -98,6 +99,7 @@ class MainWindow : public QMainWindow {
   widgets::PropertyEditor* properties() const { return properties_; }
   widgets::NodeView* view() const { return view_; }
   SummaryPanel* summary() const { return summary_; }
+  widgets::CostOverlay* costOverlay() const { return cost_overlay_; }
   ProblemsPanel* problems() const { return problems_; }
   Autosaver* autosaver() const { return autosaver_; }
   ProjectContext* context() const { return ctx_; }
@@ -135,6 +137,8 @@ class MainWindow : public QMainWindow {
   std::string settingsJson() const;  // the training settings as they would be saved
   void createActions();
   void createLayerActions();
+  void createCostOverlay();  // main_window_overlay.cpp
+  void addCostOverlayMenu(QMenu* view);
   void createMenus();
   void createHelpMenu();
   void createThemeMenu(QMenu* view);
@@ -160,6 +164,7 @@ class MainWindow : public QMainWindow {
   widgets::LayerPalette* palette_ = nullptr;
   widgets::PropertyEditor* properties_ = nullptr;
   SummaryPanel* summary_ = nullptr;
+  widgets::CostOverlay* cost_overlay_ = nullptr;
   ProblemsPanel* problems_ = nullptr;
   Autosaver* autosaver_ = nullptr;
   QMenu* recent_menu_ = nullptr;

@@ -1,9 +1,12 @@
 #include "gui/summary_panel.h"
 
 #include "gui/format.h"
+#include "widgets/cost_overlay.h"
 #include "widgets/graph_model.h"
+#include "widgets/latest_job.h"
 #include "widgets/layer_style.h"
 
+#include <deepcanvas/advisor/memory_model.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/plan.h>
@@ -26,7 +29,7 @@ constexpr int kIdRole = Qt::UserRole + 1;
 }  // namespace
 
 SummaryPanel::SummaryPanel(widgets::GraphModel* model, QWidget* parent)
-    : QWidget(parent), model_(model) {
+    : QWidget(parent), model_(model), advice_job_(new widgets::LatestJob(this)) {
   table_ = new QTreeWidget(this);
   table_->setObjectName("summaryTable");
   table_->setColumnCount(kCols);
@@ -87,6 +90,88 @@ void SummaryPanel::setBatch(int64_t batch) {
   scheduleRefresh();
 }
 
+void SummaryPanel::setTraining(const OptimizerConfig& optimizer, int64_t train_samples) {
+  optimizer_ = optimizer;
+  train_samples_ = std::max<int64_t>(0, train_samples);
+  scheduleRefresh();
+}
+
+bool SummaryPanel::adviceIdle() const {
+  return advice_job_->idle();
+}
+
+QString SummaryPanel::adviceLine(const advisor::Advice& a, bool measured) {
+  QStringList fits, misses;
+  if (a.this_machine.fits) fits << tr("this machine");
+  for (const advisor::DeviceAdvice& d : a.gpus)
+    (d.fits ? fits : misses) << QString::fromStdString(d.name);
+  QString fit_text =
+      fits.isEmpty() ? tr("none of the %1 catalog GPUs, nor this machine").arg(a.gpus.size())
+      : misses.isEmpty()
+          ? tr("this machine and all %1 catalog GPUs").arg(a.gpus.size())
+          : (a.this_machine.fits ? tr("this machine, ") : QString()) +
+                tr("%1 of %2 catalog GPUs (not %3)")
+                    .arg(a.gpus.size() - misses.size())
+                    .arg(a.gpus.size())
+                    .arg(misses.size() <= 3 ? misses.join(", ")
+                                            : misses.mid(0, 3).join(", ") + tr(", …"));
+  const advisor::DeviceAdvice* h100 = nullptr;
+  for (const advisor::DeviceAdvice& d : a.gpus)
+    if (QString::fromStdString(d.name).contains("H100") && !h100) h100 = &d;
+  QString batch_text =
+      tr("<b>%1</b> here").arg(QString::number(qlonglong(a.this_machine.max_batch)));
+  if (h100)
+    batch_text +=
+        tr(", %1 on the %2")
+            .arg(QString::number(qlonglong(h100->max_batch)), QString::fromStdString(h100->name));
+  QString epoch_text;
+  if (!h100)
+    epoch_text = tr("no H100 in the catalog");
+  else if (a.train_samples > 0)
+    epoch_text = tr("<b>%1 s</b> (%2 samples at batch %3)")
+                     .arg(h100->epoch_s, 0, 'g', 3)
+                     .arg(QString::number(qlonglong(a.train_samples)))
+                     .arg(a.batch);
+  else
+    epoch_text = tr("%1 samples/s at batch %2 (load a dataset for the epoch time)")
+                     .arg(QString::number(qlonglong(h100->samples_per_s)))
+                     .arg(a.batch);
+  QString line = tr("fits on: %1  /  largest batch: %2  /  epoch on H100 ≈ %3")
+                     .arg(fit_text, batch_text, epoch_text);
+  if (!measured)
+    line +=
+        tr("<br><small>This machine's speed is not benchmarked yet (deepcanvas-cli "
+           "bench-device): its figures are defaults.</small>");
+  return line;
+}
+
+void SummaryPanel::requestAdvice() {
+  Project p;
+  p.graph = model_->graph();
+  p.training.optimizer = optimizer_;
+  advice_job_->request([this, p = std::move(p), batch = batch_,
+                        samples = train_samples_]() -> std::function<void()> {
+    bool measured = false;
+    const advisor::DeviceBench bench = widgets::cachedOrDefaultBench(&measured);
+    QString line;
+    try {
+      line = adviceLine(
+          advisor::advise(p, batch, Precision::Fp32, samples, bench, advisor::load_gpu_catalog()),
+          measured);
+    } catch (const Error& e) {
+      line = tr("No advice: %1").arg(QString::fromUtf8(e.what()).toHtmlEscaped());
+    }
+    return [this, line] {
+      advice_text_ = line;
+      showTotals();
+    };
+  });
+}
+
+void SummaryPanel::showTotals() {
+  totals_->setText(advice_text_.isEmpty() ? totals_text_ : totals_text_ + "<br>" + advice_text_);
+}
+
 void SummaryPanel::scheduleRefresh() {
   timer_->start();
 }
@@ -96,6 +181,7 @@ void SummaryPanel::refresh() {
   const Graph& g = model_->graph();
   table_->clear();
   total_params_ = trainable_params_ = frozen_params_ = 0;
+  advice_text_.clear();  // until the new advice arrives: no stale figures
   auto row = [&](NodeId id, const QString& name, const QString& type, const QString& out) {
     auto* it = new QTreeWidgetItem(table_, {name, type, out});
     it->setData(0, kIdRole, id);
@@ -148,7 +234,12 @@ void SummaryPanel::refresh() {
     const FreezeSavings fz = plan.freeze_savings();
     trainable_params_ = fz.trainable_params;
     frozen_params_ = fz.frozen_params;
-    int64_t train = plan.training_bytes(batch_);  // the same figure as the CLI's
+    // The advisor's memory model: the same prediction as advise, batch-fit
+    // and train's memory check.
+    advisor::MemoryOptions mo;
+    mo.batch = batch_;
+    mo.optimizer = optimizer_;
+    const int64_t train = advisor::predict_memory(g, mo).total;
     totals_text_ = tr("<b>%1</b> parameters (%2) · <b>%3</b> MACs per sample · %4 activations "
                       "per sample · training at batch %5 needs about <b>%6</b>")
                        .arg(humanCount(double(params)), humanBytes(double(params) * 4),
@@ -164,6 +255,7 @@ void SummaryPanel::refresh() {
                    humanBytes(double(fz.bytes_saved(batch_))))
               .arg(batch_)
               .arg(humanCount(double(fz.backward_macs_saved)));
+    requestAdvice();
   } catch (const std::bad_alloc&) {
     totals_text_ = tr("Out of memory while sizing the network: make it smaller.");
     totals_->setText(totals_text_);
@@ -186,7 +278,7 @@ void SummaryPanel::refresh() {
     }
     totals_text_ = tr("Costs appear once the network is valid (see Problems).");
   }
-  totals_->setText(totals_text_);
+  showTotals();
 }
 
 }  // namespace dc::gui

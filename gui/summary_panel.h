@@ -5,6 +5,9 @@
 // parameter counts and what freezing saves. Costs come from the engine's Plan, so they are
 // the numbers training will actually see; while the graph is invalid the
 // table still lists the shapes that are known.
+#include <deepcanvas/advisor/advise.h>
+#include <deepcanvas/optim.h>
+
 #include <QWidget>
 
 class QLabel;
@@ -14,7 +17,8 @@ class QTimer;
 
 namespace dc::widgets {
 class GraphModel;
-}
+class LatestJob;
+}  // namespace dc::widgets
 
 namespace dc::gui {
 
@@ -24,6 +28,9 @@ class SummaryPanel : public QWidget {
   explicit SummaryPanel(widgets::GraphModel* model, QWidget* parent = nullptr);
 
   void setBatch(int64_t batch);
+  // What the advice line needs beyond the graph: the optimizer (its state
+  // is memory) and the training samples per epoch (0: none loaded).
+  void setTraining(const OptimizerConfig& optimizer, int64_t train_samples);
   // Recomputes now. Edits call scheduleRefresh(), which coalesces a burst
   // of changes into one recomputation when the event loop is next idle.
   void refresh();
@@ -31,6 +38,13 @@ class SummaryPanel : public QWidget {
 
   QTreeWidget* table() const { return table_; }
   const QString& totalsText() const { return totals_text_; }
+  // "fits on: … / largest batch: … / epoch on H100 ≈ …", from advise(),
+  // computed off the GUI thread after each change; empty until it arrives.
+  const QString& adviceText() const { return advice_text_; }
+  bool adviceIdle() const;
+  // The line for an Advice (the largest batch is the advisor's memory
+  // model's, the same as batch-fit's and advise's).
+  static QString adviceLine(const advisor::Advice& a, bool measured);
   int64_t totalParams() const { return total_params_; }
   // Of the total: what training updates, and what frozen layers hold.
   int64_t trainableParams() const { return trainable_params_; }
@@ -45,7 +59,12 @@ class SummaryPanel : public QWidget {
   QLabel* totals_;
   QSpinBox* batch_box_;
   QTimer* timer_;
-  QString totals_text_;
+  QString totals_text_, advice_text_;
+  widgets::LatestJob* advice_job_;
+  OptimizerConfig optimizer_;
+  int64_t train_samples_ = 0;
+  void requestAdvice();
+  void showTotals();
   int64_t batch_ = 64;
   int64_t total_params_ = 0;
   int64_t trainable_params_ = 0, frozen_params_ = 0;

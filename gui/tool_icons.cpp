@@ -120,6 +120,13 @@ void draw(QPainter& p, const QString& n, const QColor& accent) {
     b.cubicTo(12, 12, 12, 17.5, 15.5, 17.5);
     p.drawPath(a);
     p.drawPath(b);
+  } else if (n == "cost") {
+    // The cost overlay: three cards, the heaviest filled with the accent.
+    p.drawRoundedRect(QRectF(3, 13, 5, 7), 1.2, 1.2);
+    p.drawRoundedRect(QRectF(9.5, 9, 5, 11), 1.2, 1.2);
+    p.setBrush(accent);
+    p.drawRoundedRect(QRectF(16, 4, 5, 16), 1.2, 1.2);
+    p.setBrush(Qt::NoBrush);
   }
 }
 

@@ -109,11 +109,12 @@ void TrainingPanel::onBatchMaybeChanged() {
       available = available_memory_bytes();
     }
     if (available > 0) {
-      const BatchFit f = largest_batch(ctx_->project().graph, available);
-      text += "\n" + tr("Largest batch that fits %1 (estimate): %2 (power of two: %3).")
-                         .arg(where)
-                         .arg(f.max_batch)
-                         .arg(f.pow2);
+      const BatchFit f = largest_batch(ctx_->project().graph, available, c);
+      text += "\n" +
+              tr("Largest batch that fits %1 (the advisor's memory model): %2 (power of two: %3).")
+                  .arg(where)
+                  .arg(f.max_batch)
+                  .arg(f.pow2);
       if (c.batch > f.max_batch) text += " " + tr("This batch does not fit.");
     }
   } catch (const std::exception&) {

@@ -72,9 +72,23 @@ bool NodeItem::refresh() {
     tip += QStringLiteral("<br><span style='color:%1'>%2</span>")
                .arg(error_.contains("has no valid shape") ? "#c77700" : "#e53935",
                     error_.toHtmlEscaped());
-  setToolTip(tip);
+  tip_ = tip;
+  setToolTip(tip_ + cost_tip_);
   update();
   return true;
+}
+
+void NodeItem::setCost(const QColor& tint, const QString& label, const QString& tip) {
+  if (tint == cost_tint_ && label == cost_label_ && tip == cost_tip_) return;
+  cost_tint_ = tint;
+  cost_label_ = label;
+  cost_tip_ = tip;
+  setToolTip(tip_ + cost_tip_);
+  update();
+}
+
+void NodeItem::clearCost() {
+  setCost(QColor(), QString(), QString());
 }
 
 double NodeItem::height() const {
@@ -161,6 +175,9 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* /*opt*/, QWidg
   QColor fill = pal.color(QPalette::Base);
   if (frozen_) fill = mix(fill, pal.color(QPalette::Text), dark ? 0.10 : 0.07);
   if (!error_.isEmpty()) fill = mix(fill, problem, dark ? 0.22 : (inherited ? 0.08 : 0.12));
+  // The cost overlay's tint: strong enough to read at a fitted zoom, light
+  // enough to keep the text legible.
+  if (cost_tint_.isValid()) fill = mix(fill, cost_tint_, dark ? 0.45 : 0.38);
   QColor border = mix(pal.color(QPalette::Text), fill, 0.75);
   double bw = 1;
   if (!error_.isEmpty()) {
@@ -220,6 +237,20 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* /*opt*/, QWidg
                                     : QObject::tr("invalid");
   p->drawText(QRectF(tx, 27, tw, 16), Qt::AlignLeft | Qt::AlignVCenter,
               dm.elidedText(second, Qt::ElideRight, error_.isEmpty() ? tw : tw - 16));
+
+  if (!cost_label_.isEmpty()) {
+    // The share, bottom left, on a chip of the full heat colour.
+    QFont cf;
+    cf.setPixelSize(10);
+    cf.setBold(true);
+    p->setFont(cf);
+    const QRectF chip(8, height() - 17, QFontMetricsF(cf).horizontalAdvance(cost_label_) + 10, 13);
+    p->setPen(Qt::NoPen);
+    p->setBrush(cost_tint_);
+    p->drawRoundedRect(chip, 4, 4);
+    p->setPen(cost_tint_.lightnessF() > 0.6 ? Qt::black : Qt::white);
+    p->drawText(chip, Qt::AlignCenter, cost_label_);
+  }
 
   if (!error_.isEmpty()) {
     const QRectF mark(kWidth - 18, height() - 18, 13, 13);

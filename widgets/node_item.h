@@ -4,6 +4,7 @@
 // so the scene never keeps a second copy of the graph.
 #include <deepcanvas/graph.h>
 
+#include <QColor>
 #include <QGraphicsItem>
 #include <QList>
 #include <QString>
@@ -31,6 +32,13 @@ class NodeItem : public QGraphicsItem {
   // Node::trainable is false: drawn greyed with a lock.
   bool isFrozen() const { return frozen_; }
   int numInputs() const { return inputs_; }
+
+  // The cost overlay (cost_overlay.h): a tint, a short label on the card
+  // ("23 %") and the figures appended to the tooltip. Cleared: none.
+  void setCost(const QColor& tint, const QString& label, const QString& tip);
+  void clearCost();
+  const QColor& costColor() const { return cost_tint_; }
+  const QString& costLabel() const { return cost_label_; }
 
   // Port geometry, in scene coordinates.
   QPointF inputPortPos(int port) const;
@@ -68,6 +76,9 @@ class NodeItem : public QGraphicsItem {
   int hover_port_ = -1;
   bool hover_output_ = false, hover_ok_ = false;
   QList<EdgeItem*> edges_;
+  QString tip_;  // without the cost figures
+  QColor cost_tint_;
+  QString cost_label_, cost_tip_;
 };
 
 }  // namespace dc::widgets

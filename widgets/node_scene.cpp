@@ -164,7 +164,20 @@ void NodeScene::removeEdgeItem(const Edge& e) {
 
 void NodeScene::updateEdgeLabel(EdgeItem* e) {
   const NodeShape* s = model_->shape(e->edge().src);
-  e->setLabel(s && s->ok() ? QString::fromStdString(s->shape->str()) : QString());
+  if (!s || !s->ok()) {
+    e->setLabel(QString());
+    return;
+  }
+  QString label = QString::fromStdString(s->shape->str());
+  if (auto it = edge_suffixes_.find(e->edge().src); it != edge_suffixes_.end())
+    label += QStringLiteral(" · ") + it->second;
+  e->setLabel(label);
+}
+
+void NodeScene::setEdgeSuffixes(std::map<NodeId, QString> by_source) {
+  if (by_source == edge_suffixes_) return;
+  edge_suffixes_ = std::move(by_source);
+  for (auto& [k, e] : edges_) updateEdgeLabel(e);
 }
 
 void NodeScene::refreshShapes() {

@@ -8,6 +8,7 @@
 
 #include <QGraphicsScene>
 #include <QPointF>
+#include <QString>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -43,6 +44,9 @@ class NodeScene : public QGraphicsScene {
   void selectNodes(const std::vector<NodeId>& ids);
   // Grows the scene rectangle so there is always room to pan past `r`.
   void ensureRoom(const QRectF& r);
+  // Text appended to the labels of the edges leaving a node (the cost
+  // overlay's tensor bytes); empty: the shape alone.
+  void setEdgeSuffixes(std::map<NodeId, QString> by_source);
 
  signals:
   void connectRequested(dc::NodeId src, dc::NodeId dst, int port);
@@ -78,6 +82,7 @@ class NodeScene : public QGraphicsScene {
   GraphModel* model_;
   std::unordered_map<NodeId, NodeItem*> nodes_;
   std::map<EdgeKey, EdgeItem*> edges_;
+  std::map<NodeId, QString> edge_suffixes_;
   bool read_only_ = false;
   bool snap_ = true;
 

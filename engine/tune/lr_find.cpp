@@ -2,6 +2,7 @@
 // Neural Networks", 2017, section 3.3) as fastai runs it: one short run with
 // the learning rate growing exponentially, the loss smoothed, stopped once
 // it blows up.
+#include <deepcanvas/advisor/memory_model.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/loss.h>
 #include <deepcanvas/lr_find.h>
@@ -146,14 +147,21 @@ BatchLrAdvice batch_lr_advice(const TrainConfig& c, int64_t old_batch, int64_t n
   return a;
 }
 
-BatchFit largest_batch(const Graph& g, int64_t available_bytes) {
-  Plan sizing(g, 1);
+BatchFit largest_batch(const Graph& g, int64_t available_bytes, const TrainConfig& c) {
+  advisor::MemoryOptions o;
+  o.optimizer = c.optimizer;
+  o.precision = c.precision;
+  o.backend = c.device.cuda ? advisor::Backend::Cuda : advisor::Backend::Cpu;
   BatchFit f;
   f.available_bytes = available_bytes;
-  f.bytes_per_sample = sizing.activation_bytes(1, true);
-  f.fixed_bytes = sizing.training_bytes(1) - f.bytes_per_sample;
-  if (available_bytes <= f.fixed_bytes || f.bytes_per_sample <= 0) return f;
-  f.max_batch = std::min<int64_t>((available_bytes - f.fixed_bytes) / f.bytes_per_sample, 1 << 20);
+  o.batch = std::max<int64_t>(1, c.batch);
+  f.batch_bytes = advisor::predict_memory(g, o).total;
+  o.batch = 1;
+  const int64_t one = advisor::predict_memory(g, o).total;
+  o.batch = 2;
+  f.bytes_per_sample = advisor::predict_memory(g, o).total - one;
+  f.fixed_bytes = one - f.bytes_per_sample;
+  f.max_batch = advisor::max_batch_that_fits(g, o, available_bytes);
   f.pow2 = f.max_batch >= 1 ? int64_t(1) << int(std::floor(std::log2(double(f.max_batch)))) : 0;
   return f;
 }

@@ -1,6 +1,7 @@
 // The tuning engine: TPE against random search on synthetic objectives,
 // ASHA's promotions against the published rule, the search-space parser's
 // messages, the LR range test and a small resumable sweep.
+#include <deepcanvas/advisor/memory_model.h>
 #include <deepcanvas/asha.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
@@ -330,15 +331,46 @@ TEST(BatchAdvice, LinearAndSquareRootRulesAndWarmUp) {
   const BatchLrAdvice down = batch_lr_advice(c, 64, 16, 6400);
   EXPECT_DOUBLE_EQ(down.linear_lr, 2.5e-4);
   EXPECT_EQ(down.warmup_steps, 0);
+  // The largest batch is the advisor's memory model's: the prediction at
+  // max_batch fits, one more sample does not. (Until the models were unified
+  // this bound was Plan::training_bytes, which leaves out the loader's
+  // batches, the weight copies and the layers' scratch buffers.)
   const Graph g = mlp();
-  const BatchFit f = largest_batch(g, int64_t(1) << 20);
+  const int64_t mib = int64_t(1) << 20;
+  const BatchFit f = largest_batch(g, mib);
   EXPECT_GT(f.max_batch, 1);
-  Plan p(g, 1);
-  EXPECT_LE(p.training_bytes(f.max_batch), int64_t(1) << 20);
-  EXPECT_GT(p.training_bytes(f.max_batch + 1), int64_t(1) << 20);
+  advisor::MemoryOptions o;
+  o.batch = f.max_batch;
+  EXPECT_LE(advisor::predict_memory(g, o).total, mib);
+  o.batch = f.max_batch + 1;
+  EXPECT_GT(advisor::predict_memory(g, o).total, mib);
   EXPECT_EQ(f.pow2 & (f.pow2 - 1), 0);
   EXPECT_LE(f.pow2, f.max_batch);
   EXPECT_EQ(largest_batch(g, 100).max_batch, 0);
+}
+
+// One "largest batch" model: batch-fit, the Training tab's hint, train's
+// memory check (all largest_batch) and advise() (max_batch_that_fits) give
+// the same figure for the same memory, optimizer and device.
+TEST(BatchAdvice, LargestBatchIsTheAdvisorsFigure) {
+  const Graph g = mlp();
+  TrainConfig c;
+  c.batch = 32;
+  for (OptimizerType opt : {OptimizerType::Adam, OptimizerType::Sgd}) {
+    c.optimizer.type = opt;
+    c.optimizer.momentum = 0;
+    advisor::MemoryOptions o;
+    o.optimizer = c.optimizer;
+    for (int64_t bytes : {int64_t(2) << 20, int64_t(64) << 20}) {
+      const BatchFit f = largest_batch(g, bytes, c);
+      EXPECT_EQ(f.max_batch, advisor::max_batch_that_fits(g, o, bytes));
+      o.batch = 32;
+      EXPECT_EQ(f.batch_bytes, advisor::predict_memory(g, o).total);
+    }
+  }
+  // The CUDA figure includes the context's overhead: 256 MiB fits nothing.
+  c.device.cuda = true;
+  EXPECT_EQ(largest_batch(g, int64_t(256) << 20, c).max_batch, 0);
 }
 
 class SweepTest : public ::testing::Test {

@@ -62,14 +62,20 @@ struct BatchLrAdvice {
 BatchLrAdvice batch_lr_advice(const TrainConfig& c, int64_t old_batch, int64_t new_batch,
                               int64_t train_samples);
 
-// The largest batch whose training memory (Plan::training_bytes: activations
-// and their gradients, weights, gradients, Adam state) fits in
-// available_bytes, from a plan's per-sample and fixed parts; 0 when not even
-// one sample fits. `pow2` is that rounded down to a power of two.
+// The largest batch whose predicted training memory fits in
+// available_bytes, for a run with c's optimizer, device and precision. The
+// prediction is the advisor's calibrated memory model
+// (advisor::predict_memory, within -5 %/+10 % of the measured peak), so
+// batch-fit, the Training tab, train's memory check, the Model Summary and
+// `advise` agree. 0 when not even one sample fits; `pow2` is that rounded
+// down to a power of two. bytes_per_sample and fixed_bytes describe the
+// prediction as a line (its slope from batch 1 to 2, and the rest), for
+// printing; batch_bytes is the prediction at c.batch.
 struct BatchFit {
   int64_t max_batch = 0, pow2 = 0;
   int64_t bytes_per_sample = 0, fixed_bytes = 0, available_bytes = 0;
+  int64_t batch_bytes = 0;
 };
-BatchFit largest_batch(const Graph& g, int64_t available_bytes);
+BatchFit largest_batch(const Graph& g, int64_t available_bytes, const TrainConfig& c = {});
 
 }  // namespace dc

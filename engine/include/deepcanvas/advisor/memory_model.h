@@ -60,6 +60,10 @@ MemoryPrediction predict_memory(const Graph& g, const MemoryOptions& o);
 
 // The largest batch in [1, limit] whose predicted total fits `bytes`; 0
 // when not even one sample fits. Binary search: the total grows with the batch.
-int64_t max_batch_that_fits(const Graph& g, MemoryOptions o, int64_t bytes, int64_t limit = 65536);
+// This is the one "largest batch" model: advise(), largest_batch() (lr_find.h:
+// batch-fit, the Training tab's hint, train's memory check) and the Model
+// Summary all come here. The limit is the batch settings' own maximum.
+int64_t max_batch_that_fits(const Graph& g, MemoryOptions o, int64_t bytes,
+                            int64_t limit = int64_t(1) << 20);
 
 }  // namespace dc::advisor
