@@ -162,7 +162,8 @@ class MainWindow : public QMainWindow {
   // The Inference tab's weights into plan (built from the project's graph),
   // or the seed's initialisation when it has none; returns which, in words.
   QString loadExportWeights(Plan& plan) const;
-  bool writePyTorchExport(const QString& dir, bool force);
+  // fresh: the seed's initialisation instead of loadExportWeights().
+  bool writePyTorchExport(const QString& dir, bool force, bool fresh = false);
   void createPyTorchConsole();
   void addRecent(const QString& path);
   void fillRecentMenu();

@@ -49,14 +49,20 @@ bool MainWindow::exportPyTorch(QString dir) {
   return writePyTorchExport(dir, force);
 }
 
-bool MainWindow::writePyTorchExport(const QString& dir, bool force) {
+bool MainWindow::writePyTorchExport(const QString& dir, bool force, bool fresh) {
   const Project p = project();
   try {
     Plan plan(p.graph, 1);
-    const QString which = loadExportWeights(plan);
+    QString which;
+    if (fresh) {
+      plan.init_params(p.training.seed);
+      which = tr("the seed's initial weights");
+    } else {
+      which = loadExportWeights(plan);
+    }
     PyTorchExportOptions o;
     o.force = force;
-    if (ctx_->weights().valid()) o.weights_source = which.toStdString();
+    if (!fresh && ctx_->weights().valid()) o.weights_source = which.toStdString();
     o.version = DC_VERSION;
     export_pytorch(dir.toStdString(), p, plan, o);
     statusBar()->showMessage(
@@ -160,7 +166,7 @@ bool MainWindow::runWithPyTorch(const PyTorchRunOptions* preset) {
       // The export's default path stands; train.py says what is missing.
     }
   }
-  if (!writePyTorchExport(o.export_dir, force)) return false;
+  if (!writePyTorchExport(o.export_dir, force, o.fresh_weights)) return false;
   QDockWidget* dock = findChild<QDockWidget*>("pytorchConsoleDock");
   dock->show();
   dock->raise();

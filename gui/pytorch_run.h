@@ -29,6 +29,9 @@ struct PyTorchRunOptions {
   int epochs = 1;
   qint64 batch = 32;  // per process
   int max_steps = 0;  // 0: whole epochs
+  // Start from the seed's initialisation (a fresh run) rather than the
+  // Inference tab's weights (what File > Export writes, to fine-tune).
+  bool fresh_weights = false;
 };
 
 class PyTorchRun : public QObject {

@@ -84,12 +84,23 @@ PyTorchRunDialog::PyTorchRunDialog(const QString& export_dir, int epochs, qint64
   device_->setToolTip(tr("train.py --device"));
   form->addRow(tr("Device:"), device_);
 
+  start_from_ = new QComboBox(this);
+  start_from_->setObjectName("pytorchStartFrom");
+  start_from_->addItems({tr("the Inference tab's weights"), tr("fresh weights (the seed's)")});
+  start_from_->setCurrentIndex(s.value("pytorchRun/freshWeights", false).toBool() ? 1 : 0);
+  start_from_->setToolTip(
+      tr("The export's weights.safetensors: the last trained or opened weights (to fine-tune), "
+         "or the project's seed initialisation, for a run comparable with a fresh local one"));
+  form->addRow(tr("Start from:"), start_from_);
+
   epochs_ = new QSpinBox(this);
+  epochs_->setObjectName("pytorchEpochs");
   epochs_->setRange(1, 100000);
   epochs_->setValue(epochs);
   epochs_->setToolTip(tr("train.py --epochs (the project's setting)"));
   form->addRow(tr("Epochs:"), epochs_);
   batch_ = new QSpinBox(this);
+  batch_->setObjectName("pytorchBatch");
   batch_->setRange(1, 1 << 20);
   batch_->setValue(int(batch));
   batch_->setToolTip(tr("train.py --batch: samples per step and process (the project's setting)"));
@@ -134,6 +145,7 @@ PyTorchRunOptions PyTorchRunDialog::options() const {
   o.epochs = epochs_->value();
   o.batch = batch_->value();
   o.max_steps = max_steps_->value();
+  o.fresh_weights = start_from_->currentIndex() == 1;
   return o;
 }
 
@@ -144,6 +156,7 @@ void PyTorchRunDialog::remember() const {
   s.setValue("pytorchRun/processes", processes_->value());
   s.setValue("pytorchRun/device", device_->currentText());
   s.setValue("pytorchRun/maxSteps", max_steps_->value());
+  s.setValue("pytorchRun/freshWeights", start_from_->currentIndex() == 1);
 }
 
 }  // namespace dc::gui

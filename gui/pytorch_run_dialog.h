@@ -32,7 +32,7 @@ class PyTorchRunDialog : public QDialog {
 
   QLineEdit *export_dir_, *python_;
   QSpinBox *processes_, *epochs_, *batch_, *max_steps_;
-  QComboBox* device_;
+  QComboBox *device_, *start_from_;
   QLabel* out_;
 };
 

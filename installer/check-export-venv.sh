@@ -5,8 +5,9 @@
 # export's requirements.txt from PyPI into it, and trains with it: one
 # process, then torchrun with 2 gloo processes (replicas compared), then
 # `deepcanvas-cli eval` on the checkpoint. Run by hand: it downloads
-# PyTorch (about 1 GB with its CUDA libraries; `--cpu` takes the smaller
-# CPU-only wheel from download.pytorch.org). CI cannot reach PyPI; its
+# PyTorch (about 3 GB with its CUDA libraries; `--cpu` takes the smaller
+# CPU-only wheel from download.pytorch.org, when that host is reachable;
+# pip falls back to PyPI's CUDA build otherwise). CI cannot reach PyPI; its
 # offline stand-in is PyTorchExport.TrainPyRunsIsolatedFromACopyWithNothingOfOurs.
 #
 #   installer/check-export-venv.sh [--cpu] [--keep] [PROJECT] [BUILD_DIR]

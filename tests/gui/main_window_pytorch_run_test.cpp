@@ -5,18 +5,22 @@
 // how to install it. Needs /usr/bin/python3 with torch (install-deps.sh).
 #include "gui/main_window.h"
 #include "gui/pytorch_run.h"
+#include "gui/pytorch_run_dialog.h"
 #include "gui/training_panel.h"
 #include "gui_test_util.h"
 #include "widgets/live_plot.h"
 
 #include <gtest/gtest.h>
 
+#include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
+#include <QLineEdit>
 #include <QProcess>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTableWidget>
 #include <QTest>
 
@@ -149,6 +153,52 @@ TEST_F(MainWindowPyTorchRun, MissingPythonOrTorchSaysHowToInstall) {
   EXPECT_TRUE(errors[1].contains("requirements.txt")) << errors[1].toStdString();
   EXPECT_TRUE(w->pytorchConsole()->status().startsWith("Not started"));
   EXPECT_EQ(pytorchRow(), -1);
+}
+
+// The dialog: epochs and batch from the project, a new run folder beside
+// the export, and the interpreter, processes, device, step limit and
+// starting weights remembered for the next time.
+TEST_F(MainWindowPyTorchRun, DialogPrefillsFromTheProjectAndRemembers) {
+  const QString dir = tempDir();
+  {
+    gui::PyTorchRunDialog d(dir + "/net-pytorch", 7, 48);
+    EXPECT_EQ(d.findChild<QSpinBox*>("pytorchEpochs")->value(), 7);
+    EXPECT_EQ(d.findChild<QSpinBox*>("pytorchBatch")->value(), 48);
+    d.findChild<QLineEdit*>("pytorchExportDir")->setText(dir + "/exp");
+    d.findChild<QLineEdit*>("pytorchPython")->setText(dir + "/venv/bin/python");
+    d.findChild<QSpinBox*>("pytorchProcesses")->setValue(2);
+    d.findChild<QComboBox*>("pytorchStartFrom")->setCurrentIndex(1);
+    const gui::PyTorchRunOptions o = d.options();
+    EXPECT_EQ(o.export_dir, dir + "/exp");
+    EXPECT_TRUE(o.out_dir.startsWith(dir + "/exp-runs/")) << o.out_dir.toStdString();
+    EXPECT_EQ(o.processes, 2);
+    EXPECT_EQ(o.epochs, 7);
+    EXPECT_EQ(o.batch, 48);
+    EXPECT_TRUE(o.fresh_weights);
+    d.remember();
+  }
+  gui::PyTorchRunDialog again(dir + "/other-pytorch", 3, 16);
+  const gui::PyTorchRunOptions o = again.options();
+  EXPECT_EQ(o.export_dir, dir + "/exp");
+  EXPECT_EQ(o.python, dir + "/venv/bin/python");
+  EXPECT_EQ(o.processes, 2);
+  EXPECT_TRUE(o.fresh_weights);
+  EXPECT_EQ(o.epochs, 3);  // the project's, not remembered
+  // 2 processes run under torchrun with the flags torch 1.13 needs.
+  gui::PyTorchRun run;
+  QString why;
+  gui::PyTorchRunOptions two = o;
+  two.python = dir + "/missing-python";
+  ASSERT_TRUE(run.start(two, &why));
+  const QString cmd = run.commandLine().join(' ');
+  EXPECT_TRUE(
+      cmd.contains("-m torch.distributed.run --standalone --nproc_per_node=2 --redirects 2 "
+                   "--tee 1"))
+      << cmd.toStdString();
+  EXPECT_FALSE(run.start(two, &why));  // one at a time
+  EXPECT_TRUE(why.contains("still going")) << why.toStdString();
+  QSignalSpy failed(&run, &gui::PyTorchRun::failed);
+  ASSERT_TRUE(failed.wait(30000));
 }
 
 }  // namespace

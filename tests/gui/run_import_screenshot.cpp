@@ -9,7 +9,10 @@
 // With --pytorch=N it instead starts File > Run with PyTorch… (export in
 // RUN_DIR/export, output in RUN_DIR/run, 1 process on the CPU) and, once the
 // Training tab has followed N of its steps, saves the window (--save, at
-// 1280x720, docs/images/run-with-pytorch.png) while it still runs, then
+// 1280x720 under Xvfb: docs/images/run-with-pytorch.png came from
+//   Xvfb :93 -screen 0 1280x720x24 &  DISPLAY=:93 run_import_screenshot DIR
+//     --steps=120 --pytorch=150 --save=OUT.png
+// ) while it still runs, then
 // stops it.
 // Not a test: it only draws.
 #include "gui/main_window.h"
@@ -63,6 +66,7 @@ int main(int argc, char** argv) {
     o.out_dir = args[1] + "/run";
     o.epochs = 1;
     o.batch = 32;
+    o.fresh_weights = true;  // comparable with the local run, not a continuation of it
     if (!w.runWithPyTorch(&o)) return 1;
     dc::widgets::LivePlot* loss = panel->lossPlot();
     while (loss->seriesCount() == 0 || loss->pointCount(0) < pytorch) {
