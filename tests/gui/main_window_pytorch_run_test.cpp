@@ -91,6 +91,28 @@ TEST_F(MainWindowPyTorchRun, ShortRunIsFollowedLiveToItsEnd) {
   EXPECT_TRUE(QFile::exists(o.out_dir + "/last.safetensors"));
 }
 
+// N > 1: torchrun (gloo) from the app; the followed run ends with rank 0's
+// end line, which compares the replicas.
+TEST_F(MainWindowPyTorchRun, TwoProcessesRunUnderTorchrun) {
+  if (const QString why = torchMissing(); !why.isEmpty()) GTEST_SKIP() << why.toStdString();
+  const QString dir = tempDir();
+  gui::PyTorchRunOptions o = options(dir);
+  o.processes = 2;
+  o.max_steps = 6;
+  ASSERT_TRUE(w->runWithPyTorch(&o)) << errors.join('\n').toStdString();
+  QSignalSpy done(w->pytorchRun(), &gui::PyTorchRun::finished);
+  ASSERT_TRUE(done.wait(300000)) << w->pytorchConsole()->text().toStdString();
+  const QString console = w->pytorchConsole()->text();
+  ASSERT_TRUE(done.first().at(0).toBool()) << console.toStdString();
+  EXPECT_TRUE(console.contains("--nproc_per_node=2")) << console.toStdString();
+  EXPECT_TRUE(console.contains("start: 2 process(es)")) << console.toStdString();
+  EXPECT_TRUE(console.contains("replicas identical: True")) << console.toStdString();
+  const int row = pytorchRow();
+  ASSERT_GE(row, 0);
+  EXPECT_TRUE(w->trainingPanel()->runHistory()->item(row, 1)->text().contains("2 process(es)"));
+  EXPECT_EQ(w->trainingPanel()->lossPlot()->pointCount(0), 6);
+}
+
 TEST_F(MainWindowPyTorchRun, PlotsGainTheRunWhileItWritesAndStopEndsIt) {
   if (const QString why = torchMissing(); !why.isEmpty()) GTEST_SKIP() << why.toStdString();
   const QString dir = tempDir();
