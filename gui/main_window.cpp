@@ -349,6 +349,14 @@ void MainWindow::createMenus() {
   torch_export->setStatusTip(
       tr("Write model.py, train.py (torchrun/DDP), a Dockerfile and Kubernetes manifests that "
          "train this project on GPUs and clusters"));
+  QAction* torch_run =
+      file->addAction(tr("Run with P&yTorch…"), this, [this] { runWithPyTorch(); });
+  torch_run->setObjectName("actionRunWithPyTorch");
+  torch_run->setShortcut(QKeySequence(tr("Ctrl+Shift+R")));
+  torch_run->setStatusTip(
+      tr("Export this project and train it with PyTorch on this machine (one process or "
+         "torchrun), its output in a console and its curves live in the Training tab"));
+  torch_run->setToolTip(torch_run->statusTip());
   file->addSeparator();
   file->addAction(action("actionQuit"));
 

@@ -34,6 +34,9 @@ class Autosaver;
 class DatasetPanel;
 class InferencePanel;
 class ProblemsPanel;
+class PyTorchConsole;
+class PyTorchRun;
+struct PyTorchRunOptions;
 class ProjectContext;
 class StartPage;
 class SummaryPanel;
@@ -76,6 +79,17 @@ class MainWindow : public QMainWindow {
   // File > Open Run...: a train.py output folder into the Training tab's
   // plots and Runs table (followed live while it grows). Asks when empty.
   bool openRun(QString dir = {});
+  // File > Run with PyTorch…: exports the project to the folder the dialog
+  // asks for (remembered; an earlier export there is replaced after asking)
+  // and starts its train.py on this machine (one process, or torchrun with
+  // N), its output in the PyTorch Console dock and its metrics followed live
+  // by the Training tab as a run. `preset` skips the dialog (tests,
+  // scripts) and replaces the export folder without asking. False when
+  // nothing was started (the reason reported; a missing torch is reported
+  // later, by the check, in the console and through the error handler).
+  bool runWithPyTorch(const PyTorchRunOptions* preset = nullptr);
+  PyTorchRun* pytorchRun() const { return pytorch_run_; }
+  PyTorchConsole* pytorchConsole() const { return pytorch_console_; }
   // Offers to restore what an earlier, crashed session autosaved.
   void offerRecovery();
   // Dropped files: the first .dcproj is opened, or the first .onnx is
@@ -152,6 +166,9 @@ class MainWindow : public QMainWindow {
   // The Inference tab's weights into plan (built from the project's graph),
   // or the seed's initialisation when it has none; returns which, in words.
   QString loadExportWeights(Plan& plan) const;
+  // fresh: the seed's initialisation instead of loadExportWeights().
+  bool writePyTorchExport(const QString& dir, bool force, bool fresh = false);
+  void createPyTorchConsole();
   void addRecent(const QString& path);
   void fillRecentMenu();
   void updateTitle();
@@ -178,6 +195,8 @@ class MainWindow : public QMainWindow {
   DatasetPanel* dataset_panel_ = nullptr;
   TrainingPanel* training_panel_ = nullptr;
   InferencePanel* inference_panel_ = nullptr;
+  PyTorchRun* pytorch_run_ = nullptr;  // with its console dock, made on first use
+  PyTorchConsole* pytorch_console_ = nullptr;
   bool docks_for_model_ = true;
   // Bumped when saved layouts must not be restored (1: saved on any tab,
   // possibly with the docks hidden).

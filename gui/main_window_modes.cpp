@@ -107,6 +107,7 @@ void MainWindow::setDocksForModel(bool model) {
     for (const QTabBar* tb : findChildren<QTabBar*>(Qt::FindDirectChildrenOnly))
       if (tb->count() > 0) on_top << tb->tabText(tb->currentIndex());
   for (QDockWidget* d : findChildren<QDockWidget*>()) {
+    if (d->property("everyTab").toBool()) continue;  // the PyTorch console follows a run
     if (!model) {
       // isVisible() is false for every dock before the window is first
       // shown (a tab restored at start-up), which would lose them all.

@@ -1,5 +1,5 @@
-// File > Export > PyTorch Project and File > Open Run...: the way out to
-// PyTorch's distributed training and the way back in.
+// File > Export > PyTorch Project, File > Run with PyTorch… and File > Open
+// Run...: the way out to PyTorch's distributed training and the way back in.
 #include <deepcanvas/errors.h>
 #include <deepcanvas/plan.h>
 #include <deepcanvas/pytorch_export.h>
@@ -12,7 +12,12 @@
 #include <QStatusBar>
 
 #include "gui/main_window.h"
+#include "gui/pytorch_run.h"
+#include "gui/pytorch_run_dialog.h"
 #include "gui/training_panel.h"
+
+#include <QDockWidget>
+#include <QMenu>
 
 #ifndef DC_VERSION
 #define DC_VERSION ""
@@ -21,7 +26,6 @@
 namespace dc::gui {
 
 bool MainWindow::exportPyTorch(QString dir) {
-  const Project p = project();
   bool force = false;
   if (dir.isEmpty()) {
     QSettings s;
@@ -42,12 +46,23 @@ bool MainWindow::exportPyTorch(QString dir) {
       force = true;
     }
   }
+  return writePyTorchExport(dir, force);
+}
+
+bool MainWindow::writePyTorchExport(const QString& dir, bool force, bool fresh) {
+  const Project p = project();
   try {
     Plan plan(p.graph, 1);
-    const QString which = loadExportWeights(plan);
+    QString which;
+    if (fresh) {
+      plan.init_params(p.training.seed);
+      which = tr("the seed's initial weights");
+    } else {
+      which = loadExportWeights(plan);
+    }
     PyTorchExportOptions o;
     o.force = force;
-    if (ctx_->weights().valid()) o.weights_source = which.toStdString();
+    if (!fresh && ctx_->weights().valid()) o.weights_source = which.toStdString();
     o.version = DC_VERSION;
     export_pytorch(dir.toStdString(), p, plan, o);
     statusBar()->showMessage(
@@ -77,6 +92,90 @@ bool MainWindow::openRun(QString dir) {
   }
   showMode(Mode::Training);
   statusBar()->showMessage(tr("Opened the run in %1").arg(QDir::toNativeSeparators(dir)), 8000);
+  return true;
+}
+
+void MainWindow::createPyTorchConsole() {
+  if (pytorch_run_) return;
+  pytorch_run_ = new PyTorchRun(this);
+  pytorch_console_ = new PyTorchConsole(pytorch_run_, this);
+  auto* d = new QDockWidget(tr("PyTorch Console"), this);
+  d->setObjectName("pytorchConsoleDock");
+  d->setWidget(pytorch_console_);
+  d->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetClosable |
+                 QDockWidget::DockWidgetFloatable);
+  d->setProperty("everyTab", true);  // stays while the Training tab follows the run
+  addDockWidget(Qt::BottomDockWidgetArea, d);
+  resizeDocks({d}, {200}, Qt::Vertical);
+  if (view_menu_) view_menu_->addAction(d->toggleViewAction());
+  connect(pytorch_run_, &PyTorchRun::launched, this, [this](const QString& out) {
+    const QString why = training_panel_->followRun(out);
+    // train.py goes on; only the plots miss it (the console says why).
+    if (!why.isEmpty()) pytorch_run_->note(tr("not followed in the Training tab: %1").arg(why));
+  });
+  connect(pytorch_run_, &PyTorchRun::failed, this,
+          [this](const QString& why) { reportError(tr("Run with PyTorch: %1").arg(why)); });
+  connect(pytorch_run_, &PyTorchRun::finished, this, [this](bool, const QString& result) {
+    training_panel_->endFollowedRun(tr("PyTorch: %1").arg(result));
+    statusBar()->showMessage(
+        tr("PyTorch run %1; its folder: %2")
+            .arg(result, QDir::toNativeSeparators(pytorch_run_->options().out_dir)),
+        10000);
+  });
+}
+
+bool MainWindow::runWithPyTorch(const PyTorchRunOptions* preset) {
+  createPyTorchConsole();
+  if (pytorch_run_->running()) {
+    reportError(tr("A PyTorch run is still going; stop it in the PyTorch Console first."));
+    return false;
+  }
+  if (trainingActive()) {
+    reportError(tr("A run is training here; start the PyTorch run when it has ended."));
+    return false;
+  }
+  const Project p = project();
+  PyTorchRunOptions o;
+  bool force = true;
+  if (preset) {
+    o = *preset;
+  } else {
+    const QString base = file_.isEmpty() ? QStringLiteral("model") : QFileInfo(file_).baseName();
+    const QString start = (file_.isEmpty() ? QDir::homePath() : QFileInfo(file_).absolutePath()) +
+                          "/" + base + "-pytorch";
+    PyTorchRunDialog dialog(start, p.training.epochs, p.training.batch, this);
+    if (dialog.exec() != QDialog::Accepted) return false;
+    o = dialog.options();
+    const QDir d(o.export_dir);
+    force = false;
+    if (d.exists() && !d.isEmpty()) {
+      if (QMessageBox::question(this, tr("Replace the export?"),
+                                tr("%1 is not empty. Replace everything in it with this "
+                                   "project's export? (Runs are kept: they are in %2.)")
+                                    .arg(QDir::toNativeSeparators(o.export_dir),
+                                         QDir::toNativeSeparators(o.export_dir + "-runs"))) !=
+          QMessageBox::Yes)
+        return false;
+      force = true;
+    }
+  }
+  if (o.data.isEmpty()) {
+    try {
+      o.data = QFileInfo(QString::fromStdString(resolve_dataset_dir(p))).absoluteFilePath();
+    } catch (const std::exception&) {
+      // The export's default path stands; train.py says what is missing.
+    }
+  }
+  if (!writePyTorchExport(o.export_dir, force, o.fresh_weights)) return false;
+  QDockWidget* dock = findChild<QDockWidget*>("pytorchConsoleDock");
+  dock->show();
+  dock->raise();
+  showMode(Mode::Training);
+  QString why;
+  if (!pytorch_run_->start(o, &why)) {
+    reportError(why);
+    return false;
+  }
   return true;
 }
 

@@ -8,8 +8,8 @@
 #include "gui/project_context.h"
 #include "gui/training_session.h"
 
-#include <deepcanvas/run_log.h>
 #include <deepcanvas/lr_find.h>
+#include <deepcanvas/run_log.h>
 
 #include <QWidget>
 #include <memory>
@@ -98,6 +98,13 @@ class TrainingPanel : public QWidget {
   // Lines that cannot be read are skipped and listed in the log. Returns ""
   // or why the folder cannot be opened.
   QString openRun(const QString& dir);
+  // Run with PyTorch…: like openRun for a run that is about to start, so its
+  // metrics.jsonl may not exist yet; it is followed from when it appears.
+  QString followRun(const QString& dir);
+  // The process writing the followed run ended: reads what is left (a last
+  // line without its newline included) and stops following with `result`
+  // in the Runs table, unless the run's end line already ended it.
+  void endFollowedRun(const QString& result);
   // Whether an opened run is still being followed (no "end" line yet).
   bool followingRun() const { return import_ != nullptr; }
   // Reads what the followed run appended (the file watcher and a timer call it).
@@ -151,6 +158,8 @@ class TrainingPanel : public QWidget {
   void offerRunCheckpoints(bool finished);
   void addRunRow(const QString& settings, const QString& folder);
   void stopFollowingRun(const QString& result);
+  QString beginImport(const QString& dir, bool wait);
+  void readImportedRun(bool final);
   void buildTuningUi(QVBoxLayout* column);
   void onBatchMaybeChanged();
 
@@ -180,6 +189,7 @@ class TrainingPanel : public QWidget {
   QString import_dir_;
   int import_row_ = -1;
   size_t import_warned_ = 0;
+  bool import_waiting_ = false;  // no start line read yet (the row says so)
   QTimer* import_timer_ = nullptr;
   QFileSystemWatcher* import_watch_ = nullptr;
   QUndoStack* undo_ = nullptr;

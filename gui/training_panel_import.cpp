@@ -20,15 +20,24 @@ enum RunColumn { kRun, kSettings, kEpochs, kTrainLoss, kHeldOut, kResult, kFolde
 }  // namespace
 
 QString TrainingPanel::openRun(const QString& dir) {
+  return beginImport(dir, false);
+}
+
+QString TrainingPanel::followRun(const QString& dir) {
+  return beginImport(dir, true);
+}
+
+QString TrainingPanel::beginImport(const QString& dir, bool wait) {
   const QString metrics = QDir(dir).filePath("metrics.jsonl");
-  if (!QFileInfo(metrics).isFile())
+  const bool there = QFileInfo(metrics).isFile();
+  if (!there && !wait)
     return tr("%1 has no metrics.jsonl; choose the --out folder of an exported train.py run")
         .arg(QDir::toNativeSeparators(dir));
   if (session_->active()) return tr("a run is training here; open the run when it has ended");
   auto reader = std::make_unique<RunLogReader>(metrics.toStdString());
   std::vector<TrainEvent> first;
   try {
-    first = reader->poll();
+    if (there) first = reader->poll();
   } catch (const std::exception& e) {
     return QString::fromUtf8(e.what());
   }
@@ -40,7 +49,10 @@ QString TrainingPanel::openRun(const QString& dir) {
   best_epoch_.clear();
   plots_->startRun(run_, -1);
   plots_->endRun();  // this machine's CPU and GPU say nothing about that run
-  addRunRow(tr("imported: %1").arg(QString::fromStdString(import_->summary())), import_dir_);
+  import_waiting_ = import_->summary().empty();  // the row's words come with the start line
+  addRunRow(import_waiting_ ? tr("imported: waiting for metrics.jsonl")
+                            : tr("imported: %1").arg(QString::fromStdString(import_->summary())),
+            import_dir_);
   import_row_ = runs_->rowCount() - 1;
   appendLog(tr("Run %1: opened %2").arg(run_).arg(QDir::toNativeSeparators(import_dir_)));
   if (!import_timer_) {
@@ -49,6 +61,9 @@ QString TrainingPanel::openRun(const QString& dir) {
     connect(import_timer_, &QTimer::timeout, this, &TrainingPanel::pollImportedRun);
     import_watch_ = new QFileSystemWatcher(this);
     connect(import_watch_, &QFileSystemWatcher::fileChanged, this, &TrainingPanel::pollImportedRun);
+    // A run started from the app has no metrics.jsonl yet: its folder tells when it appears.
+    connect(import_watch_, &QFileSystemWatcher::directoryChanged, this,
+            &TrainingPanel::pollImportedRun);
   }
   // The first lines are already read; feed them through the same path.
   QVector<TrainEvent> steps;
@@ -67,7 +82,7 @@ QString TrainingPanel::openRun(const QString& dir) {
   if (ended) {
     pollImportedRun();  // reports warnings and ends the following
   } else {
-    import_watch_->addPath(QString::fromStdString(import_->path()));
+    import_watch_->addPath(there ? metrics : import_dir_);
     import_timer_->start();
     runs_->item(import_row_, kResult)->setText(tr("following"));
     pollImportedRun();
@@ -76,10 +91,30 @@ QString TrainingPanel::openRun(const QString& dir) {
 }
 
 void TrainingPanel::pollImportedRun() {
+  readImportedRun(false);
+}
+
+void TrainingPanel::endFollowedRun(const QString& result) {
   if (!import_) return;
+  if (QFileInfo(QString::fromStdString(import_->path())).isFile()) {
+    readImportedRun(true);  // a last line without its newline counts now
+  }
+  stopFollowingRun(result);  // nothing when the run's end line was read
+}
+
+void TrainingPanel::readImportedRun(bool final) {
+  if (!import_) return;
+  const QString metrics = QString::fromStdString(import_->path());
+  if (!QFileInfo(metrics).isFile()) {
+    if (import_waiting_) return;  // train.py has not written it yet
+  } else if (import_watch_ && !import_watch_->files().contains(metrics)) {
+    if (!import_watch_->directories().isEmpty())
+      import_watch_->removePaths(import_watch_->directories());
+    import_watch_->addPath(metrics);
+  }
   std::vector<TrainEvent> events;
   try {
-    events = import_->poll();
+    events = import_->poll(final);
   } catch (const std::exception& e) {
     stopFollowingRun(QString::fromUtf8(e.what()));
     return;
@@ -98,6 +133,12 @@ void TrainingPanel::pollImportedRun() {
     }
   }
   flush();
+  if (import_waiting_ && !import_->summary().empty()) {
+    import_waiting_ = false;
+    runs_->setItem(
+        import_row_, kSettings,
+        new QTableWidgetItem(tr("imported: %1").arg(QString::fromStdString(import_->summary()))));
+  }
   const auto& warnings = import_->warnings();
   for (; import_warned_ < warnings.size(); ++import_warned_) {
     const QString w = QString::fromStdString(warnings[import_warned_]);
@@ -112,6 +153,8 @@ void TrainingPanel::stopFollowingRun(const QString& result) {
   if (import_timer_) import_timer_->stop();
   if (import_watch_ && !import_watch_->files().isEmpty())
     import_watch_->removePaths(import_watch_->files());
+  if (import_watch_ && !import_watch_->directories().isEmpty())
+    import_watch_->removePaths(import_watch_->directories());
   if (import_row_ >= 0 && import_row_ < runs_->rowCount())
     runs_->setItem(import_row_, kResult, new QTableWidgetItem(result));
   // Its checkpoints, for the Inference tab (and `deepcanvas-cli eval`).

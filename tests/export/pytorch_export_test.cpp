@@ -475,3 +475,123 @@ TEST(PyTorchExport, TorchrunTwoProcessesThenDeepCanvasEval) {
 
 }  // namespace
 }  // namespace dc
+
+namespace dc {
+namespace {
+
+// The follower of a growing metrics.jsonl: written in chunks that cut lines
+// anywhere, it yields each record once its newline has arrived, never a
+// half line, and ends with the same records as reading the file whole.
+TEST(PyTorchExport, MetricsLogFollowsAFileWrittenInChunks) {
+  TempDir tmp;
+  const std::string path = (tmp.path / "metrics.jsonl").string();
+  std::string text =
+      R"({"kind": "start", "epochs": 2, "steps_per_epoch": 4, "world_size": 1, "device": "cpu"})"
+      "\n";
+  for (int s = 1; s <= 8; ++s) {
+    text += R"({"kind": "step", "epoch": )" + std::to_string((s + 3) / 4) + R"(, "step": )" +
+            std::to_string(s) + R"(, "loss": )" + std::to_string(3.0 - 0.25 * s) +
+            R"(, "accuracy": 0.5, "lr": 0.01, "samples_per_s": 1000})" + "\n";
+    if (s % 4 == 0)
+      text += R"({"kind": "epoch", "epoch": )" + std::to_string(s / 4) + R"(, "step": )" +
+              std::to_string(s) +
+              R"(, "train_loss": 1.0, "train_accuracy": 0.6, "test_accuracy": 0.7})" + "\n";
+  }
+  text += R"({"kind": "end", "step": 8})";
+  text += "\n";
+  { std::ofstream f(path, std::ios::binary); }  // exists, empty: train.py has just opened it
+  RunLogReader r(path);
+  std::vector<TrainEvent> got;
+  size_t at = 0;
+  for (int k = 0; at < text.size(); ++k) {
+    const size_t n = std::min<size_t>(1 + size_t(k * 7) % 23, text.size() - at);  // 1..23 bytes
+    {
+      std::ofstream f(path, std::ios::binary | std::ios::app);
+      f << text.substr(at, n);
+    }
+    at += n;
+    for (TrainEvent& e : r.poll()) got.push_back(std::move(e));
+    // Exactly the complete lines so far, never the one being written.
+    const auto complete = std::count(text.begin(), text.begin() + std::ptrdiff_t(at), '\n');
+    ASSERT_EQ(int64_t(got.size()), int64_t(complete)) << "after " << at << " bytes";
+  }
+  EXPECT_TRUE(r.warnings().empty()) << r.warnings().front();
+  EXPECT_TRUE(r.finished());
+  RunLogReader whole(path);
+  const std::vector<TrainEvent> all = whole.poll(true);
+  ASSERT_EQ(got.size(), all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(got[i].kind, all[i].kind) << i;
+    EXPECT_EQ(got[i].step, all[i].step) << i;
+    if (all[i].kind == TrainEvent::Kind::Step) {
+      EXPECT_DOUBLE_EQ(got[i].loss, all[i].loss) << i;
+    }
+  }
+  EXPECT_EQ(std::count_if(got.begin(), got.end(),
+                          [](const TrainEvent& e) { return e.kind == TrainEvent::Kind::Step; }),
+            8);
+}
+
+// What "runs on a fresh machine with only its requirements" can be checked
+// offline: a copy of the export alone in a temporary folder, train.py run by
+// `python3 -I` (isolated: no PYTHON* variables, no user site, neither the
+// current nor the script's folder on sys.path) with an empty environment,
+// and afterwards every module Python loaded comes from its own library, its
+// site-packages (torch, numpy) or the export itself: nothing of DeepCanvas.
+TEST(PyTorchExport, TrainPyRunsIsolatedFromACopyWithNothingOfOurs) {
+  if (auto why = python_missing("torch, numpy"); !why.empty()) GTEST_SKIP() << why;
+  TempDir src, iso;
+  const std::string project = std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj";
+  int code = 0;
+  std::string log =
+      run_command(std::string(DC_CLI) + " export " + project + " --format pytorch -o " +
+                      (src.path / "x").string() + " --quiet",
+                  &code);
+  ASSERT_EQ(code, 0) << log;
+  const fs::path exp = iso.path / "export", data = iso.path / "data", out = iso.path / "out";
+  fs::copy(src.path / "x", exp, fs::copy_options::recursive);
+  fs::copy(fs::path(DC_SOURCE_DIR) / "sample_data/fashion-mnist-subset", data,
+           fs::copy_options::recursive);
+  // Runs train.py as `python3 -I train.py ...` would, then audits sys.modules.
+  const std::string audit = R"PY(
+import os, runpy, site, sys, sysconfig
+exp = os.path.realpath(sys.argv[1])
+assert exp not in sys.path and "" not in sys.path and os.getcwd() not in sys.path, sys.path
+sys.argv = [os.path.join(exp, "train.py")] + sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+dirs = [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+dirs += site.getsitepackages() + [exp]
+roots = {f(d) for d in dirs for f in (os.path.abspath, os.path.realpath)}
+# abspath too: Debian's sitecustomize.py in the stdlib folder links to /etc.
+inside = lambda f: any(g(f).startswith(r + os.sep) for r in roots for g in (os.path.abspath, os.path.realpath))
+foreign = sorted(f"{n}: {m.__file__}" for n, m in list(sys.modules.items())
+                 if n != "__main__" and getattr(m, "__file__", None) and not inside(m.__file__))
+print("\n".join(["FOREIGN " + f for f in foreign]) or "ALL MODULES FROM PYTHON OR THE EXPORT")
+print("OURS", sorted(n for n, m in sys.modules.items()
+                     if os.path.realpath(getattr(m, "__file__", None) or "/").startswith(exp + os.sep)))
+sys.exit(1 if foreign else 0)
+)PY";
+  {
+    std::ofstream f(iso.path / "audit.py");
+    f << audit;
+  }
+  log = run_command("cd " + iso.path.string() + " && env -i PATH=/usr/bin:/bin HOME=" +
+                        iso.path.string() + " PYTHONPATH= OMP_NUM_THREADS=1 /usr/bin/python3 -I " +
+                        "audit.py " + exp.string() + " --data " + data.string() + " --out " +
+                        out.string() + " --device cpu --epochs 1 --batch 32 --max-steps 8",
+                    &code);
+  ASSERT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("ALL MODULES FROM PYTHON OR THE EXPORT"), std::string::npos) << log;
+  EXPECT_NE(log.find("'model'"), std::string::npos) << log;  // the export's own, from the copy
+  EXPECT_NE(log.find("'dc_safetensors'"), std::string::npos) << log;
+  RunLogReader r((out / "metrics.jsonl").string());
+  const std::vector<TrainEvent> ev = r.poll(true);
+  EXPECT_TRUE(r.finished());
+  EXPECT_EQ(std::count_if(ev.begin(), ev.end(),
+                          [](const TrainEvent& e) { return e.kind == TrainEvent::Kind::Step; }),
+            8);
+  EXPECT_TRUE(fs::exists(out / "last.safetensors"));
+}
+
+}  // namespace
+}  // namespace dc

@@ -56,4 +56,36 @@ TEST(DashboardOpenRun, MetricsBecomeARunOverlaidOnALocalOneAndAreFollowed) {
   EXPECT_TRUE(panel.runHistory()->item(1, 5)->text().contains("finished"));
 }
 
+// Run with PyTorch…'s side of it: the run folder is followed before train.py
+// has created metrics.jsonl; when the process ends without an end line, a
+// last line without its newline is still read and the row says how it ended.
+TEST(DashboardOpenRun, FollowsARunBeforeItsFileExistsAndEndsWithTheProcess) {
+  auto ctx = sample_context();
+  gui::TrainingPanel panel(ctx.get());
+  QTemporaryDir run;
+  ASSERT_EQ(panel.followRun(run.path()), QString());
+  ASSERT_EQ(panel.runHistory()->rowCount(), 1);
+  EXPECT_TRUE(panel.runHistory()->item(0, 1)->text().contains("waiting"));
+  EXPECT_TRUE(panel.followingRun());
+  panel.pollImportedRun();  // still nothing there: no error, still waiting
+  EXPECT_TRUE(panel.followingRun());
+  const QString metrics = run.filePath("metrics.jsonl");
+  append(metrics,
+         "{\"kind\": \"start\", \"epochs\": 1, \"steps_per_epoch\": 3, \"world_size\": 1, "
+         "\"device\": \"cpu\", \"precision\": \"fp32\", \"batch\": 32, \"torch\": \"1.13\"}\n"
+         "{\"kind\": \"step\", \"epoch\": 1, \"step\": 1, \"loss\": 2.1, \"lr\": 0.001}\n"
+         "{\"kind\": \"step\", \"epoch\": 1, \"step\": 2, \"loss\": 1.9,");
+  panel.pollImportedRun();
+  EXPECT_TRUE(panel.runHistory()->item(0, 1)->text().contains("PyTorch 1.13"))
+      << panel.runHistory()->item(0, 1)->text().toStdString();
+  EXPECT_EQ(panel.lossPlot()->pointCount(0), 1);  // the half-written step waits
+  append(metrics, " \"lr\": 0.001}");             // complete but without its newline
+  panel.pollImportedRun();
+  EXPECT_EQ(panel.lossPlot()->pointCount(0), 1);
+  panel.endFollowedRun("PyTorch: stopped");
+  EXPECT_FALSE(panel.followingRun());
+  EXPECT_EQ(panel.lossPlot()->pointCount(0), 2);
+  EXPECT_EQ(panel.runHistory()->item(0, 5)->text(), "PyTorch: stopped");
+}
+
 }  // namespace dc::test

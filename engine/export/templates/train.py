@@ -22,8 +22,11 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-import dc_safetensors
-from model import Model, load_weights, to_deepcanvas, INPUT_SHAPE, INPUT_IS_TOKENS
+# model.py and dc_safetensors.py sit beside this file; `python -I` (isolated
+# mode) and `-P` leave the script's folder off sys.path, so put it there.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dc_safetensors  # noqa: E402
+from model import Model, load_weights, to_deepcanvas, INPUT_SHAPE, INPUT_IS_TOKENS  # noqa: E402
 
 # The project's recipe, as DeepCanvas wrote it; the flags below override parts.
 CONFIG = json.loads(r'''@CONFIG_JSON@''')
@@ -436,6 +439,24 @@ def main():
         if log:
             log.write(json.dumps(rec) + "\n")
             log.flush()
+            say(rec)
+
+    def say(rec):
+        """A line on stdout for people (the console, a pod's log); every 50th step."""
+        k = rec["kind"]
+        if k == "step" and rec["step"] % 50 and rec["step"] != total:
+            return
+        if k == "start":
+            line = f"start: {world} process(es) on {args.device}, {total} steps, torch {torch.__version__}"
+        elif k == "step":
+            line = f"step {rec['step']}/{total}: loss {rec['loss']:.4f}, accuracy {rec['accuracy']:.2%}, " \
+                   f"{rec['samples_per_s']:.0f} samples/s"
+        elif k == "epoch":
+            line = f"epoch {rec['epoch']}: train loss {rec['train_loss']:.4f}, test accuracy {rec['test_accuracy']:.2%}"
+        else:
+            line = f"end after {rec['step']} steps, {rec['elapsed_s']:.1f} s" + \
+                   (f", replicas identical: {rec['replicas_identical']}" if "replicas_identical" in rec else "")
+        print(line, flush=True)
 
     emit({"kind": "start", "project": t["name"], "world_size": world, "device": args.device,
           "precision": args.precision, "batch": args.batch, "epochs": args.epochs, "steps_per_epoch": steps_per_epoch,
