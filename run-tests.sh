@@ -6,7 +6,8 @@
 # with clang, AddressSanitizer, UBSan and libFuzzer coverage in a second
 # folder (SAN_BUILD_DIR, build-san; GUI and CUDA off), its engine and e2e
 # tests run there, and each fuzz target for FUZZ_SECONDS (30) over its seed
-# corpus. SKIP_SANITIZERS=1 leaves that pass out.
+# corpus, and a ThreadSanitizer pass (tests/tsan/run_tsan.sh, build-tsan).
+# SKIP_SANITIZERS=1 leaves both passes out.
 set -euo pipefail
 cd "$(dirname "$0")"
 ./installer/install-deps.sh
@@ -37,3 +38,10 @@ ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
   ctest --test-dir "$SAN_BUILD_DIR" --output-on-failure -j"$(nproc)" \
   -E '^Installer\.|TorchReference|OnnxRuntime|PyTorchExport\.(Forward|Torchrun)|Cli\.TrainsTheSampleProjectToAUsefulAccuracy'
+
+# ThreadSanitizer on what runs on several threads (trainer thread and its
+# channel, loader, parallel sweep trials, SIGINT): its own build folder
+# (build-tsan). SKIP_TSAN=1 leaves it out.
+if [ "${SKIP_TSAN:-0}" != 1 ]; then
+  tests/tsan/run_tsan.sh "${TSAN_BUILD_DIR:-build-tsan}"
+fi

@@ -2,6 +2,7 @@
 #include <deepcanvas/parallel.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -19,12 +20,16 @@
 namespace dc {
 
 namespace {
-int g_threads = 0;
-}
+// Process-wide, and written from several threads: each Trainer sets it on
+// its own thread (parallel sweep trials, the GUI's runs) while others read
+// it (ThreadSanitizer found the plain int racing). Parallel sweep trials all
+// ask for 1 thread, so the last writer never changes what the others run.
+std::atomic<int> g_threads{0};
+}  // namespace
 
 void set_num_threads(int n) {
   if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  g_threads = n;
+  g_threads.store(n, std::memory_order_relaxed);
   omp_set_num_threads(n);
 #if DC_HAVE_OPENBLAS
   openblas_set_num_threads(n);
@@ -32,8 +37,8 @@ void set_num_threads(int n) {
 }
 
 int num_threads() {
-  if (g_threads == 0) set_num_threads(0);
-  return g_threads;
+  if (g_threads.load(std::memory_order_relaxed) == 0) set_num_threads(0);
+  return g_threads.load(std::memory_order_relaxed);
 }
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
