@@ -1,6 +1,5 @@
 #include "diagnosis.h"
 
-#include <deepcanvas/device.h>
 #include <deepcanvas/format.h>
 
 #include <cstdio>
@@ -8,18 +7,6 @@
 namespace dc::cli {
 
 using nlohmann::json;
-
-advisor::RunPrediction predict_this_run(const Graph& g, const TrainConfig& c) {
-  std::string name;
-  int64_t bytes = 0;
-  if (c.device.cuda)
-    for (const GpuInfo& i : list_gpus())
-      if (i.index == c.device.index) {
-        name = i.name;
-        bytes = i.total_bytes;
-      }
-  return advisor::predict_run(g, c, name, bytes);
-}
 
 namespace {
 
@@ -48,6 +35,7 @@ json diagnosis_json(const advisor::RunPrediction& p, const advisor::Diagnosis& d
             {"measured_samples_per_s", r.train_samples_per_s},
             {"measured_peak_bytes", measured_peak(r, cuda)}};
   if (d.gpu_util_pct >= 0) j["gpu_utilization_pct"] = d.gpu_util_pct;
+  if (!d.prediction_note.empty()) j["prediction_note"] = d.prediction_note;
   if (p.available) {
     j["predicted"] = {{"device", p.device},
                       {"samples_per_s", p.step.samples_per_s},
@@ -76,6 +64,7 @@ void print_diagnosis(const advisor::RunPrediction& p, const advisor::Diagnosis& 
               (long long)d.steps, d.step_s * 1e3, d.loader_wait_s * 1e3);
   for (const advisor::Finding& f : d.findings)
     std::printf("  %s\n    -> %s\n", f.verdict.c_str(), f.advice.c_str());
+  if (!d.prediction_note.empty()) std::printf("  note: %s\n", d.prediction_note.c_str());
 }
 
 }  // namespace dc::cli

@@ -10,9 +10,6 @@
 
 namespace dc::cli {
 
-// The run's prediction (for a CUDA run, of the GPU list_gpus reports).
-advisor::RunPrediction predict_this_run(const Graph& g, const TrainConfig& c);
-
 nlohmann::json diagnosis_json(const advisor::RunPrediction& p, const advisor::Diagnosis& d,
                               const TrainResult& r, bool cuda);
 void print_diagnosis(const advisor::RunPrediction& p, const advisor::Diagnosis& d,

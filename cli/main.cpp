@@ -302,7 +302,7 @@ int cmd_train(const Args& a) {
   // For a text model, what ignoring context would reach: the loss to beat.
   const double unigram = train->tokens ? label_entropy(*train) : NAN;
   Trainer t(p.graph, c, train, test);
-  const advisor::RunPrediction predicted = predict_this_run(p.graph, c);
+  const advisor::RunPrediction predicted = advisor::predict_run_here(p.graph, c);
   advisor::Timeline timeline(predicted.diagnosis_input());
   bool tty = isatty(STDERR_FILENO) && !quiet;
   if (!quiet)

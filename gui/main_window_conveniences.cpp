@@ -3,6 +3,7 @@
 // onto the window.
 #include "gui/benchmark_dialog.h"
 #include "gui/main_window.h"
+#include "gui/project_context.h"
 #include "gui/shortcuts_dialog.h"
 #include "gui/start_page.h"
 #include "gui/template_dialog.h"
@@ -105,14 +106,20 @@ void MainWindow::createHelpMenu() {
 }
 
 BenchmarkDialog* MainWindow::openBenchmark() {
+  // A run shares the cores and the engine's thread pool: both would suffer.
+  auto block = [this] {
+    if (benchmark_)
+      benchmark_->setBlocked(trainingActive() ? tr("Not while training runs: it would slow the "
+                                                   "run and the figures would be too low")
+                                              : QString());
+  };
   if (!benchmark_) {
     benchmark_ = new BenchmarkDialog(this);
     benchmark_->setAttribute(Qt::WA_DeleteOnClose);
+    // The dialog stays open beside the window: follow runs starting and ending.
+    connect(ctx_, &ProjectContext::busyChanged, benchmark_, block);
   }
-  // A run shares the cores and the engine's thread pool: both would suffer.
-  benchmark_->setBlocked(trainingActive() ? tr("Not while training runs: it would slow the run "
-                                               "and the figures would be too low")
-                                          : QString());
+  block();
   // The first visit measures; later ones show the cached result at once.
   if (!benchmark_->hasResult() && !benchmark_->measuring()) benchmark_->measure();
   benchmark_->show();

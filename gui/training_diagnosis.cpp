@@ -1,6 +1,5 @@
 #include "gui/training_diagnosis.h"
 
-#include <deepcanvas/device.h>
 #include <deepcanvas/format.h>
 
 #include <QLabel>
@@ -81,16 +80,8 @@ void RunDiagnosisView::reset() {
 
 void RunDiagnosisView::startRun(const Graph& g, const TrainConfig& c) {
   reset();
-  std::string gpu;
-  int64_t gpu_bytes = 0;
-  if (c.device.cuda)
-    for (const GpuInfo& i : list_gpus())
-      if (i.index == c.device.index) {
-        gpu = i.name;
-        gpu_bytes = i.total_bytes;
-      }
   try {
-    prediction_ = advisor::predict_run(g, c, gpu, gpu_bytes);
+    prediction_ = advisor::predict_run_here(g, c);
   } catch (const std::exception& e) {  // a bad user GPU catalog, say
     prediction_ = {};
     prediction_.why = e.what();
@@ -166,6 +157,9 @@ void RunDiagnosisView::refreshVerdict() {
   }
   if (d.findings.empty())
     html += tr("<br>Nothing stands out: the loader keeps up and memory is not near its limit.");
+  if (!d.prediction_note.empty())
+    html += QString("<br><i>%1</i>")
+                .arg(tr("Note: %1").arg(QString::fromStdString(d.prediction_note).toHtmlEscaped()));
   verdict_->setText(html);
 }
 

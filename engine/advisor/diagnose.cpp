@@ -156,6 +156,7 @@ std::string Diagnosis::text() const {
   if (!enough_data) return "collecting the run's timeline (a few steps)…";
   std::string out;
   for (const Finding& f : findings) out += f.verdict + "\n  → " + f.advice + "\n";
+  if (!prediction_note.empty()) out += "note: " + prediction_note + "\n";
   return out;
 }
 
@@ -192,10 +193,21 @@ Diagnosis diagnose(const DiagnosisInput& in) {
     d.findings.push_back(near_oom(in));
   const Split s = split(in.predicted);
   const double fixed_share = in.predicted.step_s > 0 ? s.fixed / in.predicted.step_s : 0;
+  // The measured step against the predicted one (loader wait apart): more
+  // than 2x off, the rates behind the prediction are not this machine's now.
+  const double off =
+      in.predicted.step_s > 0 && d.compute_s > 0 ? d.compute_s / in.predicted.step_s : 1;
+  const bool trusted = off >= 0.5 && off <= 2;
+  if (!trusted)
+    d.prediction_note = fmt(
+        "the steps take %.2f× the predicted time: the benchmark behind the prediction no longer "
+        "matches this machine's load; re-measure it (Help → Benchmark This Machine…, or "
+        "deepcanvas-cli bench-device --refresh)",
+        off);
   // Idle gaps on the GPU while the loader starves it are the loader's fault,
   // not the launches'.
   const bool idle_gpu = in.gpu && d.gpu_util_pct >= 0 && d.gpu_util_pct < kLowGpuUtilPct;
-  if (!input && (idle_gpu || fixed_share >= kFixedCostShare))
+  if (!input && (idle_gpu || (trusted && fixed_share >= kFixedCostShare)))
     d.findings.push_back(launch_bound(in, d, fixed_share));
   if (s.compute + s.bandwidth > 0) d.findings.push_back(busy_character(in, s));
   return d;

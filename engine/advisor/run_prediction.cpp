@@ -5,6 +5,7 @@
 #include <deepcanvas/advisor/gpu_catalog.h>
 #include <deepcanvas/advisor/memory_model.h>
 #include <deepcanvas/advisor/run_prediction.h>
+#include <deepcanvas/device.h>
 #include <deepcanvas/parallel.h>
 
 #include <algorithm>
@@ -103,6 +104,18 @@ RunPrediction predict_run(const Graph& g, const TrainConfig& c, const std::strin
   r.memory_bytes = predict_memory(g, mo).total;
   r.available = true;
   return r;
+}
+
+RunPrediction predict_run_here(const Graph& g, const TrainConfig& c) {
+  std::string name;
+  int64_t bytes = 0;
+  if (c.device.cuda)
+    for (const GpuInfo& i : list_gpus())
+      if (i.index == c.device.index) {
+        name = i.name;
+        bytes = i.total_bytes;
+      }
+  return predict_run(g, c, name, bytes);
 }
 
 }  // namespace dc::advisor

@@ -73,6 +73,10 @@ struct Diagnosis {
   // Warnings first (input, memory, launch), then the run's compute or
   // bandwidth character; empty without enough data.
   std::vector<Finding> findings;
+  // Set when the measured step is more than 2× off the predicted one: the
+  // benchmark the prediction divides by no longer matches the machine (it
+  // was taken under other load), and prediction-based verdicts are withheld.
+  std::string prediction_note;
   bool has(Bottleneck b) const;
   bool any_warning() const;
   // "verdict\n  → advice" per finding; a "collecting…" line without data.

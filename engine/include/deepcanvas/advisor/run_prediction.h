@@ -33,6 +33,9 @@ struct RunPrediction {
 RunPrediction predict_run(const Graph& g, const TrainConfig& c, const std::string& gpu_name = "",
                           int64_t gpu_bytes = 0);
 
+// predict_run for the GPU the run's device names (from list_gpus), or the CPU.
+RunPrediction predict_run_here(const Graph& g, const TrainConfig& c);
+
 // The catalog row for a GPU's reported name ("NVIDIA H100 80GB HBM3" →
 // "NVIDIA H100 SXM"): the most words (split at spaces and dashes) in common,
 // the model word (H100, A100, 4090, …) among them; on a tie, the memory
