@@ -36,6 +36,7 @@
 #include <nlohmann/json.hpp>
 
 #include "args.h"
+#include "diagnosis.h"
 #include "generate.h"
 #include "interrupt.h"
 #include "outcome.h"
@@ -305,6 +306,8 @@ int cmd_train(const Args& a) {
   // For a text model, what ignoring context would reach: the loss to beat.
   const double unigram = train->tokens ? label_entropy(*train) : NAN;
   Trainer t(p.graph, c, train, test);
+  const advisor::RunPrediction predicted = advisor::predict_run_here(p.graph, c);
+  advisor::Timeline timeline(predicted.diagnosis_input());
   bool tty = isatty(STDERR_FILENO) && !quiet;
   if (!quiet)
     std::fprintf(stderr, "Training '%s' on %s (%lld train / %lld test samples, %d threads)\n",
@@ -328,6 +331,7 @@ int cmd_train(const Args& a) {
     auto ev = t.events().pop(std::chrono::milliseconds(200));
     if (!ev) continue;
     const TrainEvent& e = *ev;
+    timeline.add(e);
     switch (e.kind) {
       case TrainEvent::Kind::Step: {
         if (std::isnan(first_loss)) first_loss = e.batch_loss;
@@ -421,11 +425,13 @@ int cmd_train(const Args& a) {
     if (std::isfinite(r.val_accuracy)) j["val_accuracy"] = r.val_accuracy;
     if (c.device.cuda) j["peak_device_bytes"] = r.peak_device_bytes;
     if (std::isfinite(unigram)) j["unigram_entropy"] = unigram;
+    j["diagnosis"] = diagnosis_json(predicted, timeline.diagnose(), r, c.device.cuda);
     std::cout << j.dump() << std::endl;
   } else {
     std::printf("test accuracy %.2f%% (top-5 %.2f%%), %d epochs, %.1f s training, %.0f samples/s\n",
                 100 * r.test_accuracy, 100 * r.test_top5, r.epochs_run, r.train_seconds,
                 r.train_samples_per_s);
+    print_diagnosis(predicted, timeline.diagnose(), r, c.device.cuda);
   }
   return 0;
 }

@@ -35,6 +35,7 @@ add_library(deepcanvas-dashboard STATIC
   ${DC_DASH_ROOT}/gui/process_stats.cpp
   ${DC_DASH_ROOT}/gui/training_session.cpp
   ${DC_DASH_ROOT}/gui/training_plots.cpp
+  ${DC_DASH_ROOT}/gui/training_diagnosis.cpp
   ${DC_DASH_ROOT}/gui/settings_form.cpp
   ${DC_DASH_ROOT}/gui/training_panel.cpp
   ${DC_DASH_ROOT}/gui/training_panel_import.cpp

@@ -7,6 +7,7 @@
 #include <deepcanvas/project.h>
 
 #include <QMainWindow>
+#include <QPointer>
 #include <QString>
 #include <functional>
 
@@ -31,6 +32,7 @@ class PropertyEditor;
 namespace dc::gui {
 
 class Autosaver;
+class BenchmarkDialog;
 class DatasetPanel;
 class InferencePanel;
 class ProblemsPanel;
@@ -119,6 +121,9 @@ class MainWindow : public QMainWindow {
   ProjectContext* context() const { return ctx_; }
   DatasetPanel* datasetPanel() const { return dataset_panel_; }
   TrainingPanel* trainingPanel() const { return training_panel_; }
+  // Help → Benchmark This Machine…: opens (or raises) the dialog; it
+  // measures on the first visit and shows the cached result after.
+  BenchmarkDialog* openBenchmark();
   InferencePanel* inferencePanel() const { return inference_panel_; }
   StartPage* startPage() const { return start_page_; }
   void showMode(Mode m);
@@ -194,6 +199,7 @@ class MainWindow : public QMainWindow {
   ProjectContext* ctx_ = nullptr;
   DatasetPanel* dataset_panel_ = nullptr;
   TrainingPanel* training_panel_ = nullptr;
+  QPointer<BenchmarkDialog> benchmark_;
   InferencePanel* inference_panel_ = nullptr;
   PyTorchRun* pytorch_run_ = nullptr;  // with its console dock, made on first use
   PyTorchConsole* pytorch_console_ = nullptr;

@@ -1,7 +1,9 @@
 // MainWindow's conveniences: the start page on an empty canvas, View → Theme,
 // the Help menu (keyboard shortcuts, the user guide) and projects dropped
 // onto the window.
+#include "gui/benchmark_dialog.h"
 #include "gui/main_window.h"
+#include "gui/project_context.h"
 #include "gui/shortcuts_dialog.h"
 #include "gui/start_page.h"
 #include "gui/template_dialog.h"
@@ -87,6 +89,13 @@ void MainWindow::createHelpMenu() {
   });
   guide->setObjectName("actionGuide");
   guide->setEnabled(!ShortcutsDialog::guideFile().isEmpty());
+  QAction* bench = makeAction("actionBenchmark", tr("&Benchmark This Machine…"),
+                              QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_B));
+  bench->setToolTip(
+      tr("Measure this machine's GEMM, convolution and memory bandwidth (the "
+         "advisor's rates) and compare them with catalog GPUs"));
+  connect(bench, &QAction::triggered, this, [this] { openBenchmark(); });
+  help->addAction(bench);
   help->addSeparator();
   help->addAction(tr("&About DeepCanvas"), this, [this] {
     QMessageBox::about(this, tr("About DeepCanvas"),
@@ -94,6 +103,29 @@ void MainWindow::createHelpMenu() {
                           "visually.</p>")
                            .arg(QApplication::applicationVersion()));
   });
+}
+
+BenchmarkDialog* MainWindow::openBenchmark() {
+  // A run shares the cores and the engine's thread pool: both would suffer.
+  auto block = [this] {
+    if (benchmark_)
+      benchmark_->setBlocked(trainingActive() ? tr("Not while training runs: it would slow the "
+                                                   "run and the figures would be too low")
+                                              : QString());
+  };
+  if (!benchmark_) {
+    benchmark_ = new BenchmarkDialog(this);
+    benchmark_->setAttribute(Qt::WA_DeleteOnClose);
+    // The dialog stays open beside the window: follow runs starting and ending.
+    connect(ctx_, &ProjectContext::busyChanged, benchmark_, block);
+  }
+  block();
+  // The first visit measures; later ones show the cached result at once.
+  if (!benchmark_->hasResult() && !benchmark_->measuring()) benchmark_->measure();
+  benchmark_->show();
+  benchmark_->raise();
+  benchmark_->activateWindow();
+  return benchmark_;
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #include "gui/evaluation_view.h"
 #include "gui/process_stats.h"
 #include "gui/settings_form.h"
+#include "gui/training_diagnosis.h"
 #include "gui/training_plots.h"
 #include "widgets/live_plot.h"
 
@@ -75,6 +76,8 @@ TrainingPanel::TrainingPanel(ProjectContext* ctx, QWidget* parent)
   connect(session_, &TrainingSession::stateChanged, this, &TrainingPanel::onState);
   connect(session_, &TrainingSession::logMessage, this, &TrainingPanel::appendLog);
   connect(session_, &TrainingSession::telemetry, plots_, &TrainingPlots::addTelemetry);
+  connect(session_, &TrainingSession::steps, diagnosis_, &RunDiagnosisView::addSteps);
+  connect(session_, &TrainingSession::telemetry, diagnosis_, &RunDiagnosisView::addTelemetry);
   connect(ctx_, &ProjectContext::projectReplaced, this, &TrainingPanel::resetRuns);
   connect(session_, &TrainingSession::checkpointWritten, this, [this](const QString& path) {
     if (path.endsWith("last.safetensors")) eval_->setCheckpoint(path);
@@ -176,6 +179,8 @@ void TrainingPanel::buildUi() {
   status_ = new QLabel(tr("Ready"), left);
   status_->setWordWrap(true);
   ll->addWidget(status_);
+  diagnosis_ = new RunDiagnosisView(left);
+  ll->addWidget(diagnosis_);
   problems_ = new QLabel(left);
   problems_->setWordWrap(true);
   problems_->setTextFormat(Qt::RichText);
@@ -342,6 +347,7 @@ void TrainingPanel::resetRuns() {
   import_.reset();  // another project: an opened run is not followed any more
   import_row_ = -1;
   plots_->reset();
+  diagnosis_->reset();
   eval_->clear();
   runs_->setRowCount(0);
   log_->clear();
@@ -414,6 +420,7 @@ void TrainingPanel::startTraining() {
   // A followed run's plots are this run's overlay from now on.
   if (import_) stopFollowingRun(tr("no longer followed (run %1 started)").arg(run_));
   plots_->startRun(run_, cfg.device.cuda ? cfg.device.index : -1);
+  diagnosis_->startRun(ctx_->project().graph, cfg);
   addRunRow(QString("%1 lr %2 %3, batch %4, %5, %6")
                 .arg(enum_name(cfg.optimizer.type))
                 .arg(cfg.optimizer.lr)
@@ -498,6 +505,7 @@ void TrainingPanel::offerRunCheckpoints(bool finished) {
 
 void TrainingPanel::onFinished(bool ok, const QString& message) {
   plots_->endRun();
+  diagnosis_->endRun();
   Trainer* tr_ = session_->trainer();
   const bool stopped = session_->state() == TrainingSession::State::Cancelled;
   if (tr_ && (ok || stopped)) {

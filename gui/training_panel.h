@@ -40,6 +40,7 @@ namespace dc::gui {
 
 class EvaluationView;
 class LrFinderDialog;
+class RunDiagnosisView;
 class SettingsForm;
 class TrainingPlots;
 
@@ -81,6 +82,8 @@ class TrainingPanel : public QWidget {
   void setSettingsVisible(bool on);
   bool settingsVisible() const;
   QProgressBar* progressBar() const { return progress_; }
+  // Predicted vs measured samples/s and memory, and the run's diagnosis.
+  RunDiagnosisView* diagnosisView() const { return diagnosis_; }
   QPushButton* startButton() const { return start_; }
   QPushButton* pauseButton() const { return pause_; }
   QPushButton* resumeButton() const { return resume_; }
@@ -172,6 +175,7 @@ class TrainingPanel : public QWidget {
   QPushButton *start_, *pause_, *resume_, *stop_;
   QProgressBar* progress_;
   QLabel *status_, *problems_;
+  RunDiagnosisView* diagnosis_;
   QPlainTextEdit* log_;
   QTabWidget* tabs_;
   QTableWidget* runs_;

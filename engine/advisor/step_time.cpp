@@ -114,10 +114,11 @@ StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
     const double t_compute = l.flops > 0 && rate > 0 ? l.flops / rate : 0;
     const double t_memory = d.bandwidth > 0 ? l.bytes / d.bandwidth : 0;
     l.compute_bound = t_compute >= t_memory;
-    l.seconds = std::max(t_compute, t_memory) + d.layer_overhead;
+    l.overhead_s = d.layer_overhead;
     if (is_recurrent(s.type))
-      l.seconds += d.rnn_time_step_overhead * double(s.in_shapes[0][0]) *
-                   double(s.attrs.i("num_layers") * (s.attrs.b("bidirectional") ? 2 : 1));
+      l.overhead_s += d.rnn_time_step_overhead * double(s.in_shapes[0][0]) *
+                      double(s.attrs.i("num_layers") * (s.attrs.b("bidirectional") ? 2 : 1));
+    l.seconds = std::max(t_compute, t_memory) + l.overhead_s;
     st.step_s += l.seconds;
     st.layers.push_back(std::move(l));
   }

@@ -1,7 +1,10 @@
 // The Trainer's epoch: the training steps through a Stepper (CPU or device)
 // with their Step events, then evaluation, model selection, checkpoints and
 // early stopping.
+#include <deepcanvas/memstats.h>
 #include <deepcanvas/trainer.h>
+
+#include <algorithm>
 
 #include <optional>
 #include <string>
@@ -41,18 +44,36 @@ Trainer::EpochTotals Trainer::train_epoch(Stepper& stepper, int epoch, RunState&
   const auto epoch_t0 = Clock::now();
   std::optional<Clock::time_point> t0;
   int64_t in_epoch = 0;
-  while (in_epoch < r.steps_per_epoch && stepper.next_batch()) {
+  // Since the previous Step event: steps, seconds waiting for the loader
+  // and seconds inside step(). A pause is neither (it sits between them).
+  int64_t window_steps = 0;
+  double window_wait = 0, window_compute = 0;
+  auto secs = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  while (in_epoch < r.steps_per_epoch) {
+    const auto w0 = Clock::now();
+    if (!stepper.next_batch()) break;
+    const auto w1 = Clock::now();
     if (!wait_if_paused()) break;
     if (!t0) t0 = Clock::now();
     const double lr =
         schedule_lr(cfg_.schedule, cfg_.optimizer.lr, r.step, r.total, r.steps_per_epoch);
+    const auto c0 = Clock::now();
     const int64_t n = stepper.step(r.step, lr);
     ++r.step;
     ++in_epoch;
     t.samples += n;
-    if (!stepper.report_due(in_epoch, r.steps_per_epoch, cancel_ || paused_)) continue;
+    ++window_steps;
+    window_wait += secs(w0, w1);
+    if (!stepper.report_due(in_epoch, r.steps_per_epoch, cancel_ || paused_)) {
+      window_compute += secs(c0, Clock::now());
+      continue;
+    }
     const DeviceStepStats s = stepper.take_stats(r.step);
     const auto now = Clock::now();
+    // take_stats is part of the step: on a device it waits for the queued work.
+    window_compute += secs(c0, now);
     t.seconds += std::chrono::duration<double>(now - *t0).count();
     t0.reset();
     t.stats.loss_sum += s.loss_sum;
@@ -75,6 +96,12 @@ Trainer::EpochTotals Trainer::train_epoch(Stepper& stepper, int epoch, RunState&
     const double wall = std::chrono::duration<double>(now - epoch_t0).count();
     e.samples_per_s = wall > 0 ? double(t.samples) / wall : 0;
     e.eta_s = double(r.total - r.step) * (wall / double(in_epoch));
+    e.steps_in_report = window_steps;
+    e.loader_wait_s = window_wait / double(window_steps);
+    e.compute_s = window_compute / double(window_steps);
+    e.peak_tensor_bytes = std::max<int64_t>(0, mem::peak_bytes() - mem_baseline_);
+    window_steps = 0;
+    window_wait = window_compute = 0;
     emit(e);
   }
   r.train_time += t.seconds;

@@ -96,5 +96,48 @@ TEST(Cli, TrainJsonReportsPeakTensorBytes) {
   EXPECT_GT(j["peak_tensor_bytes"].get<int64_t>(), 1 << 20);
 }
 
+// The closing diagnosis: the prediction from the (seeded) benchmark beside
+// the measured figures, and verdicts from the run's timeline.
+TEST(Cli, TrainReportsADiagnosis) {
+  Tmp t;
+  const std::string env = seeded_cache_env(t);
+  const std::string train = env + std::string(DC_CLI) + " train " +
+                            src("resources/templates/lenet5.dcproj") + " --data " +
+                            src("sample_data/fashion-mnist-subset") +
+                            " --epochs 1 --steps-per-epoch 8 --batch 32 --quiet";
+  CliRun r = cli_command(train + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = last_json_line(r.out);
+  ASSERT_TRUE(j.contains("diagnosis")) << r.out;
+  const auto& d = j["diagnosis"];
+  EXPECT_TRUE(d["enough_data"].get<bool>()) << d.dump();
+  EXPECT_EQ(d["steps"].get<int64_t>(), 7);  // the first step is the warm-up
+  EXPECT_GE(d["loader_wait_seconds"].get<double>(), 0);
+  EXPECT_GT(d["compute_seconds"].get<double>(), 0);
+  ASSERT_FALSE(d["verdicts"].empty()) << d.dump();
+  for (const auto& v : d["verdicts"])
+    for (const char* k : {"kind", "warning", "verdict", "advice"}) EXPECT_TRUE(v.contains(k)) << k;
+  ASSERT_TRUE(d["predicted"].is_object()) << d.dump();
+  EXPECT_GT(d["predicted"]["samples_per_s"].get<double>(), 0);
+  EXPECT_GT(d["predicted"]["training_bytes"].get<int64_t>(), 0);
+  EXPECT_GT(d["measured_peak_bytes"].get<int64_t>(), 0);
+
+  CliRun text = cli_command(train);
+  ASSERT_EQ(text.code, 0) << text.out;
+  EXPECT_NE(text.out.find("predicted on this machine"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("diagnosis ("), std::string::npos) << text.out;
+
+  // Without a benchmark there is no prediction, and the note says how to get one.
+  const std::string bare = "XDG_CACHE_HOME=" + t.path("empty") + " ";
+  CliRun none = cli_command(bare + std::string(DC_CLI) + " train " +
+                            src("resources/templates/lenet5.dcproj") + " --data " +
+                            src("sample_data/fashion-mnist-subset") +
+                            " --epochs 1 --steps-per-epoch 4 --batch 32 --quiet --json");
+  ASSERT_EQ(none.code, 0) << none.out;
+  const auto n = last_json_line(none.out)["diagnosis"];
+  EXPECT_TRUE(n["predicted"].is_null());
+  EXPECT_NE(n["note"].get<std::string>().find("bench-device"), std::string::npos) << n.dump();
+}
+
 }  // namespace
 }  // namespace dc::e2e

@@ -53,6 +53,14 @@ struct TrainEvent {
   // running means above lag behind and restart every epoch.
   double batch_loss = 0, batch_accuracy = 0;
   double samples_per_s = 0, elapsed_s = 0, eta_s = 0;
+  // Step: where the steps since the previous Step event spent their time,
+  // per step on average (the diagnosis, advisor/diagnose.h, reads these):
+  // waiting for the loader's next batch, inside the step itself (forward,
+  // backward, update; on a device, until its queued work is done).
+  int64_t steps_in_report = 0;
+  double loader_wait_s = 0, compute_s = 0;
+  // Step: the run's host tensor peak so far (as TrainResult::peak_tensor_bytes).
+  int64_t peak_tensor_bytes = 0;
   // Epoch (NaN when not evaluated)
   double train_loss = 0, train_accuracy = 0;
   double val_loss = NAN, val_accuracy = NAN, test_loss = NAN, test_accuracy = NAN;

@@ -38,6 +38,7 @@ struct LayerTime {
   double flops = 0;  // forward + backward, for the batch
   double bytes = 0;  // activations, gradients and weights read and written
   double seconds = 0;
+  double overhead_s = 0;  // of seconds: the fixed per-layer cost (dispatch, launches)
   bool compute_bound = false;
 };
 
