@@ -205,8 +205,8 @@ void ExperimentsPanel::buildUi() {
   plots->setStretchFactor(0, 3);
   plots->setStretchFactor(1, 2);
   right->addWidget(plots);
-  right->setStretchFactor(0, 2);
-  right->setStretchFactor(1, 3);
+  // The plots need the height more than the table, which scrolls.
+  right->setSizes({220, 420});
 
   for (QSpinBox* s : {trials_spin_, epochs_spin_, seed_spin_, parallel_spin_})
     connect(s, &QSpinBox::valueChanged, this, [this] { updateButtons(); });
@@ -255,7 +255,6 @@ void ExperimentsPanel::addSpaceRow(const QString& spec) {
     space_table_->setCellWidget(row, cols[i], e);
     connect(e, &QLineEdit::textEdited, this, [this] { validate(); });
   }
-  cellEdit(space_table_, row, kChoices)->setPlaceholderText(tr("32,64,128"));
   connect(name_edit, &QLineEdit::textChanged, this, [this] { validate(); });
   connect(kind_box, &QComboBox::currentIndexChanged, this, [this, kind_box] {
     for (int r = 0; r < space_table_->rowCount(); ++r)
@@ -268,9 +267,16 @@ void ExperimentsPanel::addSpaceRow(const QString& spec) {
 void ExperimentsPanel::updateKindRow(int row) {
   const bool choice =
       qobject_cast<QComboBox*>(space_table_->cellWidget(row, kKind))->currentText() == "choice";
-  cellEdit(space_table_, row, kLow)->setEnabled(!choice);
-  cellEdit(space_table_, row, kHigh)->setEnabled(!choice);
-  cellEdit(space_table_, row, kChoices)->setEnabled(choice);
+  // Hints only in the cells that apply: a greyed "32,64,128" beside a log
+  // range would read as part of it.
+  const std::pair<int, const char*> cells[] = {
+      {kLow, "1e-4"}, {kHigh, "1e-2"}, {kChoices, "32,64,128"}};
+  for (const auto& [col, hint] : cells) {
+    const bool on = (col == kChoices) == choice;
+    QLineEdit* e = cellEdit(space_table_, row, col);
+    e->setEnabled(on);
+    e->setPlaceholderText(on ? QString(hint) : QString());
+  }
 }
 
 void ExperimentsPanel::setSpace(const QStringList& specs) {
