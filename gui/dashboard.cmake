@@ -40,6 +40,9 @@ add_library(deepcanvas-dashboard STATIC
   ${DC_DASH_ROOT}/gui/training_panel.cpp
   ${DC_DASH_ROOT}/gui/training_panel_import.cpp
   ${DC_DASH_ROOT}/gui/training_tuning.cpp
+  ${DC_DASH_ROOT}/gui/experiments_panel.h
+  ${DC_DASH_ROOT}/gui/experiments_panel.cpp
+  ${DC_DASH_ROOT}/gui/experiments_views.cpp
   ${DC_DASH_ROOT}/gui/lr_finder.cpp
   ${DC_DASH_ROOT}/gui/evaluation_view.cpp
   ${DC_DASH_ROOT}/gui/dataset_panel.cpp

@@ -225,7 +225,7 @@ void MainWindow::createActions() {
           &QAction::triggered, view_, &widgets::NodeView::zoomIn);
   connect(makeAction("actionZoomOut", tr("Zoom &Out"), QKeySequence::ZoomOut, "zoom-out"),
           &QAction::triggered, view_, &widgets::NodeView::zoomOut);
-  // Not Ctrl+1: that is the Model tab (Ctrl+1..4 switch tabs).
+  // Not Ctrl+1: that is the Model tab (Ctrl+1..5 switch tabs).
   connect(makeAction("actionActualSize", tr("&Actual Size"),
                      QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_0)),
           &QAction::triggered, view_, &widgets::NodeView::resetZoom);

@@ -10,6 +10,7 @@
 #include <QPointer>
 #include <QString>
 #include <functional>
+#include <vector>
 
 class QAction;
 class QLabel;
@@ -34,6 +35,8 @@ namespace dc::gui {
 class Autosaver;
 class BenchmarkDialog;
 class DatasetPanel;
+class ExperimentsPanel;
+struct BestValue;
 class InferencePanel;
 class ProblemsPanel;
 class PyTorchConsole;
@@ -49,8 +52,8 @@ class MainWindow : public QMainWindow {
  public:
   // What maybeSave() asks when there are unsaved changes.
   enum class Answer { Save, Discard, Cancel };
-  // The central area's tabs, in order (Ctrl+1..4).
-  enum class Mode { Model, Dataset, Training, Inference };
+  // The central area's tabs, in order (Ctrl+1..5).
+  enum class Mode { Model, Dataset, Training, Inference, Experiments };
 
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
@@ -125,6 +128,7 @@ class MainWindow : public QMainWindow {
   // measures on the first visit and shows the cached result after.
   BenchmarkDialog* openBenchmark();
   InferencePanel* inferencePanel() const { return inference_panel_; }
+  ExperimentsPanel* experimentsPanel() const { return experiments_panel_; }
   StartPage* startPage() const { return start_page_; }
   void showMode(Mode m);
   Mode mode() const;
@@ -150,6 +154,8 @@ class MainWindow : public QMainWindow {
   QByteArray modelLayoutState();      // saveState() with the Model tab's docks
   void syncContext();                 // the project as edited -> the dashboard panels
   bool trainingActive() const;
+  // Apply best: the best trial's settings and attributes as one undo step.
+  QString applySweepValues(const std::vector<BestValue>& values, const QString& what);
   // Asks to stop a running training before `why` (e.g. "close the window");
   // false when the user keeps it running.
   bool confirmStopTraining(const QString& why);
@@ -203,6 +209,7 @@ class MainWindow : public QMainWindow {
   InferencePanel* inference_panel_ = nullptr;
   PyTorchRun* pytorch_run_ = nullptr;  // with its console dock, made on first use
   PyTorchConsole* pytorch_console_ = nullptr;
+  ExperimentsPanel* experiments_panel_ = nullptr;
   bool docks_for_model_ = true;
   // Bumped when saved layouts must not be restored (1: saved on any tab,
   // possibly with the docks hidden).

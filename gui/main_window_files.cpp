@@ -1,6 +1,7 @@
 // MainWindow's project file lifecycle: new, template, open, save, recent
 // files, unsaved-changes prompts, autosave recovery.
 #include "gui/autosaver.h"
+#include "gui/experiments_panel.h"
 #include "gui/main_window.h"
 #include "gui/summary_panel.h"
 #include "gui/training_panel.h"
@@ -92,6 +93,7 @@ void MainWindow::setProject(Project p, const QString& file, bool modified) {
   p.graph = Graph{};  // the editor's copy is the one that changes
   project_ = std::move(p);
   file_ = file;
+  if (experiments_panel_) experiments_panel_->setProjectFile(file_);
   forced_modified_ = modified;
   summary_->setBatch(project_.training.batch);
   summary_->refresh();
@@ -162,6 +164,7 @@ bool MainWindow::saveFile(const QString& path_in) {
     return false;
   }
   file_ = QFileInfo(path).absoluteFilePath();
+  if (experiments_panel_) experiments_panel_->setProjectFile(file_);
   editor_->undoStack()->setClean();
   forced_modified_ = false;
   saved_settings_ = settingsJson();

@@ -1,9 +1,10 @@
-// MainWindow's modes: the model editor and the dashboard's Dataset, Training
-// and Inference panels as tabs of the central area, over one ProjectContext
-// that follows the editor. The editor's docks belong to the Model tab; the
-// other tabs need the width for their plots and images, so the docks step
-// aside there and come back as they were.
+// MainWindow's modes: the model editor, the dashboard's Dataset, Training
+// and Inference panels and the Experiments tab (sweeps) as tabs of the central area, over one
+// ProjectContext that follows the editor. The editor's docks belong to the Model tab; the other
+// tabs need the width for their plots and images, so the docks step aside there and come back as
+// they were.
 #include "gui/dataset_panel.h"
+#include "gui/experiments_panel.h"
 #include "gui/inference_panel.h"
 #include "gui/main_window.h"
 #include "gui/project_context.h"
@@ -22,6 +23,7 @@
 #include <QStatusBar>
 #include <QTabBar>
 #include <QTabWidget>
+#include <QUndoStack>
 
 namespace dc::gui {
 
@@ -36,6 +38,12 @@ void MainWindow::createModes() {
   // "Use" in the LR finder and the batch hint's Apply are undoable edits.
   training_panel_->setUndoStack(editor_->undoStack());
   inference_panel_ = new InferencePanel(ctx_, modes_);
+  experiments_panel_ = new ExperimentsPanel(ctx_, modes_);
+  // Trials train the project as edited, with the Training tab's settings.
+  experiments_panel_->setProjectSource([this] { return project(); });
+  experiments_panel_->setApplier([this](const std::vector<BestValue>& v, const QString& what) {
+    return applySweepValues(v, what);
+  });
   // The dashboard pages need more room than the canvas; in a scroll area
   // their minimum size stays theirs instead of squeezing the editor's docks.
   auto scrolled = [this](QWidget* page) {
@@ -49,6 +57,7 @@ void MainWindow::createModes() {
   modes_->addTab(scrolled(dataset_panel_), tr("Dataset"));
   modes_->addTab(scrolled(training_panel_), tr("Training"));
   modes_->addTab(scrolled(inference_panel_), tr("Inference"));
+  modes_->addTab(experiments_panel_, tr("Experiments"));
   setCentralWidget(modes_);
 
   connect(modes_, &QTabWidget::currentChanged, this, &MainWindow::modeChanged);
@@ -63,6 +72,8 @@ void MainWindow::createModes() {
   // How a run ended and whose weights the Inference tab uses now.
   connect(training_panel_, &TrainingPanel::message, this,
           [this](const QString& text) { statusBar()->showMessage(text, 10000); });
+  connect(experiments_panel_, &ExperimentsPanel::message, this,
+          [this](const QString& text) { statusBar()->showMessage(text, 10000); });
 }
 
 void MainWindow::createModeActions(QMenu* view) {
@@ -70,7 +81,8 @@ void MainWindow::createModeActions(QMenu* view) {
   const std::pair<Mode, QString> modes[] = {{Mode::Model, tr("&Model")},
                                             {Mode::Dataset, tr("&Dataset")},
                                             {Mode::Training, tr("&Training")},
-                                            {Mode::Inference, tr("&Inference")}};
+                                            {Mode::Inference, tr("&Inference")},
+                                            {Mode::Experiments, tr("&Experiments")}};
   int key = Qt::Key_1;
   for (const auto& [m, text] : modes) {
     QAction* a = view->addAction(text);
@@ -163,6 +175,39 @@ bool MainWindow::confirmStopTraining(const QString& why) {
   if (a == Answer::Cancel) return false;
   training_panel_->session()->stopAndWait();
   return true;
+}
+
+QString MainWindow::applySweepValues(const std::vector<BestValue>& values, const QString& what) {
+  // Check every attribute first, so a refused one leaves no half-applied
+  // step behind (settings were checked by the sweep's own parser).
+  const Graph& g = editor_->graph();
+  for (const BestValue& v : values) {
+    if (!v.setting.empty()) continue;
+    const Node* n = g.find_by_name(v.node);
+    if (!n)
+      return tr("the network has no layer named %1 any more").arg(QString::fromStdString(v.node));
+  }
+  // One macro on the editor's stack: Edit > Undo (Ctrl+Z) takes the
+  // settings and the attributes back together.
+  QUndoStack* undo = editor_->undoStack();
+  undo->beginMacro(what);
+  QVector<QPair<QString, AttrValue>> settings;
+  for (const BestValue& v : values)
+    if (!v.setting.empty()) settings.append({QString::fromStdString(v.setting), v.value});
+  if (!settings.isEmpty()) training_panel_->applySettings(settings, what);
+  QString why;
+  for (const BestValue& v : values) {
+    if (v.setting.empty() &&
+        !editor_->setAttr(editor_->graph().find_by_name(v.node)->id, v.attr, v.value, &why))
+      break;
+  }
+  undo->endMacro();
+  if (!why.isEmpty()) {
+    undo->undo();  // the part that was applied
+    return why;
+  }
+  updateTitle();
+  return {};
 }
 
 std::string MainWindow::settingsJson() const {

@@ -43,7 +43,7 @@ TEST_F(MainWindowDashboard, ModesAndTheProjectsSettings) {
   ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
   auto* tabs = w.findChild<QTabWidget*>("modes");
   ASSERT_NE(tabs, nullptr);
-  ASSERT_EQ(tabs->count(), 4);
+  ASSERT_EQ(tabs->count(), 5);
   EXPECT_EQ(tabs->tabText(2), "Training");
   w.action("actionMode2")->trigger();  // Ctrl+3
   EXPECT_EQ(w.mode(), gui::MainWindow::Mode::Training);

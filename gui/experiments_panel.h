@@ -1,0 +1,179 @@
+#pragma once
+// The Experiments tab (issue 15): hyperparameter sweeps of the project on
+// the canvas, run by the engine's Sweep (engine/tune/sweep.cpp) on a worker
+// thread so the window stays responsive. A search-space editor (rows of
+// parameter, kind and range, checked with the engine's parser so the
+// messages are the CLI's), the sweep's options, Start/Stop/Resume, a
+// sortable trials table, a parallel-coordinates plot and the trials'
+// validation curves, and "Apply best", which writes the best trial's values
+// into the project as one undoable step.
+//
+// The state lives in PROJECT.sweep.json beside the project (the CLI's file),
+// written after every epoch: a sweep that was stopped, or whose app was
+// killed, continues with Resume, its finished trials kept and the ones that
+// were running started again with the same point.
+#include <deepcanvas/project.h>
+#include <deepcanvas/sweep.h>
+
+#include <QAbstractTableModel>
+#include <QString>
+#include <QStringList>
+#include <QWidget>
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+class QCheckBox;
+class QComboBox;
+class QCustomPlot;
+class QLabel;
+class QPushButton;
+class QSortFilterProxyModel;
+class QSpinBox;
+class QTableView;
+class QTableWidget;
+
+namespace dc::gui {
+
+class ProjectContext;
+
+// The trials of a sweep as table rows: #, status, one column per parameter,
+// best validation accuracy, epochs trained. Qt::UserRole holds numbers for
+// sorting (a proxy sorts the view).
+class TrialsModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  using QAbstractTableModel::QAbstractTableModel;
+  void reset(const SearchSpace& space, const std::vector<Trial>& trials);
+  void update(const Trial& t);  // adds or replaces the row of t.id
+  const std::vector<Trial>& trials() const { return trials_; }
+  const SearchSpace& space() const { return space_; }
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role) const override;
+  QVariant headerData(int section, Qt::Orientation o, int role) const override;
+
+ private:
+  SearchSpace space_;
+  std::vector<Trial> trials_;
+};
+
+// The best validation accuracy a trial reached (NaN when none).
+double best_val_accuracy(const Trial& t);
+
+// A change "Apply best" makes: a training setting by key, or an attribute
+// of a node by name.
+struct BestValue {
+  std::string setting;  // "optimizer.lr", or empty for an attribute
+  std::string node, attr;
+  AttrValue value;
+};
+
+class ExperimentsPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit ExperimentsPanel(ProjectContext* ctx, QWidget* parent = nullptr);
+  ~ExperimentsPanel() override;
+
+  // The project file (its PROJECT.sweep.json holds the state); empty for an
+  // unsaved project, whose sweep is then kept in memory only. Loads an
+  // existing state file into the editor and the table.
+  void setProjectFile(const QString& path);
+  // Where the trials' project comes from (the main window: the project as
+  // edited, settings included); the context's project when not set.
+  void setProjectSource(std::function<Project()> f) { project_source_ = std::move(f); }
+  // Writes the best trial's values into the project as one undoable step;
+  // returns "" or why not. Without one, Apply best says it cannot.
+  void setApplier(std::function<QString(const std::vector<BestValue>&, const QString&)> f) {
+    applier_ = std::move(f);
+  }
+  // Replaces the question asked before Start replaces a sweep (tests).
+  void setConfirmHandler(std::function<bool(const QString&)> f) { confirm_ = std::move(f); }
+
+  // The space editor: rows of (name, kind, low, high, choices).
+  void setSpace(const QStringList& specs);  // "lr=log:1e-4:1e-2" each
+  QStringList specs() const;                // the rows as spec texts
+  // Checks the rows with the engine's parser; "" when they are a valid
+  // space, else the message of the first bad row ("Row 2: ...").
+  QString validate();
+  QStringList completions() const;  // names offered in the name column
+  void setOptions(const SweepOptions& o);
+  SweepOptions options() const;
+
+  // Start: a new sweep (asks before replacing a state file's trials);
+  // Resume: continues the state file's sweep. False (reason in message())
+  // when it cannot start.
+  bool start();
+  bool resume();
+  void stop();  // stops the running trials; they stay resumable
+  bool running() const { return worker_.joinable() && !finished_; }
+  bool canResume() const;
+  // Applies the best completed trial (through the applier).
+  bool applyBest();
+
+  QString messageText() const;
+  TrialsModel* trials() const { return model_; }
+  QTableView* trialsView() const { return view_; }
+  QTableWidget* spaceTable() const { return space_table_; }
+  QCustomPlot* parallelPlot() const { return parallel_; }
+  QCustomPlot* curvesPlot() const { return curves_; }
+  QPushButton* startButton() const { return start_; }
+  QPushButton* stopButton() const { return stop_; }
+  QPushButton* resumeButton() const { return resume_; }
+  QPushButton* applyBestButton() const { return apply_; }
+  QString statePath() const { return state_path_; }
+
+ signals:
+  void finished(bool completed);  // the worker ended (all trials done, or stopped)
+  void trialUpdated(int id);
+  void message(const QString& text);  // for the status bar
+
+ private:
+  void buildUi();
+  void addSpaceRow(const QString& spec = {});
+  void updateKindRow(int row);
+  bool launch(bool fresh);
+  void onTrial(const Trial& t);
+  void onFinished(const QString& error);
+  void join();
+  void refreshPlots();
+  void updateButtons();
+  void setMessage(const QString& text, bool error);
+  void loadState();
+  void saveUiSettings() const;
+  Project currentProject() const;
+
+  ProjectContext* ctx_;
+  QString file_, state_path_;
+  std::function<Project()> project_source_;
+  std::function<QString(const std::vector<BestValue>&, const QString&)> applier_;
+  std::function<bool(const QString&)> confirm_;
+
+  QTableWidget* space_table_ = nullptr;
+  QSpinBox *trials_spin_ = nullptr, *epochs_spin_ = nullptr, *seed_spin_ = nullptr,
+           *parallel_spin_ = nullptr;
+  QComboBox *sampler_ = nullptr, *pruner_ = nullptr;
+  QPushButton *start_ = nullptr, *stop_ = nullptr, *resume_ = nullptr, *apply_ = nullptr,
+              *add_row_ = nullptr, *remove_row_ = nullptr;
+  QLabel* message_ = nullptr;
+  QLabel* summary_ = nullptr;
+  TrialsModel* model_ = nullptr;
+  QSortFilterProxyModel* proxy_ = nullptr;
+  QTableView* view_ = nullptr;
+  QCustomPlot* parallel_ = nullptr;
+  QCustomPlot* curves_ = nullptr;
+
+  std::unique_ptr<Sweep> sweep_;
+  std::thread worker_;
+  std::atomic<bool> stop_flag_{false};
+  bool finished_ = true;
+  int64_t steps_limit_ = 0;  // tests: shorter epochs
+
+ public:
+  // Tests and the screenshot: epochs cut to this many steps (0: whole).
+  void setStepsPerEpochLimit(int64_t n) { steps_limit_ = n; }
+};
+
+}  // namespace dc::gui

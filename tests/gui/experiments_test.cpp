@@ -1,0 +1,229 @@
+// The Experiments tab (issue 15): the space editor's messages, a tiny sweep
+// run from the tab to completion, Apply best as one undoable step, a
+// stopped sweep resumed (also by a new window, as after a killed app), and
+// a diverging trial marked failed while the sweep goes on.
+#include "gui/experiments_panel.h"
+
+#include "gui/main_window.h"
+#include "gui/project_context.h"
+#include "gui/training_panel.h"
+#include "gui_test_util.h"
+#include "qcustomplot.h"
+#include "widgets/graph_editor.h"
+
+#include <deepcanvas/sweep.h>
+#include <gtest/gtest.h>
+
+#include <QAction>
+#include <QFileInfo>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTableView>
+#include <QUndoStack>
+#include <cmath>
+
+namespace dc::test {
+namespace {
+
+class ExperimentsTab : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ensureApp();
+    dir = tempDir();
+    w = open();
+  }
+  // The sample project saved in a scratch folder (the sweep's state goes
+  // beside it), with the bundled data subset loaded.
+  std::unique_ptr<gui::MainWindow> open() {
+    auto m = std::make_unique<gui::MainWindow>();
+    m->setErrorHandler([](const QString& e) { ADD_FAILURE() << e.toStdString(); });
+    const QString file = dir + "/p.dcproj";
+    const bool ok =
+        QFileInfo::exists(file)
+            ? m->openFile(file)
+            : m->openFile(sourcePath("sample_data/sample_project.dcproj")) && m->saveFile(file);
+    EXPECT_TRUE(ok);
+    gui::DatasetSource s;
+    s.kind = gui::DatasetSource::Kind::Sample;
+    m->context()->loadDataset(s);
+    panel(*m)->setStepsPerEpochLimit(8);  // a sweep of the tab, not of the network
+    panel(*m)->setConfirmHandler([](const QString&) { return true; });
+    return m;
+  }
+  static gui::ExperimentsPanel* panel(gui::MainWindow& m) { return m.experimentsPanel(); }
+  gui::ExperimentsPanel* p() const { return w->experimentsPanel(); }
+  const Graph& g() const { return w->editor()->graph(); }
+  void setSweep(const QStringList& space, int trials, int epochs, bool asha = false) {
+    p()->setSpace(space);
+    SweepOptions o;
+    o.trials = trials;
+    o.epochs = epochs;
+    o.asha = asha;
+    o.seed = 3;
+    p()->setOptions(o);
+  }
+  // Waits for the worker; a bound for a stuck sweep, not a timing check.
+  static bool waitFinished(gui::ExperimentsPanel* panel) {
+    QSignalSpy done(panel, &gui::ExperimentsPanel::finished);
+    return done.wait(300000);
+  }
+
+  QString dir;
+  std::unique_ptr<gui::MainWindow> w;
+};
+
+TEST_F(ExperimentsTab, IsTheFifthTabOnCtrl5) {
+  w->action("actionMode4")->trigger();
+  EXPECT_EQ(w->mode(), gui::MainWindow::Mode::Experiments);
+  EXPECT_EQ(w->action("actionMode4")->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_5));
+  // Completion offers settings and the network's layer attributes.
+  const QStringList names = p()->completions();
+  EXPECT_TRUE(names.contains("lr"));
+  EXPECT_TRUE(names.contains("optimizer.lr"));
+  EXPECT_TRUE(names.contains("conv1.filters"));
+}
+
+TEST_F(ExperimentsTab, SpaceEditorShowsTheEnginesMessages) {
+  p()->setSpace({"lr=log:1e-3:1e-2", "conv1.filters=int:16:64"});
+  EXPECT_EQ(p()->validate(), "");
+  EXPECT_TRUE(p()->startButton()->isEnabled());
+
+  p()->setSpace({"lr=log:1e-3:1e-2", "lr=float:0.01:0.001"});
+  EXPECT_TRUE(p()->validate().startsWith("Row 2: lr=float:0.01:0.001: empty range"))
+      << p()->validate().toStdString();
+  EXPECT_FALSE(p()->startButton()->isEnabled());
+
+  p()->setSpace({"lr=log:0:0.01"});
+  EXPECT_TRUE(p()->validate().contains("a log range must be above 0"))
+      << p()->validate().toStdString();
+
+  p()->setSpace({"conv1.filtres=int:16:64"});
+  EXPECT_TRUE(
+      p()->validate().contains("unknown parameter 'conv1.filtres' (did you mean "
+                               "'conv1.filters'?)"))
+      << p()->validate().toStdString();
+
+  p()->setSpace({"lr=log:1e-3:1e-2", "optimizer.lr=log:1e-4:1e-3"});
+  EXPECT_TRUE(p()->validate().startsWith("Row 2: ")) << p()->validate().toStdString();
+  EXPECT_TRUE(p()->validate().contains("already in the search space"));
+
+  p()->setSpace({});
+  EXPECT_FALSE(p()->validate().isEmpty());
+  EXPECT_FALSE(p()->start());
+
+  // The rows round-trip through the editor's cells.
+  const QStringList specs = {"lr=log:0.001:0.01", "batch=choice:32,64", "conv1.filters=int:8:16"};
+  p()->setSpace(specs);
+  EXPECT_EQ(p()->specs(), specs);
+}
+
+TEST_F(ExperimentsTab, TinySweepFillsTheTableAndApplyBestIsOneUndoStep) {
+  const TrainConfig before = w->trainingPanel()->config();
+  const int64_t filters_before = g().node(idOf(g(), "conv1")).attrs.i("filters");
+  setSweep({"lr=log:1e-3:1e-2", "conv1.filters=int:8:12"}, 3, 1);
+  ASSERT_TRUE(p()->start()) << p()->messageText().toStdString();
+  EXPECT_TRUE(p()->running());
+  EXPECT_FALSE(p()->startButton()->isEnabled());  // the GUI thread is free meanwhile
+  ASSERT_TRUE(waitFinished(p()));
+  EXPECT_FALSE(p()->running());
+
+  const auto& trials = p()->trials()->trials();
+  ASSERT_EQ(trials.size(), 3u);
+  for (const Trial& t : trials) {
+    EXPECT_EQ(t.status, Trial::Status::Completed);
+    EXPECT_EQ(t.epochs.size(), 1u);
+  }
+  EXPECT_EQ(p()->trialsView()->model()->rowCount(), 3);
+  // #, status, lr, conv1.filters, best val acc, epochs
+  EXPECT_EQ(p()->trialsView()->model()->columnCount(), 6);
+  EXPECT_EQ(p()->trials()->data(p()->trials()->index(0, 1), Qt::DisplayRole).toString(),
+            "completed");
+  EXPECT_TRUE(p()->messageText().startsWith("Sweep finished: 3 completed"))
+      << p()->messageText().toStdString();
+  EXPECT_TRUE(QFileInfo::exists(dir + "/p.sweep.json"));
+  EXPECT_GE(p()->parallelPlot()->graphCount(), 3);
+  EXPECT_EQ(p()->curvesPlot()->graphCount(), 3);
+
+  // Sorting by the metric puts the best trial on top.
+  SweepState s;
+  s.trials = trials;
+  const Trial& best = trials[size_t(s.best())];
+  p()->trialsView()->sortByColumn(4, Qt::DescendingOrder);
+  EXPECT_EQ(p()->trialsView()->model()->index(0, 0).data().toInt(), best.id);
+
+  const QString applied = "Apply best trial " + QString::number(best.id);
+  const int undo_count = w->editor()->undoStack()->count();
+  ASSERT_TRUE(p()->applyBest()) << p()->messageText().toStdString();
+  EXPECT_EQ(w->editor()->undoStack()->count(), undo_count + 1);
+  EXPECT_EQ(w->editor()->undoStack()->undoText(), applied);
+  const double lr = std::get<double>(search_value(p()->trials()->space().params[0], best.x[0]));
+  const int64_t filters =
+      std::get<int64_t>(search_value(p()->trials()->space().params[1], best.x[1]));
+  // The settings form keeps 10 significant digits.
+  EXPECT_NEAR(w->trainingPanel()->config().optimizer.lr, lr, lr * 1e-8);
+  EXPECT_EQ(g().node(idOf(g(), "conv1")).attrs.i("filters"), filters);
+  EXPECT_TRUE(w->isModified());
+
+  w->editor()->undoStack()->undo();  // Ctrl+Z
+  EXPECT_DOUBLE_EQ(w->trainingPanel()->config().optimizer.lr, before.optimizer.lr);
+  EXPECT_EQ(g().node(idOf(g(), "conv1")).attrs.i("filters"), filters_before);
+  w->editor()->undoStack()->redo();
+  EXPECT_NEAR(w->trainingPanel()->config().optimizer.lr, lr, lr * 1e-8);
+}
+
+TEST_F(ExperimentsTab, StoppedSweepResumesWithTheSameTrialsAlsoInANewWindow) {
+  setSweep({"lr=log:1e-3:1e-2", "batch=choice:32,64"}, 3, 1);
+  // Stop once the first trial has finished.
+  QObject::connect(p(), &gui::ExperimentsPanel::trialUpdated, p(), [this](int id) {
+    if (id == 0 && p()->trials()->trials()[0].status == Trial::Status::Completed) p()->stop();
+  });
+  ASSERT_TRUE(p()->start());
+  ASSERT_TRUE(waitFinished(p()));
+  const std::vector<Trial> first = p()->trials()->trials();
+  ASSERT_GE(first.size(), 1u);
+  ASSERT_LT(std::count_if(first.begin(), first.end(),
+                          [](const Trial& t) { return t.status == Trial::Status::Completed; }),
+            3);
+  EXPECT_TRUE(p()->resumeButton()->isEnabled());
+  EXPECT_TRUE(p()->messageText().startsWith("Sweep stopped; Resume continues it"));
+
+  // As after a killed app: a new window on the same project finds the sweep.
+  w.reset();
+  w = open();
+  EXPECT_EQ(p()->specs(), (QStringList{"lr=log:0.001:0.01", "batch=choice:32,64"}));
+  EXPECT_EQ(p()->options().trials, 3);
+  ASSERT_EQ(p()->trials()->trials().size(), first.size());
+  EXPECT_TRUE(p()->resumeButton()->isEnabled());
+  ASSERT_TRUE(p()->resume()) << p()->messageText().toStdString();
+  ASSERT_TRUE(waitFinished(p()));
+  const std::vector<Trial>& all = p()->trials()->trials();
+  ASSERT_EQ(all.size(), 3u);
+  for (const Trial& t : all) EXPECT_EQ(t.status, Trial::Status::Completed);
+  // The trial finished before the stop is kept as it was, not run again.
+  EXPECT_EQ(all[0].x, first[0].x);
+  ASSERT_EQ(all[0].epochs.size(), 1u);
+  EXPECT_EQ(all[0].epochs[0].val_accuracy, first[0].epochs[0].val_accuracy);
+  // A trial that was running at the stop is run again with its point.
+  if (first.size() > 1) {
+    EXPECT_EQ(all[1].x, first[1].x);
+  }
+  EXPECT_FALSE(p()->resumeButton()->isEnabled());
+}
+
+TEST_F(ExperimentsTab, DivergingTrialsFailWithAMessageAndTheSweepGoesOn) {
+  // SGD at lr 1e30 overflows to NaN in the first epoch.
+  setSweep({"lr=choice:1e30", "optimizer.type=choice:sgd"}, 2, 1);
+  ASSERT_TRUE(p()->start());
+  ASSERT_TRUE(waitFinished(p()));
+  const auto& trials = p()->trials()->trials();
+  ASSERT_EQ(trials.size(), 2u);  // the second trial ran after the first failed
+  for (const Trial& t : trials) EXPECT_EQ(t.status, Trial::Status::Failed);
+  EXPECT_TRUE(p()->messageText().contains("Trial 0 failed: the loss became NaN"))
+      << p()->messageText().toStdString();
+  EXPECT_FALSE(p()->applyBestButton()->isEnabled());
+  EXPECT_FALSE(p()->applyBest());
+  EXPECT_TRUE(p()->messageText().contains("No trial has completed"));
+}
+
+}  // namespace
+}  // namespace dc::test
