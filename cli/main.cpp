@@ -20,6 +20,7 @@
 #include <deepcanvas/settings.h>
 #include <deepcanvas/sysinfo.h>
 #include <deepcanvas/trainer.h>
+#include <deepcanvas/transfer.h>
 
 #include <unistd.h>
 #include <cmath>
@@ -126,6 +127,25 @@ const std::vector<Command>& commands() {
         {"quiet", "", "no progress output"}},
        false,
        1},
+      {"transfer",
+       "",
+       "Write a project that trains a new head on a frozen pretrained base (transfer learning): "
+       "the base's layers frozen and loaded from its weights, GlobalAvgPool2D and Dense added.",
+       {{"output", "PROJECT.dcproj", "where the project is written (also -o)"},
+        {"base", "ID",
+         "a fetched base (default efficientnet_lite0; fetch it with "
+         "installer/fetch-pretrained.sh)"},
+        {"from", "BASE.dcproj",
+         "use an imported model (deepcanvas-cli import) as the base instead; its weights are "
+         "BASE.safetensors beside it"},
+        {"size", "N", "input size in pixels (default: the base's; a multiple of 32)"},
+        {"data", "DIR",
+         "the dataset folder, 'fashion-mnist' (Debian's full set) or 'sample:NAME' (default: "
+         "the bundled Fashion-MNIST subset)"},
+        {"classes", "N", "classes of the new head (default 10)"},
+        {"json", "", "print one JSON object"}},
+       false,
+       0},
       {"summary",
        "PROJECT",
        "Shapes, parameters, MACs and memory of every layer.",
@@ -265,6 +285,9 @@ int cmd_train(const Args& a) {
   c.steps_per_epoch_limit = a.get_int("steps-per-epoch", 0, 0, INT64_MAX);
   c.checkpoint_dir = a.get("checkpoint-dir", "");
   c.resume = a.get("resume", "");
+  // The project names its base relative to itself; a flag is relative to
+  // where the command runs, as every other path on the command line.
+  if (!a.has("init-weights")) c.init_weights = resolve_project_file(p, c.init_weights);
   std::string out_ckpt = a.get("checkpoint", "");
   bool as_json = a.flag("json"), quiet = a.flag("quiet");
   if (a.has("device")) {
@@ -308,6 +331,9 @@ int cmd_train(const Args& a) {
   Trainer t(p.graph, c, train, test);
   const advisor::RunPrediction predicted = advisor::predict_run_here(p.graph, c);
   advisor::Timeline timeline(predicted.diagnosis_input());
+  if (!quiet && !c.init_weights.empty())
+    std::fprintf(stderr, "weights from %s: %s\n", c.init_weights.c_str(),
+                 t.init_report().summary().c_str());
   bool tty = isatty(STDERR_FILENO) && !quiet;
   if (!quiet)
     std::fprintf(stderr, "Training '%s' on %s (%lld train / %lld test samples, %d threads)\n",
@@ -423,6 +449,12 @@ int cmd_train(const Args& a) {
               {"device", c.device.str()},
               {"history", history}};
     if (std::isfinite(r.val_accuracy)) j["val_accuracy"] = r.val_accuracy;
+    if (!c.init_weights.empty())
+      j["init_weights"] = {{"file", c.init_weights},
+                           {"loaded_layers", t.init_report().loaded_layers.size()},
+                           {"loaded_tensors", t.init_report().loaded_tensors},
+                           {"fresh_layers", t.init_report().fresh_layers},
+                           {"unused_tensors", t.init_report().unused.size()}};
     if (c.device.cuda) j["peak_device_bytes"] = r.peak_device_bytes;
     if (std::isfinite(unigram)) j["unigram_entropy"] = unigram;
     j["diagnosis"] = diagnosis_json(predicted, timeline.diagnose(), r, c.device.cuda);
@@ -616,6 +648,53 @@ int cmd_import(const Args& a) {
 #endif
 }
 
+int cmd_transfer(const Args& a) {
+  const std::string out = a.get("output", "");
+  if (out.empty()) throw Error("missing -o PROJECT.dcproj (where the project is written)");
+  const PretrainedBase& base = pretrained_base(a.get("base", "efficientnet_lite0"));
+  TransferOptions o;
+  o.size = a.get_int("size", 0, 0, 1024);
+  o.classes = a.get_int("classes", 10, 2, 1 << 20);
+  o.dataset.path = a.get("data", "sample:fashion-mnist-subset");
+  if (o.dataset.path != "fashion-mnist" && o.dataset.path.rfind("sample:", 0) != 0)
+    o.dataset.path = std::filesystem::absolute(o.dataset.path).lexically_normal().string();
+  check_writable("-o", out, false);
+  Project p;
+  if (a.has("from")) {
+    const std::string from = a.get("from", "");
+    const std::string weights =
+        std::filesystem::path(from).replace_extension(".safetensors").string();
+    if (!std::filesystem::exists(weights))
+      throw IoError(weights +
+                    ": the base's weights are missing (import writes them beside the "
+                    "project: deepcanvas-cli import MODEL.onnx -o " +
+                    from + ")");
+    const Project b = load_project(from);
+    p = transfer_project_from(b, weights, b.name, base, o);
+  } else {
+    p = transfer_project(base, o);
+  }
+  save_project(p, out);
+  Plan plan(p.graph, 1);
+  if (a.flag("json"))
+    std::cout << json({{"project", out},
+                       {"init_weights", p.training.init_weights},
+                       {"layers", p.graph.nodes().size()},
+                       {"trainable_parameters", plan.num_parameters()},
+                       {"frozen_parameters", plan.num_frozen_parameters()},
+                       {"input", plan.input_shape().dims()}})
+                     .dump()
+              << std::endl;
+  else
+    std::fprintf(stderr,
+                 "%s: %zu layers, %s trainable and %s frozen parameters, input %s; weights from "
+                 "%s\n",
+                 out.c_str(), p.graph.nodes().size(), human_count(plan.num_parameters()).c_str(),
+                 human_count(plan.num_frozen_parameters()).c_str(),
+                 plan.input_shape().str().c_str(), p.training.init_weights.c_str());
+  return 0;
+}
+
 // Arrays in, arrays out: the ecosystem's way to compare a network with its
 // PyTorch, onnxruntime or OpenCV counterpart on exactly the same numbers.
 int cmd_run(const Args& a) {
@@ -681,7 +760,9 @@ int cmd_predict(const Args& a) {
   }
   for (const std::string& path : image_paths(
            {a.positional.begin() + std::min<size_t>(1, a.positional.size()), a.positional.end()}))
-    inputs.emplace_back(path, load_image_input(path, in, l.mean, l.stddev));
+    inputs.emplace_back(
+        path, load_image_input(path, in, l.mean, l.stddev, l.project.dataset.preprocess.mean,
+                               l.project.dataset.preprocess.std));
   if (inputs.empty()) throw Error("nothing to predict: give image files or --index N");
   RunContext ctx{false, nullptr};
   for (auto& [what, x] : inputs) {
@@ -955,6 +1036,7 @@ int run(int argc, char** argv) {
   if (cmd == "run") return cmd_run(a);
   if (cmd == "export") return cmd_export(a);
   if (cmd == "import") return cmd_import(a);
+  if (cmd == "transfer") return cmd_transfer(a);
   if (cmd == "summary") return cmd_summary(a);
   if (cmd == "generate") return cmd_generate(a);
   if (cmd == "lr-find") return cmd_lr_find(a);

@@ -49,7 +49,9 @@ bool opencv_enabled() {
   return true;
 }
 
-Tensor load_image_input(const std::string& path, const Shape& in, float mean, float stddev) {
+Tensor load_image_input(const std::string& path, const Shape& in, float mean, float stddev,
+                        const std::vector<float>& channel_mean,
+                        const std::vector<float>& channel_std) {
   if (in.rank() != 3 || (in[0] != 1 && in[0] != 3))
     throw Error("the network's input is " + in.str() +
                 ", not an image (channels×height×width with 1 or 3 channels)");
@@ -69,13 +71,17 @@ Tensor load_image_input(const std::string& path, const Shape& in, float mean, fl
     throw IoError(path + ": cannot be read as an image (" + e.err +
                   "); images above OpenCV's limit of 2^30 pixels are refused");
   }
+  const bool per_channel =
+      int64_t(channel_mean.size()) == in[0] && channel_std.size() == channel_mean.size();
   Tensor x(in.with_batch(1));
   const int64_t hw = in[1] * in[2];
   for (int64_t y = 0; y < in[1]; ++y)
     for (int64_t xx = 0; xx < in[2]; ++xx)
       for (int64_t c = 0; c < in[0]; ++c) {
         float p = resized.ptr<uint8_t>(int(y))[xx * in[0] + c] / 255.0f;
-        x.f32()[c * hw + y * in[2] + xx] = (p - mean) / stddev;
+        x.f32()[c * hw + y * in[2] + xx] =
+            per_channel ? (p - channel_mean[size_t(c)]) / channel_std[size_t(c)]
+                        : (p - mean) / stddev;
       }
   return x;
 }
@@ -84,7 +90,8 @@ bool opencv_enabled() {
   return false;
 }
 
-Tensor load_image_input(const std::string& path, const Shape&, float, float) {
+Tensor load_image_input(const std::string& path, const Shape&, float, float,
+                        const std::vector<float>&, const std::vector<float>&) {
   throw Error("cannot read " + path +
               ": this build has no OpenCV; use --index N to predict a test sample");
 }

@@ -465,7 +465,14 @@ void InferencePanel::predictCurrent() {
   }
   Tensor x(in.with_batch(1));
   float* px = x.f32();
-  for (size_t i = 0; i < img.chw.size(); ++i) px[i] = (img.chw[i] / 255.f - w.mean) / w.stddev;
+  // A transfer model's project fixes the normalisation per channel (its
+  // pretrained base's); others use the training set's mean and stddev.
+  const ImagePreprocess& pre = ctx_->project().dataset.preprocess;
+  const bool per_channel = in.rank() == 3 && int64_t(pre.mean.size()) == in[0];
+  const size_t plane = size_t(in.numel() / std::max<int64_t>(1, in.rank() == 3 ? in[0] : 1));
+  for (size_t i = 0; i < img.chw.size(); ++i)
+    px[i] = per_channel ? (img.chw[i] / 255.f - pre.mean[i / plane]) / pre.std[i / plane]
+                        : (img.chw[i] / 255.f - w.mean) / w.stddev;
   try {
     const Tensor& out = probe_->forward(x);
     const int n = int(out.numel());
@@ -487,7 +494,10 @@ void InferencePanel::predictCurrent() {
     for (int k = 0; k < c; ++k)
       for (int i = 0; i < h * wd; ++i)
         heat[size_t(i)] = std::max(heat[size_t(i)], std::abs(g.f32()[size_t(k) * h * wd + i]));
-    saliency_->setImage(tensor_image(x.f32(), in, w.mean, w.stddev));
+    if (per_channel)  // the image as read, before normalisation
+      saliency_->setImage(tensor_image(x.f32(), in, 0.f, 1.f, pre.mean, pre.std));
+    else
+      saliency_->setImage(tensor_image(x.f32(), in, w.mean, w.stddev));
     saliency_->setHeatmap(heat, wd, h);
     saliency_->setCaption(tr("%1 — %2 (%3 %)")
                               .arg(QFileInfo(img.path).fileName(), className(img.top))

@@ -4,6 +4,7 @@
 #include "gui/experiments_panel.h"
 #include "gui/main_window.h"
 #include "gui/summary_panel.h"
+#include "gui/template_dialog.h"
 #include "gui/training_panel.h"
 #include "widgets/auto_layout.h"
 #include "widgets/graph_editor.h"
@@ -119,7 +120,7 @@ void MainWindow::newProject() {
 bool MainWindow::newFromTemplate(const QString& path) {
   Project p;
   try {
-    p = load_project(path.toStdString());
+    p = TemplateDialog::loadTemplate(path);
   } catch (const Error& e) {
     reportError(tr("Could not open the template %1:\n\n%2").arg(path, QString::fromUtf8(e.what())));
     return false;

@@ -41,15 +41,20 @@ QImage sample_image(const Dataset& d, int64_t index) {
   return img;
 }
 
-QImage tensor_image(const float* chw, const Shape& s, float mean, float stddev) {
+QImage tensor_image(const float* chw, const Shape& s, float mean, float stddev,
+                    const std::vector<float>& channel_mean, const std::vector<float>& channel_std) {
   if (s.rank() != 3 || (s[0] != 1 && s[0] != 3)) return {};
   const int c = int(s[0]), h = int(s[1]), w = int(s[2]);
+  const bool per_channel =
+      int(channel_mean.size()) == c && channel_std.size() == channel_mean.size();
   QImage img(w, h, c == 1 ? QImage::Format_Grayscale8 : QImage::Format_RGB888);
   for (int y = 0; y < h; ++y) {
     uchar* line = img.scanLine(y);
     for (int x = 0; x < w; ++x)
       for (int k = 0; k < c; ++k) {
-        float v = (chw[k * h * w + y * w + x] * stddev + mean) * 255.f;
+        const float m = per_channel ? channel_mean[size_t(k)] : mean;
+        const float sd = per_channel ? channel_std[size_t(k)] : stddev;
+        float v = (chw[k * h * w + y * w + x] * sd + m) * 255.f;
         line[x * c + k] = uchar(std::clamp(v, 0.f, 255.f) + 0.5f);
       }
   }
@@ -176,6 +181,18 @@ LoadedDataset ProjectContext::readDataset(const Project& project, const DatasetS
       desc = tr("image folder: %1").arg(source.path);
       break;
     }
+  }
+  // The project's image preprocessing (a transfer model's resize, grey ->
+  // RGB and its base's normalisation) applies to whatever images feed it;
+  // the project's own dataset got it when loaded.
+  const ImagePreprocess& pre = project.dataset.preprocess;
+  if (pre.active() && source.kind != DatasetSource::Kind::Project && !tt.train.pixels.empty() &&
+      tt.train.sample_shape.rank() == 3) {
+    preprocess_images(tt.train, pre);
+    if (tt.test.size() > 0) preprocess_images(tt.test, pre);
+    desc += tr(" (resized to %1, %2 channels)")
+                .arg(tt.train.sample_shape[1])
+                .arg(tt.train.sample_shape[0]);
   }
   return {std::move(tt), desc, warnings};
 }

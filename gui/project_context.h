@@ -59,7 +59,11 @@ struct RunCheckpoint {
 QImage sample_image(const Dataset& d, int64_t index);
 // An input tensor [1, C, H, W] (normalised floats) back as an image, undoing
 // the normalisation, for showing what the network saw.
-QImage tensor_image(const float* chw, const Shape& s, float mean, float stddev);
+// channel_mean/channel_std, when given one per channel, undo a per-channel
+// normalisation instead of mean/stddev.
+QImage tensor_image(const float* chw, const Shape& s, float mean, float stddev,
+                    const std::vector<float>& channel_mean = {},
+                    const std::vector<float>& channel_std = {});
 
 // Reads a checkpoint (dc::read_checkpoint) into ModelWeights; throws
 // dc::IoError naming the file.

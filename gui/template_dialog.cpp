@@ -9,6 +9,7 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/plan.h>
 #include <deepcanvas/project.h>
+#include <deepcanvas/transfer.h>
 
 #include <QDialogButtonBox>
 #include <QDir>
@@ -42,6 +43,21 @@ std::vector<std::pair<QString, QString>> TemplateDialog::templates() {
     }
   }
   return out;
+}
+
+std::vector<std::pair<QString, QString>> TemplateDialog::transferTemplates() {
+  std::vector<std::pair<QString, QString>> out;
+  for (const PretrainedBase& b : pretrained_bases())
+    out.emplace_back(QStringLiteral("Transfer: %1 base (frozen) + new head")
+                         .arg(QString::fromStdString(b.title.substr(0, b.title.find(" (")))),
+                     QStringLiteral("transfer:") + QString::fromStdString(b.id));
+  return out;
+}
+
+Project TemplateDialog::loadTemplate(const QString& path) {
+  if (path.startsWith(QStringLiteral("transfer:")))
+    return transfer_project(pretrained_base(path.mid(9).toStdString()), {});
+  return load_project(path.toStdString());
 }
 
 TemplateDialog::TemplateDialog(QWidget* parent) : QDialog(parent) {
@@ -84,10 +100,16 @@ TemplateDialog::TemplateDialog(QWidget* parent) : QDialog(parent) {
   lay->addWidget(split, 1);
   lay->addWidget(buttons);
 
-  for (const auto& [title, path] : templates()) {
+  // Transfer templates are built from a fetched base, so they are listed
+  // whether or not it is there: the preview says how to fetch it.
+  auto all = templates();
+  for (auto& t : transferTemplates()) all.push_back(std::move(t));
+  for (const auto& [title, path] : all) {
     auto* it = new QListWidgetItem(title, list_);
     it->setData(kFileRole, path);
-    it->setToolTip(path);
+    it->setToolTip(path.startsWith(QStringLiteral("transfer:"))
+                       ? tr("A pretrained base, frozen, with a new classifier head")
+                       : path);
   }
   connect(list_, &QListWidget::currentRowChanged, this, &TemplateDialog::showPreview);
   if (list_->count()) list_->setCurrentRow(0);
@@ -107,8 +129,10 @@ void TemplateDialog::showEvent(QShowEvent* e) {
 void TemplateDialog::showPreview() {
   QString file = selectedFile();
   if (file.isEmpty()) return;
+  auto* ok = findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok);
+  ok->setEnabled(true);
   try {
-    Project p = load_project(file.toStdString());
+    Project p = loadTemplate(file);
     // As New from Template will lay it out in the editor (rows for a long
     // line), at the preview's size.
     if (isVisible()) {
@@ -127,6 +151,9 @@ void TemplateDialog::showPreview() {
                        QString::fromStdString(plan.output_shape().str()));
     } catch (const Error&) {
     }
+    if (!p.training.init_weights.empty())
+      text += tr("<br>Starts from %1 (frozen layers locked); the new head learns.")
+                  .arg(QString::fromStdString(p.training.init_weights).toHtmlEscaped());
     text +=
         tr("<br>Dataset: %1 · %2 epochs, batch %3, %4")
             .arg(QString::fromStdString(p.dataset.path.empty() ? p.dataset.kind : p.dataset.path))
@@ -135,8 +162,11 @@ void TemplateDialog::showPreview() {
             .arg(QString(enum_name(p.training.optimizer.type)));
     info_->setText(text);
   } catch (const Error& e) {
+    // A transfer template without its base: say how to get it, and offer
+    // nothing to create.
     model_->reset(Graph{});
     info_->setText(QString::fromUtf8(e.what()).toHtmlEscaped());
+    ok->setEnabled(false);
   }
   // Fit once the view has its final size.
   QTimer::singleShot(0, view_, [this] { view_->fitAll(); });

@@ -11,6 +11,10 @@
 class QLabel;
 class QListWidget;
 
+namespace dc {
+struct Project;
+}
+
 namespace dc::widgets {
 class GraphModel;
 class NodeScene;
@@ -26,6 +30,13 @@ class TemplateDialog : public QDialog {
   static QString templateDir();
   // The bundled templates that load: (project name, file), by file name.
   static std::vector<std::pair<QString, QString>> templates();
+  // "Transfer: <base> (frozen) + new head" for each base DeepCanvas can
+  // fetch: (title, "transfer:<id>"), listed whether or not it is fetched.
+  static std::vector<std::pair<QString, QString>> transferTemplates();
+  // A template as a new project: a bundled file, or "transfer:<base id>"
+  // (a frozen pretrained base + new head, built from the fetched base).
+  // Throws dc::Error; for a base not fetched yet, saying how to fetch it.
+  static Project loadTemplate(const QString& path);
   // The chosen template file ("" when none).
   QString selectedFile() const;
   QListWidget* list() const { return list_; }

@@ -406,6 +406,7 @@ void TrainingPanel::startTraining() {
              QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss") +
              QString("-run%1").arg(run_ + 1);
   cfg.checkpoint_dir = run_dir_.toStdString();
+  cfg.init_weights = resolve_project_file(ctx_->project(), cfg.init_weights);
   try {
     session_->start(ctx_->project().graph, cfg, ctx_->trainSet(), ctx_->testSet());
   } catch (const std::exception& e) {

@@ -28,13 +28,33 @@ void Dataset::gather(const int64_t* idx, int64_t n, float* x, int32_t* out_label
   if (u8)
     for (int v = 0; v < 256; ++v) lut[v] = (static_cast<float>(v) / 255.0f - mean) * inv;
 
+  // Per-channel normalisation (a pretrained base's): one table per channel.
+  const bool per_channel = u8 && !channel_mean.empty();
+  std::vector<float> luts;
+  int64_t plane = per;
+  if (per_channel) {
+    const int64_t c = int64_t(channel_mean.size());
+    if (sample_shape.rank() != 3 || sample_shape[0] != c ||
+        channel_std.size() != channel_mean.size())
+      throw DataError(source + ": " + std::to_string(c) +
+                      " per-channel mean/std values for samples of " + sample_shape.str());
+    plane = per / c;
+    luts.resize(size_t(256 * c));
+    for (int64_t k = 0; k < c; ++k)
+      for (int v = 0; v < 256; ++v)
+        luts[size_t(k * 256 + v)] =
+            (float(v) / 255.0f - channel_mean[size_t(k)]) / channel_std[size_t(k)];
+  }
   for (int64_t i = 0; i < n; ++i) {
     const int64_t s = idx[i];
     if (s < 0 || s >= count)
       throw DataError(source + ": sample index " + std::to_string(s) + " is outside the dataset (" +
                       std::to_string(count) + " samples)");
     float* dst = x + i * per;
-    if (u8) {
+    if (per_channel) {
+      const uint8_t* src = pixels.data() + s * per;
+      for (int64_t k = 0; k < per; ++k) dst[k] = luts[size_t((k / plane) * 256 + src[k])];
+    } else if (u8) {
       const uint8_t* src = pixels.data() + s * per;
       for (int64_t k = 0; k < per; ++k) dst[k] = lut[src[k]];
     } else {

@@ -14,6 +14,10 @@ ProjectData load_project_dataset(const Project& p, const std::string& override_p
   else  // Fashion-MNIST's folders (the package's, the bundled subset) get its class names
     d.data = d.dir.find("fashion") != std::string::npos ? load_fashion_mnist(d.dir)
                                                         : load_idx_folder(d.dir);
+  if (s.preprocess.active()) {
+    preprocess_images(d.data.train, s.preprocess);
+    preprocess_images(d.data.test, s.preprocess);
+  }
   return d;
 }
 

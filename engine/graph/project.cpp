@@ -290,6 +290,36 @@ void read_training(const json& t, TrainConfig& c, const std::string& src) {
   }
 }
 
+json preprocess_json(const ImagePreprocess& p) {
+  json j = json::object();
+  if (p.size > 0) j["size"] = p.size;
+  if (p.channels > 0) j["channels"] = p.channels;
+  if (!p.mean.empty()) j["mean"] = p.mean;
+  if (!p.std.empty()) j["std"] = p.std;
+  return j;
+}
+
+ImagePreprocess read_preprocess(const json& j, const std::string& src) {
+  const std::string where = "dataset.preprocess";
+  if (!j.is_object()) fail(src, where, "must be an object");
+  only_keys(j, {"size", "channels", "mean", "std"}, src, where);
+  ImagePreprocess p;
+  field(j, "size", p.size, src, where);
+  field(j, "channels", p.channels, src, where);
+  for (const char* key : {"mean", "std"}) {
+    if (!j.contains(key)) continue;
+    const json& a = j[key];
+    std::vector<float>& out = std::string(key) == "mean" ? p.mean : p.std;
+    if (!a.is_array()) fail(src, where + "." + key, "must be an array of numbers, one per channel");
+    for (const json& v : a) {
+      if (!v.is_number()) fail(src, where + "." + key, "must hold numbers only");
+      out.push_back(v.get<float>());
+    }
+  }
+  if (std::string why = preprocess_problem(p); !why.empty()) fail(src, where, why);
+  return p;
+}
+
 }  // namespace
 
 std::string graph_to_json(const Graph& g) {
@@ -316,6 +346,8 @@ std::string project_to_json(const Project& p) {
     if (p.dataset.kind == "text") d["stride"] = p.dataset.stride;
     if (p.dataset.kind == "csv_sequence") d["target"] = p.dataset.target;
   }
+  if (p.dataset.preprocess.active())
+    j["dataset"]["preprocess"] = preprocess_json(p.dataset.preprocess);
   return j.dump(2) + "\n";
 }
 
@@ -340,7 +372,9 @@ Project parse_project(const std::string& text, const std::string& src) {
   p.graph = graph_from(j["graph"], src);
   if (j.contains("dataset")) {
     const json& d = j["dataset"];
-    only_keys(d, {"kind", "path", "window", "stride", "target", "test_fraction"}, src, "dataset");
+    only_keys(d, {"kind", "path", "window", "stride", "target", "test_fraction", "preprocess"}, src,
+              "dataset");
+    if (d.contains("preprocess")) p.dataset.preprocess = read_preprocess(d["preprocess"], src);
     field(d, "kind", p.dataset.kind, src, "dataset");
     field(d, "path", p.dataset.path, src, "dataset");
     field(d, "window", p.dataset.window, src, "dataset");
@@ -386,6 +420,13 @@ std::string resource_dir() {
       fs::exists(fs::path(DC_SOURCE_DIR) / "resources", ec))
     return DC_SOURCE_DIR;
   return {};
+}
+
+std::string resolve_project_file(const Project& p, const std::string& path) {
+  if (path.empty()) return path;
+  fs::path f(path);
+  if (f.is_relative() && !p.file.empty()) f = fs::path(p.file).parent_path() / f;
+  return f.lexically_normal().string();
 }
 
 std::string resolve_dataset_dir(const Project& p, const std::string& override_path) {

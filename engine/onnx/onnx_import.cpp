@@ -1900,6 +1900,9 @@ std::string import_onnx(const std::string& onnx_path, const std::string& project
   const Shape& out = *shapes.at(p.graph.outputs().at(0)).shape;
   if (out.rank() == 1) meta.num_classes = out[0];
   write_checkpoint(ck, im.weights, {}, meta);
+  // Training the imported model starts from its weights (a fresh run: new
+  // optimizer, epoch 1), so fine-tuning it or a new head on it just works.
+  p.training.init_weights = fs::path(ck).filename().string();
   try {
     save_project(p, project_path);
   } catch (...) {

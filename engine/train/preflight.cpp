@@ -44,7 +44,13 @@ void check_data(const Dataset& d, const char* what, const NetworkShapes& net, bo
            (net.input[0] == 1 ? "greyscale" : "colour") + " images");
     else
       data(set + from + " has samples of shape " + s.str() + " but the network's Input expects " +
-           net.input.str() + "; change the Input's shape");
+           net.input.str() +
+           (net.input.rank() == 3 && s.rank() == 3 && net.input[1] == net.input[2]
+                ? "; change the Input's shape, or resize the images to it (dataset.preprocess: "
+                  "size " +
+                      std::to_string(net.input[1]) +
+                      (net.input[0] == 3 && s[0] == 1 ? ", channels 3" : "") + ")"
+                : std::string("; change the Input's shape")));
   }
   if (!classification) return;
   const int32_t max_label = *std::max_element(d.labels.begin(), d.labels.end());
@@ -127,6 +133,18 @@ std::vector<RunProblem> run_problems(const Graph& g, const TrainConfig& c, const
     return out;
   }
   check_data(*train, "training", net, classification, out);
+  if (!train->channel_mean.empty()) {
+    // The augmentation fill and the CUDA gather know one mean and one
+    // standard deviation, not one per channel.
+    if (c.augment.enabled())
+      out.push_back({RunProblem::Kind::Data,
+                     "augmentation is not available with per-channel normalisation "
+                     "(dataset.preprocess.mean/std) yet; turn augmentation off"});
+    if (c.device.cuda)
+      out.push_back({RunProblem::Kind::Device,
+                     "per-channel normalisation (dataset.preprocess.mean/std) runs on the CPU "
+                     "only for now; train with --device cpu"});
+  }
   if (classification && train->size() > 0) {
     const std::set<int32_t> classes(train->labels.begin(), train->labels.end());
     if (classes.size() == 1) {

@@ -139,6 +139,11 @@ std::vector<SettingSpec> make_table() {
   t.push_back(row("normalize", "normalise inputs", run, "normalize", {},
                   "Standardise inputs with the training set's mean and standard deviation.",
                   DC_FIELD(normalize)));
+  t.push_back(row("init_weights", "start from weights", run, "init-weights", {},
+                  "A .safetensors file (relative to the project): a fresh run starts from its "
+                  "tensors where layer names match (a pretrained base); the rest starts fresh.",
+                  DC_FIELD(init_weights)));
+  t.back().written = [](const TrainConfig& c) { return !c.init_weights.empty(); };
   t.push_back(row("early_stopping_patience", "early-stopping patience", run, "patience",
                   {0, 100000}, "Epochs without improvement before stopping; 0 = never stop early.",
                   DC_FIELD(early_stopping_patience)));

@@ -8,6 +8,7 @@
 #include <deepcanvas/trainer.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <new>
 #include <tuple>
 
@@ -54,7 +55,12 @@ Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
   // A network that reads sequences takes grayscale images row by row.
   images_as_row_sequences(*train_, plan_->input_shape());
   if (test_) images_as_row_sequences(*test_, plan_->input_shape());
-  if (cfg_.normalize) {
+  if (!train_->channel_mean.empty()) {
+    // The project fixes the normalisation (a pretrained base's); the
+    // training set's statistics would undo what the base was trained on.
+    train_->mean = 0.0f;
+    train_->stddev = 1.0f;
+  } else if (cfg_.normalize) {
     compute_normalization(*train_);
   } else {
     train_->mean = 0.0f;
@@ -67,6 +73,22 @@ Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
   loss_ = make_loss(cfg_.loss, float(cfg_.label_smoothing));
   opt_ = make_optimizer(cfg_.optimizer);
   plan_->init_params(cfg_.seed);
+  if (!cfg_.init_weights.empty()) {
+    if (!cfg_.resume.empty())
+      throw Error(
+          "init_weights (--init-weights) starts a fresh run from other weights and "
+          "--resume continues a run; give only one of them");
+    if (!std::filesystem::exists(cfg_.init_weights))
+      throw IoError(cfg_.init_weights +
+                    ": weights file not found (training.init_weights / --init-weights); "
+                    "import the base model again or point it at its .safetensors");
+    SafetensorsFile f = load_safetensors(cfg_.init_weights);
+    // A checkpoint's optimizer state belongs to its own run, never to this one.
+    std::vector<std::pair<std::string, Tensor>> model;
+    for (auto& [k, t] : f.tensors)
+      if (k.rfind("optimizer.", 0) != 0) model.emplace_back(k, t);
+    init_report_ = plan_->load_matching(model, cfg_.init_weights);
+  }
   if (!cfg_.resume.empty()) {
     CheckpointInfo ck = read_checkpoint(cfg_.resume);
     plan_->load_state(ck.model, cfg_.resume);
@@ -222,7 +244,10 @@ void Trainer::run() {
         (test_ ? std::to_string(test_->size()) : std::string("no")) + " test; " +
         std::to_string(plan_->num_parameters()) + " trainable parameters" +
         (plan_->has_frozen() ? ", " + std::to_string(plan_->num_frozen_parameters()) + " frozen"
-                             : std::string());
+                             : std::string()) +
+        (cfg_.init_weights.empty()
+             ? std::string()
+             : "; weights from " + cfg_.init_weights + ": " + init_report_.summary());
     emit(started);
     start_telemetry();
 

@@ -54,7 +54,7 @@ AttrValue other_value(const SettingSpec& s) {
         if (c != std::get<std::string>(a.def)) return c;
       break;
     default:
-      return std::string("cuda:1");  // the device, the only free-text row
+      return std::string("cuda:1");  // free text: the device, init_weights (a file name)
   }
   ADD_FAILURE() << s.attr.name << " has no second value";
   return a.def;

@@ -2,7 +2,8 @@
 // templates.png) from the real window, without a display:
 //   QT_QPA_PLATFORM=offscreen build/bin/editor_screenshots docs/images
 // --dark uses View → Theme → Dark, --size=1920x1080 another window size,
-// --problems adds editor-problems.png.
+// --problems adds editor-problems.png, --transfer templates-transfer.png and
+// transfer_template.png (with the fetched base).
 // Not a test: it only draws.
 #include "gui/main_window.h"
 #include "gui/template_dialog.h"
@@ -70,6 +71,21 @@ int main(int argc, char** argv) {
       dlg.list()->setCurrentRow(i);
   QTest::qWait(50);
   ok = dlg.grab().save(out + "/templates.png") && ok;
+  // With --transfer: the transfer template (needs the fetched base,
+  // installer/fetch-pretrained.sh) in the dialog and in the editor.
+  if (args.contains("--transfer")) {
+    for (int i = 0; i < dlg.list()->count(); ++i)
+      if (dlg.list()->item(i)->text().startsWith("Transfer:")) dlg.list()->setCurrentRow(i);
+    QTest::qWait(50);
+    ok = dlg.grab().save(out + "/templates-transfer.png") && ok;
+    dlg.hide();
+    ok = w.newFromTemplate(QStringLiteral("transfer:efficientnet_lite0")) && ok;
+    QTest::qWait(50);
+    w.action("actionAutoLayout")->trigger();
+    w.view()->fitAll();
+    QTest::qWait(50);
+    ok = w.grab().save(out + "/transfer_template.png") && ok;
+  }
   std::printf("%s\n", ok ? "written" : "failed");
   return ok ? 0 : 1;
 }

@@ -25,6 +25,10 @@ struct Dataset {
   // Normalisation applied when gathering: pixels -> (p/255 - mean)/stddev,
   // values -> (v - mean)/stddev.
   float mean = 0.f, stddev = 1.f;
+  // Per-channel normalisation of byte images (a pretrained base's, e.g.
+  // ImageNet's): when set (one value per channel), pixels -> (p/255 -
+  // channel_mean[c]) / channel_std[c] and mean/stddev are not used.
+  std::vector<float> channel_mean, channel_std;
   std::string source;  // file or folder it came from (for messages)
   // values are token ids (text): never normalised, so they stay exact.
   bool tokens = false;
@@ -90,6 +94,27 @@ struct TrainTest {
 TrainTest load_idx_folder(const std::string& dir);
 // load_idx_folder plus the 10 Fashion-MNIST class names.
 TrainTest load_fashion_mnist(const std::string& dir);
+
+// Image preprocessing a project asks for, so that data fits a network made
+// for other images (a pretrained RGB base fed grey 28x28 Fashion-MNIST):
+// bilinear resize to size x size, grey replicated to 3 channels, and fixed
+// per-channel normalisation. Zero/empty fields leave that step out.
+struct ImagePreprocess {
+  int64_t size = 0;              // > 0: resize every image to size x size
+  int64_t channels = 0;          // 3: grey -> RGB (1 or 3: what the images must end with)
+  std::vector<float> mean, std;  // one per output channel, on p/255
+  bool active() const { return size > 0 || channels > 0 || !mean.empty(); }
+};
+// Empty when p is usable, else what is wrong with it (names the field).
+std::string preprocess_problem(const ImagePreprocess& p);
+// Applies p to a byte-image dataset in place (sample_shape {C,H,W}); throws
+// DataError naming the dataset for float or sequence data, or for a channel
+// count it cannot produce (RGB -> grey is not offered).
+void preprocess_images(Dataset& d, const ImagePreprocess& p);
+// One image, channels-first bytes of shape {C,H,W}, as preprocess_images
+// would store it: the resized/replicated bytes, shape updated.
+std::vector<uint8_t> preprocess_image(const std::vector<uint8_t>& chw, Shape& shape,
+                                      const ImagePreprocess& p);
 
 // Sets mean/stddev to those of p/255 (or of the values) over the dataset.
 void compute_normalization(Dataset& d);

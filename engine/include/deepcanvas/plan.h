@@ -120,6 +120,20 @@ class Plan {
   void load_state(const std::vector<std::pair<std::string, Tensor>>& tensors,
                   const std::string& source);
 
+  // What load_matching found: layers (node names) whose every tensor came
+  // from the file, layers left as initialised, and file tensors no layer
+  // uses (e.g. the replaced classifier of a pretrained base).
+  struct MatchReport {
+    std::vector<std::string> loaded_layers, fresh_layers, unused;
+    int64_t loaded_tensors = 0;
+    std::string summary() const;  // one line for logs and the app
+  };
+  // Copies in the tensors whose names match a parameter or buffer and leaves
+  // the others as they are. Throws IoError naming the tensor when a match
+  // has another shape, and when nothing matches at all (another network).
+  MatchReport load_matching(const std::vector<std::pair<std::string, Tensor>>& tensors,
+                            const std::string& source);
+
   // The lowered graph this plan runs, for backends that shadow it.
   const std::vector<PlanStep>& steps() const { return lowered_; }
 

@@ -27,6 +27,9 @@ struct DatasetSpec {
   int64_t stride = 1;          // text: distance between windows
   std::string target;          // csv_sequence: label column ("" = last)
   double test_fraction = 0.1;  // end of the text / series kept for testing
+  // Images: resize / grey->RGB / per-channel normalisation before training
+  // and inference ("preprocess" in the file; see ImagePreprocess).
+  ImagePreprocess preprocess;
 };
 
 struct Project {
@@ -61,6 +64,10 @@ struct ProjectData {
   std::string dir;
 };
 ProjectData load_project_dataset(const Project& p, const std::string& override_path = "");
+
+// A file a project names (training.init_weights): relative to the project
+// file's folder, or as given when absolute or the project is unsaved.
+std::string resolve_project_file(const Project& p, const std::string& path);
 
 // Where bundled resources (templates, sample data) live: next to the
 // installed binary (../share/deepcanvas) or, in a build tree, the sources.

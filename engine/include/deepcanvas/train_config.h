@@ -43,10 +43,14 @@ struct TrainConfig {
   double label_smoothing = 0.0;
   double val_split = 0.0;  // fraction of the training set held out for validation
   uint64_t seed = 42;
-  int threads = 0;                    // 0: all cores
-  bool normalize = true;              // standardise inputs with the training set's mean/std
-  std::string checkpoint_dir;         // "" = none; else last.safetensors / best.safetensors there
-  std::string resume;                 // a checkpoint to continue from
+  int threads = 0;             // 0: all cores
+  bool normalize = true;       // standardise inputs with the training set's mean/std
+  std::string checkpoint_dir;  // "" = none; else last.safetensors / best.safetensors there
+  std::string resume;          // a checkpoint to continue from
+  // A safetensors file (a pretrained base): a fresh run (epoch 1, new
+  // optimizer state) starts from its tensors wherever a parameter's name
+  // matches; the rest (a new head) is initialised from the seed.
+  std::string init_weights;
   int early_stopping_patience = 0;    // epochs without improvement; 0 = off
   bool restore_best = true;           // at the end, load the best epoch's weights (if any was kept)
   int64_t steps_per_epoch_limit = 0;  // 0 = whole epoch (tests and quick looks use less)

@@ -160,6 +160,8 @@ class Trainer {
   DevicePlan* device_plan() { return dplan_.get(); }
   const TrainConfig& config() const { return cfg_; }
   const Dataset& train_data() const { return *train_; }
+  // What init_weights loaded (empty report when the run has none).
+  const Plan::MatchReport& init_report() const { return init_report_; }
 
   // Writes a checkpoint of the current weights (atomically).
   void save_checkpoint(const std::string& path, int epoch, int64_t step,
@@ -213,6 +215,7 @@ class Trainer {
   std::mutex pause_m_;
   std::condition_variable pause_cv_;
   int start_epoch_ = 1;
+  Plan::MatchReport init_report_;
   int64_t mem_baseline_ = 0;  // dc::mem live bytes when constructed
   int64_t start_step_ = 0;
   // device != cpu: the plan on the device and the resident datasets.
