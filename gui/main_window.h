@@ -154,6 +154,8 @@ class MainWindow : public QMainWindow {
   QByteArray modelLayoutState();      // saveState() with the Model tab's docks
   void syncContext();                 // the project as edited -> the dashboard panels
   bool trainingActive() const;
+  // Help → Benchmark This Machine is measuring (runs are refused meanwhile).
+  bool benchmarkMeasuring() const;
   // Apply best: the best trial's settings and attributes as one undo step.
   QString applySweepValues(const std::vector<BestValue>& values, const QString& what);
   // Asks to stop a running training before `why` (e.g. "close the window");

@@ -7,6 +7,8 @@
 #include "gui/experiments_panel.h"
 #include "gui/inference_panel.h"
 #include "gui/main_window.h"
+
+#include "gui/benchmark_dialog.h"
 #include "gui/project_context.h"
 #include "gui/training_panel.h"
 #include "widgets/graph_editor.h"
@@ -154,6 +156,10 @@ void MainWindow::syncContext() {
 
 bool MainWindow::trainingActive() const {
   return training_panel_ && training_panel_->session()->active();
+}
+
+bool MainWindow::benchmarkMeasuring() const {
+  return BenchmarkDialog::anyMeasuring();
 }
 
 bool MainWindow::confirmStopTraining(const QString& why) {

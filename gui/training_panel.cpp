@@ -1,5 +1,6 @@
 #include "gui/training_panel.h"
 
+#include "gui/benchmark_dialog.h"
 #include "gui/evaluation_view.h"
 #include "gui/process_stats.h"
 #include "gui/settings_form.h"
@@ -382,6 +383,14 @@ void TrainingPanel::appendLog(const QString& line) {
 
 void TrainingPanel::startTraining() {
   if (session_->active()) return;
+  // The benchmark would measure a machine busy with this run, and the run
+  // would share its cores: the figures and the run would both be off.
+  if (BenchmarkDialog::anyMeasuring()) {
+    showProblems(
+        {tr("The machine benchmark (Help → Benchmark This Machine) is measuring: "
+            "start the run when it has finished, in a few seconds.")});
+    return;
+  }
   // Convenience: a project names its dataset, so Start works without a visit
   // to the Dataset tab.
   if (!ctx_->hasDataset()) {

@@ -104,10 +104,11 @@ class TrainingPanel : public QWidget {
   // Run with PyTorch…: like openRun for a run that is about to start, so its
   // metrics.jsonl may not exist yet; it is followed from when it appears.
   QString followRun(const QString& dir);
-  // The process writing the followed run ended: reads what is left (a last
+  // The process writing the run in `dir` ended: reads what is left (a last
   // line without its newline included) and stops following with `result`
-  // in the Runs table, unless the run's end line already ended it.
-  void endFollowedRun(const QString& result);
+  // in the Runs table, unless the run's end line already ended it. Nothing
+  // when the followed run is another folder (one opened since with Open Run…).
+  void endFollowedRun(const QString& dir, const QString& result);
   // Whether an opened run is still being followed (no "end" line yet).
   bool followingRun() const { return import_ != nullptr; }
   // Reads what the followed run appended (the file watcher and a timer call it).
