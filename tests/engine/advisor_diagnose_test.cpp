@@ -258,8 +258,11 @@ TEST(RunPrediction, ThreadsZeroUsesTheHardwareCountNotTheLastRunsSetting) {
 // A malformed user GPU catalog costs the prediction, not the run.
 TEST(RunPrediction, AMalformedUserCatalogIsAReasonNotAnException) {
   ScratchXdg config("XDG_CONFIG_HOME");
+  const std::filesystem::path user = user_gpu_catalog_path();
+  ASSERT_EQ(user.string().rfind(config.dir().string(), 0), 0u) << user;
+  std::filesystem::create_directories(user.parent_path());
   {
-    std::ofstream f(config.dir() / "gpus.json");
+    std::ofstream f(user);
     f << "{ this is not json";
   }
   TrainConfig c;
@@ -268,7 +271,7 @@ TEST(RunPrediction, AMalformedUserCatalogIsAReasonNotAnException) {
   EXPECT_NO_THROW(
       r = predict_run(test::quadrant_mlp(), c, "NVIDIA H100 80GB HBM3", int64_t(80) << 30));
   EXPECT_FALSE(r.available);
-  EXPECT_NE(r.why.find("gpus.json"), std::string::npos) << r.why;
+  EXPECT_NE(r.why.find(user.string() + ": not valid JSON"), std::string::npos) << r.why;
 }
 
 }  // namespace
