@@ -511,6 +511,10 @@ TEST_F(SweepTest, AParallelSweepPutsTheThreadCountBack) {
   set_num_threads(3);
   Sweep s(project_, data_, space_, opt_, "");
   s.run();
+  // At least one trial trained (its Trainer set 1 thread process-wide).
+  int trained = 0;
+  for (const Trial& t : s.state().trials) trained += t.status == Trial::Status::Completed;
+  EXPECT_GE(trained, 1);
   EXPECT_EQ(num_threads(), 3);
   set_num_threads(before);
 }
