@@ -127,6 +127,8 @@ class MainWindow : public QMainWindow {
   // Help → Benchmark This Machine…: opens (or raises) the dialog; it
   // measures on the first visit and shows the cached result after.
   BenchmarkDialog* openBenchmark();
+  // Help → Benchmark This Machine is measuring (runs are refused meanwhile).
+  bool benchmarkMeasuring() const;
   InferencePanel* inferencePanel() const { return inference_panel_; }
   ExperimentsPanel* experimentsPanel() const { return experiments_panel_; }
   StartPage* startPage() const { return start_page_; }
@@ -154,8 +156,6 @@ class MainWindow : public QMainWindow {
   QByteArray modelLayoutState();      // saveState() with the Model tab's docks
   void syncContext();                 // the project as edited -> the dashboard panels
   bool trainingActive() const;
-  // Help → Benchmark This Machine is measuring (runs are refused meanwhile).
-  bool benchmarkMeasuring() const;
   // Apply best: the best trial's settings and attributes as one undo step.
   QString applySweepValues(const std::vector<BestValue>& values, const QString& what);
   // Asks to stop a running training before `why` (e.g. "close the window");

@@ -37,6 +37,14 @@ void MainWindow::createModes() {
   modes_->setTabPosition(QTabWidget::North);
   dataset_panel_ = new DatasetPanel(ctx_, modes_);
   training_panel_ = new TrainingPanel(ctx_, modes_);
+  // The benchmark would measure a machine busy with the run, and the run
+  // would share its cores: both would be off.
+  training_panel_->setStartBlocker([this] {
+    return benchmarkMeasuring()
+               ? tr("The machine benchmark (Help → Benchmark This Machine) is measuring: start "
+                    "the run when it has finished, in a few seconds.")
+               : QString();
+  });
   // "Use" in the LR finder and the batch hint's Apply are undoable edits.
   training_panel_->setUndoStack(editor_->undoStack());
   inference_panel_ = new InferencePanel(ctx_, modes_);

@@ -1,6 +1,5 @@
 #include "gui/training_panel.h"
 
-#include "gui/benchmark_dialog.h"
 #include "gui/evaluation_view.h"
 #include "gui/process_stats.h"
 #include "gui/settings_form.h"
@@ -383,13 +382,12 @@ void TrainingPanel::appendLog(const QString& line) {
 
 void TrainingPanel::startTraining() {
   if (session_->active()) return;
-  // The benchmark would measure a machine busy with this run, and the run
-  // would share its cores: the figures and the run would both be off.
-  if (BenchmarkDialog::anyMeasuring()) {
-    showProblems(
-        {tr("The machine benchmark (Help → Benchmark This Machine) is measuring: "
-            "start the run when it has finished, in a few seconds.")});
-    return;
+  // The window's reason not to start now (the machine benchmark measuring).
+  if (start_blocker_) {
+    if (const QString why = start_blocker_(); !why.isEmpty()) {
+      showProblems({why});
+      return;
+    }
   }
   // Convenience: a project names its dataset, so Start works without a visit
   // to the Dataset tab.

@@ -12,6 +12,7 @@
 #include <deepcanvas/run_log.h>
 
 #include <QWidget>
+#include <functional>
 #include <memory>
 
 class QComboBox;
@@ -134,6 +135,9 @@ class TrainingPanel : public QWidget {
 
  public slots:
   void startTraining();  // problems go to the banner and the log, never a modal dialog
+  // Asked before each start: a non-empty answer refuses it with that reason
+  // (the main window: not while Help → Benchmark This Machine measures).
+  void setStartBlocker(std::function<QString()> f) { start_blocker_ = std::move(f); }
 
  signals:
   // After a run ends with weights worth using (finished or stopped); the
@@ -198,6 +202,7 @@ class TrainingPanel : public QWidget {
   QTimer* import_timer_ = nullptr;
   QFileSystemWatcher* import_watch_ = nullptr;
   QUndoStack* undo_ = nullptr;
+  std::function<QString()> start_blocker_;
   QPushButton* lr_find_ = nullptr;
   LrFinderDialog* lr_dialog_ = nullptr;
   QFrame* batch_hint_ = nullptr;
