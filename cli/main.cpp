@@ -338,7 +338,7 @@ int cmd_train(const Args& a) {
   if (!quiet)
     std::fprintf(stderr, "Training '%s' on %s (%lld train / %lld test samples, %d threads)\n",
                  p.name.c_str(), data.dir.c_str(), (long long)train->size(),
-                 (long long)test->size(), num_threads());
+                 (long long)test->size(), resolved_threads(c.threads));
   if (!quiet && std::isfinite(unigram))
     std::fprintf(stderr, "unigram entropy of the training text: %.4f nats per character\n",
                  unigram);

@@ -6,6 +6,7 @@
 #include <deepcanvas/sysinfo.h>
 
 #include <QCheckBox>
+#include <QCoreApplication>
 #include <QDialogButtonBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -30,8 +31,25 @@ std::atomic<bool> g_running{false};
 std::mutex g_error_m;
 QString g_error;  // the last measurement's failure, if any
 
+// The worker, joinable and owned by the process rather than detached:
+// quitting during a measurement joins it (aboutToQuit, and this holder's
+// destructor, which runs before g_error's because it is constructed later)
+// instead of running static destructors under a live thread.
+struct Worker {
+  std::thread thread;
+  ~Worker() { join(); }
+  void join() {
+    if (thread.joinable()) thread.join();
+  }
+};
+Worker& worker() {
+  static Worker w;
+  return w;
+}
+
+// What a run with threads 0 uses, not what the last Trainer left set.
 std::string this_key() {
-  return advisor::bench_key("cpu", advisor::cpu_model_name(), num_threads());
+  return advisor::bench_key("cpu", advisor::cpu_model_name(), resolved_threads(0));
 }
 
 QTableWidgetItem* cell(const QString& text, bool bold = false) {
@@ -143,7 +161,7 @@ void BenchmarkDialog::loadCached() {
   else
     status_->setText(tr("This machine has not been measured at %1 threads yet: Measure takes a "
                         "few seconds.")
-                         .arg(num_threads()));
+                         .arg(resolved_threads(0)));
   if (!catalog_error_.isEmpty())
     status_->setText(status_->text() + "\n" + tr("GPU catalog: %1").arg(catalog_error_));
   fillTable();
@@ -151,6 +169,14 @@ void BenchmarkDialog::loadCached() {
 
 bool BenchmarkDialog::measuring() const {
   return g_running;
+}
+
+bool BenchmarkDialog::anyMeasuring() {
+  return g_running;
+}
+
+void BenchmarkDialog::waitForMeasurement() {
+  worker().join();
 }
 
 void BenchmarkDialog::setBlocked(const QString& why) {
@@ -166,17 +192,29 @@ void BenchmarkDialog::measure() {
     std::lock_guard<std::mutex> l(g_error_m);
     g_error.clear();
   }
-  // Detached: a closed dialog does not wait for it; the result goes to the
-  // cache, which is rewritten atomically.
-  std::thread([] {
+  // A closed dialog does not wait for it; the result goes to the cache,
+  // which is rewritten atomically. The previous worker has ended (g_running
+  // was false), so this join does not wait.
+  Worker& w = worker();
+  w.join();
+  static const bool joins_on_quit = [] {
+    if (QCoreApplication* app = QCoreApplication::instance())
+      QObject::connect(app, &QCoreApplication::aboutToQuit, app, [] { worker().join(); });
+    return true;
+  }();
+  (void)joins_on_quit;
+  w.thread = std::thread([] {
     try {
+      // Measure at the count the key names (a sweep may have left 1 set);
+      // runs are refused while this measures, so nothing else uses it.
+      set_num_threads(resolved_threads(0));
       advisor::cpu_bench(true);
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> l(g_error_m);
       g_error = QString::fromUtf8(e.what());
     }
     g_running = false;
-  }).detach();
+  });
   status_->setText(
       tr("Measuring GEMM, convolution, memory bandwidth and per-step overhead "
          "(a few seconds)…"));
@@ -214,9 +252,9 @@ void BenchmarkDialog::fillTable() {
     for (int c = 0; c < values.size(); ++c) table_->setItem(r, c + 1, cell(values[c], bold));
   };
   const QString here =
-      tr("This machine: %1 (%2 threads, measured)")
+      (have_ ? tr("This machine: %1 (%2 threads, measured)") : tr("This machine: %1 (%2 threads)"))
           .arg(QString::fromStdString(have_ ? bench_.name : advisor::cpu_model_name()))
-          .arg(have_ ? bench_.threads : num_threads());
+          .arg(have_ ? bench_.threads : resolved_threads(0));
   if (have_)
     add(here,
         {num(bench_.fp32_gflops), "—", num(bench_.conv_gflops), num(bench_.mem_bandwidth_gbs),

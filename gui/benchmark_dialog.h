@@ -31,6 +31,10 @@ class BenchmarkDialog : public QDialog {
   // cores and the engine's thread pool); empty: it may.
   void setBlocked(const QString& why);
   bool measuring() const;
+  // Whether a measurement runs in this process (any dialog, open or closed).
+  static bool anyMeasuring();
+  // Joins the measurement's worker, if any (quitting does this too).
+  static void waitForMeasurement();
   bool hasResult() const { return have_; }
   const advisor::DeviceBench& result() const { return bench_; }
   QTableWidget* table() const { return table_; }

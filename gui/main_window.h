@@ -127,6 +127,8 @@ class MainWindow : public QMainWindow {
   // Help → Benchmark This Machine…: opens (or raises) the dialog; it
   // measures on the first visit and shows the cached result after.
   BenchmarkDialog* openBenchmark();
+  // Help → Benchmark This Machine is measuring (runs are refused meanwhile).
+  bool benchmarkMeasuring() const;
   InferencePanel* inferencePanel() const { return inference_panel_; }
   ExperimentsPanel* experimentsPanel() const { return experiments_panel_; }
   StartPage* startPage() const { return start_page_; }

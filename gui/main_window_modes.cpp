@@ -7,6 +7,8 @@
 #include "gui/experiments_panel.h"
 #include "gui/inference_panel.h"
 #include "gui/main_window.h"
+
+#include "gui/benchmark_dialog.h"
 #include "gui/project_context.h"
 #include "gui/training_panel.h"
 #include "widgets/graph_editor.h"
@@ -35,6 +37,14 @@ void MainWindow::createModes() {
   modes_->setTabPosition(QTabWidget::North);
   dataset_panel_ = new DatasetPanel(ctx_, modes_);
   training_panel_ = new TrainingPanel(ctx_, modes_);
+  // The benchmark would measure a machine busy with the run, and the run
+  // would share its cores: both would be off.
+  training_panel_->setStartBlocker([this] {
+    return benchmarkMeasuring()
+               ? tr("The machine benchmark (Help → Benchmark This Machine) is measuring: start "
+                    "the run when it has finished, in a few seconds.")
+               : QString();
+  });
   // "Use" in the LR finder and the batch hint's Apply are undoable edits.
   training_panel_->setUndoStack(editor_->undoStack());
   inference_panel_ = new InferencePanel(ctx_, modes_);
@@ -154,6 +164,10 @@ void MainWindow::syncContext() {
 
 bool MainWindow::trainingActive() const {
   return training_panel_ && training_panel_->session()->active();
+}
+
+bool MainWindow::benchmarkMeasuring() const {
+  return BenchmarkDialog::anyMeasuring();
 }
 
 bool MainWindow::confirmStopTraining(const QString& why) {

@@ -116,7 +116,7 @@ void MainWindow::createPyTorchConsole() {
   connect(pytorch_run_, &PyTorchRun::failed, this,
           [this](const QString& why) { reportError(tr("Run with PyTorch: %1").arg(why)); });
   connect(pytorch_run_, &PyTorchRun::finished, this, [this](bool, const QString& result) {
-    training_panel_->endFollowedRun(tr("PyTorch: %1").arg(result));
+    training_panel_->endFollowedRun(pytorch_run_->options().out_dir, tr("PyTorch: %1").arg(result));
     statusBar()->showMessage(
         tr("PyTorch run %1; its folder: %2")
             .arg(result, QDir::toNativeSeparators(pytorch_run_->options().out_dir)),
@@ -134,6 +134,12 @@ bool MainWindow::runWithPyTorch(const PyTorchRunOptions* preset) {
     reportError(tr("A run is training here; start the PyTorch run when it has ended."));
     return false;
   }
+  if (benchmarkMeasuring()) {
+    reportError(
+        tr("The machine benchmark (Help → Benchmark This Machine) is measuring; start "
+           "the PyTorch run when it has finished, in a few seconds."));
+    return false;
+  }
   const Project p = project();
   PyTorchRunOptions o;
   bool force = true;
@@ -144,6 +150,7 @@ bool MainWindow::runWithPyTorch(const PyTorchRunOptions* preset) {
     const QString start = (file_.isEmpty() ? QDir::homePath() : QFileInfo(file_).absolutePath()) +
                           "/" + base + "-pytorch";
     PyTorchRunDialog dialog(start, p.training.epochs, p.training.batch, this);
+    if (!file_.isEmpty()) dialog.setProjectDir(QFileInfo(file_).absolutePath());
     if (dialog.exec() != QDialog::Accepted) return false;
     o = dialog.options();
     const QDir d(o.export_dir);
@@ -158,6 +165,11 @@ bool MainWindow::runWithPyTorch(const PyTorchRunOptions* preset) {
         return false;
       force = true;
     }
+  }
+  // A blank folder would be the app's working folder (QDir("")): refuse it.
+  if (o.export_dir.trimmed().isEmpty() || o.python.trimmed().isEmpty()) {
+    reportError(tr("Run with PyTorch needs an export folder and a Python interpreter."));
+    return false;
   }
   if (o.data.isEmpty()) {
     try {

@@ -116,7 +116,17 @@ PyTorchRunDialog::PyTorchRunDialog(const QString& export_dir, int epochs, qint64
 
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
   buttons->button(QDialogButtonBox::Ok)->setText(tr("Export and Run"));
+  problem_ = new QLabel(this);
+  problem_->setObjectName("pytorchProblem");
+  problem_->setWordWrap(true);
+  problem_->setStyleSheet("color: #b00020");
+  problem_->hide();
+  form->addRow(problem_);
   connect(buttons, &QDialogButtonBox::accepted, this, [this] {
+    const QString why = problem();
+    problem_->setText(why);
+    problem_->setVisible(!why.isEmpty());
+    if (!why.isEmpty()) return;
     remember();
     accept();
   });
@@ -132,13 +142,33 @@ QString PyTorchRunDialog::runFolderFor(const QString& export_dir) {
 }
 
 void PyTorchRunDialog::updateOut() {
-  out_->setText(QDir::toNativeSeparators(runFolderFor(export_dir_->text())));
+  out_->setText(export_dir_->text().trimmed().isEmpty()
+                    ? QString()
+                    : QDir::toNativeSeparators(options().out_dir));
+}
+
+void PyTorchRunDialog::setProjectDir(const QString& dir) {
+  project_dir_ = dir;
+  updateOut();
+}
+
+QString PyTorchRunDialog::problem() const {
+  if (export_dir_->text().trimmed().isEmpty())
+    return tr("Choose a folder to export to: train.py is written and runs there.");
+  if (python_->text().trimmed().isEmpty())
+    return tr("Choose the Python that runs train.py (for example /usr/bin/python3).");
+  return {};
 }
 
 PyTorchRunOptions PyTorchRunDialog::options() const {
   PyTorchRunOptions o;
   o.python = python_->text().trimmed();
-  o.export_dir = QDir::cleanPath(export_dir_->text().trimmed());
+  const QString dir = export_dir_->text().trimmed();
+  // Relative to the project's folder; a blank one stays blank (problem()).
+  o.export_dir =
+      dir.isEmpty() ? QString()
+                    : QDir::cleanPath(QDir(project_dir_.isEmpty() ? QDir::homePath() : project_dir_)
+                                          .absoluteFilePath(dir));
   o.out_dir = runFolderFor(o.export_dir);
   o.processes = processes_->value();
   o.device = device_->currentText();

@@ -21,7 +21,14 @@ class PyTorchRunDialog : public QDialog {
   PyTorchRunDialog(const QString& export_dir, int epochs, qint64 batch, QWidget* parent = nullptr);
   // The options as entered; out_dir is a new folder beside the export
   // (EXPORT-runs/yyyyMMdd-HHmmss), so replacing the export keeps old runs.
+  // A relative export folder is taken against `dir`, the project's folder
+  // (the home folder until this is called), never the app's working folder.
+  void setProjectDir(const QString& dir);
   PyTorchRunOptions options() const;
+  // Why the options cannot run ("" when they can): a blank export folder or
+  // Python. Export and Run refuses them with this under the form.
+  QString problem() const;
+  QLabel* problemLabel() const { return problem_; }
   // Saves what is remembered (called on accept).
   void remember() const;
   // The run folder for an export folder, stamped with the current time.
@@ -34,6 +41,8 @@ class PyTorchRunDialog : public QDialog {
   QSpinBox *processes_, *epochs_, *batch_, *max_steps_;
   QComboBox *device_, *start_from_;
   QLabel* out_;
+  QLabel* problem_;
+  QString project_dir_;
 };
 
 }  // namespace dc::gui

@@ -382,6 +382,13 @@ void TrainingPanel::appendLog(const QString& line) {
 
 void TrainingPanel::startTraining() {
   if (session_->active()) return;
+  // The window's reason not to start now (the machine benchmark measuring).
+  if (start_blocker_) {
+    if (const QString why = start_blocker_(); !why.isEmpty()) {
+      showProblems({why});
+      return;
+    }
+  }
   // Convenience: a project names its dataset, so Start works without a visit
   // to the Dataset tab.
   if (!ctx_->hasDataset()) {

@@ -12,6 +12,7 @@
 #include <deepcanvas/run_log.h>
 
 #include <QWidget>
+#include <functional>
 #include <memory>
 
 class QComboBox;
@@ -104,10 +105,11 @@ class TrainingPanel : public QWidget {
   // Run with PyTorch…: like openRun for a run that is about to start, so its
   // metrics.jsonl may not exist yet; it is followed from when it appears.
   QString followRun(const QString& dir);
-  // The process writing the followed run ended: reads what is left (a last
+  // The process writing the run in `dir` ended: reads what is left (a last
   // line without its newline included) and stops following with `result`
-  // in the Runs table, unless the run's end line already ended it.
-  void endFollowedRun(const QString& result);
+  // in the Runs table, unless the run's end line already ended it. Nothing
+  // when the followed run is another folder (one opened since with Open Run…).
+  void endFollowedRun(const QString& dir, const QString& result);
   // Whether an opened run is still being followed (no "end" line yet).
   bool followingRun() const { return import_ != nullptr; }
   // Reads what the followed run appended (the file watcher and a timer call it).
@@ -133,6 +135,9 @@ class TrainingPanel : public QWidget {
 
  public slots:
   void startTraining();  // problems go to the banner and the log, never a modal dialog
+  // Asked before each start: a non-empty answer refuses it with that reason
+  // (the main window: not while Help → Benchmark This Machine measures).
+  void setStartBlocker(std::function<QString()> f) { start_blocker_ = std::move(f); }
 
  signals:
   // After a run ends with weights worth using (finished or stopped); the
@@ -197,6 +202,7 @@ class TrainingPanel : public QWidget {
   QTimer* import_timer_ = nullptr;
   QFileSystemWatcher* import_watch_ = nullptr;
   QUndoStack* undo_ = nullptr;
+  std::function<QString()> start_blocker_;
   QPushButton* lr_find_ = nullptr;
   LrFinderDialog* lr_dialog_ = nullptr;
   QFrame* batch_hint_ = nullptr;

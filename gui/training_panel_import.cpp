@@ -94,8 +94,8 @@ void TrainingPanel::pollImportedRun() {
   readImportedRun(false);
 }
 
-void TrainingPanel::endFollowedRun(const QString& result) {
-  if (!import_) return;
+void TrainingPanel::endFollowedRun(const QString& dir, const QString& result) {
+  if (!import_ || QDir(dir).absolutePath() != import_dir_) return;
   if (QFileInfo(QString::fromStdString(import_->path())).isFile()) {
     readImportedRun(true);  // a last line without its newline counts now
   }

@@ -38,7 +38,9 @@ QString secondsText(double s) {
 
 advisor::DeviceBench cachedOrDefaultBench(bool* measured) {
   advisor::DeviceBench b;
-  const std::string key = advisor::bench_key("cpu", advisor::cpu_model_name(), num_threads());
+  // The count a run with threads 0 uses (the benchmark dialog's key), not
+  // what the last Trainer left set.
+  const std::string key = advisor::bench_key("cpu", advisor::cpu_model_name(), resolved_threads(0));
   if (advisor::load_cached_bench(key, b)) {
     *measured = true;
     return b;
@@ -48,7 +50,7 @@ advisor::DeviceBench cachedOrDefaultBench(bool* measured) {
   // on the absolute figures; the legend says they are defaults.
   *measured = false;
   b.name = "default CPU figures";
-  b.threads = num_threads();
+  b.threads = resolved_threads(0);
   b.fp32_gflops = 100;
   b.conv_gflops = 50;
   b.mem_bandwidth_gbs = 15;
@@ -64,8 +66,8 @@ CostReport predictCosts(const Graph& g, int64_t batch, const OptimizerConfig& op
   r.device = QString::fromStdString(bench.name);
   if (!measured)
     r.device += QObject::tr(
-        " (no benchmark of this machine cached: run deepcanvas-cli "
-        "bench-device once)");
+        " (no benchmark of this machine cached: Help → Benchmark This Machine…, or "
+        "deepcanvas-cli bench-device)");
   if (g.empty()) {
     r.error = QObject::tr("The network is empty.");
     return r;
@@ -189,22 +191,20 @@ void CostOverlay::schedule() {
 
 void CostOverlay::compute() {
   if (!enabled_) return;
-  if (!bench_loaded_) {
-    // Once: the cache file does not change while the app runs, except by
-    // bench-device, whose new figures the next session picks up.
-    bench_ = cachedOrDefaultBench(&bench_measured_);
-    bench_loaded_ = true;
-  }
   // The worker gets its own copy of the graph: the model may change while
   // it runs.
-  job_->request([this, g = model_->graph(), batch = batch_, opt = optimizer_, bench = bench_,
-                 measured = bench_measured_]() -> std::function<void()> {
-    CostReport r = predictCosts(g, batch, opt, bench, measured);
-    return [this, r = std::move(r)]() mutable {
-      report_ = std::move(r);
-      apply();
-    };
-  });
+  job_->request(
+      [this, g = model_->graph(), batch = batch_, opt = optimizer_]() -> std::function<void()> {
+        // Read on every compute (a small file, on the worker): Help → Benchmark
+        // This Machine or bench-device may have measured since the last one.
+        bool measured = false;
+        const advisor::DeviceBench bench = cachedOrDefaultBench(&measured);
+        CostReport r = predictCosts(g, batch, opt, bench, measured);
+        return [this, r = std::move(r)]() mutable {
+          report_ = std::move(r);
+          apply();
+        };
+      });
 }
 
 void CostOverlay::clearCanvas() {

@@ -102,8 +102,6 @@ class CostOverlay : public QObject {
   EdgeBytes edge_bytes_ = EdgeBytes::Off;
   int64_t batch_ = 64;
   OptimizerConfig optimizer_;
-  advisor::DeviceBench bench_;
-  bool bench_measured_ = false, bench_loaded_ = false;
   CostReport report_;
 };
 

@@ -76,7 +76,7 @@ RunPrediction predict_run(const Graph& g, const TrainConfig& c, const std::strin
   mo.precision = r.precision;
   if (!r.gpu) {
     r.device_bytes = host_available_bytes();
-    const int threads = c.threads > 0 ? c.threads : num_threads();
+    const int threads = resolved_threads(c.threads);
     DeviceBench b;
     if (!load_cached_bench(bench_key("cpu", cpu_model_name(), threads), b)) {
       r.why = "no benchmark of this machine at " + std::to_string(threads) +
@@ -88,7 +88,15 @@ RunPrediction predict_run(const Graph& g, const TrainConfig& c, const std::strin
     r.device = "this machine (" + std::to_string(threads) + " threads)";
     r.step = predict_step_time(g, c.batch, cpu_rates(b), 4);
   } else {
-    const std::vector<GpuSpec> catalog = load_gpu_catalog();
+    // The prediction is an extra: a malformed user catalog must not stop the
+    // run it describes (the CLI's train --device cuda, the app's Train).
+    std::vector<GpuSpec> catalog;
+    try {
+      catalog = load_gpu_catalog();
+    } catch (const std::exception& e) {
+      r.why = std::string("no prediction: ") + e.what();
+      return r;
+    }
     const int i = match_gpu(catalog, gpu_name, gpu_bytes);
     if (i < 0) {
       r.why = "'" + gpu_name + "' is not in the GPU catalog (" + user_gpu_catalog_path() +

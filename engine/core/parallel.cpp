@@ -27,8 +27,13 @@ namespace {
 std::atomic<int> g_threads{0};
 }  // namespace
 
+int resolved_threads(int requested) {
+  return requested > 0 ? requested
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 void set_num_threads(int n) {
-  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  n = resolved_threads(n);
   g_threads.store(n, std::memory_order_relaxed);
   omp_set_num_threads(n);
 #if DC_HAVE_OPENBLAS

@@ -1,5 +1,6 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
+#include <deepcanvas/parallel.h>
 #include <deepcanvas/sweep.h>
 #include <deepcanvas/trainer.h>
 
@@ -268,6 +269,13 @@ void Sweep::run(const std::function<void(const Trial&)>& on_update, const std::a
   };
   const int k = std::max(1, std::min<int>(state_.options.parallel,
                                           int(std::max(1u, std::thread::hardware_concurrency()))));
+  // Each trial's Trainer sets the process-wide thread count (parallel trials
+  // set 1); put back what was there so later runs and kernels in this
+  // process do not inherit a sweep's single thread.
+  struct RestoreThreads {
+    int n = num_threads();
+    ~RestoreThreads() { set_num_threads(n); }
+  } restore_threads;
   auto worker = [&] {
     while (!(stop && *stop)) {
       const int id = next_trial();

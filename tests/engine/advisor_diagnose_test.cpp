@@ -9,7 +9,14 @@
 #include <deepcanvas/trainer.h>
 #include <gtest/gtest.h>
 
+#include <deepcanvas/parallel.h>
+
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 namespace dc::advisor {
@@ -200,6 +207,71 @@ TEST(RunPrediction, GpuNamesMatchTheirCatalogRow) {
   EXPECT_EQ(name("NVIDIA GeForce RTX 4090", 24), "NVIDIA GeForce RTX 4090");
   EXPECT_EQ(name("NVIDIA A100-SXM4-80GB", 80), "NVIDIA A100 80GB SXM");
   EXPECT_EQ(name("Intel Arc A770", 16), "none");
+}
+
+// A scratch XDG_* folder for one test, the old value put back after.
+class ScratchXdg {
+ public:
+  explicit ScratchXdg(const char* var) : var_(var) {
+    if (const char* v = std::getenv(var)) old_ = v;
+    had_ = std::getenv(var) != nullptr;
+    dir_ = std::filesystem::temp_directory_path() /
+           ("dc-xdg-" + std::to_string(::getpid()) + "-" + var);
+    std::filesystem::create_directories(dir_);
+    ::setenv(var, dir_.c_str(), 1);
+  }
+  ~ScratchXdg() {
+    if (had_) {
+      ::setenv(var_, old_.c_str(), 1);
+    } else {
+      ::unsetenv(var_);
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  const char* var_;
+  std::string old_;
+  bool had_ = false;
+  std::filesystem::path dir_;
+};
+
+// threads 0 means "the hardware count" to a run, whatever the last Trainer
+// (say a parallel sweep's trial) left in num_threads().
+TEST(RunPrediction, ThreadsZeroUsesTheHardwareCountNotTheLastRunsSetting) {
+  ScratchXdg cache("XDG_CACHE_HOME");  // no benchmark: why names the count
+  const int before = num_threads();
+  set_num_threads(1);
+  TrainConfig c;
+  c.threads = 0;
+  const RunPrediction r = predict_run(test::quadrant_mlp(), c);
+  set_num_threads(before);
+  const int hw = int(std::max(1u, std::thread::hardware_concurrency()));
+  EXPECT_EQ(resolved_threads(0), hw);
+  EXPECT_EQ(resolved_threads(3), 3);
+  EXPECT_FALSE(r.available);
+  EXPECT_NE(r.why.find("at " + std::to_string(hw) + " threads"), std::string::npos) << r.why;
+}
+
+// A malformed user GPU catalog costs the prediction, not the run.
+TEST(RunPrediction, AMalformedUserCatalogIsAReasonNotAnException) {
+  ScratchXdg config("XDG_CONFIG_HOME");
+  const std::filesystem::path user = user_gpu_catalog_path();
+  ASSERT_EQ(user.string().rfind(config.dir().string(), 0), 0u) << user;
+  std::filesystem::create_directories(user.parent_path());
+  {
+    std::ofstream f(user);
+    f << "{ this is not json";
+  }
+  TrainConfig c;
+  c.device.cuda = true;
+  RunPrediction r;
+  EXPECT_NO_THROW(
+      r = predict_run(test::quadrant_mlp(), c, "NVIDIA H100 80GB HBM3", int64_t(80) << 30));
+  EXPECT_FALSE(r.available);
+  EXPECT_NE(r.why.find(user.string() + ": not valid JSON"), std::string::npos) << r.why;
 }
 
 }  // namespace

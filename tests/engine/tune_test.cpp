@@ -7,6 +7,7 @@
 #include <deepcanvas/io.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/lr_find.h>
+#include <deepcanvas/parallel.h>
 #include <deepcanvas/plan.h>
 #include <deepcanvas/rng.h>
 #include <deepcanvas/search_space.h>
@@ -499,6 +500,23 @@ TEST_F(SweepTest, ParallelTrialsFinishEveryTrial) {
     completed += t.status == Trial::Status::Completed;
   }
   EXPECT_GE(completed, 1);
+}
+
+// Parallel trials each set one thread process-wide; the sweep puts back the
+// count it found so later runs in the same process are not left at 1.
+TEST_F(SweepTest, AParallelSweepPutsTheThreadCountBack) {
+  opt_.parallel = 2;
+  opt_.trials = 2;
+  const int before = num_threads();
+  set_num_threads(3);
+  Sweep s(project_, data_, space_, opt_, "");
+  s.run();
+  // At least one trial trained (its Trainer set 1 thread process-wide).
+  int trained = 0;
+  for (const Trial& t : s.state().trials) trained += t.status == Trial::Status::Completed;
+  EXPECT_GE(trained, 1);
+  EXPECT_EQ(num_threads(), 3);
+  set_num_threads(before);
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ class ScratchBenchCache {
     qputenv("XDG_CACHE_HOME", dir_.path().toUtf8());
     if (!seeded) return;
     bench.name = advisor::cpu_model_name();
-    bench.threads = threads > 0 ? threads : num_threads();
+    bench.threads = resolved_threads(threads);  // the key runs with threads 0 use
     bench.fp32_gflops = 77.5;
     bench.conv_gflops = 41.5;
     bench.mem_bandwidth_gbs = 12.5;

@@ -1,8 +1,12 @@
 // Help → Benchmark This Machine…: the cached result at once, beside the
 // catalog's GPUs, and a first visit without one that offers to measure.
-// Nothing is measured here (no timings in tests).
+// Only the last test measures, and asserts no figures (no timings in tests).
 #include "gui/benchmark_dialog.h"
 #include "bench_cache_fixture.h"
+#include "gui/main_window.h"
+#include "gui/pytorch_run.h"
+#include "gui/training_panel.h"
+#include "gui/training_session.h"
 #include "gui_test_util.h"
 
 #include <deepcanvas/advisor/gpu_catalog.h>
@@ -10,6 +14,8 @@
 
 #include <QAction>
 #include <QCheckBox>
+#include <QCoreApplication>
+#include <QDir>
 #include <QLabel>
 #include <QPushButton>
 #include <QSettings>
@@ -89,6 +95,37 @@ TEST_F(BenchmarkDialogTest, TheHelpMenuOpensItWithTheCachedResult) {
   EXPECT_TRUE(d->hasResult());
   EXPECT_FALSE(d->measuring());     // cached: nothing is measured
   EXPECT_EQ(w.openBenchmark(), d);  // raised, not opened twice
+  d->close();
+}
+
+// While a measurement runs, Training-tab runs and Run with PyTorch are
+// refused with the reason; quitting joins the worker (it used to be
+// detached, so static destructors could run under it). This one measures
+// for real (a few seconds) but asserts no figures.
+TEST_F(BenchmarkDialogTest, RunsWaitForAMeasurementAndQuittingJoinsIt) {
+  ScratchBenchCache cache(false);
+  gui::MainWindow w;
+  QStringList errors;
+  w.setErrorHandler([&](const QString& e) { errors << e; });
+  gui::BenchmarkDialog* d = w.openBenchmark();  // no cached result: measures
+  ASSERT_TRUE(d->measuring());
+  EXPECT_TRUE(w.benchmarkMeasuring());
+  w.trainingPanel()->startTraining();
+  EXPECT_FALSE(w.trainingPanel()->session()->active());
+  EXPECT_TRUE(w.trainingPanel()->logText().contains("Benchmark This Machine"))
+      << w.trainingPanel()->logText().toStdString();
+  gui::PyTorchRunOptions o;
+  o.python = "/usr/bin/python3";
+  o.export_dir = QDir::temp().filePath("dc-never-exported");
+  EXPECT_FALSE(w.runWithPyTorch(&o));
+  ASSERT_FALSE(errors.isEmpty());
+  EXPECT_TRUE(errors.last().contains("Benchmark This Machine")) << errors.last().toStdString();
+  EXPECT_FALSE(QDir(o.export_dir).exists());
+  // What QCoreApplication::quit() emits before static destructors run.
+  ASSERT_TRUE(
+      QMetaObject::invokeMethod(QCoreApplication::instance(), "aboutToQuit", Qt::DirectConnection));
+  EXPECT_FALSE(gui::BenchmarkDialog::anyMeasuring());  // joined, not left running
+  EXPECT_FALSE(w.benchmarkMeasuring());
   d->close();
 }
 

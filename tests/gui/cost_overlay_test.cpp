@@ -3,6 +3,7 @@
 // predict_memory's activation bytes, edits update it off the GUI thread, the
 // toggle and its choices are remembered.
 #include "widgets/cost_overlay.h"
+#include "bench_cache_fixture.h"
 #include "gui/main_window.h"
 #include "gui/summary_panel.h"
 #include "gui_test_util.h"
@@ -15,6 +16,7 @@
 #include <deepcanvas/advisor/memory_model.h>
 #include <deepcanvas/advisor/step_time.h>
 #include <deepcanvas/format.h>
+#include <deepcanvas/parallel.h>
 #include <gtest/gtest.h>
 
 #include <QAction>
@@ -177,6 +179,38 @@ TEST_F(CostOverlayTest, EditsUpdateItLaterOffTheGuiThread) {
   EXPECT_FALSE(overlay->report().ok);
   EXPECT_FALSE(overlay->report().error.isEmpty());
   EXPECT_FALSE(item("conv1")->costColor().isValid());
+}
+
+// A benchmark measured while the app runs (Help → Benchmark This Machine)
+// reaches the overlay's next computation, not only the next session.
+TEST(CostOverlayBench, PicksUpABenchmarkCachedAfterItsFirstComputation) {
+  test::ensureApp();
+  test::ScratchBenchCache cache(/*seeded=*/false);
+  widgets::GraphEditor editor;
+  editor.loadGraph(convNet());
+  {
+    CostOverlay overlay(editor.model(), editor.scene());
+    overlay.setMetric(CostMetric::Time);
+    overlay.setBatch(32);
+    overlay.setEnabled(true);
+    ASSERT_TRUE(waitFor([&] { return overlay.idle() && overlay.report().ok; }));
+    EXPECT_TRUE(overlay.legendText().contains("Help → Benchmark This Machine"))
+        << overlay.legendText().toStdString();
+    advisor::DeviceBench b;
+    b.name = "bench measured meanwhile";
+    b.threads = resolved_threads(0);
+    b.fp32_gflops = 77.5;
+    b.conv_gflops = 41.5;
+    b.mem_bandwidth_gbs = 12.5;
+    b.step_overhead_s = 1e-4;
+    b.parallel_region_s = 1e-5;
+    advisor::store_cached_bench(advisor::bench_key("cpu", advisor::cpu_model_name(), b.threads), b);
+    overlay.setBatch(64);  // any change recomputes
+    ASSERT_TRUE(waitFor([&] { return overlay.idle() && overlay.report().batch == 64; }));
+    EXPECT_TRUE(overlay.legendText().contains("bench measured meanwhile"))
+        << overlay.legendText().toStdString();
+    EXPECT_FALSE(overlay.legendText().contains("no benchmark"));
+  }
 }
 
 TEST(CostOverlayWindow, ToggleAndChoicesAreRemembered) {

@@ -82,10 +82,26 @@ TEST(DashboardOpenRun, FollowsARunBeforeItsFileExistsAndEndsWithTheProcess) {
   append(metrics, " \"lr\": 0.001}");             // complete but without its newline
   panel.pollImportedRun();
   EXPECT_EQ(panel.lossPlot()->pointCount(0), 1);
-  panel.endFollowedRun("PyTorch: stopped");
+  panel.endFollowedRun(run.path(), "PyTorch: stopped");
   EXPECT_FALSE(panel.followingRun());
   EXPECT_EQ(panel.lossPlot()->pointCount(0), 2);
   EXPECT_EQ(panel.runHistory()->item(0, 5)->text(), "PyTorch: stopped");
+}
+
+// A PyTorch run ending does not end a different folder opened with Open
+// Run… since: only the run in the folder that ended stops being followed.
+TEST(DashboardOpenRun, AnEndedProcessLeavesAnotherFollowedFolderAlone) {
+  auto ctx = sample_context();
+  gui::TrainingPanel panel(ctx.get());
+  QTemporaryDir pytorch_run, opened;
+  ASSERT_EQ(panel.followRun(pytorch_run.path()), QString());
+  ASSERT_EQ(panel.followRun(opened.path()), QString());  // replaces the first
+  panel.endFollowedRun(pytorch_run.path(), "PyTorch: finished");
+  EXPECT_TRUE(panel.followingRun());
+  EXPECT_NE(panel.runHistory()->item(1, 5)->text(), "PyTorch: finished");
+  panel.endFollowedRun(opened.path() + "/", "PyTorch: stopped");  // the same folder
+  EXPECT_FALSE(panel.followingRun());
+  EXPECT_EQ(panel.runHistory()->item(1, 5)->text(), "PyTorch: stopped");
 }
 
 }  // namespace dc::test

@@ -16,6 +16,7 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
+#include <QLabel>
 #include <QLineEdit>
 #include <QProcess>
 #include <QPushButton>
@@ -180,6 +181,36 @@ TEST_F(MainWindowPyTorchRun, MissingPythonOrTorchSaysHowToInstall) {
 // The dialog: epochs and batch from the project, a new run folder beside
 // the export, and the interpreter, processes, device, step limit and
 // starting weights remembered for the next time.
+// A blank export folder or Python is refused in the dialog (a blank folder
+// was the app's working folder); a relative folder is the project's.
+TEST_F(MainWindowPyTorchRun, DialogRefusesBlanksAndResolvesAgainstTheProject) {
+  const QString dir = tempDir();
+  gui::PyTorchRunDialog d(dir + "/net-pytorch", 1, 32);
+  d.setProjectDir(dir);
+  auto* folder = d.findChild<QLineEdit*>("pytorchExportDir");
+  auto* python = d.findChild<QLineEdit*>("pytorchPython");
+  folder->setText("sub/exp");
+  EXPECT_EQ(d.options().export_dir, dir + "/sub/exp");
+  EXPECT_EQ(d.problem(), QString());
+  folder->setText("  ");
+  EXPECT_TRUE(d.options().export_dir.isEmpty());
+  EXPECT_TRUE(d.problem().contains("folder")) << d.problem().toStdString();
+  d.show();
+  QPushButton* ok = nullptr;
+  for (QPushButton* b : d.findChildren<QPushButton*>())
+    if (b->text() == "Export and Run") ok = b;
+  ASSERT_NE(ok, nullptr);
+  ok->click();
+  EXPECT_TRUE(d.isVisible());  // not accepted
+  EXPECT_NE(d.result(), int(QDialog::Accepted));
+  EXPECT_TRUE(d.problemLabel()->isVisibleTo(&d));
+  EXPECT_TRUE(d.problemLabel()->text().contains("folder"));
+  folder->setText(dir + "/exp");
+  python->clear();
+  EXPECT_TRUE(d.problem().contains("Python")) << d.problem().toStdString();
+  d.close();
+}
+
 TEST_F(MainWindowPyTorchRun, DialogPrefillsFromTheProjectAndRemembers) {
   const QString dir = tempDir();
   {

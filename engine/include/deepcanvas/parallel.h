@@ -11,6 +11,12 @@ namespace dc {
 void set_num_threads(int n);
 int num_threads();
 
+// The thread count a run asking for `requested` threads will use: requested
+// when > 0, else the hardware count. Predictions and benchmark keys use this
+// rather than num_threads(), which is whatever the last Trainer set (a
+// parallel sweep sets 1) and races a training thread that is starting.
+int resolved_threads(int requested);
+
 // Calls fn(begin, end) over [0, n) split into at most num_threads() chunks of
 // at least `grain` items. Runs inline when n is small.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);

@@ -75,7 +75,10 @@ struct Diagnosis {
   std::vector<Finding> findings;
   // Set when the measured step is more than 2× off the predicted one: the
   // benchmark the prediction divides by no longer matches the machine (it
-  // was taken under other load), and prediction-based verdicts are withheld.
+  // was taken under other load). Only the overhead (host-launch-bound on
+  // fixed costs) verdict is then withheld; the compute-or-bandwidth
+  // character still follows the prediction's split, which is a ratio of the
+  // same rates and so less sensitive to their scale.
   std::string prediction_note;
   bool has(Bottleneck b) const;
   bool any_warning() const;
