@@ -17,6 +17,8 @@
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QRegularExpression>
+#include <QRegularExpressionValidator>
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QSpinBox>
@@ -134,9 +136,15 @@ void ExperimentsPanel::buildUi() {
   pruner_->addItem(tr("ASHA"), "asha");
   pruner_->addItem(tr("None"), "none");
   pruner_->setToolTip(tr("ASHA stops trials whose validation accuracy trails at an epoch rung"));
-  seed_spin_ = new QSpinBox(this);
-  seed_spin_->setRange(0, INT_MAX);
-  seed_spin_->setToolTip(tr("The sampler's seed; every trial trains with the project's seed"));
+  seed_edit_ = new QLineEdit(this);
+  seed_edit_->setObjectName("sweepSeed");
+  // Any unsigned 64-bit seed, as the CLI's --seed takes (a spin box stops at
+  // 2^31 - 1); too large a number is refused when the sweep starts.
+  seed_edit_->setValidator(
+      new QRegularExpressionValidator(QRegularExpression("[0-9]{1,20}"), seed_edit_));
+  seed_edit_->setToolTip(
+      tr("The sampler's seed (0 to 18446744073709551615); every trial "
+         "trains with the project's seed"));
   parallel_spin_ = new QSpinBox(this);
   parallel_spin_->setRange(1, 64);
   parallel_spin_->setToolTip(tr("Trials at once (CPU; each then uses one thread)"));
@@ -144,7 +152,7 @@ void ExperimentsPanel::buildUi() {
   form->addRow(tr("Epochs per trial"), epochs_spin_);
   form->addRow(tr("Sampler"), sampler_);
   form->addRow(tr("Pruner"), pruner_);
-  form->addRow(tr("Seed"), seed_spin_);
+  form->addRow(tr("Seed"), seed_edit_);
   form->addRow(tr("Parallel"), parallel_spin_);
   left->addLayout(form);
 
@@ -208,8 +216,9 @@ void ExperimentsPanel::buildUi() {
   // The plots need the height more than the table, which scrolls.
   right->setSizes({220, 420});
 
-  for (QSpinBox* s : {trials_spin_, epochs_spin_, seed_spin_, parallel_spin_})
+  for (QSpinBox* s : {trials_spin_, epochs_spin_, parallel_spin_})
     connect(s, &QSpinBox::valueChanged, this, [this] { updateButtons(); });
+  connect(seed_edit_, &QLineEdit::textChanged, this, [this] { updateButtons(); });
   for (QComboBox* c : {sampler_, pruner_})
     connect(c, &QComboBox::currentIndexChanged, this, [this] { updateButtons(); });
 }
@@ -340,20 +349,86 @@ void ExperimentsPanel::setOptions(const SweepOptions& o) {
   epochs_spin_->setValue(o.epochs);
   sampler_->setCurrentIndex(o.tpe ? 0 : 1);
   pruner_->setCurrentIndex(o.asha ? 0 : 1);
-  seed_spin_->setValue(int(o.seed));
+  seed_edit_->setText(QString::number(qulonglong(o.seed)));
   parallel_spin_->setValue(o.parallel);
 }
 
-SweepOptions ExperimentsPanel::options() const {
-  SweepOptions o;
-  o.trials = trials_spin_->value();
-  o.epochs = epochs_spin_->value();
-  o.tpe = sampler_->currentData().toString() == "tpe";
-  o.asha = pruner_->currentData().toString() == "asha";
-  o.seed = uint64_t(seed_spin_->value());
-  o.parallel = parallel_spin_->value();
-  o.steps_per_epoch_limit = steps_limit_;
+namespace {
+
+// The fields the tab shows, over `o`: the rest stay as they are.
+SweepOptions withVisible(SweepOptions o, int trials, int epochs, bool tpe, bool asha, uint64_t seed,
+                         int parallel) {
+  o.trials = trials;
+  o.epochs = epochs;
+  o.tpe = tpe;
+  o.asha = asha;
+  o.seed = seed;
+  o.parallel = parallel;
   return o;
+}
+
+}  // namespace
+
+SweepOptions ExperimentsPanel::options() const {
+  // A new sweep: the engine's defaults for what the tab does not show.
+  SweepOptions base;
+  base.steps_per_epoch_limit = steps_limit_;
+  return withVisible(base, trials_spin_->value(), epochs_spin_->value(),
+                     sampler_->currentData().toString() == "tpe",
+                     pruner_->currentData().toString() == "asha", seed_edit_->text().toULongLong(),
+                     parallel_spin_->value());
+}
+
+SweepOptions ExperimentsPanel::resumeOptions() const {
+  if (!loaded_) return options();
+  const SweepOptions v = options();
+  return withVisible(*loaded_, v.trials, v.epochs, v.tpe, v.asha, v.seed, v.parallel);
+}
+
+QString ExperimentsPanel::resumeMismatch(const SweepOptions& o) const {
+  // The engine's own message names the CLI's flags; the app says what
+  // differs in the tab's terms.
+  if (state_path_.isEmpty() || !QFileInfo::exists(state_path_)) return {};
+  SweepState old;
+  try {
+    const std::string p = state_path_.toStdString();
+    old = sweep_from_json(read_file(p, 256 << 20, "sweep state"), p);
+  } catch (const std::exception&) {
+    return {};  // the engine reports an unreadable file
+  }
+  QStringList d;
+  const QStringList space = specs();
+  QStringList saved;
+  for (const std::string& x : old.space) saved << QString::fromStdString(x);
+  // Compared as parsed, so "1e-3" and "0.001" are the same bound.
+  try {
+    const SearchSpace now = parse_search_space(toStd(space), currentProject().graph);
+    QStringList texts;
+    for (const SearchParam& p : now.params) texts << QString::fromStdString(p.spec_text());
+    if (texts != saved) d << tr("search space (%1 there)").arg(saved.join(", "));
+  } catch (const std::exception&) {
+    // validate() has reported the row already
+  }
+  const SweepOptions& a = old.options;
+  auto num = [&](const QString& name, auto there, auto here) {
+    if (there != here) d << tr("%1 (%2 there, %3 here)").arg(name).arg(there).arg(here);
+  };
+  num(tr("trials"), a.trials, o.trials);
+  num(tr("epochs per trial"), a.epochs, o.epochs);
+  if (a.tpe != o.tpe) d << tr("sampler");
+  if (a.asha != o.asha) d << tr("pruner");
+  num(tr("seed"), qulonglong(a.seed), qulonglong(o.seed));
+  num(tr("ASHA eta"), a.eta, o.eta);
+  num(tr("minimum epochs"), qlonglong(a.min_epochs), qlonglong(o.min_epochs));
+  num(tr("validation split"), a.val_split, o.val_split);
+  num(tr("steps per epoch"), qlonglong(a.steps_per_epoch_limit),
+      qlonglong(o.steps_per_epoch_limit));
+  num(tr("TPE start-up trials"), a.n_startup, o.n_startup);
+  if (d.isEmpty()) return {};
+  return tr("The sweep in %1 was run with other settings: %2. Set them back to resume it; Start "
+            "replaces it with a new sweep.")
+      .arg(QFileInfo(state_path_).fileName())
+      .arg(d.join("; "));
 }
 
 Project ExperimentsPanel::currentProject() const {
@@ -363,6 +438,9 @@ Project ExperimentsPanel::currentProject() const {
 void ExperimentsPanel::setProjectFile(const QString& path) {
   if (running()) return;  // the running sweep keeps its file
   file_ = path;
+  // Another project's sweep: none of this one's hidden options carry over.
+  steps_limit_ = 0;
+  loaded_.reset();
   state_path_ =
       path.isEmpty() ? QString() : QString::fromStdString(sweep_state_path(path.toStdString()));
   model_->reset({}, {});
@@ -379,7 +457,7 @@ void ExperimentsPanel::loadState() {
     QStringList specs;
     for (const std::string& x : s.space) specs << QString::fromStdString(x);
     setSpace(specs);
-    steps_limit_ = s.options.steps_per_epoch_limit;
+    loaded_ = s.options;
     setOptions(s.options);
     const SearchSpace space =
         parse_search_space(std::vector<std::string>(s.space), currentProject().graph);
@@ -428,6 +506,13 @@ bool ExperimentsPanel::resume() {
 
 bool ExperimentsPanel::launch(bool fresh) {
   if (!validate().isEmpty()) return false;
+  // Both would train on the same cores (or GPU) and slow each other down.
+  if (ctx_->busyWith(ProjectContext::BusyOwner::Training)) {
+    setMessage(tr("A training run is in progress in the Training tab. Stop it there before "
+                  "starting a sweep."),
+               true);
+    return false;
+  }
   const Project p = currentProject();
   if (!ctx_->hasDataset()) {
     try {
@@ -444,14 +529,30 @@ bool ExperimentsPanel::launch(bool fresh) {
     setMessage(problems.join("\n"), true);
     return false;
   }
+  bool seed_ok = false;
+  seed_edit_->text().toULongLong(&seed_ok);
+  if (!seed_ok) {  // empty, or above 2^64 - 1
+    setMessage(tr("The seed must be a whole number from 0 to 18446744073709551615."), true);
+    return false;
+  }
   try {
     const QStringList s = specs();
     SearchSpace space = parse_search_space(toStd(s), p.graph);
-    auto data = std::make_shared<const TrainTest>(TrainTest{*ctx_->trainSet(), *ctx_->testSet()});
-    SweepOptions o = options();
+    // No test split (test fraction 0): an empty test set, as the CLI's sweep
+    // has; trials validate on their split of the training set.
+    auto data = std::make_shared<const TrainTest>(
+        TrainTest{*ctx_->trainSet(), ctx_->testSet() ? *ctx_->testSet() : Dataset{}});
+    SweepOptions o = fresh ? options() : resumeOptions();
+    if (!fresh) {
+      if (const QString m = resumeMismatch(o); !m.isEmpty()) {
+        setMessage(m, true);
+        return false;
+      }
+    }
     if (p.training.device.cuda) o.parallel = 1;  // the engine runs CUDA trials one at a time
     sweep_ =
         std::make_unique<Sweep>(p, data, std::move(space), o, state_path_.toStdString(), fresh);
+    loaded_ = o;  // the state file's options from now on
   } catch (const std::exception& e) {
     setMessage(QString::fromUtf8(e.what()), true);
     return false;
@@ -464,26 +565,38 @@ bool ExperimentsPanel::launch(bool fresh) {
   join();
   stop_flag_ = false;
   finished_ = false;
-  ctx_->setBusy(true);
+  worker_error_.clear();
   setMessage(sweep_->resumed() ? tr("Resuming the sweep…") : tr("Sweep running…"), false);
   Sweep* sweep = sweep_.get();
-  worker_ = std::thread([this, sweep] {
+  const int gen = ++generation_;
+  worker_ = std::thread([this, sweep, gen] {
     QString error;
     try {
       // Each update is a copy, shown on the GUI thread; the context object
       // (this) drops them when the panel is gone.
       sweep->run(
-          [this](const Trial& t) {
+          [this, gen](const Trial& t) {
             QMetaObject::invokeMethod(
-                this, [this, t] { onTrial(t); }, Qt::QueuedConnection);
+                this,
+                [this, t, gen] {
+                  if (gen == generation_) onTrial(t);
+                },
+                Qt::QueuedConnection);
           },
           &stop_flag_);
     } catch (const std::exception& e) {
       error = QString::fromUtf8(e.what());
     }
+    worker_error_ = error;  // for stopAndWait(), which reads it after the join
     QMetaObject::invokeMethod(
-        this, [this, error] { onFinished(error); }, Qt::QueuedConnection);
+        this,
+        [this, error, gen] {
+          if (gen == generation_ && !finished_) onFinished(error);
+        },
+        Qt::QueuedConnection);
   });
+  // After the worker exists: busyChanged's receivers ask running().
+  ctx_->setBusy(ProjectContext::BusyOwner::Sweep, true);
   updateButtons();
   return true;
 }
@@ -492,6 +605,15 @@ void ExperimentsPanel::stop() {
   if (!running()) return;
   stop_flag_ = true;
   setMessage(tr("Stopping: the running trials end at their next step and resume later…"), false);
+}
+
+void ExperimentsPanel::stopAndWait() {
+  if (!running()) return;
+  stop_flag_ = true;
+  join();
+  // At once rather than queued: the caller replaces the project next, which
+  // the busy flag would refuse. The worker's queued report is dropped.
+  onFinished(worker_error_);
 }
 
 void ExperimentsPanel::join() {
@@ -507,7 +629,7 @@ void ExperimentsPanel::onTrial(const Trial& t) {
 void ExperimentsPanel::onFinished(const QString& error) {
   join();
   finished_ = true;
-  ctx_->setBusy(false);
+  ctx_->setBusy(ProjectContext::BusyOwner::Sweep, false);
   const SweepState s = sweep_->state();
   model_->reset(sweep_->space(), s.trials);
   refreshPlots();
@@ -594,7 +716,7 @@ void ExperimentsPanel::updateButtons() {
   apply_->setEnabled(!run && s.best() >= 0);
   for (QWidget* w :
        std::initializer_list<QWidget*>{space_table_, trials_spin_, epochs_spin_, sampler_, pruner_,
-                                       seed_spin_, parallel_spin_, add_row_, remove_row_})
+                                       seed_edit_, parallel_spin_, add_row_, remove_row_})
     w->setEnabled(!run);
 }
 

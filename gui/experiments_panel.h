@@ -22,6 +22,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -29,6 +30,7 @@ class QCheckBox;
 class QComboBox;
 class QCustomPlot;
 class QLabel;
+class QLineEdit;
 class QPushButton;
 class QSortFilterProxyModel;
 class QSpinBox;
@@ -108,6 +110,9 @@ class ExperimentsPanel : public QWidget {
   bool start();
   bool resume();
   void stop();  // stops the running trials; they stay resumable
+  // Stops the sweep and waits for its worker, so that the project and the
+  // dataset are free when it returns (closing, opening another project).
+  void stopAndWait();
   bool running() const { return worker_.joinable() && !finished_; }
   bool canResume() const;
   // Applies the best completed trial (through the applier).
@@ -152,8 +157,8 @@ class ExperimentsPanel : public QWidget {
   std::function<bool(const QString&)> confirm_;
 
   QTableWidget* space_table_ = nullptr;
-  QSpinBox *trials_spin_ = nullptr, *epochs_spin_ = nullptr, *seed_spin_ = nullptr,
-           *parallel_spin_ = nullptr;
+  QSpinBox *trials_spin_ = nullptr, *epochs_spin_ = nullptr, *parallel_spin_ = nullptr;
+  QLineEdit* seed_edit_ = nullptr;  // a line edit: seeds are unsigned 64-bit
   QComboBox *sampler_ = nullptr, *pruner_ = nullptr;
   QPushButton *start_ = nullptr, *stop_ = nullptr, *resume_ = nullptr, *apply_ = nullptr,
               *add_row_ = nullptr, *remove_row_ = nullptr;
@@ -169,7 +174,17 @@ class ExperimentsPanel : public QWidget {
   std::thread worker_;
   std::atomic<bool> stop_flag_{false};
   bool finished_ = true;
+  // Which launch the worker's queued updates belong to: those of a sweep
+  // already ended by stopAndWait() are dropped.
+  int generation_ = 0;
+  QString worker_error_;     // written by the worker before it ends
   int64_t steps_limit_ = 0;  // tests: shorter epochs
+  // The options of the sweep in the state file (or of the last launch),
+  // with those the tab does not show (ASHA's eta and minimum epochs, the
+  // validation split, the steps limit): Resume keeps them, Start does not.
+  std::optional<SweepOptions> loaded_;
+  SweepOptions resumeOptions() const;
+  QString resumeMismatch(const SweepOptions& o) const;
 
  public:
   // Tests and the screenshot: epochs cut to this many steps (0: whole).

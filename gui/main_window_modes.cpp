@@ -163,7 +163,9 @@ void MainWindow::syncContext() {
 }
 
 bool MainWindow::trainingActive() const {
-  return training_panel_ && training_panel_->session()->active();
+  // A sweep trains too: closing, Run with PyTorch and the benchmark ask or wait.
+  return (training_panel_ && training_panel_->session()->active()) ||
+         (experiments_panel_ && experiments_panel_->running());
 }
 
 bool MainWindow::benchmarkMeasuring() const {
@@ -172,8 +174,13 @@ bool MainWindow::benchmarkMeasuring() const {
 
 bool MainWindow::confirmStopTraining(const QString& why) {
   if (!trainingActive()) return true;
+  const bool sweep = experiments_panel_ && experiments_panel_->running();
   const QString q =
-      tr("A training run is in progress. Stop it to %1? Its last checkpoint is kept.").arg(why);
+      sweep ? tr("A sweep is running in the Experiments tab. Stop it to %1? Resume continues it "
+                 "later.")
+                  .arg(why)
+            : tr("A training run is in progress. Stop it to %1? Its last checkpoint is kept.")
+                  .arg(why);
   Answer a;
   if (on_confirm_) {
     a = on_confirm_(q);
@@ -188,18 +195,26 @@ bool MainWindow::confirmStopTraining(const QString& why) {
   }
   if (a == Answer::Cancel) return false;
   training_panel_->session()->stopAndWait();
+  if (experiments_panel_) experiments_panel_->stopAndWait();  // resumable later
   return true;
 }
 
 QString MainWindow::applySweepValues(const std::vector<BestValue>& values, const QString& what) {
-  // Check every attribute first, so a refused one leaves no half-applied
-  // step behind (settings were checked by the sweep's own parser).
-  const Graph& g = editor_->graph();
+  // Check every attribute first, on a copy with the engine's own set_attr
+  // (the validator the editor's command runs), so a refused one pushes
+  // nothing: no half-applied step on the undo or the redo stack. Settings
+  // were checked by the sweep's own parser.
+  Graph trial = editor_->graph();
   for (const BestValue& v : values) {
     if (!v.setting.empty()) continue;
-    const Node* n = g.find_by_name(v.node);
+    const Node* n = trial.find_by_name(v.node);
     if (!n)
       return tr("the network has no layer named %1 any more").arg(QString::fromStdString(v.node));
+    try {
+      trial.set_attr(n->id, v.attr, v.value);
+    } catch (const std::exception& e) {
+      return QString::fromUtf8(e.what());
+    }
   }
   // One macro on the editor's stack: Edit > Undo (Ctrl+Z) takes the
   // settings and the attributes back together.
@@ -217,7 +232,9 @@ QString MainWindow::applySweepValues(const std::vector<BestValue>& values, const
   }
   undo->endMacro();
   if (!why.isEmpty()) {
-    undo->undo();  // the part that was applied
+    // Not reached after the check above; should the editor ever refuse what
+    // the engine took, the applied part is at least taken back.
+    undo->undo();
     return why;
   }
   updateTitle();

@@ -234,10 +234,10 @@ void ProjectContext::setAugmentation(const AugmentConfig& a) {
   project_.training.augment = a;
 }
 
-void ProjectContext::setBusy(bool b) {
-  if (b == busy_) return;
-  busy_ = b;
-  Q_EMIT busyChanged(b);
+void ProjectContext::setBusy(BusyOwner o, bool b) {
+  const bool was = busy();
+  busy_ = b ? busy_ | int(o) : busy_ & ~int(o);
+  if (busy() != was) Q_EMIT busyChanged(busy());
 }
 
 void ProjectContext::setWeights(ModelWeights w) {

@@ -120,8 +120,12 @@ class ProjectContext : public QObject {
 
   // True while a run trains on this context's data: the dataset cannot be
   // replaced then (the evaluation view reads the test set the run uses).
-  bool busy() const { return busy_; }
-  void setBusy(bool b);
+  // Each owner (the Training tab's run, the Experiments tab's sweep) sets
+  // its own flag, so one ending does not clear the other's.
+  enum class BusyOwner { Training = 1, Sweep = 2 };
+  bool busy() const { return busy_ != 0; }
+  bool busyWith(BusyOwner o) const { return (busy_ & int(o)) != 0; }
+  void setBusy(BusyOwner o, bool b);
 
  signals:
   void projectChanged();
@@ -139,7 +143,7 @@ class ProjectContext : public QObject {
   QStringList warnings_, blocking_;
   ModelWeights weights_;
   QVector<RunCheckpoint> run_checkpoints_;
-  bool busy_ = false;
+  int busy_ = 0;  // a bit per BusyOwner
 };
 
 }  // namespace dc::gui

@@ -389,6 +389,13 @@ void TrainingPanel::startTraining() {
       return;
     }
   }
+  // Both would train on the same cores (or GPU) and slow each other down.
+  if (ctx_->busyWith(ProjectContext::BusyOwner::Sweep)) {
+    showProblems(
+        {tr("A sweep is running in the Experiments tab. Stop it there (it can be "
+            "resumed later) before starting a training run.")});
+    return;
+  }
   // Convenience: a project names its dataset, so Start works without a visit
   // to the Dataset tab.
   if (!ctx_->hasDataset()) {
@@ -563,7 +570,7 @@ void TrainingPanel::onFinished(bool ok, const QString& message) {
 }
 
 void TrainingPanel::onState(TrainingSession::State) {
-  ctx_->setBusy(session_->active());
+  ctx_->setBusy(ProjectContext::BusyOwner::Training, session_->active());
   updateButtons();
 }
 

@@ -325,7 +325,9 @@ void Sweep::run_trial(int id, const std::function<void(const Trial&)>& on_update
     if (o.parallel > 1) c.threads = 1;
     // Each trial normalises its own copy, so parallel trials never share one.
     auto train = std::make_shared<Dataset>(data_->train);
-    auto test = std::make_shared<Dataset>(data_->test);
+    // No test split (a test fraction of 0): no test set, as a training run
+    // has; the Trainer refuses an empty one.
+    auto test = data_->test.size() > 0 ? std::make_shared<Dataset>(data_->test) : nullptr;
     trainer = std::make_unique<Trainer>(g, c, train, test);
   } catch (const std::exception& e) {
     finish(Trial::Status::Failed, e.what());

@@ -7,15 +7,18 @@
 #include "gui/main_window.h"
 #include "gui/project_context.h"
 #include "gui/training_panel.h"
+#include "gui/training_session.h"
 #include "gui_test_util.h"
 #include "qcustomplot.h"
 #include "widgets/graph_editor.h"
 
+#include <deepcanvas/io.h>
 #include <deepcanvas/sweep.h>
 #include <gtest/gtest.h>
 
 #include <QAction>
 #include <QFileInfo>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTableView>
@@ -223,6 +226,163 @@ TEST_F(ExperimentsTab, DivergingTrialsFailWithAMessageAndTheSweepGoesOn) {
   EXPECT_FALSE(p()->applyBestButton()->isEnabled());
   EXPECT_FALSE(p()->applyBest());
   EXPECT_TRUE(p()->messageText().contains("No trial has completed"));
+}
+
+TEST_F(ExperimentsTab, SweepRunsWithoutATestSplit) {
+  // A dataset read with test fraction 0 has no test set (the context holds
+  // none); the sweep's trials validate on a split of the training set.
+  gui::DatasetSource s;
+  s.kind = gui::DatasetSource::Kind::Sample;
+  gui::LoadedDataset d = gui::ProjectContext::readDataset(w->context()->project(), s);
+  d.data.test = Dataset{};
+  w->context()->applyDataset(s, std::move(d));
+  ASSERT_EQ(w->context()->testSet(), nullptr);
+  setSweep({"lr=log:1e-3:1e-2"}, 1, 1);
+  ASSERT_TRUE(p()->start()) << p()->messageText().toStdString();
+  ASSERT_TRUE(waitFinished(p()));
+  const auto& trials = p()->trials()->trials();
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0].status, Trial::Status::Completed) << trials[0].error;
+  EXPECT_TRUE(p()->messageText().startsWith("Sweep finished: 1 completed"))
+      << p()->messageText().toStdString();
+}
+
+TEST(ProjectContextBusy, StaysSetUntilBothOwnersEnd) {
+  gui::ProjectContext ctx{Project{}};
+  QSignalSpy changed(&ctx, &gui::ProjectContext::busyChanged);
+  using O = gui::ProjectContext::BusyOwner;
+  ctx.setBusy(O::Sweep, true);
+  ctx.setBusy(O::Training, true);
+  EXPECT_TRUE(ctx.busy());
+  ctx.setBusy(O::Training, false);  // the first to end
+  EXPECT_TRUE(ctx.busy());
+  EXPECT_TRUE(ctx.busyWith(O::Sweep));
+  EXPECT_FALSE(ctx.busyWith(O::Training));
+  ctx.setBusy(O::Sweep, false);
+  EXPECT_FALSE(ctx.busy());
+  ASSERT_EQ(changed.size(), 2);  // on and off, once each
+  EXPECT_TRUE(changed[0][0].toBool());
+  EXPECT_FALSE(changed[1][0].toBool());
+}
+
+TEST_F(ExperimentsTab, SweepAndTrainingRunRefuseEachOther) {
+  // A sweep running: the Training tab refuses to start, and the window
+  // counts the sweep as training (close asks, the benchmark waits).
+  setSweep({"lr=log:1e-3:1e-2"}, 3, 1);
+  ASSERT_TRUE(p()->start()) << p()->messageText().toStdString();
+  EXPECT_TRUE(w->context()->busy());
+  QSignalSpy problems(w->trainingPanel(), &gui::TrainingPanel::problemsFound);
+  w->trainingPanel()->startTraining();
+  EXPECT_FALSE(w->trainingPanel()->session()->active());
+  ASSERT_EQ(problems.size(), 1);
+  EXPECT_TRUE(problems[0][0].toStringList().join(" ").contains(
+      "A sweep is running in the Experiments tab. Stop it there"));
+  QString asked;
+  w->setConfirmHandler([&](const QString& q) {
+    asked = q;
+    return gui::MainWindow::Answer::Cancel;
+  });
+  EXPECT_FALSE(w->close());  // asked first, and kept open
+  EXPECT_TRUE(asked.startsWith("A sweep is running in the Experiments tab. Stop it to close"))
+      << asked.toStdString();
+  EXPECT_TRUE(p()->running());
+  // Stopped and waited for, the context is free at once.
+  p()->stopAndWait();
+  EXPECT_FALSE(p()->running());
+  EXPECT_FALSE(w->context()->busy());
+  EXPECT_TRUE(p()->messageText().startsWith("Sweep stopped; Resume continues it"))
+      << p()->messageText().toStdString();
+
+  // A training run: the sweep refuses to start.
+  w->trainingPanel()->startTraining();
+  ASSERT_TRUE(w->trainingPanel()->session()->active());
+  EXPECT_FALSE(p()->start());
+  EXPECT_TRUE(p()->messageText().startsWith(
+      "A training run is in progress in the Training tab. Stop it there"))
+      << p()->messageText().toStdString();
+  EXPECT_FALSE(p()->running());
+  EXPECT_TRUE(w->context()->busyWith(gui::ProjectContext::BusyOwner::Training));
+  w->trainingPanel()->session()->stopAndWait();
+  EXPECT_FALSE(w->context()->busy());
+}
+
+TEST_F(ExperimentsTab, ResumesACliSweepWithHiddenOptionsAndStartUsesDefaults) {
+  // A state file as `deepcanvas-cli tune --eta 4` writes it, with shorter
+  // epochs: options the tab does not show.
+  SweepState st;
+  const SearchSpace space = parse_search_space({"lr=log:1e-3:1e-2"}, g());
+  st.space = {space.params[0].spec_text()};
+  st.options.trials = 2;
+  st.options.epochs = 1;
+  st.options.eta = 4;
+  st.options.tpe = false;
+  st.options.seed = 5000000000ULL;  // above a spin box's 2^31 - 1
+  st.options.steps_per_epoch_limit = 8;
+  st.options.n_startup = 2;  // the file holds it resolved
+  const std::string path = (dir + "/p.sweep.json").toStdString();
+  write_file_atomic(path, sweep_to_json(st, space));
+  w.reset();
+  w = open();
+  p()->setStepsPerEpochLimit(0);  // only the file's limit
+  EXPECT_EQ(p()->options().seed, 5000000000ULL);
+  // What Start would use: the defaults, not the file's hidden options.
+  EXPECT_EQ(p()->options().eta, SweepOptions{}.eta);
+  EXPECT_EQ(p()->options().steps_per_epoch_limit, 0);
+
+  // A visible field changed: the app's words, not the CLI's flags.
+  SweepOptions o = p()->options();
+  o.trials = 3;
+  p()->setOptions(o);
+  EXPECT_FALSE(p()->resume());
+  EXPECT_TRUE(p()->messageText().contains("trials (2 there, 3 here)"))
+      << p()->messageText().toStdString();
+  EXPECT_TRUE(p()->messageText().contains("Start replaces it"));
+  EXPECT_FALSE(p()->messageText().contains("--fresh"));
+  o.trials = 2;
+  p()->setOptions(o);
+
+  ASSERT_TRUE(p()->resume()) << p()->messageText().toStdString();
+  ASSERT_TRUE(waitFinished(p()));
+  ASSERT_EQ(p()->trials()->trials().size(), 2u);
+  for (const Trial& t : p()->trials()->trials()) EXPECT_EQ(t.status, Trial::Status::Completed);
+  SweepState after = sweep_from_json(read_file(path, 1 << 24, "sweep"), path);
+  EXPECT_EQ(after.options.eta, 4);
+  EXPECT_EQ(after.options.steps_per_epoch_limit, 8);
+  EXPECT_EQ(after.options.seed, 5000000000ULL);
+
+  // A fresh Start after it does not inherit the file's steps limit or eta
+  // (the state file changes only once a trial reports, so the options Start
+  // passes to the engine are checked).
+  EXPECT_EQ(p()->options().eta, SweepOptions{}.eta);
+  EXPECT_EQ(p()->options().steps_per_epoch_limit, 0);
+  EXPECT_EQ(p()->options().seed, 5000000000ULL);
+}
+
+TEST_F(ExperimentsTab, RefusedApplyBestLeavesNoHalfStepOnTheUndoStacks) {
+  // A completed trial whose attribute value the layer refuses (as after the
+  // network changed under the sweep), next to a valid setting.
+  SearchSpace space = parse_search_space({"lr=log:1e-3:1e-2", "conv1.filters=int:8:12"}, g());
+  space.params[1].lo = space.params[1].hi = -8;
+  Trial t;
+  t.x = {5e-3, -8};
+  t.status = Trial::Status::Completed;
+  TrialEpoch e;
+  e.epoch = 1;
+  e.val_accuracy = 0.5;
+  t.epochs = {e};
+  p()->trials()->reset(space, {t});
+  const double lr_before = w->trainingPanel()->config().optimizer.lr;
+  const int64_t filters_before = g().node(idOf(g(), "conv1")).attrs.i("filters");
+  QUndoStack* undo = w->editor()->undoStack();
+  const int count = undo->count();
+  const bool could_redo = undo->canRedo();
+  EXPECT_FALSE(p()->applyBest());
+  EXPECT_TRUE(p()->messageText().startsWith("Apply best failed: "))
+      << p()->messageText().toStdString();
+  EXPECT_EQ(undo->count(), count);
+  EXPECT_EQ(undo->canRedo(), could_redo);
+  EXPECT_EQ(w->trainingPanel()->config().optimizer.lr, lr_before);
+  EXPECT_EQ(g().node(idOf(g(), "conv1")).attrs.i("filters"), filters_before);
 }
 
 }  // namespace
