@@ -506,6 +506,12 @@ bool ExperimentsPanel::resume() {
 
 bool ExperimentsPanel::launch(bool fresh) {
   if (!validate().isEmpty()) return false;
+  if (start_blocker_) {
+    if (const QString why = start_blocker_(); !why.isEmpty()) {
+      setMessage(why, true);
+      return false;
+    }
+  }
   // Both would train on the same cores (or GPU) and slow each other down.
   if (ctx_->busyWith(ProjectContext::BusyOwner::Training)) {
     setMessage(tr("A training run is in progress in the Training tab. Stop it there before "

@@ -114,6 +114,9 @@ class ExperimentsPanel : public QWidget {
   // dataset are free when it returns (closing, opening another project).
   void stopAndWait();
   bool running() const { return worker_.joinable() && !finished_; }
+  // The window's reason not to start now (empty: none), e.g. the machine
+  // benchmark measuring on the same cores.
+  void setStartBlocker(std::function<QString()> f) { start_blocker_ = std::move(f); }
   bool canResume() const;
   // Applies the best completed trial (through the applier).
   bool applyBest();
@@ -171,6 +174,7 @@ class ExperimentsPanel : public QWidget {
   QCustomPlot* curves_ = nullptr;
 
   std::unique_ptr<Sweep> sweep_;
+  std::function<QString()> start_blocker_;
   std::thread worker_;
   std::atomic<bool> stop_flag_{false};
   bool finished_ = true;

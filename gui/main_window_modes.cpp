@@ -49,6 +49,12 @@ void MainWindow::createModes() {
   training_panel_->setUndoStack(editor_->undoStack());
   inference_panel_ = new InferencePanel(ctx_, modes_);
   experiments_panel_ = new ExperimentsPanel(ctx_, modes_);
+  experiments_panel_->setStartBlocker([this] {
+    return benchmarkMeasuring()
+               ? tr("The machine benchmark (Help → Benchmark This Machine) is measuring: start "
+                    "the sweep when it has finished, in a few seconds.")
+               : QString();
+  });
   // Trials train the project as edited, with the Training tab's settings.
   experiments_panel_->setProjectSource([this] { return project(); });
   experiments_panel_->setApplier([this](const std::vector<BestValue>& v, const QString& what) {
