@@ -8,6 +8,7 @@
 #include "widgets/graph_editor.h"
 #include "widgets/node_scene.h"
 
+#include <deepcanvas/errors.h>
 #include <deepcanvas/project.h>
 #include <gtest/gtest.h>
 
@@ -214,6 +215,15 @@ TEST_F(MainWindowFiles, ShowingEveryLayerOfEveryTemplateChangesNothing) {
   gui::TemplateDialog dlg;
   for (int i = 0; i < dlg.list()->count(); ++i) {
     dlg.list()->setCurrentRow(i);
+    // A transfer template needs its fetched base (installer/fetch-pretrained.sh),
+    // which a test machine does not have; without it the dialog offers nothing
+    // to create (TransferTemplate.* tests cover both cases).
+    try {
+      gui::TemplateDialog::loadTemplate(dlg.selectedFile());
+    } catch (const Error&) {
+      EXPECT_TRUE(dlg.selectedFile().startsWith("transfer:")) << dlg.selectedFile().toStdString();
+      continue;
+    }
     gui::MainWindow w;
     ASSERT_TRUE(w.newFromTemplate(dlg.selectedFile()));
     const Graph before = w.editor()->graph();
