@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <set>
 
 namespace dc::widgets {
 
@@ -197,14 +196,7 @@ NodeId GraphEditor::replaceHead(NodeId keep, int classes, QString* why) {
     if (classes <= 0) return refuse(tr("load a dataset first, to know the number of classes"));
   }
   // What stays: the kept node and everything upstream of it.
-  std::set<NodeId> kept{keep};
-  std::vector<NodeId> todo{keep};
-  while (!todo.empty()) {
-    NodeId id = todo.back();
-    todo.pop_back();
-    for (const Edge& e : g.in_edges(id))
-      if (kept.insert(e.src).second) todo.push_back(e.src);
-  }
+  const std::unordered_set<NodeId> kept = upstream_of(g, keep);
   std::vector<NodeId> removed;
   for (const auto& [id, n] : g.nodes())
     if (!kept.count(id)) removed.push_back(id);

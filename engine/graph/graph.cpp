@@ -224,19 +224,24 @@ void Graph::set_trainable(NodeId id, bool trainable) {
   node(id).trainable = trainable;
 }
 
+std::unordered_set<NodeId> upstream_of(const Graph& g, NodeId id) {
+  std::unordered_set<NodeId> seen{id};
+  std::vector<NodeId> todo{id};
+  while (!todo.empty()) {
+    const NodeId at = todo.back();
+    todo.pop_back();
+    for (const Edge& e : g.in_edges(at))
+      if (seen.insert(e.src).second) todo.push_back(e.src);
+  }
+  return seen;
+}
+
 int freeze_until(Graph& g, const std::string& name) {
   const Node* last = g.find_by_name(name);
   if (!last) throw GraphError("there is no layer named '" + name + "' to freeze up to");
-  std::vector<NodeId> todo{last->id};
-  std::unordered_set<NodeId> seen{last->id};
-  while (!todo.empty()) {
-    NodeId id = todo.back();
-    todo.pop_back();
-    for (const Edge& e : g.in_edges(id))
-      if (seen.insert(e.src).second) todo.push_back(e.src);
-  }
-  for (NodeId id : seen) g.set_trainable(id, false);
-  return int(seen.size());
+  const std::unordered_set<NodeId> base = upstream_of(g, last->id);
+  for (NodeId id : base) g.set_trainable(id, false);
+  return int(base.size());
 }
 
 void Graph::clear() {

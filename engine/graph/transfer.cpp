@@ -4,7 +4,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <set>
 
 namespace fs = std::filesystem;
 
@@ -102,14 +101,7 @@ Project transfer_project_from(const Project& base, const std::string& weights,
   in.attrs.set("shape", std::vector<int64_t>{3, size, size});
   const NodeId keep = last_feature_map(g);
   // Keep the feature extractor: the kept node and everything upstream.
-  std::set<NodeId> kept{keep};
-  std::vector<NodeId> todo{keep};
-  while (!todo.empty()) {
-    NodeId id = todo.back();
-    todo.pop_back();
-    for (const Edge& e : g.in_edges(id))
-      if (kept.insert(e.src).second) todo.push_back(e.src);
-  }
+  const std::unordered_set<NodeId> kept = upstream_of(g, keep);
   std::vector<NodeId> drop;
   for (const auto& [id, n] : g.nodes())
     if (!kept.count(id)) drop.push_back(id);

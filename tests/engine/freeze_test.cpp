@@ -340,5 +340,26 @@ TEST(Freeze, FreezeUntilFreezesTheLayerAndEverythingBeforeIt) {
   EXPECT_THROW(freeze_until(g, "nope"), GraphError);
 }
 
+TEST(Freeze, UpstreamOfFollowsEveryBranchOfAJoin) {
+  // in -> a -> add <- b <- in, add -> out; c hangs off a and is downstream.
+  register_builtin_layers();
+  Graph g;
+  const NodeId in = g.add_node("Input", "in", attrs({{"shape", Ints{4}}}));
+  const NodeId a = g.add_node("Dense", "a", attrs({{"units", int64_t(4)}}));
+  const NodeId b = g.add_node("Dense", "b", attrs({{"units", int64_t(4)}}));
+  const NodeId add = g.add_node("Add", "add");
+  const NodeId c = g.add_node("ReLU", "c");
+  const NodeId out = g.add_node("Dense", "out", attrs({{"units", int64_t(2)}}));
+  g.connect(in, a);
+  g.connect(in, b);
+  g.connect(a, add, 0);
+  g.connect(b, add, 1);
+  g.connect(a, c);
+  g.connect(add, out);
+  EXPECT_EQ(upstream_of(g, add), (std::unordered_set<NodeId>{in, a, b, add}));
+  EXPECT_EQ(upstream_of(g, in), (std::unordered_set<NodeId>{in}));
+  EXPECT_EQ(upstream_of(g, out).count(c), 0u);
+}
+
 }  // namespace
 }  // namespace dc

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace dc {
@@ -118,6 +119,10 @@ class Graph {
   // ever a lower bound, reset when a name is freed.
   mutable std::unordered_map<std::string, int> free_suffix_;
 };
+
+// The node and every node it depends on (its ancestors through the edges):
+// what a "keep up to here" edit keeps, and what freezing a base freezes.
+std::unordered_set<NodeId> upstream_of(const Graph& g, NodeId id);
 
 // Freezes the named node and every node it depends on (a pretrained base up
 // to that layer), as the CLI's --freeze-until does. Returns how many nodes
