@@ -28,7 +28,8 @@ class Add : public Layer {
  public:
   void forward(const std::vector<const Tensor*>& in, Tensor& out, RunContext&) override {
     float* y = out.f32();
-    parallel_for(out.numel(), kGrain, [&](int64_t b, int64_t e) {
+    // Pointers by value: through a captured reference GCC does not vectorise.
+    parallel_for(out.numel(), kGrain, [&in, y](int64_t b, int64_t e) {
       const float* x0 = in[0]->f32();
       for (int64_t i = b; i < e; ++i) y[i] = x0[i];
       for (size_t k = 1; k < in.size(); ++k) {
@@ -41,7 +42,7 @@ class Add : public Layer {
   void backward(const std::vector<const Tensor*>&, const Tensor&, const Tensor& dout,
                 const std::vector<Tensor*>& din, RunContext&) override {
     const float* dy = dout.f32();
-    parallel_for(dout.numel(), kGrain, [&](int64_t b, int64_t e) {
+    parallel_for(dout.numel(), kGrain, [&din, dy](int64_t b, int64_t e) {
       for (Tensor* d : din) {
         if (!d) continue;
         float* dx = d->f32();

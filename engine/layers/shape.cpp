@@ -33,7 +33,7 @@ class Regroup : public Layer {
     if (!din[0]) return;
     const float* dy = dout.f32();
     float* dx = din[0]->f32();
-    parallel_for(dout.numel(), kGrain, [&](int64_t b, int64_t e) {
+    parallel_for(dout.numel(), kGrain, [=](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) dx[i] += dy[i];
     });
   }

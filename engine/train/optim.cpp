@@ -9,6 +9,9 @@ namespace dc {
 
 namespace {
 
+// The loops' lambdas capture their pointers by value: captured by reference,
+// GCC reloads each pointer through the reference and does not vectorise
+// (Adam was 6 % of the two-conv CNN's step before).
 // Elementwise update loops are split by dc::parallel_for in fixed chunks, so
 // updates are deterministic for a given thread count.
 constexpr int64_t kGrain = 1 << 14;
@@ -86,7 +89,7 @@ class Sgd : public Optimizer {
       const float* g = p.grad.f32();
       const float pwd = p.decay ? wd : 0.0f;
       if (mu == 0.0f) {
-        parallel_for(p.value.numel(), kGrain, [&](int64_t b, int64_t e) {
+        parallel_for(p.value.numel(), kGrain, [=](int64_t b, int64_t e) {
           for (int64_t i = b; i < e; ++i) w[i] -= flr * (g[i] + pwd * w[i]);
         });
         continue;
@@ -96,7 +99,7 @@ class Sgd : public Optimizer {
       if (first) buf_[k] = Tensor(p.value.shape());
       float* v = buf_[k].f32();
       const bool nest = c_.nesterov;
-      parallel_for(p.value.numel(), kGrain, [&](int64_t b, int64_t e) {
+      parallel_for(p.value.numel(), kGrain, [=](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
           float d = g[i] + pwd * w[i];
           v[i] = first ? d : mu * v[i] + d;
@@ -148,7 +151,7 @@ class Adam : public Optimizer {
       const float wd = p.decay ? float(c_.weight_decay) : 0.0f;
       const float l2 = decoupled_ ? 0.0f : wd;
       const float shrink = decoupled_ ? float(1.0 - lr * wd) : 1.0f;
-      parallel_for(p.value.numel(), kGrain, [&](int64_t b, int64_t e) {
+      parallel_for(p.value.numel(), kGrain, [=](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
           float gi = g[i] + l2 * w[i];
           m[i] = b1 * m[i] + (1.0f - b1) * gi;
