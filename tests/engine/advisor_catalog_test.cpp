@@ -110,5 +110,44 @@ TEST(StepTime, FlopsFollowTheCostRules) {
   EXPECT_LE(predict_step_time(p.graph, 10, d2).samples_per_s, 2 * t.samples_per_s + 1e-9);
 }
 
+TEST(StepTime, CpuConvolutionCountsItsIm2colColumns) {
+  // in [1, 28, 28] -> Conv2D 6 filters 5×5 (LeNet's first) -> Conv2D 1×1
+  // (pointwise: no columns) -> Flatten -> Dense 10.
+  register_builtin_layers();
+  Graph g;
+  Attrs in, c5, c1, fc;
+  in.set("shape", std::vector<int64_t>{1, 28, 28});
+  c5.set("filters", int64_t(6));
+  c5.set("kernel", std::vector<int64_t>{5, 5});
+  c5.set("padding", std::vector<int64_t>{2, 2});
+  c1.set("filters", int64_t(4));
+  c1.set("kernel", std::vector<int64_t>{1, 1});
+  fc.set("units", int64_t(10));
+  const NodeId x = g.add_node("Input", "in", in);
+  const NodeId a = g.add_node("Conv2D", "c5", c5);
+  const NodeId b = g.add_node("Conv2D", "c1", c1);
+  const NodeId f = g.add_node("Flatten", "flat");
+  const NodeId d = g.add_node("Dense", "fc", fc);
+  g.connect(x, a);
+  g.connect(a, b);
+  g.connect(b, f);
+  g.connect(f, d);
+  DeviceRates gpu;
+  gpu.gemm_flops = gpu.conv_flops = gpu.rnn_flops = 1e11;
+  gpu.bandwidth = 1e10;
+  DeviceRates cpu = gpu;
+  cpu.host_optimizer_copy = true;  // what cpu_rates() sets: the CPU backend
+  const int64_t n = 8;
+  const StepTime tg = predict_step_time(g, n, gpu), tc = predict_step_time(g, n, cpu);
+  // The 5×5 layer: 25·28·28 floats of columns per sample, written and read
+  // forward and again for the weight gradient (its input needs no gradient).
+  EXPECT_DOUBLE_EQ(tc.layers[0].bytes - tg.layers[0].bytes, double(n) * 25 * 784 * 4 * 4);
+  // 6 filters do 3 FLOP per column byte: bound by that traffic, not FLOPs.
+  EXPECT_FALSE(tc.layers[0].compute_bound);
+  EXPECT_GT(tc.layers[0].seconds, tg.layers[0].seconds);
+  // The pointwise convolution reads its input in place.
+  EXPECT_DOUBLE_EQ(tc.layers[1].bytes, tg.layers[1].bytes);
+}
+
 }  // namespace
 }  // namespace dc::advisor
