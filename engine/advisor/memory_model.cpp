@@ -63,7 +63,7 @@ int64_t rounded(int64_t scalars, int64_t tensors) {
 // What a layer keeps between forward and backward (internal) and what its
 // backward allocates and frees (transient), at batch n, in bytes.
 void layer_buffers(const PlanStep& s, int64_t n, int threads, bool input_grad, int64_t elem,
-                   int64_t& internal, int64_t& transient) {
+                   bool relu_fused, int64_t& internal, int64_t& transient) {
   const std::string& t = s.type;
   internal = transient = 0;
   const int64_t out = s.out_shape.numel();
@@ -86,6 +86,11 @@ void layer_buffers(const PlanStep& s, int64_t n, int threads, bool input_grad, i
     const int64_t wsize = s.attrs.i("filters") * K / s.attrs.i("groups");
     if (!pointwise) internal += chunks * K * OHW * elem * (input_grad ? 2 : 1);
     internal += chunks * wsize * elem;
+    // Per-chunk bias-gradient partial sums (db_part_) and, with a fused
+    // ReLU, one sample's masked output gradient per chunk (masked_).
+    const int64_t OC = s.attrs.i("filters");
+    if (s.attrs.b("bias") && !s.frozen) internal += chunks * OC * elem;
+    if (relu_fused) internal += chunks * OC * OHW * elem;
   } else if (t == "MaxPool2D") {
     internal = n * out * 4;  // pool.cpp argmax_, int32 per output
   } else if (t == "Dropout") {
@@ -133,6 +138,12 @@ MemoryPrediction predict_memory(const Graph& g, const MemoryOptions& o) {
                                  ? (o.optimizer.momentum != 0 ? 1 : 0)
                                  : 2;  // Adam, AdamW: m and v
   MemoryPrediction m;
+  // plan.cpp fuses a ReLU into the Conv2D before it on the CPU: the ReLU
+  // writes the convolution's buffer and the convolution keeps no gradient.
+  const std::vector<int> fused = cuda ? std::vector<int>(steps.size(), -1) : relu_fusions(steps);
+  std::vector<bool> fused_producer(steps.size(), false);
+  for (int i : fused)
+    if (i >= 0) fused_producer[size_t(i)] = true;
   std::vector<bool> needs_grad(steps.size(), false);
   int64_t in_numel = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -158,13 +169,15 @@ MemoryPrediction predict_memory(const Graph& g, const MemoryOptions& o) {
     l.copies = cuda ? 0 : w + w + buf;
     // plan.cpp allocates an output for every step, inputs included, and a
     // gradient for every non-input step that needs one.
-    l.activations = tensor_bytes(n * s.out_shape.numel(), elem);
-    l.activation_grads = ng && !s.is_input ? tensor_bytes(n * s.out_shape.numel(), elem) : 0;
+    l.activations = fused[i] >= 0 ? 0 : tensor_bytes(n * s.out_shape.numel(), elem);
+    l.activation_grads =
+        ng && !s.is_input && !fused_producer[i] ? tensor_bytes(n * s.out_shape.numel(), elem) : 0;
     bool input_grad = false;
     for (int j : s.inputs)
       input_grad = input_grad || (needs_grad[size_t(j)] && !steps[size_t(j)].is_input);
     if (!s.is_input)
-      layer_buffers(s, n, cuda ? 1 : threads, input_grad, elem, l.internal, l.transient);
+      layer_buffers(s, n, cuda ? 1 : threads, input_grad, elem, fused_producer[i], l.internal,
+                    l.transient);
     m.weights += l.weights;
     m.gradients += l.gradients;
     m.optimizer += l.optimizer;

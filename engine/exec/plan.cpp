@@ -40,6 +40,19 @@ std::vector<PlanStep> lower_graph(const Graph& g) {
   return steps;
 }
 
+std::vector<int> relu_fusions(const std::vector<PlanStep>& steps) {
+  std::vector<int> consumers(steps.size(), 0), fused(steps.size(), -1);
+  for (const PlanStep& s : steps)
+    for (int i : s.inputs) ++consumers[size_t(i)];
+  for (size_t j = 0; j < steps.size(); ++j) {
+    const PlanStep& s = steps[j];
+    if (s.type != "ReLU" || s.inputs.size() != 1) continue;
+    const int i = s.inputs[0];
+    if (steps[size_t(i)].type == "Conv2D" && consumers[size_t(i)] == 1) fused[j] = i;
+  }
+  return fused;
+}
+
 struct Plan::Step {
   const PlanStep* lowered = nullptr;
   std::unique_ptr<Layer> layer;
@@ -49,6 +62,10 @@ struct Plan::Step {
   bool needs_grad_unfrozen = false;  // the same if nothing were frozen (for savings)
   bool input_grad_unfrozen = false;  // an input would need a gradient if nothing were frozen
   bool grad_ready = false;           // grad zeroed (or seeded) for this backward pass
+  // A ReLU fused into its producer: runs nothing, its output is the
+  // producer's buffer. The producer then takes this step's gradient.
+  int fused_into = -1;
+  int fused_relu = -1;  // on the producer: the ReLU step fused into it
   const std::vector<int>& inputs() const { return lowered->inputs; }
   bool is_input() const { return lowered->is_input; }
 };
@@ -90,6 +107,14 @@ Plan::Plan(const Graph& g, int64_t max_batch) : max_batch_(max_batch) {
     steps_.push_back(std::move(s));
   }
   output_shape_ = lowered_.back().out_shape;
+  const std::vector<int> fused = relu_fusions(lowered_);
+  for (size_t j = 0; j < steps_.size(); ++j) {
+    const int i = fused[j];
+    if (i < 0 || !steps_[size_t(i)]->layer->fuse_relu()) continue;
+    steps_[j]->fused_into = i;
+    steps_[size_t(i)]->fused_relu = int(j);
+    steps_[j]->out_buf = steps_[size_t(i)]->out_buf;
+  }
 }
 
 void Plan::init_params(uint64_t seed) {
@@ -113,6 +138,7 @@ const Tensor& Plan::forward(const Tensor& x, RunContext& ctx) {
       continue;
     }
     s->out = s->out_buf.narrow_batch(n);
+    if (s->fused_into >= 0) continue;  // the producer applied the ReLU
     ins.clear();
     for (int i : s->inputs()) ins.push_back(&steps_[size_t(i)]->out);
     ctx.frozen = s->lowered->frozen;
@@ -130,7 +156,7 @@ void Plan::backward(const Tensor& dout, RunContext& ctx) {
   // Gradient buffers are allocated on first use: inference-only plans (the
   // inference panel, eval) never pay for them.
   for (auto& s : steps_) {
-    if (!s->needs_grad || s->is_input()) continue;
+    if (!s->needs_grad || s->is_input() || s->fused_relu >= 0) continue;
     if (!s->grad_buf.defined()) s->grad_buf = Tensor(s->lowered->out_shape.with_batch(max_batch_));
     s->grad = s->grad_buf.narrow_batch(n);
     s->grad_ready = false;
@@ -153,7 +179,7 @@ void Plan::backward(const Tensor& dout, RunContext& ctx) {
   std::vector<Tensor*> dins;
   for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) {
     Step& s = **it;
-    if (s.is_input() || !s.needs_grad) continue;
+    if (s.is_input() || !s.needs_grad || s.fused_into >= 0) continue;
     ins.clear();
     dins.clear();
     for (int i : s.inputs()) {
@@ -164,7 +190,9 @@ void Plan::backward(const Tensor& dout, RunContext& ctx) {
       dins.push_back(wants ? &src.grad : nullptr);
     }
     ctx.frozen = s.lowered->frozen;
-    s.layer->backward(ins, s.out, s.grad, dins, ctx);
+    // A producer with a fused ReLU gets the ReLU's gradient (and masks it).
+    const Tensor& dy = s.fused_relu >= 0 ? steps_[size_t(s.fused_relu)]->grad : s.grad;
+    s.layer->backward(ins, s.out, dy, dins, ctx);
   }
   ctx.frozen = false;
 }
@@ -296,8 +324,8 @@ int64_t Plan::activation_bytes(int64_t batch, bool training) const {
   for (auto& s : steps_) {
     if (s->is_input()) continue;
     int64_t per = s->lowered->out_shape.numel() * 4 * batch;
-    b += per;
-    if (training && s->needs_grad) b += per;
+    if (s->fused_into < 0) b += per;  // a fused ReLU writes its producer's buffer
+    if (training && s->needs_grad && s->fused_relu < 0) b += per;
   }
   return b;
 }

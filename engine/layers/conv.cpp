@@ -245,29 +245,58 @@ class Conv2D : public Layer {
     });
   }
 
-  void backward(const std::vector<const Tensor*>& in, const Tensor&, const Tensor& dout,
+  bool fuse_relu() override {
+    relu_ = true;
+    return true;
+  }
+
+  void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
                 const std::vector<Tensor*>& din, RunContext&) override {
     const int64_t N = in[0]->dim(0);
     const float* x = in[0]->f32();
     const float* dy = dout.f32();
+    const float* y = out.f32();
     float* dx = din[0] ? din[0]->f32() : nullptr;
     const int64_t chunks = num_chunks(N);
     const int64_t wsize = weight_.value.numel();
+    const int64_t OC = g_.OC, OHW = g_.OHW(), OUT = OC * OHW;
     // A frozen layer (its plan released the gradients) only passes the
     // gradient on to its input.
     const bool wgrad = weight_.grad.defined();
     if (!wgrad && !dx) return;
+    const bool bgrad = wgrad && g_.bias;
     ensure_scratch(col_, chunks);
     if (dx) ensure_scratch(dcol_, chunks);
+    if (relu_) {
+      if (static_cast<int64_t>(masked_.size()) < chunks)
+        masked_.resize(static_cast<size_t>(chunks));
+      for (auto& m : masked_)
+        if (static_cast<int64_t>(m.size()) < OUT) m.resize(static_cast<size_t>(OUT));
+    }
     dw_part_.assign(static_cast<size_t>(wgrad ? chunks * wsize : 0), 0.f);
+    db_part_.assign(static_cast<size_t>(bgrad ? chunks * OC : 0), 0.f);
     parallel_for(chunks, 1, [&](int64_t cb, int64_t ce) {
       for (int64_t c = cb; c < ce; ++c) {
         float* col = col_[c].data();
         float* dcol = dx ? dcol_[c].data() : nullptr;
         float* dw = wgrad ? dw_part_.data() + c * wsize : nullptr;
-        for (int64_t n = N * c / chunks; n < N * (c + 1) / chunks; ++n)
-          backward_sample(x + n * g_.C * g_.HW(), dy + n * g_.OC * g_.OHW(),
-                          dx ? dx + n * g_.C * g_.HW() : nullptr, dw, col, dcol);
+        float* db = bgrad ? db_part_.data() + c * OC : nullptr;
+        for (int64_t n = N * c / chunks; n < N * (c + 1) / chunks; ++n) {
+          const float* dys = dy + n * OUT;
+          if (relu_) {
+            // The fused ReLU's backward, on this sample while it is in
+            // cache: the output is max(conv, 0), so out > 0 is the mask.
+            float* __restrict m = masked_[c].data();
+            const float* __restrict ys = y + n * OUT;
+            const float* __restrict g = dys;
+            for (int64_t i = 0; i < OUT; ++i) m[i] = g[i] * (ys[i] > 0.0f ? 1.0f : 0.0f);
+            dys = m;
+          }
+          if (db)
+            for (int64_t o = 0; o < OC; ++o) db[o] += sum(dys + o * OHW, OHW);
+          backward_sample(x + n * g_.C * g_.HW(), dys, dx ? dx + n * g_.C * g_.HW() : nullptr, dw,
+                          col, dcol);
+        }
       }
     });
     if (!wgrad) return;
@@ -281,16 +310,13 @@ class Conv2D : public Layer {
         gw[i] += s;
       }
     });
-    if (g_.bias) {
+    if (bgrad) {
       float* gb = bias_.grad.f32();
-      const int64_t OHW = g_.OHW(), OC = g_.OC;
-      parallel_for(OC, 1, [&](int64_t b, int64_t e) {
-        for (int64_t o = b; o < e; ++o) {
-          float s = 0.f;
-          for (int64_t n = 0; n < N; ++n) s += sum(dy + (n * OC + o) * OHW, OHW);
-          gb[o] += s;
-        }
-      });
+      for (int64_t o = 0; o < OC; ++o) {
+        float s = 0.f;
+        for (int64_t c = 0; c < chunks; ++c) s += db_part_[c * OC + o];
+        gb[o] += s;
+      }
     }
   }
 
@@ -325,6 +351,10 @@ class Conv2D : public Layer {
     for (int64_t gi = 0; gi < g_.G; ++gi)
       sgemm(false, false, OCg, OHW, Kg, 1.f, w + gi * OCg * Kg, Kg, src + gi * Kg * OHW, OHW, beta,
             y + gi * OCg * OHW, OHW);
+    // The fused ReLU, while the sample's output is in cache. std::max keeps
+    // NaN as NaN, as the ReLU layer does.
+    if (relu_)
+      for (int64_t i = 0; i < g_.OC * OHW; ++i) y[i] = std::max(y[i], 0.0f);
   }
 
   void backward_sample(const float* x, const float* dy, float* dx, float* dw, float* col,
@@ -355,7 +385,9 @@ class Conv2D : public Layer {
   ConvGeom g_;
   Param weight_, bias_;
   std::vector<ScratchVec<float>> col_, dcol_;  // one per chunk, kept across steps
-  ScratchVec<float> dw_part_;
+  ScratchVec<float> dw_part_, db_part_;
+  std::vector<ScratchVec<float>> masked_;  // per chunk: one sample's ReLU-masked gradient
+  bool relu_ = false;                      // a ReLU is fused into this layer (fuse_relu)
 };
 
 const LayerDescriptor& conv_desc() {

@@ -60,6 +60,11 @@ class Layer {
   // True when backward needs `out` (e.g. ReLU, Sigmoid); lets the plan know
   // which activations stay alive.
   virtual bool backward_needs_output() const { return false; }
+  // Asks the layer to apply a ReLU to its own output (the plan then skips
+  // the ReLU node, whose output is this layer's): forward writes max(y, 0)
+  // and backward gets the gradient of that and masks it with out > 0.
+  // Returns false when the layer cannot.
+  virtual bool fuse_relu() { return false; }
 };
 
 struct Cost {

@@ -80,6 +80,14 @@ struct PlanStep {
 // ends with the network's output.
 std::vector<PlanStep> lower_graph(const Graph& g);
 
+// The CPU plan runs a ReLU whose only input is a Conv2D that feeds nothing
+// else inside the convolution (Layer::fuse_relu): the ReLU's output is the
+// convolution's buffer, and neither a separate ReLU pass nor the
+// convolution's own gradient buffer exists. For each step, the index of the
+// Conv2D a ReLU step is fused into, else -1. The advisor's memory model
+// uses the same rule.
+std::vector<int> relu_fusions(const std::vector<PlanStep>& steps);
+
 class Plan {
  public:
   // Validates the graph (throws GraphError listing every problem) and builds
