@@ -364,6 +364,35 @@ TEST_F(ExperimentsTab, ResumesACliSweepWithHiddenOptionsAndStartUsesDefaults) {
   EXPECT_EQ(p()->options().seed, 5000000000ULL);
 }
 
+// A trial that ASHA stopped at a rung inside its first epoch shows the
+// fraction of an epoch it trained; whole epochs show as whole numbers.
+TEST_F(ExperimentsTab, TheEpochsColumnShowsFractionsOfAnEpoch) {
+  const SearchSpace space = parse_search_space({"lr=log:1e-3:1e-2"}, g());
+  Trial pruned, completed;
+  pruned.id = 0;
+  pruned.x = completed.x = {5e-3};
+  pruned.status = Trial::Status::Pruned;
+  TrialEpoch rung;
+  rung.epoch = 1;
+  rung.at = 1.0 / 3;
+  rung.trained = 0.34;
+  rung.val_accuracy = 0.5;
+  pruned.epochs = {rung};
+  completed.id = 1;
+  completed.status = Trial::Status::Completed;
+  TrialEpoch end = rung;
+  end.at = end.trained = 3;
+  end.epoch = 3;
+  completed.epochs = {rung, end};
+  p()->trials()->reset(space, {pruned, completed});
+  const QAbstractItemModel* m = p()->trials();
+  const int epochs = m->columnCount() - 1;
+  EXPECT_EQ(m->headerData(epochs, Qt::Horizontal).toString(), "Epochs");
+  EXPECT_EQ(m->data(m->index(0, epochs)).toString(), "0.34");
+  EXPECT_EQ(m->data(m->index(1, epochs)).toString(), "3");
+  EXPECT_DOUBLE_EQ(m->data(m->index(0, epochs), Qt::UserRole).toDouble(), 0.34);
+}
+
 TEST_F(ExperimentsTab, RefusedApplyBestLeavesNoHalfStepOnTheUndoStacks) {
   // A completed trial whose attribute value the layer refuses (as after the
   // network changed under the sweep), next to a valid setting.
