@@ -2,7 +2,8 @@
 # Issue 15's "done when": a 16-trial TPE sweep of the sample project with
 # ASHA pruning against the same sweep without pruning, 3 epochs per trial,
 # and the template trained with its own settings on the same split.
-# Usage: [THREADS=N] bench/tuning_sweep.sh [STEPS_PER_EPOCH] (default: whole epochs)
+# Usage: [THREADS=N] [MIN_EPOCHS=R] bench/tuning_sweep.sh [STEPS_PER_EPOCH] (default: whole epochs)
+# MIN_EPOCHS: ASHA's first rung (default: the sweep's, epochs / eta^2 = 1/3).
 # Prints epochs used and accuracies; results in docs/BENCHMARKS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,12 +16,14 @@ for name in asha none template; do
     sample_data/sample_project.dcproj > "$OUT/$name.dcproj"
 done
 LIMIT=(--threads "${THREADS:-0}")
-[[ $STEPS != 0 ]] && LIMIT=(--steps-per-epoch "$STEPS")
+[[ $STEPS != 0 ]] && LIMIT+=(--steps-per-epoch "$STEPS")
+RUNG=()
+[[ -n ${MIN_EPOCHS:-} ]] && RUNG=(--min-epochs "$MIN_EPOCHS")
 SPACE=(--param lr=log:3e-4:1e-2 --param batch=choice:32,64,128 --param conv1.filters=int:16:64)
 "$CLI" train "$OUT/template.dcproj" "${LIMIT[@]}" --val-split 0.1 --json --quiet > "$OUT/template.json"
 for pruner in asha none; do
   "$CLI" sweep "$OUT/$pruner.dcproj" --fresh --trials 16 --epochs 3 "${LIMIT[@]}" --sampler tpe \
-    --pruner $pruner --seed 0 "${SPACE[@]}" --json > "$OUT/$pruner.json"
+    --pruner $pruner ${RUNG[@]+"${RUNG[@]}"} --seed 0 "${SPACE[@]}" --json > "$OUT/$pruner.json"
 done
 python3 - "$OUT" <<'PY'
 import json, sys
@@ -31,7 +34,7 @@ for name in ("asha", "none"):
     s = json.load(open(f"{out}/{name}.json"))
     st = [x["status"] for x in s["trials"]]
     b = s["best"]
-    print(f"{name}: {s['epochs_used']} epochs; {st.count('completed')} completed, "
+    print(f"{name}: {s['epochs_used']:.2f} of 48 epochs ({s['epochs_used'] / 48:.1%}); {st.count('completed')} completed, "
           f"{st.count('pruned')} pruned, {st.count('failed')} failed; best trial {b['id']} "
           f"val {b['val_accuracy']:.4f} test {b['test_accuracy']:.4f} {b['params']}")
 PY

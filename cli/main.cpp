@@ -182,7 +182,8 @@ const std::vector<Command>& commands() {
       {"sweep",
        "PROJECT",
        "Hyperparameter sweep: TPE or random search over training settings and layer "
-       "attributes, ASHA pruning at epoch boundaries; resumable (state in PROJECT.sweep.json).",
+       "attributes, ASHA pruning at its rungs (from a fraction of the first epoch); resumable "
+       "(state in PROJECT.sweep.json).",
        {{"param", "NAME=KIND:ARGS",
          "a searched parameter, repeatable: lr=log:1e-4:1e-2, batch=choice:32,64,128, "
          "conv1.filters=int:16:64, dropout.rate=float:0:0.5"},
@@ -190,6 +191,9 @@ const std::vector<Command>& commands() {
         {"epochs", "E", "epochs per trial (default 3)"},
         {"pruner", "asha|none", "stop poor trials early (default asha)"},
         {"eta", "N", "ASHA's reduction factor (default 3)"},
+        {"min-epochs", "R",
+         "ASHA's first rung in epochs, a fraction allowed (1/3, 0.25); rungs at R*eta^k "
+         "(default E/eta^2: with 3 epochs and eta 3, at 1/3 epoch, 1 and 3)"},
         {"sampler", "tpe|random", "how points are chosen (default tpe)"},
         {"seed", "S", "seed of the sampler (default 0); trials train with the project's seed"},
         {"parallel", "K", "trials at once, each single-threaded (at most the cores)"},

@@ -29,6 +29,32 @@ Project load(const Args& a) {
   return load_project(a.positional[0]);
 }
 
+// --min-epochs: a number of epochs or a fraction written N/D (1/3 is not
+// exactly 0.333, and its rungs should land on whole epochs).
+double min_epochs_flag(const Args& a) {
+  const std::string v = a.get("min-epochs", "");
+  if (v.empty()) return 0;
+  const size_t slash = v.find('/');
+  double x = NAN;
+  try {
+    size_t used = 0;
+    if (slash == std::string::npos) {
+      x = std::stod(v, &used);
+      if (used != v.size()) x = NAN;
+    } else {
+      const std::string num = v.substr(0, slash), den = v.substr(slash + 1);
+      size_t used_den = 0;
+      const double n = std::stod(num, &used), d = std::stod(den, &used_den);
+      x = used == num.size() && used_den == den.size() && d > 0 ? n / d : NAN;
+    }
+  } catch (const std::exception&) {
+  }
+  if (!(x > 0) || !std::isfinite(x))
+    throw Error("--min-epochs must be a positive number of epochs such as 1, 0.5 or 1/3, got '" +
+                v + "'");
+  return x;
+}
+
 void check_network(const Project& p, const TrainConfig& c) {
   const std::vector<RunProblem> problems = network_problems(p.graph, c);
   if (const RunProblem* problem = first_blocking(problems)) throw_problem(*problem);
@@ -151,6 +177,7 @@ int cmd_sweep(const Args& a) {
   o.asha = pruner == "asha";
   o.tpe = sampler == "tpe";
   o.eta = int(a.get_int("eta", o.eta, 2, 100));
+  o.min_epochs = min_epochs_flag(a);
   o.seed = uint64_t(a.get_int("seed", 0, 0, INT64_MAX));
   o.parallel = int(a.get_int("parallel", 1, 1, 1024));
   o.steps_per_epoch_limit = a.get_int("steps-per-epoch", 0, 0, INT64_MAX);
@@ -168,11 +195,19 @@ int cmd_sweep(const Args& a) {
   auto shared = std::make_shared<const TrainTest>(std::move(data.data));
   Sweep sweep(p, shared, space, o, state, a.flag("fresh"));
   const bool quiet = a.flag("quiet") || a.flag("json");
-  if (!quiet)
+  if (!quiet) {
+    std::string pruning = "no pruning";
+    const double min_epochs = sweep.state().options.min_epochs;
+    if (o.asha && double(o.epochs) > min_epochs) {
+      pruning = "ASHA pruning (eta " + std::to_string(o.eta) + ", rungs at";
+      const Asha asha(min_epochs, double(o.epochs), o.eta);
+      for (double r : asha.rungs()) pruning += " " + attr_to_string(r);
+      pruning += " epochs)";
+    }
     std::fprintf(stderr, "%s sweep of '%s': %d trials x %d epochs, %s, %s; state in %s\n",
                  sweep.resumed() ? "Resuming the" : "Starting a", p.name.c_str(), o.trials,
-                 o.epochs, o.tpe ? "TPE" : "random search", o.asha ? "ASHA pruning" : "no pruning",
-                 state.c_str());
+                 o.epochs, o.tpe ? "TPE" : "random search", pruning.c_str(), state.c_str());
+  }
   std::atomic<bool> stop{false};
   InterruptGuard guard;
   std::thread watch([&] {
@@ -189,8 +224,12 @@ int cmd_sweep(const Args& a) {
                 attr_to_string(search_value(space.params[i], t.x[i]));
     if (t.status == Trial::Status::Running && !t.epochs.empty()) {
       const TrialEpoch& e = t.epochs.back();
-      std::fprintf(stderr, "trial %d epoch %d: val acc %.2f%%  (%s)\n", t.id, e.epoch,
-                   100 * e.val_accuracy, params.c_str());
+      if (e.at == double(e.epoch))
+        std::fprintf(stderr, "trial %d epoch %d: val acc %.2f%%  (%s)\n", t.id, e.epoch,
+                     100 * e.val_accuracy, params.c_str());
+      else
+        std::fprintf(stderr, "trial %d at %.3g epochs: val acc %.2f%%  (%s)\n", t.id, e.trained,
+                     100 * e.val_accuracy, params.c_str());
     } else if (t.status != Trial::Status::Running) {
       std::fprintf(stderr, "trial %d %s%s%s\n", t.id, trial_status_name(t.status),
                    t.error.empty() ? "" : ": ", t.error.c_str());
@@ -224,8 +263,8 @@ int cmd_sweep(const Args& a) {
     pruned += t.status == Trial::Status::Pruned;
     failed += t.status == Trial::Status::Failed;
   }
-  std::printf("%zu trials: %d completed, %d pruned, %d failed; %lld epochs trained\n",
-              s.trials.size(), completed, pruned, failed, (long long)s.epochs_used());
+  std::printf("%zu trials: %d completed, %d pruned, %d failed; %.4g epochs trained\n",
+              s.trials.size(), completed, pruned, failed, s.epochs_used());
   const int b = s.best();
   if (b < 0) {
     std::printf("no trial completed\n");

@@ -419,7 +419,8 @@ QString ExperimentsPanel::resumeMismatch(const SweepOptions& o) const {
   if (a.asha != o.asha) d << tr("pruner");
   num(tr("seed"), qulonglong(a.seed), qulonglong(o.seed));
   num(tr("ASHA eta"), a.eta, o.eta);
-  num(tr("minimum epochs"), qlonglong(a.min_epochs), qlonglong(o.min_epochs));
+  // The file holds it resolved (0 is epochs / eta^2).
+  num(tr("ASHA's first rung (epochs)"), sweep_min_epochs(a), sweep_min_epochs(o));
   num(tr("validation split"), a.val_split, o.val_split);
   num(tr("steps per epoch"), qlonglong(a.steps_per_epoch_limit),
       qlonglong(o.steps_per_epoch_limit));
@@ -654,7 +655,7 @@ void ExperimentsPanel::onFinished(const QString& error) {
                .arg(counts[int(Trial::Status::Completed)])
                .arg(counts[int(Trial::Status::Pruned)])
                .arg(counts[int(Trial::Status::Failed)])
-               .arg(s.epochs_used());
+               .arg(s.epochs_used(), 0, 'g', 4);
     for (const Trial& t : s.trials)
       if (t.status == Trial::Status::Failed)
         text += "\n" + tr("Trial %1 failed: %2").arg(t.id).arg(QString::fromStdString(t.error));

@@ -112,7 +112,11 @@ QVariant TrialsModel::data(const QModelIndex& index, int role) const {
     if (sort) return std::isfinite(a) ? a : -1.0;
     return std::isfinite(a) ? QString::number(100 * a, 'f', 2) + " %" : QString("–");
   }
-  return int(t.epochs.size());
+  // Epochs trained: a fraction when ASHA stopped the trial inside an epoch.
+  const double trained = t.epochs_trained();
+  if (sort) return trained;
+  return trained == std::floor(trained) ? QString::number(trained, 'f', 0)
+                                        : QString::number(trained, 'f', 2);
 }
 
 void ExperimentsPanel::refreshPlots() {
@@ -198,27 +202,29 @@ void ExperimentsPanel::refreshPlots() {
     }
   pc->replot(QCustomPlot::rpQueuedReplot);
 
-  // Validation accuracy per epoch, one curve per trial.
+  // Validation accuracy against epochs trained (ASHA's rungs inside an
+  // epoch too), one curve per trial.
   QCustomPlot* cv = curves_;
   cv->clearGraphs();
   cv->xAxis->setLabel(tr("epoch"));
   cv->yAxis->setLabel(tr("validation accuracy (%)"));
-  int max_epoch = 1;
+  double min_epoch = 1, max_epoch = 1;
   double ymin = 100, ymax = 0;
   for (const Trial& t : trials) {
     QCPGraph* g = cv->addGraph();
     QVector<double> xs, ys;
     for (const TrialEpoch& e : t.epochs)
       if (std::isfinite(e.val_accuracy)) {
-        xs << e.epoch, ys << 100 * e.val_accuracy;
-        max_epoch = std::max(max_epoch, e.epoch);
+        xs << e.trained, ys << 100 * e.val_accuracy;
+        min_epoch = std::min(min_epoch, e.trained);
+        max_epoch = std::max(max_epoch, e.trained);
         ymin = std::min(ymin, 100 * e.val_accuracy), ymax = std::max(ymax, 100 * e.val_accuracy);
       }
     g->setData(xs, ys, true);
     g->setPen(QPen(lineColor(t), 1.5));
     g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 4));
   }
-  cv->xAxis->setRange(0.8, max_epoch + 0.2);
+  cv->xAxis->setRange(min_epoch - 0.2, max_epoch + 0.2);
   if (ymax < ymin) ymin = 0, ymax = 100;
   cv->yAxis->setRange(ymin - 2, ymax + 2);
   auto int_ticker = QSharedPointer<QCPAxisTickerFixed>::create();

@@ -5,7 +5,7 @@
 #include <deepcanvas/trainer.h>
 
 #include <algorithm>
-
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +51,10 @@ Trainer::EpochTotals Trainer::train_epoch(Stepper& stepper, int epoch, RunState&
   auto secs = [](Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
   };
+  // Validation points inside this epoch, by step (TrainConfig::validate_at).
+  const std::vector<std::pair<int64_t, double>> points =
+      validation_points(epoch, r.steps_per_epoch);
+  size_t next_point = 0;
   while (in_epoch < r.steps_per_epoch) {
     const auto w0 = Clock::now();
     if (!stepper.next_batch()) break;
@@ -66,7 +70,10 @@ Trainer::EpochTotals Trainer::train_epoch(Stepper& stepper, int epoch, RunState&
     t.samples += n;
     ++window_steps;
     window_wait += secs(w0, w1);
-    if (!stepper.report_due(in_epoch, r.steps_per_epoch, cancel_ || paused_)) {
+    // A validation point reads the statistics first, so that evaluating is
+    // never counted as training time.
+    const bool validate_now = next_point < points.size() && points[next_point].first == in_epoch;
+    if (!stepper.report_due(in_epoch, r.steps_per_epoch, cancel_ || paused_ || validate_now)) {
       window_compute += secs(c0, Clock::now());
       continue;
     }
@@ -103,10 +110,44 @@ Trainer::EpochTotals Trainer::train_epoch(Stepper& stepper, int epoch, RunState&
     window_steps = 0;
     window_wait = window_compute = 0;
     emit(e);
+    for (; next_point < points.size() && points[next_point].first == in_epoch; ++next_point)
+      validate_within_epoch(epoch, in_epoch, points[next_point].second, r);
   }
   r.train_time += t.seconds;
   r.trained_samples += t.samples;
   return t;
+}
+
+std::vector<std::pair<int64_t, double>> Trainer::validation_points(int epoch,
+                                                                   int64_t steps_per_epoch) const {
+  std::vector<std::pair<int64_t, double>> v;
+  if (steps_per_epoch < 2) return v;  // no step inside the epoch
+  for (double at : cfg_.validate_at) {
+    if (!(at > epoch - 1) || !(at < epoch)) continue;  // another epoch's, or an epoch end
+    const double into = at - (epoch - 1);
+    const int64_t step =
+        std::clamp<int64_t>(std::llround(into * double(steps_per_epoch)), 1, steps_per_epoch - 1);
+    v.emplace_back(step, at);
+  }
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// The validation split measured after a step inside an epoch: the weights
+// are not changed and no statistics of the epoch are read, so the training
+// goes on exactly as it would have without it.
+void Trainer::validate_within_epoch(int epoch, int64_t step_in_epoch, double at,
+                                    const RunState& r) {
+  TrainEvent e = progress_event(TrainEvent::Kind::Validation, epoch, r);
+  e.step_in_epoch = step_in_epoch;
+  e.steps_per_epoch = r.steps_per_epoch;
+  e.at = at;
+  if (!r.val_idx.empty()) {
+    EvalResult v = evaluate_on(false, r.val_idx);
+    e.val_loss = v.loss;
+    e.val_accuracy = v.top1;
+  }
+  emit(e);
 }
 
 // Evaluation, model selection, checkpoints and early stopping after an

@@ -40,6 +40,8 @@ const char* event_kind_name(TrainEvent::Kind k) {
       return "cancelled";
     case TrainEvent::Kind::Telemetry:
       return "telemetry";
+    case TrainEvent::Kind::Validation:
+      return "validation";
   }
   return "?";
 }

@@ -1,24 +1,43 @@
 #include <deepcanvas/asha.h>
+#include <deepcanvas/attrs.h>
 #include <deepcanvas/errors.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace dc {
 
-Asha::Asha(int64_t min_resource, int64_t max_resource, int eta) : eta_(eta) {
-  if (min_resource < 1 || max_resource <= min_resource || eta < 2)
-    throw Error("ASHA needs 1 <= min resource < max resource and eta >= 2 (got min " +
-                std::to_string(min_resource) + ", max " + std::to_string(max_resource) + ", eta " +
+namespace {
+
+bool same_resource(double a, double b) {
+  return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+}
+
+}  // namespace
+
+Asha::Asha(double min_resource, double max_resource, int eta) : eta_(eta) {
+  if (!(min_resource > 0) || !(max_resource > min_resource) || !std::isfinite(max_resource) ||
+      eta < 2)
+    throw Error("ASHA needs 0 < min resource < max resource and eta >= 2 (got min " +
+                attr_to_string(min_resource) + ", max " + attr_to_string(max_resource) + ", eta " +
                 std::to_string(eta) + ")");
-  for (int64_t r = min_resource; r <= max_resource; r *= eta) rungs_.push_back(r);
+  // r * eta^k, each from the power (no accumulated rounding), snapped to a
+  // whole number or max_resource when it lands there within rounding.
+  for (int k = 0;; ++k) {
+    double r = min_resource * std::pow(double(eta), k);
+    if (const double whole = std::round(r); whole > 0 && same_resource(r, whole)) r = whole;
+    if (same_resource(r, max_resource)) r = max_resource;
+    if (r > max_resource) break;
+    rungs_.push_back(r);
+  }
   results_.resize(rungs_.size());
   promoted_.resize(rungs_.size());
 }
 
-int Asha::rung_of(int64_t resource) const {
+int Asha::rung_of(double resource) const {
   for (size_t k = 0; k < rungs_.size(); ++k)
-    if (rungs_[k] == resource) return int(k);
+    if (same_resource(rungs_[k], resource)) return int(k);
   return -1;
 }
 
@@ -31,7 +50,7 @@ bool Asha::in_top(int rung, int trial, size_t k) const {
   return false;
 }
 
-bool Asha::report(int trial, int64_t resource, double value) {
+bool Asha::report(int trial, double resource, double value) {
   const int k = rung_of(resource);
   if (k < 0) return true;
   auto& rung = results_[size_t(k)];

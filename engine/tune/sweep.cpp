@@ -74,10 +74,14 @@ int SweepState::best() const {
   return best;
 }
 
-int64_t SweepState::epochs_used() const {
-  int64_t n = 0;
-  for (const Trial& t : trials) n += int64_t(t.epochs.size());
+double SweepState::epochs_used() const {
+  double n = 0;
+  for (const Trial& t : trials) n += t.epochs_trained();
   return n;
+}
+
+double sweep_min_epochs(const SweepOptions& o) {
+  return o.min_epochs > 0 ? o.min_epochs : double(o.epochs) / double(o.eta) / double(o.eta);
 }
 
 std::string sweep_state_path(const std::string& project_file) {
@@ -114,6 +118,8 @@ std::string sweep_to_json(const SweepState& s, const SearchSpace& space, int ind
     json ep = json::array();
     for (const TrialEpoch& e : t.epochs)
       ep.push_back({{"epoch", e.epoch},
+                    {"at", e.at},
+                    {"trained", e.trained},
                     {"train_loss", num(e.train_loss)},
                     {"val_loss", num(e.val_loss)},
                     {"val_accuracy", num(e.val_accuracy)},
@@ -138,7 +144,8 @@ std::string sweep_to_json(const SweepState& s, const SearchSpace& space, int ind
   } else {
     j["best"] = nullptr;
   }
-  j["epochs_used"] = s.epochs_used();
+  // Sums of step fractions: rounded so that 14.68 does not print as 14.680000000000001.
+  j["epochs_used"] = std::round(s.epochs_used() * 1e6) / 1e6;
   return j.dump(indent);
 }
 
@@ -154,7 +161,7 @@ SweepState sweep_from_json(const std::string& text, const std::string& source) {
     s.options.epochs = o.at("epochs");
     s.options.asha = o.at("pruner") == "asha";
     s.options.eta = o.at("eta");
-    s.options.min_epochs = o.at("min_epochs");
+    s.options.min_epochs = o.at("min_epochs").get<double>();
     s.options.tpe = o.at("sampler") == "tpe";
     s.options.n_startup = o.at("n_startup");
     s.options.seed = o.at("seed");
@@ -170,10 +177,19 @@ SweepState sweep_from_json(const std::string& text, const std::string& source) {
       for (Trial::Status k : kStatuses)
         if (st == trial_status_name(k)) t.status = k, known = true;
       if (!known) throw IoError(source + ": trial " + std::to_string(t.id) + " has status " + st);
-      for (const json& e : tj.at("metrics"))
-        t.epochs.push_back({e.at("epoch").get<int>(), num_of(e.at("train_loss")),
-                            num_of(e.at("val_loss")), num_of(e.at("val_accuracy")),
-                            num_of(e.at("test_loss")), num_of(e.at("test_accuracy"))});
+      for (const json& e : tj.at("metrics")) {
+        TrialEpoch m;
+        m.epoch = e.at("epoch").get<int>();
+        // Files from before fractional rungs hold epoch ends only.
+        m.at = e.value("at", double(m.epoch));
+        m.trained = e.value("trained", double(m.epoch));
+        m.train_loss = num_of(e.at("train_loss"));
+        m.val_loss = num_of(e.at("val_loss"));
+        m.val_accuracy = num_of(e.at("val_accuracy"));
+        m.test_loss = num_of(e.at("test_loss"));
+        m.test_accuracy = num_of(e.at("test_accuracy"));
+        t.epochs.push_back(m);
+      }
       t.error = tj.value("error", "");
       s.trials.push_back(std::move(t));
     }
@@ -195,18 +211,24 @@ Sweep::Sweep(Project project, std::shared_ptr<const TrainTest> data, SearchSpace
   if (o.trials < 1 || o.trials > 100000) throw Error("--trials must be in [1, 100000]");
   if (o.epochs < 1 || o.epochs > 100000) throw Error("--epochs must be in [1, 100000]");
   if (o.parallel < 1) throw Error("--parallel must be at least 1");
+  if (o.eta < 2) throw Error("--eta must be at least 2");
+  if (!(o.min_epochs >= 0) || !std::isfinite(o.min_epochs))
+    throw Error("--min-epochs must be a positive number of epochs (0: epochs / eta^2)");
   if (o.n_startup < 0) o.n_startup = std::clamp(o.trials / 3, 2, 10);
+  o.min_epochs = sweep_min_epochs(o);
   for (const SearchParam& p : space_.params) state_.space.push_back(p.spec_text());
   state_.options = o;
   if (!path_.empty() && !fresh && std::filesystem::exists(path_)) {
     SweepState old = sweep_from_json(read_file(path_, 256 << 20, "sweep state"), path_);
     SweepOptions a = old.options, b = o;
-    a.parallel = b.parallel = 1;  // how many run at once does not change the sweep
+    a.parallel = b.parallel = 1;         // how many run at once does not change the sweep
+    a.min_epochs = sweep_min_epochs(a);  // a file may hold 0 (the default) unresolved
     if (old.space != state_.space || !(a == b))
       throw Error(path_ +
                   " holds a different sweep (other parameters or options); pass --fresh to "
                   "replace it, or repeat that sweep's options to continue it");
     old.options.parallel = o.parallel;
+    old.options.min_epochs = o.min_epochs;
     state_ = std::move(old);
     for (Trial& t : state_.trials)
       if (t.status == Trial::Status::Running || t.status == Trial::Status::Pending) {
@@ -217,14 +239,14 @@ Sweep::Sweep(Project project, std::shared_ptr<const TrainTest> data, SearchSpace
   }
   sampler_ = o.tpe ? std::unique_ptr<Sampler>(std::make_unique<TpeSampler>(o.seed, o.n_startup))
                    : std::make_unique<RandomSampler>(o.seed);
-  if (o.asha && o.epochs > o.min_epochs) {
-    asha_ = std::make_unique<Asha>(o.min_epochs, o.epochs, o.eta);
+  if (o.asha && double(o.epochs) > o.min_epochs) {
+    asha_ = std::make_unique<Asha>(o.min_epochs, double(o.epochs), o.eta);
     // Replay the rungs of the trials already run, in trial order.
     for (const Trial& t : state_.trials)
-      for (const TrialEpoch& e : t.epochs) {
+      for (size_t i = 0; i < t.epochs.size(); ++i) {
         Trial upto = t;
-        upto.epochs.resize(size_t(e.epoch));
-        if (asha_->rung_of(e.epoch) >= 0) asha_->report(t.id, e.epoch, upto.value());
+        upto.epochs.resize(i + 1);
+        if (asha_->rung_of(t.epochs[i].at) >= 0) asha_->report(t.id, t.epochs[i].at, upto.value());
       }
   }
 }
@@ -322,6 +344,12 @@ void Sweep::run_trial(int id, const std::function<void(const Trial&)>& on_update
     c.early_stopping_patience = 0;
     c.restore_best = false;  // the last epoch's metrics are what ASHA and "best" compare
     c.steps_per_epoch_limit = o.steps_per_epoch_limit;
+    // ASHA's rungs inside epochs are measured there; those at epoch ends are
+    // the epochs' own measurements.
+    c.validate_at.clear();
+    if (asha_)
+      for (double r : asha_->rungs())
+        if (r < double(o.epochs) && r != std::floor(r)) c.validate_at.push_back(r);
     if (o.parallel > 1) c.threads = 1;
     // Each trial normalises its own copy, so parallel trials never share one.
     auto train = std::make_shared<Dataset>(data_->train);
@@ -343,22 +371,36 @@ void Sweep::run_trial(int id, const std::function<void(const Trial&)>& on_update
     auto ev = trainer->events().pop(std::chrono::milliseconds(100));
     if (!ev) continue;
     switch (ev->kind) {
+      case TrainEvent::Kind::Validation:
       case TrainEvent::Kind::Epoch: {
-        // An epoch the Trainer finished before it saw the cancel of a
-        // pruned trial is not part of the trial.
+        // What the Trainer measured after it saw the cancel of a pruned
+        // trial is not part of the trial.
         if (pruned || !failure.empty()) break;
         const TrainEvent& e = *ev;
+        const bool end = e.kind == TrainEvent::Kind::Epoch;
+        TrialEpoch m;
+        m.epoch = e.epoch;
+        m.at = end ? double(e.epoch) : e.at;
+        m.trained = end || e.steps_per_epoch <= 0
+                        ? double(e.epoch)
+                        : double(e.epoch - 1) + double(e.step_in_epoch) / double(e.steps_per_epoch);
+        m.val_loss = e.val_loss;
+        m.val_accuracy = e.val_accuracy;
+        if (end) {
+          m.train_loss = e.train_loss;
+          m.test_loss = e.test_loss;
+          m.test_accuracy = e.test_accuracy;
+        }
         bool go_on = true;
         {
           std::lock_guard<std::mutex> l(m_);
           Trial& t = state_.trials[size_t(id)];
-          t.epochs.push_back(
-              {e.epoch, e.train_loss, e.val_loss, e.val_accuracy, e.test_loss, e.test_accuracy});
-          if (!std::isfinite(e.train_loss)) {
+          t.epochs.push_back(m);
+          if (end && !std::isfinite(e.train_loss)) {
             failure = "the training loss became " + std::to_string(e.train_loss);
             go_on = false;
-          } else if (asha_ && e.epoch < o.epochs) {
-            go_on = asha_->report(id, e.epoch, t.value());
+          } else if (asha_ && m.at < double(o.epochs) && asha_->rung_of(m.at) >= 0) {
+            go_on = asha_->report(id, m.at, t.value());
             pruned = !go_on;
           }
           save_locked();

@@ -13,6 +13,7 @@
 #include <deepcanvas/search_space.h>
 #include <deepcanvas/sweep.h>
 #include <deepcanvas/tpe.h>
+#include <deepcanvas/trainer.h>
 #include <gtest/gtest.h>
 
 #include "test_util.h"
@@ -24,6 +25,9 @@
 #include <cstring>
 #include <filesystem>
 #include <set>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
 
 namespace dc {
 namespace {
@@ -121,7 +125,7 @@ TEST(Tpe, IsDeterministicForASeedAndStaysInRange) {
 
 TEST(Asha, RungsAreMinTimesEtaPowers) {
   Asha a(1, 27, 3);
-  EXPECT_EQ(a.rungs(), (std::vector<int64_t>{1, 3, 9, 27}));
+  EXPECT_EQ(a.rungs(), (std::vector<double>{1, 3, 9, 27}));
   EXPECT_EQ(a.rung_of(9), 2);
   EXPECT_EQ(a.rung_of(4), -1);
   EXPECT_THROW(Asha(0, 3, 3), Error);
@@ -132,9 +136,10 @@ TEST(Asha, RungsAreMinTimesEtaPowers) {
 // quality: every promotion out of rung k must be a trial in the top
 // floor(n_k / eta) of that rung at that moment, never promoted before, and
 // a new trial is started only when no rung has such a candidate.
-TEST(Asha, SchedulerPromotesOnlyTheTopOneOverEtaOfARung) {
+void expect_scheduler_follows_the_rule(double min_resource, double max_resource) {
   const int eta = 3;
-  Asha a(1, 9, eta);  // rungs 1, 3, 9
+  Asha a(min_resource, max_resource, eta);
+  ASSERT_EQ(a.rungs().size(), 3u);
   Rng r(3);
   std::vector<double> quality;
   std::vector<std::set<int>> promoted(3);
@@ -171,6 +176,42 @@ TEST(Asha, SchedulerPromotesOnlyTheTopOneOverEtaOfARung) {
   // asynchronous rule accepts by design.)
   EXPECT_LT(a.results()[1].size(), a.results()[0].size());
   EXPECT_LE(a.results()[2].size(), a.results()[1].size());
+}
+
+TEST(Asha, SchedulerPromotesOnlyTheTopOneOverEtaOfARung) {
+  expect_scheduler_follows_the_rule(1, 9);  // rungs 1, 3, 9
+}
+
+// Hyperband's most aggressive bracket for one epoch: rungs at 1/9, 1/3, 1.
+TEST(Asha, SchedulerFollowsTheRuleOnFractionalRungs) {
+  expect_scheduler_follows_the_rule(1.0 / 9, 1);
+}
+
+TEST(Asha, FractionalRungsLandOnWholeEpochs) {
+  Asha a(1.0 / 3, 3, 3);
+  EXPECT_EQ(a.rungs(), (std::vector<double>{1.0 / 3, 1, 3}));
+  EXPECT_EQ(a.rung_of(1.0 / 3), 0);
+  EXPECT_EQ(a.rung_of(1), 1);
+  EXPECT_EQ(a.rung_of(0.34), -1);
+  EXPECT_EQ(Asha(0.25, 3, 2).rungs(), (std::vector<double>{0.25, 0.5, 1, 2}));
+  EXPECT_EQ(Asha(3.0 / 16, 3, 4).rungs(), (std::vector<double>{3.0 / 16, 0.75, 3}));
+  EXPECT_THROW(Asha(-0.5, 3, 3), Error);
+  EXPECT_THROW(Asha(3, 3, 3), Error);
+}
+
+// The pruner's rule is the same at a rung inside an epoch.
+TEST(Asha, PrunerKeepsTheTopOneOverEtaAtAFractionalRung) {
+  Asha a(1.0 / 3, 3, 3);                     // decisions at 1/3 epoch and 1
+  EXPECT_TRUE(a.report(0, 1.0 / 3, 0.5));    // first at the rung: best so far
+  EXPECT_FALSE(a.report(1, 1.0 / 3, 0.6));   // floor(2/3) = 0: only the best goes on
+  EXPECT_TRUE(a.report(2, 1.0 / 3, 0.4));    // 3 at the rung: top 1
+  EXPECT_FALSE(a.report(3, 1.0 / 3, 0.45));  // 4: top 1 is 0.4
+  EXPECT_FALSE(a.report(4, 1.0 / 3, 0.55));
+  EXPECT_TRUE(a.report(5, 1.0 / 3, 0.41));  // 6: top 2 = {0.4, 0.41}
+  EXPECT_TRUE(a.report(0, 0.5, 0.1));       // not a rung: always on
+  EXPECT_TRUE(a.report(0, 1, 0.3));         // rung 1's first
+  EXPECT_EQ(a.results()[0].size(), 6u);
+  EXPECT_EQ(a.results()[1].size(), 1u);
 }
 
 TEST(Asha, PrunerKeepsTheTopOneOverEtaAndTheBestSoFarWhileARungIsSmall) {
@@ -399,6 +440,17 @@ class SweepTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string state() const { return (dir_ / "p.sweep.json").string(); }
+  // A sweep with the state file, stopped once stop_at(trial) holds after an update.
+  void run_stopped(const SweepOptions& o, const std::function<bool(const Trial&)>& stop_at) {
+    std::atomic<bool> stop{false};
+    Sweep first(project_, data_, space_, o, state());
+    first.run(
+        [&](const Trial& t) {
+          if (stop_at(t)) stop = true;
+        },
+        &stop);
+    EXPECT_FALSE(first.resumed());
+  }
 
   fs::path dir_;
   Project project_;
@@ -408,6 +460,9 @@ class SweepTest : public ::testing::Test {
 };
 
 TEST_F(SweepTest, RunsPrunesFailsAndRecordsEveryTrial) {
+  // Rungs at epochs 1 and 3: a third of an epoch (the default) may prune the
+  // diverging trial before its loss overflows.
+  opt_.min_epochs = 1;
   Sweep s(project_, data_, space_, opt_, state());
   s.run();
   const SweepState st = s.state();
@@ -418,10 +473,12 @@ TEST_F(SweepTest, RunsPrunesFailsAndRecordsEveryTrial) {
     pruned += t.status == Trial::Status::Pruned;
     failed += t.status == Trial::Status::Failed;
     if (t.status == Trial::Status::Completed) {
-      EXPECT_EQ(t.epochs.size(), 3u);
+      ASSERT_FALSE(t.epochs.empty());
+      EXPECT_EQ(t.epochs.back().epoch, 3);
+      EXPECT_EQ(t.epochs_trained(), 3.0);
     }
     if (t.status == Trial::Status::Pruned) {
-      EXPECT_LT(t.epochs.size(), 3u);
+      EXPECT_LT(t.epochs_trained(), 3.0);
     }
     if (t.status == Trial::Status::Failed) {
       EXPECT_NE(t.error.find("the loss became"), std::string::npos) << t.error;
@@ -452,16 +509,7 @@ TEST_F(SweepTest, AKilledSweepResumesFromItsStateFile) {
   Sweep whole(project_, data_, space_, opt_, "");
   whole.run();
   // Stopped once the third trial has run an epoch.
-  std::atomic<bool> stop{false};
-  {
-    Sweep first(project_, data_, space_, opt_, state());
-    first.run(
-        [&](const Trial& t) {
-          if (t.id == 2 && !t.epochs.empty()) stop = true;
-        },
-        &stop);
-    EXPECT_FALSE(first.resumed());
-  }
+  run_stopped(opt_, [](const Trial& t) { return t.id == 2 && !t.epochs.empty(); });
   const SweepState partial = sweep_from_json(read_file(state()), state());
   ASSERT_EQ(partial.trials.size(), 3u);
   EXPECT_EQ(partial.trials[2].status, Trial::Status::Running);
@@ -517,6 +565,176 @@ TEST_F(SweepTest, AParallelSweepPutsTheThreadCountBack) {
   EXPECT_GE(trained, 1);
   EXPECT_EQ(num_threads(), 3);
   set_num_threads(before);
+}
+
+// Validation inside an epoch (TrainConfig::validate_at) comes after the
+// step nearest the point and changes nothing of the training: the epochs'
+// figures are those of a run without it.
+TEST_F(SweepTest, TheTrainerValidatesInsideAnEpochWithoutChangingTheTraining) {
+  TrainConfig c = project_.training;  // batch 32, one thread, a constant rate
+  c.epochs = 2;
+  c.val_split = 0.2;
+  c.steps_per_epoch_limit = 6;
+  auto run = [&](const std::vector<double>& at) {
+    TrainConfig cc = c;
+    cc.validate_at = at;
+    Trainer t(project_.graph, cc, std::make_shared<Dataset>(data_->train),
+              std::make_shared<Dataset>(data_->test));
+    t.start();
+    std::vector<TrainEvent> got;
+    for (;;) {
+      auto e = t.events().pop(std::chrono::milliseconds(60000));
+      if (!e) break;
+      if (e->kind == TrainEvent::Kind::Epoch || e->kind == TrainEvent::Kind::Validation)
+        got.push_back(*e);
+      if (e->kind == TrainEvent::Kind::Finished || e->kind == TrainEvent::Kind::Failed) break;
+    }
+    t.wait();
+    return got;
+  };
+  const std::vector<TrainEvent> plain = run({}), inside = run({1.0 / 3, 1, 1.5, 1.9, 2.5});
+  ASSERT_EQ(plain.size(), 2u);
+  // 1/3 of 6 steps: after step 2; 1.5: after step 3 of epoch 2; 1.9: 5.4
+  // steps, after step 5; 1 is an epoch's end; 2.5 is past the last epoch.
+  ASSERT_EQ(inside.size(), 5u);
+  const std::vector<std::tuple<TrainEvent::Kind, int, int64_t, double>> want = {
+      {TrainEvent::Kind::Validation, 1, 2, 1.0 / 3},
+      {TrainEvent::Kind::Epoch, 1, 0, NAN},
+      {TrainEvent::Kind::Validation, 2, 3, 1.5},
+      {TrainEvent::Kind::Validation, 2, 5, 1.9},
+      {TrainEvent::Kind::Epoch, 2, 0, NAN}};
+  for (size_t i = 0; i < want.size(); ++i) {
+    const auto& [kind, epoch, step, at] = want[i];
+    EXPECT_EQ(inside[i].kind, kind) << i;
+    EXPECT_EQ(inside[i].epoch, epoch) << i;
+    if (kind == TrainEvent::Kind::Validation) {
+      EXPECT_EQ(inside[i].step_in_epoch, step) << i;
+      EXPECT_EQ(inside[i].steps_per_epoch, 6) << i;
+      EXPECT_EQ(inside[i].at, at) << i;
+      EXPECT_TRUE(std::isfinite(inside[i].val_accuracy)) << i;
+    }
+  }
+  for (size_t e = 0; e < 2; ++e) {
+    const TrainEvent& a = plain[e];
+    const TrainEvent& b = inside[e == 0 ? 1 : 4];
+    EXPECT_EQ(a.train_loss, b.train_loss) << "epoch " << e + 1;
+    EXPECT_EQ(a.val_accuracy, b.val_accuracy) << "epoch " << e + 1;
+    EXPECT_EQ(a.val_loss, b.val_loss) << "epoch " << e + 1;
+    EXPECT_EQ(a.test_accuracy, b.test_accuracy) << "epoch " << e + 1;
+  }
+}
+
+TEST_F(SweepTest, TheDefaultFirstRungIsEpochsOverEtaSquared) {
+  EXPECT_DOUBLE_EQ(sweep_min_epochs(opt_), 1.0 / 3);  // 3 epochs, eta 3
+  SweepOptions o = opt_;
+  o.epochs = 27;
+  EXPECT_DOUBLE_EQ(sweep_min_epochs(o), 3);
+  o.min_epochs = 0.5;
+  EXPECT_EQ(sweep_min_epochs(o), 0.5);
+  // The state keeps it resolved.
+  Sweep s(project_, data_, space_, opt_, "");
+  EXPECT_EQ(s.state().options.min_epochs, 1.0 / 3);
+}
+
+// A trial that ASHA stops at the rung a third into its first epoch trained
+// a third of an epoch, and the sweep's count says so.
+TEST_F(SweepTest, ATrialPrunedInsideAnEpochRecordsTheFractionItTrained) {
+  opt_.steps_per_epoch_limit = 6;  // the 1/3 rung is after step 2
+  Sweep s(project_, data_, space_, opt_, state());
+  s.run();
+  const SweepState st = s.state();
+  ASSERT_EQ(st.options.min_epochs, 1.0 / 3);
+  int at_first_rung = 0;
+  double sum = 0;
+  for (const Trial& t : st.trials) {
+    sum += t.epochs_trained();
+    if (t.status == Trial::Status::Completed) {
+      ASSERT_GE(t.epochs.size(), 4u);  // 1/3, 1, 2, 3
+      EXPECT_EQ(t.epochs[0].at, 1.0 / 3);
+      EXPECT_EQ(t.epochs[0].epoch, 1);
+      EXPECT_EQ(t.epochs_trained(), 3.0);
+    }
+    if (t.status == Trial::Status::Pruned && t.epochs.size() == 1) {
+      ++at_first_rung;
+      const TrialEpoch& e = t.epochs[0];
+      EXPECT_EQ(e.epoch, 1);
+      EXPECT_EQ(e.at, 1.0 / 3);
+      EXPECT_DOUBLE_EQ(e.trained, 2.0 / 6);
+      EXPECT_TRUE(std::isfinite(e.val_accuracy));
+      EXPECT_TRUE(std::isnan(e.test_accuracy));  // only epoch ends are tested
+      EXPECT_DOUBLE_EQ(t.epochs_trained(), 1.0 / 3);
+    }
+  }
+  EXPECT_GE(at_first_rung, 1);
+  EXPECT_DOUBLE_EQ(st.epochs_used(), sum);
+  // The file and the JSON keep the fractions.
+  const SweepState back = sweep_from_json(read_file(state()), state());
+  EXPECT_DOUBLE_EQ(back.epochs_used(), st.epochs_used());
+  ASSERT_EQ(back.trials.size(), st.trials.size());
+  for (size_t i = 0; i < st.trials.size(); ++i) {
+    ASSERT_EQ(back.trials[i].epochs.size(), st.trials[i].epochs.size()) << i;
+    for (size_t k = 0; k < st.trials[i].epochs.size(); ++k) {
+      EXPECT_EQ(back.trials[i].epochs[k].at, st.trials[i].epochs[k].at);
+      EXPECT_EQ(back.trials[i].epochs[k].trained, st.trials[i].epochs[k].trained);
+    }
+  }
+  const auto j = nlohmann::json::parse(sweep_to_json(st, space_));
+  EXPECT_DOUBLE_EQ(j.at("epochs_used").get<double>(), st.epochs_used());
+}
+
+// A state file from before fractional rungs (epoch ends only, no "at" or
+// "trained") reads as whole epochs.
+TEST_F(SweepTest, AnOlderStateFileReadsAsWholeEpochs) {
+  const std::string text =
+      R"({"format":"deepcanvas-sweep","version":1,"space":["lr=log:0.001:0.01"],
+    "options":{"trials":2,"epochs":3,"pruner":"asha","eta":3,"min_epochs":1,"sampler":"tpe",
+    "n_startup":2,"seed":0,"parallel":1,"val_split":0.1,"steps_per_epoch_limit":0},
+    "trials":[{"id":0,"x":[0.003],"status":"pruned","metrics":[{"epoch":1,"train_loss":1,
+    "val_loss":1,"val_accuracy":0.5,"test_loss":1,"test_accuracy":0.5}]}]})";
+  const SweepState s = sweep_from_json(text, "old.sweep.json");
+  EXPECT_EQ(s.options.min_epochs, 1.0);
+  ASSERT_EQ(s.trials.size(), 1u);
+  EXPECT_EQ(s.trials[0].epochs[0].at, 1.0);
+  EXPECT_EQ(s.trials[0].epochs[0].trained, 1.0);
+  EXPECT_EQ(s.epochs_used(), 1.0);
+}
+
+// Killed and resumed with a fractional first rung, the sweep ends as the
+// uninterrupted one: the rungs recorded before the kill are replayed.
+TEST_F(SweepTest, AKilledSweepWithAFractionalRungResumes) {
+  opt_.trials = 6;
+  opt_.min_epochs = 1.0 / 3;
+  opt_.steps_per_epoch_limit = 6;
+  Sweep whole(project_, data_, space_, opt_, "");
+  whole.run();
+  // Stopped once the fourth trial (or a later one, should it fail first) has measured.
+  run_stopped(opt_, [](const Trial& t) { return t.id >= 3 && !t.epochs.empty(); });
+  const SweepState partial = sweep_from_json(read_file(state()), state());
+  ASSERT_GE(partial.trials.size(), 4u);
+  ASSERT_LT(partial.trials.size(), 6u);
+  EXPECT_EQ(partial.options.min_epochs, 1.0 / 3);
+  // A different first rung is another sweep.
+  SweepOptions other = opt_;
+  other.min_epochs = 1;
+  EXPECT_THROW(Sweep(project_, data_, space_, other, state()), Error);
+  // The default resolves to the same 1/3 (3 epochs, eta 3): the same sweep.
+  SweepOptions by_default = opt_;
+  by_default.min_epochs = 0;
+  Sweep second(project_, data_, space_, by_default, state());
+  EXPECT_TRUE(second.resumed());
+  second.run();
+  const SweepState a = whole.state(), b = second.state();
+  ASSERT_EQ(b.trials.size(), a.trials.size());
+  for (size_t i = 0; i < a.trials.size(); ++i) {
+    EXPECT_EQ(a.trials[i].x, b.trials[i].x) << "trial " << i;
+    EXPECT_EQ(a.trials[i].status, b.trials[i].status) << "trial " << i;
+    EXPECT_EQ(a.trials[i].epochs_trained(), b.trials[i].epochs_trained()) << "trial " << i;
+    if (!a.trials[i].epochs.empty() && !b.trials[i].epochs.empty()) {
+      EXPECT_EQ(a.trials[i].epochs.back().val_accuracy, b.trials[i].epochs.back().val_accuracy)
+          << "trial " << i;
+    }
+  }
+  EXPECT_EQ(a.epochs_used(), b.epochs_used());
 }
 
 }  // namespace

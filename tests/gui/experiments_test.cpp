@@ -344,9 +344,15 @@ TEST_F(ExperimentsTab, ResumesACliSweepWithHiddenOptionsAndStartUsesDefaults) {
   ASSERT_TRUE(p()->resume()) << p()->messageText().toStdString();
   ASSERT_TRUE(waitFinished(p()));
   ASSERT_EQ(p()->trials()->trials().size(), 2u);
-  for (const Trial& t : p()->trials()->trials()) EXPECT_EQ(t.status, Trial::Status::Completed);
+  // ASHA's default first rung (epochs / eta^2 = 1/16 of the one epoch) may
+  // stop the second trial.
+  for (const Trial& t : p()->trials()->trials()) {
+    EXPECT_TRUE(t.status == Trial::Status::Completed || t.status == Trial::Status::Pruned)
+        << trial_status_name(t.status);
+  }
   SweepState after = sweep_from_json(read_file(path, 1 << 24, "sweep"), path);
   EXPECT_EQ(after.options.eta, 4);
+  EXPECT_EQ(after.options.min_epochs, 1.0 / 16);  // resolved with the file's eta
   EXPECT_EQ(after.options.steps_per_epoch_limit, 8);
   EXPECT_EQ(after.options.seed, 5000000000ULL);
 
@@ -356,6 +362,35 @@ TEST_F(ExperimentsTab, ResumesACliSweepWithHiddenOptionsAndStartUsesDefaults) {
   EXPECT_EQ(p()->options().eta, SweepOptions{}.eta);
   EXPECT_EQ(p()->options().steps_per_epoch_limit, 0);
   EXPECT_EQ(p()->options().seed, 5000000000ULL);
+}
+
+// A trial that ASHA stopped at a rung inside its first epoch shows the
+// fraction of an epoch it trained; whole epochs show as whole numbers.
+TEST_F(ExperimentsTab, TheEpochsColumnShowsFractionsOfAnEpoch) {
+  const SearchSpace space = parse_search_space({"lr=log:1e-3:1e-2"}, g());
+  Trial pruned, completed;
+  pruned.id = 0;
+  pruned.x = completed.x = {5e-3};
+  pruned.status = Trial::Status::Pruned;
+  TrialEpoch rung;
+  rung.epoch = 1;
+  rung.at = 1.0 / 3;
+  rung.trained = 0.34;
+  rung.val_accuracy = 0.5;
+  pruned.epochs = {rung};
+  completed.id = 1;
+  completed.status = Trial::Status::Completed;
+  TrialEpoch end = rung;
+  end.at = end.trained = 3;
+  end.epoch = 3;
+  completed.epochs = {rung, end};
+  p()->trials()->reset(space, {pruned, completed});
+  const QAbstractItemModel* m = p()->trials();
+  const int epochs = m->columnCount() - 1;
+  EXPECT_EQ(m->headerData(epochs, Qt::Horizontal).toString(), "Epochs");
+  EXPECT_EQ(m->data(m->index(0, epochs)).toString(), "0.34");
+  EXPECT_EQ(m->data(m->index(1, epochs)).toString(), "3");
+  EXPECT_DOUBLE_EQ(m->data(m->index(0, epochs), Qt::UserRole).toDouble(), 0.34);
 }
 
 TEST_F(ExperimentsTab, RefusedApplyBestLeavesNoHalfStepOnTheUndoStacks) {

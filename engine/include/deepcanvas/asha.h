@@ -3,7 +3,9 @@
 // Parallel Hyperparameter Tuning", MLSys 2020). Rungs sit at resources
 // r_k = min_resource * eta^k up to max_resource; a trial is promoted from
 // rung k when it is among the top floor(n_k / eta) of the n_k trials that
-// have completed rung k.
+// have completed rung k. Resources are reals (epochs in a sweep), so the
+// first rung may sit at a fraction of an epoch: Hyperband's most aggressive
+// bracket has min_resource = max_resource / eta^2.
 //
 // Two forms of the same rung bookkeeping:
 // - next_job()/record(): the paper's Algorithm 2 scheduler (promote the
@@ -25,15 +27,16 @@ namespace dc {
 
 class Asha {
  public:
-  // Throws Error unless 1 <= min_resource < max_resource and eta >= 2.
-  Asha(int64_t min_resource, int64_t max_resource, int eta);
+  // Throws Error unless 0 < min_resource < max_resource and eta >= 2.
+  Asha(double min_resource, double max_resource, int eta);
 
-  const std::vector<int64_t>& rungs() const { return rungs_; }
-  int rung_of(int64_t resource) const;  // -1 when no rung sits there
+  const std::vector<double>& rungs() const { return rungs_; }
+  // The rung at `resource` (equal within 1e-9 relative); -1 when none.
+  int rung_of(double resource) const;
   int eta() const { return eta_; }
 
   // Pruner: the trial's value (lower is better) after `resource`. True: go on.
-  bool report(int trial, int64_t resource, double value);
+  bool report(int trial, double resource, double value);
 
   // Scheduler: what to run next; trial -1 means a new trial at rung 0.
   struct Job {
@@ -50,7 +53,7 @@ class Asha {
   bool in_top(int rung, int trial, size_t k) const;
 
  private:
-  std::vector<int64_t> rungs_;
+  std::vector<double> rungs_;
   int eta_;
   std::vector<std::vector<std::pair<int, double>>> results_;
   std::vector<std::set<int>> promoted_;

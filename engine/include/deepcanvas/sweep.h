@@ -3,9 +3,10 @@
 // the project's network and settings with a point of the search space
 // written in, the project's seed, and a validation split (10 % when the
 // project has none, so the test set never chooses). A sampler (random or
-// TPE) proposes points; ASHA stops trials at epoch boundaries on the
-// validation accuracy. A trial whose loss becomes NaN/Inf, or whose point
-// the network cannot take, is marked failed and the sweep goes on.
+// TPE) proposes points; ASHA stops trials on the validation accuracy at its
+// rungs, at epoch ends and, for rungs at a fraction of an epoch, after that
+// fraction of the epoch's steps (TrainConfig::validate_at). A trial whose loss becomes NaN/Inf, or
+// whose point the network cannot take, is marked failed and the sweep goes on.
 //
 // The state lives in a JSON file beside the project (PROJECT.sweep.json),
 // written atomically after every epoch and trial, so a sweep that is killed
@@ -30,10 +31,13 @@ struct SweepOptions {
   int trials = 16;
   int epochs = 3;
   bool asha = true;
-  int eta = 3;             // ASHA's reduction factor
-  int64_t min_epochs = 1;  // ASHA's minimum resource (first rung)
-  bool tpe = true;         // else random search
-  int n_startup = -1;      // TPE's random trials first; -1: trials / 3 within [2, 10]
+  int eta = 3;  // ASHA's reduction factor
+  // ASHA's minimum resource (its first rung), in epochs, a fraction allowed;
+  // 0: epochs / eta^2, Hyperband's most aggressive bracket (3 epochs, eta 3:
+  // rungs at 1/3 epoch, 1 and 3). The Sweep stores it resolved.
+  double min_epochs = 0;
+  bool tpe = true;     // else random search
+  int n_startup = -1;  // TPE's random trials first; -1: trials / 3 within [2, 10]
   uint64_t seed = 0;
   int parallel = 1;                   // trials at once (each then single-threaded on the CPU)
   double val_split = 0.1;             // when the project holds none out
@@ -41,8 +45,12 @@ struct SweepOptions {
   bool operator==(const SweepOptions&) const = default;
 };
 
+// One measurement of a trial: at an epoch's end, or inside an epoch at one
+// of ASHA's fractional rungs (no training or test figures then).
 struct TrialEpoch {
-  int epoch = 0;
+  int epoch = 0;       // the epoch it was taken in (1-based)
+  double at = 0;       // the point asked for, in epochs: the epoch at its end, else the rung
+  double trained = 0;  // epochs trained when taken: steps run / steps per epoch
   double train_loss = NAN, val_loss = NAN, val_accuracy = NAN, test_loss = NAN, test_accuracy = NAN;
 };
 
@@ -56,6 +64,9 @@ struct Trial {
   // The objective, lower is better: minus the last epoch's validation
   // accuracy (its loss for a network that does not classify).
   double value() const;
+  // Epochs trained as far as the last measurement (fractional when the
+  // trial was pruned inside an epoch); 0 before any.
+  double epochs_trained() const { return epochs.empty() ? 0 : epochs.back().trained; }
 };
 const char* trial_status_name(Trial::Status s);
 
@@ -65,7 +76,7 @@ struct SweepState {
   std::vector<Trial> trials;
   // The completed trial with the best value (ties: the earlier); -1 when none.
   int best() const;
-  int64_t epochs_used() const;  // epochs trained over all trials
+  double epochs_used() const;  // epochs trained over all trials (Trial::epochs_trained)
 };
 
 // JSON of the state with each trial's params as named values (what the CLI
@@ -73,6 +84,8 @@ struct SweepState {
 std::string sweep_to_json(const SweepState& s, const SearchSpace& space, int indent = -1);
 // Reads a state file; throws IoError naming `source` when it is not one.
 SweepState sweep_from_json(const std::string& text, const std::string& source);
+// ASHA's minimum resource for `o` (o.min_epochs, or epochs / eta^2 when 0).
+double sweep_min_epochs(const SweepOptions& o);
 // PROJECT.dcproj -> PROJECT.sweep.json
 std::string sweep_state_path(const std::string& project_file);
 

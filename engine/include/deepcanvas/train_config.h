@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dc {
 
@@ -54,7 +55,14 @@ struct TrainConfig {
   int early_stopping_patience = 0;    // epochs without improvement; 0 = off
   bool restore_best = true;           // at the end, load the best epoch's weights (if any was kept)
   int64_t steps_per_epoch_limit = 0;  // 0 = whole epoch (tests and quick looks use less)
-  DeviceSpec device;                  // cpu
+  // Points inside epochs, in epochs run (0.5: halfway through epoch 1; 1.25:
+  // a quarter into epoch 2), where the Trainer also measures the validation
+  // split and sends a Validation event; sweeps put ASHA's fractional rungs
+  // here. Each is taken after the step nearest to it (at least one step into
+  // its epoch and one before its end); whole numbers are epoch ends, which
+  // are measured anyway, and are ignored.
+  std::vector<double> validate_at;
+  DeviceSpec device;  // cpu
   Precision precision = Precision::Fp32;
   // Random crop with padding, flips, rotation, translation and brightness
   // of image batches in training (CPU and CUDA alike; evaluation never

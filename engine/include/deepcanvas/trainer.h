@@ -42,7 +42,11 @@ struct TrainEvent {
     Finished,
     Failed,
     Cancelled,
-    Telemetry  // GPU runs: an NVML sample (>= 4 Hz) and the plugin allocator's bytes
+    Telemetry,  // GPU runs: an NVML sample (>= 4 Hz) and the plugin allocator's bytes
+    // A measurement of the validation split inside an epoch, at one of
+    // TrainConfig::validate_at: epoch, step_in_epoch, steps_per_epoch,
+    // val_loss, val_accuracy and at.
+    Validation
   };
   Kind kind = Kind::Step;
   int epoch = 0, epochs = 0;  // 1-based epoch
@@ -61,6 +65,9 @@ struct TrainEvent {
   double loader_wait_s = 0, compute_s = 0;
   // Step: the run's host tensor peak so far (as TrainResult::peak_tensor_bytes).
   int64_t peak_tensor_bytes = 0;
+  // Validation: the point of TrainConfig::validate_at it answers (in epochs;
+  // the steps run are epoch - 1 + step_in_epoch / steps_per_epoch epochs).
+  double at = NAN;
   // Epoch (NaN when not evaluated)
   double train_loss = 0, train_accuracy = 0;
   double val_loss = NAN, val_accuracy = NAN, test_loss = NAN, test_accuracy = NAN;
@@ -196,6 +203,10 @@ class Trainer {
   TrainEvent progress_event(TrainEvent::Kind kind, int epoch, const RunState& r) const;
   EpochTotals train_epoch(Stepper& stepper, int epoch, RunState& r);
   bool end_epoch(int epoch, const EpochTotals& t, RunState& r);
+  // TrainConfig::validate_at inside `epoch`: (step in the epoch, point), by step.
+  std::vector<std::pair<int64_t, double>> validation_points(int epoch,
+                                                            int64_t steps_per_epoch) const;
+  void validate_within_epoch(int epoch, int64_t step_in_epoch, double at, const RunState& r);
   // On the test set (whole) or the training set (indices: validation).
   EvalResult evaluate_on(bool test_set, const std::vector<int64_t>& indices);
   void set_test_result(const EvalResult& t);
