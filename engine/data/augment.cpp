@@ -50,8 +50,26 @@ AugmentDraw augment_draw(const AugmentConfig& a, const Shape& sample, uint64_t s
 
 void augment_batch(const AugmentConfig& a, const Shape& sample, float pad_value, uint64_t seed,
                    float* x, int64_t n, float white_value) {
+  augment_batch(a, sample, AugmentLevels{{pad_value}, {white_value}}, seed, x, n);
+}
+
+void augment_batch(const AugmentConfig& a, const Shape& sample, const AugmentLevels& levels,
+                   uint64_t seed, float* x, int64_t n) {
   if (!a.enabled()) return;
-  const aug::Params p = augment_params(a, sample, pad_value, white_value);
+  const aug::Params p = augment_params(a, sample, 0.f);
+  const size_t nb = levels.black.size(), nw = levels.white.size();
+  if ((nb != 1 && nb != size_t(p.C)) || (nw != 1 && nw != size_t(p.C)))
+    throw DataError(
+        "augmentation needs one black and one white level, or one per channel, for "
+        "samples of " +
+        sample.str() + "; got " + std::to_string(nb) + " and " + std::to_string(nw));
+  // A pixel of channel c reads channel c only, so each channel's parameters
+  // carry that channel's black and white; the draw does not use them.
+  std::vector<aug::Params> pc(static_cast<size_t>(p.C), p);
+  for (size_t c = 0; c < pc.size(); ++c) {
+    pc[c].black = levels.black[nb == 1 ? 0 : c];
+    pc[c].white = levels.white[nw == 1 ? 0 : c];
+  }
   const int64_t F = int64_t(p.C) * p.H * p.W;
   std::vector<float> src(static_cast<size_t>(F));
   auto at = [&src](int64_t off) { return src[size_t(off)]; };
@@ -62,8 +80,26 @@ void augment_batch(const AugmentConfig& a, const Shape& sample, float pad_value,
     for (int c = 0; c < p.C; ++c)
       for (int y = 0; y < p.H; ++y)
         for (int xo = 0; xo < p.W; ++xo)
-          s[(int64_t(c) * p.H + y) * p.W + xo] = aug::pixel(p, d, c, y, xo, at);
+          s[(int64_t(c) * p.H + y) * p.W + xo] = aug::pixel(pc[size_t(c)], d, c, y, xo, at);
   }
+}
+
+AugmentLevels augment_levels(const Dataset& d) {
+  AugmentLevels l;
+  if (!d.pixels.empty() && !d.channel_mean.empty()) {
+    // As gather()'s per-channel tables compute bytes 0 and 255.
+    for (size_t c = 0; c < d.channel_mean.size(); ++c) {
+      l.black.push_back((0.0f - d.channel_mean[c]) / d.channel_std[c]);
+      l.white.push_back((1.0f - d.channel_mean[c]) / d.channel_std[c]);
+    }
+    return l;
+  }
+  // Float data has no white to cap brightness at. The CUDA plan computes
+  // the same two values.
+  const float inv = 1.0f / (d.stddev > 0 ? d.stddev : 1.0f);
+  l.black = {(0.0f - d.mean) * inv};
+  l.white = {d.pixels.empty() ? INFINITY : (1.0f - d.mean) * inv};
+  return l;
 }
 
 }  // namespace dc

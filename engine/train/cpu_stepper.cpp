@@ -32,11 +32,10 @@ int64_t CpuStepper::step(int64_t step, double lr) {
   const uint64_t seed = step_seed(cfg_.seed, step);
   rng_.reseed(seed);
   // The CUDA plan augments with the same step seed. Black and white are what
-  // pixel values 0 and 1 normalise to; float data has no white to cap
-  // brightness at.
-  const float inv = 1.0f / (train_.stddev > 0 ? train_.stddev : 1.0f);
-  augment_batch(cfg_.augment, train_.sample_shape, (0.0f - train_.mean) * inv, seed, b.x.f32(), b.n,
-                train_.pixels.empty() ? INFINITY : (1.0f - train_.mean) * inv);
+  // pixel values 0 and 1 normalise to, per channel with per-channel
+  // normalisation; float data has no white to cap brightness at.
+  if (cfg_.augment.enabled())
+    augment_batch(cfg_.augment, train_.sample_shape, augment_levels(train_), seed, b.x.f32(), b.n);
   RunContext ctx{true, &rng_};
   const Tensor& out = plan_.forward(b.x, ctx);
   Tensor db = dout_.narrow_batch(b.n);

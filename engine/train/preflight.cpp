@@ -133,18 +133,12 @@ std::vector<RunProblem> run_problems(const Graph& g, const TrainConfig& c, const
     return out;
   }
   check_data(*train, "training", net, classification, out);
-  if (!train->channel_mean.empty()) {
-    // The augmentation fill and the CUDA gather know one mean and one
-    // standard deviation, not one per channel.
-    if (c.augment.enabled())
-      out.push_back({RunProblem::Kind::Data,
-                     "augmentation is not available with per-channel normalisation "
-                     "(dataset.preprocess.mean/std) yet; turn augmentation off"});
-    if (c.device.cuda)
-      out.push_back({RunProblem::Kind::Device,
-                     "per-channel normalisation (dataset.preprocess.mean/std) runs on the CPU "
-                     "only for now; train with --device cpu"});
-  }
+  // The CPU augments per channel (augment_levels); the CUDA gather knows
+  // one mean and one standard deviation, not one per channel.
+  if (!train->channel_mean.empty() && c.device.cuda)
+    out.push_back({RunProblem::Kind::Device,
+                   "per-channel normalisation (dataset.preprocess.mean/std) runs on the CPU "
+                   "only for now; train with --device cpu"});
   if (classification && train->size() > 0) {
     const std::set<int32_t> classes(train->labels.begin(), train->labels.end());
     if (classes.size() == 1) {

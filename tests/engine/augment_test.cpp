@@ -2,13 +2,17 @@
 // translation, brightness): the draw, the transform, the project setting and
 // the Trainer's checks. The CUDA plugin compiles the same draw and pixel
 // code (augment_pixel.h); tests/cuda/cuda_augment_test.cpp compares.
+#include "test_util.h"
+
 #include <deepcanvas/data.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/layer.h>
+#include <deepcanvas/preflight.h>
 #include <deepcanvas/project.h>
 #include <deepcanvas/trainer.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <set>
 #include <string>
@@ -16,6 +20,22 @@
 
 namespace dc {
 namespace {
+
+// Input {3,8,8} -> Flatten -> Dense (16) -> ReLU -> Dense (4).
+Graph rgb_mlp() {
+  register_builtin_layers();
+  Graph g;
+  NodeId a = g.add_node("Input", "input", test::attrs({{"shape", std::vector<int64_t>{3, 8, 8}}}));
+  NodeId f = g.add_node("Flatten");
+  NodeId d1 = g.add_node("Dense", "hidden", test::attrs({{"units", int64_t(16)}}));
+  NodeId r = g.add_node("ReLU");
+  NodeId d2 = g.add_node("Dense", "out", test::attrs({{"units", int64_t(4)}}));
+  g.connect(a, f);
+  g.connect(f, d1);
+  g.connect(d1, r);
+  g.connect(r, d2);
+  return g;
+}
 
 TEST(Augment, DrawsCoverEveryOffsetAndFlipAboutHalf) {
   AugmentConfig a;
@@ -418,6 +438,137 @@ TEST(Augment, IsAProjectSettingAndIsValidated) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("crop_padding"), std::string::npos) << e.what();
   }
+}
+
+// ImageNet's per-channel normalisation (dataset.preprocess.mean/std).
+const std::vector<float> kMean{0.485f, 0.456f, 0.406f}, kStd{0.229f, 0.224f, 0.225f};
+
+// n 3-channel 8x8 byte images whose class is the quadrant with the brightest
+// blob, normalised per channel as a pretrained base's project asks.
+Dataset rgb_quadrants(int64_t n, uint64_t seed) {
+  Dataset d = test::quadrant_toy(n, seed);
+  ImagePreprocess p;
+  p.channels = 3;
+  p.mean = kMean;
+  p.std = kStd;
+  preprocess_images(d, p);
+  return d;
+}
+
+// Each channel's padding is its own normalised black and its brightened
+// pixels stop at its own normalised white, as gather() normalises bytes 0
+// and 255 in that channel.
+TEST(Augment, PerChannelNormalisationPadsAndCapsEachChannelAtItsOwnLevels) {
+  Dataset d = rgb_quadrants(48, 3);
+  ASSERT_EQ(d.sample_shape, (Shape{3, 8, 8}));
+  // Bright images, so that brightening reaches white.
+  for (size_t k = 0; k < d.pixels.size(); ++k) d.pixels[k] = uint8_t(155 + d.pixels[k] % 101);
+  const int64_t N = d.size(), C = 3, H = 8, W = 8, F = C * H * W;
+  std::vector<int64_t> idx(static_cast<size_t>(N));
+  for (int64_t i = 0; i < N; ++i) idx[size_t(i)] = i;
+  std::vector<float> x(size_t(N * F));
+  d.gather(idx.data(), N, x.data(), nullptr);
+  const AugmentLevels levels = augment_levels(d);
+  ASSERT_EQ(levels.black.size(), 3u);
+  ASSERT_EQ(levels.white.size(), 3u);
+  // The levels are what bytes 0 and 255 gather to.
+  Dataset ends = d;
+  std::fill(ends.pixels.begin(), ends.pixels.begin() + F, uint8_t(0));
+  std::fill(ends.pixels.begin() + F, ends.pixels.begin() + 2 * F, uint8_t(255));
+  std::vector<float> e(size_t(2 * F));
+  ends.gather(idx.data(), 2, e.data(), nullptr);
+  for (int64_t c = 0; c < C; ++c) {
+    EXPECT_EQ(levels.black[size_t(c)], e[size_t(c * H * W)]) << c;
+    EXPECT_EQ(levels.white[size_t(c)], e[size_t(F + c * H * W)]) << c;
+    EXPECT_FLOAT_EQ(levels.black[size_t(c)], -kMean[size_t(c)] / kStd[size_t(c)]);
+  }
+
+  AugmentConfig a;
+  a.crop_padding = 2;
+  a.brightness = 0.8;
+  const std::vector<float> orig = x;
+  augment_batch(a, d.sample_shape, levels, 11, x.data(), N);
+  int64_t padded = 0, capped = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    const AugmentDraw dr = augment_draw(a, d.sample_shape, 11, i);
+    for (int64_t c = 0; c < C; ++c) {
+      const float black = levels.black[size_t(c)], white = levels.white[size_t(c)];
+      for (int64_t y = 0; y < H; ++y)
+        for (int64_t xo = 0; xo < W; ++xo) {
+          const int64_t sy = y + dr.dy - 2, sx = xo + dr.dx - 2;
+          const float got = x[size_t(i * F + (c * H + y) * W + xo)];
+          if (sy < 0 || sy >= H || sx < 0 || sx >= W) {
+            ++padded;
+            ASSERT_EQ(got, black) << "sample " << i << " channel " << c;
+            continue;
+          }
+          const float v = orig[size_t(i * F + (c * H + sy) * W + sx)];
+          const float want = std::min((v - black) * dr.gain + black, white);
+          ASSERT_NEAR(got, want, 1e-5) << "sample " << i << " channel " << c;
+          ASSERT_LE(got, white);
+          capped += got == white && v < white;
+        }
+    }
+  }
+  EXPECT_GT(padded, 0);
+  EXPECT_GT(capped, 0);
+
+  // One level for every channel is the scalar form, bit for bit.
+  std::vector<float> one = orig, scalar = orig;
+  augment_batch(a, d.sample_shape, AugmentLevels{{-1.5f}, {2.f}}, 11, one.data(), N);
+  augment_batch(a, d.sample_shape, -1.5f, 11, scalar.data(), N, 2.f);
+  EXPECT_EQ(one, scalar);
+  EXPECT_THROW(
+      augment_batch(a, d.sample_shape, AugmentLevels{{0.f, 1.f}, {1.f}}, 11, one.data(), N),
+      DataError);
+}
+
+// Preflight lets a CPU run augment per-channel normalised data; CUDA still
+// refuses per-channel normalisation (its gather takes one mean).
+TEST(Augment, PreflightAllowsItWithPerChannelNormalisationOnTheCpu) {
+  Graph g = rgb_mlp();
+  TrainConfig c;
+  c.augment.crop_padding = 1;
+  c.augment.brightness = 0.2;
+  const Dataset d = rgb_quadrants(64, 1);
+  const std::vector<RunProblem> cpu = run_problems(g, c, &d, nullptr);
+  EXPECT_EQ(first_blocking(cpu), nullptr) << cpu.front().message;
+  c.device = parse_device("cuda");
+  const std::vector<RunProblem> cuda = run_problems(g, c, &d, nullptr);
+  const RunProblem* p = first_blocking(cuda);
+  ASSERT_NE(p, nullptr);
+  EXPECT_NE(p->message.find("per-channel"), std::string::npos) << p->message;
+  EXPECT_EQ(p->message.find("augmentation"), std::string::npos) << p->message;
+}
+
+// A short CPU run of a tiny network with augmentation and per-channel
+// normalisation both on trains and learns.
+TEST(Augment, TrainsWithPerChannelNormalisationOnTheCpu) {
+  TrainConfig c;
+  c.epochs = 4;
+  c.batch = 32;
+  c.threads = 2;
+  c.optimizer.lr = 0.01;
+  c.augment.crop_padding = 1;
+  c.augment.brightness = 0.3;
+  c.augment.rotate = 5;
+  Trainer t(rgb_mlp(), c, std::make_shared<Dataset>(rgb_quadrants(512, 1)),
+            std::make_shared<Dataset>(rgb_quadrants(128, 2)));
+  t.start();
+  for (;;) {
+    auto e = t.events().pop(std::chrono::milliseconds(30000));
+    ASSERT_TRUE(e.has_value()) << "no event for 30 s";
+    if (e->kind == TrainEvent::Kind::Failed || e->kind == TrainEvent::Kind::Cancelled) {
+      t.wait();
+      FAIL() << e->message;
+    }
+    if (e->kind == TrainEvent::Kind::Finished) break;
+  }
+  t.wait();
+  EXPECT_TRUE(t.result().ok) << t.result().error;
+  EXPECT_EQ(t.result().epochs_run, 4);
+  EXPECT_TRUE(std::isfinite(t.result().final_train_loss));
+  EXPECT_GT(t.result().test_accuracy, 0.8);
 }
 
 TEST(Augment, TrainerRefusesItForSequenceInputs) {

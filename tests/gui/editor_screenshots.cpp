@@ -19,6 +19,7 @@
 #include <QDockWidget>
 #include <QListWidget>
 #include <QStandardPaths>
+#include <QStatusBar>
 #include <QTest>
 #include <QUndoStack>
 #include <cstdio>
@@ -82,7 +83,21 @@ int main(int argc, char** argv) {
     ok = w.newFromTemplate(QStringLiteral("transfer:efficientnet_lite0")) && ok;
     QTest::qWait(50);
     w.action("actionAutoLayout")->trigger();
-    w.view()->fitAll();
+    // Fitted, the base's 94 layers are too small to read: show the end of
+    // the frozen base and the new head at their natural size instead, with
+    // the new Dense selected (its properties say it trains).
+    w.view()->resetZoom();
+    const dc::Node* fc = w.editor()->graph().find_by_name("head_fc");
+    if (fc) w.editor()->scene()->selectNodes({fc->id});
+    if (fc) {
+      // The head at the right, the base's last layers filling the rest.
+      const QRectF r = w.editor()->scene()->nodeItem(fc->id)->sceneBoundingRect();
+      const double half = w.view()->viewport()->width() / 2.0;
+      // Left of the overview map, and half a row up: the base's row above
+      // shows whole too.
+      w.view()->centerOn(QPointF(r.right() + 200 - half, r.center().y() - 80));
+    }
+    w.statusBar()->clearMessage();  // not the sample project opened above
     QTest::qWait(50);
     ok = w.grab().save(out + "/transfer_template.png") && ok;
   }

@@ -37,6 +37,8 @@ struct Params {
   float brightness = 0;        // intensity factor uniform in [1 - b, 1 + b]
   // What intensities 0 and 1 normalise to: black is the padding and the
   // fill outside the image; white caps brightened pixels (+inf: no cap).
+  // A pixel of channel c reads channel c only, so with per-channel
+  // normalisation the CPU (augment.cpp) passes each channel its own pair.
   float black = 0, white = INFINITY;
 };
 

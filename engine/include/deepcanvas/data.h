@@ -74,6 +74,21 @@ AugmentDraw augment_draw(const AugmentConfig& a, const Shape& sample, uint64_t s
 // (byte images; float data leaves it at INFINITY).
 void augment_batch(const AugmentConfig& a, const Shape& sample, float pad_value, uint64_t seed,
                    float* x, int64_t n, float white_value = INFINITY);
+// What pixel values 0 (black: padding and fill) and 1 (white: the
+// brightness cap) normalise to, one value for every channel or one per
+// channel (per-channel normalisation, dataset.preprocess.mean/std).
+struct AugmentLevels {
+  std::vector<float> black, white;
+};
+// As above with per-channel levels: channel c is padded with black[c] and
+// capped at white[c] (a single value applies to every channel). Throws
+// DataError when a list has neither 1 nor C values.
+void augment_batch(const AugmentConfig& a, const Shape& sample, const AugmentLevels& levels,
+                   uint64_t seed, float* x, int64_t n);
+// The levels of a dataset's normalised samples as gather() produces them:
+// per channel when it has channel_mean/channel_std (byte images), else
+// from mean/stddev; white is INFINITY for float data.
+AugmentLevels augment_levels(const Dataset& d);
 
 // Reads an IDX image file and its IDX label file, gzip-compressed (detected by
 // the magic bytes 1f 8b) or raw. Images are unsigned bytes of rank 2 (N×F,
