@@ -2,6 +2,7 @@
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/plan.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -182,19 +183,30 @@ void Plan::backward(const Tensor& dout, RunContext& ctx) {
     if (s.is_input() || !s.needs_grad || s.fused_into >= 0) continue;
     ins.clear();
     dins.clear();
-    for (int i : s.inputs()) {
-      Step& src = *steps_[size_t(i)];
+    const bool overwrite = s.layer->overwrites_din() && s.inputs().size() <= 32;
+    ctx.fresh_din = 0;
+    for (size_t k = 0; k < s.inputs().size(); ++k) {
+      Step& src = *steps_[size_t(s.inputs()[k])];
       ins.push_back(&src.out);
       const bool wants = src.needs_grad && !src.is_input();
-      if (wants) ready(src);
+      // A layer that can write its input's gradient outright gets the
+      // buffer unzeroed, unless the same input feeds it twice.
+      const int uses = int(std::count(s.inputs().begin(), s.inputs().end(), s.inputs()[k]));
+      if (wants && !src.grad_ready && overwrite && uses == 1)
+        ctx.fresh_din |= 1u << k;
+      else if (wants)
+        ready(src);
       dins.push_back(wants ? &src.grad : nullptr);
     }
     ctx.frozen = s.lowered->frozen;
     // A producer with a fused ReLU gets the ReLU's gradient (and masks it).
     const Tensor& dy = s.fused_relu >= 0 ? steps_[size_t(s.fused_relu)]->grad : s.grad;
     s.layer->backward(ins, s.out, dy, dins, ctx);
+    for (size_t k = 0; k < s.inputs().size(); ++k)
+      if (ctx.fresh(k)) steps_[size_t(s.inputs()[k])]->grad_ready = true;
   }
   ctx.frozen = false;
+  ctx.fresh_din = 0;
 }
 
 void Plan::zero_grad() {

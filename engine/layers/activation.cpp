@@ -155,17 +155,25 @@ class Pointwise : public Layer {
   }
 
   void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
-                const std::vector<Tensor*>& din, RunContext&) override {
+                const std::vector<Tensor*>& din, RunContext& ctx) override {
     if (!din[0]) return;
     const float* x = in[0]->f32();
     const float* y = out.f32();
     const float* dy = dout.f32();
     float* dx = din[0]->f32();
     const Op op = op_;
+    if (ctx.fresh(0)) {
+      parallel_for(dout.numel(), kGrain, [x, y, dy, dx, op](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) dx[i] = dy[i] * op.df(x[i], y[i]);
+      });
+      return;
+    }
     parallel_for(dout.numel(), kGrain, [x, y, dy, dx, op](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) dx[i] += dy[i] * op.df(x[i], y[i]);
     });
   }
+
+  bool overwrites_din() const override { return true; }
 
   bool backward_needs_output() const override { return Op::kNeedsOutput; }
 

@@ -250,8 +250,10 @@ class Conv2D : public Layer {
     return true;
   }
 
+  bool overwrites_din() const override { return true; }
+
   void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
-                const std::vector<Tensor*>& din, RunContext&) override {
+                const std::vector<Tensor*>& din, RunContext& ctx) override {
     const int64_t N = in[0]->dim(0);
     const float* x = in[0]->f32();
     const float* dy = dout.f32();
@@ -265,6 +267,7 @@ class Conv2D : public Layer {
     const bool wgrad = weight_.grad.defined();
     if (!wgrad && !dx) return;
     const bool bgrad = wgrad && g_.bias;
+    const bool fresh = ctx.fresh(0);
     ensure_scratch(col_, chunks);
     if (dx) ensure_scratch(dcol_, chunks);
     if (relu_) {
@@ -294,8 +297,11 @@ class Conv2D : public Layer {
           }
           if (db)
             for (int64_t o = 0; o < OC; ++o) db[o] += sum(dys + o * OHW, OHW);
-          backward_sample(x + n * g_.C * g_.HW(), dys, dx ? dx + n * g_.C * g_.HW() : nullptr, dw,
-                          col, dcol);
+          float* dxs = dx ? dx + n * g_.C * g_.HW() : nullptr;
+          // A fresh input gradient is zeroed per sample, in cache, just
+          // before col2im accumulates into it.
+          if (dxs && fresh) std::fill(dxs, dxs + g_.C * g_.HW(), 0.f);
+          backward_sample(x + n * g_.C * g_.HW(), dys, dxs, dw, col, dcol);
         }
       }
     });

@@ -82,8 +82,10 @@ class Dense : public Layer {
     sgemm(false, true, N, U, F, 1.f, in[0]->f32(), F, weight_.value.f32(), F, beta, y, U);
   }
 
+  bool overwrites_din() const override { return true; }
+
   void backward(const std::vector<const Tensor*>& in, const Tensor&, const Tensor& dout,
-                const std::vector<Tensor*>& din, RunContext&) override {
+                const std::vector<Tensor*>& din, RunContext& ctx) override {
     const int64_t N = in[0]->dim(0), F = g_.F, U = g_.U;
     const float* dy = dout.f32();
     // A frozen layer's gradients are released by its plan: it only passes
@@ -102,7 +104,8 @@ class Dense : public Layer {
       for (int64_t u = 0; u < U; ++u) gb[u] += float(s[u]);
     }
     if (din[0])
-      sgemm(false, false, N, F, U, 1.f, dy, U, weight_.value.f32(), F, 1.f, din[0]->f32(), F);
+      sgemm(false, false, N, F, U, 1.f, dy, U, weight_.value.f32(), F, ctx.fresh(0) ? 0.f : 1.f,
+            din[0]->f32(), F);
   }
 
  private:

@@ -29,14 +29,20 @@ class Regroup : public Layer {
                  [&](int64_t b, int64_t e) { std::copy(x + b, x + e, y + b); });
   }
   void backward(const std::vector<const Tensor*>&, const Tensor&, const Tensor& dout,
-                const std::vector<Tensor*>& din, RunContext&) override {
+                const std::vector<Tensor*>& din, RunContext& ctx) override {
     if (!din[0]) return;
     const float* dy = dout.f32();
     float* dx = din[0]->f32();
+    if (ctx.fresh(0)) {
+      parallel_for(dout.numel(), kGrain,
+                   [=](int64_t b, int64_t e) { std::copy(dy + b, dy + e, dx + b); });
+      return;
+    }
     parallel_for(dout.numel(), kGrain, [=](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) dx[i] += dy[i];
     });
   }
+  bool overwrites_din() const override { return true; }
 };
 
 Shape one_input(const std::vector<Shape>& in) {

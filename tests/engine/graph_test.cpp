@@ -236,6 +236,61 @@ TEST(Plan, BackwardMatchesFiniteDifferencesThroughTheWholeNetwork) {
   }
 }
 
+TEST(Plan, AGradientWrittenOutrightThenAccumulatedMatchesFiniteDifferences) {
+  // tanh feeds a MaxPool2D (which writes its input gradient outright when
+  // it is first) and a GlobalAvgPool2D (which accumulates into a zeroed
+  // one): whichever runs first, the sum must be the gradient.
+  Graph g;
+  const NodeId in = g.add_node("Input", "in", attrs({{"shape", std::vector<int64_t>{2, 8, 8}}}));
+  const NodeId c = g.add_node(
+      "Conv2D", "conv", attrs({{"filters", int64_t(3)}, {"padding", std::vector<int64_t>{1, 1}}}));
+  const NodeId t = g.add_node("Tanh", "tanh");
+  const NodeId mp = g.add_node("MaxPool2D", "pool");
+  const NodeId fl = g.add_node("Flatten", "flat");
+  const NodeId gap = g.add_node("GlobalAvgPool2D", "gap");
+  const NodeId cat = g.add_node("Concat", "cat");
+  const NodeId d = g.add_node("Dense", "fc", attrs({{"units", int64_t(4)}}));
+  g.connect(in, c);
+  g.connect(c, t);
+  g.connect(t, mp);
+  g.connect(mp, fl);
+  g.connect(t, gap);
+  g.connect(fl, cat, 0);
+  g.connect(gap, cat, 1);
+  g.connect(cat, d);
+  Plan p(g, 2);
+  p.init_params(4);
+  Rng rng(8);
+  Tensor x(Shape{2, 2, 8, 8}), R(Shape{2, 4});
+  for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = rng.uniform(-1, 1);
+  for (int64_t i = 0; i < R.numel(); ++i) R.f32()[i] = rng.uniform(-1, 1);
+  RunContext ctx{true, &rng};
+  auto loss = [&]() {
+    const Tensor& o = p.forward(x, ctx);
+    double s = 0;
+    for (int64_t i = 0; i < o.numel(); ++i) s += double(o.f32()[i]) * R.f32()[i];
+    return s;
+  };
+  // Twice: the second backward must not add to stale gradient buffers.
+  for (int pass = 0; pass < 2; ++pass) {
+    loss();
+    p.zero_grad();
+    p.backward(R, ctx);
+  }
+  Param& w = *p.params()[0].param;  // conv.weight: everything flows back to it
+  ASSERT_EQ(p.params()[0].name, "conv.weight");
+  for (int64_t i = 0; i < w.value.numel(); i += 5) {
+    const float saved = w.value.f32()[i];
+    w.value.f32()[i] = saved + 1e-3f;
+    const double lp = loss();
+    w.value.f32()[i] = saved - 1e-3f;
+    const double lm = loss();
+    w.value.f32()[i] = saved;
+    const double num = (lp - lm) / 2e-3;
+    EXPECT_NEAR(w.grad.f32()[i], num, 2e-3 + 2e-2 * std::fabs(num)) << i;
+  }
+}
+
 TEST(Plan, LoadStateRejectsAnotherGraphWithoutChangingWeights) {
   Graph g = small_cnn();
   Plan p(g, 2);

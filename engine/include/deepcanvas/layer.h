@@ -38,6 +38,12 @@ struct RunContext {
   // BatchNorm then uses and keeps its running statistics. Other layers run
   // as usual (Dropout stays active, as in Keras and PyTorch).
   bool frozen = false;
+  // Set by the plan for backward, bit i for input i: din[i] has not been
+  // written in this backward pass and holds garbage, so a layer that says
+  // overwrites_din() writes it instead of accumulating into it. Saves
+  // zeroing the gradient buffer first (a pass over every activation).
+  uint32_t fresh_din = 0;
+  bool fresh(size_t i) const { return i < 32 && (fresh_din >> i) & 1u; }
 };
 
 // The runtime half of a layer: parameters plus CPU forward/backward.
@@ -65,6 +71,9 @@ class Layer {
   // and backward gets the gradient of that and masks it with out > 0.
   // Returns false when the layer cannot.
   virtual bool fuse_relu() { return false; }
+  // True when backward honours RunContext::fresh_din (else the plan zeroes
+  // the gradient buffers before the call).
+  virtual bool overwrites_din() const { return false; }
 };
 
 struct Cost {
