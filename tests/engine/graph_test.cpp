@@ -29,6 +29,15 @@ Graph small_cnn(const char* activation = "ReLU") {
   return g;
 }
 
+// sum(output · R): a loss whose gradient with respect to the output is R,
+// for finite-difference checks through a whole plan.
+double dot_loss(Plan& p, const Tensor& x, const Tensor& R, RunContext& ctx) {
+  const Tensor& o = p.forward(x, ctx);
+  double s = 0;
+  for (int64_t i = 0; i < o.numel(); ++i) s += double(o.f32()[i]) * R.f32()[i];
+  return s;
+}
+
 TEST(Graph, AutoNamesAreUniqueAndShapesFlow) {
   Graph g = small_cnn();
   EXPECT_NE(g.find_by_name("conv1"), nullptr);
@@ -210,12 +219,7 @@ TEST(Plan, BackwardMatchesFiniteDifferencesThroughTheWholeNetwork) {
   Tensor R(Shape{3, 10});
   for (int64_t i = 0; i < R.numel(); ++i) R.f32()[i] = rng.uniform(-1, 1);
   RunContext ctx{true, &rng};
-  auto loss = [&]() {
-    const Tensor& o = p.forward(x, ctx);
-    double s = 0;
-    for (int64_t i = 0; i < o.numel(); ++i) s += double(o.f32()[i]) * R.f32()[i];
-    return s;
-  };
+  auto loss = [&]() { return dot_loss(p, x, R, ctx); };
   loss();
   p.zero_grad();
   p.backward(R, ctx);
@@ -265,12 +269,7 @@ TEST(Plan, AGradientWrittenOutrightThenAccumulatedMatchesFiniteDifferences) {
   for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = rng.uniform(-1, 1);
   for (int64_t i = 0; i < R.numel(); ++i) R.f32()[i] = rng.uniform(-1, 1);
   RunContext ctx{true, &rng};
-  auto loss = [&]() {
-    const Tensor& o = p.forward(x, ctx);
-    double s = 0;
-    for (int64_t i = 0; i < o.numel(); ++i) s += double(o.f32()[i]) * R.f32()[i];
-    return s;
-  };
+  auto loss = [&]() { return dot_loss(p, x, R, ctx); };
   // Twice: the second backward must not add to stale gradient buffers.
   for (int pass = 0; pass < 2; ++pass) {
     loss();
