@@ -230,6 +230,30 @@ TEST(Pool2D, BackwardAccumulates) {
   }
 }
 
+// RunContext::fresh_din: the plan hands an unzeroed gradient buffer (here
+// full of NaN) to a layer that overwrites; the result must equal
+// accumulating into zeros, for windows tiling the plane exactly and not.
+TEST(Pool2D, AFreshGradientIsWrittenOutright) {
+  for (const char* type : {"MaxPool2D", "AvgPool2D"})
+    for (const Shape& in : {Shape{3, 6, 6}, Shape{2, 7, 5}})
+      for (const Ints& k : {Ints{2, 2}, Ints{3, 3}}) {
+        SCOPED_TRACE(std::string(type) + " " + in.str(true) + " k" + std::to_string(k[0]));
+        const Attrs a = attrs({{"kernel", k}, {"stride", Ints{2, 2}}});
+        Tensor x = random_input(in.with_batch(2), 11);
+        Pooled r = forward(type, a, x);
+        ASSERT_TRUE(r.layer->overwrites_din());
+        Tensor dy = random_input(r.y.shape(), 12);
+        Tensor zeroed(x.shape()), fresh(x.shape());
+        zeroed.zero();
+        fresh.fill(std::numeric_limits<float>::quiet_NaN());
+        RunContext acc, over;
+        over.fresh_din = 1;
+        r.layer->backward({&r.x}, r.y, dy, {&zeroed}, acc);
+        r.layer->backward({&r.x}, r.y, dy, {&fresh}, over);
+        for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(fresh.f32()[i], zeroed.f32()[i]) << i;
+      }
+}
+
 TEST(GlobalAvgPool2D, AveragesEachChannel) {
   Tensor x = random_input(Shape{2, 3, 4, 5}, 4);
   Pooled r = forward("GlobalAvgPool2D", {}, x);
