@@ -124,8 +124,10 @@ Graph graph_from(const json& j, const std::string& src) {
         known += (known.empty() ? "" : ", ") + x->type;
       fail(src, where, "unknown layer type '" + type + "' (known: " + known + ")");
     }
-    std::string name = n.value("name", "");
+    // Checked before it is read: json::value() throws its own type_error
+    // for a name that is not a string (the project fuzzer found one).
     if (n.contains("name") && !n["name"].is_string()) fail(src, where, "'name' must be a string");
+    std::string name = n.value("name", "");
     if (!name.empty()) where += " (" + type + " '" + name + "')";
     Attrs attrs;
     if (n.contains("attrs")) {
@@ -351,10 +353,13 @@ std::string project_to_json(const Project& p) {
   return j.dump(2) + "\n";
 }
 
-Project parse_project(const std::string& text, const std::string& src) {
+namespace {
+
+Project parse_project_json(const std::string& text, const std::string& src) {
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded()) fail(src, "", "is not valid JSON (the file may be truncated or corrupt)");
-  if (!j.is_object() || j.value("format", "") != "deepcanvas-project")
+  if (!j.is_object() || !j.contains("format") || !j["format"].is_string() ||
+      j["format"].get<std::string>() != "deepcanvas-project")
     fail(src, "", "is not a DeepCanvas project (no \"format\": \"deepcanvas-project\")");
   if (!j.contains("version") || !j["version"].is_number_integer())
     fail(src, "version", "missing or not an integer");
@@ -391,6 +396,20 @@ Project parse_project(const std::string& text, const std::string& src) {
   }
   if (j.contains("training")) read_training(j["training"], p.training, src);
   return p;
+}
+
+}  // namespace
+
+Project parse_project(const std::string& text, const std::string& src) {
+  // Every field is type-checked before it is read; this is the net for one
+  // that is not, so that a malformed file is still one clear error and
+  // never an exception from the JSON library (the project fuzzer found a
+  // non-string node name read that way).
+  try {
+    return parse_project_json(text, src);
+  } catch (const json::exception& e) {
+    fail(src, "", std::string("has a value of the wrong type (") + e.what() + ")");
+  }
 }
 
 Project load_project(const std::string& path) {

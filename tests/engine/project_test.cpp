@@ -104,6 +104,14 @@ TEST(Project, MalformedAndTruncatedFiles) {
   EXPECT_NE(expect_error("").find("not valid JSON"), std::string::npos);
   EXPECT_NE(expect_error("[1,2]").find("not a DeepCanvas project"), std::string::npos);
   EXPECT_THROW(load_project("/nonexistent/x.dcproj"), IoError);
+  // Wrong JSON types where a string belongs: one clear error naming the
+  // place, not the JSON library's exception (the project fuzzer found the
+  // node name; its input is in tests/fuzz/corpus/project).
+  std::string e = expect_error(replace(t, "\"name\": \"conv1\"", "\"name\": {\"a\": 1}"));
+  EXPECT_NE(e.find("'name' must be a string"), std::string::npos) << e;
+  EXPECT_NE(e.find("graph.nodes["), std::string::npos) << e;
+  e = expect_error(replace(t, "\"format\": \"deepcanvas-project\"", "\"format\": 5"));
+  EXPECT_NE(e.find("not a DeepCanvas project"), std::string::npos) << e;
 }
 
 TEST(Project, NewerVersionIsRefusedClearly) {
