@@ -74,12 +74,7 @@ void layer_buffers(const PlanStep& s, int64_t n, int threads, bool input_grad, i
     // sums (dw_part_). Pointwise convolutions skip the columns.
     const Shape& x = s.in_shapes[0];
     const auto& k = s.attrs.ints("kernel");
-    const auto& st = s.attrs.ints("stride");
-    const bool pad = s.attrs.s("padding_mode") == "same"
-                         ? true
-                         : s.attrs.s("padding_mode") == "explicit" &&
-                               (s.attrs.ints("padding")[0] || s.attrs.ints("padding")[1]);
-    const bool pointwise = k[0] == 1 && k[1] == 1 && st[0] == 1 && st[1] == 1 && !pad;
+    const bool pointwise = conv_is_pointwise(s.in_shapes, s.attrs);
     const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(threads, n));
     const int64_t K = x[0] * k[0] * k[1];
     const int64_t OHW = s.out_shape[1] * s.out_shape[2];

@@ -48,12 +48,8 @@ bool is_recurrent(const std::string& t) {
 // (filters/2 FLOP per byte), so a LeNet-sized convolution is bound by this
 // traffic, not by its FLOPs. Pointwise convolutions have no columns.
 double cpu_column_bytes(const PlanStep& s, double n, bool weight_grad, bool input_grad) {
+  if (conv_is_pointwise(s.in_shapes, s.attrs)) return 0;
   const auto& k = s.attrs.ints("kernel");
-  const auto& st = s.attrs.ints("stride");
-  const bool pad = s.attrs.s("padding_mode") == "same" ||
-                   (s.attrs.s("padding_mode") == "explicit" &&
-                    (s.attrs.ints("padding")[0] || s.attrs.ints("padding")[1]));
-  if (k[0] == 1 && k[1] == 1 && st[0] == 1 && st[1] == 1 && !pad) return 0;
   const double K = double(s.in_shapes[0][0] * k[0] * k[1]);
   const double cols = K * double(s.out_shape[1] * s.out_shape[2]) * 4;
   return n * cols * (2 + (weight_grad ? 2 : 0) + (input_grad ? 3 : 0));
@@ -76,6 +72,7 @@ DeviceRates cpu_rates(const DeviceBench& b) {
   d.step_overhead = b.step_overhead_s;
   d.layer_overhead = b.step_overhead_s / 3 + kCpuRegionsPerLayer * b.parallel_region_s;
   d.host_optimizer_copy = true;
+  d.im2col_convolutions = true;
   return d;
 }
 
@@ -126,7 +123,7 @@ StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
     l.bytes = in_bytes + out_bytes +
               (ng ? out_bytes + in_bytes + (input_grad ? 2 * in_bytes : 0) : 0) +
               double(c.params) * 4 * (ng ? 4 : 1);
-    if (s.type == "Conv2D" && d.host_optimizer_copy)
+    if (s.type == "Conv2D" && d.im2col_convolutions)
       l.bytes += cpu_column_bytes(s, n, ng, input_grad);
     const double rate = s.type == "Conv2D"     ? d.conv_flops
                         : is_recurrent(s.type) ? d.rnn_flops

@@ -402,6 +402,10 @@ const LayerDescriptor& conv_desc() {
 
 }  // namespace
 
+bool conv_is_pointwise(const std::vector<Shape>& in, const Attrs& a) {
+  return conv_geom(in, a).pointwise();
+}
+
 void register_conv_layers(LayerRegistry& r) {
   LayerDescriptor d;
   d.type = "Conv2D";

@@ -136,7 +136,7 @@ TEST(StepTime, CpuConvolutionCountsItsIm2colColumns) {
   gpu.gemm_flops = gpu.conv_flops = gpu.rnn_flops = 1e11;
   gpu.bandwidth = 1e10;
   DeviceRates cpu = gpu;
-  cpu.host_optimizer_copy = true;  // what cpu_rates() sets: the CPU backend
+  cpu.im2col_convolutions = true;  // what cpu_rates() sets: the CPU backend
   const int64_t n = 8;
   const StepTime tg = predict_step_time(g, n, gpu), tc = predict_step_time(g, n, cpu);
   // The 5×5 layer: 25·28·28 floats of columns per sample, written and read

@@ -120,6 +120,12 @@ class LayerRegistry {
 // Exporters that write explicit padding use it too.
 void same_padding(int64_t in, int64_t k, int64_t s, int64_t d, int64_t& before, int64_t& after);
 
+// Whether the CPU Conv2D reads its input in place (a 1×1, stride-1,
+// unpadded convolution) rather than unfolding im2col columns of
+// C·kh·kw × OH·OW floats per sample: the rule conv.cpp runs by, for the
+// advisor's memory and step-time models. `a` with defaults filled in.
+bool conv_is_pointwise(const std::vector<Shape>& in, const Attrs& a);
+
 // Registers every built-in layer exactly once. Explicit (not static
 // initialisers) so that linking the engine as a static library keeps them.
 void register_builtin_layers();

@@ -26,6 +26,7 @@ struct DeviceRates {
   // and backward together (sequential launches a GPU cannot overlap).
   double rnn_time_step_overhead = 0;
   bool host_optimizer_copy = false;  // the CPU trainer copies the weights every step
+  bool im2col_convolutions = false;  // Conv2D moves im2col columns (the CPU backend)
 };
 
 // This machine's rates from its micro-benchmark.
