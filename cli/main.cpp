@@ -197,6 +197,8 @@ const std::vector<Command>& commands() {
         {"sampler", "tpe|random", "how points are chosen (default tpe)"},
         {"seed", "S", "seed of the sampler (default 0); trials train with the project's seed"},
         {"parallel", "K", "trials at once, each single-threaded (at most the cores)"},
+        {"no-baseline", "",
+         "do not start with the project's own values of the parameters as trial 0"},
         {"state", "FILE", "state file (default PROJECT.sweep.json beside the project)"},
         {"fresh", "", "discard an existing state file instead of continuing it"},
         {"steps-per-epoch", "N", "stop each epoch after N steps (quick looks)"},

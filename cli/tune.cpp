@@ -181,6 +181,7 @@ int cmd_sweep(const Args& a) {
   o.seed = uint64_t(a.get_int("seed", 0, 0, INT64_MAX));
   o.parallel = int(a.get_int("parallel", 1, 1, 1024));
   o.steps_per_epoch_limit = a.get_int("steps-per-epoch", 0, 0, INT64_MAX);
+  o.baseline = !a.flag("no-baseline");
   const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
   if (o.parallel > cores) {
     std::fprintf(stderr, "note: --parallel %d is more than the %d cores; running %d at once\n",
@@ -208,6 +209,10 @@ int cmd_sweep(const Args& a) {
                  sweep.resumed() ? "Resuming the" : "Starting a", p.name.c_str(), o.trials,
                  o.epochs, o.tpe ? "TPE" : "random search", pruning.c_str(), state.c_str());
   }
+  // Not quiet-only: a baseline the user expected and did not get matters
+  // in scripts too.
+  if (const std::string why = sweep.state().baseline_skipped; !why.empty())
+    std::fprintf(stderr, "note: no baseline trial: the project's %s\n", why.c_str());
   std::atomic<bool> stop{false};
   InterruptGuard guard;
   std::thread watch([&] {
@@ -231,8 +236,8 @@ int cmd_sweep(const Args& a) {
         std::fprintf(stderr, "trial %d at %.3g epochs: val acc %.2f%%  (%s)\n", t.id, e.trained,
                      100 * e.val_accuracy, params.c_str());
     } else if (t.status != Trial::Status::Running) {
-      std::fprintf(stderr, "trial %d %s%s%s\n", t.id, trial_status_name(t.status),
-                   t.error.empty() ? "" : ": ", t.error.c_str());
+      std::fprintf(stderr, "trial %d%s %s%s%s\n", t.id, t.baseline ? " (project's values)" : "",
+                   trial_status_name(t.status), t.error.empty() ? "" : ": ", t.error.c_str());
     }
   };
   try {
@@ -276,7 +281,8 @@ int cmd_sweep(const Args& a) {
   for (size_t i = 0; i < space.params.size(); ++i)
     std::printf(" %s=%s", space.params[i].name.c_str(),
                 attr_to_string(search_value(space.params[i], t.x[i])).c_str());
-  std::printf("\n");
+  std::printf("%s\n",
+              t.baseline ? " (the project's own values: no other trial validated better)" : "");
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <deepcanvas/io.h>
 #include <deepcanvas/settings.h>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QCompleter>
 #include <QFileInfo>
@@ -65,6 +66,7 @@ ExperimentsPanel::ExperimentsPanel(ProjectContext* ctx, QWidget* parent)
   o.asha = s.value("experiments/pruner", "asha").toString() == "asha";
   o.seed = s.value("experiments/seed", 0).toULongLong();
   o.parallel = s.value("experiments/parallel", 1).toInt();
+  o.baseline = s.value("experiments/baseline", true).toBool();
   setOptions(o);
   // A new project (File > New, Open) has its own sweep, if any.
   connect(ctx_, &ProjectContext::projectReplaced, this, [this] {
@@ -154,6 +156,12 @@ void ExperimentsPanel::buildUi() {
   form->addRow(tr("Pruner"), pruner_);
   form->addRow(tr("Seed"), seed_edit_);
   form->addRow(tr("Parallel"), parallel_spin_);
+  baseline_check_ = new QCheckBox(tr("Trial 0: the project's own values"), this);
+  baseline_check_->setObjectName("sweepBaseline");
+  baseline_check_->setToolTip(
+      tr("Train the project's current values of the parameters first, so the sweep's best is "
+         "never a setting that validates worse than what you have"));
+  form->addRow(QString(), baseline_check_);
   left->addLayout(form);
 
   auto* buttons = new QHBoxLayout;
@@ -351,6 +359,7 @@ void ExperimentsPanel::setOptions(const SweepOptions& o) {
   pruner_->setCurrentIndex(o.asha ? 0 : 1);
   seed_edit_->setText(QString::number(qulonglong(o.seed)));
   parallel_spin_->setValue(o.parallel);
+  baseline_check_->setChecked(o.baseline);
 }
 
 namespace {
@@ -373,6 +382,7 @@ SweepOptions ExperimentsPanel::options() const {
   // A new sweep: the engine's defaults for what the tab does not show.
   SweepOptions base;
   base.steps_per_epoch_limit = steps_limit_;
+  base.baseline = baseline_check_->isChecked();
   return withVisible(base, trials_spin_->value(), epochs_spin_->value(),
                      sampler_->currentData().toString() == "tpe",
                      pruner_->currentData().toString() == "asha", seed_edit_->text().toULongLong(),
@@ -573,7 +583,11 @@ bool ExperimentsPanel::launch(bool fresh) {
   stop_flag_ = false;
   finished_ = false;
   worker_error_.clear();
-  setMessage(sweep_->resumed() ? tr("Resuming the sweep…") : tr("Sweep running…"), false);
+  QString running_text = sweep_->resumed() ? tr("Resuming the sweep…") : tr("Sweep running…");
+  if (const std::string why = sweep_->state().baseline_skipped; !why.empty())
+    running_text += QLatin1Char(' ') +
+                    tr("No baseline trial: the project's %1.").arg(QString::fromStdString(why));
+  setMessage(running_text, false);
   Sweep* sweep = sweep_.get();
   const int gen = ++generation_;
   worker_ = std::thread([this, sweep, gen] {
@@ -721,9 +735,9 @@ void ExperimentsPanel::updateButtons() {
   SweepState s;
   s.trials = model_->trials();
   apply_->setEnabled(!run && s.best() >= 0);
-  for (QWidget* w :
-       std::initializer_list<QWidget*>{space_table_, trials_spin_, epochs_spin_, sampler_, pruner_,
-                                       seed_edit_, parallel_spin_, add_row_, remove_row_})
+  for (QWidget* w : std::initializer_list<QWidget*>{space_table_, trials_spin_, epochs_spin_,
+                                                    sampler_, pruner_, seed_edit_, parallel_spin_,
+                                                    baseline_check_, add_row_, remove_row_})
     w->setEnabled(!run);
 }
 
@@ -747,6 +761,7 @@ void ExperimentsPanel::saveUiSettings() const {
   s.setValue("experiments/pruner", o.asha ? "asha" : "none");
   s.setValue("experiments/seed", qulonglong(o.seed));
   s.setValue("experiments/parallel", o.parallel);
+  s.setValue("experiments/baseline", o.baseline);
 }
 
 }  // namespace dc::gui

@@ -161,6 +161,7 @@ class ExperimentsPanel : public QWidget {
 
   QTableWidget* space_table_ = nullptr;
   QSpinBox *trials_spin_ = nullptr, *epochs_spin_ = nullptr, *parallel_spin_ = nullptr;
+  QCheckBox* baseline_check_ = nullptr;
   QLineEdit* seed_edit_ = nullptr;  // a line edit: seeds are unsigned 64-bit
   QComboBox *sampler_ = nullptr, *pruner_ = nullptr;
   QPushButton *start_ = nullptr, *stop_ = nullptr, *resume_ = nullptr, *apply_ = nullptr,

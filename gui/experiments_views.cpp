@@ -98,9 +98,13 @@ QVariant TrialsModel::data(const QModelIndex& index, int role) const {
     return col.isValid() ? QVariant(col) : QVariant();
   }
   if (role == Qt::ToolTipRole && !t.error.empty()) return QString::fromStdString(t.error);
+  if (role == Qt::ToolTipRole && c == 0 && t.baseline)
+    return QObject::tr(
+        "The project's own values, the baseline the other trials are judged against");
   const bool sort = role == Qt::UserRole;
   if (role != Qt::DisplayRole && !sort) return {};
-  if (c == 0) return t.id;
+  if (c == 0)
+    return sort || !t.baseline ? QVariant(t.id) : QVariant(QObject::tr("%1 (project)").arg(t.id));
   if (c == 1) return sort ? QVariant(int(t.status)) : QVariant(trial_status_name(t.status));
   if (c < kFixedBefore + n) {
     const size_t i = size_t(c - kFixedBefore);

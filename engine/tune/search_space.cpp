@@ -231,4 +231,42 @@ void apply_search_point(const SearchSpace& s, const SearchPoint& x, Graph& g, Tr
   }
 }
 
+std::string current_search_point(const SearchSpace& s, const Graph& g, const TrainConfig& c,
+                                 SearchPoint& x) {
+  SearchPoint out;
+  for (const SearchParam& p : s.params) {
+    AttrValue v;
+    if (p.setting) {
+      v = p.setting->get(c);
+    } else {
+      const Node* n = g.find_by_name(p.node);
+      if (!n) return "the network has no layer named '" + p.node + "'";
+      v = n->attrs.has(p.attr) ? n->attrs.get(p.attr) : p.spec.def;
+    }
+    const std::string outside = p.name + " = " + attr_to_string(v) + " is outside " +
+                                p.spec_text().substr(p.name.size() + 1);
+    if (p.kind == SearchParam::Kind::Choice) {
+      size_t i = 0;
+      while (i < p.choices.size() && !(typed(p, p.choices[i]) == v)) ++i;
+      if (i == p.choices.size()) return outside;
+      out.push_back(double(i));
+      continue;
+    }
+    double d;
+    if (const auto* iv = std::get_if<int64_t>(&v))
+      d = double(*iv);
+    else if (const auto* fv = std::get_if<double>(&v))
+      d = *fv;
+    else
+      return p.name + " = " + attr_to_string(v) + " is not a number";
+    // Bounds as written ("3e-4") and values stored (0.0003) may differ in
+    // the last bit.
+    const double slack = 1e-9 * std::max(std::abs(p.lo), std::abs(p.hi));
+    if (!(d >= p.lo - slack && d <= p.hi + slack)) return outside;
+    out.push_back(std::clamp(d, p.lo, p.hi));
+  }
+  x = std::move(out);
+  return "";
+}
+
 }  // namespace dc

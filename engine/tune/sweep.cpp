@@ -106,7 +106,9 @@ std::string sweep_to_json(const SweepState& s, const SearchSpace& space, int ind
               {"seed", o.seed},
               {"parallel", o.parallel},
               {"val_split", o.val_split},
-              {"steps_per_epoch_limit", o.steps_per_epoch_limit}}}};
+              {"steps_per_epoch_limit", o.steps_per_epoch_limit},
+              {"baseline", o.baseline}}}};
+  if (!s.baseline_skipped.empty()) j["baseline_skipped"] = s.baseline_skipped;
   auto params_of = [&](const Trial& t) {
     json p = json::object();
     for (size_t i = 0; i < space.params.size() && i < t.x.size(); ++i)
@@ -131,6 +133,7 @@ std::string sweep_to_json(const SweepState& s, const SearchSpace& space, int ind
                {"status", trial_status_name(t.status)},
                {"metrics", ep}};
     if (!t.error.empty()) tj["error"] = t.error;
+    if (t.baseline) tj["baseline"] = true;
     trials.push_back(tj);
   }
   j["trials"] = trials;
@@ -140,7 +143,8 @@ std::string sweep_to_json(const SweepState& s, const SearchSpace& space, int ind
     j["best"] = {{"id", t.id},
                  {"params", params_of(t)},
                  {"val_accuracy", num(t.epochs.back().val_accuracy)},
-                 {"test_accuracy", num(t.epochs.back().test_accuracy)}};
+                 {"test_accuracy", num(t.epochs.back().test_accuracy)},
+                 {"baseline", t.baseline}};
   } else {
     j["best"] = nullptr;
   }
@@ -168,6 +172,9 @@ SweepState sweep_from_json(const std::string& text, const std::string& source) {
     s.options.parallel = o.at("parallel");
     s.options.val_split = o.at("val_split");
     s.options.steps_per_epoch_limit = o.at("steps_per_epoch_limit");
+    // Files from before baseline trials had none.
+    s.options.baseline = o.value("baseline", false);
+    s.baseline_skipped = j.value("baseline_skipped", "");
     for (const json& tj : j.at("trials")) {
       Trial t;
       t.id = tj.at("id");
@@ -191,6 +198,7 @@ SweepState sweep_from_json(const std::string& text, const std::string& source) {
         t.epochs.push_back(m);
       }
       t.error = tj.value("error", "");
+      t.baseline = tj.value("baseline", false);
       s.trials.push_back(std::move(t));
     }
   } catch (const IoError&) {
@@ -222,6 +230,7 @@ Sweep::Sweep(Project project, std::shared_ptr<const TrainTest> data, SearchSpace
     SweepState old = sweep_from_json(read_file(path_, 256 << 20, "sweep state"), path_);
     SweepOptions a = old.options, b = o;
     a.parallel = b.parallel = 1;         // how many run at once does not change the sweep
+    a.baseline = b.baseline;             // trial 0 is in the file either way
     a.min_epochs = sweep_min_epochs(a);  // a file may hold 0 (the default) unresolved
     if (old.space != state_.space || !(a == b))
       throw Error(path_ +
@@ -236,6 +245,13 @@ Sweep::Sweep(Project project, std::shared_ptr<const TrainTest> data, SearchSpace
         t.epochs.clear();
       }
     resumed_ = true;
+  } else if (o.baseline) {
+    Trial t;
+    state_.baseline_skipped = current_search_point(space_, project_.graph, project_.training, t.x);
+    if (state_.baseline_skipped.empty()) {
+      t.baseline = true;
+      state_.trials.push_back(std::move(t));  // pending: next_trial hands it out first
+    }
   }
   sampler_ = o.tpe ? std::unique_ptr<Sampler>(std::make_unique<TpeSampler>(o.seed, o.n_startup))
                    : std::make_unique<RandomSampler>(o.seed);

@@ -737,5 +737,91 @@ TEST_F(SweepTest, AKilledSweepWithAFractionalRungResumes) {
   EXPECT_EQ(a.epochs_used(), b.epochs_used());
 }
 
+TEST(SearchSpace, TheCurrentPointIsTheProjectsValuesOrSaysWhichLiesOutside) {
+  Graph g = conv_graph();  // conv1: 8 filters; dropout's rate left at its default
+  const SearchSpace s =
+      parse_search_space({"lr=log:3e-4:1e-2", "batch=choice:32,64,128", "conv1.filters=int:4:64",
+                          "dropout.rate=float:0:0.6", "optimizer.type=choice:adam,sgd"},
+                         g);
+  TrainConfig c;
+  c.optimizer.lr = 3e-4;  // on the bound as written
+  c.batch = 64;
+  c.optimizer.type = OptimizerType::Sgd;
+  SearchPoint x;
+  EXPECT_EQ(current_search_point(s, g, c, x), "");
+  const double rate =
+      std::get<double>(LayerRegistry::instance().get("Dropout").find_attr("rate")->def);
+  EXPECT_EQ(x, (SearchPoint{3e-4, 1, 8, rate, 1}));
+  // Written back, the point changes nothing.
+  Graph g2 = g;
+  TrainConfig c2 = c;
+  apply_search_point(s, x, g2, c2);
+  EXPECT_EQ(c2.optimizer.lr, c.optimizer.lr);
+  EXPECT_EQ(c2.batch, 64);
+  EXPECT_EQ(g2.find_by_name("conv1")->attrs.i("filters"), 8);
+  c.batch = 48;
+  EXPECT_EQ(current_search_point(s, g, c, x), "batch = 48 is outside choice:32,64,128");
+  c.batch = 64;
+  c.optimizer.lr = 0.05;
+  EXPECT_EQ(current_search_point(s, g, c, x), "lr = 0.05 is outside log:0.0003:0.01");
+}
+
+TEST_F(SweepTest, TrialZeroTrainsTheProjectsOwnValues) {
+  project_.training.optimizer.type = OptimizerType::Sgd;
+  project_.training.optimizer.lr = 0.03;
+  opt_.asha = false;
+  opt_.trials = 3;
+  Sweep s(project_, data_, space_, opt_, state());
+  s.run();
+  const SweepState st = s.state();
+  EXPECT_EQ(st.baseline_skipped, "");
+  ASSERT_EQ(st.trials.size(), 3u);
+  // lr 0.03 (choice 1), the hidden layer's 16 units, sgd (choice 0).
+  EXPECT_TRUE(st.trials[0].baseline);
+  EXPECT_EQ(st.trials[0].x, (SearchPoint{1, 16, 0}));
+  EXPECT_FALSE(st.trials[1].baseline);
+  EXPECT_FALSE(st.trials[2].baseline);
+  // It is the project's run: the same figures as training the project
+  // with the sweep's settings (its epochs, validation split and steps).
+  TrainConfig c = project_.training;
+  c.epochs = opt_.epochs;
+  c.val_split = opt_.val_split;
+  c.steps_per_epoch_limit = opt_.steps_per_epoch_limit;
+  c.restore_best = false;
+  Trainer t(project_.graph, c, std::make_shared<Dataset>(data_->train),
+            std::make_shared<Dataset>(data_->test));
+  t.start();
+  double val = NAN;
+  for (;;) {
+    auto e = t.events().pop(std::chrono::milliseconds(60000));
+    if (!e) break;
+    if (e->kind == TrainEvent::Kind::Epoch) val = e->val_accuracy;
+    if (e->kind == TrainEvent::Kind::Finished || e->kind == TrainEvent::Kind::Failed) break;
+  }
+  t.wait();
+  ASSERT_EQ(st.trials[0].status, Trial::Status::Completed);
+  EXPECT_EQ(st.trials[0].epochs.back().val_accuracy, val);
+  // The file says which trial it was, and a resumed sweep keeps it.
+  const SweepState back = sweep_from_json(read_file(state()), state());
+  EXPECT_TRUE(back.trials[0].baseline);
+  EXPECT_TRUE(back.options.baseline);
+  EXPECT_TRUE(Sweep(project_, data_, space_, opt_, state()).resumed());
+}
+
+TEST_F(SweepTest, ValuesOutsideTheSpaceGiveNoBaselineAndSaySo) {
+  project_.training.optimizer.lr = 0.01;  // not one of the choices
+  opt_.asha = false;
+  opt_.trials = 2;
+  Sweep s(project_, data_, space_, opt_, "");
+  s.run();
+  const SweepState st = s.state();
+  EXPECT_EQ(st.baseline_skipped, "lr = 0.01 is outside choice:0.003,0.03,0.3,1e30");
+  ASSERT_EQ(st.trials.size(), 2u);
+  EXPECT_FALSE(st.trials[0].baseline);
+  // Without it asked for, nothing is said.
+  opt_.baseline = false;
+  EXPECT_EQ(Sweep(project_, data_, space_, opt_, "").state().baseline_skipped, "");
+}
+
 }  // namespace
 }  // namespace dc

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <QAction>
+#include <QCheckBox>
 #include <QFileInfo>
 #include <QLineEdit>
 #include <QPushButton>
@@ -172,6 +173,41 @@ TEST_F(ExperimentsTab, TinySweepFillsTheTableAndApplyBestIsOneUndoStep) {
   EXPECT_EQ(g().node(idOf(g(), "conv1")).attrs.i("filters"), filters_before);
   w->editor()->undoStack()->redo();
   EXPECT_NEAR(w->trainingPanel()->config().optimizer.lr, lr, lr * 1e-8);
+}
+
+TEST_F(ExperimentsTab, TrialZeroIsTheProjectsOwnValuesWhenTheyAreInTheSpace) {
+  // The sample project: lr 0.003, conv1 32 filters.
+  setSweep({"lr=log:1e-3:1e-2", "conv1.filters=int:8:40"}, 2, 1);
+  auto* box = p()->findChild<QCheckBox*>("sweepBaseline");
+  ASSERT_NE(box, nullptr);
+  EXPECT_TRUE(box->isChecked());
+  ASSERT_TRUE(p()->start()) << p()->messageText().toStdString();
+  ASSERT_TRUE(waitFinished(p()));
+  const auto& trials = p()->trials()->trials();
+  ASSERT_EQ(trials.size(), 2u);
+  EXPECT_TRUE(trials[0].baseline);
+  EXPECT_NEAR(trials[0].x[0], 0.003, 1e-12);
+  EXPECT_EQ(trials[0].x[1], 32);
+  EXPECT_EQ(p()->trials()->data(p()->trials()->index(0, 0), Qt::DisplayRole).toString(),
+            "0 (project)");
+  EXPECT_FALSE(trials[1].baseline);
+
+  // Outside the space: no baseline, and the tab says why while it runs.
+  setSweep({"lr=log:1e-3:1e-2", "conv1.filters=int:8:12"}, 1, 1);
+  ASSERT_TRUE(p()->start()) << p()->messageText().toStdString();
+  EXPECT_TRUE(
+      p()->messageText().contains("No baseline trial: the project's conv1.filters = 32 "
+                                  "is outside int:8:12"))
+      << p()->messageText().toStdString();
+  ASSERT_TRUE(waitFinished(p()));
+  EXPECT_FALSE(p()->trials()->trials()[0].baseline);
+
+  // Unticked: no baseline even when the values are in the space.
+  setSweep({"lr=log:1e-3:1e-2", "conv1.filters=int:8:40"}, 1, 1);
+  box->setChecked(false);
+  ASSERT_TRUE(p()->start()) << p()->messageText().toStdString();
+  ASSERT_TRUE(waitFinished(p()));
+  EXPECT_FALSE(p()->trials()->trials()[0].baseline);
 }
 
 TEST_F(ExperimentsTab, StoppedSweepResumesWithTheSameTrialsAlsoInANewWindow) {

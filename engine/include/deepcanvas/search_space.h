@@ -52,5 +52,11 @@ AttrValue search_value(const SearchParam& p, double x);
 // value is refused (an attribute whose new value breaks the network's shapes
 // is found later, when the trial's network is built).
 void apply_search_point(const SearchSpace& s, const SearchPoint& x, Graph& g, TrainConfig& c);
+// The point that stands for g's and c's current values (a layer attribute
+// the project leaves out counts as its default). Returns "" and fills x, or
+// says which value lies outside the space ("lr = 0.05 is outside
+// log:0.0001:0.01"), as a sweep's baseline trial needs.
+std::string current_search_point(const SearchSpace& s, const Graph& g, const TrainConfig& c,
+                                 SearchPoint& x);
 
 }  // namespace dc

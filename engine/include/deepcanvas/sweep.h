@@ -42,6 +42,11 @@ struct SweepOptions {
   int parallel = 1;                   // trials at once (each then single-threaded on the CPU)
   double val_split = 0.1;             // when the project holds none out
   int64_t steps_per_epoch_limit = 0;  // tests: shorter epochs
+  // Trial 0 trains the project's own values of the swept parameters (when
+  // they lie inside the space), so the sweep's best is never a point that
+  // validates worse than what the user already has, and every other trial
+  // is judged against it (Optuna's enqueue_trial idiom).
+  bool baseline = true;
   bool operator==(const SweepOptions&) const = default;
 };
 
@@ -60,7 +65,8 @@ struct Trial {
   SearchPoint x;
   Status status = Status::Pending;
   std::vector<TrialEpoch> epochs;
-  std::string error;  // Failed: why
+  std::string error;      // Failed: why
+  bool baseline = false;  // the project's own values (SweepOptions::baseline)
   // The objective, lower is better: minus the last epoch's validation
   // accuracy (its loss for a network that does not classify).
   double value() const;
@@ -74,6 +80,9 @@ struct SweepState {
   std::vector<std::string> space;  // the parameters' spec_text(), in order
   SweepOptions options;
   std::vector<Trial> trials;
+  // Why the project's own values could not be trial 0 ("lr = 0.05 is
+  // outside log:0.0001:0.01"); empty when they are, or when not asked for.
+  std::string baseline_skipped;
   // The completed trial with the best value (ties: the earlier); -1 when none.
   int best() const;
   double epochs_used() const;  // epochs trained over all trials (Trial::epochs_trained)
