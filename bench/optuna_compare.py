@@ -79,13 +79,18 @@ def trial_project(base, values, path):
     return flags
 
 
-def run_optuna(args, base, space, workdir):
+def run_optuna(args, base, space, workdir, baseline=None):
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     sampler = optuna.samplers.TPESampler(seed=args.seed)
     pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=args.eta)
     study = optuna.create_study(direction="maximize", sampler=sampler, pruner=pruner)
+    if baseline:
+        # The same first trial as the DeepCanvas sweep's: the project's own
+        # values (choices as the strings suggest_categorical returns).
+        study.enqueue_trial({name: (str(baseline[name]) if kind == "choice" else baseline[name])
+                             for name, kind, _ in space})
     log = []
 
     def objective(trial):
@@ -133,7 +138,10 @@ def run_optuna(args, base, space, workdir):
 def run_deepcanvas(args, project, specs):
     cmd = [args.cli, "sweep", project, "--fresh", "--trials", str(args.trials), "--epochs",
            str(args.epochs), "--sampler", "tpe", "--pruner", "asha", "--eta", str(args.eta),
-           "--seed", str(args.seed), "--threads", str(args.threads), "--json"]
+           "--seed", str(args.seed), "--threads", str(args.threads), "--min-epochs",
+           str(args.min_epochs), "--json"]
+    if args.no_baseline:
+        cmd.append("--no-baseline")
     if args.steps_per_epoch:
         cmd += ["--steps-per-epoch", str(args.steps_per_epoch)]
     for s in specs:
@@ -143,9 +151,13 @@ def run_deepcanvas(args, project, specs):
     log = []
     for t in s["trials"]:
         m = t["metrics"][-1] if t["metrics"] else {}
+        # Epochs trained (a fraction for a trial stopped at a rung inside an
+        # epoch), not the number of measurements.
         log.append({"id": t["id"], "params": t["params"], "status": t["status"],
-                    "epochs": len(t["metrics"]), "val_accuracy": m.get("val_accuracy"),
-                    "test_accuracy": m.get("test_accuracy")})
+                    "epochs": m.get("trained", len(t["metrics"])),
+                    "val_accuracy": m.get("val_accuracy"),
+                    "test_accuracy": m.get("test_accuracy"),
+                    "baseline": t.get("baseline", False)})
     return log
 
 
@@ -167,6 +179,11 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps-per-epoch", type=int, default=0)
+    ap.add_argument("--min-epochs", default="1",
+                    help="the DeepCanvas sweep's first ASHA rung (default 1, Optuna's "
+                         "min_resource; the sweep's own default is epochs/eta^2)")
+    ap.add_argument("--no-baseline", action="store_true",
+                    help="no trial 0 with the project's own values, in either sweep")
     ap.add_argument("--param", action="append",
                     help="as for deepcanvas-cli sweep (default: the BENCHMARKS.md space)")
     ap.add_argument("--raw", help="write both trial logs as JSON here")
@@ -188,7 +205,8 @@ def main():
         print(f"DeepCanvas sweep: {args.trials} trials x {args.epochs} epochs ...", file=sys.stderr)
         dc = run_deepcanvas(args, project, specs)
         print("Optuna (TPESampler + SuccessiveHalvingPruner) ...", file=sys.stderr)
-        op = run_optuna(args, base, space, work)
+        base_trial = next((t for t in dc if t.get("baseline")), None)
+        op = run_optuna(args, base, space, work, base_trial["params"] if base_trial else None)
     if args.raw:
         with open(args.raw, "w") as f:
             json.dump({"deepcanvas": dc, "optuna": op}, f, indent=1)
@@ -208,7 +226,7 @@ def main():
             b = best_after(log, n)
             best = (f"trial {b['id']}: {pct(b['val_accuracy'])} / {pct(b['test_accuracy'])}"
                     if b else "–")
-            print(f"| {name} | {n} | {sum(t['epochs'] for t in part)} | "
+            print(f"| {name} | {n} | {sum(t['epochs'] for t in part):.4g} | "
                   f"{st.count('completed')} / {st.count('pruned')} / {st.count('failed')} | "
                   f"{best} |")
 

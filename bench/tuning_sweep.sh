@@ -4,6 +4,7 @@
 # and the template trained with its own settings on the same split.
 # Usage: [THREADS=N] [MIN_EPOCHS=R] bench/tuning_sweep.sh [STEPS_PER_EPOCH] (default: whole epochs)
 # MIN_EPOCHS: ASHA's first rung (default: the sweep's, epochs / eta^2 = 1/3).
+# NO_BASELINE=1: both sweeps without the baseline trial 0.
 # Prints epochs used and accuracies; results in docs/BENCHMARKS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,8 @@ LIMIT=(--threads "${THREADS:-0}")
 [[ $STEPS != 0 ]] && LIMIT+=(--steps-per-epoch "$STEPS")
 RUNG=()
 [[ -n ${MIN_EPOCHS:-} ]] && RUNG=(--min-epochs "$MIN_EPOCHS")
+# NO_BASELINE=1: no trial 0 with the project's own values (the default has one).
+[[ -n ${NO_BASELINE:-} ]] && RUNG+=(--no-baseline)
 SPACE=(--param lr=log:3e-4:1e-2 --param batch=choice:32,64,128 --param conv1.filters=int:16:64)
 "$CLI" train "$OUT/template.dcproj" "${LIMIT[@]}" --val-split 0.1 --json --quiet > "$OUT/template.json"
 for pruner in asha none; do
@@ -34,6 +37,11 @@ for name in ("asha", "none"):
     s = json.load(open(f"{out}/{name}.json"))
     st = [x["status"] for x in s["trials"]]
     b = s["best"]
+    base = next((x for x in s["trials"] if x.get("baseline")), None)
+    if base:
+        m = base["metrics"][-1]
+        print(f"{name}: baseline trial {base['id']} ({base['status']}) val {m['val_accuracy']:.4f}"
+              + (f" test {m['test_accuracy']:.4f}" if m.get("test_accuracy") is not None else ""))
     print(f"{name}: {s['epochs_used']:.2f} of 48 epochs ({s['epochs_used'] / 48:.1%}); {st.count('completed')} completed, "
           f"{st.count('pruned')} pruned, {st.count('failed')} failed; best trial {b['id']} "
           f"val {b['val_accuracy']:.4f} test {b['test_accuracy']:.4f} {b['params']}")

@@ -2,6 +2,8 @@
 // desktop app. Every failure prints one message (naming the file, node or
 // field) and exits non-zero; nothing is written unless it succeeds.
 #include <deepcanvas/advisor/advise.h>
+#include <deepcanvas/advisor/layer_profile.h>
+#include <deepcanvas/advisor/step_time.h>
 #include <deepcanvas/advisor/device_bench.h>
 #include <deepcanvas/device.h>
 #include <deepcanvas/errors.h>
@@ -213,6 +215,10 @@ const std::vector<Command>& commands() {
        {{"batch", "N", "batch size (default: the project's)"},
         {"precision", "P", "fp32, bf16 or fp16 for the GPU rows (default: the project's)"},
         {"samples", "N", "training samples per epoch (default: the project's dataset's)"},
+        {"profile", "",
+         "also train a few steps here on synthetic data and show each layer's measured time "
+         "beside its prediction"},
+        {"steps", "N", "--profile: steps measured (default 20, after 3 warm-up steps)"},
         {"json", "", "print JSON"}}},
       {"bench-device",
        "",
@@ -938,6 +944,53 @@ int64_t epoch_samples(const Args& a, const Project& p, std::string& note) {
   }
 }
 
+// advise --profile: the step-time model's per-layer prediction for this
+// machine beside the layers' measured times.
+int print_layer_profile(const Args& a, const Project& p, int64_t batch,
+                        const advisor::DeviceBench& bench) {
+  const int steps = int(a.get_int("steps", 20, 1, 100000));
+  const advisor::StepTime pred =
+      advisor::predict_step_time(p.graph, batch, advisor::cpu_rates(bench), 4);
+  const advisor::LayerProfile m = advisor::profile_layers(p.graph, batch, p.training.optimizer,
+                                                          steps);
+  auto predicted = [&](const std::string& name) {
+    for (const advisor::LayerTime& l : pred.layers)
+      if (l.name == name) return l.seconds;
+    return 0.0;
+  };
+  if (a.flag("json")) {
+    json layers = json::array();
+    for (const advisor::MeasuredLayer& l : m.layers)
+      layers.push_back({{"name", l.name},
+                        {"type", l.type},
+                        {"predicted_s", predicted(l.name)},
+                        {"measured_s", l.seconds}});
+    std::cout << json{{"batch", batch},
+                      {"steps", m.steps},
+                      {"layers", layers},
+                      {"optimizer", {{"predicted_s", pred.optimizer_s},
+                                     {"measured_s", m.optimizer_s}}},
+                      {"step", {{"predicted_s", pred.step_s}, {"measured_s", m.step_s}}}}
+                     .dump()
+              << std::endl;
+    return 0;
+  }
+  std::printf("batch %lld on %s, %d steps measured (synthetic data, no loader or loss)\n",
+              (long long)batch, bench.name.c_str(), m.steps);
+  std::printf("%-24s %-12s %12s %12s %8s\n", "layer", "type", "predicted", "measured", "error");
+  auto row = [](const std::string& name, const std::string& type, double p, double x) {
+    char err[16] = "-";
+    if (x > 0) std::snprintf(err, sizeof err, "%+.0f %%", 100 * (p - x) / x);
+    std::printf("%-24.24s %-12.12s %9.3f ms %9.3f ms %8s\n", name.c_str(), type.c_str(), p * 1e3,
+                x * 1e3, err);
+  };
+  for (const advisor::MeasuredLayer& l : m.layers) row(l.name, l.type, predicted(l.name), l.seconds);
+  row("(optimizer)", "", pred.optimizer_s, m.optimizer_s);
+  row("(step overhead)", "", pred.overhead_s, 0);
+  row("step", "", pred.step_s, m.step_s);
+  return 0;
+}
+
 int cmd_advise(const Args& a) {
   Project p = load(a);
   for (const RunProblem& problem : network_problems(p.graph, p.training))
@@ -955,6 +1008,7 @@ int cmd_advise(const Args& a) {
   const advisor::DeviceBench bench = advisor::cpu_bench(false, &cached);
   const advisor::Advice adv =
       advisor::advise(p, batch, prec, samples, bench, advisor::load_gpu_catalog());
+  if (a.flag("profile")) return print_layer_profile(a, p, batch, bench);
   if (a.flag("json")) {
     auto row = [](const advisor::DeviceAdvice& d) {
       return json{{"name", d.name},

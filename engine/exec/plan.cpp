@@ -3,6 +3,7 @@
 #include <deepcanvas/plan.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 
@@ -123,6 +124,32 @@ void Plan::init_params(uint64_t seed) {
   for (auto& s : steps_) s->layer->init(rng);
 }
 
+namespace {
+
+// Adds the scope's wall time to ctx.layer_seconds[i] when profiling.
+class LayerClock {
+ public:
+  LayerClock(RunContext& ctx, size_t i, size_t n) : out_(ctx.layer_seconds), i_(i) {
+    if (!out_) return;
+    if (out_->size() < n) out_->resize(n, 0.0);
+    start_ = std::chrono::steady_clock::now();
+  }
+  ~LayerClock() {
+    if (out_)
+      (*out_)[i_] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  LayerClock(const LayerClock&) = delete;
+  LayerClock& operator=(const LayerClock&) = delete;
+
+ private:
+  std::vector<double>* out_;
+  size_t i_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
 const Tensor& Plan::forward(const Tensor& x, RunContext& ctx) {
   if (x.shape().rank() != input_shape_.rank() + 1 || x.shape().without_batch() != input_shape_)
     throw DataError("the input batch has shape " + x.shape().str(true) +
@@ -143,6 +170,7 @@ const Tensor& Plan::forward(const Tensor& x, RunContext& ctx) {
     ins.clear();
     for (int i : s->inputs()) ins.push_back(&steps_[size_t(i)]->out);
     ctx.frozen = s->lowered->frozen;
+    const LayerClock clock(ctx, size_t(&s - steps_.data()), steps_.size());
     s->layer->forward(ins, s->out, ctx);
   }
   ctx.frozen = false;
@@ -181,6 +209,8 @@ void Plan::backward(const Tensor& dout, RunContext& ctx) {
   for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) {
     Step& s = **it;
     if (s.is_input() || !s.needs_grad || s.fused_into >= 0) continue;
+    // Zeroing an input's gradient just in time counts to its consumer.
+    const LayerClock clock(ctx, size_t(steps_.rend() - it - 1), steps_.size());
     ins.clear();
     dins.clear();
     const bool overwrite = s.layer->overwrites_din() && s.inputs().size() <= 32;

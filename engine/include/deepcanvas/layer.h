@@ -44,6 +44,10 @@ struct RunContext {
   // zeroing the gradient buffer first (a pass over every activation).
   uint32_t fresh_din = 0;
   bool fresh(size_t i) const { return i < 32 && (fresh_din >> i) & 1u; }
+  // When set, the plan adds the wall time of each of its steps (forward and
+  // backward, indexed like Plan::steps()) here: what the advisor's
+  // per-layer predictions are checked against. Two clock reads per layer.
+  std::vector<double>* layer_seconds = nullptr;
 };
 
 // The runtime half of a layer: parameters plus CPU forward/backward.
