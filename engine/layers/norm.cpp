@@ -18,6 +18,49 @@
 namespace dc {
 namespace {
 
+// A sum in double over rows of floats, kept in kLanes partial sums that are
+// added up in a fixed order at the end. Element i of a row always goes to
+// lane i % kLanes, so the result depends only on the data, not on threads;
+// and unlike a single running sum (one dependent add per element, which
+// made BatchNorm 4x slower than its memory traffic) the lanes are
+// independent, so GCC vectorises the loops.
+struct Lanes {
+  static constexpr int64_t kLanes = 16;
+  double v[kLanes] = {};
+
+  void add(const float* p, int64_t n) {
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int64_t j = 0; j < kLanes; ++j) v[j] += double(p[i + j]);
+    for (int64_t j = 0; i < n; ++i, ++j) v[j] += double(p[i]);
+  }
+  // sum((p - mean)^2)
+  void add_squared_deviation(const float* p, int64_t n, double mean) {
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int64_t j = 0; j < kLanes; ++j) {
+        const double d = double(p[i + j]) - mean;
+        v[j] += d * d;
+      }
+    for (int64_t j = 0; i < n; ++i, ++j) {
+      const double d = double(p[i]) - mean;
+      v[j] += d * d;
+    }
+  }
+  // sum(a * (x - mean))
+  void add_product_with_deviation(const float* a, const float* x, int64_t n, double mean) {
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int64_t j = 0; j < kLanes; ++j) v[j] += double(a[i + j]) * (double(x[i + j]) - mean);
+    for (int64_t j = 0; i < n; ++i, ++j) v[j] += double(a[i]) * (double(x[i]) - mean);
+  }
+  double total() const {
+    double t = 0;
+    for (double x : v) t += x;
+    return t;
+  }
+};
+
 class BatchNorm : public Layer {
  public:
   BatchNorm(int64_t channels, int64_t spatial, double momentum, double eps)
@@ -59,17 +102,12 @@ class BatchNorm : public Layer {
       for (int64_t c = cb; c < ce; ++c) {
         double mean, var;
         if (training_) {
-          double s = 0;
-          for (int64_t n = 0; n < N; ++n) {
-            const float* p = x + (n * C + c) * S;
-            for (int64_t i = 0; i < S; ++i) s += p[i];
-          }
-          mean = s / double(M);
-          double q = 0;
-          for (int64_t n = 0; n < N; ++n) {
-            const float* p = x + (n * C + c) * S;
-            for (int64_t i = 0; i < S; ++i) q += (p[i] - mean) * (p[i] - mean);
-          }
+          Lanes s;
+          for (int64_t n = 0; n < N; ++n) s.add(x + (n * C + c) * S, S);
+          mean = s.total() / double(M);
+          Lanes sq;
+          for (int64_t n = 0; n < N; ++n) sq.add_squared_deviation(x + (n * C + c) * S, S, mean);
+          const double q = sq.total();
           var = q / double(M);
           // A single value per channel carries no variance estimate; PyTorch
           // refuses it, we leave the running statistics untouched instead so
@@ -110,15 +148,12 @@ class BatchNorm : public Layer {
     parallel_for(C, 1, [&](int64_t cb, int64_t ce) {
       for (int64_t c = cb; c < ce; ++c) {
         const double mean = mean_[c], inv = invstd_[c];
-        double sdy = 0, sdyx = 0;  // sum(dy), sum(dy * xhat)
+        Lanes ldy, ldyx;  // sum(dy), sum(dy * (x - mean))
         for (int64_t n = 0; n < N; ++n) {
-          const float* p = x + (n * C + c) * S;
-          const float* d = dy + (n * C + c) * S;
-          for (int64_t i = 0; i < S; ++i) {
-            sdy += d[i];
-            sdyx += d[i] * (p[i] - mean) * inv;
-          }
+          ldy.add(dy + (n * C + c) * S, S);
+          ldyx.add_product_with_deviation(dy + (n * C + c) * S, x + (n * C + c) * S, S, mean);
         }
+        const double sdy = ldy.total(), sdyx = ldyx.total() * inv;  // sum(dy * xhat)
         if (dg) dg[c] += float(sdyx);
         if (db) db[c] += float(sdy);
         if (!dx) continue;
