@@ -55,6 +55,22 @@ class MainWindow : public QMainWindow {
   // The central area's tabs, in order (Ctrl+1..5).
   enum class Mode { Model, Dataset, Training, Inference, Experiments };
 
+  // Opening a project shows the whole network (Fit to Window) unless that
+  // takes a zoom below kReadableZoom, where a layer's name and shape are too
+  // small to read, and the network has at least kLargeNetworkLayers layers.
+  // Then it opens at kReadableZoom on the part its user works on (the first
+  // trainable layers after a frozen base, else the input), with the overview
+  // map for the whole and a status bar hint naming Fit to Window. Smaller
+  // networks open whole however small: the overview of a dozen layers is
+  // worth more (the sample, 11 layers in one line, fits at about 36 % at
+  // 1280×720, and opening it at its input left its last layers off-screen);
+  // no bundled template has more than 23 layers, the transfer template's
+  // base about 94. (auto_layout.cpp's 0.75 is another matter: the size down
+  // to which a line is kept rather than wrapped, a comfortable one; 0.6 is
+  // where a card's text is still legible, so more of the network shows.)
+  static constexpr double kReadableZoom = 0.6;
+  static constexpr int kLargeNetworkLayers = 40;
+
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
 
@@ -174,6 +190,9 @@ class MainWindow : public QMainWindow {
   void restoreLayout();
   void applyIcons();
   void setProject(Project p, const QString& file, bool modified);
+  // Fits the opened network or shows its working part (kReadableZoom);
+  // open_hint_ is then the status bar hint that says so, else empty.
+  void showOpenedNetwork();
   bool maybeSave();
   void reportError(const QString& text);
   // The Inference tab's weights into plan (built from the project's graph),
@@ -221,6 +240,7 @@ class MainWindow : public QMainWindow {
 
   Project project_;  // everything but the graph, which the editor holds
   QString file_;
+  QString open_hint_;             // see showOpenedNetwork()
   bool forced_modified_ = false;  // e.g. recovered: changed, but no undo history
   QString last_error_;
   std::function<void(const QString&)> on_error_;

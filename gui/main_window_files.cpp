@@ -8,6 +8,8 @@
 #include "gui/training_panel.h"
 #include "widgets/auto_layout.h"
 #include "widgets/graph_editor.h"
+#include "widgets/node_item.h"
+#include "widgets/node_scene.h"
 #include "widgets/node_view.h"
 
 #include <deepcanvas/errors.h>
@@ -27,12 +29,14 @@
 #include <QStatusBar>
 #include <QTimer>
 #include <QUndoStack>
+#include <set>
 
 namespace dc::gui {
 
 namespace {
 constexpr int kMaxRecent = 10;
-}
+constexpr int kOpenHintMs = 10000;  // how long the large-network hint stays
+}  // namespace
 
 Project MainWindow::project() const {
   Project p = project_;
@@ -105,9 +109,50 @@ void MainWindow::setProject(Project p, const QString& file, bool modified) {
   saved_settings_ = settingsJson();
   updateTitle();
   updateStatusCounts();
-  // Fit once the window has its size (right after start-up it has none yet).
-  view_->fitAll();
-  QTimer::singleShot(0, view_, [v = view_] { v->fitAll(); });
+  showOpenedNetwork();
+  if (!open_hint_.isEmpty()) statusBar()->showMessage(open_hint_, kOpenHintMs);
+  // Again once the window has its size (right after start-up it has none yet).
+  QTimer::singleShot(0, view_, [this] {
+    const QString before = open_hint_;
+    showOpenedNetwork();
+    if (!open_hint_.isEmpty() && open_hint_ != before)
+      statusBar()->showMessage(open_hint_, kOpenHintMs);
+  });
+}
+
+void MainWindow::showOpenedNetwork() {
+  open_hint_.clear();
+  const Graph& g = editor_->graph();
+  if (int(g.nodes().size()) < kLargeNetworkLayers || view_->fitZoom() >= kReadableZoom) {
+    view_->fitAll();
+    return;
+  }
+  // The first trainable layers after a frozen base (a transfer-learning
+  // project's new head, which is what its user edits), else the Input(s).
+  std::set<NodeId> after_frozen;
+  for (const Edge& e : g.edges())
+    if (!g.node(e.src).trainable && g.node(e.dst).trainable) after_frozen.insert(e.dst);
+  std::vector<NodeId> focus;
+  for (NodeId id : g.topo_order())
+    if (after_frozen.count(id)) focus.push_back(id);
+  const bool head = !focus.empty();
+  if (!head) focus = g.inputs();
+  if (focus.empty()) focus = {g.topo_order().front()};
+  // As many of them, in order, as can be shown together.
+  const QSizeF shown = QSizeF(view_->viewport()->size()) / kReadableZoom;
+  QRectF r;
+  for (NodeId id : focus) {
+    const widgets::NodeItem* item = editor_->scene()->nodeItem(id);
+    if (!item) continue;
+    const QRectF u = r.united(item->sceneBoundingRect());
+    if (!r.isNull() && (u.width() > shown.width() || u.height() > shown.height())) break;
+    r = u;
+  }
+  view_->showAt(r, kReadableZoom);
+  open_hint_ = tr("Large network: showing %1 at %2 % — press %3 to fit all")
+                   .arg(head ? tr("the new head") : tr("its input"))
+                   .arg(qRound(kReadableZoom * 100))
+                   .arg(action("actionFit")->shortcut().toString(QKeySequence::NativeText));
 }
 
 void MainWindow::newProject() {
@@ -149,7 +194,11 @@ bool MainWindow::openFile(const QString& path) {
   QString abs = QFileInfo(path).absoluteFilePath();
   setProject(std::move(p), abs, false);
   addRecent(abs);
-  statusBar()->showMessage(tr("Opened %1").arg(QDir::toNativeSeparators(abs)), 5000);
+  if (open_hint_.isEmpty())
+    statusBar()->showMessage(tr("Opened %1").arg(QDir::toNativeSeparators(abs)), 5000);
+  else
+    statusBar()->showMessage(tr("Opened %1. %2").arg(QDir::toNativeSeparators(abs), open_hint_),
+                             kOpenHintMs);
   return true;
 }
 
@@ -275,12 +324,12 @@ bool MainWindow::importOnnx(QString model_path, QString project_path) {
     reportError(
         tr("Imported, but the weights could not be loaded: %1").arg(QString::fromUtf8(e.what())));
   }
-  view_->fitAll();
-  statusBar()->showMessage(
-      tr("Imported %1 into %2 (weights: %3)")
-          .arg(QDir::toNativeSeparators(model_path), QDir::toNativeSeparators(project_path),
-               QDir::toNativeSeparators(ck)),
-      8000);
+  showOpenedNetwork();
+  QString msg = tr("Imported %1 into %2 (weights: %3)")
+                    .arg(QDir::toNativeSeparators(model_path),
+                         QDir::toNativeSeparators(project_path), QDir::toNativeSeparators(ck));
+  if (!open_hint_.isEmpty()) msg += ". " + open_hint_;
+  statusBar()->showMessage(msg, open_hint_.isEmpty() ? 8000 : kOpenHintMs);
   return true;
 #else
   (void)model_path;

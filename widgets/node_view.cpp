@@ -11,13 +11,16 @@
 #include <QScrollBar>
 #include <QVector>
 #include <QWheelEvent>
+#include <algorithm>
 #include <cmath>
 
 namespace dc::widgets {
 
 namespace {
 constexpr double kMinZoom = 0.05, kMaxZoom = 3.0;
-}
+// The empty canvas fitAll() leaves around the network, in scene units.
+constexpr double kFitMargin = 40;
+}  // namespace
 
 NodeView::NodeView(QGraphicsScene* scene, QWidget* parent) : QGraphicsView(scene, parent) {
   setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing);
@@ -70,7 +73,7 @@ void NodeView::fitAll() {
     centerOn(0, 0);
     return;
   }
-  r.adjust(-40, -40, 40, 40);
+  r.adjust(-kFitMargin, -kFitMargin, kFitMargin, kFitMargin);
   // The whole network, however small that makes it (a zoom floor left the
   // last layers of the sample off-screen); Auto-layout wraps a long chain
   // into rows so it can be shown larger. Small graphs are not blown up past
@@ -80,6 +83,30 @@ void NodeView::fitAll() {
   if (zoom() < kMinZoom) setTransform(QTransform::fromScale(kMinZoom, kMinZoom));
   centerOn(r.center());
   Q_EMIT zoomChanged(zoom());
+}
+
+double NodeView::fitZoom() const {
+  QRectF r = scene()->itemsBoundingRect();
+  if (r.isEmpty()) return 1.0;
+  r.adjust(-kFitMargin, -kFitMargin, kFitMargin, kFitMargin);
+  // As fitInView() computes it: the viewport less a 2-pixel margin.
+  const QRectF vp = QRectF(viewport()->rect()).adjusted(2, 2, -2, -2);
+  const double z = std::min(vp.width() / r.width(), vp.height() / r.height());
+  return std::clamp(z, kMinZoom, 1.0);
+}
+
+void NodeView::showAt(const QRectF& focus, double zoom) {
+  const double z = std::clamp(zoom, kMinZoom, kMaxZoom);
+  setTransform(QTransform::fromScale(z, z));
+  QRectF net = scene()->itemsBoundingRect();
+  net.adjust(-kFitMargin, -kFitMargin, kFitMargin, kFitMargin);
+  const QSizeF shown = QSizeF(viewport()->size()) / z;
+  auto axis = [](double want, double lo, double hi, double span) {
+    return hi - lo <= span ? (lo + hi) / 2 : std::max(want, lo + span / 2);
+  };
+  centerOn(axis(focus.center().x(), net.left(), net.right(), shown.width()),
+           axis(focus.center().y(), net.top(), net.bottom(), shown.height()));
+  Q_EMIT zoomChanged(this->zoom());
 }
 
 void NodeView::resizeEvent(QResizeEvent* e) {

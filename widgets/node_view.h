@@ -18,6 +18,15 @@ class NodeView : public QGraphicsView {
   void zoomOut();
   void resetZoom();
   void fitAll();
+  // The zoom fitAll() would choose for the viewport's current size (the
+  // view is left as it is).
+  double fitZoom() const;
+  // Zooms to `zoom` and centres on `focus` (scene coordinates), but never
+  // further left or up than the network's top-left margin, so a focus at
+  // the start of the network (its input) puts the network's start at the
+  // edge rather than the middle of the canvas. Along an axis the network
+  // fits at this zoom, it is centred instead.
+  void showAt(const QRectF& focus, double zoom);
   void centerOnItem(QGraphicsItem* item);
   double zoom() const;
   // Previews refit whenever their size changes.
