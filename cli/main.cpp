@@ -2,9 +2,9 @@
 // desktop app. Every failure prints one message (naming the file, node or
 // field) and exits non-zero; nothing is written unless it succeeds.
 #include <deepcanvas/advisor/advise.h>
+#include <deepcanvas/advisor/device_bench.h>
 #include <deepcanvas/advisor/layer_profile.h>
 #include <deepcanvas/advisor/step_time.h>
-#include <deepcanvas/advisor/device_bench.h>
 #include <deepcanvas/device.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/format.h>
@@ -951,8 +951,8 @@ int print_layer_profile(const Args& a, const Project& p, int64_t batch,
   const int steps = int(a.get_int("steps", 20, 1, 100000));
   const advisor::StepTime pred =
       advisor::predict_step_time(p.graph, batch, advisor::cpu_rates(bench), 4);
-  const advisor::LayerProfile m = advisor::profile_layers(p.graph, batch, p.training.optimizer,
-                                                          steps);
+  const advisor::LayerProfile m =
+      advisor::profile_layers(p.graph, batch, p.training.optimizer, steps);
   auto predicted = [&](const std::string& name) {
     for (const advisor::LayerTime& l : pred.layers)
       if (l.name == name) return l.seconds;
@@ -968,8 +968,8 @@ int print_layer_profile(const Args& a, const Project& p, int64_t batch,
     std::cout << json{{"batch", batch},
                       {"steps", m.steps},
                       {"layers", layers},
-                      {"optimizer", {{"predicted_s", pred.optimizer_s},
-                                     {"measured_s", m.optimizer_s}}},
+                      {"optimizer",
+                       {{"predicted_s", pred.optimizer_s}, {"measured_s", m.optimizer_s}}},
                       {"step", {{"predicted_s", pred.step_s}, {"measured_s", m.step_s}}}}
                      .dump()
               << std::endl;
@@ -984,7 +984,8 @@ int print_layer_profile(const Args& a, const Project& p, int64_t batch,
     std::printf("%-24.24s %-12.12s %9.3f ms %9.3f ms %8s\n", name.c_str(), type.c_str(), p * 1e3,
                 x * 1e3, err);
   };
-  for (const advisor::MeasuredLayer& l : m.layers) row(l.name, l.type, predicted(l.name), l.seconds);
+  for (const advisor::MeasuredLayer& l : m.layers)
+    row(l.name, l.type, predicted(l.name), l.seconds);
   row("(optimizer)", "", pred.optimizer_s, m.optimizer_s);
   row("(step overhead)", "", pred.overhead_s, 0);
   row("step", "", pred.step_s, m.step_s);

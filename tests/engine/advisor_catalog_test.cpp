@@ -149,5 +149,78 @@ TEST(StepTime, CpuConvolutionCountsItsIm2colColumns) {
   EXPECT_DOUBLE_EQ(tc.layers[1].bytes, tg.layers[1].bytes);
 }
 
+TEST(StepTime, RecurrentLayersCountBackpropagationThroughTime) {
+  // SequenceInput [T 10, F 6] -> LSTM H 8 (2 layers) -> Dense 3; and the
+  // same LSTM fed by another LSTM's sequence of 6 (its input then needs a
+  // gradient).
+  register_builtin_layers();
+  auto net = [](bool dense_first) {
+    Graph g;
+    Attrs in, lstm, fc, pre;
+    in.set("steps", int64_t(10));
+    in.set("features", int64_t(6));
+    lstm.set("hidden_size", int64_t(8));
+    lstm.set("num_layers", int64_t(2));
+    fc.set("units", int64_t(3));
+    NodeId prev = g.add_node("SequenceInput", "in", in);
+    if (dense_first) {
+      pre.set("hidden_size", int64_t(6));
+      pre.set("return_sequences", true);
+      const NodeId d = g.add_node("LSTM", "pre", pre);
+      g.connect(prev, d);
+      prev = d;
+    }
+    const NodeId l = g.add_node("LSTM", "lstm", lstm);
+    const NodeId f = g.add_node("Dense", "fc", fc);
+    g.connect(prev, l);
+    g.connect(l, f);
+    return g;
+  };
+  DeviceRates r;
+  r.gemm_flops = r.conv_flops = r.rnn_flops = 1e11;
+  r.bandwidth = 1e10;
+  const int64_t n = 4;
+  const double tgh = 10 * 4 * 8;  // T·G·H
+  // Layer 1 (input 6): forward 2·tgh·14, weights 2·tgh·14, hidden state
+  // 2·tgh·8, no input gradient; layer 2 (input 8): the same with 16 and
+  // its input's gradient 2·tgh·8.
+  const double first = 2 * tgh * 14 * 2 + 2 * tgh * 8;
+  const double second = 2 * tgh * 16 * 2 + 2 * tgh * 8 + 2 * tgh * 8;
+  const StepTime a = predict_step_time(net(false), n, r);
+  EXPECT_DOUBLE_EQ(a.layers[0].flops, n * (first + second));
+  // Fed by a trainable layer, its first layer adds its input's gradient.
+  const StepTime b = predict_step_time(net(true), n, r);
+  EXPECT_DOUBLE_EQ(b.layers[1].flops, n * (first + 2 * tgh * 6 + second));
+}
+
+TEST(StepTime, BatchNormAndDropoutCountTheirPasses) {
+  // Dense 16 -> BatchNorm1D -> Dropout -> Dense 2, on [8] inputs.
+  register_builtin_layers();
+  Graph g;
+  Attrs in, h, o;
+  in.set("shape", std::vector<int64_t>{8});
+  h.set("units", int64_t(16));
+  o.set("units", int64_t(2));
+  const NodeId x = g.add_node("Input", "in", in);
+  const NodeId d = g.add_node("Dense", "h", h);
+  const NodeId bn = g.add_node("BatchNorm1D", "bn");
+  const NodeId dr = g.add_node("Dropout", "drop");
+  const NodeId y = g.add_node("Dense", "out", o);
+  g.connect(x, d);
+  g.connect(d, bn);
+  g.connect(bn, dr);
+  g.connect(dr, y);
+  DeviceRates r;
+  r.gemm_flops = 1e11;
+  r.bandwidth = 1e10;
+  const int64_t n = 32;
+  const StepTime t = predict_step_time(g, n, r);
+  const double act = double(n) * 16 * 4;
+  // BatchNorm: 4 passes forward, 6 backward, and its 32 parameters.
+  EXPECT_DOUBLE_EQ(t.layers[1].bytes, 10 * act + 32 * 4 * 4);
+  // Dropout: x, y, mask forward; dy, mask and dx read and written backward.
+  EXPECT_DOUBLE_EQ(t.layers[2].bytes, 7 * act);
+}
+
 }  // namespace
 }  // namespace dc::advisor
