@@ -1,6 +1,7 @@
 // Dropout: identity in evaluation; in training a seeded mask keeps about
 // 1 - rate of the values, scaled by 1 / (1 - rate), and backward reuses it.
 #include <deepcanvas/layer.h>
+#include <deepcanvas/parallel.h>
 #include <deepcanvas/rng.h>
 #include <gtest/gtest.h>
 
@@ -88,6 +89,21 @@ TEST(Dropout, MaskComesFromTheStepGeneratorAndDrivesBackward) {
     float expect = y2.f32()[i] == 0.f ? 0.f : 2.f / 0.7f;
     EXPECT_NEAR(dx.f32()[i], expect, 1e-5f);
   }
+}
+
+TEST(Dropout, TheMaskDoesNotDependOnTheThreadCount) {
+  const int64_t n = 100000;  // several parallel chunks
+  auto l = make(0.4, Shape{n});
+  Tensor x = ramp(Shape{1, n}), y1(x.shape()), y4(x.shape());
+  const int before = num_threads();
+  Rng a(11), b(11);
+  RunContext ca{true, &a}, cb{true, &b};
+  set_num_threads(1);
+  l->forward({&x}, y1, ca);
+  set_num_threads(4);
+  l->forward({&x}, y4, cb);
+  set_num_threads(before);
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y1.f32()[i], y4.f32()[i]) << i;
 }
 
 TEST(Dropout, RateZeroIsIdentityInTraining) {
