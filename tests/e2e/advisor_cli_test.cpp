@@ -86,6 +86,42 @@ TEST(Cli, AdviseReportsThisMachineAndEveryCatalogGpu) {
   EXPECT_NE(b.out.find("fp32_tflops"), std::string::npos) << b.out;
 }
 
+TEST(Cli, AdviseProfileShowsEachLayersMeasuredTimeBesideItsPrediction) {
+  Tmp t;
+  const std::string env = seeded_cache_env(t);
+  const std::string advise = env + std::string(DC_CLI) + " advise " +
+                             src("sample_data/sample_project.dcproj") + " --samples 1000";
+  CliRun r = cli_command(advise + " --batch 8 --profile --steps 2 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = last_json_line(r.out);
+  EXPECT_EQ(j["batch"], 8);
+  EXPECT_EQ(j["steps"], 2);
+  // conv1 relu1 pool1 conv2 relu2 pool2 flatten dense1 relu3 dense2
+  ASSERT_EQ(j["layers"].size(), 10u) << r.out;
+  EXPECT_EQ(j["layers"][0]["name"], "conv1");
+  for (const auto& l : j["layers"]) {
+    EXPECT_GT(l["predicted_s"].get<double>(), 0) << l;
+    // The ReLUs after the convolutions run inside them (fused): no time of
+    // their own.
+    if (l["name"] == "relu1" || l["name"] == "relu2") {
+      EXPECT_EQ(l["measured_s"].get<double>(), 0) << l;
+    } else {
+      EXPECT_GT(l["measured_s"].get<double>(), 0) << l;
+    }
+  }
+  EXPECT_GT(j["step"]["measured_s"].get<double>(), 0);
+  CliRun table = cli_command(advise + " --batch 8 --profile --steps 1");
+  ASSERT_EQ(table.code, 0) << table.out;
+  EXPECT_NE(table.out.find("conv2"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("(optimizer)"), std::string::npos) << table.out;
+  // Token input (an Embedding first) gets valid ids.
+  CliRun tokens = cli_command(env + std::string(DC_CLI) + " advise " +
+                              src("resources/templates/char_lstm.dcproj") +
+                              " --samples 1000 --batch 4 --profile --steps 1 --json");
+  ASSERT_EQ(tokens.code, 0) << tokens.out;
+  EXPECT_EQ(last_json_line(tokens.out)["layers"][0]["type"], "Embedding");
+}
+
 TEST(Cli, TrainJsonReportsPeakTensorBytes) {
   CliRun r = cli("train " + src("resources/templates/lenet5.dcproj") + " --data " +
                  src("sample_data/fashion-mnist-subset") +
