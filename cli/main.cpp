@@ -899,20 +899,10 @@ int cmd_devices(const Args& a) {
 
 int cmd_bench_device(const Args& a) {
   const DeviceSpec dev = parse_device(a.get("device", "cpu"));
-  if (dev.cuda) {
-    std::string why;
-    const std::vector<GpuInfo> gpus = list_gpus(&why);
-    bool found = false;
-    for (const GpuInfo& g : gpus) found = found || g.index == dev.index;
-    if (!found)
-      throw Error("bench-device --device " + dev.str() + ": no such CUDA GPU (" +
-                  (gpus.empty() ? why : std::to_string(gpus.size()) + " found") + ")");
-    throw Error("bench-device --device " + dev.str() +
-                ": the CUDA micro-benchmark is not implemented yet; the advisor uses the GPU "
-                "catalog's figures (resources/gpus.json)");
-  }
   bool cached = false;
-  const advisor::DeviceBench b = advisor::cpu_bench(a.flag("refresh"), &cached);
+  const advisor::DeviceBench b = dev.cuda
+                                     ? advisor::gpu_bench(dev.index, a.flag("refresh"), &cached)
+                                     : advisor::cpu_bench(a.flag("refresh"), &cached);
   if (a.flag("json")) {
     json j = json::parse(advisor::bench_to_json(b));
     j["cached"] = cached;
@@ -920,12 +910,21 @@ int cmd_bench_device(const Args& a) {
     std::cout << j.dump() << std::endl;
     return 0;
   }
-  std::printf("%s, %d threads%s\n", b.name.c_str(), b.threads,
-              cached ? " (cached; --refresh measures again)" : "");
+  const char* again = cached ? " (cached; --refresh measures again)" : "";
+  if (dev.cuda)
+    std::printf("%s (%s)%s\n", b.name.c_str(), b.device.c_str(), again);
+  else
+    std::printf("%s, %d threads%s\n", b.name.c_str(), b.threads, again);
   std::printf("  fp32 GEMM        %8.1f GFLOP/s\n", b.fp32_gflops);
+  if (dev.cuda) {
+    std::printf("  bf16 GEMM        %8.1f GFLOP/s (tensor cores)\n", b.bf16_gflops);
+    std::printf("  fp16 GEMM        %8.1f GFLOP/s (tensor cores)\n", b.fp16_gflops);
+  }
   std::printf("  conv2d forward   %8.1f GFLOP/s\n", b.conv_gflops);
   std::printf("  memory bandwidth %8.1f GB/s\n", b.mem_bandwidth_gbs);
-  std::printf("  per-step overhead %7.1f us\n", b.step_overhead_s * 1e6);
+  if (dev.cuda) std::printf("  host to device   %8.1f GB/s (pinned)\n", b.h2d_gbs);
+  std::printf(dev.cuda ? "  launch overhead  %8.1f us\n" : "  per-step overhead %7.1f us\n",
+              b.step_overhead_s * 1e6);
   std::printf("  measured %s, cached in %s\n", b.measured_at.c_str(),
               advisor::bench_cache_path().c_str());
   return 0;

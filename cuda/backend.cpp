@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "bench.h"
 #include "common.h"
 #include "op_registry.h"
 
@@ -60,6 +61,8 @@ class CudaBackend : public DeviceBackend {
     }
     return v;
   }
+
+  GpuBenchResult benchmark(int device) override { return cuda::run_gpu_benchmark(device); }
 
   std::unique_ptr<DevicePlan> create_plan(const Graph& g, Plan& host,
                                           const DevicePlanOptions& o) override {

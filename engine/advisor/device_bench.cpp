@@ -3,6 +3,8 @@
 // can reach, not the hardware's peak.
 #include <deepcanvas/advisor/device_bench.h>
 #include <deepcanvas/advisor/paths.h>
+#include <deepcanvas/backend.h>
+#include <deepcanvas/device.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/layer.h>
@@ -158,6 +160,9 @@ json to_json(const DeviceBench& b) {
           {"mem_bandwidth_gbs", b.mem_bandwidth_gbs},
           {"step_overhead_s", b.step_overhead_s},
           {"parallel_region_s", b.parallel_region_s},
+          {"bf16_gflops", b.bf16_gflops},
+          {"fp16_gflops", b.fp16_gflops},
+          {"h2d_gbs", b.h2d_gbs},
           {"measured_at", b.measured_at}};
 }
 
@@ -171,6 +176,9 @@ DeviceBench from_json(const json& j) {
   b.mem_bandwidth_gbs = j.at("mem_bandwidth_gbs").get<double>();
   b.step_overhead_s = j.at("step_overhead_s").get<double>();
   b.parallel_region_s = j.value("parallel_region_s", 0.0);
+  b.bf16_gflops = j.value("bf16_gflops", 0.0);
+  b.fp16_gflops = j.value("fp16_gflops", 0.0);
+  b.h2d_gbs = j.value("h2d_gbs", 0.0);
   b.measured_at = j.value("measured_at", "");
   return b;
 }
@@ -242,6 +250,43 @@ DeviceBench cpu_bench(bool refresh, bool* cached) {
     return b;
   }
   b = bench_cpu();
+  store_cached_bench(key, b);
+  if (cached) *cached = false;
+  return b;
+}
+
+DeviceBench gpu_bench(int index, bool refresh, bool* cached) {
+  std::string why;
+  const std::vector<GpuInfo> gpus = list_gpus(&why);
+  const GpuInfo* gpu = nullptr;
+  for (const GpuInfo& g : gpus)
+    if (g.index == index) gpu = &g;
+  const std::string dev = "cuda:" + std::to_string(index);
+  if (!gpu)
+    throw Error("bench-device --device " + dev + ": no such CUDA GPU (" +
+                (gpus.empty() ? why : std::to_string(gpus.size()) + " found") + ")");
+  // The index is part of the key: two GPUs of one model may sit in
+  // different slots (PCIe width) or clocks.
+  const std::string key = bench_key(dev, gpu->name, 0);
+  DeviceBench b;
+  if (!refresh && load_cached_bench(key, b)) {
+    if (cached) *cached = true;
+    return b;
+  }
+  DeviceBackend* be = cuda_backend(&why);
+  if (!be) throw Error("bench-device --device " + dev + ": " + why);
+  const GpuBenchResult r = be->benchmark(index);
+  b.device = dev;
+  b.name = gpu->name;
+  b.threads = 0;
+  b.fp32_gflops = r.fp32_gflops;
+  b.conv_gflops = r.conv_gflops;
+  b.mem_bandwidth_gbs = r.mem_bandwidth_gbs;
+  b.step_overhead_s = r.launch_s;
+  b.bf16_gflops = r.bf16_gflops;
+  b.fp16_gflops = r.fp16_gflops;
+  b.h2d_gbs = r.h2d_gbs;
+  b.measured_at = utc_now();
   store_cached_bench(key, b);
   if (cached) *cached = false;
   return b;

@@ -90,8 +90,8 @@ struct Passes {
   double forward = 0, backward = 0;  // 0: the generic rule
 };
 Passes passes_of(const std::string& type, bool input_grad) {
-  if (type == "BatchNorm1D" || type == "BatchNorm2D") return {4, input_grad ? 6 : 2};
-  if (type == "Dropout") return {3, input_grad ? 4 : 0};
+  if (type == "BatchNorm1D" || type == "BatchNorm2D") return {4, input_grad ? 6.0 : 2.0};
+  if (type == "Dropout") return {3, input_grad ? 4.0 : 0.0};
   return {};
 }
 

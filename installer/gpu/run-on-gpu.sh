@@ -74,6 +74,10 @@ tail -2 "$LOGS/build.log"
 step devices
 "$BUILD/bin/deepcanvas-cli" devices 2>&1 | tee "$LOGS/devices.log"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+# The GPU micro-benchmark (issue 14): its figures go into the log for
+# docs/BENCHMARKS.md and the advisor's catalog comparison.
+XDG_CACHE_HOME="$LOGS/cache" "$BUILD/bin/deepcanvas-cli" bench-device --device cuda:0 --refresh 2>&1 |
+  tee "$LOGS/bench-device.log"
 
 step cuda_tests
 (cd "$BUILD" && DC_REQUIRE_CUDA=1 "$BUILD/bin/cuda_tests" --gtest_filter="$FILTER" 2>&1) | tee "$LOGS/cuda_tests.log" | grep -vE "^\[ (RUN|       OK) " | tail -40

@@ -22,7 +22,7 @@ namespace dc {
 
 // Bumped whenever a class below changes layout; the loader refuses a plugin
 // built for another version instead of crashing in it.
-constexpr int kBackendAbiVersion = 5;
+constexpr int kBackendAbiVersion = 6;
 
 struct GpuInfo {
   int index = 0;
@@ -129,10 +129,24 @@ struct CpuOnlyLayer {
 };
 const std::vector<CpuOnlyLayer>& cpu_only_layers();
 
+// The GPU micro-benchmark (bench-device --device cuda:N): rates through the
+// libraries the backend trains with. GFLOP/s count 2 per multiply-add.
+struct GpuBenchResult {
+  double fp32_gflops = 0;        // cublasSgemm 4096³, no TF32 (the backend's fp32)
+  double bf16_gflops = 0;        // cublasGemmEx 8192³, bf16 in, fp32 accumulate (tensor cores)
+  double fp16_gflops = 0;        // the same in fp16
+  double conv_gflops = 0;        // cuDNN forward, 64→64 channels, 3×3, 56×56, batch 64, fp32
+  double mem_bandwidth_gbs = 0;  // device-to-device copy of 1 GiB (bytes read + written)
+  double h2d_gbs = 0;            // pinned host to device, 256 MiB
+  double launch_s = 0;           // one small asynchronous operation on the stream
+};
+
 class DeviceBackend {
  public:
   virtual ~DeviceBackend() = default;
   virtual std::vector<GpuInfo> devices() = 0;
+  // A few seconds; throws DeviceError (out of memory, a fault) or Error.
+  virtual GpuBenchResult benchmark(int device) = 0;
   // Throws dc::Error (naming the layer) for a graph it cannot run, and
   // DeviceError for out of memory or a device fault.
   virtual std::unique_ptr<DevicePlan> create_plan(const Graph& g, Plan& host,

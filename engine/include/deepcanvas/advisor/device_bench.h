@@ -15,7 +15,12 @@ struct DeviceBench {
   double mem_bandwidth_gbs = 0;  // STREAM-like triad over 3 × 64 MiB (bytes read + written)
   double step_overhead_s = 0;    // one forward+backward of a tiny MLP (fixed per-step cost)
   double parallel_region_s = 0;  // one empty parallel_for over the kernel threads
-  std::string measured_at;       // UTC, ISO 8601
+  // GPUs only (0 on the CPU): tensor-core GEMMs (bf16/fp16 in, fp32
+  // accumulate) and pinned host-to-device copies. On a GPU fp32_gflops is
+  // cuBLAS SGEMM, conv_gflops cuDNN, mem_bandwidth_gbs a device copy and
+  // step_overhead_s one small asynchronous launch (GpuBenchResult).
+  double bf16_gflops = 0, fp16_gflops = 0, h2d_gbs = 0;
+  std::string measured_at;  // UTC, ISO 8601
 };
 
 // Runs the CPU benchmark (about 2-4 s) with the current num_threads().
@@ -37,6 +42,9 @@ void store_cached_bench(const std::string& key, const DeviceBench& b);
 // The cached CPU result for this machine, measuring (and caching) when
 // there is none or refresh is set. cached tells which happened.
 DeviceBench cpu_bench(bool refresh, bool* cached = nullptr);
+// The same for CUDA GPU `index`, through the plugin (a few seconds on the
+// GPU). Throws Error when there is no such GPU or no CUDA backend.
+DeviceBench gpu_bench(int index, bool refresh, bool* cached = nullptr);
 
 std::string bench_to_json(const DeviceBench& b);  // one JSON object
 DeviceBench bench_from_json(const std::string& text);
