@@ -2,6 +2,7 @@
 
 #include "gui/format.h"
 
+#include <deepcanvas/device.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/sysinfo.h>
 
@@ -17,6 +18,7 @@
 #include <QTableWidget>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -144,6 +146,7 @@ BenchmarkDialog::BenchmarkDialog(QWidget* parent) : QDialog(parent) {
   } catch (const std::exception& e) {
     catalog_error_ = QString::fromUtf8(e.what());
   }
+  gpus_ = list_gpus();
   loadCached();
   // One started from a dialog closed earlier: follow it.
   if (g_running) poll_->start();
@@ -209,15 +212,20 @@ void BenchmarkDialog::measure() {
       // runs are refused while this measures, so nothing else uses it.
       set_num_threads(resolved_threads(0));
       advisor::cpu_bench(true);
+      // This machine's GPUs too (cuBLAS, cuDNN, copies; a few seconds each).
+      for (const GpuInfo& g : list_gpus()) advisor::gpu_bench(g.index, true);
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> l(g_error_m);
       g_error = QString::fromUtf8(e.what());
     }
     g_running = false;
   });
-  status_->setText(
-      tr("Measuring GEMM, convolution, memory bandwidth and per-step overhead "
-         "(a few seconds)…"));
+  status_->setText(gpus_.empty()
+                       ? tr("Measuring GEMM, convolution, memory bandwidth and per-step overhead "
+                            "(a few seconds)…")
+                       : tr("Measuring GEMM, convolution, memory bandwidth and per-step overhead "
+                            "here and on %n GPU(s) (a few seconds each)…",
+                            nullptr, int(gpus_.size())));
   poll_->start();
   updateControls();
 }
@@ -264,6 +272,18 @@ void BenchmarkDialog::fillTable() {
     add(here,
         {tr("not measured"), "—", "—", "—", humanBytes(double(available_memory_bytes())), "—"},
         true);
+  for (const GpuInfo& g : gpus_) {
+    const std::string dev = "cuda:" + std::to_string(g.index);
+    advisor::DeviceBench b;
+    const QString name = QString::fromStdString(dev + " " + g.name);
+    if (advisor::load_cached_bench(advisor::bench_key(dev, g.name, 0), b))
+      add(tr("%1 (measured)").arg(name),
+          {num(b.fp32_gflops), num(std::max(b.bf16_gflops, b.fp16_gflops)), num(b.conv_gflops),
+           num(b.mem_bandwidth_gbs), humanBytes(double(g.total_bytes)), "—"},
+          true);
+    else
+      add(name, {tr("not measured"), "—", "—", "—", humanBytes(double(g.total_bytes)), "—"}, true);
+  }
   const QStringList featured = featuredGpus();
   for (const advisor::GpuSpec& g : catalog_) {
     const QString name = QString::fromStdString(g.name);

@@ -7,6 +7,7 @@
 // lands in the cache (written atomically), which the next visit shows.
 #include <deepcanvas/advisor/device_bench.h>
 #include <deepcanvas/advisor/gpu_catalog.h>
+#include <deepcanvas/backend.h>
 
 #include <QDialog>
 
@@ -60,6 +61,7 @@ class BenchmarkDialog : public QDialog {
   advisor::DeviceBench bench_;
   bool have_ = false;
   std::vector<advisor::GpuSpec> catalog_;
+  std::vector<GpuInfo> gpus_;  // this machine's CUDA GPUs (none without driver or plugin)
   QString catalog_error_;
 };
 
