@@ -58,11 +58,18 @@ const char* trial_status_name(Trial::Status s) {
   return "?";
 }
 
-double Trial::value() const {
-  if (epochs.empty()) return INFINITY;
-  const TrialEpoch& e = epochs.back();
+namespace {
+
+// The objective of one measurement (Trial::value of a trial ending there).
+double value_of(const TrialEpoch& e) {
   if (std::isfinite(e.val_accuracy)) return -e.val_accuracy;
   return std::isfinite(e.val_loss) ? e.val_loss : INFINITY;
+}
+
+}  // namespace
+
+double Trial::value() const {
+  return epochs.empty() ? INFINITY : value_of(epochs.back());
 }
 
 int SweepState::best() const {
@@ -259,11 +266,8 @@ Sweep::Sweep(Project project, std::shared_ptr<const TrainTest> data, SearchSpace
     asha_ = std::make_unique<Asha>(o.min_epochs, double(o.epochs), o.eta);
     // Replay the rungs of the trials already run, in trial order.
     for (const Trial& t : state_.trials)
-      for (size_t i = 0; i < t.epochs.size(); ++i) {
-        Trial upto = t;
-        upto.epochs.resize(i + 1);
-        if (asha_->rung_of(t.epochs[i].at) >= 0) asha_->report(t.id, t.epochs[i].at, upto.value());
-      }
+      for (const TrialEpoch& e : t.epochs)
+        if (asha_->rung_of(e.at) >= 0) asha_->report(t.id, e.at, value_of(e));
   }
 }
 
