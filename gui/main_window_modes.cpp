@@ -88,8 +88,10 @@ void MainWindow::createModes() {
   // How a run ended and whose weights the Inference tab uses now.
   connect(training_panel_, &TrainingPanel::message, this,
           [this](const QString& text) { statusBar()->showMessage(text, 10000); });
-  connect(experiments_panel_, &ExperimentsPanel::message, this,
-          [this](const QString& text) { statusBar()->showMessage(text, 10000); });
+  // The tab shows its own message; the status bar tells it from elsewhere.
+  connect(experiments_panel_, &ExperimentsPanel::message, this, [this](const QString& text) {
+    if (mode() != Mode::Experiments) statusBar()->showMessage(text, 10000);
+  });
 }
 
 void MainWindow::createModeActions(QMenu* view) {

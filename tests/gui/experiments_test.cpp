@@ -22,6 +22,7 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QStatusBar>
 #include <QTableView>
 #include <QUndoStack>
 #include <cmath>
@@ -208,6 +209,21 @@ TEST_F(ExperimentsTab, TrialZeroIsTheProjectsOwnValuesWhenTheyAreInTheSpace) {
   ASSERT_TRUE(p()->start()) << p()->messageText().toStdString();
   ASSERT_TRUE(waitFinished(p()));
   EXPECT_FALSE(p()->trials()->trials()[0].baseline);
+}
+
+TEST_F(ExperimentsTab, TheStatusBarRepeatsTheSweepsMessageOnlyFromAnotherTab) {
+  setSweep({"lr=log:1e-3:1e-2"}, 1, 1);
+  w->showMode(gui::MainWindow::Mode::Experiments);
+  w->statusBar()->clearMessage();
+  ASSERT_TRUE(p()->start()) << p()->messageText().toStdString();
+  ASSERT_TRUE(waitFinished(p()));
+  EXPECT_TRUE(p()->messageText().startsWith("Sweep finished")) << p()->messageText().toStdString();
+  EXPECT_EQ(w->statusBar()->currentMessage(), "");  // the tab shows it already
+  w->showMode(gui::MainWindow::Mode::Model);
+  ASSERT_TRUE(p()->start()) << p()->messageText().toStdString();
+  ASSERT_TRUE(waitFinished(p()));
+  EXPECT_TRUE(w->statusBar()->currentMessage().startsWith("Sweep finished"))
+      << w->statusBar()->currentMessage().toStdString();
 }
 
 TEST_F(ExperimentsTab, StoppedSweepResumesWithTheSameTrialsAlsoInANewWindow) {
