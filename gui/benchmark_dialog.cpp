@@ -273,10 +273,10 @@ void BenchmarkDialog::fillTable() {
         {tr("not measured"), "—", "—", "—", humanBytes(double(available_memory_bytes())), "—"},
         true);
   for (const GpuInfo& g : gpus_) {
-    const std::string dev = "cuda:" + std::to_string(g.index);
     advisor::DeviceBench b;
-    const QString name = QString::fromStdString(dev + " " + g.name);
-    if (advisor::load_cached_bench(advisor::bench_key(dev, g.name, 0), b))
+    const QString name =
+        QStringLiteral("cuda:%1 %2").arg(g.index).arg(QString::fromStdString(g.name));
+    if (advisor::load_cached_bench(advisor::gpu_bench_key(g.index, g.name), b))
       add(tr("%1 (measured)").arg(name),
           {num(b.fp32_gflops), num(std::max(b.bf16_gflops, b.fp16_gflops)), num(b.conv_gflops),
            num(b.mem_bandwidth_gbs), humanBytes(double(g.total_bytes)), "—"},

@@ -12,6 +12,7 @@
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/plan.h>
 #include <deepcanvas/rng.h>
+#include <deepcanvas/train_config.h>
 
 #include <algorithm>
 #include <chrono>
@@ -235,6 +236,10 @@ std::string bench_key(const std::string& device, const std::string& name, int th
   return device + "|" + name + "|" + std::to_string(threads) + "t";
 }
 
+std::string gpu_bench_key(int index, const std::string& name) {
+  return bench_key("cuda:" + std::to_string(index), name, 0);
+}
+
 bool load_cached_bench(const std::string& key, DeviceBench& out) {
   const json j = read_cache();
   if (!j.contains(key)) return false;
@@ -253,54 +258,52 @@ void store_cached_bench(const std::string& key, const DeviceBench& b) {
   write_file_atomic(bench_cache_path(), j.dump(2) + "\n");
 }
 
-DeviceBench cpu_bench(bool refresh, bool* cached) {
-  const std::string key = bench_key("cpu", cpu_model_name(), num_threads());
+namespace {
+
+// The cache entry under key, unless refresh or there is none: then
+// measure() runs and its result replaces the entry.
+template <class Measure>
+DeviceBench cached_or_measured(const std::string& key, bool refresh, bool* cached,
+                               Measure measure) {
   DeviceBench b;
-  if (!refresh && load_cached_bench(key, b)) {
-    if (cached) *cached = true;
-    return b;
+  const bool hit = !refresh && load_cached_bench(key, b);
+  if (!hit) {
+    b = measure();
+    store_cached_bench(key, b);
   }
-  b = bench_cpu();
-  store_cached_bench(key, b);
-  if (cached) *cached = false;
+  if (cached) *cached = hit;
   return b;
 }
 
+}  // namespace
+
+DeviceBench cpu_bench(bool refresh, bool* cached) {
+  return cached_or_measured(bench_key("cpu", cpu_model_name(), num_threads()), refresh, cached,
+                            bench_cpu);
+}
+
 DeviceBench gpu_bench(int index, bool refresh, bool* cached) {
-  std::string why;
-  const std::vector<GpuInfo> gpus = list_gpus(&why);
-  const GpuInfo* gpu = nullptr;
-  for (const GpuInfo& g : gpus)
-    if (g.index == index) gpu = &g;
-  const std::string dev = "cuda:" + std::to_string(index);
-  if (!gpu)
-    throw Error("bench-device --device " + dev + ": no such CUDA GPU (" +
-                (gpus.empty() ? why : std::to_string(gpus.size()) + " found") + ")");
-  // The index is part of the key: two GPUs of one model may sit in
-  // different slots (PCIe width) or clocks.
-  const std::string key = bench_key(dev, gpu->name, 0);
-  DeviceBench b;
-  if (!refresh && load_cached_bench(key, b)) {
-    if (cached) *cached = true;
+  DeviceSpec spec;
+  spec.cuda = true;
+  spec.index = index;
+  DeviceBackend* be = require_device(spec);  // throws, naming the device and why
+  const GpuInfo gpu = be->devices()[size_t(index)];
+  return cached_or_measured(gpu_bench_key(index, gpu.name), refresh, cached, [&] {
+    const GpuBenchResult r = be->benchmark(index);
+    DeviceBench b;
+    b.device = spec.str();
+    b.name = gpu.name;
+    b.threads = 0;
+    b.fp32_gflops = r.fp32_gflops;
+    b.conv_gflops = r.conv_gflops;
+    b.mem_bandwidth_gbs = r.mem_bandwidth_gbs;
+    b.step_overhead_s = r.launch_s;
+    b.bf16_gflops = r.bf16_gflops;
+    b.fp16_gflops = r.fp16_gflops;
+    b.h2d_gbs = r.h2d_gbs;
+    b.measured_at = utc_now();
     return b;
-  }
-  DeviceBackend* be = cuda_backend(&why);
-  if (!be) throw Error("bench-device --device " + dev + ": " + why);
-  const GpuBenchResult r = be->benchmark(index);
-  b.device = dev;
-  b.name = gpu->name;
-  b.threads = 0;
-  b.fp32_gflops = r.fp32_gflops;
-  b.conv_gflops = r.conv_gflops;
-  b.mem_bandwidth_gbs = r.mem_bandwidth_gbs;
-  b.step_overhead_s = r.launch_s;
-  b.bf16_gflops = r.bf16_gflops;
-  b.fp16_gflops = r.fp16_gflops;
-  b.h2d_gbs = r.h2d_gbs;
-  b.measured_at = utc_now();
-  store_cached_bench(key, b);
-  if (cached) *cached = false;
-  return b;
+  });
 }
 
 std::string bench_to_json(const DeviceBench& b) {

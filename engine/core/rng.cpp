@@ -7,10 +7,9 @@ namespace dc {
 // xoshiro256** seeded through splitmix64: fast, well distributed, and fully
 // specified, so runs repeat across compilers and platforms.
 static uint64_t splitmix64(uint64_t& x) {
-  uint64_t z = (x += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  const uint64_t z = splitmix64_at(x, 0);
+  x += 0x9E3779B97F4A7C15ull;
+  return z;
 }
 
 static inline uint64_t rotl(uint64_t x, int k) {

@@ -15,14 +15,6 @@
 namespace dc {
 namespace {
 
-// splitmix64 of (seed, i): a counter-based generator.
-inline uint64_t splitmix_at(uint64_t seed, uint64_t i) {
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 class Dropout : public Layer {
  public:
   explicit Dropout(double rate) : rate_(rate) {}
@@ -51,7 +43,7 @@ class Dropout : public Layer {
     float* mask = mask_.data();
     parallel_for(n, int64_t(1) << 14, [=](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
-        const float m = (splitmix_at(seed, uint64_t(i)) >> 40) >= threshold ? keep_scale : 0.f;
+        const float m = (splitmix64_at(seed, uint64_t(i)) >> 40) >= threshold ? keep_scale : 0.f;
         mask[i] = m;
         y[i] = x[i] * m;
       }

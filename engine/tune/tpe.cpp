@@ -19,11 +19,7 @@ double uniform01(Rng& r) {
 }
 
 uint64_t trial_seed(uint64_t seed, int trial) {
-  // splitmix64 of (seed, trial): independent streams per trial.
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull * uint64_t(trial + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return splitmix64_at(seed, uint64_t(trial));  // independent streams per trial
 }
 
 struct Bounds {

@@ -6,6 +6,17 @@
 
 namespace dc {
 
+// splitmix64 at position i of the stream seeded with `seed`: a counter-based
+// generator, so value i depends on i alone and a loop over i can run in any
+// order or in parallel (Dropout's masks, TPE's per-trial seeds; the CUDA
+// Dropout kernel computes the same in elementwise.cu).
+inline uint64_t splitmix64_at(uint64_t seed, uint64_t i) {
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 class Rng {
  public:
   explicit Rng(uint64_t seed = 0x9E3779B97F4A7C15ull) { reseed(seed); }

@@ -34,6 +34,10 @@ std::string bench_cache_path();
 std::string bench_key(const std::string& device, const std::string& name, int threads);
 std::string cpu_model_name();
 
+// "cuda:N|<name>|0t": a GPU's key (the index is part of it: two GPUs of one
+// model may sit in different slots or run at other clocks).
+std::string gpu_bench_key(int index, const std::string& name);
+
 // The cached result for key, or false.
 bool load_cached_bench(const std::string& key, DeviceBench& out);
 // Adds or replaces key's entry (atomically rewriting the file).
