@@ -30,6 +30,7 @@ LayerProfile profile_layers(const Graph& g, int64_t batch, const OptimizerConfig
 
   std::vector<double> seconds;
   RunContext ctx{true, &rng};
+  ctx.layer_seconds = &seconds;
   LayerProfile out;
   double opt_s = 0;
   for (int k = 0; k < warmup + steps; ++k) {
@@ -37,7 +38,6 @@ LayerProfile profile_layers(const Graph& g, int64_t batch, const OptimizerConfig
       std::fill(seconds.begin(), seconds.end(), 0.0);
       opt_s = 0;
     }
-    ctx.layer_seconds = &seconds;
     plan.forward(x, ctx);
     plan.zero_grad();
     plan.backward(dout, ctx);

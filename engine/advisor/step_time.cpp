@@ -164,11 +164,11 @@ StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
     // gradient (read and write). Weights: read forward, read again and the
     // gradient read-modify-written backward.
     const Passes p = passes_of(s.type, input_grad);
-    l.bytes =
-        (p.forward > 0 ? p.forward * in_bytes
-                       : in_bytes + out_bytes +
-                             (ng ? out_bytes + in_bytes + (input_grad ? 2 * in_bytes : 0) : 0)) +
-        (p.forward > 0 && ng ? p.backward * in_bytes : 0) + double(c.params) * 4 * (ng ? 4 : 1);
+    const double activation_bytes =
+        p.forward > 0 ? (p.forward + (ng ? p.backward : 0)) * in_bytes
+                      : in_bytes + out_bytes +
+                            (ng ? out_bytes + in_bytes + (input_grad ? 2 * in_bytes : 0) : 0);
+    l.bytes = activation_bytes + double(c.params) * 4 * (ng ? 4 : 1);
     if (s.type == "Conv2D" && d.im2col_convolutions)
       l.bytes += cpu_column_bytes(s, n, ng, input_grad);
     const double rate = s.type == "Conv2D"     ? d.conv_flops

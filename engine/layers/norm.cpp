@@ -28,31 +28,13 @@ struct Lanes {
   static constexpr int64_t kLanes = 16;
   double v[kLanes] = {};
 
-  void add(const float* p, int64_t n) {
+  // Adds term(i) for i in [0, n), element i to lane i % kLanes.
+  template <class Term>
+  void add(int64_t n, Term term) {
     int64_t i = 0;
     for (; i + kLanes <= n; i += kLanes)
-      for (int64_t j = 0; j < kLanes; ++j) v[j] += double(p[i + j]);
-    for (int64_t j = 0; i < n; ++i, ++j) v[j] += double(p[i]);
-  }
-  // sum((p - mean)^2)
-  void add_squared_deviation(const float* p, int64_t n, double mean) {
-    int64_t i = 0;
-    for (; i + kLanes <= n; i += kLanes)
-      for (int64_t j = 0; j < kLanes; ++j) {
-        const double d = double(p[i + j]) - mean;
-        v[j] += d * d;
-      }
-    for (int64_t j = 0; i < n; ++i, ++j) {
-      const double d = double(p[i]) - mean;
-      v[j] += d * d;
-    }
-  }
-  // sum(a * (x - mean))
-  void add_product_with_deviation(const float* a, const float* x, int64_t n, double mean) {
-    int64_t i = 0;
-    for (; i + kLanes <= n; i += kLanes)
-      for (int64_t j = 0; j < kLanes; ++j) v[j] += double(a[i + j]) * (double(x[i + j]) - mean);
-    for (int64_t j = 0; i < n; ++i, ++j) v[j] += double(a[i]) * (double(x[i]) - mean);
+      for (int64_t j = 0; j < kLanes; ++j) v[j] += term(i + j);
+    for (int64_t j = 0; i < n; ++i, ++j) v[j] += term(i);
   }
   double total() const {
     double t = 0;
@@ -103,10 +85,19 @@ class BatchNorm : public Layer {
         double mean, var;
         if (training_) {
           Lanes s;
-          for (int64_t n = 0; n < N; ++n) s.add(x + (n * C + c) * S, S);
+          for (int64_t n = 0; n < N; ++n) {
+            const float* p = x + (n * C + c) * S;
+            s.add(S, [p](int64_t i) { return double(p[i]); });
+          }
           mean = s.total() / double(M);
           Lanes sq;
-          for (int64_t n = 0; n < N; ++n) sq.add_squared_deviation(x + (n * C + c) * S, S, mean);
+          for (int64_t n = 0; n < N; ++n) {
+            const float* p = x + (n * C + c) * S;
+            sq.add(S, [p, mean](int64_t i) {
+              const double d = double(p[i]) - mean;
+              return d * d;
+            });
+          }
           const double q = sq.total();
           var = q / double(M);
           // A single value per channel carries no variance estimate; PyTorch
@@ -150,8 +141,10 @@ class BatchNorm : public Layer {
         const double mean = mean_[c], inv = invstd_[c];
         Lanes ldy, ldyx;  // sum(dy), sum(dy * (x - mean))
         for (int64_t n = 0; n < N; ++n) {
-          ldy.add(dy + (n * C + c) * S, S);
-          ldyx.add_product_with_deviation(dy + (n * C + c) * S, x + (n * C + c) * S, S, mean);
+          const float* d = dy + (n * C + c) * S;
+          const float* p = x + (n * C + c) * S;
+          ldy.add(S, [d](int64_t i) { return double(d[i]); });
+          ldyx.add(S, [d, p, mean](int64_t i) { return double(d[i]) * (double(p[i]) - mean); });
         }
         const double sdy = ldy.total(), sdyx = ldyx.total() * inv;  // sum(dy * xhat)
         if (dg) dg[c] += float(sdyx);
