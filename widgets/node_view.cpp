@@ -73,14 +73,12 @@ void NodeView::fitAll() {
     centerOn(0, 0);
     return;
   }
-  r.adjust(-kFitMargin, -kFitMargin, kFitMargin, kFitMargin);
   // The whole network, however small that makes it (a zoom floor left the
   // last layers of the sample off-screen); Auto-layout wraps a long chain
   // into rows so it can be shown larger. Small graphs are not blown up past
-  // their natural size.
-  fitInView(r, Qt::KeepAspectRatio);
-  if (zoom() > 1.0) setTransform(QTransform());
-  if (zoom() < kMinZoom) setTransform(QTransform::fromScale(kMinZoom, kMinZoom));
+  // their natural size (fitZoom() clamps to [kMinZoom, 1]).
+  const double z = fitZoom();
+  setTransform(QTransform::fromScale(z, z));
   centerOn(r.center());
   Q_EMIT zoomChanged(zoom());
 }
@@ -89,7 +87,7 @@ double NodeView::fitZoom() const {
   QRectF r = scene()->itemsBoundingRect();
   if (r.isEmpty()) return 1.0;
   r.adjust(-kFitMargin, -kFitMargin, kFitMargin, kFitMargin);
-  // As fitInView() computes it: the viewport less a 2-pixel margin.
+  // The viewport less a 2-pixel margin, as QGraphicsView::fitInView() has it.
   const QRectF vp = QRectF(viewport()->rect()).adjusted(2, 2, -2, -2);
   const double z = std::min(vp.width() / r.width(), vp.height() / r.height());
   return std::clamp(z, kMinZoom, 1.0);
