@@ -7,6 +7,10 @@ using this machine's cached bench-device result) and a short
 train_samples_per_s). Prints a Markdown table for docs/BENCHMARKS.md.
 
     /usr/bin/python3 bench/advisor_accuracy.py [--cli build/bin/deepcanvas-cli]
+
+On a GPU machine, `--device cuda --gpu "NVIDIA H100 SXM" --data DIR` compares
+the catalog row's prediction (memory: training_bytes; speed) with
+`train --device cuda` (peak_device_bytes, the plugin allocator's peak).
 """
 import argparse
 import json
@@ -26,7 +30,7 @@ def last_json(out):
 def run(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
+        raise RuntimeError(f"failed: {' '.join(cmd)}\n{r.stdout}\n{r.stderr.strip()[-400:]}")
     return last_json(r.stdout)
 
 
@@ -45,22 +49,29 @@ def main():
                     help="reuse the cached bench-device result instead of re-measuring it "
                          "before each template (re-measuring keeps the benchmark and the "
                          "runs under the same load on a shared machine)")
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda (GPU rows)")
+    ap.add_argument("--gpu", default="NVIDIA H100 SXM", help="--device cuda: the catalog row")
+    ap.add_argument("--data", default=os.path.join(ROOT, "sample_data/fashion-mnist-subset"),
+                    help="image dataset of the measured runs")
     a = ap.parse_args()
-    subset = os.path.join(ROOT, "sample_data/fashion-mnist-subset")
+    subset = a.data
+    cuda = a.device.startswith("cuda")
     print("| template | batch | predicted memory | measured peak | error | "
           "predicted samples/s | measured samples/s | error |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     raw = open(a.raw, "w") if a.raw else None
     for t in a.templates.split(","):
         proj = os.path.join(ROOT, "resources/templates", t + ".dcproj")
-        bench = run([a.cli, "bench-device", "--json"] + ([] if a.no_refresh else ["--refresh"]))
+        bench = None if cuda else run([a.cli, "bench-device", "--json"] +
+                                      ([] if a.no_refresh else ["--refresh"]))
         data = [] if t == "char_lstm" else ["--data", subset]
         for b in [int(x) for x in a.batches.split(",")]:
             steps = max(16, a.samples // b)
-            adv = run([a.cli, "advise", proj, "--batch", str(b), "--samples", "1000",
-                       "--json"])["this_machine"]
-            tr = run([a.cli, "train", proj, *data, "--epochs", "1", "--steps-per-epoch",
-                      str(steps), "--batch", str(b), "--json", "--quiet"])
+            try:
+                adv, tr = measure(a, proj, data, b, steps, cuda)
+            except RuntimeError as e:
+                print(f"| {t} | {b} | {str(e).splitlines()[-1][:200]} |||||||", flush=True)
+                continue
             if raw:
                 raw.write(json.dumps({"template": t, "batch": b, "bench": bench,
                                       "advise": adv, "train": tr}) + "\n")
@@ -70,6 +81,27 @@ def main():
             print(f"| {t} | {b} | {pm / 2**20:.1f} MiB | {mm / 2**20:.1f} MiB | "
                   f"{100 * (pm - mm) / mm:+.1f} % | {ps:.0f} | {ms:.0f} | "
                   f"{100 * (ps - ms) / ms:+.0f} % |", flush=True)
+
+
+def measure(a, proj, data, b, steps, cuda):
+    adv = run([a.cli, "advise", proj, "--batch", str(b), "--samples", "1000",
+               "--precision", "fp32", "--json"])
+    if cuda:
+        rows = [g for g in adv["gpus"] if g["name"] == a.gpu]
+        if not rows:
+            sys.exit(f"no catalog row named {a.gpu!r}")
+        adv = rows[0]
+    else:
+        adv = adv["this_machine"]
+    # A GPU epoch's first steps carry cuDNN's algorithm search and the
+    # CUDA graph capture: two epochs, the second measured.
+    tr = run([a.cli, "train", proj, *data, "--epochs", "2" if cuda else "1",
+              "--steps-per-epoch", str(steps), "--batch", str(b), "--device", a.device,
+              "--precision", "fp32", "--json", "--quiet"])
+    if cuda:
+        tr["peak_tensor_bytes"] = tr["peak_device_bytes"]
+        tr["train_samples_per_s"] = tr["history"][-1]["train_samples_per_s"]
+    return adv, tr
 
 
 if __name__ == "__main__":

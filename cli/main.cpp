@@ -54,6 +54,10 @@
 namespace dc::cli {
 namespace {
 
+// Set during static initialisation, before main: the process's start as
+// the end-to-end time to accuracy counts it (train --test-every).
+const std::chrono::steady_clock::time_point process_start = std::chrono::steady_clock::now();
+
 using json = nlohmann::json;
 
 // Every command with the options it takes; parse_args() refuses the rest
@@ -72,6 +76,8 @@ const std::vector<Command>& commands() {
         {"steps-per-epoch", "N", "stop each epoch after N steps (quick looks)"},
         {"freeze-until", "LAYER",
          "freeze LAYER and everything before it (transfer learning; CPU only for now)"},
+        {"test-every", "N",
+         "also measure the test set every N steps (--json: test_curve, with training seconds)"},
         {"json", "", "print one JSON object with the results"},
         {"quiet", "", "no progress output"}},
        true},
@@ -295,6 +301,7 @@ int cmd_train(const Args& a) {
   TrainConfig c = p.training;
   apply_setting_flags(a, c);
   c.steps_per_epoch_limit = a.get_int("steps-per-epoch", 0, 0, INT64_MAX);
+  c.test_every_steps = a.get_int("test-every", 0, 0, INT64_MAX);
   c.checkpoint_dir = a.get("checkpoint-dir", "");
   c.resume = a.get("resume", "");
   // The project names its base relative to itself; a flag is relative to
@@ -355,13 +362,18 @@ int cmd_train(const Args& a) {
     std::fprintf(stderr, "unigram entropy of the training text: %.4f nats per character\n",
                  unigram);
   InterruptGuard stop;
+  // Process start to the run's start (dataset, plan, device upload): with
+  // the run's own seconds at a test point, the end-to-end time to accuracy.
+  const double setup_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - process_start).count();
   t.start();
   auto last_print = std::chrono::steady_clock::now() - std::chrono::seconds(10);
   int last_pct = -1;
   bool done = false;
-  json history = json::array();  // per epoch, for benchmarks (--json)
-  double first_loss = NAN;       // the untrained model's, to tell divergence
-  int epochs_done = 0;           // complete epochs at the last step seen
+  json history = json::array();     // per epoch, for benchmarks (--json)
+  json test_curve = json::array();  // every --test-every steps
+  double first_loss = NAN;          // the untrained model's, to tell divergence
+  int epochs_done = 0;              // complete epochs at the last step seen
   int64_t steps_done = -1;
   double final_accuracy = NAN;
   while (!done) {
@@ -411,6 +423,14 @@ int cmd_train(const Args& a) {
           std::fprintf(stderr, " | %.0f samples/s%s\n", e.samples_per_s, e.best ? " *" : "");
           if (!e.message.empty()) std::fprintf(stderr, "%s\n", e.message.c_str());
         }
+        break;
+      case TrainEvent::Kind::Validation:
+        if (std::isfinite(e.train_seconds))
+          test_curve.push_back({{"step", e.step},
+                                {"epoch", e.epoch},
+                                {"train_seconds", e.train_seconds},
+                                {"run_seconds", e.elapsed_s},
+                                {"test_accuracy", e.test_accuracy}});
         break;
       case TrainEvent::Kind::Checkpoint:
         if (!quiet) std::fprintf(stderr, "checkpoint written: %s\n", e.message.c_str());
@@ -468,6 +488,10 @@ int cmd_train(const Args& a) {
                            {"fresh_layers", t.init_report().fresh_layers},
                            {"unused_tensors", t.init_report().unused.size()}};
     if (c.device.cuda) j["peak_device_bytes"] = r.peak_device_bytes;
+    if (c.test_every_steps > 0) {
+      j["test_curve"] = test_curve;
+      j["setup_seconds"] = setup_seconds;
+    }
     if (std::isfinite(unigram)) j["unigram_entropy"] = unigram;
     j["diagnosis"] = diagnosis_json(predicted, timeline.diagnose(), r, c.device.cuda);
     std::cout << j.dump() << std::endl;

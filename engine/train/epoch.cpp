@@ -73,7 +73,9 @@ Trainer::EpochTotals Trainer::train_epoch(Stepper& stepper, int epoch, RunState&
     // A validation point reads the statistics first, so that evaluating is
     // never counted as training time.
     const bool validate_now = next_point < points.size() && points[next_point].first == in_epoch;
-    if (!stepper.report_due(in_epoch, r.steps_per_epoch, cancel_ || paused_ || validate_now)) {
+    const bool test_now = test_ && cfg_.test_every_steps > 0 && r.step % cfg_.test_every_steps == 0;
+    if (!stepper.report_due(in_epoch, r.steps_per_epoch,
+                            cancel_ || paused_ || validate_now || test_now)) {
       window_compute += secs(c0, Clock::now());
       continue;
     }
@@ -112,6 +114,7 @@ Trainer::EpochTotals Trainer::train_epoch(Stepper& stepper, int epoch, RunState&
     emit(e);
     for (; next_point < points.size() && points[next_point].first == in_epoch; ++next_point)
       validate_within_epoch(epoch, in_epoch, points[next_point].second, r);
+    if (test_now) test_within_run(epoch, in_epoch, r.train_time + t.seconds, r);
   }
   r.train_time += t.seconds;
   r.trained_samples += t.samples;
@@ -147,6 +150,22 @@ void Trainer::validate_within_epoch(int epoch, int64_t step_in_epoch, double at,
     e.val_loss = v.loss;
     e.val_accuracy = v.top1;
   }
+  emit(e);
+}
+
+// The test set measured after a step (TrainConfig::test_every_steps), the
+// same way: weights and the epoch's statistics untouched.
+void Trainer::test_within_run(int epoch, int64_t step_in_epoch, double train_seconds, RunState& r) {
+  TrainEvent e = progress_event(TrainEvent::Kind::Validation, epoch, r);
+  e.step_in_epoch = step_in_epoch;
+  e.steps_per_epoch = r.steps_per_epoch;
+  e.train_seconds = train_seconds;
+  const auto t0 = Clock::now();
+  e.elapsed_s = std::chrono::duration<double>(t0 - r.t_start).count() - r.test_time;
+  const EvalResult v = evaluate_on(true, {});
+  e.test_loss = v.loss;
+  e.test_accuracy = v.top1;
+  r.test_time += std::chrono::duration<double>(Clock::now() - t0).count();
   emit(e);
 }
 

@@ -3,21 +3,31 @@
 # Python with PyTorch; no Qt, OpenCV, GoogleTest or nlohmann-json, no
 # network), from the repository root, after installer/gpu/prepare-carry.sh
 # filled ./carry on a development machine. Builds the engine, the CUDA
-# plugin, the CLI and the tests; runs the CUDA tests, then the GPU benchmarks
-# (two-conv CNN against PyTorch eager/torch.compile, LSTM rows against
-# torch.nn.LSTM); prints a summary table last. Logs go to $DC_LOG_DIR
-# (default build-gpu/logs).
-#   installer/gpu/run-on-gpu.sh [--no-bench] [--engine-tests] [--epochs N] [--lstm-epochs N]
-#                               [--gtest-filter PATTERN]
+# plugin, the CLI and the tests; runs the CUDA tests and the GPU
+# micro-benchmark, then (unless --no-bench) the advisor's GPU rows
+# (bench/advisor_accuracy.py --device cuda), DeepCanvas against PyTorch's
+# strong peers (bench/gpu_peers.py: eager, whole-step CUDA graph with fused
+# Adam, torch.compile reduce-overhead; each in its own process, alternating,
+# repeated) and the time to 91 % over 5 seeds; prints a summary last. Logs
+# and raw results go to $DC_LOG_DIR (default build-gpu/logs).
+#   installer/gpu/run-on-gpu.sh [--no-bench] [--engine-tests] [--gtest-filter PATTERN]
+#       [--deadline S] [--peers-budget S] [--skip advisor,peers,tta]
+# --deadline S: the whole script should end within S seconds of its start
+# (a lease's call limit): the benchmarks start no new process once their
+# share is spent and report what they measured. [--legacy-bench [--epochs N] [--lstm-epochs N]]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CARRY=${DC_CARRY:-$ROOT/carry}
 BUILD=${DC_BUILD:-$ROOT/build-gpu}
 LOGS=${DC_LOG_DIR:-$BUILD/logs}
-BENCH=1 ENGINE_TESTS=0 EPOCHS=8 LSTM_EPOCHS=5 FILTER='*'
+BENCH=1 ENGINE_TESTS=0 EPOCHS=8 LSTM_EPOCHS=5 FILTER='*' LEGACY=0 SKIP="" PEERS_BUDGET="" DEADLINE=0
 while [ $# -gt 0 ]; do
   case $1 in
     --no-bench) BENCH=0 ;;
+    --legacy-bench) LEGACY=1 ;;
+    --skip) SKIP=$2; shift ;;
+    --peers-budget) PEERS_BUDGET=$2; shift ;;
+    --deadline) DEADLINE=$2; shift ;;
     --engine-tests) ENGINE_TESTS=1 ;;
     --epochs) EPOCHS=$2; shift ;;
     --lstm-epochs) LSTM_EPOCHS=$2; shift ;;
@@ -66,7 +76,9 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 RESULT[configure]=$?
 tail -5 "$LOGS/configure.log"
 step build
-ninja -C "$BUILD" deepcanvas-cli deepcanvas-cuda cuda_tests engine_tests >"$LOGS/build.log" 2>&1
+TARGETS="deepcanvas-cli deepcanvas-cuda cuda_tests"
+[ "$ENGINE_TESTS" = 1 ] && TARGETS="$TARGETS engine_tests"
+ninja -C "$BUILD" $TARGETS >"$LOGS/build.log" 2>&1
 RESULT[build]=$?
 grep -E "error|FAILED" "$LOGS/build.log" | head -20
 tail -2 "$LOGS/build.log"
@@ -92,13 +104,48 @@ fi
 
 DATA=$CARRY/fashion-mnist
 ls "$DATA"/train-images* >/dev/null 2>&1 || DATA=$ROOT/sample_data/fashion-mnist-subset
-if [ "$BENCH" = 1 ]; then
+wanted() { [ "$BENCH" = 1 ] && [[ ",$SKIP," != *",$1,"* ]]; }
+CLI=$BUILD/bin/deepcanvas-cli
+# The catalog row of the GPU here (the advisor predicts from its datasheet figures).
+GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+case $GPU_NAME in
+  *H200*) GPU_ROW="NVIDIA H200 SXM" ;;
+  *H100*PCIe*) GPU_ROW="NVIDIA H100 PCIe" ;;
+  *) GPU_ROW="NVIDIA H100 SXM" ;;
+esac
+if wanted advisor; then
+  step "advisor: predicted vs measured on this GPU"
+  PYTHONUNBUFFERED=1 python3 "$ROOT/bench/advisor_accuracy.py" --cli "$CLI" --device cuda \
+    --gpu "${DC_GPU_ROW:-$GPU_ROW}" --data "$DATA" --samples 32768 \
+    --raw "$LOGS/advisor_gpu.jsonl" 2>&1 | tee "$LOGS/advisor_gpu.log"
+  RESULT[advisor]=${PIPESTATUS[0]}
+fi
+# Seconds left before the deadline, less a reserve (0 without a deadline).
+left() { [ "$DEADLINE" -gt 0 ] && echo $(( DEADLINE - SECONDS - $1 > 1 ? DEADLINE - SECONDS - $1 : 1 )) || echo 0; }
+# Inductor's compiled kernels are cached on disk, shared by the processes.
+export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$BUILD/inductor-cache}
+if wanted peers; then
+  step "DeepCanvas vs PyTorch's peers ($DATA)"
+  # The time to accuracy after it needs about 2 minutes; a process started
+  # just inside the budget may run 40 s past it.
+  PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu_peers.py" --cli "$CLI" --data "$DATA" \
+    --budget-s "${PEERS_BUDGET:-$(left 170)}" --out "$LOGS" 2>&1 | tee "$LOGS/peers.log"
+  RESULT[peers]=${PIPESTATUS[0]}
+fi
+if wanted tta; then
+  step "time to 91 % ($DATA)"
+  PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu_peers.py" --cli "$CLI" --data "$DATA" \
+    --tta-sides deepcanvas,graph,compile --budget-s "$(left 40)" --out "$LOGS" 2>&1 |
+    tee "$LOGS/tta.log"
+  RESULT[tta]=${PIPESTATUS[0]}
+fi
+if [ "$LEGACY" = 1 ]; then
   step "benchmark ($DATA)"
-  PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu_cnn_vs_pytorch.py" --cli "$BUILD/bin/deepcanvas-cli" \
+  PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu_cnn_vs_pytorch.py" --cli "$CLI" \
     --data "$DATA" --epochs "$EPOCHS" --json-out "$LOGS/bench.json" 2>&1 | tee "$LOGS/bench.log"
   RESULT[bench]=${PIPESTATUS[0]}
   step "LSTM benchmark ($DATA)"
-  PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu_lstm_vs_pytorch.py" --cli "$BUILD/bin/deepcanvas-cli" \
+  PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu_lstm_vs_pytorch.py" --cli "$CLI" \
     --data "$DATA" --epochs "$LSTM_EPOCHS" --json-out "$LOGS/lstm_bench.json" 2>&1 | tee "$LOGS/lstm_bench.log"
   RESULT[lstm_bench]=${PIPESTATUS[0]}
 fi
@@ -106,12 +153,14 @@ fi
 echo
 echo "=== summary"
 printf '%-14s %s\n' step result
-for k in configure build cuda_tests engine_tests bench lstm_bench; do
+for k in configure build cuda_tests engine_tests advisor peers tta bench lstm_bench; do
   [ -n "${RESULT[$k]+x}" ] && printf '%-14s %s\n' "$k" "$([ "${RESULT[$k]}" = 0 ] && echo ok || echo "FAILED (${RESULT[$k]})")"
 done
 grep -E "^\[  (PASSED|FAILED)  \]|tests? ran" "$LOGS/cuda_tests.log" | head -5
 grep -E "^\[ (sample subset|  FAILED  ) \]" "$LOGS/cuda_tests.log" | head -20
 [ -f "$LOGS/bench.log" ] && tail -9 "$LOGS/bench.log"
 [ -f "$LOGS/lstm_bench.log" ] && tail -4 "$LOGS/lstm_bench.log"
+[ -f "$LOGS/peers.log" ] && sed -n '/^GPU /,$p' "$LOGS/peers.log"
+[ -f "$LOGS/tta.log" ] && sed -n '/^Time to /,$p' "$LOGS/tta.log"
 for k in "${!RESULT[@]}"; do [ "${RESULT[$k]}" = 0 ] || exit 1; done
 exit 0

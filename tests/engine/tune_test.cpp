@@ -624,6 +624,55 @@ TEST_F(SweepTest, TheTrainerValidatesInsideAnEpochWithoutChangingTheTraining) {
   }
 }
 
+// The test set every N steps (TrainConfig::test_every_steps, train
+// --test-every: time-to-accuracy benchmarks) is measured after the N-th
+// steps of the run, across epochs, with the training seconds so far, and
+// changes nothing of the training.
+TEST_F(SweepTest, TheTrainerMeasuresTheTestSetEveryNStepsWithoutChangingTheTraining) {
+  TrainConfig c = project_.training;
+  c.epochs = 2;
+  c.steps_per_epoch_limit = 5;
+  auto run = [&](int64_t every) {
+    TrainConfig cc = c;
+    cc.test_every_steps = every;
+    Trainer t(project_.graph, cc, std::make_shared<Dataset>(data_->train),
+              std::make_shared<Dataset>(data_->test));
+    t.start();
+    std::vector<TrainEvent> got;
+    for (;;) {
+      auto e = t.events().pop(std::chrono::milliseconds(60000));
+      if (!e) break;
+      if (e->kind == TrainEvent::Kind::Epoch || e->kind == TrainEvent::Kind::Validation)
+        got.push_back(*e);
+      if (e->kind == TrainEvent::Kind::Finished || e->kind == TrainEvent::Kind::Failed) break;
+    }
+    t.wait();
+    return got;
+  };
+  const std::vector<TrainEvent> plain = run(0), tested = run(3);
+  ASSERT_EQ(plain.size(), 2u);
+  // Every third step of the run's 10 (5 per epoch), across the epoch end.
+  std::vector<int64_t> steps;
+  double last_seconds = 0;
+  for (const TrainEvent& e : tested) {
+    if (e.kind != TrainEvent::Kind::Validation) continue;
+    steps.push_back(e.step);
+    EXPECT_TRUE(std::isfinite(e.test_accuracy));
+    EXPECT_TRUE(std::isnan(e.val_accuracy));
+    EXPECT_GT(e.train_seconds, last_seconds);
+    last_seconds = e.train_seconds;
+  }
+  EXPECT_EQ(steps, (std::vector<int64_t>{3, 6, 9}));
+  std::vector<const TrainEvent*> epochs;
+  for (const TrainEvent& e : tested)
+    if (e.kind == TrainEvent::Kind::Epoch) epochs.push_back(&e);
+  ASSERT_EQ(epochs.size(), 2u);
+  for (size_t e = 0; e < 2; ++e) {
+    EXPECT_EQ(plain[e].train_loss, epochs[e]->train_loss) << "epoch " << e + 1;
+    EXPECT_EQ(plain[e].test_accuracy, epochs[e]->test_accuracy) << "epoch " << e + 1;
+  }
+}
+
 TEST_F(SweepTest, TheDefaultFirstRungIsEpochsOverEtaSquared) {
   EXPECT_DOUBLE_EQ(sweep_min_epochs(opt_), 1.0 / 3);  // 3 epochs, eta 3
   SweepOptions o = opt_;

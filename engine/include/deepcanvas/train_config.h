@@ -62,6 +62,11 @@ struct TrainConfig {
   // its epoch and one before its end); whole numbers are epoch ends, which
   // are measured anyway, and are ignored.
   std::vector<double> validate_at;
+  // Also measure the test set after every N-th step (0: at epoch ends only),
+  // reported as Validation events with test_accuracy and the training
+  // seconds so far: time-to-accuracy curves finer than an epoch (benchmarks).
+  // Like validation, it never selects the model and is not training time.
+  int64_t test_every_steps = 0;
   DeviceSpec device;  // cpu
   Precision precision = Precision::Fp32;
   // Random crop with padding, flips, rotation, translation and brightness

@@ -45,7 +45,8 @@ struct TrainEvent {
     Telemetry,  // GPU runs: an NVML sample (>= 4 Hz) and the plugin allocator's bytes
     // A measurement of the validation split inside an epoch, at one of
     // TrainConfig::validate_at: epoch, step_in_epoch, steps_per_epoch,
-    // val_loss, val_accuracy and at.
+    // val_loss, val_accuracy and at; or of the test set at one of
+    // TrainConfig::test_every_steps: test_loss, test_accuracy, train_seconds.
     Validation
   };
   Kind kind = Kind::Step;
@@ -68,6 +69,9 @@ struct TrainEvent {
   // Validation: the point of TrainConfig::validate_at it answers (in epochs;
   // the steps run are epoch - 1 + step_in_epoch / steps_per_epoch epochs).
   double at = NAN;
+  // Validation of the test set: training seconds of the run up to this
+  // step; elapsed_s is then the run's seconds without these measurements.
+  double train_seconds = NAN;
   // Epoch (NaN when not evaluated)
   double train_loss = 0, train_accuracy = 0;
   double val_loss = NAN, val_accuracy = NAN, test_loss = NAN, test_accuracy = NAN;
@@ -180,6 +184,7 @@ class Trainer {
     std::vector<int64_t> train_idx, val_idx;
     int64_t steps_per_epoch = 0, total = 0, step = 0;
     double train_time = 0;  // seconds spent in training steps
+    double test_time = 0;   // seconds spent measuring the test set every N steps
     int64_t trained_samples = 0;
     std::chrono::steady_clock::time_point t_start;
     std::vector<std::pair<std::string, Tensor>> best_state;
@@ -207,6 +212,7 @@ class Trainer {
   std::vector<std::pair<int64_t, double>> validation_points(int epoch,
                                                             int64_t steps_per_epoch) const;
   void validate_within_epoch(int epoch, int64_t step_in_epoch, double at, const RunState& r);
+  void test_within_run(int epoch, int64_t step_in_epoch, double train_seconds, RunState& r);
   // On the test set (whole) or the training set (indices: validation).
   EvalResult evaluate_on(bool test_set, const std::vector<int64_t>& indices);
   void set_test_result(const EvalResult& t);
