@@ -284,6 +284,8 @@ def export_model(a, model, tmp):
 
 
 def commit_of():
+    if os.environ.get("DC_COMMIT"):  # a copy of the tree without .git (the lent GPU machine)
+        return os.environ["DC_COMMIT"]
     return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True).stdout.strip() or "unknown"
 
