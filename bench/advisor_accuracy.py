@@ -84,13 +84,14 @@ def main():
 
 
 def measure(a, proj, data, b, steps, cuda):
+    # On a GPU the dataset stays on the device: advise reads the same one.
     adv = run([a.cli, "advise", proj, "--batch", str(b), "--samples", "1000",
-               "--precision", "fp32", "--json"])
+               "--precision", "fp32", "--json"] + (data if cuda else []))
     if cuda:
         rows = [g for g in adv["gpus"] if g["name"] == a.gpu]
         if not rows:
             sys.exit(f"no catalog row named {a.gpu!r}")
-        adv = rows[0]
+        adv = dict(rows[0], training_bytes=rows[0]["allocator_bytes"])
     else:
         adv = adv["this_machine"]
     # A GPU epoch's first steps carry cuDNN's algorithm search and the

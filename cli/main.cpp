@@ -4,6 +4,7 @@
 #include <deepcanvas/advisor/advise.h>
 #include <deepcanvas/advisor/device_bench.h>
 #include <deepcanvas/advisor/layer_profile.h>
+#include <deepcanvas/advisor/memory_model.h>
 #include <deepcanvas/advisor/step_time.h>
 #include <deepcanvas/device.h>
 #include <deepcanvas/errors.h>
@@ -221,6 +222,7 @@ const std::vector<Command>& commands() {
        {{"batch", "N", "batch size (default: the project's)"},
         {"precision", "P", "fp32, bf16 or fp16 for the GPU rows (default: the project's)"},
         {"samples", "N", "training samples per epoch (default: the project's dataset's)"},
+        {"data", "DIR", "dataset folder instead of the project's (its size and what a GPU keeps)"},
         {"profile", "",
          "also train a few steps here on synthetic data and show each layer's measured time "
          "beside its prediction"},
@@ -956,14 +958,23 @@ int cmd_bench_device(const Args& a) {
 
 // Training samples per epoch: the option, else the project's dataset (after
 // its validation split). Returns 0 when the dataset cannot be read.
-int64_t epoch_samples(const Args& a, const Project& p, std::string& note) {
-  if (a.has("samples")) return a.get_int("samples", 0, 1, int64_t(1) << 40);
+// The training samples per epoch and the bytes a GPU run keeps resident
+// (the training and test sets; 0 when the dataset is not read).
+std::pair<int64_t, int64_t> epoch_samples(const Args& a, const Project& p, std::string& note) {
+  if (a.has("samples") && !a.has("data")) return {a.get_int("samples", 0, 1, int64_t(1) << 40), 0};
   try {
-    const ProjectData d = load_project_dataset(p);
-    return int64_t(double(d.data.train.size()) * (1.0 - p.training.val_split));
+    const ProjectData d = load_project_dataset(p, a.get("data", ""));
+    int64_t resident = 0;
+    for (const Dataset* s : {&d.data.train, &d.data.test})
+      resident +=
+          advisor::cuda_resident_bytes(s->size(), s->sample_shape.numel(), !s->pixels.empty());
+    const int64_t samples =
+        a.has("samples") ? a.get_int("samples", 0, 1, int64_t(1) << 40)
+                         : int64_t(double(d.data.train.size()) * (1.0 - p.training.val_split));
+    return {samples, resident};
   } catch (const std::exception& e) {
     note = std::string("dataset not read (") + e.what() + "); epoch times assume 60000 samples";
-    return 60000;
+    return {60000, 0};
   }
 }
 
@@ -1027,11 +1038,11 @@ int cmd_advise(const Args& a) {
     prec = *v;
   }
   std::string note;
-  const int64_t samples = epoch_samples(a, p, note);
+  const auto [samples, resident] = epoch_samples(a, p, note);
   bool cached = false;
   const advisor::DeviceBench bench = advisor::cpu_bench(false, &cached);
   const advisor::Advice adv =
-      advisor::advise(p, batch, prec, samples, bench, advisor::load_gpu_catalog());
+      advisor::advise(p, batch, prec, samples, bench, advisor::load_gpu_catalog(), resident);
   if (a.flag("profile")) return print_layer_profile(a, p, batch, bench);
   if (a.flag("json")) {
     auto row = [](const advisor::DeviceAdvice& d) {
@@ -1049,6 +1060,7 @@ int cmd_advise(const Args& a) {
       json r = row(g);
       r["tdp_w"] = g.tdp_w;
       r["energy_wh_per_epoch"] = g.energy_wh;
+      r["allocator_bytes"] = g.allocator_bytes;
       gpus.push_back(r);
     }
     json j = {{"batch", batch},

@@ -33,7 +33,7 @@ void fill_time(DeviceAdvice& a, const StepTime& t, int64_t batch, int64_t sample
 }  // namespace
 
 Advice advise(const Project& p, int64_t batch, Precision precision, int64_t train_samples,
-              const DeviceBench& cpu, const std::vector<GpuSpec>& gpus) {
+              const DeviceBench& cpu, const std::vector<GpuSpec>& gpus, int64_t resident_bytes) {
   Advice out;
   out.batch = batch;
   out.precision = precision;
@@ -56,6 +56,7 @@ Advice advise(const Project& p, int64_t batch, Precision precision, int64_t trai
 
   mo.backend = Backend::Cuda;
   mo.precision = precision;
+  mo.resident_bytes = resident_bytes;
   const int64_t elem = precision == Precision::Fp32 ? 4 : 2;
   for (const GpuSpec& g : gpus) {
     DeviceAdvice a;
@@ -63,7 +64,9 @@ Advice advise(const Project& p, int64_t batch, Precision precision, int64_t trai
     a.memory_bytes = g.memory_bytes;
     a.tdp_w = g.tdp_w;
     mo.batch = batch;
-    a.training_bytes = predict_memory(p.graph, mo).total;
+    const MemoryPrediction mem = predict_memory(p.graph, mo);
+    a.training_bytes = mem.total;
+    a.allocator_bytes = mem.allocator;
     a.fits = a.training_bytes <= a.memory_bytes;
     a.max_batch = max_batch_that_fits(p.graph, mo, a.memory_bytes);
     fill_time(a, predict_step_time(p.graph, batch, gpu_rates(g, precision), elem), batch,

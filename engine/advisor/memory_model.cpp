@@ -119,7 +119,98 @@ void layer_buffers(const PlanStep& s, int64_t n, int threads, bool input_grad, i
   }
 }
 
+// The CUDA plan's allocations (cuda/plan.cpp and the ops), each block
+// rounded as cuda/allocator.cpp rounds it. Fills m's CUDA fields and
+// returns the device total (allocator and context).
+int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
+                   MemoryPrediction& m) {
+  const int64_t n = o.batch;
+  const bool reduced = o.precision != Precision::Fp32;
+  auto blk = cuda_block_bytes;
+  // CudaPlan::allocate: every node's output (inputs included, views not)
+  // in one float32 block, their gradients in another, whatever the precision.
+  int64_t act = 0, trainable = 0, buffers = 0, extra = 0, workspace = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const PlanStep& s = steps[i];
+    if (s.type != "Flatten" && s.type != "Reshape") act += n * s.out_shape.numel();
+    if (s.is_input) continue;
+    const Cost c = s.desc->cost(s.in_shapes, s.out_shape, s.attrs);
+    const ParamLayout p = param_layout(s, c);
+    (s.frozen ? buffers : trainable) += p.trainable;
+    buffers += p.buffers;
+    const int64_t in = s.in_shapes[0].numel(), out = s.out_shape.numel();
+    if (s.type == "Conv2D") {
+      // conv.cpp: 16-bit copies of x, y and the weights for tensor cores.
+      if (reduced) extra += blk(2 * n * in) + blk(2 * n * out) + blk(2 * p.trainable);
+      // cuDNN's workspace is the one its chosen algorithms ask for, which
+      // only the device knows; the batch's im2col matrix (what the GEMM
+      // algorithms unfold) stands for it. One workspace serves every op.
+      if (!conv_is_pointwise(s.in_shapes, s.attrs)) {
+        const auto& k = s.attrs.ints("kernel");
+        const int64_t cols = s.in_shapes[0][0] / s.attrs.i("groups") * k[0] * k[1] *
+                             s.out_shape[1] * s.out_shape[2];
+        workspace = std::max(workspace, blk((reduced ? 2 : 4) * n * cols));
+      }
+    } else if (s.type == "Dense") {
+      if (reduced) extra += blk(2 * n * in) + blk(2 * n * out);  // dense.cpp x_low_, dy_low_
+    } else if (is_batchnorm(s.type)) {
+      extra += blk(2 * s.in_shapes[0][0] * 4);  // norm_ops.cpp: mean and 1/std
+    } else if (is_recurrent(s.type)) {
+      // rnn.cpp: cuDNN's packed weights and their gradients, the input
+      // gradient, the output sequence and its gradient (last-step
+      // outputs), and the reserve space cuDNN keeps for backward: per
+      // layer and direction the gates and the states of every time step.
+      const int64_t T = s.in_shapes[0][0], H = s.attrs.i("hidden_size");
+      const int64_t L = s.attrs.i("num_layers"), D = s.attrs.b("bidirectional") ? 2 : 1;
+      const int64_t G = s.type == "LSTM" ? 4 : s.type == "GRU" ? 3 : 1;
+      extra += 2 * blk(4 * p.trainable) + blk(4 * n * in);
+      if (!s.attrs.b("return_sequences")) extra += 2 * blk(4 * n * T * D * H);
+      extra += blk(4 * L * D * n * T * (G + 2) * H);
+      // Its forward's workspace (cudnnGetRNNTempSpaceSizes): a layer's gate
+      // pre-activations for every time step, in the shared workspace.
+      workspace = std::max(workspace, blk(4 * D * n * T * G * H));
+    }
+  }
+  const int64_t tr1 = std::max<int64_t>(trainable, 1);
+  const int64_t classes = steps.back().out_shape.numel();
+  const int64_t opt_copies =
+      o.optimizer.type == OptimizerType::Sgd ? (o.optimizer.momentum != 0 ? 1 : 0) : 2;
+  m.activations = blk(4 * act);
+  m.activation_grads = blk(4 * act);
+  m.weights = blk(4 * tr1) + blk(4 * std::max<int64_t>(buffers, 1)) + blk(tr1);  // + decay mask
+  m.gradients = blk(4 * tr1);
+  m.optimizer = trainable ? opt_copies * blk(4 * trainable) : 0;
+  m.copies = reduced ? blk(2 * tr1) : 0;  // plan.cpp plow_
+  // plan.cpp: labels, targets, loss statistics, 32 slots of sample
+  // indices; with CUDA graphs the graph's indices, arguments and cuBLAS's
+  // own 32 MiB workspace.
+  m.batch_tensors = blk(4 * n) + blk(4 * n * classes) + blk(64) + blk(8 * n * 32) + blk(8 * n) +
+                    blk(64) + blk(int64_t(32) << 20);
+  m.loss_buffers = 0;
+  m.internal = 0;
+  m.transient = 0;
+  m.end_of_epoch = 0;
+  m.overhead = extra + workspace;
+  m.dataset = o.resident_bytes;
+  m.allocator = m.activations + m.activation_grads + m.weights + m.gradients + m.optimizer +
+                m.copies + m.batch_tensors + m.overhead + m.dataset;
+  m.context = int64_t(512) << 20;
+  return m.allocator + m.context;
+}
+
 }  // namespace
+
+int64_t cuda_block_bytes(int64_t bytes) {
+  if (bytes <= 0) return 0;
+  if (bytes < (int64_t(1) << 20)) return (bytes + 511) / 512 * 512;
+  const int64_t g = int64_t(2) << 20;
+  return (bytes + g - 1) / g * g;
+}
+
+int64_t cuda_resident_bytes(int64_t samples, int64_t sample_numel, bool pixels8) {
+  return cuda_block_bytes(samples * sample_numel * (pixels8 ? 1 : 4)) +
+         cuda_block_bytes(samples * 4);
+}
 
 MemoryPrediction predict_memory(const Graph& g, const MemoryOptions& o) {
   const std::vector<PlanStep> steps = lower_graph(g);
@@ -194,17 +285,7 @@ MemoryPrediction predict_memory(const Graph& g, const MemoryOptions& o) {
   int64_t total = m.weights + m.gradients + m.optimizer + m.copies + m.activations +
                   m.activation_grads + m.internal + m.batch_tensors + m.loss_buffers +
                   std::max(m.transient, m.end_of_epoch);
-  if (cuda) {
-    // An estimate, not measured here: cuDNN's convolution workspace (taken
-    // as the largest im2col buffer of the batch), the caching allocator's
-    // rounding (about 5 %) and the CUDA context with cuBLAS/cuDNN handles
-    // (about 512 MiB on current drivers).
-    int64_t workspace = 0;
-    for (const auto& l : m.layers)
-      if (l.type == "Conv2D") workspace = std::max(workspace, l.internal * n);
-    m.overhead = workspace + total / 20 + (int64_t(512) << 20);
-    total += m.overhead;
-  }
+  if (cuda) total = cuda_total(steps, o, m);
   m.total = total;
   return m;
 }

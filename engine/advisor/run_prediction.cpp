@@ -109,7 +109,10 @@ RunPrediction predict_run(const Graph& g, const TrainConfig& c, const std::strin
                                r.precision == Precision::Fp32 ? 4 : 2);
     r.device_bytes = gpu_bytes > 0 ? gpu_bytes : catalog[size_t(i)].memory_bytes;
   }
-  r.memory_bytes = predict_memory(g, mo).total;
+  // On a GPU the measured figure is the plugin allocator's peak, which the
+  // CUDA context is not part of (nor, here, the resident dataset: unknown).
+  const MemoryPrediction mem = predict_memory(g, mo);
+  r.memory_bytes = r.gpu ? mem.allocator : mem.total;
   r.available = true;
   return r;
 }

@@ -104,5 +104,47 @@ TEST(Advisor, MaxBatchGrowsWithMemory) {
   EXPECT_EQ(advisor::max_batch_that_fits(p.graph, o, 1000), 0);
 }
 
+// The CUDA figure against the plugin allocator's peak as measured on an
+// H100 (bench/results/advisor-gpu-20261125-1812-ada5a47.jsonl:
+// train --device cuda --json peak_device_bytes, full Fashion-MNIST resident,
+// Adam, fp32): where cuDNN picked algorithms without workspace, every
+// allocation is accounted for to the byte. Runs without a GPU.
+TEST(Advisor, CudaMemoryMatchesTheAllocatorPeakMeasuredOnAnH100) {
+  const int64_t resident = advisor::cuda_resident_bytes(60000, 784, true) +
+                           advisor::cuda_resident_bytes(10000, 784, true);
+  struct Case {
+    const char* tmpl;
+    int64_t batch, measured;
+  };
+  for (const Case& c :
+       {Case{"lenet5", 32, 95715840}, Case{"lenet5", 64, 99919360}, Case{"lenet5", 256, 125144064},
+        Case{"two_conv_cnn", 32, 124446720}, Case{"two_conv_cnn", 64, 145427456}}) {
+    const Project p =
+        load_project(std::string(DC_SOURCE_DIR) + "/resources/templates/" + c.tmpl + ".dcproj");
+    advisor::MemoryOptions o;
+    o.backend = advisor::Backend::Cuda;
+    o.batch = c.batch;
+    o.optimizer = p.training.optimizer;
+    o.resident_bytes = resident;
+    const advisor::MemoryPrediction m = advisor::predict_memory(p.graph, o);
+    EXPECT_EQ(m.allocator, c.measured) << c.tmpl << " batch " << c.batch;
+    // The context is the driver's, outside the allocator: in the device total only.
+    EXPECT_EQ(m.total, m.allocator + m.context);
+    EXPECT_GT(m.context, 0);
+  }
+}
+
+TEST(Advisor, CudaBlocksAreRoundedAsThePluginsAllocatorRoundsThem) {
+  EXPECT_EQ(advisor::cuda_block_bytes(0), 0);
+  EXPECT_EQ(advisor::cuda_block_bytes(1), 512);
+  EXPECT_EQ(advisor::cuda_block_bytes(513), 1024);
+  EXPECT_EQ(advisor::cuda_block_bytes((1 << 20) - 1), 1 << 20);
+  EXPECT_EQ(advisor::cuda_block_bytes(1 << 20), 2 << 20);
+  EXPECT_EQ(advisor::cuda_block_bytes((2 << 20) + 1), 4 << 20);
+  // 60,000 images of 784 bytes (44.9 MiB: 2 MiB granules) and their 32-bit
+  // labels (234 KiB: 512-byte granules).
+  EXPECT_EQ(advisor::cuda_resident_bytes(60000, 784, true), (46 << 20) + 240128);
+}
+
 }  // namespace
 }  // namespace dc

@@ -15,6 +15,9 @@ struct DeviceAdvice {
   std::string name;
   int64_t memory_bytes = 0;    // the device's (this machine: MemAvailable)
   int64_t training_bytes = 0;  // predicted peak at the batch
+  // GPUs: the part the plugin's allocator holds (training_bytes less the
+  // CUDA context), the figure train --json measures as peak_device_bytes.
+  int64_t allocator_bytes = 0;
   bool fits = false;
   int64_t max_batch = 0;  // largest batch whose prediction fits memory_bytes
   double step_s = 0, samples_per_s = 0, epoch_s = 0;
@@ -32,7 +35,9 @@ struct Advice {
 // Bytes of memory available to a new process here (/proc/meminfo MemAvailable).
 int64_t host_available_bytes();
 
+// resident_bytes: the training and test sets as a GPU run keeps them on the
+// device (MemoryOptions::resident_bytes; 0 when unknown).
 Advice advise(const Project& p, int64_t batch, Precision precision, int64_t train_samples,
-              const DeviceBench& cpu, const std::vector<GpuSpec>& gpus);
+              const DeviceBench& cpu, const std::vector<GpuSpec>& gpus, int64_t resident_bytes = 0);
 
 }  // namespace dc::advisor

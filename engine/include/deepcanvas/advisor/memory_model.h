@@ -26,6 +26,9 @@ struct MemoryOptions {
   int threads = 0;          // CPU: 0 = num_threads(); im2col buffers are per thread
   int loader_prefetch = 3;  // BatchLoader's queue depth (data.h)
   Backend backend = Backend::Cpu;
+  // CUDA: what the device trainer uploads and keeps for the run, the
+  // training and test sets (cuda_resident_bytes of each); 0 when unknown.
+  int64_t resident_bytes = 0;
 };
 
 // One node's share. Bytes, at the options' batch.
@@ -52,9 +55,26 @@ struct MemoryPrediction {
   int64_t batch_tensors = 0;  // the loader's prefetched input batches
   int64_t loss_buffers = 0;   // the loss gradient buffer
   int64_t end_of_epoch = 0;   // the larger of evaluation's buffers and the best-state copy
-  int64_t overhead = 0;       // CUDA: context, workspace and allocator rounding
-  int64_t total = 0;          // the predicted peak
+  // CUDA: the plan's own buffers (labels, indices, the cuBLAS workspace,
+  // 16-bit copies, recurrent layers' cuDNN buffers) and the allocator's
+  // rounding of every block.
+  int64_t overhead = 0;
+  int64_t dataset = 0;  // CUDA: the resident training and test sets
+  // CUDA: what the plugin's allocator holds at its peak, the figure
+  // train --json measures as peak_device_bytes (everything but the context).
+  int64_t allocator = 0;
+  // CUDA: the context with the cuBLAS/cuDNN handles and the kernels' code,
+  // taken by the driver outside any allocator (about 512 MiB on current drivers).
+  int64_t context = 0;
+  int64_t total = 0;  // the predicted peak on the device (CUDA: allocator + context)
 };
+
+// CUDA: the bytes the device trainer uploads for a dataset, as the plugin's
+// allocator holds them (plan_step.cpp: 8-bit pixels or float values, and
+// 32-bit labels, each block rounded as cuda/allocator.cpp rounds it).
+int64_t cuda_resident_bytes(int64_t samples, int64_t sample_numel, bool pixels8);
+// The same rounding: 512-byte granules below 1 MiB, 2 MiB granules above.
+int64_t cuda_block_bytes(int64_t bytes);
 
 MemoryPrediction predict_memory(const Graph& g, const MemoryOptions& o);
 

@@ -17,7 +17,7 @@ struct RunPrediction {
   std::string why;     // when not available: what to do about it
   std::string device;  // what the figures are for ("this machine (…)", a catalog GPU)
   StepTime step;
-  int64_t memory_bytes = 0;  // predicted training peak
+  int64_t memory_bytes = 0;  // predicted training peak (GPU: the allocator's part)
   int64_t device_bytes = 0;  // the memory it must fit in (host: MemAvailable at start)
   bool gpu = false;
   Precision precision = Precision::Fp32;
