@@ -1,5 +1,6 @@
 // Pointwise ops: activations, Add, Dropout, bias. Grid-stride loops so one
 // launch shape fits every size.
+#include "channel_walk.h"
 #include "kernels.h"
 #include "launch.cuh"
 
@@ -98,10 +99,8 @@ __global__ void k_add_bias(float* y, const float* b, int64_t total, int64_t C, i
 __global__ void k_bias_grad(const float* dy, float* db, int64_t N, int64_t C, int64_t S) {
   const int c = blockIdx.x;
   float acc = 0.f;
-  for (int64_t j = threadIdx.x; j < N * S; j += blockDim.x) {
-    int64_t n = j / S, s = j % S;
-    acc += dy[(n * C + c) * S + s];
-  }
+  ChannelWalk w(threadIdx.x, blockDim.x, S, C);
+  for (int64_t j = threadIdx.x; j < N * S; j += blockDim.x, w.next()) acc += dy[w.index(c)];
   __shared__ float red[kThreads];
   red[threadIdx.x] = acc;
   __syncthreads();

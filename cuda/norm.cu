@@ -1,5 +1,7 @@
 // BatchNorm over [N, C, S]: one block per channel, reductions in double (as
-// the CPU kernel) so the batch statistics match it to float rounding.
+// the CPU kernel) so the batch statistics match it to float rounding. Each
+// thread walks its elements with ChannelWalk (no division per element).
+#include "channel_walk.h"
 #include "kernels.h"
 
 namespace dc::cuda {
@@ -29,11 +31,13 @@ __global__ void k_bn_fwd(const float* x, float* y, const float* gamma, const flo
   double mean, var;
   if (training) {
     double s = 0;
-    for (int64_t j = threadIdx.x; j < M; j += blockDim.x) s += x[(j / S * C + c) * S + j % S];
+    ChannelWalk w(threadIdx.x, blockDim.x, S, C);
+    for (int64_t j = threadIdx.x; j < M; j += blockDim.x, w.next()) s += x[w.index(c)];
     mean = block_sum(s, sh) / double(M);
     double q = 0;
-    for (int64_t j = threadIdx.x; j < M; j += blockDim.x) {
-      double d = x[(j / S * C + c) * S + j % S] - mean;
+    w = ChannelWalk(threadIdx.x, blockDim.x, S, C);
+    for (int64_t j = threadIdx.x; j < M; j += blockDim.x, w.next()) {
+      double d = x[w.index(c)] - mean;
       q += d * d;
     }
     q = block_sum(q, sh);
@@ -52,8 +56,9 @@ __global__ void k_bn_fwd(const float* x, float* y, const float* gamma, const flo
     invstd_out[c] = float(inv);
   }
   const float m = float(mean), scale = float(inv * gamma[c]), shift = beta[c];
-  for (int64_t j = threadIdx.x; j < M; j += blockDim.x) {
-    int64_t i = (j / S * C + c) * S + j % S;
+  ChannelWalk w(threadIdx.x, blockDim.x, S, C);
+  for (int64_t j = threadIdx.x; j < M; j += blockDim.x, w.next()) {
+    const int64_t i = w.index(c);
     y[i] = (x[i] - m) * scale + shift;
   }
 }
@@ -66,8 +71,9 @@ __global__ void k_bn_bwd(const float* x, const float* dy, float* dx, const float
   const int64_t M = int64_t(N) * S;
   const double mean = mean_in[c], inv = invstd_in[c];
   double sdy = 0, sdyx = 0;
-  for (int64_t j = threadIdx.x; j < M; j += blockDim.x) {
-    int64_t i = (j / S * C + c) * S + j % S;
+  ChannelWalk w(threadIdx.x, blockDim.x, S, C);
+  for (int64_t j = threadIdx.x; j < M; j += blockDim.x, w.next()) {
+    const int64_t i = w.index(c);
     sdy += dy[i];
     sdyx += dy[i] * (x[i] - mean) * inv;
   }
@@ -83,8 +89,9 @@ __global__ void k_bn_bwd(const float* x, const float* dy, float* dx, const float
   const float b0 = training ? float(-k * sdy / double(M)) : 0.f;
   const float b1 = training ? float(-k * sdyx / double(M) * inv) : 0.f;
   const float m = float(mean);
-  for (int64_t j = threadIdx.x; j < M; j += blockDim.x) {
-    int64_t i = (j / S * C + c) * S + j % S;
+  w = ChannelWalk(threadIdx.x, blockDim.x, S, C);
+  for (int64_t j = threadIdx.x; j < M; j += blockDim.x, w.next()) {
+    const int64_t i = w.index(c);
     dx[i] += a * dy[i] + b0 + b1 * (x[i] - m);
   }
 }
