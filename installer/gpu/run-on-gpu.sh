@@ -12,6 +12,7 @@
 # and raw results go to $DC_LOG_DIR (default build-gpu/logs).
 #   installer/gpu/run-on-gpu.sh [--no-bench] [--engine-tests] [--gtest-filter PATTERN]
 #       [--deadline S] [--peers-budget S] [--skip advisor,peers,tta]
+#       [--peers eager,graph,compile] [--configs cnn:fp32,...] [--repeats N] [--tta-sides LIST]
 # --deadline S: the whole script should end within S seconds of its start
 # (a lease's call limit): the benchmarks start no new process once their
 # share is spent and report what they measured. [--legacy-bench [--epochs N] [--lstm-epochs N]]
@@ -21,6 +22,8 @@ CARRY=${DC_CARRY:-$ROOT/carry}
 BUILD=${DC_BUILD:-$ROOT/build-gpu}
 LOGS=${DC_LOG_DIR:-$BUILD/logs}
 BENCH=1 ENGINE_TESTS=0 EPOCHS=8 LSTM_EPOCHS=5 FILTER='*' LEGACY=0 SKIP="" PEERS_BUDGET="" DEADLINE=0
+PEERS=eager,graph,compile CONFIGS=cnn:fp32,cnn:bf16,lstm:fp32,lstm:bf16,vgg:bf16,resnet:bf16 REPEATS=3
+TTA_SIDES=deepcanvas,graph,compile
 while [ $# -gt 0 ]; do
   case $1 in
     --no-bench) BENCH=0 ;;
@@ -28,6 +31,10 @@ while [ $# -gt 0 ]; do
     --skip) SKIP=$2; shift ;;
     --peers-budget) PEERS_BUDGET=$2; shift ;;
     --deadline) DEADLINE=$2; shift ;;
+    --peers) PEERS=$2; shift ;;
+    --configs) CONFIGS=$2; shift ;;
+    --repeats) REPEATS=$2; shift ;;
+    --tta-sides) TTA_SIDES=$2; shift ;;
     --engine-tests) ENGINE_TESTS=1 ;;
     --epochs) EPOCHS=$2; shift ;;
     --lstm-epochs) LSTM_EPOCHS=$2; shift ;;
@@ -129,13 +136,14 @@ if wanted peers; then
   # The time to accuracy after it needs about 2 minutes; a process started
   # just inside the budget may run 40 s past it.
   PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu_peers.py" --cli "$CLI" --data "$DATA" \
+    --peers "$PEERS" --configs "$CONFIGS" --repeats "$REPEATS" \
     --budget-s "${PEERS_BUDGET:-$(left 170)}" --out "$LOGS" 2>&1 | tee "$LOGS/peers.log"
   RESULT[peers]=${PIPESTATUS[0]}
 fi
 if wanted tta; then
   step "time to 91 % ($DATA)"
   PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu_peers.py" --cli "$CLI" --data "$DATA" \
-    --tta-sides deepcanvas,graph,compile --budget-s "$(left 40)" --out "$LOGS" 2>&1 |
+    --tta-sides "$TTA_SIDES" --budget-s "$(left 40)" --out "$LOGS" 2>&1 |
     tee "$LOGS/tta.log"
   RESULT[tta]=${PIPESTATUS[0]}
 fi
