@@ -147,8 +147,8 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       // algorithms unfold) stands for it. One workspace serves every op.
       if (!conv_is_pointwise(s.in_shapes, s.attrs)) {
         const auto& k = s.attrs.ints("kernel");
-        const int64_t cols = s.in_shapes[0][0] / s.attrs.i("groups") * k[0] * k[1] *
-                             s.out_shape[1] * s.out_shape[2];
+        const int64_t cols =
+            s.in_shapes[0][0] / s.attrs.i("groups") * k[0] * k[1] * s.out_shape[1] * s.out_shape[2];
         workspace = std::max(workspace, blk((reduced ? 2 : 4) * n * cols));
       }
     } else if (s.type == "Dense") {
@@ -190,6 +190,7 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
   m.internal = 0;
   m.transient = 0;
   m.end_of_epoch = 0;
+  m.workspace = workspace;
   m.overhead = extra + workspace;
   m.dataset = o.resident_bytes;
   m.allocator = m.activations + m.activation_grads + m.weights + m.gradients + m.optimizer +

@@ -107,8 +107,10 @@ TEST(Advisor, MaxBatchGrowsWithMemory) {
 // The CUDA figure against the plugin allocator's peak as measured on an
 // H100 (bench/results/advisor-gpu-20261125-1812-ada5a47.jsonl:
 // train --device cuda --json peak_device_bytes, full Fashion-MNIST resident,
-// Adam, fp32): where cuDNN picked algorithms without workspace, every
-// allocation is accounted for to the byte. Runs without a GPU.
+// Adam, fp32). In these five runs cuDNN picked algorithms without
+// workspace, so everything but the workspace estimate is accounted for to
+// the byte, and the estimate keeps the prediction above the peak. Runs
+// without a GPU.
 TEST(Advisor, CudaMemoryMatchesTheAllocatorPeakMeasuredOnAnH100) {
   const int64_t resident = advisor::cuda_resident_bytes(60000, 784, true) +
                            advisor::cuda_resident_bytes(10000, 784, true);
@@ -127,7 +129,8 @@ TEST(Advisor, CudaMemoryMatchesTheAllocatorPeakMeasuredOnAnH100) {
     o.optimizer = p.training.optimizer;
     o.resident_bytes = resident;
     const advisor::MemoryPrediction m = advisor::predict_memory(p.graph, o);
-    EXPECT_EQ(m.allocator, c.measured) << c.tmpl << " batch " << c.batch;
+    EXPECT_EQ(m.allocator - m.workspace, c.measured) << c.tmpl << " batch " << c.batch;
+    EXPECT_GT(m.workspace, 0) << c.tmpl << " batch " << c.batch;
     // The context is the driver's, outside the allocator: in the device total only.
     EXPECT_EQ(m.total, m.allocator + m.context);
     EXPECT_GT(m.context, 0);

@@ -59,6 +59,9 @@ struct MemoryPrediction {
   // 16-bit copies, recurrent layers' cuDNN buffers) and the allocator's
   // rounding of every block.
   int64_t overhead = 0;
+  // CUDA, part of overhead: cuDNN's workspace, which only the device knows
+  // (the algorithms cudnnFind picks); estimated (memory_model.cpp).
+  int64_t workspace = 0;
   int64_t dataset = 0;  // CUDA: the resident training and test sets
   // CUDA: what the plugin's allocator holds at its peak, the figure
   // train --json measures as peak_device_bytes (everything but the context).
