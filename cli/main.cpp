@@ -350,7 +350,8 @@ int cmd_train(const Args& a) {
   // For a text model, what ignoring context would reach: the loss to beat.
   const double unigram = train->tokens ? label_entropy(*train) : NAN;
   Trainer t(p.graph, c, train, test);
-  const advisor::RunPrediction predicted = advisor::predict_run_here(p.graph, c);
+  const advisor::RunPrediction predicted = advisor::predict_run_here(
+      p.graph, c, advisor::cuda_resident_bytes(*train) + advisor::cuda_resident_bytes(*test));
   advisor::Timeline timeline(predicted.diagnosis_input());
   if (!quiet && !c.init_weights.empty())
     std::fprintf(stderr, "weights from %s: %s\n", c.init_weights.c_str(),
@@ -956,23 +957,23 @@ int cmd_bench_device(const Args& a) {
   return 0;
 }
 
-// Training samples per epoch: the option, else the project's dataset (after
-// its validation split). Returns 0 when the dataset cannot be read.
-// The training samples per epoch and the bytes a GPU run keeps resident
-// (the training and test sets; 0 when the dataset is not read).
+// Training samples per epoch (the option, else the dataset's after its
+// validation split) and the bytes a GPU run keeps resident (the training
+// and test sets). --samples alone reads no dataset (resident 0); the
+// project's dataset unreadable gives a note and 60000 samples; a --data
+// folder unreadable is an error.
 std::pair<int64_t, int64_t> epoch_samples(const Args& a, const Project& p, std::string& note) {
   if (a.has("samples") && !a.has("data")) return {a.get_int("samples", 0, 1, int64_t(1) << 40), 0};
   try {
     const ProjectData d = load_project_dataset(p, a.get("data", ""));
-    int64_t resident = 0;
-    for (const Dataset* s : {&d.data.train, &d.data.test})
-      resident +=
-          advisor::cuda_resident_bytes(s->size(), s->sample_shape.numel(), !s->pixels.empty());
+    const int64_t resident =
+        advisor::cuda_resident_bytes(d.data.train) + advisor::cuda_resident_bytes(d.data.test);
     const int64_t samples =
         a.has("samples") ? a.get_int("samples", 0, 1, int64_t(1) << 40)
                          : int64_t(double(d.data.train.size()) * (1.0 - p.training.val_split));
     return {samples, resident};
   } catch (const std::exception& e) {
+    if (a.has("data")) throw;
     note = std::string("dataset not read (") + e.what() + "); epoch times assume 60000 samples";
     return {60000, 0};
   }

@@ -78,10 +78,10 @@ void RunDiagnosisView::reset() {
   verdict_->setVisible(false);
 }
 
-void RunDiagnosisView::startRun(const Graph& g, const TrainConfig& c) {
+void RunDiagnosisView::startRun(const Graph& g, const TrainConfig& c, int64_t resident_bytes) {
   reset();
   try {
-    prediction_ = advisor::predict_run_here(g, c);
+    prediction_ = advisor::predict_run_here(g, c, resident_bytes);
   } catch (const std::exception& e) {  // a bad user GPU catalog, say
     prediction_ = {};
     prediction_.why = e.what();

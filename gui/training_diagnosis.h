@@ -24,7 +24,8 @@ class RunDiagnosisView : public QFrame {
 
   // A run starts: its prediction (the cached benchmark; never measured
   // here) and an empty timeline.
-  void startRun(const Graph& g, const TrainConfig& c);
+  // resident_bytes: what a GPU run keeps of its datasets on the device.
+  void startRun(const Graph& g, const TrainConfig& c, int64_t resident_bytes = 0);
   void addSteps(const QVector<dc::TrainEvent>& batch);
   void addTelemetry(const DeviceReading& r);
   void endRun();  // a last verdict, then no more refreshes

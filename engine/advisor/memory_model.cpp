@@ -3,6 +3,7 @@
 // it), so that a change there shows up here as a failing
 // Advisor.MemoryPredictionMatchesMeasuredPeak test rather than as a silent drift.
 #include <deepcanvas/advisor/memory_model.h>
+#include <deepcanvas/data.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/plan.h>
 
@@ -158,8 +159,9 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
     } else if (is_recurrent(s.type)) {
       // rnn.cpp: cuDNN's packed weights and their gradients, the input
       // gradient, the output sequence and its gradient (last-step
-      // outputs), and the reserve space cuDNN keeps for backward: per
-      // layer and direction the gates and the states of every time step.
+      // outputs), and the reserve space cuDNN keeps for backward, which
+      // only cuDNN sizes: estimated as per layer and direction the gates
+      // and the states of every time step.
       const int64_t T = s.in_shapes[0][0], H = s.attrs.i("hidden_size");
       const int64_t L = s.attrs.i("num_layers"), D = s.attrs.b("bidirectional") ? 2 : 1;
       const int64_t G = s.type == "LSTM" ? 4 : s.type == "GRU" ? 3 : 1;
@@ -183,7 +185,9 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
   m.copies = reduced ? blk(2 * tr1) : 0;  // plan.cpp plow_
   // plan.cpp: labels, targets, loss statistics, 32 slots of sample
   // indices; with CUDA graphs the graph's indices, arguments and cuBLAS's
-  // own 32 MiB workspace.
+  // own 32 MiB workspace. Counted for every run: one without graphs (a
+  // stacked recurrent layer with dropout) has cuDNN's dropout states in
+  // their place instead, which only the device sizes.
   m.batch_tensors = blk(4 * n) + blk(4 * n * classes) + blk(64) + blk(8 * n * 32) + blk(8 * n) +
                     blk(64) + blk(int64_t(32) << 20);
   m.loss_buffers = 0;
@@ -211,6 +215,10 @@ int64_t cuda_block_bytes(int64_t bytes) {
 int64_t cuda_resident_bytes(int64_t samples, int64_t sample_numel, bool pixels8) {
   return cuda_block_bytes(samples * sample_numel * (pixels8 ? 1 : 4)) +
          cuda_block_bytes(samples * 4);
+}
+
+int64_t cuda_resident_bytes(const Dataset& d) {
+  return cuda_resident_bytes(d.size(), d.sample_shape.numel(), !d.pixels.empty());
 }
 
 MemoryPrediction predict_memory(const Graph& g, const MemoryOptions& o) {

@@ -64,7 +64,7 @@ DiagnosisInput RunPrediction::diagnosis_input() const {
 }
 
 RunPrediction predict_run(const Graph& g, const TrainConfig& c, const std::string& gpu_name,
-                          int64_t gpu_bytes) {
+                          int64_t gpu_bytes, int64_t resident_bytes) {
   RunPrediction r;
   r.gpu = c.device.cuda;
   r.precision = c.device.cuda ? c.precision : Precision::Fp32;
@@ -104,20 +104,21 @@ RunPrediction predict_run(const Graph& g, const TrainConfig& c, const std::strin
       return r;
     }
     mo.backend = Backend::Cuda;
+    mo.resident_bytes = resident_bytes;
     r.device = catalog[size_t(i)].name + " (catalog estimate)";
     r.step = predict_step_time(g, c.batch, gpu_rates(catalog[size_t(i)], r.precision),
                                r.precision == Precision::Fp32 ? 4 : 2);
     r.device_bytes = gpu_bytes > 0 ? gpu_bytes : catalog[size_t(i)].memory_bytes;
   }
   // On a GPU the measured figure is the plugin allocator's peak, which the
-  // CUDA context is not part of (nor, here, the resident dataset: unknown).
+  // CUDA context is not part of.
   const MemoryPrediction mem = predict_memory(g, mo);
   r.memory_bytes = r.gpu ? mem.allocator : mem.total;
   r.available = true;
   return r;
 }
 
-RunPrediction predict_run_here(const Graph& g, const TrainConfig& c) {
+RunPrediction predict_run_here(const Graph& g, const TrainConfig& c, int64_t resident_bytes) {
   std::string name;
   int64_t bytes = 0;
   if (c.device.cuda)
@@ -126,7 +127,7 @@ RunPrediction predict_run_here(const Graph& g, const TrainConfig& c) {
         name = i.name;
         bytes = i.total_bytes;
       }
-  return predict_run(g, c, name, bytes);
+  return predict_run(g, c, name, bytes, resident_bytes);
 }
 
 }  // namespace dc::advisor

@@ -122,14 +122,60 @@ TEST(Cli, AdviseProfileShowsEachLayersMeasuredTimeBesideItsPrediction) {
   EXPECT_EQ(last_json_line(tokens.out)["layers"][0]["type"], "Embedding");
 }
 
+// LeNet-5 trained a few steps on the bundled subset, --json.
+CliRun train_lenet(const std::string& flags) {
+  return cli("train " + src("resources/templates/lenet5.dcproj") + " --data " +
+             src("sample_data/fashion-mnist-subset") + " --batch 32 --json --quiet " + flags);
+}
+
 TEST(Cli, TrainJsonReportsPeakTensorBytes) {
-  CliRun r = cli("train " + src("resources/templates/lenet5.dcproj") + " --data " +
-                 src("sample_data/fashion-mnist-subset") +
-                 " --epochs 1 --steps-per-epoch 2 --batch 32 --json --quiet");
+  CliRun r = train_lenet("--epochs 1 --steps-per-epoch 2");
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = last_json_line(r.out);
   ASSERT_TRUE(j.contains("peak_tensor_bytes"));
   EXPECT_GT(j["peak_tensor_bytes"].get<int64_t>(), 1 << 20);
+}
+
+// --test-every: the test set every N steps of the run (across epochs),
+// with training seconds that only grow, and the setup time before the run.
+TEST(Cli, TrainTestEveryGivesATestCurve) {
+  CliRun r = train_lenet("--epochs 2 --steps-per-epoch 4 --test-every 3");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = last_json_line(r.out);
+  ASSERT_TRUE(j.contains("test_curve")) << r.out;
+  const auto& curve = j["test_curve"];
+  ASSERT_EQ(curve.size(), 2u) << curve;  // steps 3 and 6 of 8
+  EXPECT_EQ(curve[0]["step"], 3);
+  EXPECT_EQ(curve[1]["step"], 6);
+  EXPECT_EQ(curve[1]["epoch"], 2);
+  EXPECT_GT(curve[1]["train_seconds"].get<double>(), curve[0]["train_seconds"].get<double>());
+  EXPECT_GE(curve[0]["run_seconds"].get<double>(), curve[0]["train_seconds"].get<double>());
+  EXPECT_GT(j["setup_seconds"].get<double>(), 0);
+  CliRun plain = train_lenet("--epochs 1 --steps-per-epoch 2");
+  ASSERT_EQ(plain.code, 0) << plain.out;
+  EXPECT_FALSE(last_json_line(plain.out).contains("test_curve"));
+}
+
+// advise --data: the GPU rows count the dataset the device keeps (the
+// training and test sets), which --samples alone does not read.
+TEST(Cli, AdviseDataCountsTheResidentDatasetInTheGpuRows) {
+  Tmp t;
+  const std::string env = seeded_cache_env(t);
+  const std::string advise = env + std::string(DC_CLI) + " advise " +
+                             src("resources/templates/lenet5.dcproj") + " --batch 32 --json";
+  CliRun bare = cli_command(advise + " --samples 1000");
+  CliRun data = cli_command(advise + " --data " + src("sample_data/fashion-mnist-subset"));
+  ASSERT_EQ(bare.code, 0) << bare.out;
+  ASSERT_EQ(data.code, 0) << data.out;
+  const auto b = last_json_line(bare.out)["gpus"][0], d = last_json_line(data.out)["gpus"][0];
+  // The subset: 10,000 training and 2,000 test images of 28x28 bytes.
+  const int64_t resident = (8 << 20) + 40448 + (2 << 20) + 8192;
+  EXPECT_EQ(d["allocator_bytes"].get<int64_t>() - b["allocator_bytes"].get<int64_t>(), resident);
+  // The CUDA context is the driver's: in the device total, not the allocator's part.
+  EXPECT_EQ(b["training_bytes"].get<int64_t>() - b["allocator_bytes"].get<int64_t>(), int64_t(512)
+                                                                                          << 20);
+  CliRun missing = cli_command(advise + " --data " + t.path("no-such-folder"));
+  EXPECT_NE(missing.code, 0) << missing.out;
 }
 
 // The closing diagnosis: the prediction from the (seeded) benchmark beside

@@ -5,6 +5,7 @@
 
 #include <deepcanvas/advisor/diagnose.h>
 #include <deepcanvas/advisor/gpu_catalog.h>
+#include <deepcanvas/advisor/memory_model.h>
 #include <deepcanvas/advisor/run_prediction.h>
 #include <deepcanvas/trainer.h>
 #include <gtest/gtest.h>
@@ -253,6 +254,29 @@ TEST(RunPrediction, ThreadsZeroUsesTheHardwareCountNotTheLastRunsSetting) {
   EXPECT_EQ(resolved_threads(3), 3);
   EXPECT_FALSE(r.available);
   EXPECT_NE(r.why.find("at " + std::to_string(hw) + " threads"), std::string::npos) << r.why;
+}
+
+// A GPU run's predicted memory is the plugin allocator's part (no CUDA
+// context, which the measured peak_device_bytes never sees) and counts the
+// datasets the device trainer keeps resident.
+TEST(RunPrediction, AGpuRunsMemoryIsTheAllocatorsPartWithTheResidentData) {
+  ScratchXdg config("XDG_CONFIG_HOME");  // the bundled catalog only
+  TrainConfig c;
+  c.device.cuda = true;
+  const Graph g = test::quadrant_mlp();
+  const RunPrediction bare = predict_run(g, c, "NVIDIA H100 80GB HBM3", int64_t(80) << 30);
+  const int64_t resident = cuda_resident_bytes(60000, 784, true);
+  const RunPrediction with_data =
+      predict_run(g, c, "NVIDIA H100 80GB HBM3", int64_t(80) << 30, resident);
+  ASSERT_TRUE(bare.available) << bare.why;
+  EXPECT_EQ(with_data.memory_bytes - bare.memory_bytes, resident);
+  MemoryOptions mo;
+  mo.backend = Backend::Cuda;
+  mo.batch = c.batch;
+  mo.optimizer = c.optimizer;
+  const MemoryPrediction m = predict_memory(g, mo);
+  EXPECT_EQ(bare.memory_bytes, m.allocator);
+  EXPECT_EQ(m.total - m.allocator, m.context);
 }
 
 // A malformed user GPU catalog costs the prediction, not the run.

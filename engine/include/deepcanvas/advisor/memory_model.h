@@ -12,6 +12,10 @@
 #include <string>
 #include <vector>
 
+namespace dc {
+struct Dataset;
+}
+
 namespace dc::advisor {
 
 enum class Backend { Cpu, Cuda };
@@ -76,6 +80,8 @@ struct MemoryPrediction {
 // allocator holds them (plan_step.cpp: 8-bit pixels or float values, and
 // 32-bit labels, each block rounded as cuda/allocator.cpp rounds it).
 int64_t cuda_resident_bytes(int64_t samples, int64_t sample_numel, bool pixels8);
+// The same for a loaded dataset.
+int64_t cuda_resident_bytes(const Dataset& d);
 // The same rounding: 512-byte granules below 1 MiB, 2 MiB granules above.
 int64_t cuda_block_bytes(int64_t bytes);
 

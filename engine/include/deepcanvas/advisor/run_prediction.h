@@ -30,11 +30,14 @@ struct RunPrediction {
 // must not wait seconds for it (without one, available is false and why
 // says how to get it). CUDA runs use the catalog row that matches gpu_name
 // (from list_gpus), an estimate; gpu_bytes is that GPU's memory.
+// resident_bytes: what a GPU run keeps of its datasets on the device
+// (cuda_resident_bytes of the training and test sets), counted in the GPU's
+// predicted memory.
 RunPrediction predict_run(const Graph& g, const TrainConfig& c, const std::string& gpu_name = "",
-                          int64_t gpu_bytes = 0);
+                          int64_t gpu_bytes = 0, int64_t resident_bytes = 0);
 
 // predict_run for the GPU the run's device names (from list_gpus), or the CPU.
-RunPrediction predict_run_here(const Graph& g, const TrainConfig& c);
+RunPrediction predict_run_here(const Graph& g, const TrainConfig& c, int64_t resident_bytes = 0);
 
 // The catalog row for a GPU's reported name ("NVIDIA H100 80GB HBM3" →
 // "NVIDIA H100 SXM"): the most words (split at spaces and dashes) in common,
