@@ -30,7 +30,7 @@ it. Compile/capture seconds and peak GPU memory (torch.cuda.max_memory_allocated
 against DeepCanvas's allocator peak, peak_device_bytes) are reported.
 
   python3 bench/gpu_peers.py --cli build-gpu/bin/deepcanvas-cli --data DIR
-      [--models cnn,lstm,vgg,resnet] [--configs cnn:fp32,cnn:bf16,...]
+      [--configs cnn:fp32,cnn:bf16:2048,...]  (model:precision[:batch])
       [--peers eager,graph,compile] [--repeats 3] [--epochs 2] [--budget-s S]
       [--out DIR]
 Prints a table of medians [min..max]; writes every run's raw JSON to
@@ -83,9 +83,9 @@ def steady(history):
 
 # ---------------------------------------------------------------- DeepCanvas
 
-def run_deepcanvas(a, model, precision, seed, tta=None):
+def run_deepcanvas(a, model, precision, seed, tta=None, batch=None):
     cmd = [a.cli, "train", PROJECTS[model], "--data", a.data, "--device", "cuda",
-           "--batch", str(BATCH[model]), "--epochs", str(tta["epochs"] if tta else a.epochs),
+           "--batch", str(batch or BATCH[model]), "--epochs", str(tta["epochs"] if tta else a.epochs),
            "--precision", precision, "--optimizer", "adam", "--lr", "0.001", "--schedule",
            "constant", "--seed", str(seed), "--json", "--quiet"]
     if tta:
@@ -261,10 +261,10 @@ def torch_worker(spec):
             "torch": torch.__version__}
 
 
-def run_torch(a, model, precision, peer, seed, export_dir, tta=None):
+def run_torch(a, model, precision, peer, seed, export_dir, tta=None, batch=None):
     spec = {"model": model, "precision": precision, "peer": peer, "data": a.data,
             "epochs": tta["epochs"] if tta else a.epochs, "seed": seed,
-            "export_dir": export_dir, "batch": BATCH[model], "tta": tta}
+            "export_dir": export_dir, "batch": batch or BATCH[model], "tta": tta}
     t0 = time.time()
     p = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", json.dumps(spec)],
                        capture_output=True, text=True)
@@ -356,7 +356,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
     ap.add_argument("--data", required=True)
-    ap.add_argument("--configs", default=DEFAULT_CONFIGS, help="model:precision,...")
+    ap.add_argument("--configs", default=DEFAULT_CONFIGS, help="model:precision[:batch],... (batch: the network's default)")
     ap.add_argument("--peers", default="eager,graph,compile")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--epochs", type=int, default=2, help="epoch 1 is warm-up on both sides")
@@ -378,16 +378,21 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     if a.tta_sides:
         return time_to_accuracy(a, gpu)
-    configs = [tuple(c.split(":")) for c in a.configs.split(",") if c]
+    # model:precision[:batch]; the batch defaults to the network's (BATCH).
+    configs = []
+    for c in a.configs.split(","):
+        if c:
+            f = c.split(":")
+            configs.append((f[0], f[1], int(f[2]) if len(f) > 2 else BATCH[f[0]]))
     peers = [p for p in a.peers.split(",") if p]
-    exports = {m: export_model(a, m, a.tmp) for m, _ in configs}
+    exports = {m: export_model(a, m, a.tmp) for m, _, _ in configs}
     commit = commit_of()
     runs = []
     t_begin = time.time()
     sides = ["deepcanvas"] + peers
     out_of_time = False
     for rep in range(a.repeats):
-        for model, prec in configs:
+        for model, prec, bs in configs:
             # Rotate who goes first, so that no side always runs on a cold or warm GPU.
             order = sides[rep % len(sides):] + sides[:rep % len(sides)]
             for side in order:
@@ -396,16 +401,17 @@ def main():
                     break
                 seed = 1 + rep
                 if side == "deepcanvas":
-                    r = run_deepcanvas(a, model, prec, seed)
+                    r = run_deepcanvas(a, model, prec, seed, batch=bs)
                 else:
-                    r = run_torch(a, model, prec, side, seed, exports[model])
-                r.update({"model": model, "precision": prec, "side": side, "repeat": rep})
+                    r = run_torch(a, model, prec, side, seed, exports[model], batch=bs)
+                r.update({"model": model, "precision": prec, "batch": bs, "side": side,
+                          "repeat": rep})
                 runs.append(r)
                 msg = r.get("error") or (f"{r['steady_samples_per_s']:10.0f} samples/s, "
                                          f"acc {100 * r['test_accuracy']:.2f} %, "
                                          f"peak {(r.get('peak_gpu_bytes') or 0) / 2**20:.0f} MiB")
-                print(f"[{time.time() - t_begin:6.0f} s] {model:6} {prec:4} {side:12} {msg}",
-                      flush=True)
+                print(f"[{time.time() - t_begin:6.0f} s] {model:6} {prec:4} {bs:5} {side:12} "
+                      f"{msg}", flush=True)
     if out_of_time:
         print(f"budget of {a.budget_s:.0f} s spent: stopped in repetition {rep + 1}", flush=True)
     stamp = time.strftime("%Y%m%d-%H%M", time.gmtime())
@@ -415,29 +421,31 @@ def main():
                    "epochs": a.epochs, "runs": runs}, f, indent=1)
     print(f"\nGPU {gpu}; torch {torch.__version__}; commit {commit}; {a.epochs} epochs per run "
           f"(epoch 1 warm-up); medians [min..max] over repetitions; raw: {path}")
-    print(f"{'model':6} {'prec':4} {'side':11} {'n':>2} {'samples/s':>22} {'vs best peer':>12} "
-          f"{'acc':>7} {'peak MiB':>9} {'warm-up s':>9}")
-    for model, prec in configs:
+    print(f"{'model':6} {'prec':4} {'batch':>5} {'side':11} {'n':>2} {'samples/s':>22} "
+          f"{'vs best peer':>12} {'acc':>7} {'peak MiB':>9} {'warm-up s':>9}")
+    for model, prec, bs in configs:
+        key = (model, prec, bs)
         stats = {}
         for side in sides:
-            ok = [r for r in runs if (r["model"], r["precision"], r["side"]) == (model, prec, side)
-                  and "error" not in r]
+            ok = [r for r in runs if (r["model"], r["precision"], r["batch"]) == key
+                  and r["side"] == side and "error" not in r]
             if ok:
                 v = [r["steady_samples_per_s"] for r in ok]
                 stats[side] = (statistics.median(v), min(v), max(v), ok)
         best = max((s[0] for k, s in stats.items() if k != "deepcanvas"), default=0)
         for side in sides:
             if side not in stats:
-                errs = [r["error"] for r in runs if (r["model"], r["precision"], r["side"]) ==
-                        (model, prec, side) and "error" in r]
-                print(f"{model:6} {prec:4} {side:11} failed: {errs[0][-160:] if errs else 'not run'}")
+                errs = [r["error"] for r in runs if (r["model"], r["precision"], r["batch"]) == key
+                        and r["side"] == side and "error" in r]
+                print(f"{model:6} {prec:4} {bs:5} {side:11} failed: "
+                      f"{errs[0][-160:] if errs else 'not run'}")
                 continue
             med, lo, hi, ok = stats[side]
             acc = statistics.median(r["test_accuracy"] for r in ok)
             peak = statistics.median((r.get("peak_gpu_bytes") or 0) for r in ok) / 2**20
             warm = statistics.median(r.get("warmup_s", 0) for r in ok)
             ratio = f"{med / best:11.2f}x" if best else ""
-            print(f"{model:6} {prec:4} {side:11} {len(ok):2} {med:9.0f} [{lo:5.0f}..{hi:5.0f}] "
+            print(f"{model:6} {prec:4} {bs:5} {side:11} {len(ok):2} {med:9.0f} [{lo:5.0f}..{hi:5.0f}] "
                   f"{ratio:>12} {100 * acc:6.2f}% {peak:9.0f} {warm:9.1f}")
 
 
