@@ -11,7 +11,7 @@
 # repeated) and the time to 91 % over 5 seeds; prints a summary last. Logs
 # and raw results go to $DC_LOG_DIR (default build-gpu/logs).
 #   installer/gpu/run-on-gpu.sh [--no-bench] [--engine-tests] [--gtest-filter PATTERN]
-#       [--deadline S] [--peers-budget S] [--skip advisor,peers,tta]
+#       [--deadline S] [--peers-budget S] [--skip tests,advisor,peers,tta]
 #       [--peers eager,graph,compile] [--configs cnn:fp32,...] [--repeats N] [--tta-sides LIST]
 # --deadline S: the whole script should end within S seconds of its start
 # (a lease's call limit): the benchmarks start no new process once their
@@ -98,9 +98,11 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,m
 XDG_CACHE_HOME="$LOGS/cache" "$BUILD/bin/deepcanvas-cli" bench-device --device cuda:0 --refresh 2>&1 |
   tee "$LOGS/bench-device.log"
 
-step cuda_tests
-(cd "$BUILD" && DC_REQUIRE_CUDA=1 "$BUILD/bin/cuda_tests" --gtest_filter="$FILTER" 2>&1) | tee "$LOGS/cuda_tests.log" | grep -vE "^\[ (RUN|       OK) " | tail -40
-RESULT[cuda_tests]=${PIPESTATUS[0]}
+if [[ ",$SKIP," != *",tests,"* ]]; then
+  step cuda_tests
+  (cd "$BUILD" && DC_REQUIRE_CUDA=1 "$BUILD/bin/cuda_tests" --gtest_filter="$FILTER" 2>&1) | tee "$LOGS/cuda_tests.log" | grep -vE "^\[ (RUN|       OK) " | tail -40
+  RESULT[cuda_tests]=${PIPESTATUS[0]}
+fi
 
 if [ "$ENGINE_TESTS" = 1 ]; then
   step engine_tests
@@ -164,8 +166,10 @@ printf '%-14s %s\n' step result
 for k in configure build cuda_tests engine_tests advisor peers tta bench lstm_bench; do
   [ -n "${RESULT[$k]+x}" ] && printf '%-14s %s\n' "$k" "$([ "${RESULT[$k]}" = 0 ] && echo ok || echo "FAILED (${RESULT[$k]})")"
 done
-grep -E "^\[  (PASSED|FAILED)  \]|tests? ran" "$LOGS/cuda_tests.log" | head -5
-grep -E "^\[ (sample subset|  FAILED  ) \]" "$LOGS/cuda_tests.log" | head -20
+if [ -f "$LOGS/cuda_tests.log" ]; then
+  grep -E "^\[  (PASSED|FAILED)  \]|tests? ran" "$LOGS/cuda_tests.log" | head -5
+  grep -E "^\[ (sample subset|  FAILED  ) \]" "$LOGS/cuda_tests.log" | head -20
+fi
 [ -f "$LOGS/bench.log" ] && tail -9 "$LOGS/bench.log"
 [ -f "$LOGS/lstm_bench.log" ] && tail -4 "$LOGS/lstm_bench.log"
 [ -f "$LOGS/peers.log" ] && sed -n '/^GPU /,$p' "$LOGS/peers.log"
