@@ -105,9 +105,14 @@ RunPrediction predict_run(const Graph& g, const TrainConfig& c, const std::strin
     }
     mo.backend = Backend::Cuda;
     mo.resident_bytes = resident_bytes;
-    r.device = catalog[size_t(i)].name + " (catalog estimate)";
-    r.step = predict_step_time(g, c.batch, gpu_rates(catalog[size_t(i)], r.precision),
-                               r.precision == Precision::Fp32 ? 4 : 2);
+    // This GPU's own benchmark when it has one, else its catalog row.
+    DeviceBench measured;
+    const bool have = load_cached_bench(gpu_bench_key(c.device.index, gpu_name), measured);
+    r.device = catalog[size_t(i)].name + (have ? " (measured here)" : " (catalog estimate)");
+    r.step = predict_step_time(
+        g, c.batch,
+        have ? gpu_rates(measured, r.precision) : gpu_rates(catalog[size_t(i)], r.precision),
+        r.precision == Precision::Fp32 ? 4 : 2);
     r.device_bytes = gpu_bytes > 0 ? gpu_bytes : catalog[size_t(i)].memory_bytes;
   }
   // On a GPU the measured figure is the plugin allocator's peak, which the

@@ -279,6 +279,38 @@ TEST(RunPrediction, AGpuRunsMemoryIsTheAllocatorsPartWithTheResidentData) {
   EXPECT_EQ(m.total - m.allocator, m.context);
 }
 
+// A GPU measured here (bench-device --device cuda:N's cached figures) is
+// predicted from its measurement: the H100's own figures give its catalog
+// prediction (the efficiencies are re-based on that measurement), slower
+// figures a slower step.
+TEST(RunPrediction, AGpuWithItsOwnBenchmarkIsPredictedFromIt) {
+  ScratchXdg config("XDG_CONFIG_HOME");
+  ScratchXdg cache("XDG_CACHE_HOME");
+  TrainConfig c;
+  c.device.cuda = true;
+  const Graph g = test::quadrant_mlp();
+  const std::string name = "NVIDIA H100 80GB HBM3";
+  const int64_t bytes = int64_t(80) << 30;
+  const RunPrediction catalog = predict_run(g, c, name, bytes);
+  ASSERT_TRUE(catalog.available) << catalog.why;
+  EXPECT_NE(catalog.device.find("catalog estimate"), std::string::npos) << catalog.device;
+  DeviceBench b;
+  b.device = "cuda:0";
+  b.name = name;
+  b.fp32_gflops = 51736.0;
+  b.bf16_gflops = 893765.4;
+  b.fp16_gflops = 900424.3;
+  b.mem_bandwidth_gbs = 3008.9;
+  store_cached_bench(gpu_bench_key(0, name), b);
+  const RunPrediction here = predict_run(g, c, name, bytes);
+  EXPECT_NE(here.device.find("measured here"), std::string::npos) << here.device;
+  EXPECT_NEAR(here.step.step_s, catalog.step.step_s, 1e-9 * catalog.step.step_s);
+  b.fp32_gflops /= 4;
+  b.mem_bandwidth_gbs /= 4;
+  store_cached_bench(gpu_bench_key(0, name), b);
+  EXPECT_GT(predict_run(g, c, name, bytes).step.step_s, here.step.step_s);
+}
+
 // A malformed user GPU catalog costs the prediction, not the run.
 TEST(RunPrediction, AMalformedUserCatalogIsAReasonNotAnException) {
   ScratchXdg config("XDG_CONFIG_HOME");

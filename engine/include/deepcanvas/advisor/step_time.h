@@ -31,8 +31,10 @@ struct DeviceRates {
 
 // This machine's rates from its micro-benchmark.
 DeviceRates cpu_rates(const DeviceBench& b);
-// A catalog GPU's rates at a precision (estimates: no GPU was measured).
+// A catalog GPU's rates at a precision (estimates from its datasheet).
 DeviceRates gpu_rates(const GpuSpec& g, Precision p);
+// A GPU's rates from its own micro-benchmark (bench-device --device cuda:N).
+DeviceRates gpu_rates(const DeviceBench& measured, Precision p);
 
 struct LayerTime {
   std::string name, type;
