@@ -68,7 +68,8 @@ void MainWindow::createCostOverlay() {
     const TrainConfig c = training_panel_->config();
     cost_overlay_->setBatch(c.batch);
     cost_overlay_->setOptimizer(c.optimizer);
-    summary_->setTraining(c.optimizer, ctx_->hasDataset() ? ctx_->trainSet()->size() : 0);
+    summary_->setTraining(c.optimizer, ctx_->hasDataset() ? ctx_->trainSet()->size() : 0,
+                          ctx_->residentBytes());
   };
   connect(training_panel_, &TrainingPanel::settingsChanged, this, sync);
   connect(ctx_, &ProjectContext::datasetChanged, this, sync);

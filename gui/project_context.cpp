@@ -2,6 +2,7 @@
 
 #include "gui/image_folder_dataset.h"
 
+#include <deepcanvas/advisor/memory_model.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/plan.h>
 #include <deepcanvas/preflight.h>
@@ -249,6 +250,13 @@ void ProjectContext::addRunCheckpoints(const QVector<RunCheckpoint>& c) {
   if (c.isEmpty()) return;
   run_checkpoints_ += c;
   Q_EMIT runCheckpointsChanged();
+}
+
+int64_t ProjectContext::residentBytes() const {
+  int64_t bytes = 0;
+  for (const auto& d : {train_, test_})
+    if (d) bytes += advisor::cuda_resident_bytes(*d);
+  return bytes;
 }
 
 }  // namespace dc::gui

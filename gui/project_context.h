@@ -100,6 +100,9 @@ class ProjectContext : public QObject {
   const AugmentConfig& augmentation() const { return project_.training.augment; }
   void setAugmentation(const AugmentConfig& a);
   std::shared_ptr<Dataset> testSet() const { return test_; }
+  // What a GPU run keeps of the loaded datasets on the device (the advisor's
+  // cuda_resident_bytes of both sets; 0 with none loaded).
+  int64_t residentBytes() const;
   const DatasetSource& datasetSource() const { return source_; }
   QString datasetDescription() const { return description_; }
   QStringList datasetWarnings() const { return warnings_; }

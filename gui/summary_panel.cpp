@@ -90,9 +90,11 @@ void SummaryPanel::setBatch(int64_t batch) {
   scheduleRefresh();
 }
 
-void SummaryPanel::setTraining(const OptimizerConfig& optimizer, int64_t train_samples) {
+void SummaryPanel::setTraining(const OptimizerConfig& optimizer, int64_t train_samples,
+                               int64_t resident_bytes) {
   optimizer_ = optimizer;
   train_samples_ = std::max<int64_t>(0, train_samples);
+  resident_bytes_ = std::max<int64_t>(0, resident_bytes);
   scheduleRefresh();
 }
 
@@ -149,15 +151,15 @@ void SummaryPanel::requestAdvice() {
   Project p;
   p.graph = model_->graph();
   p.training.optimizer = optimizer_;
-  advice_job_->request([this, p = std::move(p), batch = batch_,
-                        samples = train_samples_]() -> std::function<void()> {
+  advice_job_->request([this, p = std::move(p), batch = batch_, samples = train_samples_,
+                        resident = resident_bytes_]() -> std::function<void()> {
     bool measured = false;
     const advisor::DeviceBench bench = widgets::cachedOrDefaultBench(&measured);
     QString line;
     try {
-      line = adviceLine(
-          advisor::advise(p, batch, Precision::Fp32, samples, bench, advisor::load_gpu_catalog()),
-          measured);
+      line = adviceLine(advisor::advise(p, batch, Precision::Fp32, samples, bench,
+                                        advisor::load_gpu_catalog(), resident),
+                        measured);
     } catch (const Error& e) {
       line = tr("No advice: %1").arg(QString::fromUtf8(e.what()).toHtmlEscaped());
     }

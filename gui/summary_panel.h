@@ -29,8 +29,10 @@ class SummaryPanel : public QWidget {
 
   void setBatch(int64_t batch);
   // What the advice line needs beyond the graph: the optimizer (its state
-  // is memory) and the training samples per epoch (0: none loaded).
-  void setTraining(const OptimizerConfig& optimizer, int64_t train_samples);
+  // is memory), the training samples per epoch (0: none loaded) and what a
+  // GPU run keeps of the datasets on the device (advisor::cuda_resident_bytes).
+  void setTraining(const OptimizerConfig& optimizer, int64_t train_samples,
+                   int64_t resident_bytes = 0);
   // Recomputes now. Edits call scheduleRefresh(), which coalesces a burst
   // of changes into one recomputation when the event loop is next idle.
   void refresh();
@@ -63,6 +65,7 @@ class SummaryPanel : public QWidget {
   widgets::LatestJob* advice_job_;
   OptimizerConfig optimizer_;
   int64_t train_samples_ = 0;
+  int64_t resident_bytes_ = 0;
   void requestAdvice();
   void showTotals();
   int64_t batch_ = 64;

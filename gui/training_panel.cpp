@@ -7,7 +7,6 @@
 #include "gui/training_plots.h"
 #include "widgets/live_plot.h"
 
-#include <deepcanvas/advisor/memory_model.h>
 #include <deepcanvas/device.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/telemetry.h>
@@ -436,10 +435,7 @@ void TrainingPanel::startTraining() {
   // A followed run's plots are this run's overlay from now on.
   if (import_) stopFollowingRun(tr("no longer followed (run %1 started)").arg(run_));
   plots_->startRun(run_, cfg.device.cuda ? cfg.device.index : -1);
-  int64_t resident = 0;
-  for (const auto& d : {ctx_->trainSet(), ctx_->testSet()})
-    if (d) resident += advisor::cuda_resident_bytes(*d);
-  diagnosis_->startRun(ctx_->project().graph, cfg, resident);
+  diagnosis_->startRun(ctx_->project().graph, cfg, ctx_->residentBytes());
   addRunRow(QString("%1 lr %2 %3, batch %4, %5, %6")
                 .arg(enum_name(cfg.optimizer.type))
                 .arg(cfg.optimizer.lr)
