@@ -1042,8 +1042,16 @@ int cmd_advise(const Args& a) {
   const auto [samples, resident] = epoch_samples(a, p, note);
   bool cached = false;
   const advisor::DeviceBench bench = advisor::cpu_bench(false, &cached);
+  // This machine's GPUs that bench-device has measured get rows of their own.
+  std::vector<advisor::MeasuredGpu> here;
+  for (const GpuInfo& g : list_gpus()) {
+    advisor::MeasuredGpu m;
+    m.memory_bytes = g.total_bytes;
+    if (advisor::load_cached_bench(advisor::gpu_bench_key(g.index, g.name), m.bench))
+      here.push_back(m);
+  }
   const advisor::Advice adv =
-      advisor::advise(p, batch, prec, samples, bench, advisor::load_gpu_catalog(), resident);
+      advisor::advise(p, batch, prec, samples, bench, advisor::load_gpu_catalog(), resident, here);
   if (a.flag("profile")) return print_layer_profile(a, p, batch, bench);
   if (a.flag("json")) {
     auto row = [](const advisor::DeviceAdvice& d) {

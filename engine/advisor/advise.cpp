@@ -1,5 +1,6 @@
 #include <deepcanvas/advisor/advise.h>
 #include <deepcanvas/advisor/memory_model.h>
+#include <deepcanvas/advisor/run_prediction.h>
 #include <deepcanvas/advisor/step_time.h>
 
 #include <fstream>
@@ -33,7 +34,8 @@ void fill_time(DeviceAdvice& a, const StepTime& t, int64_t batch, int64_t sample
 }  // namespace
 
 Advice advise(const Project& p, int64_t batch, Precision precision, int64_t train_samples,
-              const DeviceBench& cpu, const std::vector<GpuSpec>& gpus, int64_t resident_bytes) {
+              const DeviceBench& cpu, const std::vector<GpuSpec>& gpus, int64_t resident_bytes,
+              const std::vector<MeasuredGpu>& measured_here) {
   Advice out;
   out.batch = batch;
   out.precision = precision;
@@ -58,21 +60,28 @@ Advice advise(const Project& p, int64_t batch, Precision precision, int64_t trai
   mo.precision = precision;
   mo.resident_bytes = resident_bytes;
   const int64_t elem = precision == Precision::Fp32 ? 4 : 2;
-  for (const GpuSpec& g : gpus) {
+  auto gpu_row = [&](const std::string& name, int64_t memory, double tdp, const DeviceRates& r) {
     DeviceAdvice a;
-    a.name = g.name;
-    a.memory_bytes = g.memory_bytes;
-    a.tdp_w = g.tdp_w;
+    a.name = name;
+    a.memory_bytes = memory;
+    a.tdp_w = tdp;
     mo.batch = batch;
     const MemoryPrediction mem = predict_memory(p.graph, mo);
     a.training_bytes = mem.total;
     a.allocator_bytes = mem.allocator;
     a.fits = a.training_bytes <= a.memory_bytes;
     a.max_batch = max_batch_that_fits(p.graph, mo, a.memory_bytes);
-    fill_time(a, predict_step_time(p.graph, batch, gpu_rates(g, precision), elem), batch,
-              train_samples);
+    fill_time(a, predict_step_time(p.graph, batch, r, elem), batch, train_samples);
     out.gpus.push_back(std::move(a));
+  };
+  // This machine's measured GPUs first, from their own figures (the TDP
+  // from their catalog row, when there is one).
+  for (const MeasuredGpu& m : measured_here) {
+    const int i = match_gpu(gpus, m.bench.name, m.memory_bytes);
+    gpu_row(m.bench.name + " (measured here)", m.memory_bytes, i >= 0 ? gpus[size_t(i)].tdp_w : 0,
+            gpu_rates(m.bench, precision));
   }
+  for (const GpuSpec& g : gpus) gpu_row(g.name, g.memory_bytes, g.tdp_w, gpu_rates(g, precision));
   return out;
 }
 

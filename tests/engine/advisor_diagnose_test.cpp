@@ -3,6 +3,7 @@
 // Trainer's Step events carrying the loader wait it is computed from.
 #include "test_util.h"
 
+#include <deepcanvas/advisor/advise.h>
 #include <deepcanvas/advisor/diagnose.h>
 #include <deepcanvas/advisor/gpu_catalog.h>
 #include <deepcanvas/advisor/memory_model.h>
@@ -309,6 +310,38 @@ TEST(RunPrediction, AGpuWithItsOwnBenchmarkIsPredictedFromIt) {
   b.mem_bandwidth_gbs /= 4;
   store_cached_bench(gpu_bench_key(0, name), b);
   EXPECT_GT(predict_run(g, c, name, bytes).step.step_s, here.step.step_s);
+}
+
+// advise(): a GPU of this machine that bench-device measured gets its own
+// row before the catalog's, predicted from its figures (for the H100's own
+// measurement, the same as its catalog row), with the catalog row's TDP.
+TEST(Advise, AMeasuredGpuHereGetsARowFromItsOwnFigures) {
+  Project p;
+  p.graph = test::quadrant_mlp();
+  const std::vector<GpuSpec> catalog = parse_gpu_catalog(
+      R"({"gpus": [{"name": "NVIDIA H100 SXM", "vendor": "NVIDIA", "memory_gib": 80,
+          "bandwidth_gbs": 3350, "fp32_tflops": 67, "bf16_tflops": 989.5,
+          "fp16_tflops": 989.5, "tdp_w": 700, "source": "datasheet"}]})",
+      "test catalog");
+  MeasuredGpu m;
+  m.bench.device = "cuda:0";
+  m.bench.name = "NVIDIA H100 80GB HBM3";
+  m.bench.fp32_gflops = 51736.0;
+  m.bench.bf16_gflops = 893765.4;
+  m.bench.fp16_gflops = 900424.3;
+  m.bench.mem_bandwidth_gbs = 3008.9;
+  m.memory_bytes = int64_t(80) << 30;
+  const Advice a = advise(p, 64, Precision::Fp32, 60000, DeviceBench{}, catalog, 0, {m});
+  ASSERT_EQ(a.gpus.size(), 2u);
+  EXPECT_EQ(a.gpus[0].name, "NVIDIA H100 80GB HBM3 (measured here)");
+  EXPECT_EQ(a.gpus[1].name, "NVIDIA H100 SXM");
+  EXPECT_NEAR(a.gpus[0].samples_per_s, a.gpus[1].samples_per_s, 1e-9 * a.gpus[1].samples_per_s);
+  EXPECT_EQ(a.gpus[0].tdp_w, 700);
+  EXPECT_EQ(a.gpus[0].memory_bytes, int64_t(80) << 30);
+  m.bench.fp32_gflops /= 4;
+  m.bench.mem_bandwidth_gbs /= 4;
+  const Advice slow = advise(p, 64, Precision::Fp32, 60000, DeviceBench{}, catalog, 0, {m});
+  EXPECT_LT(slow.gpus[0].samples_per_s, a.gpus[0].samples_per_s);
 }
 
 // A malformed user GPU catalog costs the prediction, not the run.

@@ -35,9 +35,19 @@ struct Advice {
 // Bytes of memory available to a new process here (/proc/meminfo MemAvailable).
 int64_t host_available_bytes();
 
+// A GPU of this machine with its own micro-benchmark (bench-device --device
+// cuda:N) and its memory.
+struct MeasuredGpu {
+  DeviceBench bench;
+  int64_t memory_bytes = 0;
+};
+
 // resident_bytes: the training and test sets as a GPU run keeps them on the
-// device (MemoryOptions::resident_bytes; 0 when unknown).
+// device (MemoryOptions::resident_bytes; 0 when unknown). measured_here: this
+// machine's measured GPUs, which come first in gpus, named
+// "<name> (measured here)" and predicted from their own figures.
 Advice advise(const Project& p, int64_t batch, Precision precision, int64_t train_samples,
-              const DeviceBench& cpu, const std::vector<GpuSpec>& gpus, int64_t resident_bytes = 0);
+              const DeviceBench& cpu, const std::vector<GpuSpec>& gpus, int64_t resident_bytes = 0,
+              const std::vector<MeasuredGpu>& measured_here = {});
 
 }  // namespace dc::advisor
