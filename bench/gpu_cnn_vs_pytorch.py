@@ -12,32 +12,16 @@ epoch included, process start and cuDNN/compile warm-up excluded where said).
       [--precisions fp32,bf16] [--no-compile]
 """
 import argparse
-import gzip
 import json
 import os
-import struct
 import subprocess
 import sys
 import time
 
+from idx import find, read_idx, steady
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET = 0.91
-
-
-def read_idx(path):
-    import numpy as np
-    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as f:
-        data = f.read()
-    ndim = struct.unpack(">I", data[:4])[0] & 0xFF
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
-
-
-def find(folder, stem):
-    for ext in (".gz", ""):
-        if os.path.exists(f"{folder}/{stem}{ext}"):
-            return f"{folder}/{stem}{ext}"
-    sys.exit(f"missing {stem} in {folder}")
 
 
 def time_to_target(history, n_train):
@@ -66,8 +50,7 @@ def run_deepcanvas(a, n_train, precision, graphs=True):
     j["cmd"] = ("" if graphs else "DC_CUDA_GRAPHS=0 ") + " ".join(cmd)
     hist = j["history"]
     # Steady state: epochs after the first (which includes cuDNN's algorithm search).
-    later = hist[1:] or hist
-    j["steady_samples_per_s"] = sum(h["train_samples_per_s"] for h in later) / len(later)
+    j["steady_samples_per_s"] = steady(hist)
     j["time_to_target_s"], j["epoch_to_target"] = time_to_target(hist, n_train)
     return j
 
@@ -137,9 +120,8 @@ def run_torch(a, compiled, precision):
                           for i in range(0, xte.shape[0], 1000))
         history.append({"epoch": epoch, "train_samples_per_s": n / dt,
                         "test_accuracy": correct / xte.shape[0]})
-    later = history[1:] or history
     r = {"history": history, "torch": torch.__version__, "warmup_s": warm_s,
-         "steady_samples_per_s": sum(h["train_samples_per_s"] for h in later) / len(later),
+         "steady_samples_per_s": steady(history),
          "test_accuracy": history[-1]["test_accuracy"]}
     r["time_to_target_s"], r["epoch_to_target"] = time_to_target(history, n)
     return r

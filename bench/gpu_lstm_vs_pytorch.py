@@ -10,39 +10,18 @@ and the final test accuracy.
   python3 bench/gpu_lstm_vs_pytorch.py --cli build/bin/deepcanvas-cli --data DIR [--epochs N]
 """
 import argparse
-import gzip
 import json
 import os
-import struct
 import subprocess
 import sys
 import time
+
+from idx import find, read_idx, steady
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Adam 1e-3 constant, as the PyTorch side (the template itself uses one-cycle).
 PROJECT = os.path.join(HERE, "lstm_rows_adam.dcproj")
 BATCH = 64
-
-
-def read_idx(path):
-    import numpy as np
-    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as f:
-        data = f.read()
-    ndim = struct.unpack(">I", data[:4])[0] & 0xFF
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
-
-
-def find(folder, stem):
-    for ext in (".gz", ""):
-        if os.path.exists(f"{folder}/{stem}{ext}"):
-            return f"{folder}/{stem}{ext}"
-    sys.exit(f"missing {stem} in {folder}")
-
-
-def steady(history):
-    later = history[1:] or history
-    return sum(h["train_samples_per_s"] for h in later) / len(later)
 
 
 def run_deepcanvas(a):

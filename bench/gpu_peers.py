@@ -37,16 +37,16 @@ Prints a table of medians [min..max]; writes every run's raw JSON to
 OUT/gpu-peers-<time>-<commit>.json.
 """
 import argparse
-import gzip
 import json
 import os
 import statistics
-import struct
 import subprocess
 import sys
 import time
 
 PROCESS_T0 = time.perf_counter()  # as near the process start as Python gets
+
+from idx import find, read_idx, steady
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -58,27 +58,6 @@ PROJECTS = {
 }
 BATCH = {"cnn": 128, "lstm": 64, "vgg": 128, "resnet": 128}
 DEFAULT_CONFIGS = "cnn:fp32,cnn:bf16,lstm:fp32,lstm:bf16,vgg:bf16,resnet:bf16"
-
-
-def read_idx(path):
-    import numpy as np
-    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as f:
-        data = f.read()
-    ndim = struct.unpack(">I", data[:4])[0] & 0xFF
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
-
-
-def find(folder, stem):
-    for ext in (".gz", ""):
-        if os.path.exists(f"{folder}/{stem}{ext}"):
-            return f"{folder}/{stem}{ext}"
-    sys.exit(f"missing {stem} in {folder}")
-
-
-def steady(history):
-    later = history[1:] or history
-    return sum(h["train_samples_per_s"] for h in later) / len(later)
 
 
 # ---------------------------------------------------------------- DeepCanvas

@@ -22,16 +22,10 @@ import sys
 import numpy as np
 from PIL import Image, ImageDraw
 
+from idx import read_idx
+
 FASHION = "/usr/share/datasets/fashion-mnist"
 SHAPES = ["circle", "square", "triangle", "cross", "ring", "star"]
-
-
-def read_idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    ndim = data[3]
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
 def write_idx(path, arr):

@@ -3,43 +3,23 @@
 batch, optimizer and epochs as DeepCanvas's bench project. Prints one JSON
 object with the same keys as `deepcanvas-cli train --json`."""
 import argparse
-import gzip
 import json
 import resource
-import struct
 import time
 
 import numpy as np
 import torch
 import torch.nn as nn
 
-
-def read_idx(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    magic = struct.unpack(">I", data[:4])[0]
-    ndim = magic & 0xFF
-    dims = struct.unpack(">" + "I" * ndim, data[4 : 4 + 4 * ndim])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+from idx import find, read_idx
 
 
 def load(folder, split):
-    def find(stem):
-        for ext in (".gz", ""):
-            p = f"{folder}/{stem}{ext}"
-            try:
-                open(p, "rb").close()
-                return p
-            except OSError:
-                pass
-        raise SystemExit(f"missing {stem} in {folder}")
-
     # Kept as bytes, like DeepCanvas's dataset: each batch is converted to
     # float when it is drawn (outside the timed step), so the peer's memory is
     # not inflated by a float copy of the whole set.
-    x = read_idx(find(f"{split}-images-idx3-ubyte"))
-    y = read_idx(find(f"{split}-labels-idx1-ubyte")).astype(np.int64)
+    x = read_idx(find(folder, f"{split}-images-idx3-ubyte"))
+    y = read_idx(find(folder, f"{split}-labels-idx1-ubyte")).astype(np.int64)
     return torch.from_numpy(x.copy()).unsqueeze(1), torch.from_numpy(y)
 
 
