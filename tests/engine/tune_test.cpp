@@ -440,6 +440,23 @@ class SweepTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string state() const { return (dir_ / "p.sweep.json").string(); }
+  // A Trainer run of the project on the toy data with c: its Epoch and
+  // Validation events, in order.
+  std::vector<TrainEvent> epochs_and_validations(const TrainConfig& c) const {
+    Trainer t(project_.graph, c, std::make_shared<Dataset>(data_->train),
+              std::make_shared<Dataset>(data_->test));
+    t.start();
+    std::vector<TrainEvent> got;
+    for (;;) {
+      auto e = t.events().pop(std::chrono::milliseconds(60000));
+      if (!e) break;
+      if (e->kind == TrainEvent::Kind::Epoch || e->kind == TrainEvent::Kind::Validation)
+        got.push_back(*e);
+      if (e->kind == TrainEvent::Kind::Finished || e->kind == TrainEvent::Kind::Failed) break;
+    }
+    t.wait();
+    return got;
+  }
   // A sweep with the state file, stopped once stop_at(trial) holds after an update.
   void run_stopped(const SweepOptions& o, const std::function<bool(const Trial&)>& stop_at) {
     std::atomic<bool> stop{false};
@@ -578,19 +595,7 @@ TEST_F(SweepTest, TheTrainerValidatesInsideAnEpochWithoutChangingTheTraining) {
   auto run = [&](const std::vector<double>& at) {
     TrainConfig cc = c;
     cc.validate_at = at;
-    Trainer t(project_.graph, cc, std::make_shared<Dataset>(data_->train),
-              std::make_shared<Dataset>(data_->test));
-    t.start();
-    std::vector<TrainEvent> got;
-    for (;;) {
-      auto e = t.events().pop(std::chrono::milliseconds(60000));
-      if (!e) break;
-      if (e->kind == TrainEvent::Kind::Epoch || e->kind == TrainEvent::Kind::Validation)
-        got.push_back(*e);
-      if (e->kind == TrainEvent::Kind::Finished || e->kind == TrainEvent::Kind::Failed) break;
-    }
-    t.wait();
-    return got;
+    return epochs_and_validations(cc);
   };
   const std::vector<TrainEvent> plain = run({}), inside = run({1.0 / 3, 1, 1.5, 1.9, 2.5});
   ASSERT_EQ(plain.size(), 2u);
@@ -635,19 +640,7 @@ TEST_F(SweepTest, TheTrainerMeasuresTheTestSetEveryNStepsWithoutChangingTheTrain
   auto run = [&](int64_t every) {
     TrainConfig cc = c;
     cc.test_every_steps = every;
-    Trainer t(project_.graph, cc, std::make_shared<Dataset>(data_->train),
-              std::make_shared<Dataset>(data_->test));
-    t.start();
-    std::vector<TrainEvent> got;
-    for (;;) {
-      auto e = t.events().pop(std::chrono::milliseconds(60000));
-      if (!e) break;
-      if (e->kind == TrainEvent::Kind::Epoch || e->kind == TrainEvent::Kind::Validation)
-        got.push_back(*e);
-      if (e->kind == TrainEvent::Kind::Finished || e->kind == TrainEvent::Kind::Failed) break;
-    }
-    t.wait();
-    return got;
+    return epochs_and_validations(cc);
   };
   const std::vector<TrainEvent> plain = run(0), tested = run(3);
   ASSERT_EQ(plain.size(), 2u);
