@@ -72,7 +72,10 @@ void layer_buffers(const PlanStep& s, int64_t n, int threads, bool input_grad, i
   if (t == "Conv2D") {
     // conv.cpp: one im2col column buffer per chunk (col_), the same again
     // for the input gradient (dcol_), and per-chunk weight-gradient partial
-    // sums (dw_part_). Pointwise convolutions skip the columns.
+    // sums (dw_part_). Pointwise convolutions skip the columns; depthwise
+    // ones run directly and keep no buffers at all.
+    if (!conv_uses_columns(s.in_shapes, s.attrs) && !conv_is_pointwise(s.in_shapes, s.attrs))
+      return;
     const Shape& x = s.in_shapes[0];
     const auto& k = s.attrs.ints("kernel");
     const bool pointwise = conv_is_pointwise(s.in_shapes, s.attrs);

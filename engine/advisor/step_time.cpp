@@ -49,9 +49,10 @@ bool is_recurrent(const std::string& t) {
 // gradient, and for the input gradient written by the GEMM, read back by
 // col2im. With few filters the GEMM does little arithmetic per column byte
 // (filters/2 FLOP per byte), so a LeNet-sized convolution is bound by this
-// traffic, not by its FLOPs. Pointwise convolutions have no columns.
+// traffic, not by its FLOPs. Pointwise and depthwise convolutions have no
+// columns.
 double cpu_column_bytes(const PlanStep& s, double n, bool weight_grad, bool input_grad) {
-  if (conv_is_pointwise(s.in_shapes, s.attrs)) return 0;
+  if (!conv_uses_columns(s.in_shapes, s.attrs)) return 0;
   const auto& k = s.attrs.ints("kernel");
   const double K = double(s.in_shapes[0][0] * k[0] * k[1]);
   const double cols = K * double(s.out_shape[1] * s.out_shape[2]) * 4;

@@ -105,6 +105,38 @@ std::vector<Case> cases() {
       {"depthwise",
        attrs({{"filters", int64_t(3)}, {"groups", int64_t(3)}, {"padding", Ints{1, 1}}}),
        Shape{3, 6, 5}, 1, 1, 1, 1},
+      // Depthwise layers run a direct kernel, not im2col: EfficientNet's
+      // 5x5 stride-2 SAME form (H 9: out 5, total 4 -> (2, 2); W 8: out 4,
+      // total 3 -> (1, 2)), a channel multiplier of 2, dilation without a
+      // bias, and a rectangular kernel with a column stride.
+      {"depthwise_same5_stride2",
+       attrs({{"filters", int64_t(4)},
+              {"groups", int64_t(4)},
+              {"kernel", Ints{5, 5}},
+              {"stride", Ints{2, 2}},
+              {"padding_mode", std::string("same")}}),
+       Shape{4, 9, 8}, 2, 2, 1, 2},
+      {"depthwise_multiplier2",
+       attrs({{"filters", int64_t(6)}, {"groups", int64_t(3)}, {"padding", Ints{1, 1}}}),
+       Shape{3, 5, 6}, 1, 1, 1, 1},
+      {"depthwise_dilation_no_bias",
+       attrs({{"filters", int64_t(2)},
+              {"groups", int64_t(2)},
+              {"dilation", Ints{2, 2}},
+              {"padding", Ints{2, 2}},
+              {"bias", false}}),
+       Shape{2, 7, 7}, 2, 2, 2, 2},
+      {"depthwise_rect_stride",
+       attrs({{"filters", int64_t(3)},
+              {"groups", int64_t(3)},
+              {"kernel", Ints{2, 3}},
+              {"stride", Ints{1, 2}},
+              {"padding", Ints{0, 1}}}),
+       Shape{3, 5, 9}, 0, 0, 1, 1},
+      // A padding wider than the input's reach leaves whole rows of padding.
+      {"depthwise_wide_padding",
+       attrs({{"filters", int64_t(2)}, {"groups", int64_t(2)}, {"padding", Ints{3, 3}}}),
+       Shape{2, 2, 3}, 3, 3, 3, 3},
       {"no_bias", attrs({{"filters", int64_t(4)}, {"bias", false}}), Shape{2, 5, 5}, 0, 0, 0, 0},
       {"pointwise", attrs({{"filters", int64_t(5)}, {"kernel", Ints{1, 1}}}), Shape{3, 4, 5}, 0, 0,
        0, 0},
@@ -216,6 +248,100 @@ TEST(Conv2D, RepeatsExactlyForAThreadCount) {
   };
   Tensor g1 = run(), g2 = run();
   for (int64_t i = 0; i < g1.numel(); ++i) ASSERT_EQ(g1.f32()[i], g2.f32()[i]);
+}
+
+// Forward and backward of one layer on fixed data (the same x, weights and
+// dy for the same attributes), returning the output, the input gradient and
+// the weight and bias gradients. `mask` multiplies dy by mask > 0.
+struct Pass {
+  Tensor y, dx, gw, gb;
+};
+Pass run_pass(const Attrs& a, const Shape& in, int64_t n, bool fuse, const Tensor* mask = nullptr) {
+  Attrs full = conv().with_defaults(a);
+  Shape out = conv().infer({in}, full);
+  auto layer = conv().create(full, {in}, out);
+  if (fuse) {
+    EXPECT_TRUE(layer->fuse_relu());
+  }
+  Rng rng(19);
+  layer->init(rng);
+  find_param(*layer, "bias")->value.fill(0.05f);  // some outputs on each side of 0
+  Tensor x(in.with_batch(n)), dy(out.with_batch(n));
+  for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = rng.uniform(-1, 1);
+  for (int64_t i = 0; i < dy.numel(); ++i)
+    dy.f32()[i] = rng.uniform(-1, 1) * (mask && mask->f32()[i] <= 0 ? 0.f : 1.f);
+  Pass p{Tensor(out.with_batch(n)), Tensor(x.shape()), {}, {}};
+  RunContext ctx;
+  layer->forward({&x}, p.y, ctx);
+  ctx.fresh_din = 1;
+  layer->backward({&x}, p.y, dy, {&p.dx}, ctx);
+  p.gw = find_param(*layer, "weight")->grad.clone();
+  p.gb = find_param(*layer, "bias")->grad.clone();
+  return p;
+}
+
+TEST(Conv2D, FusedReluEqualsAReluAfterTheConvolution) {
+  // Both kernels (im2col and depthwise) fuse a following ReLU: the output is
+  // max(conv, 0) and the backward masks the output gradient by out > 0, as
+  // the ReLU layer's backward would.
+  for (const Attrs& a :
+       {attrs({{"filters", int64_t(4)}, {"padding", Ints{1, 1}}}),
+        attrs({{"filters", int64_t(6)}, {"groups", int64_t(3)}, {"padding", Ints{1, 1}}}),
+        attrs({{"filters", int64_t(3)},
+               {"groups", int64_t(3)},
+               {"kernel", Ints{5, 5}},
+               {"stride", Ints{2, 2}},
+               {"padding_mode", std::string("same")}})}) {
+    const Shape in{3, 7, 6};
+    Pass plain = run_pass(a, in, 3, false);
+    Pass fused = run_pass(a, in, 3, true);
+    Pass reference = run_pass(a, in, 3, false, &plain.y);
+    bool some_negative = false;
+    for (int64_t i = 0; i < plain.y.numel(); ++i) {
+      ASSERT_EQ(fused.y.f32()[i], std::max(plain.y.f32()[i], 0.f)) << "at " << i;
+      some_negative = some_negative || plain.y.f32()[i] < 0;
+    }
+    EXPECT_TRUE(some_negative);  // the mask is exercised
+    for (int64_t i = 0; i < fused.dx.numel(); ++i)
+      ASSERT_NEAR(fused.dx.f32()[i], reference.dx.f32()[i], 1e-5f) << "dx at " << i;
+    for (int64_t i = 0; i < fused.gw.numel(); ++i)
+      ASSERT_NEAR(fused.gw.f32()[i], reference.gw.f32()[i], 1e-4f) << "dw at " << i;
+    for (int64_t i = 0; i < fused.gb.numel(); ++i)
+      ASSERT_NEAR(fused.gb.f32()[i], reference.gb.f32()[i], 1e-4f) << "db at " << i;
+  }
+}
+
+TEST(Conv2D, DepthwiseResultsDoNotDependOnTheThreadCount) {
+  // The depthwise kernel sums each channel's weight gradient over the batch
+  // in sample order on one thread, so any thread count gives the same bits.
+  Attrs a = attrs({{"filters", int64_t(8)},
+                   {"groups", int64_t(8)},
+                   {"kernel", Ints{3, 3}},
+                   {"padding_mode", std::string("same")}});
+  const int saved = num_threads();
+  set_num_threads(1);
+  Pass one = run_pass(a, Shape{8, 9, 9}, 5, true);
+  set_num_threads(2);
+  Pass two = run_pass(a, Shape{8, 9, 9}, 5, true);
+  set_num_threads(saved);
+  for (int64_t i = 0; i < one.y.numel(); ++i) ASSERT_EQ(one.y.f32()[i], two.y.f32()[i]);
+  for (int64_t i = 0; i < one.dx.numel(); ++i) ASSERT_EQ(one.dx.f32()[i], two.dx.f32()[i]);
+  for (int64_t i = 0; i < one.gw.numel(); ++i) ASSERT_EQ(one.gw.f32()[i], two.gw.f32()[i]);
+  for (int64_t i = 0; i < one.gb.numel(); ++i) ASSERT_EQ(one.gb.f32()[i], two.gb.f32()[i]);
+}
+
+TEST(Conv2D, OnlyColumnsKernelsUnfoldColumns) {
+  auto uses = [](const Attrs& a, const Shape& in) {
+    return conv_uses_columns({in}, conv().with_defaults(a));
+  };
+  EXPECT_TRUE(uses(attrs({}), Shape{3, 8, 8}));
+  EXPECT_TRUE(uses(attrs({{"filters", int64_t(4)}, {"groups", int64_t(2)}}), Shape{4, 8, 8}));
+  EXPECT_FALSE(uses(attrs({{"kernel", Ints{1, 1}}}), Shape{3, 8, 8}));
+  EXPECT_FALSE(uses(attrs({{"filters", int64_t(4)}, {"groups", int64_t(4)}}), Shape{4, 8, 8}));
+  EXPECT_FALSE(uses(attrs({{"filters", int64_t(8)}, {"groups", int64_t(4)}}), Shape{4, 8, 8}));
+  // One input channel without groups stays on im2col + GEMM (the CNNs'
+  // first layer on grey images).
+  EXPECT_TRUE(uses(attrs({}), Shape{1, 8, 8}));
 }
 
 TEST(Conv2D, ParametersAndPyTorchInit) {

@@ -130,6 +130,11 @@ void same_padding(int64_t in, int64_t k, int64_t s, int64_t d, int64_t& before, 
 // advisor's memory and step-time models. `a` with defaults filled in.
 bool conv_is_pointwise(const std::vector<Shape>& in, const Attrs& a);
 
+// Whether the CPU Conv2D unfolds im2col columns at all: not for pointwise
+// convolutions, nor for depthwise ones (one input channel per group), which
+// it runs directly with no scratch buffers.
+bool conv_uses_columns(const std::vector<Shape>& in, const Attrs& a);
+
 // Registers every built-in layer exactly once. Explicit (not static
 // initialisers) so that linking the engine as a static library keeps them.
 void register_builtin_layers();
