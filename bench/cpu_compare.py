@@ -62,29 +62,28 @@ def commit():
         return "unknown"
 
 
-def compare(name, sides, repeats, describe):
+def compare(name, sides, repeats, describe, metric="train_samples_per_s"):
     """sides: list of (label, argv, env or None); the first is DeepCanvas,
     the last the PyTorch peer. Runs every side `repeats` times, the order
     rotating each round so no side always runs first (or right after the
     same neighbour), prints a table and one JSON object, and saves the JSON
-    under bench/results/."""
+    under bench/results/. `metric`: the samples/s key of each run's JSON."""
     runs = {label: [] for label, _, _ in sides}
     for r in range(repeats):
         order = sides if r % 2 == 0 else list(reversed(sides))
         for label, argv, env in order:
             res = run(argv, env)
             runs[label].append(res)
-            print(f"  round {r + 1}: {label:14} {res['train_samples_per_s']:9.0f} samples/s",
-                  flush=True)
+            print(f"  round {r + 1}: {label:14} {res[metric]:9.1f} samples/s", flush=True)
     summary = {}
     for label, rs in runs.items():
-        sps = [x["train_samples_per_s"] for x in rs]
+        sps = [x[metric] for x in rs]
         summary[label] = {
             "median_samples_per_s": statistics.median(sps),
             "min_samples_per_s": min(sps),
             "max_samples_per_s": max(sps),
-            "test_accuracy": [x["test_accuracy"] for x in rs],
-            "peak_rss_mb": statistics.median(x["peak_rss_mb"] for x in rs),
+            "test_accuracy": [x.get("test_accuracy", float("nan")) for x in rs],
+            "peak_rss_mb": statistics.median(x.get("peak_rss_mb", 0) for x in rs),
         }
     ours, peer = sides[0][0], sides[-1][0]
     ratio = summary[ours]["median_samples_per_s"] / summary[peer]["median_samples_per_s"]
@@ -93,9 +92,10 @@ def compare(name, sides, repeats, describe):
     print(f"{'':16} {'median':>9} {'min..max samples/s':>20} {'test acc':>9} {'peak RSS':>9}")
     for label, s in summary.items():
         acc = statistics.median(s["test_accuracy"])
-        print(f"{label:16} {s['median_samples_per_s']:9.0f} "
-              f"{s['min_samples_per_s']:9.0f}..{s['max_samples_per_s']:<9.0f} "
-              f"{100 * acc:8.2f}% {s['peak_rss_mb']:6.0f} MB")
+        acc_s = f"{100 * acc:8.2f}%" if acc == acc else f"{'-':>9}"  # NaN: no accuracy
+        print(f"{label:16} {s['median_samples_per_s']:9.1f} "
+              f"{s['min_samples_per_s']:9.1f}..{s['max_samples_per_s']:<9.1f} "
+              f"{acc_s} {s['peak_rss_mb']:6.0f} MB")
     print(f"ratio of medians (DeepCanvas / PyTorch): {ratio:.2f}x")
     torch_config = runs[peer][0].get("torch_config", "")
     result = {

@@ -110,7 +110,10 @@ const std::vector<Command>& commands() {
         {"output", "Y.npy", "where the float32 output [N, ...] is written"},
         {"batch", "N", "samples per forward pass (default 64)"},
         {"threads", "N", "CPU threads (0: every core)"},
-        {"json", "", "print one JSON object"}}},
+        {"repeat", "N",
+         "run the whole array N times (benchmarking: --json lists each pass's seconds; the "
+         "output is the last pass's)"},
+        {"json", "", "print one JSON object (with the forward passes' seconds and samples/s)"}}},
       {"export",
        "PROJECT",
        "Write the network as an ONNX model (onnxruntime, OpenCV DNN, TensorRT, Netron), or the "
@@ -757,23 +760,39 @@ int cmd_run(const Args& a) {
   const Shape& out_sample = l.plan->output_shape();
   Tensor y(out_sample.with_batch(n));
   const int64_t in_row = in.numel(), out_row = out_sample.numel();
+  const int64_t repeat = a.get_int("repeat", 1, 1, 1000);
   RunContext ctx{false, nullptr};
-  for (int64_t at = 0; at < n; at += batch) {
-    const int64_t b = std::min(batch, n - at);
-    Tensor xb(in.with_batch(b));
-    std::copy_n(x.data.f32() + at * in_row, b * in_row, xb.f32());
-    const Tensor& out = l.plan->forward(xb, ctx);
-    std::copy_n(out.f32(), b * out_row, y.f32() + at * out_row);
+  // Seconds per pass over the array: the forward passes and their copies,
+  // not loading the project, the weights or the array.
+  std::vector<double> pass_seconds;
+  for (int64_t r = 0; r < repeat; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t at = 0; at < n; at += batch) {
+      const int64_t b = std::min(batch, n - at);
+      Tensor xb(in.with_batch(b));
+      std::copy_n(x.data.f32() + at * in_row, b * in_row, xb.f32());
+      const Tensor& out = l.plan->forward(xb, ctx);
+      std::copy_n(out.f32(), b * out_row, y.f32() + at * out_row);
+    }
+    pass_seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   save_npy(out_path, y);
-  if (a.flag("json"))
+  if (a.flag("json")) {
+    std::vector<double> sorted = pass_seconds;
+    std::sort(sorted.begin(), sorted.end());
+    const double median = sorted[sorted.size() / 2];
     std::cout << json({{"samples", n},
                        {"input", x.data.shape().dims()},
                        {"output", y.shape().dims()},
-                       {"path", out_path}})
+                       {"path", out_path},
+                       {"batch", batch},
+                       {"threads", num_threads()},
+                       {"pass_seconds", pass_seconds},
+                       {"samples_per_s", median > 0 ? double(n) / median : 0.0}})
                      .dump()
               << std::endl;
-  else if (!a.flag("quiet"))
+  } else if (!a.flag("quiet"))
     std::fprintf(stderr, "%lld samples %s -> %s written to %s\n", (long long)n,
                  x.data.shape().str(true).c_str(), y.shape().str(true).c_str(), out_path.c_str());
   return 0;

@@ -206,38 +206,38 @@ float sum(const float* p, int64_t n) {
   return s;
 }
 
-// Dot product of a and b[i * stride] with the same eight partial sums as sum().
-float dot(const float* __restrict a, const float* __restrict b, int64_t stride, int64_t n) {
+// Dot product with the same eight partial sums as sum().
+float dot(const float* __restrict a, const float* __restrict b, int64_t n) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
-  if (stride == 1) {
-    for (; i + 8 <= n; i += 8)
-      for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
-  } else {
-    for (; i + 8 <= n; i += 8)
-      for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[(i + j) * stride];
-  }
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
   float s = 0.f;
-  for (; i < n; ++i) s += a[i] * b[i * stride];
+  for (; i < n; ++i) s += a[i] * b[i];
   for (int j = 0; j < 8; ++j) s += acc[j];
   return s;
 }
 
-// y[i] += w * x[i * stride] for i in [0, n).
-void axpy(float w, const float* __restrict x, int64_t stride, float* __restrict y, int64_t n) {
-  if (stride == 1)
-    for (int64_t i = 0; i < n; ++i) y[i] += w * x[i];
-  else
-    for (int64_t i = 0; i < n; ++i) y[i] += w * x[i * stride];
+// dst[q] = init + sum over t of w[t] * src[q + off[t]], for q in [0, L), L
+// a multiple of kTapBlock. The block's sums stay in registers across all
+// taps, so each tap costs a load and a multiply-add per element.
+constexpr int64_t kTapBlock = 16;
+void taps(const float* __restrict src, const int64_t* off, const float* w, int64_t T, float init,
+          float* __restrict dst, int64_t L) {
+  for (int64_t q = 0; q < L; q += kTapBlock) {
+    float acc[kTapBlock];
+    for (int64_t j = 0; j < kTapBlock; ++j) acc[j] = init;
+    for (int64_t t = 0; t < T; ++t) {
+      const float* s = src + q + off[t];
+      const float wt = w[t];
+      for (int64_t j = 0; j < kTapBlock; ++j) acc[j] += wt * s[j];
+    }
+    for (int64_t j = 0; j < kTapBlock; ++j) dst[q + j] = acc[j];
+  }
 }
 
-// x[i * stride] += w * y[i] for i in [0, n): the transpose of axpy.
-void axpy_scatter(float w, const float* __restrict y, float* __restrict x, int64_t stride,
-                  int64_t n) {
-  if (stride == 1)
-    for (int64_t i = 0; i < n; ++i) x[i] += w * y[i];
-  else
-    for (int64_t i = 0; i < n; ++i) x[i * stride] += w * y[i];
+int64_t round_up(int64_t v, int64_t m) {
+  return (v + m - 1) / m * m;
 }
 
 class Conv2D : public Layer {
@@ -387,64 +387,119 @@ class Conv2D : public Layer {
         b.resize(static_cast<size_t>(g_.K() * g_.OHW()));
   }
 
-  // Output columns [lo, hi) per kernel column that read the input, not padding.
-  void column_ranges(std::vector<int64_t>& lo, std::vector<int64_t>& hi) const {
-    lo.resize(static_cast<size_t>(g_.KW));
-    hi.resize(static_cast<size_t>(g_.KW));
-    for (int64_t kj = 0; kj < g_.KW; ++kj)
-      valid_range(kj * g_.DW - g_.PL, g_.SW, g_.W, g_.OW, lo[size_t(kj)], hi[size_t(kj)]);
+  // Depthwise planes as flat arrays, so that every kernel tap is one long
+  // contiguous loop (taps()) instead of OH short rows: EfficientNet's late
+  // layers are 7 x 7 and 14 x 14 planes, where per-row loops were all
+  // overhead. The input plane is zero-padded to Hp x Wp and split into
+  // SH x SW phase planes of Hq x Wq (phase (a, b) holds padded pixel
+  // (SH*i + a, SW*j + b) at (i, j)); output (oh, ow) is flat index
+  // q = oh * Wq + ow, and tap (ki, kj), with ki*DH = SH*qi + a and
+  // kj*DW = SW*qj + b, reads phase (a, b) at q + qi * Wq + qj. A strided
+  // convolution so becomes stride-1 reads, and stride 1 is one phase. The
+  // columns ow >= OW of each flat row are computed and dropped; in output
+  // gradients they are zeros.
+  struct FlatPlanes {
+    int64_t Wq, phase_len, phases;
+    int64_t out_len;                // flat outputs computed (a multiple of kTapBlock)
+    int64_t in_len;                 // one phase's input-gradient positions (ditto)
+    int64_t margin;                 // the largest in-phase offset: leading zeros of a gradient
+    int64_t padded_len;             // all phases, with slack for the last block's reads
+    std::vector<int64_t> off;       // per tap: phase * phase_len + qi * Wq + qj
+    std::vector<int64_t> phase_of;  // per tap
+    std::vector<int64_t> in_phase;  // per tap: qi * Wq + qj
+  };
+  FlatPlanes flat_planes() const {
+    FlatPlanes f;
+    const int64_t Hp = g_.H + g_.PT + g_.PB, Wp = g_.W + g_.PL + g_.PR;
+    const int64_t Hq = (Hp + g_.SH - 1) / g_.SH;
+    f.Wq = (Wp + g_.SW - 1) / g_.SW;
+    f.phase_len = Hq * f.Wq;
+    f.phases = g_.SH * g_.SW;
+    f.out_len = round_up((g_.OH - 1) * f.Wq + g_.OW, kTapBlock);
+    f.in_len = round_up(f.phase_len, kTapBlock);
+    f.margin = 0;
+    for (int64_t ki = 0; ki < g_.KH; ++ki)
+      for (int64_t kj = 0; kj < g_.KW; ++kj) {
+        const int64_t a = ki * g_.DH % g_.SH, b = kj * g_.DW % g_.SW;
+        const int64_t in = ki * g_.DH / g_.SH * f.Wq + kj * g_.DW / g_.SW;
+        f.phase_of.push_back(a * g_.SW + b);
+        f.in_phase.push_back(in);
+        f.off.push_back(f.phase_of.back() * f.phase_len + in);
+        f.margin = std::max(f.margin, in);
+      }
+    f.padded_len = f.phases * f.phase_len + f.Wq + kTapBlock;
+    return f;
   }
 
-  // Calls fn(tap, input row, first output column, its input column, count)
-  // for each kernel tap of output row oh whose input row lies inside the
-  // image and whose output columns do not all read padding.
-  template <class Fn>
-  void for_each_tap(int64_t oh, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
-                    Fn&& fn) const {
-    for (int64_t ki = 0; ki < g_.KH; ++ki) {
-      const int64_t ih = oh * g_.SH - g_.PT + ki * g_.DH;
-      if (ih < 0 || ih >= g_.H) continue;
-      for (int64_t kj = 0; kj < g_.KW; ++kj) {
-        const int64_t l = lo[size_t(kj)], h = hi[size_t(kj)];
-        if (h > l) fn(ki * g_.KW + kj, ih, l, l * g_.SW + kj * g_.DW - g_.PL, h - l);
+  // Pads one input plane and splits it into its phases.
+  void pad_plane(const FlatPlanes& f, const float* xc, float* xp) const {
+    std::fill(xp, xp + f.padded_len, 0.f);
+    for (int64_t ih = 0; ih < g_.H; ++ih) {
+      const int64_t r = ih + g_.PT;
+      float* row = xp + (r % g_.SH) * g_.SW * f.phase_len + r / g_.SH * f.Wq;
+      const float* src = xc + ih * g_.W;
+      if (g_.SW == 1) {
+        std::copy_n(src, g_.W, row + g_.PL);
+        continue;
+      }
+      for (int64_t b = 0; b < g_.SW; ++b) {
+        float* dst = row + b * f.phase_len;
+        for (int64_t iw = first_column(b), j = (iw + g_.PL) / g_.SW; iw < g_.W; iw += g_.SW, ++j)
+          dst[j] = src[iw];
       }
     }
   }
 
+  // The first input column whose padded column lies in column phase b.
+  int64_t first_column(int64_t b) const { return ((b - g_.PL) % g_.SW + g_.SW) % g_.SW; }
+
+  // One output channel's gradient as a flat plane of row stride Wq after
+  // `margin` zeros, masked by the fused ReLU, zero in the dropped columns
+  // and beyond; returns its sum (the bias gradient's share).
+  float flat_grad(const FlatPlanes& f, const float* dyo, const float* yo, float* gp) const {
+    std::fill(gp, gp + f.margin + f.in_len + kTapBlock, 0.f);
+    float total = 0.f;
+    for (int64_t oh = 0; oh < g_.OH; ++oh) {
+      float* r = gp + f.margin + oh * f.Wq;
+      const float* d = dyo + oh * g_.OW;
+      if (relu_) {
+        const float* yr = yo + oh * g_.OW;
+        for (int64_t i = 0; i < g_.OW; ++i) r[i] = d[i] * (yr[i] > 0.0f ? 1.0f : 0.0f);
+      } else {
+        std::copy_n(d, g_.OW, r);
+      }
+      total += sum(r, g_.OW);
+    }
+    return total;
+  }
+
   // Depthwise forward: every (sample, output channel) plane is independent,
   // so threads split planes, which also keeps both cores busy at batch 1
-  // (the inference panel). Each output row accumulates its taps while it
-  // sits in L1.
+  // (the inference panel).
   void depthwise_forward(int64_t N, const float* x, float* y) const {
-    const int64_t OC = g_.OC, OCg = g_.OCg(), OH = g_.OH, OW = g_.OW, KK = g_.KH * g_.KW;
-    std::vector<int64_t> lo, hi;
-    column_ranges(lo, hi);
+    const int64_t OC = g_.OC, OCg = g_.OCg(), KK = g_.KH * g_.KW;
+    const FlatPlanes f = flat_planes();
     const float* w = weight_.value.f32();
     const float* b = g_.bias ? bias_.value.f32() : nullptr;
     parallel_for(N * OC, 1, [&](int64_t pb, int64_t pe) {
+      std::vector<float> xp(static_cast<size_t>(f.padded_len)), yf(static_cast<size_t>(f.out_len));
+      int64_t padded = -1;  // the (sample, channel) plane in xp: multipliers share it
       for (int64_t p = pb; p < pe; ++p) {
-        const int64_t n = p / OC, o = p % OC;
-        const float* xc = x + (n * g_.C + o / OCg) * g_.HW();
+        const int64_t n = p / OC, o = p % OC, nc = n * g_.C + o / OCg;
+        if (nc != padded) pad_plane(f, x + nc * g_.HW(), xp.data());
+        padded = nc;
+        taps(xp.data(), f.off.data(), w + o * KK, KK, b ? b[o] : 0.f, yf.data(), f.out_len);
         float* yo = y + p * g_.OHW();
-        const float* wo = w + o * KK;
-        std::fill(yo, yo + g_.OHW(), b ? b[o] : 0.f);
-        for (int64_t oh = 0; oh < OH; ++oh) {
-          float* yr = yo + oh * OW;
-          for_each_tap(oh, lo, hi, [&](int64_t t, int64_t ih, int64_t l, int64_t ix, int64_t cnt) {
-            axpy(wo[t], xc + ih * g_.W + ix, g_.SW, yr + l, cnt);
-          });
+        for (int64_t oh = 0; oh < g_.OH; ++oh) {
+          const float* r = yf.data() + oh * f.Wq;
+          float* d = yo + oh * g_.OW;
+          if (relu_)
+            for (int64_t i = 0; i < g_.OW; ++i) d[i] = std::max(r[i], 0.0f);
+          else
+            std::copy_n(r, g_.OW, d);
         }
-        if (relu_)
-          for (int64_t i = 0; i < g_.OHW(); ++i) yo[i] = std::max(yo[i], 0.0f);
       }
     });
-  }
-
-  // Copies one output-gradient row, masked by the fused ReLU when there is one.
-  const float* grad_row(const float* dy, const float* y, int64_t off, float* buf) const {
-    if (!relu_) return dy + off;
-    for (int64_t i = 0; i < g_.OW; ++i) buf[i] = dy[off + i] * (y[off + i] > 0.0f ? 1.0f : 0.0f);
-    return buf;
   }
 
   // Depthwise backward. Weight and bias gradients: one thread per output
@@ -454,56 +509,83 @@ class Conv2D : public Layer {
   // channel's OCg outputs.
   void depthwise_backward(int64_t N, const float* x, const float* y, const float* dy, float* dx,
                           bool fresh) {
-    const int64_t OC = g_.OC, OCg = g_.OCg(), OH = g_.OH, OW = g_.OW, KK = g_.KH * g_.KW;
-    const int64_t OHW = g_.OHW(), HW = g_.HW();
-    std::vector<int64_t> lo, hi;
-    column_ranges(lo, hi);
+    const int64_t OC = g_.OC, OCg = g_.OCg(), KK = g_.KH * g_.KW, OHW = g_.OHW(), HW = g_.HW();
+    const FlatPlanes f = flat_planes();
+    const size_t grad_len = static_cast<size_t>(f.margin + f.in_len + kTapBlock);
     const float* w = weight_.value.f32();
     if (weight_.grad.defined()) {
       float* gw = weight_.grad.f32();
       float* gb = g_.bias ? bias_.grad.f32() : nullptr;
+      // dw[t] = sum over q of grad[q] * phases[q + off[t]]: the dropped
+      // columns hold zeros in grad, so whole flat rows can be dotted.
+      const int64_t len = g_.OH * f.Wq;
       parallel_for(OC, 1, [&](int64_t ob, int64_t oe) {
-        std::vector<float> buf(static_cast<size_t>(OW)), acc(static_cast<size_t>(KK));
+        std::vector<float> xp(static_cast<size_t>(f.padded_len)), gp(grad_len);
+        std::vector<float> acc(static_cast<size_t>(KK));
         for (int64_t o = ob; o < oe; ++o) {
           std::fill(acc.begin(), acc.end(), 0.f);
           float bsum = 0.f;
           for (int64_t n = 0; n < N; ++n) {
-            const float* xc = x + (n * g_.C + o / OCg) * HW;
+            pad_plane(f, x + (n * g_.C + o / OCg) * HW, xp.data());
             const int64_t plane = (n * OC + o) * OHW;
-            for (int64_t oh = 0; oh < OH; ++oh) {
-              const float* gr = grad_row(dy, y, plane + oh * OW, buf.data());
-              if (gb) bsum += sum(gr, OW);
-              for_each_tap(oh, lo, hi,
-                           [&](int64_t t, int64_t ih, int64_t l, int64_t ix, int64_t cnt) {
-                             acc[size_t(t)] += dot(gr + l, xc + ih * g_.W + ix, g_.SW, cnt);
-                           });
-            }
+            bsum += flat_grad(f, dy + plane, y + plane, gp.data());
+            for (int64_t t = 0; t < KK; ++t)
+              acc[size_t(t)] += dot(gp.data() + f.margin, xp.data() + f.off[size_t(t)], len);
           }
-          for (int64_t k = 0; k < KK; ++k) gw[o * KK + k] += acc[size_t(k)];
+          for (int64_t t = 0; t < KK; ++t) gw[o * KK + t] += acc[size_t(t)];
           if (gb) gb[o] += bsum;
         }
       });
     }
     if (!dx) return;
+    // Per phase, padded_dx[p] = sum over that phase's taps of
+    // w[t] * grad[p - in_phase[t]]: the taps kernel again, over the gradient
+    // with its leading zeros and the offsets mirrored; then each phase
+    // position goes back to its input pixel.
     parallel_for(N * g_.C, 1, [&](int64_t pb, int64_t pe) {
-      std::vector<float> buf(static_cast<size_t>(OW));
+      std::vector<float> gp(grad_len), dq(static_cast<size_t>(f.in_len));
+      std::vector<int64_t> offs;
+      std::vector<float> ws;
       for (int64_t p = pb; p < pe; ++p) {
         const int64_t n = p / g_.C, c = p % g_.C;
         float* dxc = dx + p * HW;
         if (fresh) std::fill(dxc, dxc + HW, 0.f);
         for (int64_t o = c * OCg; o < (c + 1) * OCg; ++o) {
-          const float* wo = w + o * KK;
           const int64_t plane = (n * OC + o) * OHW;
-          for (int64_t oh = 0; oh < OH; ++oh) {
-            const float* gr = grad_row(dy, y, plane + oh * OW, buf.data());
-            for_each_tap(oh, lo, hi,
-                         [&](int64_t t, int64_t ih, int64_t l, int64_t ix, int64_t cnt) {
-                           axpy_scatter(wo[t], gr + l, dxc + ih * g_.W + ix, g_.SW, cnt);
-                         });
+          flat_grad(f, dy + plane, y + plane, gp.data());
+          for (int64_t ph = 0; ph < f.phases; ++ph) {
+            offs.clear();
+            ws.clear();
+            for (int64_t t = 0; t < KK; ++t)
+              if (f.phase_of[size_t(t)] == ph) {
+                offs.push_back(f.margin - f.in_phase[size_t(t)]);
+                ws.push_back(w[o * KK + t]);
+              }
+            if (offs.empty()) continue;  // dilation skipping this phase's pixels
+            taps(gp.data(), offs.data(), ws.data(), int64_t(offs.size()), 0.f, dq.data(), f.in_len);
+            add_phase(f, ph, dq.data(), dxc);
           }
         }
       }
     });
+  }
+
+  // Adds one phase plane of the padded input gradient to the input pixels
+  // it covers.
+  void add_phase(const FlatPlanes& f, int64_t ph, const float* dq, float* dxc) const {
+    const int64_t a = ph / g_.SW, b = ph % g_.SW;
+    for (int64_t ih = 0; ih < g_.H; ++ih) {
+      const int64_t r = ih + g_.PT;
+      if (r % g_.SH != a) continue;
+      const float* row = dq + r / g_.SH * f.Wq;
+      float* d = dxc + ih * g_.W;
+      if (g_.SW == 1) {
+        for (int64_t iw = 0; iw < g_.W; ++iw) d[iw] += row[iw + g_.PL];
+        continue;
+      }
+      for (int64_t iw = first_column(b), j = (iw + g_.PL) / g_.SW; iw < g_.W; iw += g_.SW, ++j)
+        d[iw] += row[j];
+    }
   }
 
   void forward_sample(const float* x, float* y, float* col) const {

@@ -200,6 +200,19 @@ TEST(Cli, RunMapsANumPyArrayToTheOutputsInBatches) {
     for (int64_t i = 0; i < 130; ++i)
       EXPECT_NEAR(outs[k].data.f32()[i], outs[0].data.f32()[i], 1e-5f) << k << " " << i;
 
+  // --repeat (benchmarking): one time per pass, the same output.
+  CliRun rep = cli("run " + kSample + " --checkpoint " + ck + " --input " + t.path("x.npy") +
+                   " --output " + t.path("rep.npy") + " --json --repeat 3 --batch 5");
+  ASSERT_EQ(rep.code, 0) << rep.out;
+  const nlohmann::json j = nlohmann::json::parse(rep.out.substr(rep.out.find('{')));
+  ASSERT_EQ(j.at("pass_seconds").size(), 3u) << rep.out;
+  for (const auto& sec : j.at("pass_seconds")) EXPECT_GT(sec.get<double>(), 0.0);
+  EXPECT_GT(j.at("samples_per_s").get<double>(), 0.0);
+  EXPECT_EQ(j.at("batch").get<int>(), 5);
+  dc::NpyArray rep_out = dc::load_npy(t.path("rep.npy"));
+  for (int64_t i = 0; i < 130; ++i)
+    EXPECT_NEAR(rep_out.data.f32()[i], outs[0].data.f32()[i], 1e-5f) << i;
+
   // A single image without its batch dimension, a missing --output, a
   // file that is not an array: one message each, exit 1, no output file.
   dc::save_npy(t.path("one.npy"), dc::Tensor(dc::Shape{1, 28, 28}));

@@ -133,6 +133,15 @@ std::vector<Case> cases() {
               {"stride", Ints{1, 2}},
               {"padding", Ints{0, 1}}}),
        Shape{3, 5, 9}, 0, 0, 1, 1},
+      // Stride 2 with dilation 2: every tap reads the even phase, so the odd
+      // input pixels get no gradient.
+      {"depthwise_stride2_dilation2",
+       attrs({{"filters", int64_t(2)},
+              {"groups", int64_t(2)},
+              {"stride", Ints{2, 2}},
+              {"dilation", Ints{2, 2}},
+              {"padding", Ints{1, 2}}}),
+       Shape{2, 9, 8}, 1, 1, 2, 2},
       // A padding wider than the input's reach leaves whole rows of padding.
       {"depthwise_wide_padding",
        attrs({{"filters", int64_t(2)}, {"groups", int64_t(2)}, {"padding", Ints{3, 3}}}),
