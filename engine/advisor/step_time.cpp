@@ -163,6 +163,11 @@ DeviceRates gpu_rates(const DeviceBench& b, Precision p) {
 StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
                            int64_t activation_elem) {
   const std::vector<PlanStep> steps = lower_graph(g);
+  // The CPU plan runs a ReLU or ReLU6 after a Conv2D inside the convolution,
+  // on each sample's output while it is in cache (plan.cpp): no pass of its
+  // own. The GPU runs it as a layer.
+  const std::vector<int> fused =
+      d.im2col_convolutions ? relu_fusions(steps) : std::vector<int>(steps.size(), -1);
   StepTime st;
   std::vector<bool> needs_grad(steps.size(), false);
   const double n = double(batch), ae = double(activation_elem);
@@ -171,8 +176,11 @@ StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
     const PlanStep& s = steps[i];
     if (s.is_input) continue;
     const Cost c = s.desc->cost(s.in_shapes, s.out_shape, s.attrs);
-    params += c.params;
-    bool ng = c.params > 0;
+    // A frozen layer (transfer learning) gets no weight gradient and no
+    // optimizer step; with no trainable layer before it, no backward at all.
+    const bool trains_weights = c.params > 0 && !s.frozen;
+    if (trains_weights) params += c.params;
+    bool ng = trains_weights;
     bool input_grad = false;
     for (int j : s.inputs) {
       ng = ng || needs_grad[size_t(j)];
@@ -186,7 +194,7 @@ StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
     l.flops =
         is_recurrent(s.type)
             ? recurrent_flops(s, n, ng, input_grad)
-            : 2 * macs + (ng ? (c.params > 0 ? 2 * macs : 0) + (input_grad ? 2 * macs : 0) : 0);
+            : 2 * macs + (ng ? (trains_weights ? 2 * macs : 0) + (input_grad ? 2 * macs : 0) : 0);
     double in_bytes = 0;
     for (const Shape& x : s.in_shapes) in_bytes += double(x.numel()) * n * ae;
     const double out_bytes = double(s.out_shape.numel()) * n * ae;
@@ -199,9 +207,14 @@ StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
         p.forward > 0 ? (p.forward + (ng ? p.backward : 0)) * in_bytes
                       : in_bytes + out_bytes +
                             (ng ? out_bytes + in_bytes + (input_grad ? 2 * in_bytes : 0) : 0);
-    l.bytes = activation_bytes + double(c.params) * 4 * (ng ? 4 : 1);
+    l.bytes = activation_bytes + double(c.params) * 4 * (trains_weights ? 4 : 1);
     if (s.type == "Conv2D" && d.im2col_convolutions)
-      l.bytes += cpu_column_bytes(s, n, ng, input_grad);
+      l.bytes += cpu_column_bytes(s, n, trains_weights, input_grad);
+    if (fused[i] >= 0) {
+      l.flops = l.bytes = 0;
+      st.layers.push_back(std::move(l));
+      continue;
+    }
     const double rate = s.type == "Conv2D"     ? d.conv_flops
                         : is_recurrent(s.type) ? d.rnn_flops
                                                : d.gemm_flops;

@@ -3,6 +3,7 @@
 #include <deepcanvas/plan.h>
 
 #include <algorithm>
+#include <limits>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -48,7 +49,7 @@ std::vector<int> relu_fusions(const std::vector<PlanStep>& steps) {
     for (int i : s.inputs) ++consumers[size_t(i)];
   for (size_t j = 0; j < steps.size(); ++j) {
     const PlanStep& s = steps[j];
-    if (s.type != "ReLU" || s.inputs.size() != 1) continue;
+    if ((s.type != "ReLU" && s.type != "ReLU6") || s.inputs.size() != 1) continue;
     const int i = s.inputs[0];
     if (steps[size_t(i)].type == "Conv2D" && consumers[size_t(i)] == 1) fused[j] = i;
   }
@@ -112,7 +113,8 @@ Plan::Plan(const Graph& g, int64_t max_batch) : max_batch_(max_batch) {
   const std::vector<int> fused = relu_fusions(lowered_);
   for (size_t j = 0; j < steps_.size(); ++j) {
     const int i = fused[j];
-    if (i < 0 || !steps_[size_t(i)]->layer->fuse_relu()) continue;
+    const float cap = lowered_[j].type == "ReLU6" ? 6.0f : std::numeric_limits<float>::infinity();
+    if (i < 0 || !steps_[size_t(i)]->layer->fuse_relu(cap)) continue;
     steps_[j]->fused_into = i;
     steps_[size_t(i)]->fused_relu = int(j);
     steps_[j]->out_buf = steps_[size_t(i)]->out_buf;

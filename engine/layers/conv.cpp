@@ -289,9 +289,35 @@ class Conv2D : public Layer {
     });
   }
 
-  bool fuse_relu() override {
+  bool fuse_relu(float cap) override {
     relu_ = true;
+    cap_ = cap;
+    capped_ = std::isfinite(cap);
     return true;
+  }
+
+  // The fused activation, from src to dst (which may be the same). NaN
+  // stays NaN (std::max/min return their first argument then), as in the
+  // ReLU and ReLU6 layers.
+  void activate(const float* src, float* dst, int64_t n) const {
+    if (capped_) {
+      const float cap = cap_;
+      for (int64_t i = 0; i < n; ++i) dst[i] = std::min(std::max(src[i], 0.0f), cap);
+    } else {
+      for (int64_t i = 0; i < n; ++i) dst[i] = std::max(src[i], 0.0f);
+    }
+  }
+
+  // g = dy masked by the activation's gradient from its output y: 1 where
+  // 0 < y (< cap), as the ReLU and ReLU6 layers' backward.
+  void mask_grad(const float* __restrict dy, const float* __restrict y, float* __restrict g,
+                 int64_t n) const {
+    if (capped_) {
+      const float cap = cap_;
+      for (int64_t i = 0; i < n; ++i) g[i] = dy[i] * (y[i] > 0.0f && y[i] < cap ? 1.0f : 0.0f);
+    } else {
+      for (int64_t i = 0; i < n; ++i) g[i] = dy[i] * (y[i] > 0.0f ? 1.0f : 0.0f);
+    }
   }
 
   bool overwrites_din() const override { return true; }
@@ -336,11 +362,10 @@ class Conv2D : public Layer {
           const float* dys = dy + n * OUT;
           if (relu_) {
             // The fused ReLU's backward, on this sample while it is in
-            // cache: the output is max(conv, 0), so out > 0 is the mask.
-            float* __restrict m = masked_[c].data();
-            const float* __restrict ys = y + n * OUT;
-            const float* __restrict g = dys;
-            for (int64_t i = 0; i < OUT; ++i) m[i] = g[i] * (ys[i] > 0.0f ? 1.0f : 0.0f);
+            // cache: the output is max(conv, 0) (capped), so the mask
+            // comes from it.
+            float* m = masked_[c].data();
+            mask_grad(dys, y + n * OUT, m, OUT);
             dys = m;
           }
           if (db)
@@ -464,7 +489,7 @@ class Conv2D : public Layer {
       const float* d = dyo + oh * g_.OW;
       if (relu_) {
         const float* yr = yo + oh * g_.OW;
-        for (int64_t i = 0; i < g_.OW; ++i) r[i] = d[i] * (yr[i] > 0.0f ? 1.0f : 0.0f);
+        mask_grad(d, yr, r, g_.OW);
       } else {
         std::copy_n(d, g_.OW, r);
       }
@@ -494,7 +519,7 @@ class Conv2D : public Layer {
           const float* r = yf.data() + oh * f.Wq;
           float* d = yo + oh * g_.OW;
           if (relu_)
-            for (int64_t i = 0; i < g_.OW; ++i) d[i] = std::max(r[i], 0.0f);
+            activate(r, d, g_.OW);
           else
             std::copy_n(r, g_.OW, d);
         }
@@ -608,8 +633,7 @@ class Conv2D : public Layer {
             y + gi * OCg * OHW, OHW);
     // The fused ReLU, while the sample's output is in cache. std::max keeps
     // NaN as NaN, as the ReLU layer does.
-    if (relu_)
-      for (int64_t i = 0; i < g_.OC * OHW; ++i) y[i] = std::max(y[i], 0.0f);
+    if (relu_) activate(y, y, g_.OC * OHW);
   }
 
   void backward_sample(const float* x, const float* dy, float* dx, float* dw, float* col,
@@ -643,6 +667,8 @@ class Conv2D : public Layer {
   ScratchVec<float> dw_part_, db_part_;
   std::vector<ScratchVec<float>> masked_;  // per chunk: one sample's ReLU-masked gradient
   bool relu_ = false;                      // a ReLU is fused into this layer (fuse_relu)
+  bool capped_ = false;                    // ... a ReLU6: capped at cap_
+  float cap_ = 0.0f;
 };
 
 const LayerDescriptor& conv_desc() {

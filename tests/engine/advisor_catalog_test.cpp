@@ -222,5 +222,55 @@ TEST(StepTime, BatchNormAndDropoutCountTheirPasses) {
   EXPECT_DOUBLE_EQ(t.layers[2].bytes, 7 * act);
 }
 
+TEST(StepTime, FrozenLayersAndFusedActivations) {
+  // in [4, 12, 12] -> Conv2D 8 (frozen) -> ReLU6 -> depthwise Conv2D 8
+  // (frozen) -> ReLU -> Flatten -> Dense 10: a frozen base with a new head.
+  register_builtin_layers();
+  Graph g;
+  Attrs in, conv, dw, fc;
+  in.set("shape", std::vector<int64_t>{4, 12, 12});
+  conv.set("filters", int64_t(8));
+  conv.set("padding", std::vector<int64_t>{1, 1});
+  dw = conv;
+  dw.set("groups", int64_t(8));
+  fc.set("units", int64_t(10));
+  const NodeId x = g.add_node("Input", "in", in);
+  const NodeId a = g.add_node("Conv2D", "conv", conv);
+  const NodeId r6 = g.add_node("ReLU6", "relu6");
+  const NodeId b = g.add_node("Conv2D", "dw", dw);
+  const NodeId r = g.add_node("ReLU", "relu");
+  const NodeId f = g.add_node("Flatten", "flat");
+  const NodeId d = g.add_node("Dense", "fc", fc);
+  for (auto [from, to] : {std::pair{x, a}, {a, r6}, {r6, b}, {b, r}, {r, f}, {f, d}})
+    g.connect(from, to);
+  DeviceRates gpu;
+  gpu.gemm_flops = gpu.conv_flops = gpu.rnn_flops = 1e11;
+  gpu.bandwidth = 1e10;
+  DeviceRates cpu = gpu;
+  cpu.im2col_convolutions = true;
+  const int64_t n = 8;
+  const StepTime trainable_gpu = predict_step_time(g, n, gpu);
+  g.set_trainable(a, false);
+  g.set_trainable(b, false);
+  const StepTime tg = predict_step_time(g, n, gpu), tc = predict_step_time(g, n, cpu);
+  // The frozen prefix runs forward only: 2·MACs, no weight or input gradient.
+  EXPECT_DOUBLE_EQ(tg.layers[0].flops, 2.0 * n * 8 * 144 * 4 * 9);
+  EXPECT_DOUBLE_EQ(tg.layers[2].flops, 2.0 * n * 8 * 144 * 9);
+  EXPECT_LT(tg.layers[0].flops, trainable_gpu.layers[0].flops);
+  // The head: forward and its weight gradient; its input needs none.
+  EXPECT_DOUBLE_EQ(tg.layers[5].flops, 4.0 * n * 1152 * 10);
+  // Only the head's weights are stepped by the optimizer.
+  EXPECT_LT(tg.optimizer_s, trainable_gpu.optimizer_s);
+  // On the CPU the ReLU6 and the ReLU run inside the convolutions before
+  // them; on the GPU they are layers of their own.
+  EXPECT_EQ(tc.layers[1].seconds, 0);
+  EXPECT_EQ(tc.layers[3].seconds, 0);
+  EXPECT_GT(tg.layers[1].seconds, 0);
+  EXPECT_GT(tg.layers[3].seconds, 0);
+  // The depthwise convolution unfolds no columns on the CPU; the other does.
+  EXPECT_DOUBLE_EQ(tc.layers[2].bytes, tg.layers[2].bytes);
+  EXPECT_GT(tc.layers[0].bytes, tg.layers[0].bytes);
+}
+
 }  // namespace
 }  // namespace dc::advisor

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -261,24 +262,30 @@ TEST(Conv2D, RepeatsExactlyForAThreadCount) {
 
 // Forward and backward of one layer on fixed data (the same x, weights and
 // dy for the same attributes), returning the output, the input gradient and
-// the weight and bias gradients. `mask` multiplies dy by mask > 0.
+// the weight and bias gradients. `fuse`: the cap of a fused ReLU (infinity:
+// ReLU), none when NaN. `mask`: dy is multiplied by 0 < mask < mask_cap.
 struct Pass {
   Tensor y, dx, gw, gb;
 };
-Pass run_pass(const Attrs& a, const Shape& in, int64_t n, bool fuse, const Tensor* mask = nullptr) {
+constexpr float kNoFusion = std::numeric_limits<float>::quiet_NaN();
+constexpr float kRelu = std::numeric_limits<float>::infinity();
+Pass run_pass(const Attrs& a, const Shape& in, int64_t n, float fuse, const Tensor* mask = nullptr,
+              float mask_cap = kRelu) {
   Attrs full = conv().with_defaults(a);
   Shape out = conv().infer({in}, full);
   auto layer = conv().create(full, {in}, out);
-  if (fuse) {
-    EXPECT_TRUE(layer->fuse_relu());
+  if (!std::isnan(fuse)) {
+    EXPECT_TRUE(layer->fuse_relu(fuse));
   }
   Rng rng(19);
   layer->init(rng);
   find_param(*layer, "bias")->value.fill(0.05f);  // some outputs on each side of 0
   Tensor x(in.with_batch(n)), dy(out.with_batch(n));
   for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = rng.uniform(-1, 1);
-  for (int64_t i = 0; i < dy.numel(); ++i)
-    dy.f32()[i] = rng.uniform(-1, 1) * (mask && mask->f32()[i] <= 0 ? 0.f : 1.f);
+  for (int64_t i = 0; i < dy.numel(); ++i) {
+    const bool pass = !mask || (mask->f32()[i] > 0 && mask->f32()[i] < mask_cap);
+    dy.f32()[i] = rng.uniform(-1, 1) * (pass ? 1.f : 0.f);
+  }
   Pass p{Tensor(out.with_batch(n)), Tensor(x.shape()), {}, {}};
   RunContext ctx;
   layer->forward({&x}, p.y, ctx);
@@ -290,9 +297,11 @@ Pass run_pass(const Attrs& a, const Shape& in, int64_t n, bool fuse, const Tenso
 }
 
 TEST(Conv2D, FusedReluEqualsAReluAfterTheConvolution) {
-  // Both kernels (im2col and depthwise) fuse a following ReLU: the output is
-  // max(conv, 0) and the backward masks the output gradient by out > 0, as
-  // the ReLU layer's backward would.
+  // Both kernels (im2col and depthwise) fuse a following ReLU or ReLU6: the
+  // output is max(conv, 0), capped, and the backward masks the output
+  // gradient by 0 < out (< cap), as the ReLU and ReLU6 layers' backward
+  // would. A cap of 0.3 stands in for ReLU6's 6 so that these small outputs
+  // reach it.
   for (const Attrs& a :
        {attrs({{"filters", int64_t(4)}, {"padding", Ints{1, 1}}}),
         attrs({{"filters", int64_t(6)}, {"groups", int64_t(3)}, {"padding", Ints{1, 1}}}),
@@ -300,24 +309,28 @@ TEST(Conv2D, FusedReluEqualsAReluAfterTheConvolution) {
                {"groups", int64_t(3)},
                {"kernel", Ints{5, 5}},
                {"stride", Ints{2, 2}},
-               {"padding_mode", std::string("same")}})}) {
-    const Shape in{3, 7, 6};
-    Pass plain = run_pass(a, in, 3, false);
-    Pass fused = run_pass(a, in, 3, true);
-    Pass reference = run_pass(a, in, 3, false, &plain.y);
-    bool some_negative = false;
-    for (int64_t i = 0; i < plain.y.numel(); ++i) {
-      ASSERT_EQ(fused.y.f32()[i], std::max(plain.y.f32()[i], 0.f)) << "at " << i;
-      some_negative = some_negative || plain.y.f32()[i] < 0;
+               {"padding_mode", std::string("same")}})})
+    for (float cap : {kRelu, 0.3f}) {
+      SCOPED_TRACE(cap);
+      const Shape in{3, 7, 6};
+      Pass plain = run_pass(a, in, 3, kNoFusion);
+      Pass fused = run_pass(a, in, 3, cap);
+      Pass reference = run_pass(a, in, 3, kNoFusion, &plain.y, cap);
+      bool some_negative = false, some_capped = false;
+      for (int64_t i = 0; i < plain.y.numel(); ++i) {
+        ASSERT_EQ(fused.y.f32()[i], std::min(std::max(plain.y.f32()[i], 0.f), cap)) << "at " << i;
+        some_negative = some_negative || plain.y.f32()[i] < 0;
+        some_capped = some_capped || plain.y.f32()[i] > cap;
+      }
+      EXPECT_TRUE(some_negative);  // the mask is exercised
+      EXPECT_EQ(some_capped, cap < 1);
+      for (int64_t i = 0; i < fused.dx.numel(); ++i)
+        ASSERT_NEAR(fused.dx.f32()[i], reference.dx.f32()[i], 1e-5f) << "dx at " << i;
+      for (int64_t i = 0; i < fused.gw.numel(); ++i)
+        ASSERT_NEAR(fused.gw.f32()[i], reference.gw.f32()[i], 1e-4f) << "dw at " << i;
+      for (int64_t i = 0; i < fused.gb.numel(); ++i)
+        ASSERT_NEAR(fused.gb.f32()[i], reference.gb.f32()[i], 1e-4f) << "db at " << i;
     }
-    EXPECT_TRUE(some_negative);  // the mask is exercised
-    for (int64_t i = 0; i < fused.dx.numel(); ++i)
-      ASSERT_NEAR(fused.dx.f32()[i], reference.dx.f32()[i], 1e-5f) << "dx at " << i;
-    for (int64_t i = 0; i < fused.gw.numel(); ++i)
-      ASSERT_NEAR(fused.gw.f32()[i], reference.gw.f32()[i], 1e-4f) << "dw at " << i;
-    for (int64_t i = 0; i < fused.gb.numel(); ++i)
-      ASSERT_NEAR(fused.gb.f32()[i], reference.gb.f32()[i], 1e-4f) << "db at " << i;
-  }
 }
 
 TEST(Conv2D, DepthwiseResultsDoNotDependOnTheThreadCount) {
@@ -329,9 +342,9 @@ TEST(Conv2D, DepthwiseResultsDoNotDependOnTheThreadCount) {
                    {"padding_mode", std::string("same")}});
   const int saved = num_threads();
   set_num_threads(1);
-  Pass one = run_pass(a, Shape{8, 9, 9}, 5, true);
+  Pass one = run_pass(a, Shape{8, 9, 9}, 5, kRelu);
   set_num_threads(2);
-  Pass two = run_pass(a, Shape{8, 9, 9}, 5, true);
+  Pass two = run_pass(a, Shape{8, 9, 9}, 5, kRelu);
   set_num_threads(saved);
   for (int64_t i = 0; i < one.y.numel(); ++i) ASSERT_EQ(one.y.f32()[i], two.y.f32()[i]);
   for (int64_t i = 0; i < one.dx.numel(); ++i) ASSERT_EQ(one.dx.f32()[i], two.dx.f32()[i]);

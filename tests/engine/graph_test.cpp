@@ -151,58 +151,75 @@ TEST(Plan, SummaryAndMemoryArePlannedBeforeTheFirstStep) {
 }
 
 TEST(Plan, AFusedConvReluGivesTheSameOutputAndGradientsAsSeparateLayers) {
-  // conv -> relu -> conv -> relu -> flatten -> dense, fused by the plan,
-  // against the same network with a Dropout(0) after each convolution,
-  // which keeps the ReLU a layer of its own. Both run 2 threads' chunks.
-  auto build = [](bool separate) {
-    Graph g;
-    NodeId prev = g.add_node("Input", "input", attrs({{"shape", std::vector<int64_t>{2, 9, 9}}}));
-    auto add = [&](const std::string& type, const std::string& name, Attrs a = {}) {
-      NodeId id = g.add_node(type, name, std::move(a));
-      g.connect(prev, id);
-      prev = id;
+  // conv -> relu -> depthwise conv -> relu -> flatten -> dense, fused by the
+  // plan, against the same network with a Dropout(0) after each
+  // convolution, which keeps the ReLU a layer of its own; with ReLU and
+  // with ReLU6 (inputs large enough that some outputs pass 6). Both run 2
+  // threads' chunks.
+  for (const std::string act : {"ReLU", "ReLU6"}) {
+    SCOPED_TRACE(act);
+    auto build = [&act](bool separate) {
+      Graph g;
+      NodeId prev = g.add_node("Input", "input", attrs({{"shape", std::vector<int64_t>{2, 9, 9}}}));
+      auto add = [&](const std::string& type, const std::string& name, Attrs a = {}) {
+        NodeId id = g.add_node(type, name, std::move(a));
+        g.connect(prev, id);
+        prev = id;
+      };
+      for (int k = 1; k <= 2; ++k) {
+        // The second convolution is depthwise (multiplier 2): its own kernel.
+        add("Conv2D", "conv" + std::to_string(k),
+            attrs({{"filters", int64_t(4 * k)},
+                   {"groups", int64_t(k == 2 ? 4 : 1)},
+                   {"padding", std::vector<int64_t>{1, 1}}}));
+        if (separate) add("Dropout", "drop" + std::to_string(k), attrs({{"rate", 0.0}}));
+        add(act, "relu" + std::to_string(k));
+      }
+      add("Flatten", "flat");
+      add("Dense", "fc", attrs({{"units", int64_t(5)}}));
+      return g;
     };
-    for (int k = 1; k <= 2; ++k) {
-      add("Conv2D", "conv" + std::to_string(k),
-          attrs({{"filters", int64_t(3 + k)}, {"padding", std::vector<int64_t>{1, 1}}}));
-      if (separate) add("Dropout", "drop" + std::to_string(k), attrs({{"rate", 0.0}}));
-      add("ReLU", "relu" + std::to_string(k));
+    set_num_threads(2);
+    const Graph fused_graph = build(false);
+    Plan fused(fused_graph, 4), plain(build(true), 4);
+    fused.init_params(7);
+    plain.load_state(fused.state(), "fused");
+    // Fusion saves one activation and one gradient per pair.
+    EXPECT_LT(fused.activation_bytes(4, true), plain.activation_bytes(4, true));
+    Rng rng(5);
+    Tensor x(Shape{4, 2, 9, 9}), dout(Shape{4, 5});
+    for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = rng.uniform(-40, 40);
+    for (int64_t i = 0; i < dout.numel(); ++i) dout.f32()[i] = rng.uniform(-1, 1);
+    RunContext ctx{true, &rng};
+    const Tensor a = fused.forward(x, ctx).clone();
+    const Tensor b = plain.forward(x, ctx).clone();
+    for (int64_t i = 0; i < a.numel(); ++i) EXPECT_EQ(a.f32()[i], b.f32()[i]) << i;
+    fused.zero_grad();
+    plain.zero_grad();
+    fused.backward(dout, ctx);
+    plain.backward(dout, ctx);
+    ASSERT_EQ(fused.params().size(), plain.params().size());
+    for (size_t k = 0; k < fused.params().size(); ++k) {
+      const Tensor& ga = fused.params()[k].param->grad;
+      const Tensor& gb = plain.params()[k].param->grad;
+      ASSERT_EQ(fused.params()[k].name, plain.params()[k].name);
+      int64_t nonzero = 0;
+      for (int64_t i = 0; i < ga.numel(); ++i) {
+        EXPECT_EQ(ga.f32()[i], gb.f32()[i]) << fused.params()[k].name << " " << i;
+        nonzero += ga.f32()[i] != 0.0f;
+      }
+      EXPECT_GT(nonzero, 0) << fused.params()[k].name;
     }
-    add("Flatten", "flat");
-    add("Dense", "fc", attrs({{"units", int64_t(5)}}));
-    return g;
-  };
-  set_num_threads(2);
-  Plan fused(build(false), 4), plain(build(true), 4);
-  fused.init_params(7);
-  plain.load_state(fused.state(), "fused");
-  // Fusion saves one activation and one gradient per pair.
-  EXPECT_LT(fused.activation_bytes(4, true), plain.activation_bytes(4, true));
-  Rng rng(5);
-  Tensor x(Shape{4, 2, 9, 9}), dout(Shape{4, 5});
-  for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = rng.uniform(-1, 1);
-  for (int64_t i = 0; i < dout.numel(); ++i) dout.f32()[i] = rng.uniform(-1, 1);
-  RunContext ctx{true, &rng};
-  const Tensor a = fused.forward(x, ctx).clone();
-  const Tensor b = plain.forward(x, ctx).clone();
-  for (int64_t i = 0; i < a.numel(); ++i) EXPECT_EQ(a.f32()[i], b.f32()[i]) << i;
-  fused.zero_grad();
-  plain.zero_grad();
-  fused.backward(dout, ctx);
-  plain.backward(dout, ctx);
-  ASSERT_EQ(fused.params().size(), plain.params().size());
-  for (size_t k = 0; k < fused.params().size(); ++k) {
-    const Tensor& ga = fused.params()[k].param->grad;
-    const Tensor& gb = plain.params()[k].param->grad;
-    ASSERT_EQ(fused.params()[k].name, plain.params()[k].name);
-    int64_t nonzero = 0;
-    for (int64_t i = 0; i < ga.numel(); ++i) {
-      EXPECT_EQ(ga.f32()[i], gb.f32()[i]) << fused.params()[k].name << " " << i;
-      nonzero += ga.f32()[i] != 0.0f;
+    if (act == "ReLU6") {
+      // Some of the first layer's outputs were capped at 6 (else the cap went
+      // untested): the fused layer's buffer is the ReLU6's output.
+      const Tensor& h = *fused.activation(fused_graph.find_by_name("relu1")->id);
+      int64_t capped = 0;
+      for (int64_t i = 0; i < h.numel(); ++i) capped += h.f32()[i] == 6.0f;
+      EXPECT_GT(capped, 0);
     }
-    EXPECT_GT(nonzero, 0) << fused.params()[k].name;
+    set_num_threads(0);
   }
-  set_num_threads(0);
 }
 
 TEST(Plan, BackwardMatchesFiniteDifferencesThroughTheWholeNetwork) {

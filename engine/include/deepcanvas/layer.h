@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,10 +72,14 @@ class Layer {
   // which activations stay alive.
   virtual bool backward_needs_output() const { return false; }
   // Asks the layer to apply a ReLU to its own output (the plan then skips
-  // the ReLU node, whose output is this layer's): forward writes max(y, 0)
-  // and backward gets the gradient of that and masks it with out > 0.
-  // Returns false when the layer cannot.
-  virtual bool fuse_relu() { return false; }
+  // the ReLU node, whose output is this layer's): forward writes max(y, 0),
+  // capped at `cap` when it is finite (ReLU6: 6), and backward gets the
+  // gradient of that and masks it with 0 < out (< cap). Returns false when
+  // the layer cannot.
+  virtual bool fuse_relu(float cap = std::numeric_limits<float>::infinity()) {
+    (void)cap;
+    return false;
+  }
   // True when backward honours RunContext::fresh_din (else the plan zeroes
   // the gradient buffers before the call).
   virtual bool overwrites_din() const { return false; }

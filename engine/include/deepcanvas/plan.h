@@ -80,8 +80,8 @@ struct PlanStep {
 // ends with the network's output.
 std::vector<PlanStep> lower_graph(const Graph& g);
 
-// The CPU plan runs a ReLU whose only input is a Conv2D that feeds nothing
-// else inside the convolution (Layer::fuse_relu): the ReLU's output is the
+// The CPU plan runs a ReLU (or ReLU6) whose only input is a Conv2D that feeds
+// nothing else inside the convolution (Layer::fuse_relu): the ReLU's output is the
 // convolution's buffer, and neither a separate ReLU pass nor the
 // convolution's own gradient buffer exists. For each step, the index of the
 // Conv2D a ReLU step is fused into, else -1. The advisor's memory model
