@@ -16,7 +16,7 @@
 # Fashion-MNIST, SHAPES_TRANSFER_EPOCHS (15), SHAPES_SCRATCH_EPOCHS (30), SEED (42).
 # The defaults keep a run within about an hour on 2 CPU cores: every epoch
 # evaluates the full test set, which for the base at 64 px is 10k x 31M MACs.
-# SIZE=224 (the base's own input) took about 12 minutes in all on the same
+# SIZE=224 (the base's own input) took about 10 minutes in all on the same
 # machine once depthwise convolutions ran their own kernel.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -967,7 +967,16 @@ int cmd_bench_device(const Args& a) {
     std::printf("  fp16 GEMM        %8.1f GFLOP/s (tensor cores)\n", b.fp16_gflops);
   }
   std::printf("  conv2d forward   %8.1f GFLOP/s\n", b.conv_gflops);
-  std::printf("  memory bandwidth %8.1f GB/s\n", b.mem_bandwidth_gbs);
+  std::printf("  memory bandwidth %8.1f GB/s", b.mem_bandwidth_gbs);
+  if (b.mem_bandwidth_samples.size() > 1) {
+    // Shared hosts move this figure between runs: say what it is made of.
+    std::string list;
+    for (double v : b.mem_bandwidth_samples)
+      list += (list.empty() ? "" : ", ") + std::to_string(int(v + 0.5));
+    std::printf(" (median of the last %zu measurements: %s)", b.mem_bandwidth_samples.size(),
+                list.c_str());
+  }
+  std::printf("\n");
   if (dev.cuda) std::printf("  host to device   %8.1f GB/s (pinned)\n", b.h2d_gbs);
   std::printf(dev.cuda ? "  launch overhead  %8.1f us\n" : "  per-step overhead %7.1f us\n",
               b.step_overhead_s * 1e6);

@@ -85,27 +85,39 @@ double conv_gflops() {
 // hardware gives. On a host shared with other virtual machines the mean of
 // a short run moved 39-68 GB/s between runs seconds apart, and with it every
 // bandwidth-bound prediction, while the layers it stood for (mostly
-// cache-resident at these sizes) did not slow down with it.
-double triad_gbs() {
+// cache-resident at these sizes) did not slow down with it. Twenty passes
+// back to back (80 ms) still fell into such dips whole (30 GB/s against
+// 50-61 in the refreshes around it), so the passes are spread in groups
+// between the other measurements, over the whole benchmark.
+class Triad {
+ public:
   // 64 MiB per array: far beyond any last-level cache, so this is DRAM.
-  const int64_t n = int64_t(16) << 20;
-  std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n), 1.f),
-      c(static_cast<size_t>(n), 2.f);
-  const float s = 3.f;
-  auto pass = [&] {
-    parallel_for(n, 1 << 16, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) a[size_t(i)] = b[size_t(i)] + s * c[size_t(i)];
-    });
-  };
-  pass();  // warm-up: page faults
-  double best = INFINITY;
-  for (int k = 0; k < 20; ++k) {
-    const auto start = Clock::now();
-    pass();
-    best = std::min(best, seconds_since(start));
+  Triad()
+      : a_(static_cast<size_t>(kN)),
+        b_(static_cast<size_t>(kN), 1.f),
+        c_(static_cast<size_t>(kN), 2.f) {
+    pass();  // warm-up: page faults
   }
-  return 3.0 * double(n) * sizeof(float) / best * 1e-9;
-}
+  void run(int passes) {
+    for (int k = 0; k < passes; ++k) {
+      const auto start = Clock::now();
+      pass();
+      best_ = std::min(best_, seconds_since(start));
+    }
+  }
+  double gbs() const { return 3.0 * double(kN) * sizeof(float) / best_ * 1e-9; }
+
+ private:
+  static constexpr int64_t kN = int64_t(16) << 20;
+  void pass() {
+    const float s = 3.f;
+    parallel_for(kN, 1 << 16, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) a_[size_t(i)] = b_[size_t(i)] + s * c_[size_t(i)];
+    });
+  }
+  std::vector<float> a_, b_, c_;
+  double best_ = INFINITY;
+};
 
 // A forward, backward and Adam step of a network too small to cost
 // anything but the per-step bookkeeping every network pays.
@@ -170,6 +182,7 @@ json to_json(const DeviceBench& b) {
           {"fp32_gflops", b.fp32_gflops},
           {"conv_gflops", b.conv_gflops},
           {"mem_bandwidth_gbs", b.mem_bandwidth_gbs},
+          {"mem_bandwidth_samples", b.mem_bandwidth_samples},
           {"step_overhead_s", b.step_overhead_s},
           {"parallel_region_s", b.parallel_region_s},
           {"bf16_gflops", b.bf16_gflops},
@@ -186,6 +199,7 @@ DeviceBench from_json(const json& j) {
   b.fp32_gflops = j.at("fp32_gflops").get<double>();
   b.conv_gflops = j.at("conv_gflops").get<double>();
   b.mem_bandwidth_gbs = j.at("mem_bandwidth_gbs").get<double>();
+  b.mem_bandwidth_samples = j.value("mem_bandwidth_samples", std::vector<double>{});
   b.step_overhead_s = j.at("step_overhead_s").get<double>();
   b.parallel_region_s = j.value("parallel_region_s", 0.0);
   b.bf16_gflops = j.value("bf16_gflops", 0.0);
@@ -218,11 +232,16 @@ DeviceBench bench_cpu() {
   b.device = "cpu";
   b.name = cpu_model_name();
   b.threads = num_threads();
+  Triad triad;
+  triad.run(5);
   b.fp32_gflops = gemm_gflops();
+  triad.run(5);
   b.conv_gflops = conv_gflops();
-  b.mem_bandwidth_gbs = triad_gbs();
+  triad.run(5);
   b.step_overhead_s = step_overhead();
+  triad.run(5);
   b.parallel_region_s = parallel_region();
+  b.mem_bandwidth_gbs = triad.gbs();
   b.measured_at = utc_now();
   return b;
 }
@@ -258,6 +277,24 @@ void store_cached_bench(const std::string& key, const DeviceBench& b) {
   write_file_atomic(bench_cache_path(), j.dump(2) + "\n");
 }
 
+void merge_bandwidth_samples(const DeviceBench* previous, DeviceBench& latest) {
+  std::vector<double> samples;
+  if (previous) {
+    samples = previous->mem_bandwidth_samples;
+    // An entry from before the samples were kept: its one figure.
+    if (samples.empty() && previous->mem_bandwidth_gbs > 0)
+      samples.push_back(previous->mem_bandwidth_gbs);
+  }
+  samples.push_back(latest.mem_bandwidth_gbs);
+  if (samples.size() > kBandwidthSamples)
+    samples.erase(samples.begin(), samples.end() - long(kBandwidthSamples));
+  std::vector<double> sorted = samples;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t m = sorted.size() / 2;
+  latest.mem_bandwidth_gbs = sorted.size() % 2 ? sorted[m] : (sorted[m - 1] + sorted[m]) / 2;
+  latest.mem_bandwidth_samples = std::move(samples);
+}
+
 namespace {
 
 // The cache entry under key, unless refresh or there is none: then
@@ -268,7 +305,10 @@ DeviceBench cached_or_measured(const std::string& key, bool refresh, bool* cache
   DeviceBench b;
   const bool hit = !refresh && load_cached_bench(key, b);
   if (!hit) {
+    DeviceBench previous;
+    const bool had = load_cached_bench(key, previous);
     b = measure();
+    merge_bandwidth_samples(had ? &previous : nullptr, b);
     store_cached_bench(key, b);
   }
   if (cached) *cached = hit;

@@ -1,4 +1,5 @@
 // The GPU catalog's validation and the step-time roofline's cost rules.
+#include <deepcanvas/advisor/device_bench.h>
 #include <deepcanvas/advisor/gpu_catalog.h>
 #include <deepcanvas/advisor/step_time.h>
 #include <deepcanvas/errors.h>
@@ -220,6 +221,38 @@ TEST(StepTime, BatchNormAndDropoutCountTheirPasses) {
   EXPECT_DOUBLE_EQ(t.layers[1].bytes, 10 * act + 32 * 4 * 4);
   // Dropout: x, y, mask forward; dy, mask and dx read and written backward.
   EXPECT_DOUBLE_EQ(t.layers[2].bytes, 7 * act);
+}
+
+TEST(DeviceBench, BandwidthIsTheMedianOfTheLastFiveMeasurements) {
+  // One triad on a shared host can read half or twice the usual figure; the
+  // figure the predictions use is the median of the machine's last five.
+  DeviceBench first;
+  first.mem_bandwidth_gbs = 50;
+  merge_bandwidth_samples(nullptr, first);
+  EXPECT_EQ(first.mem_bandwidth_gbs, 50);
+  EXPECT_EQ(first.mem_bandwidth_samples, std::vector<double>{50});
+  DeviceBench prev = first;
+  for (double v : {30.0, 52.0, 89.0, 48.0, 51.0}) {
+    DeviceBench next;
+    next.mem_bandwidth_gbs = v;
+    merge_bandwidth_samples(&prev, next);
+    prev = next;
+  }
+  // 50 dropped out (oldest); median of 30, 52, 89, 48, 51.
+  EXPECT_EQ(prev.mem_bandwidth_samples, (std::vector<double>{30, 52, 89, 48, 51}));
+  EXPECT_EQ(prev.mem_bandwidth_gbs, 51);
+  // Two samples: their mean. A cache entry written before samples were
+  // kept counts with its one figure.
+  DeviceBench old_entry;
+  old_entry.mem_bandwidth_gbs = 40;
+  DeviceBench fresh;
+  fresh.mem_bandwidth_gbs = 60;
+  merge_bandwidth_samples(&old_entry, fresh);
+  EXPECT_EQ(fresh.mem_bandwidth_gbs, 50);
+  // Samples survive the cache's JSON.
+  const DeviceBench back = bench_from_json(bench_to_json(prev));
+  EXPECT_EQ(back.mem_bandwidth_samples, prev.mem_bandwidth_samples);
+  EXPECT_EQ(back.mem_bandwidth_gbs, 51);
 }
 
 TEST(StepTime, FrozenLayersAndFusedActivations) {

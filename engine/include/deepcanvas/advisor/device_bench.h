@@ -3,16 +3,21 @@
 // cached per machine so the advisor can reuse it: what the step-time
 // roofline (step_time.h) divides FLOPs and bytes by.
 #include <string>
+#include <vector>
 
 namespace dc::advisor {
 
 struct DeviceBench {
-  std::string device = "cpu";    // "cpu" or "cuda:N"
-  std::string name;              // CPU model name (from /proc/cpuinfo)
-  int threads = 0;               // kernel threads it ran with
-  double fp32_gflops = 0;        // dc::sgemm, 1024² × 1024 (Dense's path)
-  double conv_gflops = 0;        // Conv2D forward, 64→64 channels, 3×3, 32×32, batch 16
-  double mem_bandwidth_gbs = 0;  // STREAM-like triad over 3 × 64 MiB (bytes read + written)
+  std::string device = "cpu";  // "cpu" or "cuda:N"
+  std::string name;            // CPU model name (from /proc/cpuinfo)
+  int threads = 0;             // kernel threads it ran with
+  double fp32_gflops = 0;      // dc::sgemm, 1024² × 1024 (Dense's path)
+  double conv_gflops = 0;      // Conv2D forward, 64→64 channels, 3×3, 32×32, batch 16
+  // STREAM-like triad over 3 × 64 MiB (bytes read + written): the median of
+  // this machine's last kBandwidthSamples measurements (mem_bandwidth_samples,
+  // oldest first), since one measurement on a shared host can be off by 2x.
+  double mem_bandwidth_gbs = 0;
+  std::vector<double> mem_bandwidth_samples;
   double step_overhead_s = 0;    // one forward+backward of a tiny MLP (fixed per-step cost)
   double parallel_region_s = 0;  // one empty parallel_for over the kernel threads
   // GPUs only (0 on the CPU): tensor-core GEMMs (bf16/fp16 in, fp32
@@ -22,6 +27,13 @@ struct DeviceBench {
   double bf16_gflops = 0, fp16_gflops = 0, h2d_gbs = 0;
   std::string measured_at;  // UTC, ISO 8601
 };
+
+constexpr size_t kBandwidthSamples = 5;
+
+// Adds `latest` (a fresh measurement) to the samples of `previous` (the
+// cached one for the same machine, or null) and sets latest's bandwidth to
+// their median.
+void merge_bandwidth_samples(const DeviceBench* previous, DeviceBench& latest);
 
 // Runs the CPU benchmark (about 2-4 s) with the current num_threads().
 DeviceBench bench_cpu();
