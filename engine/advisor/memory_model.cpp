@@ -63,8 +63,8 @@ int64_t rounded(int64_t scalars, int64_t tensors) {
 
 // What a layer keeps between forward and backward (internal) and what its
 // backward allocates and frees (transient), at batch n, in bytes.
-void layer_buffers(const PlanStep& s, int64_t n, int threads, bool input_grad, int64_t elem,
-                   bool relu_fused, int64_t& internal, int64_t& transient) {
+void layer_buffers(const PlanStep& s, int64_t n, int threads, bool backward, bool input_grad,
+                   int64_t elem, bool relu_fused, int64_t& internal, int64_t& transient) {
   const std::string& t = s.type;
   internal = transient = 0;
   const int64_t out = s.out_shape.numel();
@@ -83,13 +83,15 @@ void layer_buffers(const PlanStep& s, int64_t n, int threads, bool input_grad, i
     const int64_t K = x[0] * k[0] * k[1];
     const int64_t OHW = s.out_shape[1] * s.out_shape[2];
     const int64_t wsize = s.attrs.i("filters") * K / s.attrs.i("groups");
+    // Only backward allocates the gradients' buffers, and a frozen layer's
+    // backward no weight-gradient sums; a frozen prefix runs no backward.
     if (!pointwise) internal += chunks * K * OHW * elem * (input_grad ? 2 : 1);
-    internal += chunks * wsize * elem;
+    if (backward && !s.frozen) internal += chunks * wsize * elem;
     // Per-chunk bias-gradient partial sums (db_part_) and, with a fused
     // ReLU, one sample's masked output gradient per chunk (masked_).
     const int64_t OC = s.attrs.i("filters");
-    if (s.attrs.b("bias") && !s.frozen) internal += chunks * OC * elem;
-    if (relu_fused) internal += chunks * OC * OHW * elem;
+    if (backward && s.attrs.b("bias") && !s.frozen) internal += chunks * OC * elem;
+    if (backward && relu_fused) internal += chunks * OC * OHW * elem;
   } else if (t == "MaxPool2D") {
     internal = n * out * 4;  // pool.cpp argmax_, int32 per output
   } else if (t == "Dropout") {
@@ -252,19 +254,22 @@ MemoryPrediction predict_memory(const Graph& g, const MemoryOptions& o) {
     const Cost c = s.is_input ? Cost{} : s.desc->cost(s.in_shapes, s.out_shape, s.attrs);
     const ParamLayout p = param_layout(s, c);
     // plan.cpp: a node needs an output gradient when it or anything upstream
-    // has parameters (BatchNorm's buffers count, as Layer::params() does).
-    bool ng = p.trainable > 0 || p.buffers > 0;
+    // has parameters (BatchNorm's buffers count, as Layer::params() does)
+    // that are not frozen.
+    bool ng = (p.trainable > 0 || p.buffers > 0) && !s.frozen;
     for (int j : s.inputs) ng = ng || needs_grad[size_t(j)];
     needs_grad[i] = ng;
     if (s.is_input) in_numel = s.out_shape.numel();
     const int64_t w = rounded(p.trainable, p.tensors);
     const int64_t buf = rounded(p.buffers, p.buffer_tensors);
+    // A frozen layer's weights have no gradient and no optimizer state.
+    const int64_t tw = s.frozen ? 0 : w;
     l.weights = w + buf;
-    l.gradients = w;
-    l.optimizer = opt_copies * w;
-    // cpu_stepper.cpp keeps the last good weights (good_) and epoch.cpp the
-    // best epoch's state (weights and buffers).
-    l.copies = cuda ? 0 : w + w + buf;
+    l.gradients = tw;
+    l.optimizer = opt_copies * tw;
+    // cpu_stepper.cpp keeps the last good trainable weights (good_) and
+    // epoch.cpp the best epoch's state (every weight and buffer).
+    l.copies = cuda ? 0 : tw + w + buf;
     // plan.cpp allocates an output for every step, inputs included, and a
     // gradient for every non-input step that needs one.
     l.activations = fused[i] >= 0 ? 0 : tensor_bytes(n * s.out_shape.numel(), elem);
@@ -274,7 +279,7 @@ MemoryPrediction predict_memory(const Graph& g, const MemoryOptions& o) {
     for (int j : s.inputs)
       input_grad = input_grad || (needs_grad[size_t(j)] && !steps[size_t(j)].is_input);
     if (!s.is_input)
-      layer_buffers(s, n, cuda ? 1 : threads, input_grad, elem, fused_producer[i], l.internal,
+      layer_buffers(s, n, cuda ? 1 : threads, ng, input_grad, elem, fused_producer[i], l.internal,
                     l.transient);
     m.weights += l.weights;
     m.gradients += l.gradients;

@@ -3,9 +3,9 @@
 #include <deepcanvas/plan.h>
 
 #include <algorithm>
-#include <limits>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <map>
 
 namespace dc {
@@ -82,7 +82,6 @@ Plan::Plan(const Graph& g, int64_t max_batch) : max_batch_(max_batch) {
     auto s = std::make_unique<Step>();
     s->lowered = &ls;
     s->layer = ls.desc->create(ls.attrs, ls.in_shapes, ls.out_shape);
-    s->out_buf = Tensor(ls.out_shape.with_batch(max_batch));
     // A frozen node's parameters are not trainable and get no gradient
     // buffer; its kernels then skip their parameter gradients. So backward
     // stops below the first trainable layer when everything before it is
@@ -117,7 +116,15 @@ Plan::Plan(const Graph& g, int64_t max_batch) : max_batch_(max_batch) {
     if (i < 0 || !steps_[size_t(i)]->layer->fuse_relu(cap)) continue;
     steps_[j]->fused_into = i;
     steps_[size_t(i)]->fused_relu = int(j);
-    steps_[j]->out_buf = steps_[size_t(i)]->out_buf;
+  }
+  // Output buffers once the fusions are known: a fused ReLU shares its
+  // producer's, and never has one of its own even for a moment (allocated
+  // and dropped, it set the peak of a network trained with a frozen base,
+  // whose training needs little more than its activations).
+  for (size_t j = 0; j < steps_.size(); ++j) {
+    Step& s = *steps_[j];
+    s.out_buf = s.fused_into >= 0 ? steps_[size_t(s.fused_into)]->out_buf
+                                  : Tensor(s.lowered->out_shape.with_batch(max_batch));
   }
 }
 

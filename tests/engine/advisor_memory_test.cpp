@@ -90,6 +90,81 @@ TEST(Advisor, MemoryPredictionMatchesMeasuredPeak) {
   EXPECT_EQ(n, 8);
 }
 
+// Trains one step of g at the batch and returns the measured peak beside
+// the prediction.
+std::pair<int64_t, int64_t> predicted_and_measured(const Graph& g, const TrainConfig& base,
+                                                   int64_t batch) {
+  TrainConfig c = base;
+  c.batch = batch;
+  c.epochs = 1;
+  c.steps_per_epoch_limit = 1;
+  c.val_split = 0;
+  c.checkpoint_dir.clear();
+  c.resume.clear();
+  c.device = DeviceSpec{};
+  Plan shape_only(g, 1);
+  Trainer t(g, c, data_for(shape_only, batch * 6, false), data_for(shape_only, 16, false));
+  t.start();
+  t.wait();
+  EXPECT_TRUE(t.result().ok) << t.result().error;
+  advisor::MemoryOptions o;
+  o.batch = batch;
+  o.optimizer = c.optimizer;
+  o.evaluates = true;
+  return {advisor::predict_memory(g, o).total, t.result().peak_tensor_bytes};
+}
+
+TEST(Advisor, MemoryPredictionMatchesMeasuredPeakWithFrozenLayers) {
+  // Transfer learning: a frozen prefix keeps no gradients, optimizer state
+  // or gradient scratch, and its training peak is little more than its
+  // activations, so a buffer allocated for a moment (a fused activation's
+  // own output, once) would set it. The bounds, as for the
+  // templates: the model counts the loader's queue full, which it may not
+  // be at the moment of the measured peak.
+  const Project p = load_project(std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj");
+  for (const std::string last : {"conv1", "conv2", "dense1"}) {
+    Graph g = p.graph;
+    for (NodeId id : g.topo_order()) {
+      g.set_trainable(id, false);
+      if (g.node(id).name == last) break;
+    }
+    const auto [predicted, measured] = predicted_and_measured(g, p.training, 64);
+    EXPECT_GE(double(predicted), 0.95 * double(measured)) << "frozen up to " << last;
+    EXPECT_LE(double(predicted), 1.10 * double(measured)) << "frozen up to " << last;
+  }
+  // A MobileNet-style block frozen, ReLU6 fused into both of its
+  // convolutions, the depthwise one running its own kernel, and a new head.
+  Graph g;
+  auto add = [&g](const std::string& type, const std::string& name, Attrs a, NodeId from) {
+    const NodeId id = g.add_node(type, name, std::move(a));
+    if (from >= 0) g.connect(from, id);
+    return id;
+  };
+  NodeId x = add("Input", "in", test::attrs({{"shape", std::vector<int64_t>{3, 32, 32}}}), -1);
+  x = add("Conv2D", "expand",
+          test::attrs({{"filters", int64_t(128)}, {"padding", std::vector<int64_t>{1, 1}}}), x);
+  const NodeId frozen_until = x = add("ReLU6", "act1", {}, x);
+  x = add("Conv2D", "dw",
+          test::attrs({{"filters", int64_t(128)},
+                       {"groups", int64_t(128)},
+                       {"stride", std::vector<int64_t>{2, 2}},
+                       {"padding", std::vector<int64_t>{1, 1}}}),
+          x);
+  x = add("ReLU6", "act2", {}, x);
+  x = add("GlobalAvgPool2D", "pool", {}, x);
+  x = add("Dense", "head", test::attrs({{"units", int64_t(10)}}), x);
+  for (NodeId id : g.topo_order()) {
+    g.set_trainable(id, false);
+    if (id == frozen_until) break;
+  }
+  TrainConfig c;
+  for (int64_t batch : {16, 33}) {
+    const auto [predicted, measured] = predicted_and_measured(g, c, batch);
+    EXPECT_GE(double(predicted), 0.95 * double(measured)) << "batch " << batch;
+    EXPECT_LE(double(predicted), 1.10 * double(measured)) << "batch " << batch;
+  }
+}
+
 TEST(Advisor, MaxBatchGrowsWithMemory) {
   const Project p = load_project(std::string(DC_SOURCE_DIR) + "/resources/templates/lenet5.dcproj");
   advisor::MemoryOptions o;
