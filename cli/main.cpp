@@ -889,7 +889,9 @@ int cmd_summary(const Args& a) {
     std::printf("%-16s %-16s %-14s %12s %12s %12s%s\n", r.name.c_str(), r.type.c_str(),
                 r.out.str(true).c_str(), human_count(double(r.cost.params)).c_str(),
                 human_count(double(r.cost.macs)).c_str(),
-                human_bytes(double(r.activation_bytes)).c_str(), r.frozen ? "  frozen" : "");
+                r.fused_into.empty() ? human_bytes(double(r.activation_bytes)).c_str()
+                                     : ("in " + r.fused_into).c_str(),
+                r.frozen ? "  frozen" : "");
   std::printf("total: %s parameters (%s), %s MACs per sample, %s activations per sample\n",
               human_count(double(params)).c_str(), human_bytes(double(params) * 4).c_str(),
               human_count(double(macs)).c_str(), human_bytes(double(act)).c_str());

@@ -217,7 +217,16 @@ void SummaryPanel::refresh() {
                      QString::fromStdString(r.out.str()));
       it->setText(kParams, r.cost.params ? humanCount(double(r.cost.params)) : "–");
       it->setText(kMacs, r.cost.macs ? humanCount(double(r.cost.macs)) : "–");
-      it->setText(kAct, humanBytes(double(r.activation_bytes)));
+      if (r.fused_into.empty()) {
+        it->setText(kAct, humanBytes(double(r.activation_bytes)));
+      } else {
+        // Runs inside the convolution and writes its buffer.
+        const QString conv = QString::fromStdString(r.fused_into);
+        it->setText(kAct, tr("in %1").arg(conv));
+        it->setToolTip(kAct, tr("Fused into %1: applied to its output in place, no memory of its "
+                                "own")
+                                 .arg(conv));
+      }
       it->setToolTip(kParams, QString::number(r.cost.params));
       it->setToolTip(kMacs, QString::number(r.cost.macs));
       params += r.cost.params;

@@ -356,14 +356,19 @@ int64_t count_parameters(const Graph& g, bool trainable_only) {
 
 std::vector<LayerSummary> Plan::summary() const {
   std::vector<LayerSummary> v;
-  for (const PlanStep& s : lowered_) {
+  for (size_t i = 0; i < lowered_.size(); ++i) {
+    const PlanStep& s = lowered_[i];
     LayerSummary l;
     l.id = s.id;
     l.name = s.name;
     l.type = s.type;
     l.out = s.out_shape;
     if (s.desc->cost) l.cost = s.desc->cost(s.in_shapes, s.out_shape, s.attrs);
-    l.activation_bytes = s.out_shape.numel() * 4;
+    // A fused ReLU writes its producer's buffer: no activation of its own,
+    // so the summary's total is what the plan holds.
+    const int producer = steps_[i]->fused_into;
+    l.activation_bytes = producer >= 0 ? 0 : s.out_shape.numel() * 4;
+    if (producer >= 0) l.fused_into = lowered_[size_t(producer)].name;
     l.frozen = s.frozen;
     v.push_back(l);
   }

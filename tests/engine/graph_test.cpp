@@ -145,8 +145,19 @@ TEST(Plan, SummaryAndMemoryArePlannedBeforeTheFirstStep) {
   EXPECT_EQ(params, 8 * 9 + 8 + 10 * 6272 + 10);
   EXPECT_EQ(p.num_parameters(), params);
   // The ReLU is fused into the convolution and writes its buffer: one
-  // 8×28×28 activation for the two.
+  // 8×28×28 activation for the two, and the summary says so.
   EXPECT_EQ(p.activation_bytes(16, false), 16 * 4 * (8 * 784 + 6272 + 10));
+  int64_t summed = 0;
+  for (auto& r : rows) {
+    if (r.type != "Input") summed += r.activation_bytes;
+    if (r.type == "ReLU") {
+      EXPECT_EQ(r.activation_bytes, 0);
+      EXPECT_EQ(r.fused_into, rows[1].name);
+    } else {
+      EXPECT_EQ(r.fused_into, "");
+    }
+  }
+  EXPECT_EQ(summed * 16, p.activation_bytes(16, false));
   EXPECT_GT(p.activation_bytes(16, true), p.activation_bytes(16, false));
 }
 

@@ -46,7 +46,8 @@ struct LayerSummary {
   std::string name, type;
   Shape out;                 // per sample
   Cost cost;                 // parameters and MACs per sample
-  int64_t activation_bytes;  // per sample, forward output
+  int64_t activation_bytes;  // per sample, forward output (0: a fused ReLU, shares its producer's)
+  std::string fused_into;    // a fused ReLU: the convolution whose buffer it writes
   bool frozen = false;       // Node::trainable is false
 };
 
