@@ -858,7 +858,12 @@ int cmd_summary(const Args& a) {
     macs += r.cost.macs;
     if (!is_input_type(r.type)) act += r.activation_bytes;
   }
-  int64_t train_bytes = plan.training_bytes(batch);
+  // The advisor's memory model: the figure the app's summary, advise,
+  // batch-fit and train's memory check give.
+  advisor::MemoryOptions mo;
+  mo.batch = batch;
+  mo.optimizer = p.training.optimizer;
+  const int64_t train_bytes = advisor::predict_memory(p.graph, mo).total;
   const FreezeSavings fz = plan.freeze_savings();
   if (a.flag("json")) {
     json layers = json::array();
@@ -896,8 +901,8 @@ int cmd_summary(const Args& a) {
               human_count(double(params)).c_str(), human_bytes(double(params) * 4).c_str(),
               human_count(double(macs)).c_str(), human_bytes(double(act)).c_str());
   std::printf(
-      "training at batch %lld needs about %s (activations and their gradients, "
-      "weights, gradients and Adam state)\n",
+      "training at batch %lld needs about %s (activations and their gradients, weights, "
+      "gradients, optimizer state, batches and scratch)\n",
       (long long)batch, human_bytes(double(train_bytes)).c_str());
   if (fz.frozen_nodes > 0)
     std::printf(
