@@ -302,11 +302,13 @@ namespace {
 template <class Measure>
 DeviceBench cached_or_measured(const std::string& key, bool refresh, bool* cached,
                                Measure measure) {
-  DeviceBench b;
-  const bool hit = !refresh && load_cached_bench(key, b);
+  // The entry is read once: the result on a hit, else the bandwidth
+  // samples the new measurement joins.
+  DeviceBench previous;
+  const bool had = load_cached_bench(key, previous);
+  const bool hit = !refresh && had;
+  DeviceBench b = previous;
   if (!hit) {
-    DeviceBench previous;
-    const bool had = load_cached_bench(key, previous);
     b = measure();
     merge_bandwidth_samples(had ? &previous : nullptr, b);
     store_cached_bench(key, b);

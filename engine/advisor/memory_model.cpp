@@ -74,11 +74,11 @@ void layer_buffers(const PlanStep& s, int64_t n, int threads, bool backward, boo
     // for the input gradient (dcol_), and per-chunk weight-gradient partial
     // sums (dw_part_). Pointwise convolutions skip the columns; depthwise
     // ones run directly and keep no buffers at all.
-    if (!conv_uses_columns(s.in_shapes, s.attrs) && !conv_is_pointwise(s.in_shapes, s.attrs))
-      return;
+    const ConvKernel kernel = conv_cpu_kernel(s.in_shapes, s.attrs);
+    if (kernel == ConvKernel::Depthwise) return;
     const Shape& x = s.in_shapes[0];
     const auto& k = s.attrs.ints("kernel");
-    const bool pointwise = conv_is_pointwise(s.in_shapes, s.attrs);
+    const bool pointwise = kernel == ConvKernel::Pointwise;
     const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(threads, n));
     const int64_t K = x[0] * k[0] * k[1];
     const int64_t OHW = s.out_shape[1] * s.out_shape[2];
@@ -151,7 +151,7 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       // cuDNN's workspace is the one its chosen algorithms ask for, which
       // only the device knows; the batch's im2col matrix (what the GEMM
       // algorithms unfold) stands for it. One workspace serves every op.
-      if (!conv_is_pointwise(s.in_shapes, s.attrs)) {
+      if (conv_cpu_kernel(s.in_shapes, s.attrs) != ConvKernel::Pointwise) {
         const auto& k = s.attrs.ints("kernel");
         const int64_t cols =
             s.in_shapes[0][0] / s.attrs.i("groups") * k[0] * k[1] * s.out_shape[1] * s.out_shape[2];

@@ -52,7 +52,7 @@ bool is_recurrent(const std::string& t) {
 // traffic, not by its FLOPs. Pointwise and depthwise convolutions have no
 // columns.
 double cpu_column_bytes(const PlanStep& s, double n, bool weight_grad, bool input_grad) {
-  if (!conv_uses_columns(s.in_shapes, s.attrs)) return 0;
+  if (conv_cpu_kernel(s.in_shapes, s.attrs) != ConvKernel::Im2col) return 0;
   const auto& k = s.attrs.ints("kernel");
   const double K = double(s.in_shapes[0][0] * k[0] * k[1]);
   const double cols = K * double(s.out_shape[1] * s.out_shape[2]) * 4;
@@ -190,6 +190,10 @@ StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
     LayerTime l;
     l.name = s.name;
     l.type = s.type;
+    if (fused[i] >= 0) {  // no FLOPs, bytes or overhead of its own
+      st.layers.push_back(std::move(l));
+      continue;
+    }
     const double macs = double(c.macs) * n;
     l.flops =
         is_recurrent(s.type)
@@ -210,11 +214,6 @@ StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
     l.bytes = activation_bytes + double(c.params) * 4 * (trains_weights ? 4 : 1);
     if (s.type == "Conv2D" && d.im2col_convolutions)
       l.bytes += cpu_column_bytes(s, n, trains_weights, input_grad);
-    if (fused[i] >= 0) {
-      l.flops = l.bytes = 0;
-      st.layers.push_back(std::move(l));
-      continue;
-    }
     const double rate = s.type == "Conv2D"     ? d.conv_flops
                         : is_recurrent(s.type) ? d.rnn_flops
                                                : d.gemm_flops;

@@ -52,7 +52,11 @@ struct ConvGeom {
   // Through im2col each group was a 1-row GEMM, all call overhead: EfficientNet-
   // Lite0's depthwise layers took 80 % of its forward time that way.
   bool depthwise() const { return G > 1 && Cg() == 1 && !pointwise(); }
-  bool uses_columns() const { return !pointwise() && !depthwise(); }
+  ConvKernel kernel() const {
+    return pointwise()   ? ConvKernel::Pointwise
+           : depthwise() ? ConvKernel::Depthwise
+                         : ConvKernel::Im2col;
+  }
 };
 
 }  // namespace
@@ -243,6 +247,7 @@ int64_t round_up(int64_t v, int64_t m) {
 class Conv2D : public Layer {
  public:
   explicit Conv2D(const ConvGeom& g) : g_(g) {
+    if (g_.depthwise()) flat_ = flat_planes();  // fixed by the geometry
     Shape ws{g.OC, g.Cg(), g.KH, g.KW};
     weight_.name = "weight";
     weight_.value = Tensor(ws);
@@ -406,7 +411,7 @@ class Conv2D : public Layer {
 
   void ensure_scratch(std::vector<ScratchVec<float>>& bufs, int64_t chunks) const {
     if (static_cast<int64_t>(bufs.size()) < chunks) bufs.resize(static_cast<size_t>(chunks));
-    if (!g_.uses_columns()) return;  // reads the input in place; buffers stay empty
+    if (g_.kernel() != ConvKernel::Im2col) return;  // no columns; buffers stay empty
     for (auto& b : bufs)
       if (static_cast<int64_t>(b.size()) < g_.K() * g_.OHW())
         b.resize(static_cast<size_t>(g_.K() * g_.OHW()));
@@ -425,13 +430,14 @@ class Conv2D : public Layer {
   // gradients they are zeros.
   struct FlatPlanes {
     int64_t Wq, phase_len, phases;
-    int64_t out_len;                // flat outputs computed (a multiple of kTapBlock)
-    int64_t in_len;                 // one phase's input-gradient positions (ditto)
-    int64_t margin;                 // the largest in-phase offset: leading zeros of a gradient
-    int64_t padded_len;             // all phases, with slack for the last block's reads
-    std::vector<int64_t> off;       // per tap: phase * phase_len + qi * Wq + qj
-    std::vector<int64_t> phase_of;  // per tap
-    std::vector<int64_t> in_phase;  // per tap: qi * Wq + qj
+    int64_t out_len;           // flat outputs computed (a multiple of kTapBlock)
+    int64_t in_len;            // one phase's input-gradient positions (ditto)
+    int64_t margin;            // the largest in-phase offset: leading zeros of a gradient
+    int64_t padded_len;        // all phases, with slack for the last block's reads
+    std::vector<int64_t> off;  // per tap: phase * phase_len + qi * Wq + qj
+    // Per phase, its taps and their mirrored offsets margin - (qi * Wq + qj):
+    // what the input gradient's taps read of the output gradient.
+    std::vector<std::vector<int64_t>> phase_taps, phase_back_off;
   };
   FlatPlanes flat_planes() const {
     FlatPlanes f;
@@ -443,15 +449,21 @@ class Conv2D : public Layer {
     f.out_len = round_up((g_.OH - 1) * f.Wq + g_.OW, kTapBlock);
     f.in_len = round_up(f.phase_len, kTapBlock);
     f.margin = 0;
+    f.phase_taps.resize(size_t(f.phases));
+    std::vector<int64_t> in_phase;
     for (int64_t ki = 0; ki < g_.KH; ++ki)
       for (int64_t kj = 0; kj < g_.KW; ++kj) {
-        const int64_t a = ki * g_.DH % g_.SH, b = kj * g_.DW % g_.SW;
+        const int64_t ph = ki * g_.DH % g_.SH * g_.SW + kj * g_.DW % g_.SW;
         const int64_t in = ki * g_.DH / g_.SH * f.Wq + kj * g_.DW / g_.SW;
-        f.phase_of.push_back(a * g_.SW + b);
-        f.in_phase.push_back(in);
-        f.off.push_back(f.phase_of.back() * f.phase_len + in);
+        f.phase_taps[size_t(ph)].push_back(int64_t(f.off.size()));
+        f.off.push_back(ph * f.phase_len + in);
+        in_phase.push_back(in);
         f.margin = std::max(f.margin, in);
       }
+    f.phase_back_off.resize(size_t(f.phases));
+    for (int64_t ph = 0; ph < f.phases; ++ph)
+      for (int64_t t : f.phase_taps[size_t(ph)])
+        f.phase_back_off[size_t(ph)].push_back(f.margin - in_phase[size_t(t)]);
     f.padded_len = f.phases * f.phase_len + f.Wq + kTapBlock;
     return f;
   }
@@ -503,7 +515,7 @@ class Conv2D : public Layer {
   // (the inference panel).
   void depthwise_forward(int64_t N, const float* x, float* y) const {
     const int64_t OC = g_.OC, OCg = g_.OCg(), KK = g_.KH * g_.KW;
-    const FlatPlanes f = flat_planes();
+    const FlatPlanes& f = flat_;
     const float* w = weight_.value.f32();
     const float* b = g_.bias ? bias_.value.f32() : nullptr;
     parallel_for(N * OC, 1, [&](int64_t pb, int64_t pe) {
@@ -535,7 +547,7 @@ class Conv2D : public Layer {
   void depthwise_backward(int64_t N, const float* x, const float* y, const float* dy, float* dx,
                           bool fresh) {
     const int64_t OC = g_.OC, OCg = g_.OCg(), KK = g_.KH * g_.KW, OHW = g_.OHW(), HW = g_.HW();
-    const FlatPlanes f = flat_planes();
+    const FlatPlanes& f = flat_;
     const size_t grad_len = static_cast<size_t>(f.margin + f.in_len + kTapBlock);
     const float* w = weight_.value.f32();
     if (weight_.grad.defined()) {
@@ -564,13 +576,11 @@ class Conv2D : public Layer {
     }
     if (!dx) return;
     // Per phase, padded_dx[p] = sum over that phase's taps of
-    // w[t] * grad[p - in_phase[t]]: the taps kernel again, over the gradient
-    // with its leading zeros and the offsets mirrored; then each phase
-    // position goes back to its input pixel.
+    // w[t] * grad[p - (qi * Wq + qj)]: the taps kernel again, over the
+    // gradient with its leading zeros and the offsets mirrored; then each
+    // phase position goes back to its input pixel.
     parallel_for(N * g_.C, 1, [&](int64_t pb, int64_t pe) {
-      std::vector<float> gp(grad_len), dq(static_cast<size_t>(f.in_len));
-      std::vector<int64_t> offs;
-      std::vector<float> ws;
+      std::vector<float> gp(grad_len), dq(static_cast<size_t>(f.in_len)), ws;
       for (int64_t p = pb; p < pe; ++p) {
         const int64_t n = p / g_.C, c = p % g_.C;
         float* dxc = dx + p * HW;
@@ -579,15 +589,12 @@ class Conv2D : public Layer {
           const int64_t plane = (n * OC + o) * OHW;
           flat_grad(f, dy + plane, y + plane, gp.data());
           for (int64_t ph = 0; ph < f.phases; ++ph) {
-            offs.clear();
+            const std::vector<int64_t>& tl = f.phase_taps[size_t(ph)];
+            if (tl.empty()) continue;  // dilation skipping this phase's pixels
             ws.clear();
-            for (int64_t t = 0; t < KK; ++t)
-              if (f.phase_of[size_t(t)] == ph) {
-                offs.push_back(f.margin - f.in_phase[size_t(t)]);
-                ws.push_back(w[o * KK + t]);
-              }
-            if (offs.empty()) continue;  // dilation skipping this phase's pixels
-            taps(gp.data(), offs.data(), ws.data(), int64_t(offs.size()), 0.f, dq.data(), f.in_len);
+            for (int64_t t : tl) ws.push_back(w[o * KK + t]);
+            taps(gp.data(), f.phase_back_off[size_t(ph)].data(), ws.data(), int64_t(tl.size()), 0.f,
+                 dq.data(), f.in_len);
             add_phase(f, ph, dq.data(), dxc);
           }
         }
@@ -666,6 +673,7 @@ class Conv2D : public Layer {
   std::vector<ScratchVec<float>> col_, dcol_;  // one per chunk, kept across steps
   ScratchVec<float> dw_part_, db_part_;
   std::vector<ScratchVec<float>> masked_;  // per chunk: one sample's ReLU-masked gradient
+  FlatPlanes flat_;                        // depthwise layers: their planes' layout
   bool relu_ = false;                      // a ReLU is fused into this layer (fuse_relu)
   bool capped_ = false;                    // ... a ReLU6: capped at cap_
   float cap_ = 0.0f;
@@ -677,12 +685,8 @@ const LayerDescriptor& conv_desc() {
 
 }  // namespace
 
-bool conv_is_pointwise(const std::vector<Shape>& in, const Attrs& a) {
-  return conv_geom(in, a).pointwise();
-}
-
-bool conv_uses_columns(const std::vector<Shape>& in, const Attrs& a) {
-  return conv_geom(in, a).uses_columns();
+ConvKernel conv_cpu_kernel(const std::vector<Shape>& in, const Attrs& a) {
+  return conv_geom(in, a).kernel();
 }
 
 void register_conv_layers(LayerRegistry& r) {

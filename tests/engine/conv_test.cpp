@@ -354,7 +354,7 @@ TEST(Conv2D, DepthwiseResultsDoNotDependOnTheThreadCount) {
 
 TEST(Conv2D, OnlyColumnsKernelsUnfoldColumns) {
   auto uses = [](const Attrs& a, const Shape& in) {
-    return conv_uses_columns({in}, conv().with_defaults(a));
+    return conv_cpu_kernel({in}, conv().with_defaults(a)) == ConvKernel::Im2col;
   };
   EXPECT_TRUE(uses(attrs({}), Shape{3, 8, 8}));
   EXPECT_TRUE(uses(attrs({{"filters", int64_t(4)}, {"groups", int64_t(2)}}), Shape{4, 8, 8}));

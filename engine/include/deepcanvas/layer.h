@@ -129,16 +129,14 @@ class LayerRegistry {
 // Exporters that write explicit padding use it too.
 void same_padding(int64_t in, int64_t k, int64_t s, int64_t d, int64_t& before, int64_t& after);
 
-// Whether the CPU Conv2D reads its input in place (a 1×1, stride-1,
-// unpadded convolution) rather than unfolding im2col columns of
-// C·kh·kw × OH·OW floats per sample: the rule conv.cpp runs by, for the
+// Which CPU kernel a Conv2D runs, the rule conv.cpp runs by, for the
 // advisor's memory and step-time models. `a` with defaults filled in.
-bool conv_is_pointwise(const std::vector<Shape>& in, const Attrs& a);
-
-// Whether the CPU Conv2D unfolds im2col columns at all: not for pointwise
-// convolutions, nor for depthwise ones (one input channel per group), which
-// it runs directly with no scratch buffers.
-bool conv_uses_columns(const std::vector<Shape>& in, const Attrs& a);
+enum class ConvKernel {
+  Im2col,     // unfolds C·kh·kw × OH·OW columns per sample, then GEMMs
+  Pointwise,  // a 1×1, stride-1, unpadded convolution: a GEMM on the input in place
+  Depthwise,  // one input channel per group: a direct kernel, no scratch buffers
+};
+ConvKernel conv_cpu_kernel(const std::vector<Shape>& in, const Attrs& a);
 
 // Registers every built-in layer exactly once. Explicit (not static
 // initialisers) so that linking the engine as a static library keeps them.
