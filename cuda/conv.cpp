@@ -74,7 +74,7 @@ class Conv2D : public Op {
       DC_CUDNN(cudnnSetConvolutionGroupCount(conv_, int(G)), shapes(n));
       const cudnnMathType_t math = c.reduced || c.tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
       DC_CUDNN(cudnnSetConvolutionMathType(conv_, math), shapes(n));
-      if (reduced_)
+      if (reduced_ && !frozen)
         dw_low_ = DeviceBuffer(*c.alloc, size_t(OC * (C / G) * KH * KW) * 2,
                                label + " 16-bit weight gradient");
     }
@@ -141,7 +141,8 @@ class Conv2D : public Op {
                 const std::vector<float*>& din, int n) override {
     Algos& a = algos_.at(n);
     const float one = 1.f;
-    if (bias) {
+    // A frozen layer (null gradients) only passes the gradient on.
+    if (bias && params[1].grad) {
       bias_grad(dout, params[1].grad, n, OC, OH * OW, c.stream);
       DC_LAUNCHED(shapes(n));
     }
@@ -149,10 +150,11 @@ class Conv2D : public Op {
       backward_low(c, a, dout, din[0], n);
       return;
     }
-    DC_CUDNN(cudnnConvolutionBackwardFilter(c.dnn, &one, a.x, in[0], a.y, dout, conv_, a.bwd_filter,
-                                            c.workspace->get(), c.workspace->bytes(), &one, wdesc_,
-                                            params[0].grad),
-             shapes(n));
+    if (params[0].grad)
+      DC_CUDNN(cudnnConvolutionBackwardFilter(c.dnn, &one, a.x, in[0], a.y, dout, conv_,
+                                              a.bwd_filter, c.workspace->get(),
+                                              c.workspace->bytes(), &one, wdesc_, params[0].grad),
+               shapes(n));
     if (din[0])
       DC_CUDNN(cudnnConvolutionBackwardData(c.dnn, &one, wdesc_, params[0].value, a.y, dout, conv_,
                                             a.bwd_data, c.workspace->get(), c.workspace->bytes(),
@@ -168,12 +170,15 @@ class Conv2D : public Op {
     const std::string what = shapes(n);
     to_low(dout, y_low_.get<void>(), int64_t(n) * OC * OH * OW, c.low, c.stream);
     DC_LAUNCHED(what);
-    DC_CUDNN(cudnnConvolutionBackwardFilter(
-                 c.dnn, &one, a.x, x_low_.get<void>(), a.y, y_low_.get<void>(), conv_, a.bwd_filter,
-                 c.workspace->get(), c.workspace->bytes(), &zero, wdesc_, dw_low_.get<void>()),
-             what);
-    from_low(dw_low_.get<void>(), params[0].grad, OC * (C / G) * KH * KW, c.low, true, c.stream);
-    DC_LAUNCHED(what);
+    if (params[0].grad) {
+      DC_CUDNN(cudnnConvolutionBackwardFilter(c.dnn, &one, a.x, x_low_.get<void>(), a.y,
+                                              y_low_.get<void>(), conv_, a.bwd_filter,
+                                              c.workspace->get(), c.workspace->bytes(), &zero,
+                                              wdesc_, dw_low_.get<void>()),
+               what);
+      from_low(dw_low_.get<void>(), params[0].grad, OC * (C / G) * KH * KW, c.low, true, c.stream);
+      DC_LAUNCHED(what);
+    }
     if (!din) return;
     DC_CUDNN(cudnnConvolutionBackwardData(c.dnn, &one, wdesc_, params[0].value_low, a.y,
                                           y_low_.get<void>(), conv_, a.bwd_data, c.workspace->get(),

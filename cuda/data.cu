@@ -8,20 +8,22 @@
 namespace dc::cuda {
 namespace {
 
-__global__ void k_gather_u8(const uint8_t* px, const int64_t* idx, int64_t n, int64_t F, float mean,
-                            float inv_std, float* x) {
+// As Dataset::gather computes them (normalize_pixel.h), bytes divided by 255
+// first (not multiplied by 1/255, which rounds differently).
+__global__ void k_gather_u8(const uint8_t* px, const int64_t* idx, int64_t n, int64_t F,
+                            norm::Params p, float* x) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n * F;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t s = i / F, f = i % F;
-    x[i] = (float(px[idx[s] * F + f]) / 255.0f - mean) * inv_std;
+    x[i] = norm::apply(p, float(px[idx[s] * F + f]) / 255.0f, f);
   }
 }
-__global__ void k_gather_f32(const float* v, const int64_t* idx, int64_t n, int64_t F, float mean,
-                             float inv_std, float* x) {
+__global__ void k_gather_f32(const float* v, const int64_t* idx, int64_t n, int64_t F,
+                             norm::Params p, float* x) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n * F;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t s = i / F, f = i % F;
-    x[i] = (v[idx[s] * F + f] - mean) * inv_std;
+    x[i] = norm::apply(p, v[idx[s] * F + f], f);
   }
 }
 // As the CPU gather computes it: a division for bytes (not a multiplication
@@ -36,9 +38,12 @@ __device__ inline float value(const float* p) {
 // One thread per output value; the sample's draw is recomputed per value
 // (a few hashes and a short polynomial) rather than staged through shared
 // memory, which keeps the kernel as simple as the CPU loop it must match.
+// A pixel of channel c reads channel c only, so with per-channel levels
+// (augment_batch's) each channel gets its own black and white.
 template <typename T>
-__global__ void k_gather_aug(const T* src, const int64_t* idx, int64_t n, aug::Params a, float mean,
-                             float inv_std, uint64_t seed, const uint64_t* dseed, float* x) {
+__global__ void k_gather_aug(const T* src, const int64_t* idx, int64_t n, aug::Params a,
+                             ChannelLevels lv, norm::Params p, uint64_t seed, const uint64_t* dseed,
+                             float* x) {
   if (dseed) seed = *dseed;
   const int64_t HW = int64_t(a.H) * a.W, F = a.C * HW;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n * F;
@@ -46,8 +51,12 @@ __global__ void k_gather_aug(const T* src, const int64_t* idx, int64_t n, aug::P
     const int64_t s = i / F, r = i - s * F, c = r / HW, y = (r / a.W) % a.H, xo = r % a.W;
     const T* sample = src + idx[s] * F;
     // The normalisation of the plain gather and of Dataset::gather.
-    auto at = [&](int64_t off) { return (value(sample + off) - mean) * inv_std; };
-    x[i] = aug::pixel(a, aug::draw(a, seed, s), int(c), int(y), int(xo), at);
+    auto at = [&](int64_t off) { return norm::apply(p, value(sample + off), off); };
+    aug::Params ac = a;
+    const int k = lv.n > 1 ? int(c) : 0;
+    ac.black = lv.black[k];
+    ac.white = lv.white[k];
+    x[i] = aug::pixel(ac, aug::draw(a, seed, s), int(c), int(y), int(xo), at);
   }
 }
 
@@ -62,22 +71,22 @@ int blocks(int64_t n) {
 
 }  // namespace
 
-void gather_u8(const uint8_t* pixels, const int64_t* idx, int64_t n, int64_t F, float mean,
-               float inv_std, float* x, cudaStream_t s) {
-  k_gather_u8<<<blocks(n * F), 256, 0, s>>>(pixels, idx, n, F, mean, inv_std, x);
+void gather_u8(const uint8_t* pixels, const int64_t* idx, int64_t n, int64_t F,
+               const norm::Params& p, float* x, cudaStream_t s) {
+  k_gather_u8<<<blocks(n * F), 256, 0, s>>>(pixels, idx, n, F, p, x);
 }
-void gather_f32(const float* values, const int64_t* idx, int64_t n, int64_t F, float mean,
-                float inv_std, float* x, cudaStream_t s) {
-  k_gather_f32<<<blocks(n * F), 256, 0, s>>>(values, idx, n, F, mean, inv_std, x);
+void gather_f32(const float* values, const int64_t* idx, int64_t n, int64_t F,
+                const norm::Params& p, float* x, cudaStream_t s) {
+  k_gather_f32<<<blocks(n * F), 256, 0, s>>>(values, idx, n, F, p, x);
 }
 void gather_augmented(const uint8_t* pixels, const float* values, const int64_t* idx, int64_t n,
-                      const aug::Params& a, float mean, float inv_std, uint64_t seed,
-                      const uint64_t* dseed, float* x, cudaStream_t s) {
+                      const aug::Params& a, const ChannelLevels& lv, const norm::Params& p,
+                      uint64_t seed, const uint64_t* dseed, float* x, cudaStream_t s) {
   const int64_t total = n * a.C * a.H * a.W;
   if (pixels)
-    k_gather_aug<<<blocks(total), 256, 0, s>>>(pixels, idx, n, a, mean, inv_std, seed, dseed, x);
+    k_gather_aug<<<blocks(total), 256, 0, s>>>(pixels, idx, n, a, lv, p, seed, dseed, x);
   else
-    k_gather_aug<<<blocks(total), 256, 0, s>>>(values, idx, n, a, mean, inv_std, seed, dseed, x);
+    k_gather_aug<<<blocks(total), 256, 0, s>>>(values, idx, n, a, lv, p, seed, dseed, x);
 }
 void gather_labels(const int32_t* labels, const int64_t* idx, int64_t n, int32_t* out,
                    cudaStream_t s) {

@@ -53,17 +53,20 @@ class Dense : public Op {
                 const std::vector<float*>& din, int batch) override {
     const int n = batch * T;
     const float one = 1.f;
-    if (bias) {
+    // A frozen layer (null gradients) only passes the gradient on.
+    float* dw = params[0].grad;
+    if (bias && params[1].grad) {
       bias_grad(dout, params[1].grad, n, U, 1, c.stream);
       DC_LAUNCHED(shapes(batch));
     }
     if (c.reduced) {
       to_low(dout, dy_low_.get<void>(), int64_t(n) * U, c.low, c.stream);
       DC_LAUNCHED(shapes(batch));
-      DC_CUBLAS(cublasGemmEx(c.blas, CUBLAS_OP_N, CUBLAS_OP_T, F, U, n, &one, x_low_.get<void>(),
-                             type(c), F, dy_low_.get<void>(), type(c), U, &one, params[0].grad,
-                             CUDA_R_32F, F, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                shapes(batch));
+      if (dw)
+        DC_CUBLAS(cublasGemmEx(c.blas, CUBLAS_OP_N, CUBLAS_OP_T, F, U, n, &one, x_low_.get<void>(),
+                               type(c), F, dy_low_.get<void>(), type(c), U, &one, dw, CUDA_R_32F, F,
+                               CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                  shapes(batch));
       if (din[0])
         DC_CUBLAS(cublasGemmEx(c.blas, CUBLAS_OP_N, CUBLAS_OP_N, F, n, U, &one, params[0].value_low,
                                type(c), F, dy_low_.get<void>(), type(c), U, &one, din[0],
@@ -72,9 +75,10 @@ class Dense : public Op {
       return;
     }
     // dW[U,F] += dy^T·x  ->  column-major dW^T (F x U) += x^T (F x N) · dy (N x U)
-    DC_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_N, CUBLAS_OP_T, F, U, n, &one, in[0], F, dout, U, &one,
-                          params[0].grad, F),
-              shapes(batch));
+    if (dw)
+      DC_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_N, CUBLAS_OP_T, F, U, n, &one, in[0], F, dout, U,
+                            &one, dw, F),
+                shapes(batch));
     // dx[N,F] += dy·W  ->  column-major dx^T (F x N) += W^T (F x U) · dy^T (U x N)
     if (din[0])
       DC_CUBLAS(cublasSgemm(c.blas, CUBLAS_OP_N, CUBLAS_OP_N, F, n, U, &one, params[0].value, F,

@@ -4,6 +4,7 @@
 // are NCHW float32; "acc" outputs are accumulated (+=) as in the CPU layers.
 #include <cuda_runtime.h>
 #include <deepcanvas/augment_pixel.h>
+#include <deepcanvas/normalize_pixel.h>
 
 #include <cstdint>
 
@@ -93,11 +94,12 @@ void sgd_step(float* w, const float* g, float* buf, const uint8_t* decay, int64_
               float momentum, float weight_decay, bool nesterov, bool first, cudaStream_t s,
               const int* skip = nullptr, const float* dyn_lr = nullptr);
 
-// data.cu: gathers samples idx[0..n) of a resident dataset, normalised.
-void gather_u8(const uint8_t* pixels, const int64_t* idx, int64_t n, int64_t F, float mean,
-               float inv_std, float* x, cudaStream_t s);
-void gather_f32(const float* values, const int64_t* idx, int64_t n, int64_t F, float mean,
-                float inv_std, float* x, cudaStream_t s);
+// data.cu: gathers samples idx[0..n) of a resident dataset, normalised as
+// Dataset::gather normalises them (normalize_pixel.h).
+void gather_u8(const uint8_t* pixels, const int64_t* idx, int64_t n, int64_t F,
+               const norm::Params& p, float* x, cudaStream_t s);
+void gather_f32(const float* values, const int64_t* idx, int64_t n, int64_t F,
+                const norm::Params& p, float* x, cudaStream_t s);
 void gather_labels(const int32_t* labels, const int64_t* idx, int64_t n, int32_t* out,
                    cudaStream_t s);
 // The same for training batches of C×H×W images with augmentation (pixels
@@ -105,9 +107,15 @@ void gather_labels(const int32_t* labels, const int64_t* idx, int64_t n, int32_t
 // null. The draw and arithmetic are the engine's augment_pixel.h, the one
 // engine header the kernels use: it is self-contained, and sharing it is
 // what keeps the CPU and the GPU identical.
+// lv: what black and white normalise to, one pair for every channel (n 1)
+// or one per channel (augment_levels()); a's own black and white are unused.
+struct ChannelLevels {
+  int n = 1;
+  float black[norm::kMaxChannels] = {}, white[norm::kMaxChannels] = {};
+};
 void gather_augmented(const uint8_t* pixels, const float* values, const int64_t* idx, int64_t n,
-                      const aug::Params& a, float mean, float inv_std, uint64_t seed,
-                      const uint64_t* dseed, float* x, cudaStream_t s);
+                      const aug::Params& a, const ChannelLevels& lv, const norm::Params& p,
+                      uint64_t seed, const uint64_t* dseed, float* x, cudaStream_t s);
 
 // sequence.cu. Embedding: ids [rows] (floats holding integers), table w
 // [V, D], y [rows, D]; backward adds into dw, skipping the padding id.

@@ -72,14 +72,18 @@ __global__ void k_bn_bwd(const float* x, const float* dy, float* dx, const float
   const double mean = mean_in[c], inv = invstd_in[c];
   double sdy = 0, sdyx = 0;
   ChannelWalk w(threadIdx.x, blockDim.x, S, C);
-  for (int64_t j = threadIdx.x; j < M; j += blockDim.x, w.next()) {
-    const int64_t i = w.index(c);
-    sdy += dy[i];
-    sdyx += dy[i] * (x[i] - mean) * inv;
+  // A frozen layer (inference form, no dgamma) needs neither sum. The
+  // condition is the same for the whole block, as block_sum requires.
+  if (training || dgamma) {
+    for (int64_t j = threadIdx.x; j < M; j += blockDim.x, w.next()) {
+      const int64_t i = w.index(c);
+      sdy += dy[i];
+      sdyx += dy[i] * (x[i] - mean) * inv;
+    }
+    sdy = block_sum(sdy, sh);
+    sdyx = block_sum(sdyx, sh);
   }
-  sdy = block_sum(sdy, sh);
-  sdyx = block_sum(sdyx, sh);
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0 && dgamma) {  // null for a frozen layer
     dgamma[c] += float(sdyx);
     dbeta[c] += float(sdy);
   }

@@ -16,7 +16,9 @@ class BatchNorm : public Op {
     if (!stats.bytes()) stats = DeviceBuffer(*c.alloc, 2 * C * sizeof(float), label);
   }
   void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) override {
-    training = c.training;
+    // A frozen BatchNorm is in its inference form in training steps too:
+    // it normalises with, and keeps, its running statistics.
+    training = c.training && !frozen;
     batchnorm_forward(in[0], out, params[0].value, params[1].value, params[2].value,
                       params[3].value, stats.get(), stats.get() + C, n, C, S, momentum, eps,
                       training, c.stream);

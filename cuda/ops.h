@@ -48,9 +48,9 @@ struct ParamSlot {
   Shape shape;
   bool trainable = true;
   float* value = nullptr;  // set by the plan
-  float* grad = nullptr;   // trainable only
+  float* grad = nullptr;   // trainable parameters of a node that is not frozen
   // Reduced precision: a 16-bit copy of value, refreshed by the plan before
-  // every forward (trainable only).
+  // every forward (learnable parameters, frozen or not).
   void* value_low = nullptr;
 };
 
@@ -61,6 +61,11 @@ class Op {
   std::vector<Shape> in_shapes;
   Shape out_shape;  // per sample
   std::vector<ParamSlot> params;
+  // A frozen node (Node::trainable false): the plan leaves its parameters'
+  // grad null, so backward skips the parameter gradients and only passes
+  // the gradient on to the input; BatchNorm uses and keeps its running
+  // statistics even in training steps (the CPU layers' RunContext::frozen).
+  bool frozen = false;
   // Layers that only regroup values (Flatten, Reshape) share their input's
   // buffers instead of copying.
   virtual bool is_view() const { return false; }

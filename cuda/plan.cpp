@@ -88,15 +88,19 @@ void CudaPlan::set_up_precision() {
 // One node per step of the host Plan (same order, same input ports).
 void CudaPlan::lower() {
   for (const PlanStep& s : host_.steps()) {
-    if (s.frozen) frozen_ += (frozen_.empty() ? "" : ", ") + s.label;
     Node n;
     n.inputs = s.inputs;
     n.numel = s.out_shape.numel();
     n.is_input = s.is_input;
     if (!n.is_input) n.op = OpRegistry::instance().make(s);
+    // As the host Plan: a frozen node's parameters get no gradient, so the
+    // backward pass stops below the first layer that trains (a frozen base
+    // costs its forward only).
     bool own = false;
-    if (n.op)
-      for (auto& p : n.op->params) own |= p.trainable;
+    if (n.op) {
+      n.op->frozen = s.frozen;
+      for (auto& p : n.op->params) own |= p.trainable && !s.frozen;
+    }
     n.requires_grad = own;
     for (int i : n.inputs) n.requires_grad |= nodes_[size_t(i)].requires_grad;
     nodes_.push_back(std::move(n));
@@ -104,66 +108,84 @@ void CudaPlan::lower() {
   out_node_ = int(nodes_.size()) - 1;  // lower_graph puts the output last
 }
 
-// Activations and their gradients: one allocation each.
+// Activations and their gradients: one allocation each. Only nodes that
+// backward reaches get a gradient buffer (the output always does: the loss
+// writes it), so a frozen base keeps activations alone.
 void CudaPlan::allocate() {
   const int64_t B = o_.max_batch;
-  int64_t act_floats = 0;
-  for (Node& n : nodes_)
-    if (!n.op || !n.op->is_view()) act_floats += B * n.numel;
+  // The output's buffer (its source's, when the output is a view).
+  size_t out = size_t(out_node_);
+  while (nodes_[out].op && nodes_[out].op->is_view()) out = size_t(nodes_[out].inputs[0]);
+  auto has_grad = [&](size_t i) { return nodes_[i].requires_grad || i == out; };
+  int64_t act_floats = 0, grad_floats = 0;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    if (n.op && n.op->is_view()) continue;
+    act_floats += B * n.numel;
+    if (has_grad(i)) grad_floats += B * n.numel;
+  }
   size_t free0 = 0, total0 = 0;
   cudaMemGetInfo(&free0, &total0);
   try {
     acts_ = DeviceBuffer(alloc_, act_floats * 4, "activations");
-    grads_ = DeviceBuffer(alloc_, act_floats * 4, "activation gradients");
+    grads_ = DeviceBuffer(alloc_, std::max<int64_t>(grad_floats, 1) * 4, "activation gradients");
   } catch (const DeviceError& e) {
-    int64_t per_sample = act_floats / B * 8;
+    int64_t per_sample = (act_floats + grad_floats) / B * 4;
     int64_t fit = per_sample ? int64_t(free0 * 0.8) / per_sample : 0;
     throw DeviceError(std::string(e.what()) + ". Batch size " + std::to_string(B) + " needs " +
-                      mib(act_floats * 8) + " for activations and gradients; " +
+                      mib((act_floats + grad_floats) * 4) + " for activations and gradients; " +
                       mib(int64_t(free0)) + " were free on " + name_ +
                       ". The largest batch that should fit is about " + std::to_string(fit));
   }
-  grads_floats_ = act_floats;
-  int64_t off = 0;
-  for (Node& n : nodes_) {
+  grads_floats_ = grad_floats;
+  int64_t off = 0, goff = 0;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    Node& n = nodes_[i];
     if (n.op && n.op->is_view()) {
       n.out = nodes_[size_t(n.inputs[0])].out;
       n.grad = nodes_[size_t(n.inputs[0])].grad;
       continue;
     }
     n.out = acts_.get() + off;
-    n.grad = grads_.get() + off;
     off += B * n.numel;
+    if (has_grad(i)) {
+      n.grad = grads_.get() + goff;
+      goff += B * n.numel;
+    }
   }
 }
 
 // Maps each device slot to the host Param by "<node>.<param>"; trainable
 // parameters and their gradients go into one buffer each, in the host Plan's
-// order, and reduced precision gets their 16-bit copies beside them.
+// order, and reduced precision gets their 16-bit copies beside them. The
+// learnable parameters of frozen nodes follow the trainable ones in the
+// parameter buffer (so they get 16-bit copies too) but have no gradient
+// and lie outside what the optimizer updates.
 void CudaPlan::map_parameters() {
   std::map<std::string, ParamSlot*> slots;
   const std::vector<PlanStep>& steps = host_.steps();
   for (size_t i = 0; i < nodes_.size(); ++i)
     if (nodes_[i].op)
       for (auto& p : nodes_[i].op->params) slots[steps[i].name + "." + p.name] = &p;
-  int64_t tr = 0, buf = 0;
+  int64_t tr = 0, fr = 0, buf = 0;
   for (NamedParam& np : host_.params()) {
     auto it = slots.find(np.name);
     if (it == slots.end()) throw Error("the CUDA plan has no parameter " + np.name);
     if (it->second->shape != np.param->value.shape())
       throw Error(np.name + ": CUDA and CPU disagree on its shape (" + it->second->shape.str() +
                   " vs " + np.param->value.shape().str() + ")");
-    (np.param->trainable ? tr : buf) += np.param->value.numel();
+    (np.param->trainable ? tr : np.frozen ? fr : buf) += np.param->value.numel();
   }
   trainable_floats_ = tr;
-  const int64_t tr1 = std::max<int64_t>(tr, 1);
-  pvals_ = DeviceBuffer(alloc_, tr1 * 4, "parameters");
+  learnable_floats_ = tr + fr;
+  const int64_t tr1 = std::max<int64_t>(tr, 1), all1 = std::max<int64_t>(tr + fr, 1);
+  pvals_ = DeviceBuffer(alloc_, all1 * 4, "parameters");
   pgrads_ = DeviceBuffer(alloc_, tr1 * 4, "parameter gradients");
   buffers_ = DeviceBuffer(alloc_, std::max<int64_t>(buf, 1) * 4, "BatchNorm statistics");
   decay_ = DeviceBuffer(alloc_, tr1, "weight decay mask");
-  if (ctx_.reduced) plow_ = DeviceBuffer(alloc_, size_t(tr1) * 2, "16-bit parameter copies");
+  if (ctx_.reduced) plow_ = DeviceBuffer(alloc_, size_t(all1) * 2, "16-bit parameter copies");
   std::vector<uint8_t> decay(size_t(tr1), 0);
-  int64_t to = 0, bo = 0;
+  int64_t to = 0, fo = tr, bo = 0;
   for (NamedParam& np : host_.params()) {
     ParamSlot* s = slots.at(np.name);
     int64_t k = np.param->value.numel();
@@ -174,6 +196,11 @@ void CudaPlan::map_parameters() {
       trainable_offsets_.push_back(to);
       std::memset(decay.data() + to, np.param->decay ? 1 : 0, size_t(k));
       to += k;
+    } else if (np.frozen) {
+      s->value = pvals_.get() + fo;
+      s->grad = nullptr;
+      if (ctx_.reduced) s->value_low = plow_.get<char>() + fo * 2;
+      fo += k;
     } else {
       s->value = buffers_.get() + bo;
       bo += k;
@@ -269,8 +296,8 @@ void CudaPlan::run_forward(int n, bool training, uint64_t seed, const uint64_t* 
   ctx_.training = training;
   ctx_.seed = seed;
   ctx_.dseed = dseed;
-  if (ctx_.reduced && trainable_floats_ > 0) {
-    to_low(pvals_.get(), plow_.get<void>(), trainable_floats_, ctx_.low, stream_);
+  if (ctx_.reduced && learnable_floats_ > 0) {
+    to_low(pvals_.get(), plow_.get<void>(), learnable_floats_, ctx_.low, stream_);
     DC_LAUNCHED("16-bit copies of the parameters " + where(n));
   }
   std::vector<const float*> in;
@@ -315,14 +342,7 @@ void CudaPlan::forward(const Tensor& x, Tensor& out, bool training, uint64_t see
   cur_n_ = n;
 }
 
-void CudaPlan::refuse_frozen() const {
-  if (!frozen_.empty())
-    throw DeviceError("the CUDA backend does not train frozen layers yet (" + frozen_ +
-                      "); train on the CPU (--device cpu) or unfreeze them");
-}
-
 void CudaPlan::backward(const Tensor& dout) {
-  refuse_frozen();
   const int n = int(dout.dim(0));
   DC_CUDA(cudaMemsetAsync(grads_.get(), 0, grads_floats_ * 4, stream_), "zeroing gradients");
   DC_CUDA(cudaMemcpyAsync(nodes_[out_node_].grad, dout.f32(), dout.bytes(), cudaMemcpyHostToDevice,

@@ -44,13 +44,6 @@ class CudaPlan : public DevicePlan {
   std::string device_name() const override { return name_; }
 
  private:
-  // Throws DeviceError naming the frozen layers: training steps do not
-  // implement freezing on the device (the host Plan gives frozen parameters
-  // no gradient, which the fused step would write), while forward-only use
-  // (evaluate, predict) runs them as usual.
-  void refuse_frozen() const;
-  std::string frozen_;  // labels of the host plan's frozen steps, for that message
-
   struct Node {
     std::unique_ptr<Op> op;
     std::vector<int> inputs;  // node indices
@@ -64,7 +57,8 @@ class CudaPlan : public DevicePlan {
     DeviceBuffer samples, labels;
     bool u8 = true;
     int64_t F = 0, size = 0;
-    float mean = 0, inv_std = 1;
+    norm::Params norm;     // as Dataset::gather normalises
+    ChannelLevels levels;  // what black and white normalise to, for augmentation
   };
 
   // The constructor's stages, in order.
@@ -119,7 +113,9 @@ class CudaPlan : public DevicePlan {
   int out_node_ = -1;
   DeviceBuffer acts_, grads_, pvals_, pgrads_, buffers_, decay_, m_, v_, labels_, values_, stats_,
       idx_;
-  int64_t grads_floats_ = 0, trainable_floats_ = 0;
+  // Activation gradients; trainable parameters (the optimizer's range at
+  // the start of pvals_); learnable parameters, frozen ones included.
+  int64_t grads_floats_ = 0, trainable_floats_ = 0, learnable_floats_ = 0;
   // Reduced precision: 16-bit copies of the trainable parameters (refreshed
   // before each forward) and, for fp16, the loss scaler's device state.
   DeviceBuffer plow_, amp_;

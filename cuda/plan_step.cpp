@@ -84,8 +84,13 @@ int CudaPlan::add_dataset(const Dataset& d) {
   r.size = d.size();
   r.F = d.sample_shape.numel();
   r.u8 = !d.pixels.empty();
-  r.mean = d.mean;
-  r.inv_std = 1.0f / d.stddev;
+  r.norm = normalisation(d);
+  const AugmentLevels lv = augment_levels(d);
+  r.levels.n = int(lv.black.size());
+  for (size_t c = 0; c < lv.black.size(); ++c) {
+    r.levels.black[c] = lv.black[c];
+    r.levels.white[c] = lv.white[c];
+  }
   const std::string what = "the dataset " + d.source;
   size_t bytes = r.u8 ? d.pixels.size() : d.values.size() * 4;
   r.samples = DeviceBuffer(alloc_, bytes, what);
@@ -144,16 +149,14 @@ void CudaPlan::gather_on_device(int dataset, const int64_t* dev, int64_t n, bool
   if (augment && o_.augment.enabled()) {
     if (in.rank() != 3)
       throw DataError("augmentation needs image inputs (channels×height×width), not " + in.str());
-    // Black and white as the CPU trainer computes them (pixel values 0 and
-    // 1 normalised; float data has no white to cap brightness at).
-    const aug::Params a = augment_params(o_.augment, in, (0.0f - r.mean) * r.inv_std,
-                                         r.u8 ? (1.0f - r.mean) * r.inv_std : INFINITY);
+    // Black and white as the CPU trainer computes them (augment_levels).
+    const aug::Params a = augment_params(o_.augment, in, 0.0f);
     gather_augmented(r.u8 ? r.samples.get<uint8_t>() : nullptr, r.u8 ? nullptr : r.samples.get(),
-                     dev, n, a, r.mean, r.inv_std, seed, dseed, x, stream_);
+                     dev, n, a, r.levels, r.norm, seed, dseed, x, stream_);
   } else if (r.u8)
-    gather_u8(r.samples.get<uint8_t>(), dev, n, r.F, r.mean, r.inv_std, x, stream_);
+    gather_u8(r.samples.get<uint8_t>(), dev, n, r.F, r.norm, x, stream_);
   else
-    gather_f32(r.samples.get(), dev, n, r.F, r.mean, r.inv_std, x, stream_);
+    gather_f32(r.samples.get(), dev, n, r.F, r.norm, x, stream_);
   gather_labels(r.labels.get<int32_t>(), dev, n, labels_.get<int32_t>(), stream_);
   DC_LAUNCHED("gathering a batch " + where(int(n)));
 }
@@ -187,7 +190,6 @@ void CudaPlan::device_step(int dataset, const int64_t* dev_idx, int64_t n, doubl
 }
 
 void CudaPlan::train_step(int dataset, const int64_t* idx, int64_t n, double lr, uint64_t seed) {
-  refuse_frozen();
   if (!graphs_ || n != o_.max_batch) {
     device_step(dataset, stage(dataset, idx, n, nullptr), n, lr, seed, nullptr);
     return;

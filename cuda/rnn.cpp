@@ -126,6 +126,7 @@ class Rnn : public Op {
       accumulate(dxbuf_.get(), din[0], n * T * F, c.stream);
       DC_LAUNCHED(what + ": input gradient");
     }
+    if (frozen) return;  // no weight or initial state gradients
     // Weights after data: cuDNN's backward-weights reads what backward-data
     // left in the reserve space.
     DC_CUDA(cudaMemsetAsync(dwspace_.get(), 0, wbytes_, c.stream), what);
@@ -188,7 +189,7 @@ class Rnn : public Op {
     }
     DC_CUDNN(cudnnGetRNNWeightSpaceSize(c.dnn, rnn_, &wbytes_), what);
     wspace_ = DeviceBuffer(*c.alloc, wbytes_, label + " weights");
-    dwspace_ = DeviceBuffer(*c.alloc, wbytes_, label + " weight gradients");
+    if (!frozen) dwspace_ = DeviceBuffer(*c.alloc, wbytes_, label + " weight gradients");
     // cuDNN leaves no gaps we rely on, but zero the space so any padding is defined.
     DC_CUDA(cudaMemsetAsync(wspace_.get(), 0, wbytes_, c.stream), what);
     map_weights(c, n);
@@ -266,8 +267,9 @@ class Rnn : public Op {
             const int64_t off = gate * H * cols;
             const int64_t moff = static_cast<char*>(m) - base;
             pack.push_back({w.value + off, reinterpret_cast<float*>(base + moff), H * cols});
-            unpack.push_back(
-                {reinterpret_cast<const float*>(dbase + moff), w.grad + off, H * cols});
+            if (!frozen)
+              unpack.push_back(
+                  {reinterpret_cast<const float*>(dbase + moff), w.grad + off, H * cols});
             if (!bias) continue;
             if (!bptr || numel(bd) != H)
               throw DeviceError(what + ": cuDNN's bias " + std::to_string(id) + " of layer " +
@@ -275,7 +277,9 @@ class Rnn : public Op {
             ParamSlot& b = param((rec ? "bias_hh" : "bias_ih") + sfx);
             const int64_t boff = static_cast<char*>(bptr) - base;
             pack.push_back({b.value + gate * H, reinterpret_cast<float*>(base + boff), H});
-            unpack.push_back({reinterpret_cast<const float*>(dbase + boff), b.grad + gate * H, H});
+            if (!frozen)
+              unpack.push_back(
+                  {reinterpret_cast<const float*>(dbase + boff), b.grad + gate * H, H});
           }
         }
     } catch (...) {
@@ -289,7 +293,8 @@ class Rnn : public Op {
     longest_ = 0;
     for (const CopySegment& s : pack) longest_ = std::max(longest_, s.n);
     upload(c, pack_, pack.data(), pack.size() * sizeof(CopySegment), what);
-    upload(c, unpack_, unpack.data(), unpack.size() * sizeof(CopySegment), what);
+    if (!unpack.empty())
+      upload(c, unpack_, unpack.data(), unpack.size() * sizeof(CopySegment), what);
   }
 
   void per_batch(OpContext& c, int n) {

@@ -35,6 +35,7 @@ class Embedding : public Op {
   // Ids carry no gradient; only the table does.
   void backward(OpContext& c, const std::vector<const float*>& in, const float*, const float* dout,
                 const std::vector<float*>&, int n) override {
+    if (!params[0].grad) return;  // frozen
     embedding_backward(in[0], dout, params[0].grad, n * T, D, V, pad, c.stream);
     DC_LAUNCHED(label + " backward on " + dims(n, in_shapes[0]) + " ids");
   }

@@ -134,20 +134,35 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
   const bool reduced = o.precision != Precision::Fp32;
   auto blk = cuda_block_bytes;
   // CudaPlan::allocate: every node's output (inputs included, views not)
-  // in one float32 block, their gradients in another, whatever the precision.
-  int64_t act = 0, trainable = 0, buffers = 0, extra = 0, workspace = 0;
+  // in one float32 block, whatever the precision, and in another the
+  // gradients of those that backward reaches (CudaPlan::lower: own
+  // parameters that train, or such a node upstream) and of the output.
+  auto is_view = [](const PlanStep& s) { return s.type == "Flatten" || s.type == "Reshape"; };
+  std::vector<bool> reached(steps.size(), false);
+  size_t out_src = steps.size() - 1;
+  while (is_view(steps[out_src]) && !steps[out_src].inputs.empty())
+    out_src = size_t(steps[out_src].inputs[0]);
+  int64_t act = 0, act_grads = 0, trainable = 0, frozen = 0, buffers = 0, extra = 0, workspace = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     const PlanStep& s = steps[i];
-    if (s.type != "Flatten" && s.type != "Reshape") act += n * s.out_shape.numel();
+    ParamLayout p;
+    if (!s.is_input) p = param_layout(s, s.desc->cost(s.in_shapes, s.out_shape, s.attrs));
+    bool r = p.trainable > 0 && !s.frozen;
+    for (int j : s.inputs) r = r || reached[size_t(j)];
+    reached[i] = r;
+    if (!is_view(s)) {
+      act += n * s.out_shape.numel();
+      if (r || i == out_src) act_grads += n * s.out_shape.numel();
+    }
     if (s.is_input) continue;
-    const Cost c = s.desc->cost(s.in_shapes, s.out_shape, s.attrs);
-    const ParamLayout p = param_layout(s, c);
-    (s.frozen ? buffers : trainable) += p.trainable;
+    (s.frozen ? frozen : trainable) += p.trainable;
     buffers += p.buffers;
     const int64_t in = s.in_shapes[0].numel(), out = s.out_shape.numel();
     if (s.type == "Conv2D") {
       // conv.cpp: 16-bit copies of x, y and the weights for tensor cores.
-      if (reduced) extra += blk(2 * n * in) + blk(2 * n * out) + blk(2 * p.trainable);
+      // (A frozen one keeps no 16-bit weight gradient.)
+      if (reduced)
+        extra += blk(2 * n * in) + blk(2 * n * out) + (s.frozen ? 0 : blk(2 * p.trainable));
       // cuDNN's workspace is the one its chosen algorithms ask for, which
       // only the device knows; the batch's im2col matrix (what the GEMM
       // algorithms unfold) stands for it. One workspace serves every op.
@@ -162,7 +177,8 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
     } else if (is_batchnorm(s.type)) {
       extra += blk(2 * s.in_shapes[0][0] * 4);  // norm_ops.cpp: mean and 1/std
     } else if (is_recurrent(s.type)) {
-      // rnn.cpp: cuDNN's packed weights and their gradients, the input
+      // rnn.cpp: cuDNN's packed weights and their gradients (not for a
+      // frozen layer), the input
       // gradient, the output sequence and its gradient (last-step
       // outputs), and the reserve space cuDNN keeps for backward, which
       // only cuDNN sizes: estimated as per layer and direction the gates
@@ -170,7 +186,7 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       const int64_t T = s.in_shapes[0][0], H = s.attrs.i("hidden_size");
       const int64_t L = s.attrs.i("num_layers"), D = s.attrs.b("bidirectional") ? 2 : 1;
       const int64_t G = s.type == "LSTM" ? 4 : s.type == "GRU" ? 3 : 1;
-      extra += 2 * blk(4 * p.trainable) + blk(4 * n * in);
+      extra += (s.frozen ? 1 : 2) * blk(4 * p.trainable) + blk(4 * n * in);
       if (!s.attrs.b("return_sequences")) extra += 2 * blk(4 * n * T * D * H);
       extra += blk(4 * L * D * n * T * (G + 2) * H);
       // Its forward's workspace (cudnnGetRNNTempSpaceSizes): a layer's gate
@@ -178,16 +194,20 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       workspace = std::max(workspace, blk(4 * D * n * T * G * H));
     }
   }
+  // CudaPlan::map_parameters: the learnable parameters (frozen ones after
+  // the trainable) in one block, gradients, decay mask and optimizer state
+  // for the trainable ones only.
   const int64_t tr1 = std::max<int64_t>(trainable, 1);
+  const int64_t all1 = std::max<int64_t>(trainable + frozen, 1);
   const int64_t classes = steps.back().out_shape.numel();
   const int64_t opt_copies =
       o.optimizer.type == OptimizerType::Sgd ? (o.optimizer.momentum != 0 ? 1 : 0) : 2;
   m.activations = blk(4 * act);
-  m.activation_grads = blk(4 * act);
-  m.weights = blk(4 * tr1) + blk(4 * std::max<int64_t>(buffers, 1)) + blk(tr1);  // + decay mask
+  m.activation_grads = blk(4 * std::max<int64_t>(act_grads, 1));
+  m.weights = blk(4 * all1) + blk(4 * std::max<int64_t>(buffers, 1)) + blk(tr1);  // + decay mask
   m.gradients = blk(4 * tr1);
   m.optimizer = trainable ? opt_copies * blk(4 * trainable) : 0;
-  m.copies = reduced ? blk(2 * tr1) : 0;  // plan.cpp plow_
+  m.copies = reduced ? blk(2 * all1) : 0;  // plan.cpp plow_
   // plan.cpp: labels, targets, loss statistics, 32 slots of sample
   // indices; with CUDA graphs the graph's indices, arguments and cuBLAS's
   // own 32 MiB workspace. Counted for every run: one without graphs (a

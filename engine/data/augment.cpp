@@ -85,20 +85,15 @@ void augment_batch(const AugmentConfig& a, const Shape& sample, const AugmentLev
 }
 
 AugmentLevels augment_levels(const Dataset& d) {
+  // What gather() makes of bytes 0 and 255 (normalize_pixel.h), per channel
+  // with per-channel statistics. Float data has no white to cap brightness
+  // at. The CUDA plan computes its levels here too.
+  const norm::Params p = normalisation(d);
   AugmentLevels l;
-  if (!d.pixels.empty() && !d.channel_mean.empty()) {
-    // As gather()'s per-channel tables compute bytes 0 and 255.
-    for (size_t c = 0; c < d.channel_mean.size(); ++c) {
-      l.black.push_back((0.0f - d.channel_mean[c]) / d.channel_std[c]);
-      l.white.push_back((1.0f - d.channel_mean[c]) / d.channel_std[c]);
-    }
-    return l;
+  for (int c = 0; c < std::max(p.channels, 1); ++c) {
+    l.black.push_back(norm::apply(p, 0.0f, c * p.plane));
+    l.white.push_back(d.pixels.empty() ? INFINITY : norm::apply(p, 1.0f, c * p.plane));
   }
-  // Float data has no white to cap brightness at. The CUDA plan computes
-  // the same two values.
-  const float inv = 1.0f / (d.stddev > 0 ? d.stddev : 1.0f);
-  l.black = {(0.0f - d.mean) * inv};
-  l.white = {d.pixels.empty() ? INFINITY : (1.0f - d.mean) * inv};
   return l;
 }
 

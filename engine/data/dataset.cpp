@@ -21,29 +21,18 @@ void Dataset::gather(const int64_t* idx, int64_t n, float* x, int32_t* out_label
     throw DataError(source + ": the dataset holds " + std::to_string(stored) + " values for " +
                     std::to_string(count) + " samples of " + sample_shape.str() +
                     "; it was not loaded correctly");
-  const float inv = 1.0f / (stddev > 0 ? stddev : 1.0f);
-  // One table lookup per pixel instead of a divide: the same float result for
-  // every occurrence of a byte value.
-  float lut[256];
-  if (u8)
-    for (int v = 0; v < 256; ++v) lut[v] = (static_cast<float>(v) / 255.0f - mean) * inv;
-
-  // Per-channel normalisation (a pretrained base's): one table per channel.
-  const bool per_channel = u8 && !channel_mean.empty();
+  // One table lookup per byte instead of a divide: the same float result
+  // for every occurrence of a byte value, one table per channel with
+  // per-channel statistics (a pretrained base's).
+  const norm::Params np = normalisation(*this);
+  const bool per_channel = u8 && np.channels > 0;
+  const int64_t tables = per_channel ? np.channels : 1, plane = per_channel ? np.plane : per;
   std::vector<float> luts;
-  int64_t plane = per;
-  if (per_channel) {
-    const int64_t c = int64_t(channel_mean.size());
-    if (sample_shape.rank() != 3 || sample_shape[0] != c ||
-        channel_std.size() != channel_mean.size())
-      throw DataError(source + ": " + std::to_string(c) +
-                      " per-channel mean/std values for samples of " + sample_shape.str());
-    plane = per / c;
-    luts.resize(size_t(256 * c));
-    for (int64_t k = 0; k < c; ++k)
+  if (u8) {
+    luts.resize(size_t(256 * tables));
+    for (int64_t k = 0; k < tables; ++k)
       for (int v = 0; v < 256; ++v)
-        luts[size_t(k * 256 + v)] =
-            (float(v) / 255.0f - channel_mean[size_t(k)]) / channel_std[size_t(k)];
+        luts[size_t(k * 256 + v)] = norm::apply(np, float(v) / 255.0f, k * plane);
   }
   for (int64_t i = 0; i < n; ++i) {
     const int64_t s = idx[i];
@@ -56,13 +45,40 @@ void Dataset::gather(const int64_t* idx, int64_t n, float* x, int32_t* out_label
       for (int64_t k = 0; k < per; ++k) dst[k] = luts[size_t((k / plane) * 256 + src[k])];
     } else if (u8) {
       const uint8_t* src = pixels.data() + s * per;
+      const float* lut = luts.data();
       for (int64_t k = 0; k < per; ++k) dst[k] = lut[src[k]];
     } else {
+      // normalisation() keeps float data on the shared form.
       const float* src = values.data() + s * per;
-      for (int64_t k = 0; k < per; ++k) dst[k] = (src[k] - mean) * inv;
+      const float m = np.mean, inv = np.inv_std;
+      for (int64_t k = 0; k < per; ++k) dst[k] = (src[k] - m) * inv;
     }
     if (out_labels) out_labels[i] = labels[static_cast<size_t>(s)];
   }
+}
+
+norm::Params normalisation(const Dataset& d) {
+  norm::Params p;
+  p.mean = d.mean;
+  p.inv_std = 1.0f / (d.stddev > 0 ? d.stddev : 1.0f);
+  // Per-channel statistics apply to byte images; float data keeps the
+  // shared mean and std.
+  if (d.channel_mean.empty() || d.pixels.empty()) return p;
+  const int64_t c = int64_t(d.channel_mean.size());
+  if (d.sample_shape.rank() != 3 || d.sample_shape[0] != c ||
+      d.channel_std.size() != d.channel_mean.size())
+    throw DataError(d.source + ": " + std::to_string(c) +
+                    " per-channel mean/std values for samples of " + d.sample_shape.str());
+  if (c > norm::kMaxChannels)
+    throw DataError(d.source + ": per-channel normalisation handles up to " +
+                    std::to_string(norm::kMaxChannels) + " channels, not " + std::to_string(c));
+  p.channels = int(c);
+  p.plane = d.sample_shape.numel() / c;
+  for (int64_t k = 0; k < c; ++k) {
+    p.channel_mean[k] = d.channel_mean[size_t(k)];
+    p.channel_std[k] = d.channel_std[size_t(k)];
+  }
+  return p;
 }
 
 void compute_normalization(Dataset& d) {

@@ -94,21 +94,8 @@ std::vector<RunProblem> network_problems(const Graph& g, const TrainConfig& c) {
                    "augmentation (flips, crops, rotation, translation, brightness) needs image "
                    "inputs (channels×height×width) but the network's input is " +
                        net.input.str() + "; turn augmentation off for this model"});
-  // Frozen layers: the CPU trainer implements them; the CUDA plugin's
-  // fused step keeps every parameter's gradient and updates them all, so it
-  // refuses them (named) rather than silently training a frozen base.
-  std::string frozen;
   int n_frozen = 0;
-  for (const auto& [id, n] : g.nodes()) {
-    if (n.trainable) continue;
-    if (n_frozen++ < 5) frozen += (frozen.empty() ? "" : ", ") + n.name;
-  }
-  if (n_frozen > 5) frozen += " and " + std::to_string(n_frozen - 5) + " more";
-  if (c.device.cuda && n_frozen > 0)
-    out.push_back({RunProblem::Kind::Device,
-                   "frozen layers (" + frozen +
-                       ") are trained on the CPU only for now: the CUDA backend does not "
-                       "implement freezing yet; train with --device cpu or unfreeze them"});
+  for (const auto& [id, n] : g.nodes()) n_frozen += n.trainable ? 0 : 1;
   if (n_frozen > 0 && params > 0 && count_parameters(g, true) == 0)
     out.push_back({RunProblem::Kind::Network,
                    "every layer is frozen, so training would change nothing; unfreeze the "
@@ -133,12 +120,13 @@ std::vector<RunProblem> run_problems(const Graph& g, const TrainConfig& c, const
     return out;
   }
   check_data(*train, "training", net, classification, out);
-  // The CPU augments per channel (augment_levels); the CUDA gather knows
-  // one mean and one standard deviation, not one per channel.
-  if (!train->channel_mean.empty() && c.device.cuda)
-    out.push_back({RunProblem::Kind::Device,
-                   "per-channel normalisation (dataset.preprocess.mean/std) runs on the CPU "
-                   "only for now; train with --device cpu"});
+  // Per-channel statistics that do not fit the samples would fail in the
+  // first batch's gather; said here, before anything runs.
+  try {
+    (void)normalisation(*train);
+  } catch (const DataError& e) {
+    out.push_back({RunProblem::Kind::Data, e.what()});
+  }
   if (classification && train->size() > 0) {
     const std::set<int32_t> classes(train->labels.begin(), train->labels.end());
     if (classes.size() == 1) {

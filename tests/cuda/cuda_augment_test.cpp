@@ -40,8 +40,9 @@ Graph net() {
 
 constexpr int64_t kB = 8, kS = 64, kSteps = 6;
 
-// Bytes (brightness capped at white) or floats (not capped).
-Dataset data(bool floats = false) {
+// Bytes (brightness capped at white) or floats (not capped); per_channel:
+// bytes with a mean and std per channel (a pretrained base's statistics).
+Dataset data(bool floats = false, bool per_channel = false) {
   Dataset ds;
   ds.sample_shape = Shape{2, 10, 9};
   Rng r(3);
@@ -56,6 +57,10 @@ Dataset data(bool floats = false) {
   ds.num_classes = 5;
   ds.mean = 0.45f;
   ds.stddev = 0.29f;
+  if (per_channel) {
+    ds.channel_mean = {0.4f, 0.6f};
+    ds.channel_std = {0.2f, 0.35f};
+  }
   return ds;
 }
 
@@ -72,11 +77,11 @@ OptimizerConfig sgd() {
   return o;
 }
 
-Tensor cpu_weights(const AugmentConfig& aug, bool floats = false) {
+Tensor cpu_weights(const AugmentConfig& aug, bool floats = false, bool per_channel = false) {
   Graph g = net();
   Plan host(g, kB);
   host.init_params(11);
-  Dataset ds = data(floats);
+  Dataset ds = data(floats, per_channel);
   auto opt = make_optimizer(sgd());
   auto loss = make_loss(LossType::SoftmaxCrossEntropy);
   // As the Trainer computes them.
@@ -87,19 +92,17 @@ Tensor cpu_weights(const AugmentConfig& aug, bool floats = false) {
     Tensor x(Shape{kB, 2, 10, 9});
     std::vector<int32_t> labels(kB);
     ds.gather(idx.data(), kB, x.f32(), labels.data());
-    augment_batch(aug, ds.sample_shape, pad, uint64_t(1000 + s), x.f32(), kB, white);
-    RunContext ctx{true, nullptr};
-    const Tensor& out = host.forward(x, ctx);
-    Tensor d(out.shape());
-    loss->compute(out, Targets{labels.data(), nullptr}, d);
-    host.zero_grad();
-    host.backward(d, ctx);
-    opt->step(host.trainable(), 0.05);
+    if (per_channel)  // each channel's own black and white (tested in augment_test)
+      augment_batch(aug, ds.sample_shape, augment_levels(ds), uint64_t(1000 + s), x.f32(), kB);
+    else
+      augment_batch(aug, ds.sample_shape, pad, uint64_t(1000 + s), x.f32(), kB, white);
+    test::cpu_step(host, x, labels.data(), *loss, *opt, 0.05);
   }
   return host.params()[0].param->value.clone();
 }
 
-Tensor gpu_weights(DeviceBackend* be, const AugmentConfig& aug, bool floats = false) {
+Tensor gpu_weights(DeviceBackend* be, const AugmentConfig& aug, bool floats = false,
+                   bool per_channel = false) {
   Graph g = net();
   Plan host(g, kB);
   host.init_params(11);
@@ -109,7 +112,7 @@ Tensor gpu_weights(DeviceBackend* be, const AugmentConfig& aug, bool floats = fa
   o.augment = aug;
   auto dev = be->create_plan(g, host, o);
   dev->upload_params();
-  int h = dev->add_dataset(data(floats));
+  int h = dev->add_dataset(data(floats, per_channel));
   for (int s = 0; s < kSteps; ++s) {
     std::vector<int64_t> idx = batch(s);
     dev->train_step(h, idx.data(), kB, 0.05, uint64_t(1000 + s));
@@ -167,6 +170,26 @@ TEST(CudaAugment, RotationTranslationAndBrightnessMatchTheCpuTrainer) {
   bright.brightness = 1.0;
   EXPECT_LE(rel_err(gpu_weights(be, bright), cpu_weights(bright)), 1e-5);
   EXPECT_LE(rel_err(gpu_weights(be, aug, true), cpu_weights(aug, true)), 1e-5);
+}
+
+// Per-channel normalisation (dataset.preprocess.mean/std): the device
+// gathers with each channel's mean and std and pads and caps each channel
+// at its own levels, as the CPU trainer does.
+TEST(CudaAugment, PerChannelNormalisationMatchesTheCpuTrainer) {
+  DeviceBackend* be = test::gpu_or_skip();
+  if (!be) GTEST_SKIP() << test::skip_reason();
+  AugmentConfig aug;
+  aug.flip = true;
+  aug.crop_padding = 2;
+  aug.rotate = 15;
+  aug.brightness = 0.5;
+  const Tensor cpu = cpu_weights(aug, false, true);
+  EXPECT_LE(rel_err(gpu_weights(be, aug, false, true), cpu), 1e-5);
+  EXPECT_LE(rel_err(gpu_weights(be, AugmentConfig{}, false, true),
+                    cpu_weights(AugmentConfig{}, false, true)),
+            1e-5);
+  // The control: the shared mean and std end elsewhere.
+  EXPECT_GT(rel_err(cpu_weights(aug), cpu), 1e-3) << "per-channel statistics changed nothing";
 }
 
 }  // namespace

@@ -3,7 +3,11 @@
 // this machine has no driver, GPU or plugin, so every test can GTEST_SKIP
 // cleanly), the CPU-vs-CUDA error measure, random inputs and attribute literals.
 #include <deepcanvas/attrs.h>
+#include <deepcanvas/backend.h>
 #include <deepcanvas/device.h>
+#include <deepcanvas/loss.h>
+#include <deepcanvas/optim.h>
+#include <deepcanvas/plan.h>
 #include <deepcanvas/project.h>
 #include <deepcanvas/rng.h>
 #include <deepcanvas/tensor.h>
@@ -58,6 +62,34 @@ inline double subset_accuracy(const Project& p, const std::string& device) {
   t.wait();
   EXPECT_TRUE(t.result().ok) << device << ": " << t.result().error;
   return t.result().test_accuracy;
+}
+
+// One CPU training step of host on batch x, the reference the device's
+// steps are compared with: forward, the loss's gradient for labels,
+// backward and opt's update at rate lr. Returns the output (valid until
+// the next forward).
+inline const Tensor& cpu_step(Plan& host, const Tensor& x, const int32_t* labels, Loss& loss,
+                              Optimizer& opt, double lr) {
+  RunContext ctx{true, nullptr};
+  const Tensor& out = host.forward(x, ctx);
+  Tensor d(out.shape());
+  loss.compute(out, Targets{labels, nullptr}, d);
+  host.zero_grad();
+  host.backward(d, ctx);
+  opt.step(host.trainable(), lr);
+  return out;
+}
+
+// The device's optimizer state (moments by name) against the CPU
+// optimizer's, to 1e-4.
+inline void expect_same_optimizer_state(Optimizer& cpu, DevicePlan& dev) {
+  auto cs = cpu.state();
+  auto gs = dev.optimizer_state();
+  ASSERT_EQ(cs.size(), gs.size());
+  for (size_t i = 0; i < cs.size(); ++i) {
+    EXPECT_EQ(cs[i].first, gs[i].first);
+    EXPECT_LE(rel_err(gs[i].second, cs[i].second), 1e-4) << cs[i].first;
+  }
 }
 
 // Attribute literals: A({{"units", int64_t(8)}}), pair(3, 3).

@@ -103,13 +103,7 @@ void check_optimizer(OptimizerConfig oc) {
   auto loss = make_loss(LossType::SoftmaxCrossEntropy);
   for (int s = 0; s < 3; ++s) {
     Tensor x = random(Shape{N, 6}, 100 + s);
-    RunContext ctx{true, nullptr};
-    const Tensor& out = host.forward(x, ctx);
-    Tensor d(out.shape());
-    loss->compute(out, Targets{labels.data(), nullptr}, d);
-    host.zero_grad();
-    host.backward(d, ctx);
-    opt->step(host.trainable(), 0.05);
+    const Tensor& out = test::cpu_step(host, x, labels.data(), *loss, *opt, 0.05);
 
     Tensor gout(out.shape()), gd(out.shape());
     dev->zero_grad();
@@ -124,13 +118,7 @@ void check_optimizer(OptimizerConfig oc) {
   auto st = host.state();
   for (size_t i = 0; i < st.size(); ++i)
     EXPECT_LE(rel_err(st[i].second, cpu[i]), 1e-4) << st[i].first;
-  auto cs = opt->state();
-  auto gs = dev->optimizer_state();
-  ASSERT_EQ(cs.size(), gs.size());
-  for (size_t i = 0; i < cs.size(); ++i) {
-    EXPECT_EQ(cs[i].first, gs[i].first);
-    EXPECT_LE(rel_err(gs[i].second, cs[i].second), 1e-4) << cs[i].first;
-  }
+  test::expect_same_optimizer_state(*opt, *dev);
 }
 
 TEST(CudaOptimizer, SgdMomentumNesterovWeightDecay) {

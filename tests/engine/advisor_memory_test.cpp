@@ -212,6 +212,32 @@ TEST(Advisor, CudaMemoryMatchesTheAllocatorPeakMeasuredOnAnH100) {
   }
 }
 
+// A frozen prefix on CUDA (CudaPlan::map_parameters and allocate): no
+// gradients or optimizer state for its parameters, which stay in the
+// parameter block, and no activation gradients before the first layer that
+// trains (the output's always exists: the loss writes it).
+TEST(Advisor, CudaMemoryOfAFrozenPrefixKeepsItsWeightsOnly) {
+  Project p = load_project(std::string(DC_SOURCE_DIR) + "/resources/templates/two_conv_cnn.dcproj");
+  advisor::MemoryOptions o;
+  o.backend = advisor::Backend::Cuda;
+  o.batch = 64;
+  o.optimizer = p.training.optimizer;
+  o.optimizer.type = OptimizerType::Adam;
+  const advisor::MemoryPrediction all = advisor::predict_memory(p.graph, o);
+  freeze_until(p.graph, "pool2");
+  const int64_t trainable = count_parameters(p.graph, true);
+  ASSERT_LT(trainable, count_parameters(p.graph));
+  const advisor::MemoryPrediction frozen = advisor::predict_memory(p.graph, o);
+  EXPECT_EQ(frozen.gradients, advisor::cuda_block_bytes(4 * trainable));
+  EXPECT_EQ(frozen.optimizer, 2 * advisor::cuda_block_bytes(4 * trainable));
+  EXPECT_EQ(frozen.activations, all.activations);
+  // The output gradients of dense1, relu3 and dense2 only: dense1 trains
+  // but needs no input gradient, so pool2 (and flatten, a view of it) get none.
+  const int64_t dense = 64 * (128 + 128 + 10);
+  EXPECT_EQ(frozen.activation_grads, advisor::cuda_block_bytes(4 * dense));
+  EXPECT_LT(frozen.allocator, all.allocator);
+}
+
 TEST(Advisor, CudaBlocksAreRoundedAsThePluginsAllocatorRoundsThem) {
   EXPECT_EQ(advisor::cuda_block_bytes(0), 0);
   EXPECT_EQ(advisor::cuda_block_bytes(1), 512);

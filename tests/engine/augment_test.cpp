@@ -523,22 +523,69 @@ TEST(Augment, PerChannelNormalisationPadsAndCapsEachChannelAtItsOwnLevels) {
       DataError);
 }
 
-// Preflight lets a CPU run augment per-channel normalised data; CUDA still
-// refuses per-channel normalisation (its gather takes one mean).
-TEST(Augment, PreflightAllowsItWithPerChannelNormalisationOnTheCpu) {
+// Preflight lets a run augment per-channel normalised data on either
+// device (the CUDA gather normalises and pads per channel as the CPU does,
+// through normalize_pixel.h and augment_levels()), and refuses statistics
+// that do not fit the samples before anything runs.
+TEST(Augment, PreflightAllowsItWithPerChannelNormalisationOnEitherDevice) {
   Graph g = rgb_mlp();
   TrainConfig c;
   c.augment.crop_padding = 1;
   c.augment.brightness = 0.2;
   const Dataset d = rgb_quadrants(64, 1);
-  const std::vector<RunProblem> cpu = run_problems(g, c, &d, nullptr);
-  EXPECT_EQ(first_blocking(cpu), nullptr) << cpu.front().message;
-  c.device = parse_device("cuda");
-  const std::vector<RunProblem> cuda = run_problems(g, c, &d, nullptr);
-  const RunProblem* p = first_blocking(cuda);
+  for (const char* device : {"cpu", "cuda"}) {
+    c.device = parse_device(device);
+    const std::vector<RunProblem> v = run_problems(g, c, &d, nullptr);
+    EXPECT_EQ(first_blocking(v), nullptr) << device << ": " << v.front().message;
+  }
+  Dataset bad = d;
+  bad.channel_std.pop_back();
+  const std::vector<RunProblem> refused = run_problems(g, c, &bad, nullptr);
+  const RunProblem* p = first_blocking(refused);
   ASSERT_NE(p, nullptr);
-  EXPECT_NE(p->message.find("per-channel"), std::string::npos) << p->message;
-  EXPECT_EQ(p->message.find("augmentation"), std::string::npos) << p->message;
+  EXPECT_NE(p->message.find("per-channel mean/std"), std::string::npos) << p->message;
+}
+
+// The normalisation the CUDA gather applies (normalisation(), the same
+// norm::apply) is what gather() computes, value for value, and the levels
+// augmentation pads and caps with are its black and white.
+TEST(Augment, NormalisationParametersReproduceGatherAndTheLevels) {
+  const Dataset d = rgb_quadrants(4, 3);
+  const norm::Params p = normalisation(d);
+  ASSERT_EQ(p.channels, 3);
+  const int64_t F = d.sample_shape.numel();
+  std::vector<int64_t> idx = {0, 1, 2, 3};
+  std::vector<float> x(size_t(4 * F));
+  d.gather(idx.data(), 4, x.data(), nullptr);
+  for (int64_t s = 0; s < 4; ++s)
+    for (int64_t f = 0; f < F; ++f)
+      ASSERT_EQ(x[size_t(s * F + f)],
+                norm::apply(p, float(d.pixels[size_t(s * F + f)]) / 255.0f, f))
+          << s << ", " << f;
+  const AugmentLevels lv = augment_levels(d);
+  ASSERT_EQ(lv.black.size(), 3u);
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_EQ(lv.black[size_t(c)], (0.0f - d.channel_mean[size_t(c)]) / d.channel_std[size_t(c)]);
+    EXPECT_EQ(lv.white[size_t(c)], (1.0f - d.channel_mean[size_t(c)]) / d.channel_std[size_t(c)]);
+  }
+  // Without per-channel statistics: one mean and 1/std, as before.
+  Dataset scalar = d;
+  scalar.channel_mean.clear();
+  scalar.channel_std.clear();
+  scalar.mean = 0.3f;
+  scalar.stddev = 0.2f;
+  const norm::Params q = normalisation(scalar);
+  EXPECT_EQ(q.channels, 0);
+  scalar.gather(idx.data(), 1, x.data(), nullptr);
+  EXPECT_EQ(x[5], (float(scalar.pixels[5]) / 255.0f - 0.3f) * (1.0f / 0.2f));
+  // More channels than the kernels take is a clear error.
+  Dataset wide;
+  wide.sample_shape = Shape{9, 1, 1};
+  wide.pixels.assign(9, 0);
+  wide.labels = {0};
+  wide.channel_mean.assign(9, 0.5f);
+  wide.channel_std.assign(9, 0.5f);
+  EXPECT_THROW(normalisation(wide), DataError);
 }
 
 // A short CPU run of a tiny network with augmentation and per-channel

@@ -312,20 +312,20 @@ TEST(Freeze, ProjectRoundTripKeepsTheFlagAndOldFilesLoadUnchanged) {
   }
 }
 
-TEST(Freeze, PreflightRefusesCudaTrainingOfFrozenLayersAndAnAllFrozenNetwork) {
-  TrainConfig c;
-  c.device = DeviceSpec{true, 0};
+TEST(Freeze, PreflightTakesFrozenLayersOnEitherDeviceAndRefusesAnAllFrozenNetwork) {
   auto has = [](const std::vector<RunProblem>& v, RunProblem::Kind k, const std::string& what) {
     for (const RunProblem& p : v)
       if (p.kind == k && p.message.find(what) != std::string::npos) return true;
     return false;
   };
-  auto v = network_problems(cnn({"conv1"}), c);
-  EXPECT_TRUE(has(v, RunProblem::Kind::Device, "conv1")) << (v.empty() ? "" : v[0].message);
-  c.device = DeviceSpec{};
-  EXPECT_FALSE(has(network_problems(cnn({"conv1"}), c), RunProblem::Kind::Device, "frozen"));
-  auto all = network_problems(cnn({"conv1", "bn1", "conv2", "bn2", "fc"}), c);
-  EXPECT_TRUE(has(all, RunProblem::Kind::Network, "every layer is frozen"));
+  for (const DeviceSpec& d : {DeviceSpec{}, DeviceSpec{true, 0}}) {
+    TrainConfig c;
+    c.device = d;
+    auto v = network_problems(cnn({"conv1"}), c);
+    EXPECT_TRUE(v.empty()) << (d.cuda ? "cuda: " : "cpu: ") << v[0].message;
+    auto all = network_problems(cnn({"conv1", "bn1", "conv2", "bn2", "fc"}), c);
+    EXPECT_TRUE(has(all, RunProblem::Kind::Network, "every layer is frozen"));
+  }
 }
 
 TEST(Freeze, FreezeUntilFreezesTheLayerAndEverythingBeforeIt) {

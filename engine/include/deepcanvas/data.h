@@ -1,6 +1,7 @@
 #pragma once
 // Datasets held in memory and the batch loader that feeds training.
 #include <deepcanvas/augment_pixel.h>
+#include <deepcanvas/normalize_pixel.h>
 #include <deepcanvas/tensor.h>
 
 #include <condition_variable>
@@ -89,6 +90,11 @@ void augment_batch(const AugmentConfig& a, const Shape& sample, const AugmentLev
 // per channel when it has channel_mean/channel_std (byte images), else
 // from mean/stddev; white is INFINITY for float data.
 AugmentLevels augment_levels(const Dataset& d);
+// How gather() normalises d's samples (normalize_pixel.h), for kernels that
+// gather on their own (the CUDA plan's). Throws DataError when the
+// per-channel statistics do not fit the samples or exceed
+// norm::kMaxChannels channels.
+norm::Params normalisation(const Dataset& d);
 
 // Reads an IDX image file and its IDX label file, gzip-compressed (detected by
 // the magic bytes 1f 8b) or raw. Images are unsigned bytes of rank 2 (N×F,
