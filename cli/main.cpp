@@ -523,7 +523,8 @@ Loaded load_trained(const Args& a, int64_t batch) {
   l.project = load(a);
   std::string ck = a.get("checkpoint", "");
   if (ck.empty()) throw Error("missing --checkpoint FILE (written by 'train --checkpoint')");
-  l.plan = std::make_unique<Plan>(l.project.graph, batch);
+  // eval, run and predict only run forward: layers share output buffers.
+  l.plan = std::make_unique<Plan>(l.project.graph, batch, Plan::Use::Inference);
   l.ck = read_checkpoint(ck);
   l.plan->load_state(l.ck.model, ck);
   try {

@@ -74,7 +74,7 @@ class Conv2D : public Op {
       DC_CUDNN(cudnnSetConvolutionGroupCount(conv_, int(G)), shapes(n));
       const cudnnMathType_t math = c.reduced || c.tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
       DC_CUDNN(cudnnSetConvolutionMathType(conv_, math), shapes(n));
-      if (reduced_ && !frozen)
+      if (reduced_ && needs_backward && !frozen)
         dw_low_ = DeviceBuffer(*c.alloc, size_t(OC * (C / G) * KH * KW) * 2,
                                label + " 16-bit weight gradient");
     }
@@ -100,15 +100,22 @@ class Conv2D : public Op {
     DC_CUDNN(cudnnFindConvolutionForwardAlgorithm(c.dnn, a.x, wdesc_, conv_, a.y, 8, &got, fp),
              what);
     a.fwd = pick(fp, got, a.ws, what, "forward");
-    cudnnConvolutionBwdDataAlgoPerf_t dp[8];
-    DC_CUDNN(cudnnFindConvolutionBackwardDataAlgorithm(c.dnn, wdesc_, a.y, conv_, a.x, 8, &got, dp),
-             what);
-    a.bwd_data = pick(dp, got, a.ws, what, "backward data");
-    cudnnConvolutionBwdFilterAlgoPerf_t wp[8];
-    DC_CUDNN(
-        cudnnFindConvolutionBackwardFilterAlgorithm(c.dnn, a.x, a.y, conv_, wdesc_, 8, &got, wp),
-        what);
-    a.bwd_filter = pick(wp, got, a.ws, what, "backward filter");
+    // Only what backward will run: nothing for a layer it never reaches,
+    // no weight gradient for a frozen one.
+    if (needs_backward) {
+      cudnnConvolutionBwdDataAlgoPerf_t dp[8];
+      DC_CUDNN(
+          cudnnFindConvolutionBackwardDataAlgorithm(c.dnn, wdesc_, a.y, conv_, a.x, 8, &got, dp),
+          what);
+      a.bwd_data = pick(dp, got, a.ws, what, "backward data");
+    }
+    if (needs_backward && !frozen) {
+      cudnnConvolutionBwdFilterAlgoPerf_t wp[8];
+      DC_CUDNN(
+          cudnnFindConvolutionBackwardFilterAlgorithm(c.dnn, a.x, a.y, conv_, wdesc_, 8, &got, wp),
+          what);
+      a.bwd_filter = pick(wp, got, a.ws, what, "backward filter");
+    }
     algos_[n] = a;
     c.ws(a.ws, label);
   }

@@ -50,8 +50,9 @@ __global__ void k_gather_aug(const T* src, const int64_t* idx, int64_t n, aug::P
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t s = i / F, r = i - s * F, c = r / HW, y = (r / a.W) % a.H, xo = r % a.W;
     const T* sample = src + idx[s] * F;
-    // The normalisation of the plain gather and of Dataset::gather.
-    auto at = [&](int64_t off) { return norm::apply(p, value(sample + off), off); };
+    // The normalisation of the plain gather and of Dataset::gather; a pixel
+    // of channel c reads channel c only.
+    auto at = [&](int64_t off) { return norm::apply_channel(p, value(sample + off), int(c)); };
     aug::Params ac = a;
     const int k = lv.n > 1 ? int(c) : 0;
     ac.black = lv.black[k];

@@ -25,7 +25,8 @@ class Dense : public Op {
     if (!c.reduced || batch <= cap_) return;
     cap_ = batch;
     x_low_ = DeviceBuffer(*c.alloc, size_t(batch) * T * F * 2, label + " 16-bit input");
-    dy_low_ = DeviceBuffer(*c.alloc, size_t(batch) * T * U * 2, label + " 16-bit gradient");
+    if (needs_backward)
+      dy_low_ = DeviceBuffer(*c.alloc, size_t(batch) * T * U * 2, label + " 16-bit gradient");
   }
 
   void forward(OpContext& c, const std::vector<const float*>& in, float* out, int batch) override {

@@ -66,6 +66,10 @@ class Op {
   // the gradient on to the input; BatchNorm uses and keeps its running
   // statistics even in training steps (the CPU layers' RunContext::frozen).
   bool frozen = false;
+  // Whether backward ever reaches this node (the plan's requires_grad): if
+  // not, it keeps nothing for backward (cuDNN algorithms, reserve space,
+  // 16-bit gradient copies).
+  bool needs_backward = true;
   // Layers that only regroup values (Flatten, Reshape) share their input's
   // buffers instead of copying.
   virtual bool is_view() const { return false; }

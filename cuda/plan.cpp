@@ -103,6 +103,7 @@ void CudaPlan::lower() {
     }
     n.requires_grad = own;
     for (int i : n.inputs) n.requires_grad |= nodes_[size_t(i)].requires_grad;
+    if (n.op) n.op->needs_backward = n.requires_grad;
     nodes_.push_back(std::move(n));
   }
   out_node_ = int(nodes_.size()) - 1;  // lower_graph puts the output last
@@ -271,6 +272,13 @@ void CudaPlan::upload_params() {
     DC_CUDA(cudaMemcpyAsync(m.dev, m.host->value.f32(), m.host->value.bytes(),
                             cudaMemcpyHostToDevice, stream_),
             "uploading parameters");
+  // Frozen parameters change only here: their 16-bit copies are made once
+  // (the trainable ones' before every forward).
+  if (ctx_.reduced && learnable_floats_ > trainable_floats_) {
+    to_low(pvals_.get() + trainable_floats_, plow_.get<char>() + trainable_floats_ * 2,
+           learnable_floats_ - trainable_floats_, ctx_.low, stream_);
+    DC_LAUNCHED("16-bit copies of the frozen parameters");
+  }
   sync("uploading parameters");
 }
 
@@ -296,8 +304,8 @@ void CudaPlan::run_forward(int n, bool training, uint64_t seed, const uint64_t* 
   ctx_.training = training;
   ctx_.seed = seed;
   ctx_.dseed = dseed;
-  if (ctx_.reduced && learnable_floats_ > 0) {
-    to_low(pvals_.get(), plow_.get<void>(), learnable_floats_, ctx_.low, stream_);
+  if (ctx_.reduced && trainable_floats_ > 0) {
+    to_low(pvals_.get(), plow_.get<void>(), trainable_floats_, ctx_.low, stream_);
     DC_LAUNCHED("16-bit copies of the parameters " + where(n));
   }
   std::vector<const float*> in;

@@ -116,8 +116,9 @@ class CudaPlan : public DevicePlan {
   // Activation gradients; trainable parameters (the optimizer's range at
   // the start of pvals_); learnable parameters, frozen ones included.
   int64_t grads_floats_ = 0, trainable_floats_ = 0, learnable_floats_ = 0;
-  // Reduced precision: 16-bit copies of the trainable parameters (refreshed
-  // before each forward) and, for fp16, the loss scaler's device state.
+  // Reduced precision: 16-bit copies of the learnable parameters (the
+  // trainable ones refreshed before each forward, the frozen ones made on
+  // upload) and, for fp16, the loss scaler's device state.
   DeviceBuffer plow_, amp_;
   bool fp16_ = false;
   // Host Param <-> device pointer, in the host Plan's order.

@@ -83,8 +83,10 @@ class Rnn : public Op {
     }
     used_ = c.training && rnn_drop_ ? rnn_drop_ : rnn_;
     float* y = seq ? out : ybuf_.get();
+    // Inference mode (no reserve space written) when no backward follows:
+    // pure inference, or a layer in a frozen prefix.
     const cudnnForwardMode_t fm =
-        c.need_backward ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
+        c.need_backward && needs_backward ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
     DC_CUDNN(cudnnRNNForward(c.dnn, used_, fm, seqlen_.get<int32_t>(), b.x, in[0], b.y, y, b.h, hx,
                              nullptr, b.h, cx, nullptr, wbytes_, wspace_.get(), b.ws,
                              c.workspace->get(), fm == CUDNN_FWD_MODE_TRAINING ? b.reserve : 0,

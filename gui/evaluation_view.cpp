@@ -86,7 +86,7 @@ void EvaluationView::showCell(int t, int p) {
     QString error;
     try {
       ModelWeights w = weights_from_checkpoint(ck);
-      Plan plan(g, 256);
+      Plan plan(g, 256, Plan::Use::Inference);
       plan.load_state(w.state, ck.toStdString());
       Dataset copy = *ds;  // normalised as the checkpoint was trained
       copy.mean = w.mean;

@@ -125,6 +125,13 @@ void MainWindow::showOpenedNetwork() {
   const Graph& g = editor_->graph();
   if (int(g.nodes().size()) < kLargeNetworkLayers || view_->fitZoom() >= kReadableZoom) {
     view_->fitAll();
+    // Opening keeps the file's layout; a line too long to read here is
+    // wrapped into rows only when asked (Fit to Window, undoable).
+    const QSize canvas = view_->viewport()->size();
+    if (widgets::tooLongForOneLine(g, {double(canvas.width()), double(canvas.height())}))
+      open_hint_ =
+          tr("The layers are in one long line: press %1 to lay them out in rows (undoable)")
+              .arg(action("actionFit")->shortcut().toString(QKeySequence::NativeText));
     return;
   }
   // The first trainable layers after a frozen base (a transfer-learning

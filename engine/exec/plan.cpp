@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 
 namespace dc {
 
@@ -75,7 +76,7 @@ struct Plan::Step {
 
 Plan::~Plan() = default;
 
-Plan::Plan(const Graph& g, int64_t max_batch) : max_batch_(max_batch) {
+Plan::Plan(const Graph& g, int64_t max_batch, Use use) : max_batch_(max_batch), use_(use) {
   if (max_batch < 1) throw Error("batch size must be at least 1");
   lowered_ = lower_graph(g);
   for (const PlanStep& ls : lowered_) {
@@ -121,11 +122,71 @@ Plan::Plan(const Graph& g, int64_t max_batch) : max_batch_(max_batch) {
   // producer's, and never has one of its own even for a moment (allocated
   // and dropped, it set the peak of a network trained with a frozen base,
   // whose training needs little more than its activations).
+  if (use_ == Use::Inference) {
+    share_output_buffers();
+    return;
+  }
   for (size_t j = 0; j < steps_.size(); ++j) {
     Step& s = *steps_[j];
     s.out_buf = s.fused_into >= 0 ? steps_[size_t(s.fused_into)]->out_buf
                                   : Tensor(s.lowered->out_shape.with_batch(max_batch));
   }
+}
+
+// Inference: each output buffer goes back to a pool after the last layer
+// that reads it, and a later layer takes the smallest free one that is
+// large enough (allocated before the layer's own inputs are released, so
+// an output never overwrites what its layer reads). A fused ReLU's
+// readers count as its producer's; the network's output is never
+// released. In topological order, so a chain holds about two buffers.
+void Plan::share_output_buffers() {
+  const size_t n = steps_.size();
+  auto owner = [&](size_t j) {
+    return steps_[j]->fused_into >= 0 ? size_t(steps_[j]->fused_into) : j;
+  };
+  std::vector<size_t> last(n, 0);
+  for (size_t j = 0; j < n; ++j)
+    for (int i : steps_[j]->inputs()) last[owner(size_t(i))] = std::max(last[owner(size_t(i))], j);
+  last[owner(n - 1)] = n;             // the output
+  std::vector<Tensor> pool;           // flat buffers
+  std::vector<size_t> free_list;      // indices into pool
+  std::vector<int64_t> taken(n, -1);  // the pool buffer a step's output is in
+  for (size_t j = 0; j < n; ++j) {
+    Step& s = *steps_[j];
+    if (s.is_input()) continue;
+    const Shape shape = s.lowered->out_shape.with_batch(max_batch_);
+    if (s.fused_into >= 0) {
+      s.out_buf = steps_[size_t(s.fused_into)]->out_buf;
+      continue;
+    }
+    size_t best = pool.size();
+    for (size_t k : free_list)
+      if (pool[k].numel() >= shape.numel() &&
+          (best == pool.size() || pool[k].numel() < pool[best].numel()))
+        best = k;
+    if (best == pool.size())
+      pool.push_back(Tensor(Shape{shape.numel()}));
+    else
+      free_list.erase(std::find(free_list.begin(), free_list.end(), best));
+    taken[j] = int64_t(best);
+    s.out_buf = pool[best].narrow_batch(shape.numel()).reshaped(shape);
+    // Inputs read for the last time here go back to the pool.
+    for (int i : s.inputs()) {
+      const size_t o = owner(size_t(i));
+      if (last[o] == j && taken[o] >= 0 &&
+          std::find(free_list.begin(), free_list.end(), size_t(taken[o])) == free_list.end())
+        free_list.push_back(size_t(taken[o]));
+    }
+  }
+}
+
+int64_t Plan::output_buffer_bytes() const {
+  std::set<const void*> seen;
+  int64_t b = 0;
+  for (const auto& s : steps_)
+    if (s->out_buf.defined() && seen.insert(s->out_buf.storage_id()).second)
+      b += int64_t(s->out_buf.storage_bytes());
+  return b;
 }
 
 void Plan::init_params(uint64_t seed) {
@@ -187,6 +248,8 @@ const Tensor& Plan::forward(const Tensor& x, RunContext& ctx) {
 }
 
 void Plan::backward(const Tensor& dout, RunContext& ctx) {
+  if (use_ == Use::Inference)
+    throw Error("backward on a plan made for inference: its layers' outputs are reused");
   int64_t n = cur_n_;
   if (dout.shape() != output_shape_.with_batch(n))
     throw Error("backward: gradient shape " + dout.shape().str(true) + " does not match output " +
@@ -393,8 +456,9 @@ int64_t Plan::parameter_bytes() const {
 }
 
 const Tensor* Plan::activation(NodeId id) const {
-  for (auto& s : steps_)
-    if (s->lowered->id == id) return &s->out;
+  for (size_t j = 0; j < steps_.size(); ++j)
+    if (steps_[j]->lowered->id == id)
+      return use_ == Use::Training || j + 1 == steps_.size() ? &steps_[j]->out : nullptr;
   return nullptr;
 }
 

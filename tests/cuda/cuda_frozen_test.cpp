@@ -8,6 +8,7 @@
 // CUDA graph, in float32 and bf16. Skips without a GPU.
 #include <deepcanvas/data.h>
 #include <deepcanvas/device.h>
+#include <deepcanvas/enum_names.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/loss.h>
 #include <deepcanvas/optim.h>
@@ -85,6 +86,24 @@ Tensor input_for(const Graph& g, uint64_t seed) {
   return t;
 }
 
+// Seeded weights, and running statistics and learned initial states away
+// from their zero/one defaults, so that a device reading a frozen layer's
+// from the wrong place (or not at all) shows.
+void init(Plan& p) {
+  p.init_params(5);
+  Rng r(17);
+  for (NamedParam& np : p.params()) {
+    const std::string& n = np.name;
+    const bool stats = n.find("running_") != std::string::npos;
+    const bool state = n.find(".h0_") != std::string::npos || n.find(".c0_") != std::string::npos;
+    if (!stats && !state) continue;
+    Tensor& t = np.param->value;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.f32()[i] = n.find("running_var") != std::string::npos ? r.uniform(0.5f, 2.f)
+                                                              : r.uniform(-0.5f, 0.5f);
+  }
+}
+
 std::map<std::string, Tensor> state_of(Plan& p) {
   std::map<std::string, Tensor> m;
   for (auto& [k, t] : p.state()) m[k] = t.clone();
@@ -101,7 +120,7 @@ void check_steps(const Graph& g, const std::vector<std::string>& frozen_params) 
   oc.type = OptimizerType::Adam;
   oc.weight_decay = 0.01;
   Plan host(g, kB);
-  host.init_params(5);
+  init(host);
   const std::map<std::string, Tensor> before = state_of(host);
   DevicePlanOptions o;
   o.max_batch = kB;
@@ -181,7 +200,7 @@ std::vector<int64_t> batch(int step) {
 
 std::map<std::string, Tensor> train(DeviceBackend* be, const Graph& g, Precision prec) {
   Plan host(g, kB);
-  host.init_params(5);
+  init(host);
   OptimizerConfig oc;
   oc.type = OptimizerType::Sgd;
   oc.momentum = 0.9;
@@ -219,7 +238,7 @@ TEST(CudaFrozen, FusedStepsAndGraphReplaysMatchTheCpu) {
   if (!be) GTEST_SKIP() << test::skip_reason();
   const Graph g = cnn({"in", "conv1", "bn1", "relu1"});
   Plan fresh(g, kB);
-  fresh.init_params(5);
+  init(fresh);
   const std::map<std::string, Tensor> before = state_of(fresh);
   const std::map<std::string, Tensor> cpu = train(nullptr, g, Precision::Fp32);
   const std::map<std::string, Tensor> gpu = train(be, g, Precision::Fp32);
@@ -234,6 +253,23 @@ TEST(CudaFrozen, FusedStepsAndGraphReplaysMatchTheCpu) {
     EXPECT_EQ(rel_err(low.at(k), before.at(k)), 0.0) << k;
   for (const char* k : {"conv2.weight", "fc2.weight"})
     EXPECT_LE(rel_err(low.at(k), cpu.at(k)), 5e-2) << k;
+  // A frozen middle (the 16-bit backward through a frozen convolution and
+  // Dense, weight gradients skipped) in each precision, and fp16's loss
+  // scaler with frozen parameters outside its range.
+  const Graph mid = cnn({"conv2", "bn2", "fc1"});
+  Plan fresh_mid(mid, kB);
+  init(fresh_mid);
+  const std::map<std::string, Tensor> mid_before = state_of(fresh_mid);
+  const std::map<std::string, Tensor> mid_cpu = train(nullptr, mid, Precision::Fp32);
+  for (Precision p : {Precision::Fp32, Precision::Bf16, Precision::Fp16}) {
+    SCOPED_TRACE(enum_name(p));
+    const std::map<std::string, Tensor> got = train(be, mid, p);
+    const double tol = p == Precision::Fp32 ? 1e-4 : 5e-2;
+    for (const char* k : {"conv1.weight", "bn1.weight", "fc2.weight"})
+      EXPECT_LE(rel_err(got.at(k), mid_cpu.at(k)), tol) << k;
+    for (const char* k : {"conv2.weight", "bn2.running_mean", "fc1.weight"})
+      EXPECT_EQ(rel_err(got.at(k), mid_before.at(k)), 0.0) << k;
+  }
 }
 
 }  // namespace

@@ -3,9 +3,15 @@
 #include <deepcanvas/layer.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/plan.h>
+#include <deepcanvas/project.h>
+#include <deepcanvas/rng.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 #include "test_util.h"
 
 namespace dc {
@@ -230,6 +236,74 @@ TEST(Plan, AFusedConvReluGivesTheSameOutputAndGradientsAsSeparateLayers) {
       EXPECT_GT(capped, 0);
     }
     set_num_threads(0);
+  }
+}
+
+// An Inference plan (run, predict, eval) shares output buffers once no
+// layer reads them any more: on every template and on a network with skip
+// connections (an Add and a Concat that read a fused ReLU's output long
+// after it was made), it computes exactly what a Training plan computes,
+// at the full and a smaller batch, with fewer bytes of outputs; it refuses
+// backward and keeps only the network's output for activation().
+TEST(Plan, AnInferencePlanSharesOutputBuffersAndComputesTheSameOutputs) {
+  auto skips = [] {
+    Graph g;
+    NodeId in = g.add_node("Input", "input", attrs({{"shape", std::vector<int64_t>{3, 8, 8}}}));
+    auto conv = [&](const char* name, NodeId from, int64_t filters) {
+      NodeId c = g.add_node("Conv2D", name,
+                            attrs({{"filters", filters}, {"padding", std::vector<int64_t>{1, 1}}}));
+      g.connect(from, c);
+      return c;
+    };
+    NodeId a = conv("a", in, 4);
+    NodeId ra = g.add_node("ReLU", "ra");  // fused into a
+    g.connect(a, ra);
+    NodeId b = conv("b", ra, 4);
+    NodeId c = conv("c", b, 4);
+    NodeId add = g.add_node("Add", "add");
+    g.connect(ra, add, 0);
+    g.connect(c, add, 1);
+    NodeId cat = g.add_node("Concat", "cat");
+    g.connect(add, cat, 0);
+    g.connect(ra, cat, 1);
+    NodeId pool = g.add_node("GlobalAvgPool2D", "gap");
+    g.connect(cat, pool);
+    NodeId d = g.add_node("Dense", "fc", attrs({{"units", int64_t(5)}}));
+    g.connect(pool, d);
+    NodeId out = g.add_node("ReLU", "out");  // the output, a ReLU
+    g.connect(d, out);
+    return g;
+  };
+  std::vector<std::pair<std::string, Graph>> nets = {{"skips", skips()}};
+  for (const auto& f :
+       std::filesystem::directory_iterator(std::string(DC_SOURCE_DIR) + "/resources/templates"))
+    if (f.path().extension() == ".dcproj")
+      nets.emplace_back(f.path().stem().string(), load_project(f.path().string()).graph);
+  ASSERT_EQ(nets.size(), 9u);  // the eight templates
+  for (auto& [name, g] : nets) {
+    SCOPED_TRACE(name);
+    Plan train(g, 3), infer(g, 3, Plan::Use::Inference);
+    train.init_params(11);
+    infer.load_state(train.state(), "training plan");
+    for (int64_t n : {3, 2}) {
+      Tensor x(train.input_shape().with_batch(n));
+      Rng rng{uint64_t(n)};
+      // Token ids for sequence models, pixel-like values otherwise.
+      const bool ids = x.shape().rank() == 2;
+      for (int64_t i = 0; i < x.numel(); ++i)
+        x.f32()[i] = ids ? float(rng.below(3)) : rng.uniform(-1, 1);
+      RunContext ctx{false, nullptr};
+      const Tensor want = train.forward(x, ctx).clone();
+      const Tensor& got = infer.forward(x, ctx);
+      ASSERT_EQ(got.shape(), want.shape());
+      for (int64_t i = 0; i < want.numel(); ++i) ASSERT_EQ(got.f32()[i], want.f32()[i]) << i;
+    }
+    EXPECT_LT(infer.output_buffer_bytes(), train.output_buffer_bytes());
+    const NodeId out = g.outputs().front();
+    EXPECT_NE(infer.activation(out), nullptr);
+    EXPECT_EQ(infer.activation(g.inputs().front()), nullptr);
+    RunContext ctx{true, nullptr};
+    EXPECT_THROW(infer.backward(Tensor(infer.output_shape().with_batch(2)), ctx), Error);
   }
 }
 

@@ -83,6 +83,20 @@ class EditorWindow : public ::testing::Test {
     ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
     QApplication::processEvents();
   }
+  // The sample with its layers in one line, 190 apart, as templates and
+  // imported models are stored (the sample itself is stored in rows).
+  static void openSampleInOneLine(gui::MainWindow& w) {
+    Project p = load_project(sourcePath("sample_data/sample_project.dcproj").toStdString());
+    double x = 40;
+    for (NodeId id : p.graph.topo_order()) {
+      p.graph.move(id, x, 120);
+      x += 190;
+    }
+    const QString file = tempDir() + "/sample_line.dcproj";
+    save_project(p, file.toStdString());
+    ASSERT_TRUE(w.openFile(file));
+    QApplication::processEvents();
+  }
 };
 
 TEST_F(EditorWindow, QuittingOnAnyTabKeepsTheModelTabsDocksAndTheTab) {
@@ -172,7 +186,7 @@ TEST_F(EditorWindow, PaletteSearchEnterAddsTheExactOrPrefixMatch) {
 
 TEST_F(EditorWindow, FitShowsEveryNodeOfTheSampleAt1280x720) {
   auto w = open();
-  openSample(*w);
+  openSampleInOneLine(*w);
   widgets::NodeView* view = w->view();
   widgets::GraphEditor* ed = w->editor();
   auto expectAllShown = [&] {
@@ -214,7 +228,7 @@ TEST_F(EditorWindow, FitShowsEveryNodeOfTheSampleAt1280x720) {
 
 TEST_F(EditorWindow, AutoLayoutWrapsTheSampleIntoRowsThatFitLarger) {
   auto w = open();
-  openSample(*w);
+  openSampleInOneLine(*w);
   w->view()->fitAll();
   const double one_line = w->view()->zoom();
   w->action("actionAutoLayout")->trigger();
@@ -336,7 +350,7 @@ TEST_F(EditorWindow, ZoomKeysZoomAboutTheMiddleOfTheCanvasWhereverThePointerIs) 
 
 TEST_F(EditorWindow, CanvasViewKeysDoNothingOnTheOtherTabs) {
   auto w = open();
-  openSample(*w);
+  openSampleInOneLine(*w);
   const Graph before = w->editor()->graph();
   const double zoom = w->view()->zoom();
   w->showMode(Mode::Training);

@@ -31,11 +31,15 @@ struct Params {
   float channel_mean[kMaxChannels] = {}, channel_std[kMaxChannels] = {};
 };
 
-// Value v (already in [0, 1] for bytes: v / 255) at offset f in its sample.
-DC_NORM_FN float apply(const Params& p, float v, int64_t f) {
+// Value v (already in [0, 1] for bytes: v / 255) of channel c.
+DC_NORM_FN float apply_channel(const Params& p, float v, int c) {
   if (p.channels == 0) return (v - p.mean) * p.inv_std;
-  const int c = int(f / p.plane);
   return (v - p.channel_mean[c]) / p.channel_std[c];
+}
+
+// Value v at offset f in its sample.
+DC_NORM_FN float apply(const Params& p, float v, int64_t f) {
+  return apply_channel(p, v, p.channels == 0 ? 0 : int(f / p.plane));
 }
 
 }  // namespace dc::norm

@@ -92,8 +92,12 @@ std::vector<int> relu_fusions(const std::vector<PlanStep>& steps);
 class Plan {
  public:
   // Validates the graph (throws GraphError listing every problem) and builds
-  // the layers for batches of up to max_batch samples.
-  Plan(const Graph& g, int64_t max_batch);
+  // the layers for batches of up to max_batch samples. An Inference plan
+  // (run, predict, eval) lets layers share output buffers once nothing
+  // reads them any more, so it holds a few layers' outputs instead of every
+  // one: it cannot run backward, and activation() has the output only.
+  enum class Use { Training, Inference };
+  Plan(const Graph& g, int64_t max_batch, Use use = Use::Training);
   ~Plan();
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
@@ -158,8 +162,11 @@ class Plan {
     return activation_bytes(batch, true) + parameter_bytes() * 4 -
            freeze_savings().parameter_state_bytes;
   }
-  // The output of a node from the last forward (for activation views).
+  // The output of a node from the last forward (for activation views);
+  // null for an Inference plan's inner nodes, whose buffers are reused.
   const Tensor* activation(NodeId id) const;
+  // Bytes of the layers' output buffers at max_batch (what sharing saves).
+  int64_t output_buffer_bytes() const;
 
  private:
   struct Step;
@@ -168,6 +175,8 @@ class Plan {
   std::vector<NamedParam> params_;
   Shape input_shape_, output_shape_;
   int64_t max_batch_ = 0;
+  Use use_ = Use::Training;
+  void share_output_buffers();
   int64_t cur_n_ = 0;
 };
 

@@ -81,6 +81,10 @@ class Tensor {
   void fill(float v);
   void zero();
   void copy_from(const Tensor& src);  // same numel required
+  // The storage this tensor views (shared by its views) and its size, for
+  // counting buffers once.
+  const void* storage_id() const { return storage_.get(); }
+  size_t storage_bytes() const { return storage_ ? storage_->bytes : 0; }
 
  private:
   Shape shape_;
