@@ -123,6 +123,20 @@ QVariant TrialsModel::data(const QModelIndex& index, int role) const {
                                         : QString::number(trained, 'f', 2);
 }
 
+namespace {
+
+// Grey text in the middle of an empty plot, saying what will appear there.
+void placeholder(QCustomPlot* p, const QString& text) {
+  auto* t = new QCPItemText(p);
+  t->position->setType(QCPItemPosition::ptAxisRectRatio);
+  t->position->setCoords(0.5, 0.5);
+  t->setText(text);
+  t->setColor(QColor(130, 130, 130));
+  t->setObjectName("placeholder");
+}
+
+}  // namespace
+
 void ExperimentsPanel::refreshPlots() {
   const SearchSpace& space = model_->space();
   const std::vector<Trial>& trials = model_->trials();
@@ -155,6 +169,12 @@ void ExperimentsPanel::refreshPlots() {
   pc->clearGraphs();
   pc->clearPlottables();
   pc->clearItems();
+  // Before the first trial there are no axes to speak of (the space is
+  // the one a sweep starts with): say what the plot will show.
+  pc->xAxis->setVisible(!trials.empty());
+  if (trials.empty())
+    placeholder(pc, tr("Each trial will be a line through its parameters' axes,\n"
+                       "coloured by its best validation accuracy"));
   pc->xAxis->setRange(-0.3, n + 0.3);
   pc->yAxis->setRange(-0.12, 1.12);
   pc->yAxis->setVisible(false);
@@ -175,7 +195,7 @@ void ExperimentsPanel::refreshPlots() {
     t->setFont(QFont(pc->font().family(), 7));
     t->setColor(QColor(90, 90, 90));
   };
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; i < n && !trials.empty(); ++i) {
     const SearchParam& p = space.params[size_t(i)];
     if (p.kind == SearchParam::Kind::Choice) {
       for (size_t k = 0; k < p.choices.size(); ++k)
@@ -185,8 +205,10 @@ void ExperimentsPanel::refreshPlots() {
       label(i, 1.07, valueText(p, p.hi));
     }
   }
-  label(n, -0.07, QString::number(100 * lo, 'f', 1) + " %");
-  label(n, 1.07, QString::number(100 * hi, 'f', 1) + " %");
+  if (!trials.empty()) {
+    label(n, -0.07, QString::number(100 * lo, 'f', 1) + " %");
+    label(n, 1.07, QString::number(100 * hi, 'f', 1) + " %");
+  }
   // Greyed lines first so the coloured ones stay on top.
   for (int pass = 0; pass < 2; ++pass)
     for (const Trial& t : trials) {
@@ -210,6 +232,8 @@ void ExperimentsPanel::refreshPlots() {
   // epoch too), one curve per trial.
   QCustomPlot* cv = curves_;
   cv->clearGraphs();
+  cv->clearItems();
+  if (trials.empty()) placeholder(cv, tr("Each trial's validation accuracy, epoch by epoch"));
   cv->xAxis->setLabel(tr("epoch"));
   cv->yAxis->setLabel(tr("validation accuracy (%)"));
   double min_epoch = 1, max_epoch = 1;

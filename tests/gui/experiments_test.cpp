@@ -125,6 +125,14 @@ TEST_F(ExperimentsTab, SpaceEditorShowsTheEnginesMessages) {
 TEST_F(ExperimentsTab, TinySweepFillsTheTableAndApplyBestIsOneUndoStep) {
   const TrainConfig before = w->trainingPanel()->config();
   const int64_t filters_before = g().node(idOf(g(), "conv1")).attrs.i("filters");
+  // Before any trial the plots say what they will show.
+  auto placeholders = [](QCustomPlot* plot) {
+    int n = 0;
+    for (int i = 0; i < plot->itemCount(); ++i) n += plot->item(i)->objectName() == "placeholder";
+    return n;
+  };
+  EXPECT_EQ(placeholders(p()->parallelPlot()), 1);
+  EXPECT_EQ(placeholders(p()->curvesPlot()), 1);
   setSweep({"lr=log:1e-3:1e-2", "conv1.filters=int:8:12"}, 3, 1);
   ASSERT_TRUE(p()->start()) << p()->messageText().toStdString();
   EXPECT_TRUE(p()->running());
@@ -148,6 +156,8 @@ TEST_F(ExperimentsTab, TinySweepFillsTheTableAndApplyBestIsOneUndoStep) {
   EXPECT_TRUE(QFileInfo::exists(dir + "/p.sweep.json"));
   EXPECT_GE(p()->parallelPlot()->graphCount(), 3);
   EXPECT_EQ(p()->curvesPlot()->graphCount(), 3);
+  EXPECT_EQ(placeholders(p()->parallelPlot()), 0);
+  EXPECT_EQ(placeholders(p()->curvesPlot()), 0);
 
   // Sorting by the metric puts the best trial on top.
   SweepState s;
