@@ -143,6 +143,16 @@ Tensor Tensor::reshaped(Shape s) const {
   return v;
 }
 
+Tensor Tensor::view(int64_t offset, Shape s) const {
+  if (offset < 0 || offset + s.numel() > numel())
+    throw Error("Tensor::view: " + std::to_string(s.numel()) + " elements at " +
+                std::to_string(offset) + " of " + shape_.str(true));
+  Tensor v = *this;
+  v.offset_ += size_t(offset) * dtype_size(dtype_);
+  v.shape_ = std::move(s);
+  return v;
+}
+
 Tensor Tensor::clone() const {
   Tensor t(shape_, dtype_);
   if (bytes()) std::memcpy(t.raw(), raw(), bytes());

@@ -57,6 +57,20 @@ std::vector<int> relu_fusions(const std::vector<PlanStep>& steps) {
   return fused;
 }
 
+namespace {
+// Where the inference pool's buffer k starts in its allocation: k * 320
+// bytes (mod 16). Large allocations all start at the same offset within a
+// page, so without it a layer's output lay a multiple of 4 KiB from its
+// input, and loops reading one while writing the other stalled on false
+// load-store dependences (4K aliasing): the shared buffers ran 5 % slower
+// than a training plan's separate ones (EfficientNet-Lite0 at batch 16)
+// until they were staggered. Staggering a training plan's buffers changed
+// nothing measurable, so they are left as they are.
+int64_t stagger(size_t k) {
+  return int64_t(k % 16) * 80;
+}
+}  // namespace
+
 struct Plan::Step {
   const PlanStep* lowered = nullptr;
   std::unique_ptr<Layer> layer;
@@ -161,15 +175,15 @@ void Plan::share_output_buffers() {
     }
     size_t best = pool.size();
     for (size_t k : free_list)
-      if (pool[k].numel() >= shape.numel() &&
+      if (pool[k].numel() >= shape.numel() + stagger(k) &&
           (best == pool.size() || pool[k].numel() < pool[best].numel()))
         best = k;
     if (best == pool.size())
-      pool.push_back(Tensor(Shape{shape.numel()}));
+      pool.push_back(Tensor(Shape{shape.numel() + stagger(pool.size())}));
     else
       free_list.erase(std::find(free_list.begin(), free_list.end(), best));
     taken[j] = int64_t(best);
-    s.out_buf = pool[best].narrow_batch(shape.numel()).reshaped(shape);
+    s.out_buf = pool[best].view(stagger(best), shape);
     // Inputs read for the last time here go back to the pool.
     for (int i : s.inputs()) {
       const size_t o = owner(size_t(i));

@@ -27,6 +27,22 @@ TEST(Tensor, ViewsShareStorageAndCloneDoesNot) {
   EXPECT_THROW(t.narrow_batch(4), Error);
 }
 
+TEST(Tensor, OffsetViewsSeeTheirPartOfTheStorage) {
+  Tensor t(Shape{10});
+  for (int i = 0; i < 10; ++i) t.f32()[i] = float(i);
+  Tensor v = t.view(4, Shape{2, 3});
+  EXPECT_EQ(v.shape(), (Shape{2, 3}));
+  EXPECT_EQ(v.f32()[0], 4.f);
+  EXPECT_EQ(v.narrow_batch(1).numel(), 3);
+  v.f32()[5] = -9.f;
+  EXPECT_EQ(t.f32()[9], -9.f);
+  EXPECT_EQ(v.storage_id(), t.storage_id());
+  EXPECT_EQ(v.storage_bytes(), 40u);
+  EXPECT_EQ(v.view(1, Shape{2}).f32()[0], 5.f);  // offsets add up
+  EXPECT_THROW(t.view(5, Shape{2, 3}), Error);   // past the end
+  EXPECT_THROW(t.view(-1, Shape{1}), Error);
+}
+
 TEST(Rng, SameSeedSameStreamAndRanges) {
   Rng a(7), b(7), c(8);
   bool differs = false;

@@ -76,6 +76,8 @@ class Tensor {
   Tensor narrow_batch(int64_t n) const;
   // A view with a different shape and the same number of elements.
   Tensor reshaped(Shape s) const;
+  // A view of s.numel() elements from element `offset` of this tensor's.
+  Tensor view(int64_t offset, Shape s) const;
   // A deep copy.
   Tensor clone() const;
   void fill(float v);
