@@ -96,7 +96,7 @@ def compare(name, sides, repeats, describe, metric="train_samples_per_s"):
         print(f"{label:16} {s['median_samples_per_s']:9.1f} "
               f"{s['min_samples_per_s']:9.1f}..{s['max_samples_per_s']:<9.1f} "
               f"{acc_s} {s['peak_rss_mb']:6.0f} MB")
-    print(f"ratio of medians (DeepCanvas / PyTorch): {ratio:.2f}x")
+    print(f"ratio of medians ({ours} / {peer}): {ratio:.2f}x")
     torch_config = runs[peer][0].get("torch_config", "")
     result = {
         "benchmark": name, "commit": commit(),

@@ -20,6 +20,11 @@ that both sides computed the same outputs (relative 1e-4).
 Usage (after building; nothing else may run during a measurement):
   /usr/bin/python3 bench/inference_vs_pytorch.py [--models lite0,mobilenet_v2]
       [--batch 16] [--samples 64] [--passes 4] [--repeats 3]
+      [--against-build OLD_BUILD]
+
+--against-build compares DeepCanvas with itself instead: OLD_BUILD's
+deepcanvas-cli ("before") against --build's ("after"), alternating, on the
+same projects and input (an A/B of a change; no PyTorch side).
 """
 import argparse
 import json
@@ -129,6 +134,8 @@ def main():
     ap.add_argument("--passes", type=int, default=4, help="per process; the first is warm-up")
     ap.add_argument("--repeats", type=int, default=3, help="processes per side")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--against-build", default=None,
+                    help="A/B: this build's deepcanvas-cli against --build's")
     ap.add_argument("--work", default=None)
     ap.add_argument("--side", choices=["deepcanvas", "torch"], help=argparse.SUPPRESS)
     ap.add_argument("--model", help=argparse.SUPPRESS)
@@ -152,6 +159,16 @@ def main():
           "--batch", str(a.batch), "--passes", str(a.passes)]
     for model in a.models:
         py = venv_python if model == "lite0" else sys.executable
+        if a.against_build:
+            old = [sys.executable, os.path.abspath(__file__), "--build", a.against_build,
+                   "--work", a.work, "--batch", str(a.batch), "--passes", str(a.passes)]
+            sides = [("before (" + a.against_build + ")",
+                      old + ["--side", "deepcanvas", "--model", model], None),
+                     ("after", me + ["--side", "deepcanvas", "--model", model], None)]
+            cpu_compare.compare(f"inference-ab-{model}-b{a.batch}", sides, a.repeats,
+                                f"{model} inference A/B, batch {a.batch}, {a.samples} images",
+                                metric="samples_per_s")
+            continue
         sides = [("DeepCanvas", me + ["--side", "deepcanvas", "--model", model], None),
                  ("PyTorch eager", [py] + me[1:] + ["--side", "torch", "--model", model,
                                                     "--mode", "eager"], None),
