@@ -468,9 +468,11 @@ class Conv2D : public Layer {
     return f;
   }
 
-  // Pads one input plane and splits it into its phases.
+  // Pads one input plane and splits it into its phases. xp must have been
+  // zeroed once (a fresh vector) and only ever filled here: every call
+  // writes the same positions, so the padding and the slack stay zero
+  // without a pass over the whole buffer per plane.
   void pad_plane(const FlatPlanes& f, const float* xc, float* xp) const {
-    std::fill(xp, xp + f.padded_len, 0.f);
     for (int64_t ih = 0; ih < g_.H; ++ih) {
       const int64_t r = ih + g_.PT;
       float* row = xp + (r % g_.SH) * g_.SW * f.phase_len + r / g_.SH * f.Wq;
@@ -492,9 +494,9 @@ class Conv2D : public Layer {
 
   // One output channel's gradient as a flat plane of row stride Wq after
   // `margin` zeros, masked by the fused ReLU, zero in the dropped columns
-  // and beyond; returns its sum (the bias gradient's share).
+  // and beyond; returns its sum (the bias gradient's share). As for
+  // pad_plane, gp is zeroed once by its owner: the zeros are never written.
   float flat_grad(const FlatPlanes& f, const float* dyo, const float* yo, float* gp) const {
-    std::fill(gp, gp + f.margin + f.in_len + kTapBlock, 0.f);
     float total = 0.f;
     for (int64_t oh = 0; oh < g_.OH; ++oh) {
       float* r = gp + f.margin + oh * f.Wq;
