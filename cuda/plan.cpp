@@ -87,23 +87,21 @@ void CudaPlan::set_up_precision() {
 
 // One node per step of the host Plan (same order, same input ports).
 void CudaPlan::lower() {
+  // The host Plan's rule: a frozen node's parameters get no gradient, so
+  // the backward pass stops below the first layer that trains (a frozen
+  // base costs its forward only).
+  const std::vector<bool> reach = backward_reach(host_.steps());
   for (const PlanStep& s : host_.steps()) {
     Node n;
     n.inputs = s.inputs;
     n.numel = s.out_shape.numel();
     n.is_input = s.is_input;
-    if (!n.is_input) n.op = OpRegistry::instance().make(s);
-    // As the host Plan: a frozen node's parameters get no gradient, so the
-    // backward pass stops below the first layer that trains (a frozen base
-    // costs its forward only).
-    bool own = false;
-    if (n.op) {
+    n.requires_grad = reach[nodes_.size()];
+    if (!n.is_input) {
+      n.op = OpRegistry::instance().make(s);
       n.op->frozen = s.frozen;
-      for (auto& p : n.op->params) own |= p.trainable && !s.frozen;
+      n.op->needs_backward = n.requires_grad;
     }
-    n.requires_grad = own;
-    for (int i : n.inputs) n.requires_grad |= nodes_[size_t(i)].requires_grad;
-    if (n.op) n.op->needs_backward = n.requires_grad;
     nodes_.push_back(std::move(n));
   }
   out_node_ = int(nodes_.size()) - 1;  // lower_graph puts the output last

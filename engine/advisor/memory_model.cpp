@@ -138,7 +138,7 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
   // gradients of those that backward reaches (CudaPlan::lower: own
   // parameters that train, or such a node upstream) and of the output.
   auto is_view = [](const PlanStep& s) { return s.type == "Flatten" || s.type == "Reshape"; };
-  std::vector<bool> reached(steps.size(), false);
+  const std::vector<bool> reached = backward_reach(steps);
   size_t out_src = steps.size() - 1;
   while (is_view(steps[out_src]) && !steps[out_src].inputs.empty())
     out_src = size_t(steps[out_src].inputs[0]);
@@ -147,12 +147,9 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
     const PlanStep& s = steps[i];
     ParamLayout p;
     if (!s.is_input) p = param_layout(s, s.desc->cost(s.in_shapes, s.out_shape, s.attrs));
-    bool r = p.trainable > 0 && !s.frozen;
-    for (int j : s.inputs) r = r || reached[size_t(j)];
-    reached[i] = r;
     if (!is_view(s)) {
       act += n * s.out_shape.numel();
-      if (r || i == out_src) act_grads += n * s.out_shape.numel();
+      if (reached[i] || i == out_src) act_grads += n * s.out_shape.numel();
     }
     if (s.is_input) continue;
     (s.frozen ? frozen : trainable) += p.trainable;
@@ -264,7 +261,8 @@ MemoryPrediction predict_memory(const Graph& g, const MemoryOptions& o) {
   std::vector<bool> fused_producer(steps.size(), false);
   for (int i : fused)
     if (i >= 0) fused_producer[size_t(i)] = true;
-  std::vector<bool> needs_grad(steps.size(), false);
+  // plan.cpp: a node needs an output gradient when backward reaches it.
+  const std::vector<bool> needs_grad = backward_reach(steps);
   int64_t in_numel = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     const PlanStep& s = steps[i];
@@ -273,12 +271,7 @@ MemoryPrediction predict_memory(const Graph& g, const MemoryOptions& o) {
     l.type = s.type;
     const Cost c = s.is_input ? Cost{} : s.desc->cost(s.in_shapes, s.out_shape, s.attrs);
     const ParamLayout p = param_layout(s, c);
-    // plan.cpp: a node needs an output gradient when it or anything upstream
-    // has parameters (BatchNorm's buffers count, as Layer::params() does)
-    // that are not frozen.
-    bool ng = (p.trainable > 0 || p.buffers > 0) && !s.frozen;
-    for (int j : s.inputs) ng = ng || needs_grad[size_t(j)];
-    needs_grad[i] = ng;
+    const bool ng = needs_grad[i];
     if (s.is_input) in_numel = s.out_shape.numel();
     const int64_t w = rounded(p.trainable, p.tensors);
     const int64_t buf = rounded(p.buffers, p.buffer_tensors);

@@ -71,6 +71,18 @@ int64_t stagger(size_t k) {
 }
 }  // namespace
 
+std::vector<bool> backward_reach(const std::vector<PlanStep>& steps, bool ignore_frozen) {
+  std::vector<bool> reach(steps.size(), false);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const PlanStep& s = steps[i];
+    bool r = !s.is_input && (ignore_frozen || !s.frozen) &&
+             s.desc->cost(s.in_shapes, s.out_shape, s.attrs).params > 0;
+    for (int j : s.inputs) r = r || reach[size_t(j)];
+    reach[i] = r;
+  }
+  return reach;
+}
+
 struct Plan::Step {
   const PlanStep* lowered = nullptr;
   std::unique_ptr<Layer> layer;
@@ -93,23 +105,21 @@ Plan::~Plan() = default;
 Plan::Plan(const Graph& g, int64_t max_batch, Use use) : max_batch_(max_batch), use_(use) {
   if (max_batch < 1) throw Error("batch size must be at least 1");
   lowered_ = lower_graph(g);
+  // A frozen node's parameters are not trainable and get no gradient
+  // buffer; its kernels then skip their parameter gradients. So backward
+  // stops below the first trainable layer when everything before it is
+  // frozen: nothing there needs a gradient.
+  const std::vector<bool> reach = backward_reach(lowered_);
+  const std::vector<bool> reach_unfrozen = backward_reach(lowered_, true);
   for (const PlanStep& ls : lowered_) {
+    const size_t k = steps_.size();
     auto s = std::make_unique<Step>();
     s->lowered = &ls;
     s->layer = ls.desc->create(ls.attrs, ls.in_shapes, ls.out_shape);
-    // A frozen node's parameters are not trainable and get no gradient
-    // buffer; its kernels then skip their parameter gradients. So backward
-    // stops below the first trainable layer when everything before it is
-    // frozen: nothing there needs a gradient.
-    bool has_params = !s->layer->params().empty();
-    bool upstream = false, upstream_unfrozen = false;
-    for (int i : ls.inputs) {
-      upstream |= steps_[size_t(i)]->needs_grad;
-      upstream_unfrozen |= steps_[size_t(i)]->needs_grad_unfrozen;
-    }
-    s->needs_grad = (has_params && !ls.frozen) || upstream;
-    s->needs_grad_unfrozen = has_params || upstream_unfrozen;
-    s->input_grad_unfrozen = upstream_unfrozen;
+    s->needs_grad = reach[k];
+    s->needs_grad_unfrozen = reach_unfrozen[k];
+    for (int i : ls.inputs)
+      s->input_grad_unfrozen = s->input_grad_unfrozen || reach_unfrozen[size_t(i)];
     for (Param* p : s->layer->params()) {
       const bool frozen = ls.frozen && p->trainable;
       if (ls.frozen) {

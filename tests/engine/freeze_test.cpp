@@ -328,6 +328,22 @@ TEST(Freeze, PreflightTakesFrozenLayersOnEitherDeviceAndRefusesAnAllFrozenNetwor
   }
 }
 
+// The rule the CPU Plan, the CUDA plan and the memory model share: backward
+// reaches a layer that trains and everything after it; a frozen prefix,
+// parameter-free layers before the first trainable one, and the Input are
+// never reached; a frozen layer after a trainable one is.
+TEST(Freeze, BackwardReachesWhatTrainsAndEverythingDownstream) {
+  const std::vector<PlanStep> steps = lower_graph(cnn({"in", "conv1", "bn1", "relu1", "bn2"}));
+  const std::vector<bool> reach = backward_reach(steps), all = backward_reach(steps, true);
+  std::string got, unfrozen;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    got += steps[i].name + (reach[i] ? "+ " : "- ");
+    unfrozen += steps[i].name + (all[i] ? "+ " : "- ");
+  }
+  EXPECT_EQ(got, "in- conv1- bn1- relu1- conv2+ bn2+ relu2+ gap+ fc+ ");
+  EXPECT_EQ(unfrozen, "in- conv1+ bn1+ relu1+ conv2+ bn2+ relu2+ gap+ fc+ ");
+}
+
 TEST(Freeze, FreezeUntilFreezesTheLayerAndEverythingBeforeIt) {
   Graph g = cnn({});
   EXPECT_EQ(freeze_until(g, "relu1"), 4);  // in, conv1, bn1, relu1

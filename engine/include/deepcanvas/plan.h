@@ -81,6 +81,13 @@ struct PlanStep {
 // ends with the network's output.
 std::vector<PlanStep> lower_graph(const Graph& g);
 
+// Which steps backward reaches: those with learnable parameters that are not
+// frozen, and every step downstream of one (ignore_frozen: as if nothing
+// were frozen). The one rule the CPU Plan, the CUDA plan and the advisor's
+// memory model follow: a frozen prefix runs no backward and keeps no
+// activation gradients.
+std::vector<bool> backward_reach(const std::vector<PlanStep>& steps, bool ignore_frozen = false);
+
 // The CPU plan runs a ReLU (or ReLU6) whose only input is a Conv2D that feeds
 // nothing else inside the convolution (Layer::fuse_relu): the ReLU's output is the
 // convolution's buffer, and neither a separate ReLU pass nor the
