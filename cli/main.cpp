@@ -974,6 +974,9 @@ int cmd_bench_device(const Args& a) {
     std::printf("  fp16 GEMM        %8.1f GFLOP/s (tensor cores)\n", b.fp16_gflops);
   }
   std::printf("  conv2d forward   %8.1f GFLOP/s\n", b.conv_gflops);
+  if (b.depthwise_gflops > 0)
+    std::printf("  depthwise conv   %8.1f GFLOP/s forward, %.1f backward\n", b.depthwise_gflops,
+                b.depthwise_bwd_gflops);
   std::printf("  memory bandwidth %8.1f GB/s", b.mem_bandwidth_gbs);
   if (b.mem_bandwidth_samples.size() > 1) {
     // Shared hosts move this figure between runs: say what it is made of.

@@ -103,6 +103,9 @@ DeviceRates cpu_rates(const DeviceBench& b) {
   d.name = b.name;
   d.gemm_flops = b.fp32_gflops * 1e9 * kCpuGemmEfficiency;
   d.conv_flops = b.conv_gflops * 1e9 * kCpuConvEfficiency;
+  // Measured on the kernel itself, so at face value.
+  d.depthwise_flops = b.depthwise_gflops * 1e9;
+  d.depthwise_bwd_flops = b.depthwise_bwd_gflops * 1e9;
   d.rnn_flops = b.fp32_gflops * 1e9 * kCpuRnnEfficiency;
   d.bandwidth = b.mem_bandwidth_gbs * 1e9 * kCpuBandwidthEfficiency;
   // Per layer: its share of the tiny network's step (three layers) plus
@@ -217,7 +220,14 @@ StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
     const double rate = s.type == "Conv2D"     ? d.conv_flops
                         : is_recurrent(s.type) ? d.rnn_flops
                                                : d.gemm_flops;
-    const double t_compute = l.flops > 0 && rate > 0 ? l.flops / rate : 0;
+    double t_compute = l.flops > 0 && rate > 0 ? l.flops / rate : 0;
+    // The CPU's depthwise kernel at its own measured rates: forward, and
+    // backward per gradient it computes (weights, input).
+    if (s.type == "Conv2D" && d.depthwise_flops > 0 && d.depthwise_bwd_flops > 0 &&
+        conv_cpu_kernel(s.in_shapes, s.attrs) == ConvKernel::Depthwise) {
+      const double back = ng ? (trains_weights ? 2 * macs : 0) + (input_grad ? 2 * macs : 0) : 0;
+      t_compute = 2 * macs / d.depthwise_flops + back / d.depthwise_bwd_flops;
+    }
     const double t_memory = d.bandwidth > 0 ? l.bytes / d.bandwidth : 0;
     l.compute_bound = t_compute >= t_memory;
     l.overhead_s = d.layer_overhead;

@@ -306,4 +306,43 @@ TEST(StepTime, FrozenLayersAndFusedActivations) {
 }
 
 }  // namespace
+// The CPU's depthwise kernel at its own measured rates: forward at
+// depthwise_flops, each backward gradient (weights, input) at
+// depthwise_bwd_flops; without them (a GPU, an old cache) the convolution
+// rate as before.
+TEST(StepTime, DepthwiseConvolutionsUseTheirOwnRatesOnTheCpu) {
+  register_builtin_layers();
+  Graph g;
+  Attrs in, conv, dw, fc;
+  in.set("shape", std::vector<int64_t>{4, 12, 12});
+  conv.set("filters", int64_t(8));
+  conv.set("padding", std::vector<int64_t>{1, 1});
+  dw = conv;
+  dw.set("groups", int64_t(8));
+  fc.set("units", int64_t(10));
+  const NodeId x = g.add_node("Input", "in", in);
+  const NodeId a = g.add_node("Conv2D", "conv", conv);
+  const NodeId b = g.add_node("Conv2D", "dw", dw);
+  const NodeId f = g.add_node("Flatten", "flat");
+  const NodeId d = g.add_node("Dense", "fc", fc);
+  for (auto [from, to] : {std::pair{x, a}, {a, b}, {b, f}, {f, d}}) g.connect(from, to);
+  DeviceRates r;
+  r.gemm_flops = r.conv_flops = r.rnn_flops = 1e11;
+  r.bandwidth = 1e15;  // compute-bound
+  const int64_t n = 4;
+  const double macs = double(n) * 8 * 144 * 9;
+  const StepTime generic = predict_step_time(g, n, r);
+  EXPECT_DOUBLE_EQ(generic.layers[1].seconds, 6 * macs / 1e11);
+  r.depthwise_flops = 1e9;
+  r.depthwise_bwd_flops = 5e8;
+  // Trainable, after a trainable layer: forward, weight and input gradients.
+  EXPECT_DOUBLE_EQ(predict_step_time(g, n, r).layers[1].seconds, 2 * macs / 1e9 + 4 * macs / 5e8);
+  // Frozen behind a frozen prefix: forward only.
+  g.set_trainable(a, false);
+  g.set_trainable(b, false);
+  EXPECT_DOUBLE_EQ(predict_step_time(g, n, r).layers[1].seconds, 2 * macs / 1e9);
+  // The other convolution keeps the convolution rate.
+  EXPECT_DOUBLE_EQ(predict_step_time(g, n, r).layers[0].seconds, 2 * macs * 4 / 1e11);
+}
+
 }  // namespace dc::advisor

@@ -344,6 +344,29 @@ TEST(Advise, AMeasuredGpuHereGetsARowFromItsOwnFigures) {
   EXPECT_LT(slow.gpus[0].samples_per_s, a.gpus[0].samples_per_s);
 }
 
+// A CPU benchmark cached before the depthwise rates were measured is
+// measured again once (its figures then include them, and survive the
+// cache), rather than leaving depthwise layers to the convolution rate.
+TEST(DeviceBench, ACpuEntryWithoutDepthwiseRatesIsMeasuredAgainOnce) {
+  ScratchXdg cache("XDG_CACHE_HOME");
+  DeviceBench old_entry;
+  old_entry.device = "cpu";
+  old_entry.name = cpu_model_name();
+  old_entry.threads = num_threads();
+  old_entry.fp32_gflops = old_entry.conv_gflops = 1;
+  old_entry.mem_bandwidth_gbs = 1;
+  store_cached_bench(bench_key("cpu", old_entry.name, old_entry.threads), old_entry);
+  bool cached = true;
+  const DeviceBench fresh = cpu_bench(false, &cached);
+  EXPECT_FALSE(cached);
+  EXPECT_GT(fresh.depthwise_gflops, 0);
+  EXPECT_GT(fresh.depthwise_bwd_gflops, 0);
+  const DeviceBench again = cpu_bench(false, &cached);
+  EXPECT_TRUE(cached);
+  EXPECT_EQ(again.depthwise_gflops, fresh.depthwise_gflops);
+  EXPECT_EQ(again.depthwise_bwd_gflops, fresh.depthwise_bwd_gflops);
+}
+
 // A malformed user GPU catalog costs the prediction, not the run.
 TEST(RunPrediction, AMalformedUserCatalogIsAReasonNotAnException) {
   ScratchXdg config("XDG_CONFIG_HOME");

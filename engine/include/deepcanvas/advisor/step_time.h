@@ -16,8 +16,10 @@ namespace dc::advisor {
 // What the roofline divides by, already scaled to achievable figures.
 struct DeviceRates {
   std::string name;
-  double gemm_flops = 0;      // FLOP/s for Dense, recurrent and other GEMM layers
-  double conv_flops = 0;      // FLOP/s for Conv2D
+  double gemm_flops = 0;  // FLOP/s for Dense, recurrent and other GEMM layers
+  double conv_flops = 0;  // FLOP/s for Conv2D
+  // The CPU's depthwise Conv2D kernel, forward and backward (0: conv_flops).
+  double depthwise_flops = 0, depthwise_bwd_flops = 0;
   double rnn_flops = 0;       // FLOP/s for the recurrent layers' small per-step GEMMs
   double bandwidth = 0;       // bytes/s
   double step_overhead = 0;   // seconds per step, whatever the network
