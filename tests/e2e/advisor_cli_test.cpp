@@ -15,10 +15,16 @@ std::string seeded_cache_env(const Tmp& t) {
   const std::string model = cpu["name"].get<std::string>();
   const int threads = cpu["threads"].get<int>();
   nlohmann::json j;
-  j["cpu|" + model + "|" + std::to_string(threads) + "t"] = {
-      {"device", "cpu"},         {"name", model},          {"threads", threads},
-      {"fp32_gflops", 100.0},    {"conv_gflops", 50.0},    {"mem_bandwidth_gbs", 10.0},
-      {"step_overhead_s", 1e-4}, {"measured_at", "seeded"}};
+  j["cpu|" + model + "|" + std::to_string(threads) + "t"] = {{"device", "cpu"},
+                                                             {"name", model},
+                                                             {"threads", threads},
+                                                             {"fp32_gflops", 100.0},
+                                                             {"conv_gflops", 50.0},
+                                                             {"mem_bandwidth_gbs", 10.0},
+                                                             {"step_overhead_s", 1e-4},
+                                                             {"depthwise_gflops", 20.0},
+                                                             {"depthwise_bwd_gflops", 10.0},
+                                                             {"measured_at", "seeded"}};
   fs::create_directories(t.path("cache/DeepCanvas"));
   t.write("cache/DeepCanvas/bench-device.json", j.dump());
   return "XDG_CACHE_HOME=" + t.path("cache") + " XDG_CONFIG_HOME=" + t.path("config") + " ";

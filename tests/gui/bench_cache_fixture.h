@@ -21,6 +21,8 @@ class ScratchBenchCache {
     bench.threads = resolved_threads(threads);  // the key runs with threads 0 use
     bench.fp32_gflops = 77.5;
     bench.conv_gflops = 41.5;
+    bench.depthwise_gflops = 9.5;
+    bench.depthwise_bwd_gflops = 4.5;
     bench.mem_bandwidth_gbs = 12.5;
     bench.step_overhead_s = 1e-4;
     bench.parallel_region_s = 1e-5;
