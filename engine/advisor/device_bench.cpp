@@ -81,36 +81,50 @@ double conv_gflops() {
   return 2.0 * double(d.cost(in, out, a).macs) * double(batch) / t * 1e-9;
 }
 
-// A depthwise convolution of MobileNet/EfficientNet-Lite's middle blocks
-// on the CPU's own kernel (conv.cpp): 96 channels of 56×56, 3×3, batch 8.
-// It runs far below conv_gflops (per plane its taps read little and the
-// padded copies move a lot), and its backward several times its forward,
-// which the generic convolution rule (rate conv_gflops, backward twice
-// forward) put at a third of what it measured for EfficientNet-Lite0.
+// Depthwise convolutions as MobileNet and EfficientNet-Lite have them, on
+// the CPU's own kernel (conv.cpp), batch 8: 96 channels of 112×112 3×3
+// stride 2, 144 of 56×56 3×3, 240 of 28×28 5×5. Their FLOPs over their
+// time together, forward, and backward with both gradients (4 FLOP per
+// MAC). They run far below conv_gflops (per plane the taps read little and
+// the padded copies move a lot) and backward several times forward, which
+// the generic convolution rule (rate conv_gflops, backward twice forward)
+// put at a third of what it measured for EfficientNet-Lite0. (One layer,
+// the 56×56 3×3, its good case, left MobileNetV2's depthwise layers
+// predicted 45 % fast.)
 void depthwise_gflops(double& forward, double& backward) {
   register_builtin_layers();
   const LayerDescriptor& d = LayerRegistry::instance().get("Conv2D");
-  Attrs a;
-  a.set("filters", int64_t(96));
-  a.set("groups", int64_t(96));
-  a.set("padding", std::vector<int64_t>{1, 1});
-  a = d.with_defaults(a);
-  const std::vector<Shape> in{Shape{96, 56, 56}};
-  const Shape out = d.infer(in, a);
-  const int64_t batch = 8;
-  auto layer = d.create(a, in, out);
-  Rng rng(1);
-  layer->init(rng);
-  Tensor x(in[0].with_batch(batch)), y(out.with_batch(batch)), dy(out.with_batch(batch)),
-      dx(in[0].with_batch(batch));
-  x.fill(0.5f);
-  dy.fill(0.01f);
-  RunContext ctx{true, nullptr};
-  const std::vector<const Tensor*> ins{&x};
-  std::vector<Tensor*> dins{&dx};
-  const double flops = 2.0 * double(d.cost(in, out, a).macs) * double(batch);
-  forward = flops / mean_time([&] { layer->forward(ins, y, ctx); }, 0.5, 3) * 1e-9;
-  backward = 2 * flops / mean_time([&] { layer->backward(ins, y, dy, dins, ctx); }, 0.5, 3) * 1e-9;
+  struct Case {
+    int64_t channels, size, kernel, stride;
+  };
+  double flops = 0, t_forward = 0, t_backward = 0;
+  for (const Case& c : {Case{96, 112, 3, 2}, Case{144, 56, 3, 1}, Case{240, 28, 5, 1}}) {
+    Attrs a;
+    a.set("filters", c.channels);
+    a.set("groups", c.channels);
+    a.set("kernel", std::vector<int64_t>{c.kernel, c.kernel});
+    a.set("stride", std::vector<int64_t>{c.stride, c.stride});
+    a.set("padding", std::vector<int64_t>{c.kernel / 2, c.kernel / 2});
+    a = d.with_defaults(a);
+    const std::vector<Shape> in{Shape{c.channels, c.size, c.size}};
+    const Shape out = d.infer(in, a);
+    const int64_t batch = 8;
+    auto layer = d.create(a, in, out);
+    Rng rng(1);
+    layer->init(rng);
+    Tensor x(in[0].with_batch(batch)), y(out.with_batch(batch)), dy(out.with_batch(batch)),
+        dx(in[0].with_batch(batch));
+    x.fill(0.5f);
+    dy.fill(0.01f);
+    RunContext ctx{true, nullptr};
+    const std::vector<const Tensor*> ins{&x};
+    std::vector<Tensor*> dins{&dx};
+    flops += 2.0 * double(d.cost(in, out, a).macs) * double(batch);
+    t_forward += mean_time([&] { layer->forward(ins, y, ctx); }, 0.2, 3);
+    t_backward += mean_time([&] { layer->backward(ins, y, dy, dins, ctx); }, 0.2, 3);
+  }
+  forward = flops / t_forward * 1e-9;
+  backward = 2 * flops / t_backward * 1e-9;
 }
 
 // The best of 20 passes, as STREAM reports: the memory bandwidth the

@@ -13,9 +13,10 @@ struct DeviceBench {
   int threads = 0;             // kernel threads it ran with
   double fp32_gflops = 0;      // dc::sgemm, 1024² × 1024 (Dense's path)
   double conv_gflops = 0;      // Conv2D forward, 64→64 channels, 3×3, 32×32, batch 16
-  // Depthwise Conv2D (96 channels, 3×3, 56×56, batch 8, the CPU's own
-  // kernel): forward, and backward with weight and input gradients (4 FLOP
-  // per MAC). CPU only; 0 in caches written before they were measured.
+  // Depthwise Conv2D on the CPU's own kernel (three MobileNet-like layers,
+  // batch 8, device_bench.cpp): forward, and backward with weight and input
+  // gradients (4 FLOP per MAC). CPU only; 0 in caches written before they
+  // were measured.
   double depthwise_gflops = 0, depthwise_bwd_gflops = 0;
   // STREAM-like triad over 3 × 64 MiB (bytes read + written): the median of
   // this machine's last kBandwidthSamples measurements (mem_bandwidth_samples,
