@@ -40,13 +40,14 @@ void Dataset::gather(const int64_t* idx, int64_t n, float* x, int32_t* out_label
       throw DataError(source + ": sample index " + std::to_string(s) + " is outside the dataset (" +
                       std::to_string(count) + " samples)");
     float* dst = x + i * per;
-    if (per_channel) {
+    if (u8) {
+      // Plane by plane, each with its table (one plane of the whole sample
+      // and one table without per-channel statistics).
       const uint8_t* src = pixels.data() + s * per;
-      for (int64_t k = 0; k < per; ++k) dst[k] = luts[size_t((k / plane) * 256 + src[k])];
-    } else if (u8) {
-      const uint8_t* src = pixels.data() + s * per;
-      const float* lut = luts.data();
-      for (int64_t k = 0; k < per; ++k) dst[k] = lut[src[k]];
+      for (int64_t t = 0; t < tables; ++t) {
+        const float* lut = luts.data() + t * 256;
+        for (int64_t k = t * plane; k < (t + 1) * plane; ++k) dst[k] = lut[src[k]];
+      }
     } else {
       // normalisation() keeps float data on the shared form.
       const float* src = values.data() + s * per;

@@ -232,8 +232,8 @@ float dot(const float* __restrict a, const float* __restrict b, int64_t n) {
 // multiply-add per tap and output, which made that loop 3.4 times the
 // forward's; compiled on its own with the restrict pointers it vectorises.
 constexpr int64_t kTapBlock = 16;
-[[gnu::noinline]] void taps(const float* __restrict src, const int64_t* off, const float* w, int64_t T, float init,
-          float* __restrict dst, int64_t L) {
+[[gnu::noinline]] void taps(const float* __restrict src, const int64_t* off, const float* w,
+                            int64_t T, float init, float* __restrict dst, int64_t L) {
   for (int64_t q = 0; q < L; q += kTapBlock) {
     float acc[kTapBlock];
     for (int64_t j = 0; j < kTapBlock; ++j) acc[j] = init;

@@ -255,11 +255,16 @@ TEST(DeviceBench, BandwidthIsTheMedianOfTheLastFiveMeasurements) {
   EXPECT_EQ(back.mem_bandwidth_gbs, 51);
 }
 
-TEST(StepTime, FrozenLayersAndFusedActivations) {
-  // in [4, 12, 12] -> Conv2D 8 (frozen) -> ReLU6 -> depthwise Conv2D 8
-  // (frozen) -> ReLU -> Flatten -> Dense 10: a frozen base with a new head.
-  register_builtin_layers();
+// in [4, 12, 12] -> Conv2D 8 -> [ReLU6] -> depthwise Conv2D 8 -> [ReLU] ->
+// Flatten -> Dense 10, with the two activations when asked: a base of a
+// convolution and a depthwise one, and a head.
+struct ConvDwHead {
   Graph g;
+  NodeId conv = -1, dw = -1;
+};
+ConvDwHead conv_dw_head(bool activations) {
+  register_builtin_layers();
+  ConvDwHead h;
   Attrs in, conv, dw, fc;
   in.set("shape", std::vector<int64_t>{4, 12, 12});
   conv.set("filters", int64_t(8));
@@ -267,15 +272,27 @@ TEST(StepTime, FrozenLayersAndFusedActivations) {
   dw = conv;
   dw.set("groups", int64_t(8));
   fc.set("units", int64_t(10));
-  const NodeId x = g.add_node("Input", "in", in);
-  const NodeId a = g.add_node("Conv2D", "conv", conv);
-  const NodeId r6 = g.add_node("ReLU6", "relu6");
-  const NodeId b = g.add_node("Conv2D", "dw", dw);
-  const NodeId r = g.add_node("ReLU", "relu");
-  const NodeId f = g.add_node("Flatten", "flat");
-  const NodeId d = g.add_node("Dense", "fc", fc);
-  for (auto [from, to] : {std::pair{x, a}, {a, r6}, {r6, b}, {b, r}, {r, f}, {f, d}})
-    g.connect(from, to);
+  NodeId prev = h.g.add_node("Input", "in", in);
+  auto add = [&](const char* type, const char* name, const Attrs& a = {}) {
+    const NodeId id = h.g.add_node(type, name, a);
+    h.g.connect(prev, id);
+    prev = id;
+    return id;
+  };
+  h.conv = add("Conv2D", "conv", conv);
+  if (activations) add("ReLU6", "relu6");
+  h.dw = add("Conv2D", "dw", dw);
+  if (activations) add("ReLU", "relu");
+  add("Flatten", "flat");
+  add("Dense", "fc", fc);
+  return h;
+}
+
+TEST(StepTime, FrozenLayersAndFusedActivations) {
+  // A frozen base with a new head.
+  ConvDwHead h = conv_dw_head(true);
+  Graph& g = h.g;
+  const NodeId a = h.conv, b = h.dw;
   DeviceRates gpu;
   gpu.gemm_flops = gpu.conv_flops = gpu.rnn_flops = 1e11;
   gpu.bandwidth = 1e10;
@@ -305,27 +322,14 @@ TEST(StepTime, FrozenLayersAndFusedActivations) {
   EXPECT_GT(tc.layers[0].bytes, tg.layers[0].bytes);
 }
 
-}  // namespace
 // The CPU's depthwise kernel at its own measured rates: forward at
 // depthwise_flops, each backward gradient (weights, input) at
 // depthwise_bwd_flops; without them (a GPU, an old cache) the convolution
 // rate as before.
 TEST(StepTime, DepthwiseConvolutionsUseTheirOwnRatesOnTheCpu) {
-  register_builtin_layers();
-  Graph g;
-  Attrs in, conv, dw, fc;
-  in.set("shape", std::vector<int64_t>{4, 12, 12});
-  conv.set("filters", int64_t(8));
-  conv.set("padding", std::vector<int64_t>{1, 1});
-  dw = conv;
-  dw.set("groups", int64_t(8));
-  fc.set("units", int64_t(10));
-  const NodeId x = g.add_node("Input", "in", in);
-  const NodeId a = g.add_node("Conv2D", "conv", conv);
-  const NodeId b = g.add_node("Conv2D", "dw", dw);
-  const NodeId f = g.add_node("Flatten", "flat");
-  const NodeId d = g.add_node("Dense", "fc", fc);
-  for (auto [from, to] : {std::pair{x, a}, {a, b}, {b, f}, {f, d}}) g.connect(from, to);
+  ConvDwHead h = conv_dw_head(false);
+  Graph& g = h.g;
+  const NodeId a = h.conv, b = h.dw;
   DeviceRates r;
   r.gemm_flops = r.conv_flops = r.rnn_flops = 1e11;
   r.bandwidth = 1e15;  // compute-bound
@@ -344,5 +348,7 @@ TEST(StepTime, DepthwiseConvolutionsUseTheirOwnRatesOnTheCpu) {
   // The other convolution keeps the convolution rate.
   EXPECT_DOUBLE_EQ(predict_step_time(g, n, r).layers[0].seconds, 2 * macs * 4 / 1e11);
 }
+
+}  // namespace
 
 }  // namespace dc::advisor
