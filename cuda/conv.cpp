@@ -77,6 +77,9 @@ class Conv2D : public Op {
       if (reduced_ && needs_backward && !frozen)
         dw_low_ = DeviceBuffer(*c.alloc, size_t(OC * (C / G) * KH * KW) * 2,
                                label + " 16-bit weight gradient");
+      if (bias && needs_backward && !frozen)
+        bias_parts_ = DeviceBuffer(*c.alloc, bias_grad_scratch_bytes(OC),
+                                   label + " bias gradient partial sums");
     }
     if (reduced_ && n > cap_) {
       cap_ = n;
@@ -150,7 +153,7 @@ class Conv2D : public Op {
     const float one = 1.f;
     // A frozen layer (null gradients) only passes the gradient on.
     if (bias && params[1].grad) {
-      bias_grad(dout, params[1].grad, n, OC, OH * OW, c.stream);
+      bias_grad(dout, params[1].grad, n, OC, OH * OW, bias_parts_.get<void>(), c.stream);
       DC_LAUNCHED(shapes(n));
     }
     if (reduced_) {
@@ -198,7 +201,7 @@ class Conv2D : public Op {
   bool reduced_ = false;
   cudnnDataType_t dt_ = CUDNN_DATA_FLOAT;
   int cap_ = 0;
-  DeviceBuffer x_low_, y_low_, dw_low_;
+  DeviceBuffer x_low_, y_low_, dw_low_, bias_parts_;
   cudnnFilterDescriptor_t wdesc_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
   std::map<int, Algos> algos_;

@@ -22,6 +22,9 @@ class Dense : public Op {
   // Reduced precision keeps a 16-bit copy of the input (read again by the
   // weight gradient) and of the output gradient.
   void prepare(OpContext& c, int batch) override {
+    if (bias && needs_backward && !frozen && !bias_parts_.bytes())
+      bias_parts_ =
+          DeviceBuffer(*c.alloc, bias_grad_scratch_bytes(U), label + " bias gradient partial sums");
     if (!c.reduced || batch <= cap_) return;
     cap_ = batch;
     x_low_ = DeviceBuffer(*c.alloc, size_t(batch) * T * F * 2, label + " 16-bit input");
@@ -57,7 +60,7 @@ class Dense : public Op {
     // A frozen layer (null gradients) only passes the gradient on.
     float* dw = params[0].grad;
     if (bias && params[1].grad) {
-      bias_grad(dout, params[1].grad, n, U, 1, c.stream);
+      bias_grad(dout, params[1].grad, n, U, 1, bias_parts_.get<void>(), c.stream);
       DC_LAUNCHED(shapes(batch));
     }
     if (c.reduced) {
@@ -92,7 +95,7 @@ class Dense : public Op {
     return c.low == Low::Bf16 ? CUDA_R_16BF : CUDA_R_16F;
   }
   int cap_ = 0;
-  DeviceBuffer x_low_, dy_low_;
+  DeviceBuffer x_low_, dy_low_, bias_parts_;
 };
 
 std::unique_ptr<Op> make_dense(const PlanStep& s) {

@@ -1,6 +1,6 @@
 // Pointwise ops: activations, Add, Dropout, bias. Grid-stride loops so one
 // launch shape fits every size.
-#include "channel_walk.h"
+#include "channel_sums.cuh"
 #include "kernels.h"
 #include "launch.cuh"
 
@@ -91,24 +91,21 @@ __global__ void k_dropout_bwd(const float* dy, float* dx, int64_t n, float rate,
   DC_GRID_LOOP(i, n) dx[i] += uniform01(s, uint64_t(i)) >= rate ? dy[i] * scale : 0.f;
 }
 
-__global__ void k_add_bias(float* y, const float* b, int64_t total, int64_t C, int64_t S) {
-  DC_GRID_LOOP(i, total) y[i] += b[(i / S) % C];
+__global__ void k_add_bias(float* y, const float* b, int64_t total, ChannelOf ch) {
+  DC_GRID_LOOP(i, total) y[i] += b[ch(i)];
 }
 
-// One block per channel; partial sums in a fixed order so results repeat.
-__global__ void k_bias_grad(const float* dy, float* db, int64_t N, int64_t C, int64_t S) {
-  const int c = blockIdx.x;
-  float acc = 0.f;
-  ChannelWalk w(threadIdx.x, blockDim.x, S, C);
-  for (int64_t j = threadIdx.x; j < N * S; j += blockDim.x, w.next()) acc += dy[w.index(c)];
-  __shared__ float red[kThreads];
-  red[threadIdx.x] = acc;
-  __syncthreads();
-  for (int w = blockDim.x / 2; w > 0; w >>= 1) {
-    if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
-    __syncthreads();
+// Sums of dy (the bias gradient's terms; the second sum is unused).
+struct BiasTerms {
+  __device__ void operator()(float4 g, float4, int, int lanes, float& s0, float&) const {
+    s0 += g.x;
+    if (lanes == 4) s0 += g.y + g.z + g.w;
   }
-  if (threadIdx.x == 0) db[c] += red[0];
+};
+
+__global__ void k_bias_total(const double2* parts, int P, float* db, int C) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c < C) db[c] += float(channel_total(parts, c, P).x);
 }
 
 }  // namespace
@@ -143,10 +140,17 @@ void dropout_backward(const float* dy, float* dx, int64_t n, float rate, uint64_
 }
 void add_bias(float* y, const float* bias, int64_t N, int64_t C, int64_t S, cudaStream_t s) {
   int64_t total = N * C * S;
-  k_add_bias<<<blocks_for(total), kThreads, 0, s>>>(y, bias, total, C, S);
+  k_add_bias<<<blocks_for(total), kThreads, 0, s>>>(y, bias, total, channel_of(N, C, S, 1));
 }
-void bias_grad(const float* dy, float* db, int64_t N, int64_t C, int64_t S, cudaStream_t s) {
-  k_bias_grad<<<int(C), kThreads, 0, s>>>(dy, db, N, C, S);
+size_t bias_grad_scratch_bytes(int64_t C) {
+  return size_t(C) * size_t(max_channel_parts(C)) * sizeof(double2);
+}
+void bias_grad(const float* dy, float* db, int64_t N, int64_t C, int64_t S, void* scratch,
+               cudaStream_t s) {
+  const ChannelParts cp = channel_parts(C, N * S);
+  auto* parts = static_cast<double2*>(scratch);
+  launch_channel_parts(dy, nullptr, BiasTerms{}, parts, N, C, S, cp, s);
+  k_bias_total<<<int((C + kThreads - 1) / kThreads), kThreads, 0, s>>>(parts, cp.count, db, int(C));
 }
 
 }  // namespace dc::cuda

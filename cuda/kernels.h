@@ -28,7 +28,11 @@ void dropout_backward(const float* dy, float* dx, int64_t n, float rate, uint64_
                       uint64_t salt, const uint64_t* dseed, cudaStream_t s);
 // y[n, c, s] += bias[c]; bias grad db[c] += sum over n, s of dy
 void add_bias(float* y, const float* bias, int64_t N, int64_t C, int64_t S, cudaStream_t s);
-void bias_grad(const float* dy, float* db, int64_t N, int64_t C, int64_t S, cudaStream_t s);
+// db += dy's per-channel sums; `scratch` holds bias_grad_scratch_bytes(C)
+// (any N) for the partial sums.
+size_t bias_grad_scratch_bytes(int64_t C);
+void bias_grad(const float* dy, float* db, int64_t N, int64_t C, int64_t S, void* scratch,
+               cudaStream_t s);
 
 // pool.cu
 struct PoolDims {
@@ -45,12 +49,16 @@ void global_avgpool_backward(const float* dy, float* dx, int64_t planes, int64_t
 
 // norm.cu: x viewed as [N, C, S]. Training computes batch statistics into
 // mean/invstd and moves the running ones (unbiased variance, as PyTorch).
+// `scratch` (batchnorm_scratch_bytes(C), any batch size) holds the partial
+// sums and coefficients between the kernels of one call.
+size_t batchnorm_scratch_bytes(int C);
 void batchnorm_forward(const float* x, float* y, const float* gamma, const float* beta,
                        float* running_mean, float* running_var, float* mean, float* invstd, int N,
-                       int C, int S, float momentum, float eps, bool training, cudaStream_t s);
+                       int C, int S, float momentum, float eps, bool training, void* scratch,
+                       cudaStream_t s);
 void batchnorm_backward(const float* x, const float* dy, float* dx, const float* gamma,
                         float* dgamma, float* dbeta, const float* mean, const float* invstd, int N,
-                        int C, int S, bool training, cudaStream_t s);
+                        int C, int S, bool training, void* scratch, cudaStream_t s);
 
 // softmax.cu: rows of length L
 void softmax_forward(const float* x, float* y, int64_t rows, int L, cudaStream_t s);

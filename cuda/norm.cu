@@ -1,117 +1,202 @@
-// BatchNorm over [N, C, S]: one block per channel, reductions in double (as
-// the CPU kernel) so the batch statistics match it to float rounding. Each
-// thread walks its elements with ChannelWalk (no division per element).
-#include "channel_walk.h"
+// BatchNorm over [N, C, S]. Training sums each channel's values and squares
+// over many blocks (channel_sums.cuh; in double, as the CPU kernel, so the
+// batch statistics match it to float rounding), one small kernel per
+// channel turns the sums into the statistics and the per-channel
+// coefficients, and a pointwise kernel over the whole tensor applies them.
+// Backward runs the same three steps with the gradient sums.
+#include "channel_sums.cuh"
 #include "kernels.h"
+#include "launch.cuh"
 
 namespace dc::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
-template <typename T>
-__device__ T block_sum(T v, T* sh) {
-  sh[threadIdx.x] = v;
-  __syncthreads();
-  for (int w = blockDim.x / 2; w > 0; w >>= 1) {
-    if (threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w];
-    __syncthreads();
-  }
-  T r = sh[0];
-  __syncthreads();
-  return r;
+// Sums of d and d² for d = x − K (forward), K the channel's first value:
+// the variance is then E[d²] − E[d]², which does not cancel away when the
+// mean is large against the spread, as E[x²] − E[x]² would (the CPU's
+// two-pass form would cost a second read of the tensor).
+__device__ inline float moment_shift(const float* x, int64_t S, int c) {
+  return x[int64_t(c) * S];
 }
+struct MomentTerms {
+  const float* x;
+  int64_t S;
+  __device__ void operator()(float4 v, float4, int c, int lanes, float& s0, float& s1) const {
+    const float k = moment_shift(x, S, c);
+    const float d0 = v.x - k;
+    s0 += d0;
+    s1 += d0 * d0;
+    if (lanes == 4) {
+      const float d1 = v.y - k, d2 = v.z - k, d3 = v.w - k;
+      s0 += d1 + d2 + d3;
+      s1 += d1 * d1 + d2 * d2 + d3 * d3;
+    }
+  }
+};
 
-__global__ void k_bn_fwd(const float* x, float* y, const float* gamma, const float* beta, float* rm,
-                         float* rv, float* mean_out, float* invstd_out, int N, int C, int S,
-                         float momentum, float eps, bool training) {
-  __shared__ double sh[kThreads];
-  const int c = blockIdx.x;
-  const int64_t M = int64_t(N) * S;
+// Sums of dy and dy·x̂ (backward), x̂ = (x − mean)·invstd.
+struct GradTerms {
+  const float* mean;
+  const float* invstd;
+  __device__ void operator()(float4 dy, float4 x, int c, int lanes, float& s0, float& s1) const {
+    const float m = mean[c], inv = invstd[c];
+    s0 += dy.x;
+    s1 += dy.x * (x.x - m) * inv;
+    if (lanes == 4) {
+      s0 += dy.y + dy.z + dy.w;
+      s1 += (dy.y * (x.y - m) + dy.z * (x.z - m) + dy.w * (x.w - m)) * inv;
+    }
+  }
+};
+
+// One thread per channel: the statistics (batch or running), the running
+// statistics moved, and y = (x − m)·scale + shift's coefficients.
+__global__ void k_bn_fwd_stats(const double2* parts, int P, const float* x, int64_t S,
+                               const float* gamma, const float* beta, float* rm, float* rv,
+                               float* mean_out, float* invstd_out, float* coef, int C, int64_t M,
+                               float momentum, float eps, bool training) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
   double mean, var;
   if (training) {
-    double s = 0;
-    ChannelWalk w(threadIdx.x, blockDim.x, S, C);
-    for (int64_t j = threadIdx.x; j < M; j += blockDim.x, w.next()) s += x[w.index(c)];
-    mean = block_sum(s, sh) / double(M);
-    double q = 0;
-    w = ChannelWalk(threadIdx.x, blockDim.x, S, C);
-    for (int64_t j = threadIdx.x; j < M; j += blockDim.x, w.next()) {
-      double d = x[w.index(c)] - mean;
-      q += d * d;
-    }
-    q = block_sum(q, sh);
-    var = q / double(M);
-    if (threadIdx.x == 0 && M > 1) {
+    const double2 t = channel_total(parts, c, P);
+    const double d = t.x / double(M);
+    mean = moment_shift(x, S, c) + d;
+    var = t.y / double(M) - d * d;
+    if (var < 0) var = 0;  // rounding, for a constant channel
+    if (M > 1) {
       rm[c] = float((1.0 - momentum) * rm[c] + momentum * mean);
-      rv[c] = float((1.0 - momentum) * rv[c] + momentum * q / double(M - 1));
+      rv[c] = float((1.0 - momentum) * rv[c] + momentum * var * double(M) / double(M - 1));
     }
   } else {
     mean = rm[c];
     var = rv[c];
   }
   const double inv = 1.0 / sqrt(var + double(eps));
-  if (threadIdx.x == 0) {
-    mean_out[c] = float(mean);
-    invstd_out[c] = float(inv);
-  }
-  const float m = float(mean), scale = float(inv * gamma[c]), shift = beta[c];
-  ChannelWalk w(threadIdx.x, blockDim.x, S, C);
-  for (int64_t j = threadIdx.x; j < M; j += blockDim.x, w.next()) {
-    const int64_t i = w.index(c);
-    y[i] = (x[i] - m) * scale + shift;
-  }
+  mean_out[c] = float(mean);
+  invstd_out[c] = float(inv);
+  coef[c] = float(mean);
+  coef[C + c] = float(inv * gamma[c]);
+  coef[2 * C + c] = beta[c];
 }
 
-__global__ void k_bn_bwd(const float* x, const float* dy, float* dx, const float* gamma,
-                         float* dgamma, float* dbeta, const float* mean_in, const float* invstd_in,
-                         int N, int C, int S, bool training) {
-  __shared__ double sh[kThreads];
-  const int c = blockIdx.x;
-  const int64_t M = int64_t(N) * S;
-  const double mean = mean_in[c], inv = invstd_in[c];
+// One thread per channel: dgamma, dbeta and dx = a·dy + b0 + b1·(x − m)'s
+// coefficients (b0 = b1 = 0 in the inference form, whose statistics are
+// constants).
+__global__ void k_bn_bwd_coef(const double2* parts, int P, const float* gamma, float* dgamma,
+                              float* dbeta, const float* mean_in, const float* invstd_in,
+                              float* coef, int C, int64_t M, bool training, bool sums) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  const double inv = invstd_in[c];
   double sdy = 0, sdyx = 0;
-  ChannelWalk w(threadIdx.x, blockDim.x, S, C);
-  // A frozen layer (inference form, no dgamma) needs neither sum. The
-  // condition is the same for the whole block, as block_sum requires.
-  if (training || dgamma) {
-    for (int64_t j = threadIdx.x; j < M; j += blockDim.x, w.next()) {
-      const int64_t i = w.index(c);
-      sdy += dy[i];
-      sdyx += dy[i] * (x[i] - mean) * inv;
-    }
-    sdy = block_sum(sdy, sh);
-    sdyx = block_sum(sdyx, sh);
+  if (sums) {
+    const double2 t = channel_total(parts, c, P);
+    sdy = t.x;
+    sdyx = t.y;
   }
-  if (threadIdx.x == 0 && dgamma) {  // null for a frozen layer
+  if (dgamma) {  // null for a frozen layer
     dgamma[c] += float(sdyx);
     dbeta[c] += float(sdy);
   }
-  if (!dx) return;
   const double k = gamma[c] * inv;
-  const float a = float(k);
-  const float b0 = training ? float(-k * sdy / double(M)) : 0.f;
-  const float b1 = training ? float(-k * sdyx / double(M) * inv) : 0.f;
-  const float m = float(mean);
-  w = ChannelWalk(threadIdx.x, blockDim.x, S, C);
-  for (int64_t j = threadIdx.x; j < M; j += blockDim.x, w.next()) {
-    const int64_t i = w.index(c);
-    dx[i] += a * dy[i] + b0 + b1 * (x[i] - m);
+  coef[c] = mean_in[c];
+  coef[C + c] = float(k);
+  coef[2 * C + c] = training ? float(-k * sdy / double(M)) : 0.f;
+  coef[3 * C + c] = training ? float(-k * sdyx / double(M) * inv) : 0.f;
+}
+
+template <int V>
+__global__ void k_bn_fwd_apply(const float* x, float* y, const float* coef, ChannelOf ch, int C,
+                               int64_t total) {
+  DC_GRID_LOOP(i, total) {
+    const int c = ch(i);
+    const float m = coef[c], scale = coef[C + c], shift = coef[2 * C + c];
+    if constexpr (V == 4) {
+      float4 v = reinterpret_cast<const float4*>(x)[i];
+      v.x = (v.x - m) * scale + shift;
+      v.y = (v.y - m) * scale + shift;
+      v.z = (v.z - m) * scale + shift;
+      v.w = (v.w - m) * scale + shift;
+      reinterpret_cast<float4*>(y)[i] = v;
+    } else {
+      y[i] = (x[i] - m) * scale + shift;
+    }
   }
+}
+
+template <int V>
+__global__ void k_bn_bwd_apply(const float* x, const float* dy, float* dx, const float* coef,
+                               ChannelOf ch, int C, int64_t total) {
+  DC_GRID_LOOP(i, total) {
+    const int c = ch(i);
+    const float m = coef[c], a = coef[C + c], b0 = coef[2 * C + c], b1 = coef[3 * C + c];
+    if constexpr (V == 4) {
+      const float4 xv = reinterpret_cast<const float4*>(x)[i];
+      const float4 g = reinterpret_cast<const float4*>(dy)[i];
+      float4 d = reinterpret_cast<float4*>(dx)[i];
+      d.x += a * g.x + b0 + b1 * (xv.x - m);
+      d.y += a * g.y + b0 + b1 * (xv.y - m);
+      d.z += a * g.z + b0 + b1 * (xv.z - m);
+      d.w += a * g.w + b0 + b1 * (xv.w - m);
+      reinterpret_cast<float4*>(dx)[i] = d;
+    } else {
+      dx[i] += a * dy[i] + b0 + b1 * (x[i] - m);
+    }
+  }
+}
+
+int per_channel_blocks(int C) {
+  return (C + kThreads - 1) / kThreads;
 }
 
 }  // namespace
 
+size_t batchnorm_scratch_bytes(int C) {
+  return size_t(C) * size_t(max_channel_parts(C)) * sizeof(double2) + 4 * size_t(C) * sizeof(float);
+}
+
 void batchnorm_forward(const float* x, float* y, const float* gamma, const float* beta,
                        float* running_mean, float* running_var, float* mean, float* invstd, int N,
-                       int C, int S, float momentum, float eps, bool training, cudaStream_t s) {
-  k_bn_fwd<<<C, kThreads, 0, s>>>(x, y, gamma, beta, running_mean, running_var, mean, invstd, N, C,
-                                  S, momentum, eps, training);
+                       int C, int S, float momentum, float eps, bool training, void* scratch,
+                       cudaStream_t s) {
+  const int64_t M = int64_t(N) * S;
+  const ChannelParts cp = channel_parts(C, M);
+  auto* parts = static_cast<double2*>(scratch);
+  auto* coef = reinterpret_cast<float*>(parts + int64_t(C) * max_channel_parts(C));
+  if (training) launch_channel_parts(x, nullptr, MomentTerms{x, S}, parts, N, C, S, cp, s);
+  k_bn_fwd_stats<<<per_channel_blocks(C), kThreads, 0, s>>>(parts, cp.count, x, S, gamma, beta,
+                                                            running_mean, running_var, mean, invstd,
+                                                            coef, C, M, momentum, eps, training);
+  const int V = vec4_ok(S, {x, y}) ? 4 : 1;
+  const int64_t total = int64_t(N) * C * S / V;
+  const ChannelOf ch = channel_of(N, C, S, V);
+  if (V == 4)
+    k_bn_fwd_apply<4><<<blocks_for(total), kThreads, 0, s>>>(x, y, coef, ch, C, total);
+  else
+    k_bn_fwd_apply<1><<<blocks_for(total), kThreads, 0, s>>>(x, y, coef, ch, C, total);
 }
+
 void batchnorm_backward(const float* x, const float* dy, float* dx, const float* gamma,
                         float* dgamma, float* dbeta, const float* mean, const float* invstd, int N,
-                        int C, int S, bool training, cudaStream_t s) {
-  k_bn_bwd<<<C, kThreads, 0, s>>>(x, dy, dx, gamma, dgamma, dbeta, mean, invstd, N, C, S, training);
+                        int C, int S, bool training, void* scratch, cudaStream_t s) {
+  const int64_t M = int64_t(N) * S;
+  const ChannelParts cp = channel_parts(C, M);
+  auto* parts = static_cast<double2*>(scratch);
+  auto* coef = reinterpret_cast<float*>(parts + int64_t(C) * max_channel_parts(C));
+  // A frozen layer (inference form, no dgamma) needs neither sum.
+  const bool sums = training || dgamma;
+  if (sums) launch_channel_parts(dy, x, GradTerms{mean, invstd}, parts, N, C, S, cp, s);
+  k_bn_bwd_coef<<<per_channel_blocks(C), kThreads, 0, s>>>(
+      parts, cp.count, gamma, dgamma, dbeta, mean, invstd, coef, C, M, training, sums);
+  if (!dx) return;
+  const int V = vec4_ok(S, {x, dy, dx}) ? 4 : 1;
+  const int64_t total = int64_t(N) * C * S / V;
+  const ChannelOf ch = channel_of(N, C, S, V);
+  if (V == 4)
+    k_bn_bwd_apply<4><<<blocks_for(total), kThreads, 0, s>>>(x, dy, dx, coef, ch, C, total);
+  else
+    k_bn_bwd_apply<1><<<blocks_for(total), kThreads, 0, s>>>(x, dy, dx, coef, ch, C, total);
 }
 
 }  // namespace dc::cuda

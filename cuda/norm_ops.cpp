@@ -10,10 +10,13 @@ class BatchNorm : public Op {
  public:
   int C = 0, S = 1;
   float momentum = 0.1f, eps = 1e-5f;
-  DeviceBuffer stats;  // mean, invstd of the last forward
+  DeviceBuffer stats;    // mean, invstd of the last forward
+  DeviceBuffer scratch;  // the kernels' partial sums and coefficients
   bool training = true;
   void prepare(OpContext& c, int) override {
     if (!stats.bytes()) stats = DeviceBuffer(*c.alloc, 2 * C * sizeof(float), label);
+    if (!scratch.bytes())
+      scratch = DeviceBuffer(*c.alloc, batchnorm_scratch_bytes(C), label + " partial sums");
   }
   void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) override {
     // A frozen BatchNorm is in its inference form in training steps too:
@@ -21,13 +24,14 @@ class BatchNorm : public Op {
     training = c.training && !frozen;
     batchnorm_forward(in[0], out, params[0].value, params[1].value, params[2].value,
                       params[3].value, stats.get(), stats.get() + C, n, C, S, momentum, eps,
-                      training, c.stream);
+                      training, scratch.get<void>(), c.stream);
     DC_LAUNCHED(label + " on " + dims(n, in_shapes[0]));
   }
   void backward(OpContext& c, const std::vector<const float*>& in, const float*, const float* dout,
                 const std::vector<float*>& din, int n) override {
     batchnorm_backward(in[0], dout, din[0], params[0].value, params[0].grad, params[1].grad,
-                       stats.get(), stats.get() + C, n, C, S, training, c.stream);
+                       stats.get(), stats.get() + C, n, C, S, training, scratch.get<void>(),
+                       c.stream);
     DC_LAUNCHED(label + " backward on " + dims(n, in_shapes[0]));
   }
 };

@@ -13,6 +13,7 @@
 #   installer/gpu/run-on-gpu.sh [--no-bench] [--engine-tests] [--gtest-filter PATTERN]
 #       [--deadline S] [--peers-budget S] [--skip tests,advisor,peers,tta]
 #       [--peers eager,graph,compile] [--configs cnn:fp32,...] [--repeats N] [--tta-sides LIST]
+#       [--profile vgg:bf16,...]  (each config's kernels under Nsight Compute: bench/kernel_profile.py)
 # --deadline S: the whole script should end within S seconds of its start
 # (a lease's call limit): the benchmarks start no new process once their
 # share is spent and report what they measured. [--legacy-bench [--epochs N] [--lstm-epochs N]]
@@ -23,7 +24,7 @@ BUILD=${DC_BUILD:-$ROOT/build-gpu}
 LOGS=${DC_LOG_DIR:-$BUILD/logs}
 BENCH=1 ENGINE_TESTS=0 EPOCHS=8 LSTM_EPOCHS=5 FILTER='*' LEGACY=0 SKIP="" PEERS_BUDGET="" DEADLINE=0
 PEERS=eager,graph,compile CONFIGS=cnn:fp32,cnn:bf16,lstm:fp32,lstm:bf16,vgg:bf16,resnet:bf16 REPEATS=3
-TTA_SIDES=deepcanvas,graph,compile
+TTA_SIDES=deepcanvas,graph,compile PROFILE=""
 while [ $# -gt 0 ]; do
   case $1 in
     --no-bench) BENCH=0 ;;
@@ -35,6 +36,7 @@ while [ $# -gt 0 ]; do
     --configs) CONFIGS=$2; shift ;;
     --repeats) REPEATS=$2; shift ;;
     --tta-sides) TTA_SIDES=$2; shift ;;
+    --profile) PROFILE=$2; shift ;;
     --engine-tests) ENGINE_TESTS=1 ;;
     --epochs) EPOCHS=$2; shift ;;
     --lstm-epochs) LSTM_EPOCHS=$2; shift ;;
@@ -73,10 +75,13 @@ if [ -n "$CUDNN_ROOT" ] && [ ! -e "$CUDNN_ROOT/lib/libcudnn.so" ] && [ -e "$CUDN
   ln -sf "$CUDNN_ROOT/lib/libcudnn.so.9" "$SYS/lib/libcudnn.so"
 fi
 
+# Only the architecture of the GPU here: half the CUDA compile time of the
+# default "80;90" (device time is counted while the build runs).
+CAP=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '. ')
 step configure
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DDEEPCANVAS_GUI=OFF -DDEEPCANVAS_OPENCV=OFF -DDEEPCANVAS_CUDA=ON \
-  -DCUDNN_ROOT="$CUDNN_ROOT" -DDC_JSON_INCLUDE_DIR="$CARRY/json" \
+  ${CAP:+-DDEEPCANVAS_CUDA_ARCHITECTURES=$CAP} -DCUDNN_ROOT="$CUDNN_ROOT" -DDC_JSON_INCLUDE_DIR="$CARRY/json" \
   -DDC_GTEST_SOURCE_DIR="$CARRY/googletest" \
   -DDC_OPENBLAS_DIR="$SYS/lib" -DDC_OPENBLAS_INCLUDE="$SYS/include" \
   -DZLIB_ROOT="$SYS" >"$LOGS/configure.log" 2>&1
@@ -122,6 +127,12 @@ case $GPU_NAME in
   *H100*PCIe*) GPU_ROW="NVIDIA H100 PCIe" ;;
   *) GPU_ROW="NVIDIA H100 SXM" ;;
 esac
+for cfg in ${PROFILE//,/ }; do
+  step "kernel profile: $cfg"
+  timeout 150 python3 "$ROOT/bench/kernel_profile.py" --cli "$CLI" --data "$DATA" --config "$cfg" \
+    --json "$LOGS/profile-${cfg//:/-}.json" 2>&1 | tee -a "$LOGS/profile.log"
+  RESULT[profile]=${PIPESTATUS[0]}
+done
 if wanted advisor; then
   step "advisor: predicted vs measured on this GPU"
   PYTHONUNBUFFERED=1 python3 "$ROOT/bench/advisor_accuracy.py" --cli "$CLI" --device cuda \
@@ -163,7 +174,7 @@ fi
 echo
 echo "=== summary"
 printf '%-14s %s\n' step result
-for k in configure build cuda_tests engine_tests advisor peers tta bench lstm_bench; do
+for k in configure build cuda_tests engine_tests profile advisor peers tta bench lstm_bench; do
   [ -n "${RESULT[$k]+x}" ] && printf '%-14s %s\n' "$k" "$([ "${RESULT[$k]}" = 0 ] && echo ok || echo "FAILED (${RESULT[$k]})")"
 done
 if [ -f "$LOGS/cuda_tests.log" ]; then

@@ -28,6 +28,8 @@ struct Case {
   // (the normalisation removes any constant shift), so both backends return
   // rounding noise for it that no relative tolerance can compare.
   bool pre_bias = true;
+  int64_t batch = 6;
+  float offset = 0;  // added to the random input
 };
 
 using test::A;
@@ -66,7 +68,7 @@ void check_case(const Case& c, bool training = true) {
   DeviceBackend* be = test::gpu_or_skip();
   if (!be) GTEST_SKIP() << test::skip_reason();
   SCOPED_TRACE(c.name);
-  const int64_t N = 6;
+  const int64_t N = c.batch;
   Graph g = build(c);
   Plan host(g, N);
   host.init_params(7);
@@ -76,6 +78,7 @@ void check_case(const Case& c, bool training = true) {
   dev->upload_params();
 
   Tensor x = random(c.input.with_batch(N), 11);
+  for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] += c.offset;
   Tensor dout = random(host.output_shape().with_batch(N), 13);
   Rng rng(5);
   RunContext ctx{training, &rng};
@@ -173,6 +176,29 @@ TEST(CudaParity, BatchNorm2DEval) {
 }
 TEST(CudaParity, BatchNorm1D) {
   check_case({"bn1d", {7}, "Dense", "BatchNorm1D", A({}), 0, false});
+}
+// Sizes where the per-channel sums split over several blocks: 4-wide loads
+// (28x28 planes), single loads (7x7), one value per channel and sample
+// (BatchNorm1D), and a convolution's bias gradient; training and the
+// inference form.
+TEST(CudaParity, BatchNormSplitOverBlocks) {
+  for (bool training : {true, false}) {
+    check_case({"bn2d 28x28", {16, 28, 28}, "Conv2D", "BatchNorm2D", A({}), 0, false, 40},
+               training);
+    check_case({"bn2d 7x7", {5, 7, 7}, "Conv2D", "BatchNorm2D", A({}), 0, false, 300}, training);
+    check_case({"bn1d", {7}, "Dense", "BatchNorm1D", A({}), 0, false, 20000}, training);
+  }
+  // Values around 1000 with a spread of 1: a variance taken as
+  // E[x²] − E[x]² would lose all its digits.
+  check_case({"bn2d far from 0", {4, 12, 12}, "", "BatchNorm2D", A({}), 0, false, 64, 1000.f});
+  check_case({"conv bias",
+              {8, 16, 16},
+              "",
+              "Conv2D",
+              A({{"filters", int64_t(8)}, {"kernel", pair(3, 3)}, {"padding", pair(1, 1)}}),
+              0,
+              true,
+              40});
 }
 TEST(CudaParity, Activations) {
   for (const char* t : {"ReLU", "ReLU6", "Sigmoid", "Tanh", "GELU"})
