@@ -4,12 +4,14 @@
 Runs `deepcanvas-cli train` under Nsight Compute with one metric (each
 kernel's duration, gpu__time_duration.sum; clocks left alone), skipping the
 first kernels (cuDNN's autotuning, the graph capture, the first steps) and
-recording the next --count (the default skip lands about 130 steps into
-the epoch: a first try that skipped 3,000 recorded cuDNN's algorithm
-search, whose slow candidates dominated), then groups the kernels by name and prints each
-group's share of the recorded GPU time. Kernels inside CUDA graphs are
-recorded one by one (ncu's node-level graph profiling), so a replayed step
-shows its parts. The figures are kernel durations only: launch gaps and
+recording the next --count, then groups the kernels by name and prints each
+group's share of the recorded GPU time. CUDA graphs are off while it
+records (DC_CUDA_GRAPHS=0; --graphs keeps them): the step launches the same
+kernels either way, and with graphs on ncu's launch count did not advance
+through the replays, so the skip landed in cuDNN's algorithm search at the
+epoch's last, partial batch (both first tries recorded its slow candidates
+rather than a step). The default skip lands about 130 steps into the epoch.
+The figures are kernel durations only: launch gaps and
 host time are not in them (for the step as a whole, bench/gpu_peers.py).
 
   python3 bench/kernel_profile.py --cli build-gpu/bin/deepcanvas-cli --data DIR
@@ -58,6 +60,7 @@ def main():
     ap.add_argument("--count", type=int, default=300)
     ap.add_argument("--ncu", default=shutil.which("ncu") or "/usr/local/cuda/bin/ncu")
     ap.add_argument("--json")
+    ap.add_argument("--graphs", action="store_true", help="keep CUDA graphs on")
     a = ap.parse_args()
     parts = a.config.split(":")
     model, precision = parts[0], parts[1]
@@ -67,7 +70,10 @@ def main():
            "--launch-count", str(a.count), a.cli, "train", PROJECTS[model], "--data", a.data,
            "--device", "cuda", "--batch", str(batch), "--epochs", "1", "--precision", precision,
            "--optimizer", "adam", "--lr", "0.001", "--schedule", "constant", "--quiet"]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    env = dict(os.environ)
+    if not a.graphs:
+        env["DC_CUDA_GRAPHS"] = "0"
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     text = p.stdout
     start = text.find('"ID"')
     if start < 0:
@@ -85,7 +91,7 @@ def main():
         g[1] += ns
     total = sum(v[1] for v in by.values())
     rows = sorted(by.items(), key=lambda kv: -kv[1][1])
-    print(f"{a.config} batch {batch}: {sum(v[0] for v in by.values())} kernels after skipping "
+    print(f"{a.config} batch {batch}, CUDA graphs {'on' if a.graphs else 'off'}: {sum(v[0] for v in by.values())} kernels after skipping "
           f"{a.skip}, {total / 1e3:.1f} us of kernel time")
     print(f"{'kernel':58} {'launches':>8} {'us':>10} {'share':>7}")
     for name, (n, ns) in rows[:30]:
