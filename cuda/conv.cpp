@@ -7,7 +7,16 @@
 // with float32 accumulation (PSEUDO_BFLOAT16 / PSEUDO_HALF configurations),
 // and converts the 16-bit y, dx and dw back, adding into the float32
 // activations and gradients. y, dx and dw are thus rounded to 16 bits once.
+//
+// Channels last: where cuDNN has tensor-core kernels for it (no groups,
+// channel counts multiples of 8), the 16-bit copies are NHWC and the
+// filter KRSC, the conversions to and from 16 bits reordering on the way
+// (to_low_transposed). In NCHW cuDNN's legacy API ran its old
+// non-tensor-core engines on an H100 (wgrad_alg0_engine, dgrad_engine,
+// implicit_convolve_sgemm: about 90 % of VGG-BN's kernel time in bf16).
+// DC_CUDA_NHWC=0 keeps NCHW (to compare the two).
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 
 #include "kernels.h"
@@ -62,10 +71,12 @@ class Conv2D : public Op {
       reduced_ = c.reduced;
       dt_ = !c.reduced ? CUDNN_DATA_FLOAT
                        : (c.low == Low::Bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF);
+      const char* env = std::getenv("DC_CUDA_NHWC");
+      nhwc_ = reduced_ && G == 1 && C % 8 == 0 && OC % 8 == 0 && !(env && *env == '0');
       DC_CUDNN(cudnnCreateFilterDescriptor(&wdesc_), label);
-      DC_CUDNN(cudnnSetFilter4dDescriptor(wdesc_, dt_, CUDNN_TENSOR_NCHW, int(OC), int(C / G),
-                                          int(KH), int(KW)),
-               shapes(n));
+      DC_CUDNN(
+          cudnnSetFilter4dDescriptor(wdesc_, dt_, format(), int(OC), int(C / G), int(KH), int(KW)),
+          shapes(n));
       DC_CUDNN(cudnnCreateConvolutionDescriptor(&conv_), label);
       // The compute type stays float32 in every precision.
       DC_CUDNN(cudnnSetConvolution2dDescriptor(conv_, int(PH), int(PW), int(SH), int(SW), int(DH),
@@ -77,6 +88,9 @@ class Conv2D : public Op {
       if (reduced_ && needs_backward && !frozen)
         dw_low_ = DeviceBuffer(*c.alloc, size_t(OC * (C / G) * KH * KW) * 2,
                                label + " 16-bit weight gradient");
+      if (nhwc_)
+        w_nhwc_ =
+            DeviceBuffer(*c.alloc, size_t(OC * C * KH * KW) * 2, label + " 16-bit KRSC weight");
       if (bias && needs_backward && !frozen)
         bias_parts_ = DeviceBuffer(*c.alloc, bias_grad_scratch_bytes(OC),
                                    label + " bias gradient partial sums");
@@ -94,10 +108,8 @@ class Conv2D : public Op {
     Algos a{};
     DC_CUDNN(cudnnCreateTensorDescriptor(&a.x), what);
     DC_CUDNN(cudnnCreateTensorDescriptor(&a.y), what);
-    DC_CUDNN(cudnnSetTensor4dDescriptor(a.x, CUDNN_TENSOR_NCHW, dt_, n, int(C), int(H), int(W)),
-             what);
-    DC_CUDNN(cudnnSetTensor4dDescriptor(a.y, CUDNN_TENSOR_NCHW, dt_, n, int(OC), int(OH), int(OW)),
-             what);
+    DC_CUDNN(cudnnSetTensor4dDescriptor(a.x, format(), dt_, n, int(C), int(H), int(W)), what);
+    DC_CUDNN(cudnnSetTensor4dDescriptor(a.y, format(), dt_, n, int(OC), int(OH), int(OW)), what);
     int got = 0;
     cudnnConvolutionFwdAlgoPerf_t fp[8];
     DC_CUDNN(cudnnFindConvolutionForwardAlgorithm(c.dnn, a.x, wdesc_, conv_, a.y, 8, &got, fp),
@@ -126,7 +138,19 @@ class Conv2D : public Op {
   void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) override {
     Algos& a = algos_.at(n);
     const float one = 1.f, zero = 0.f;
-    if (reduced_) {
+    if (nhwc_) {
+      // The KRSC copy from the float32 weights, each step (they are small):
+      // the optimizer keeps the KCRS 16-bit copy current, not this one.
+      to_low_transposed(params[0].value, w_nhwc_.get<void>(), OC, C, KH * KW, c.low, c.stream);
+      to_low_transposed(in[0], x_low_.get<void>(), n, C, H * W, c.low, c.stream);
+      DC_LAUNCHED(shapes(n));
+      DC_CUDNN(cudnnConvolutionForward(c.dnn, &one, a.x, x_low_.get<void>(), wdesc_,
+                                       w_nhwc_.get<void>(), conv_, a.fwd, c.workspace->get(),
+                                       c.workspace->bytes(), &zero, a.y, y_low_.get<void>()),
+               shapes(n));
+      from_low_transposed(y_low_.get<void>(), out, n, OH * OW, OC, c.low, false, c.stream);
+      DC_LAUNCHED(shapes(n));
+    } else if (reduced_) {
       to_low(in[0], x_low_.get<void>(), int64_t(n) * C * H * W, c.low, c.stream);
       DC_LAUNCHED(shapes(n));
       DC_CUDNN(cudnnConvolutionForward(c.dnn, &one, a.x, x_low_.get<void>(), wdesc_,
@@ -178,7 +202,10 @@ class Conv2D : public Op {
   void backward_low(OpContext& c, Algos& a, const float* dout, float* din, int n) {
     const float one = 1.f, zero = 0.f;
     const std::string what = shapes(n);
-    to_low(dout, y_low_.get<void>(), int64_t(n) * OC * OH * OW, c.low, c.stream);
+    if (nhwc_)
+      to_low_transposed(dout, y_low_.get<void>(), n, OC, OH * OW, c.low, c.stream);
+    else
+      to_low(dout, y_low_.get<void>(), int64_t(n) * OC * OH * OW, c.low, c.stream);
     DC_LAUNCHED(what);
     if (params[0].grad) {
       DC_CUDNN(cudnnConvolutionBackwardFilter(c.dnn, &one, a.x, x_low_.get<void>(), a.y,
@@ -186,22 +213,33 @@ class Conv2D : public Op {
                                               c.workspace->get(), c.workspace->bytes(), &zero,
                                               wdesc_, dw_low_.get<void>()),
                what);
-      from_low(dw_low_.get<void>(), params[0].grad, OC * (C / G) * KH * KW, c.low, true, c.stream);
+      if (nhwc_)
+        from_low_transposed(dw_low_.get<void>(), params[0].grad, OC, KH * KW, C, c.low, true,
+                            c.stream);
+      else
+        from_low(dw_low_.get<void>(), params[0].grad, OC * (C / G) * KH * KW, c.low, true,
+                 c.stream);
       DC_LAUNCHED(what);
     }
     if (!din) return;
-    DC_CUDNN(cudnnConvolutionBackwardData(c.dnn, &one, wdesc_, params[0].value_low, a.y,
-                                          y_low_.get<void>(), conv_, a.bwd_data, c.workspace->get(),
-                                          c.workspace->bytes(), &zero, a.x, x_low_.get<void>()),
+    const void* w = nhwc_ ? w_nhwc_.get<void>() : params[0].value_low;
+    DC_CUDNN(cudnnConvolutionBackwardData(c.dnn, &one, wdesc_, w, a.y, y_low_.get<void>(), conv_,
+                                          a.bwd_data, c.workspace->get(), c.workspace->bytes(),
+                                          &zero, a.x, x_low_.get<void>()),
              what);
-    from_low(x_low_.get<void>(), din, int64_t(n) * C * H * W, c.low, true, c.stream);
+    if (nhwc_)
+      from_low_transposed(x_low_.get<void>(), din, n, H * W, C, c.low, true, c.stream);
+    else
+      from_low(x_low_.get<void>(), din, int64_t(n) * C * H * W, c.low, true, c.stream);
     DC_LAUNCHED(what);
   }
 
-  bool reduced_ = false;
+  cudnnTensorFormat_t format() const { return nhwc_ ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW; }
+
+  bool reduced_ = false, nhwc_ = false;
   cudnnDataType_t dt_ = CUDNN_DATA_FLOAT;
   int cap_ = 0;
-  DeviceBuffer x_low_, y_low_, dw_low_, bias_parts_;
+  DeviceBuffer x_low_, y_low_, dw_low_, w_nhwc_, bias_parts_;
   cudnnFilterDescriptor_t wdesc_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
   std::map<int, Algos> algos_;

@@ -157,6 +157,14 @@ enum class Low : int { Bf16, Fp16 };
 void to_low(const float* x, void* y, int64_t n, Low t, cudaStream_t s);
 // y = float(x), or y += float(x) when accumulate.
 void from_low(const void* x, float* y, int64_t n, Low t, bool accumulate, cudaStream_t s);
+// The same with the last two dimensions swapped: x is [B, R, K], y is
+// [B, K, R] (NCHW <-> NHWC with R, K = C, H·W or H·W, C; a KCRS filter
+// <-> KRSC with B = K), so channels-last convolutions need no pass of
+// their own to reorder.
+void to_low_transposed(const float* x, void* y, int64_t B, int64_t R, int64_t K, Low t,
+                       cudaStream_t s);
+void from_low_transposed(const void* x, float* y, int64_t B, int64_t R, int64_t K, Low t,
+                         bool accumulate, cudaStream_t s);
 // fp16 dynamic loss scaling, all on the device (torch.amp.GradScaler's rule).
 struct AmpState {
   float scale;

@@ -5,6 +5,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+
 #include "kernels.h"
 #include "launch.cuh"
 
@@ -30,6 +32,51 @@ __global__ void k_from_fp16(const __half* x, float* y, int64_t n, bool acc) {
     float v = __half2float(x[i]);
     y[i] = acc ? y[i] + v : v;
   }
+}
+
+__device__ inline float widen(float v) {
+  return v;
+}
+__device__ inline float widen(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+__device__ inline float widen(__half v) {
+  return __half2float(v);
+}
+__device__ inline void put(float& d, float v, bool acc) {
+  d = acc ? d + v : v;
+}
+__device__ inline void put(__nv_bfloat16& d, float v, bool) {
+  d = __float2bfloat16_rn(v);
+}
+__device__ inline void put(__half& d, float v, bool) {
+  d = __float2half_rn(v);
+}
+
+// x [B, R, K] -> y [B, K, R] through a 32x32 tile in shared memory, so that
+// both the reads and the writes are coalesced (the +1 column keeps the
+// transposed reads off a single bank). Grid: (K/32, R/32, B), 32x8 threads.
+constexpr int kTile = 32, kTileRows = 8;
+constexpr int64_t kMaxGridZ = 65535;
+template <typename In, typename Out>
+__global__ void k_transpose_convert(const In* x, Out* y, int64_t R, int64_t K, bool acc) {
+  __shared__ float tile[kTile][kTile + 1];
+  const int64_t b = blockIdx.z, r0 = int64_t(blockIdx.y) * kTile, k0 = int64_t(blockIdx.x) * kTile;
+  const In* xb = x + b * R * K;
+  Out* yb = y + b * R * K;
+  for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+    const int64_t r = r0 + j, k = k0 + threadIdx.x;
+    if (r < R && k < K) tile[j][threadIdx.x] = widen(xb[r * K + k]);
+  }
+  __syncthreads();
+  for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+    const int64_t k = k0 + j, r = r0 + threadIdx.x;
+    if (r < R && k < K) put(yb[k * R + r], tile[threadIdx.x][j], acc);
+  }
+}
+
+dim3 transpose_grid(int64_t B, int64_t R, int64_t K) {
+  return dim3(unsigned((K + kTile - 1) / kTile), unsigned((R + kTile - 1) / kTile), unsigned(B));
 }
 
 __global__ void k_amp_scale(float* x, int64_t n, const AmpState* st) {
@@ -83,6 +130,36 @@ void from_low(const void* x, float* y, int64_t n, Low t, bool accumulate, cudaSt
     k_from_bf16<<<blocks_for(n), kThreads, 0, s>>>(xb, y, n, accumulate);
   else
     k_from_fp16<<<blocks_for(n), kThreads, 0, s>>>(xh, y, n, accumulate);
+}
+
+void to_low_transposed(const float* x, void* y, int64_t B, int64_t R, int64_t K, Low t,
+                       cudaStream_t s) {
+  auto* yb = static_cast<__nv_bfloat16*>(y);
+  auto* yh = static_cast<__half*>(y);
+  const dim3 block(kTile, kTileRows);
+  for (int64_t b = 0; b < B; b += kMaxGridZ) {  // the grid's z holds 65535 at most
+    const dim3 grid = transpose_grid(std::min(B - b, kMaxGridZ), R, K);
+    const int64_t o = b * R * K;
+    if (t == Low::Bf16)
+      k_transpose_convert<<<grid, block, 0, s>>>(x + o, yb + o, R, K, false);
+    else
+      k_transpose_convert<<<grid, block, 0, s>>>(x + o, yh + o, R, K, false);
+  }
+}
+
+void from_low_transposed(const void* x, float* y, int64_t B, int64_t R, int64_t K, Low t,
+                         bool accumulate, cudaStream_t s) {
+  const auto* xb = static_cast<const __nv_bfloat16*>(x);
+  const auto* xh = static_cast<const __half*>(x);
+  const dim3 block(kTile, kTileRows);
+  for (int64_t b = 0; b < B; b += kMaxGridZ) {
+    const dim3 grid = transpose_grid(std::min(B - b, kMaxGridZ), R, K);
+    const int64_t o = b * R * K;
+    if (t == Low::Bf16)
+      k_transpose_convert<<<grid, block, 0, s>>>(xb + o, y + o, R, K, accumulate);
+    else
+      k_transpose_convert<<<grid, block, 0, s>>>(xh + o, y + o, R, K, accumulate);
+  }
 }
 
 void amp_scale(float* x, int64_t n, const AmpState* st, cudaStream_t s) {

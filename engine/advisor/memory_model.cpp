@@ -125,6 +125,13 @@ void layer_buffers(const PlanStep& s, int64_t n, int threads, bool backward, boo
   }
 }
 
+// cuda/channel_walk.h's max_channel_parts: how many partial sums per
+// channel the CUDA per-channel reductions (BatchNorm, bias gradients) keep
+// room for, whatever the batch.
+int64_t cuda_channel_parts(int64_t C) {
+  return std::max<int64_t>(1, (1024 + C - 1) / C);
+}
+
 // The CUDA plan's allocations (cuda/plan.cpp and the ops), each block
 // rounded as cuda/allocator.cpp rounds it. Fills m's CUDA fields and
 // returns the device total (allocator and context).
@@ -160,6 +167,14 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       // (A frozen one keeps no 16-bit weight gradient.)
       if (reduced)
         extra += blk(2 * n * in) + blk(2 * n * out) + (s.frozen ? 0 : blk(2 * p.trainable));
+      // Channels last (no groups, channel counts multiples of 8): a KRSC
+      // 16-bit copy of the weight.
+      const int64_t C = s.in_shapes[0][0], OC = s.out_shape[0];
+      if (reduced && s.attrs.i("groups") == 1 && C % 8 == 0 && OC % 8 == 0)
+        extra += blk(2 * OC * C * s.attrs.ints("kernel")[0] * s.attrs.ints("kernel")[1]);
+      // The bias gradient's partial sums (two doubles per part).
+      if (s.attrs.b("bias") && reached[i] && !s.frozen)
+        extra += blk(16 * OC * cuda_channel_parts(OC));
       // cuDNN's workspace is the one its chosen algorithms ask for, which
       // only the device knows; the batch's im2col matrix (what the GEMM
       // algorithms unfold) stands for it. One workspace serves every op.
@@ -171,8 +186,13 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       }
     } else if (s.type == "Dense") {
       if (reduced) extra += blk(2 * n * in) + blk(2 * n * out);  // dense.cpp x_low_, dy_low_
+      const int64_t U = s.out_shape.numel();
+      if (s.attrs.b("bias") && reached[i] && !s.frozen)
+        extra += blk(16 * U * cuda_channel_parts(U));  // bias_parts_
     } else if (is_batchnorm(s.type)) {
-      extra += blk(2 * s.in_shapes[0][0] * 4);  // norm_ops.cpp: mean and 1/std
+      // norm_ops.cpp: mean and 1/std; the partial sums and coefficients.
+      const int64_t C = s.in_shapes[0][0];
+      extra += blk(2 * C * 4) + blk(16 * C * cuda_channel_parts(C) + 16 * C);
     } else if (is_recurrent(s.type)) {
       // rnn.cpp: cuDNN's packed weights and their gradients (not for a
       // frozen layer), the input
