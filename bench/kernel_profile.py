@@ -7,12 +7,15 @@ first kernels (cuDNN's autotuning, the graph capture, the first steps) and
 recording the next --count, then groups the kernels by name and prints each
 group's share of the recorded GPU time. CUDA graphs are off while it
 records (DC_CUDA_GRAPHS=0; --graphs keeps them): the step launches the same
-kernels either way, and with graphs on ncu's launch count did not advance
-through the replays, so the skip landed in cuDNN's algorithm search at the
-epoch's last, partial batch (both first tries recorded its slow candidates
-rather than a step). The default skip lands about 130 steps into the epoch.
-The figures are kernel durations only: launch gaps and
-host time are not in them (for the step as a whole, bench/gpu_peers.py).
+kernels either way, and without graphs --launch-skip counts plain launches,
+so the default skip lands about 200 steps into the epoch (VGG-BN, batch
+128). On an H100 the profiles with graphs on and off named the same
+kernels. The recorded durations are several times those of a running
+step (VGG-BN: about 7.5 ms of kernels per step recorded against 1 ms per
+step measured; Nsight Compute runs each recorded kernel on its own, the
+GPU idle in between, which may lower its clocks): read the shares, not the
+microseconds. Launch gaps and host time are not in them (for the step as
+a whole, bench/gpu_peers.py).
 
   python3 bench/kernel_profile.py --cli build-gpu/bin/deepcanvas-cli --data DIR
       [--config vgg:bf16[:batch]] [--skip 20000] [--count 300] [--json OUT.json]

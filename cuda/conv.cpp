@@ -8,13 +8,15 @@
 // and converts the 16-bit y, dx and dw back, adding into the float32
 // activations and gradients. y, dx and dw are thus rounded to 16 bits once.
 //
-// Channels last: where cuDNN has tensor-core kernels for it (no groups,
-// channel counts multiples of 8), the 16-bit copies are NHWC and the
-// filter KRSC, the conversions to and from 16 bits reordering on the way
-// (to_low_transposed). In NCHW cuDNN's legacy API ran its old
-// non-tensor-core engines on an H100 (wgrad_alg0_engine, dgrad_engine,
-// implicit_convolve_sgemm: about 90 % of VGG-BN's kernel time in bf16).
-// DC_CUDA_NHWC=0 keeps NCHW (to compare the two).
+// Channels last, opt-in (DC_CUDA_NHWC=1): where cuDNN has tensor-core
+// kernels for it (no groups, channel counts multiples of 8) the 16-bit
+// copies are NHWC and the filter KRSC, the conversions to and from 16 bits
+// reordering on the way (to_low_transposed). Measured on an H100 (VGG-BN,
+// bf16): the forward and backward-data convolutions move to sm90 tensor-core
+// kernels, but cudnnFind's weight gradient stays on the legacy
+// wgrad_alg0_engine (now its NHWC variant, 67 % of the kernel time), and
+// the step was slower end to end (about 65k against 125k samples/s), so
+// NCHW stays the default. docs/BENCHMARKS.md has the runs.
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -72,7 +74,7 @@ class Conv2D : public Op {
       dt_ = !c.reduced ? CUDNN_DATA_FLOAT
                        : (c.low == Low::Bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF);
       const char* env = std::getenv("DC_CUDA_NHWC");
-      nhwc_ = reduced_ && G == 1 && C % 8 == 0 && OC % 8 == 0 && !(env && *env == '0');
+      nhwc_ = reduced_ && G == 1 && C % 8 == 0 && OC % 8 == 0 && env && *env == '1';
       DC_CUDNN(cudnnCreateFilterDescriptor(&wdesc_), label);
       DC_CUDNN(
           cudnnSetFilter4dDescriptor(wdesc_, dt_, format(), int(OC), int(C / G), int(KH), int(KW)),

@@ -167,12 +167,10 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       // (A frozen one keeps no 16-bit weight gradient.)
       if (reduced)
         extra += blk(2 * n * in) + blk(2 * n * out) + (s.frozen ? 0 : blk(2 * p.trainable));
-      // Channels last (no groups, channel counts multiples of 8): a KRSC
-      // 16-bit copy of the weight.
-      const int64_t C = s.in_shapes[0][0], OC = s.out_shape[0];
-      if (reduced && s.attrs.i("groups") == 1 && C % 8 == 0 && OC % 8 == 0)
-        extra += blk(2 * OC * C * s.attrs.ints("kernel")[0] * s.attrs.ints("kernel")[1]);
-      // The bias gradient's partial sums (two doubles per part).
+      // (Channels last, opt-in with DC_CUDA_NHWC=1, adds a 16-bit KRSC copy
+      // of the weight, not counted here.) The bias gradient's partial sums
+      // (two doubles per part).
+      const int64_t OC = s.out_shape[0];
       if (s.attrs.b("bias") && reached[i] && !s.frozen)
         extra += blk(16 * OC * cuda_channel_parts(OC));
       // cuDNN's workspace is the one its chosen algorithms ask for, which

@@ -14,6 +14,8 @@
 #       [--deadline S] [--peers-budget S] [--skip tests,advisor,peers,tta]
 #       [--peers eager,graph,compile] [--configs cnn:fp32,...] [--repeats N] [--tta-sides LIST]
 #       [--profile vgg:bf16,...]  (each config's kernels under Nsight Compute: bench/kernel_profile.py)
+# The machine's copy of .git is not this session's latest: pass
+# DC_COMMIT=<hash> in the command, or the raw results name an older commit.
 # --deadline S: the whole script should end within S seconds of its start
 # (a lease's call limit): the benchmarks start no new process once their
 # share is spent and report what they measured. [--legacy-bench [--epochs N] [--lstm-epochs N]]

@@ -180,22 +180,25 @@ TEST(Advisor, MaxBatchGrowsWithMemory) {
 }
 
 // The CUDA figure against the plugin allocator's peak as measured on an
-// H100 (bench/results/advisor-gpu-20261125-1812-ada5a47.jsonl:
-// train --device cuda --json peak_device_bytes, full Fashion-MNIST resident,
-// Adam, fp32). In these five runs cuDNN picked algorithms without
-// workspace, so everything but the workspace estimate is accounted for to
-// the byte, and the estimate keeps the prediction above the peak. Runs
-// without a GPU.
+// H100 (2026-11-26, commit 9deada2: train --device cuda --json
+// peak_device_bytes, 2 epochs of 64 steps, full Fashion-MNIST resident,
+// Adam, fp32; the commands are in docs/BENCHMARKS.md). Where cuDNN picked
+// algorithms without workspace, everything is accounted for to the byte;
+// in the two runs where it took a workspace (one 4 MiB block each), the
+// peak lies between the prediction without workspace and the prediction
+// with the workspace estimate. Runs without a GPU.
 TEST(Advisor, CudaMemoryMatchesTheAllocatorPeakMeasuredOnAnH100) {
   const int64_t resident = advisor::cuda_resident_bytes(60000, 784, true) +
                            advisor::cuda_resident_bytes(10000, 784, true);
   struct Case {
     const char* tmpl;
     int64_t batch, measured;
+    bool workspace;  // cuDNN's algorithms took a workspace in the measured run
   };
   for (const Case& c :
-       {Case{"lenet5", 32, 95715840}, Case{"lenet5", 64, 99919360}, Case{"lenet5", 256, 125144064},
-        Case{"two_conv_cnn", 32, 124446720}, Case{"two_conv_cnn", 64, 145427456}}) {
+       {Case{"lenet5", 32, 99995648, true}, Case{"lenet5", 64, 100004864, false},
+        Case{"lenet5", 256, 125229568, false}, Case{"two_conv_cnn", 32, 124512768, false},
+        Case{"two_conv_cnn", 64, 149687808, true}}) {
     const Project p =
         load_project(std::string(DC_SOURCE_DIR) + "/resources/templates/" + c.tmpl + ".dcproj");
     advisor::MemoryOptions o;
@@ -204,7 +207,12 @@ TEST(Advisor, CudaMemoryMatchesTheAllocatorPeakMeasuredOnAnH100) {
     o.optimizer = p.training.optimizer;
     o.resident_bytes = resident;
     const advisor::MemoryPrediction m = advisor::predict_memory(p.graph, o);
-    EXPECT_EQ(m.allocator - m.workspace, c.measured) << c.tmpl << " batch " << c.batch;
+    if (c.workspace) {
+      EXPECT_LT(m.allocator - m.workspace, c.measured) << c.tmpl << " batch " << c.batch;
+      EXPECT_GE(m.allocator, c.measured) << c.tmpl << " batch " << c.batch;
+    } else {
+      EXPECT_EQ(m.allocator - m.workspace, c.measured) << c.tmpl << " batch " << c.batch;
+    }
     EXPECT_GT(m.workspace, 0) << c.tmpl << " batch " << c.batch;
     // The context is the driver's, outside the allocator: in the device total only.
     EXPECT_EQ(m.total, m.allocator + m.context);
