@@ -18,6 +18,7 @@
 // the step was slower end to end (about 65k against 125k samples/s), so
 // NCHW stays the default. docs/BENCHMARKS.md has the runs.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 
@@ -45,6 +46,14 @@ class Conv2D : public Op {
   template <typename Perf>
   static decltype(Perf::algo) pick(const Perf* p, int got, size_t& ws, const std::string& what,
                                    const char* dir) {
+    // DC_CUDA_LOG_ALGOS=1: every candidate cudnnFind timed, to see on a
+    // device why it chose what it chose (the bf16 weight gradient lands on
+    // a legacy engine; docs/BENCHMARKS.md).
+    if (const char* e = std::getenv("DC_CUDA_LOG_ALGOS"); e && *e == '1')
+      for (int i = 0; i < got; ++i)
+        std::fprintf(stderr, "%s %s: algo %d, %.4f ms, %zu bytes, math type %d, status %d\n",
+                     what.c_str(), dir, int(p[i].algo), double(p[i].time), size_t(p[i].memory),
+                     int(p[i].mathType), int(p[i].status));
     for (int i = 0; i < got; ++i)
       if (p[i].status == CUDNN_STATUS_SUCCESS && p[i].memory <= kMaxWorkspace) {
         ws = std::max(ws, p[i].memory);
