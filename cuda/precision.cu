@@ -55,28 +55,35 @@ __device__ inline void put(__half& d, float v, bool) {
 
 // x [B, R, K] -> y [B, K, R] through a 32x32 tile in shared memory, so that
 // both the reads and the writes are coalesced (the +1 column keeps the
-// transposed reads off a single bank). Grid: (K/32, R/32, B), 32x8 threads.
+// transposed reads off a single bank). Grid: (K/32, R/32 up to 65535 with
+// the blocks looping over the rest, B), 32x8 threads.
 constexpr int kTile = 32, kTileRows = 8;
 constexpr int64_t kMaxGridZ = 65535;
 template <typename In, typename Out>
 __global__ void k_transpose_convert(const In* x, Out* y, int64_t R, int64_t K, bool acc) {
   __shared__ float tile[kTile][kTile + 1];
-  const int64_t b = blockIdx.z, r0 = int64_t(blockIdx.y) * kTile, k0 = int64_t(blockIdx.x) * kTile;
+  const int64_t b = blockIdx.z, k0 = int64_t(blockIdx.x) * kTile;
   const In* xb = x + b * R * K;
   Out* yb = y + b * R * K;
-  for (int j = threadIdx.y; j < kTile; j += kTileRows) {
-    const int64_t r = r0 + j, k = k0 + threadIdx.x;
-    if (r < R && k < K) tile[j][threadIdx.x] = widen(xb[r * K + k]);
-  }
-  __syncthreads();
-  for (int j = threadIdx.y; j < kTile; j += kTileRows) {
-    const int64_t k = k0 + j, r = r0 + threadIdx.x;
-    if (r < R && k < K) put(yb[k * R + r], tile[threadIdx.x][j], acc);
+  // R (a plane of 2 M pixels and more) can need more tiles than the grid's
+  // y holds: each block then takes every gridDim.y-th tile.
+  for (int64_t r0 = int64_t(blockIdx.y) * kTile; r0 < R; r0 += int64_t(gridDim.y) * kTile) {
+    for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+      const int64_t r = r0 + j, k = k0 + threadIdx.x;
+      if (r < R && k < K) tile[j][threadIdx.x] = widen(xb[r * K + k]);
+    }
+    __syncthreads();
+    for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+      const int64_t k = k0 + j, r = r0 + threadIdx.x;
+      if (r < R && k < K) put(yb[k * R + r], tile[threadIdx.x][j], acc);
+    }
+    __syncthreads();  // the tile is refilled next round
   }
 }
 
 dim3 transpose_grid(int64_t B, int64_t R, int64_t K) {
-  return dim3(unsigned((K + kTile - 1) / kTile), unsigned((R + kTile - 1) / kTile), unsigned(B));
+  const int64_t ry = std::min<int64_t>((R + kTile - 1) / kTile, 65535);
+  return dim3(unsigned((K + kTile - 1) / kTile), unsigned(ry), unsigned(B));
 }
 
 __global__ void k_amp_scale(float* x, int64_t n, const AmpState* st) {

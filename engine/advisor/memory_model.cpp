@@ -125,13 +125,6 @@ void layer_buffers(const PlanStep& s, int64_t n, int threads, bool backward, boo
   }
 }
 
-// cuda/channel_walk.h's max_channel_parts: how many partial sums per
-// channel the CUDA per-channel reductions (BatchNorm, bias gradients) keep
-// room for, whatever the batch.
-int64_t cuda_channel_parts(int64_t C) {
-  return std::max<int64_t>(1, (1024 + C - 1) / C);
-}
-
 // The CUDA plan's allocations (cuda/plan.cpp and the ops), each block
 // rounded as cuda/allocator.cpp rounds it. Fills m's CUDA fields and
 // returns the device total (allocator and context).
@@ -182,9 +175,9 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
             s.in_shapes[0][0] / s.attrs.i("groups") * k[0] * k[1] * s.out_shape[1] * s.out_shape[2];
         workspace = std::max(workspace, blk((reduced ? 2 : 4) * n * cols));
       }
-    } else if (s.type == "Dense") {
-      if (reduced) extra += blk(2 * n * in) + blk(2 * n * out);  // dense.cpp x_low_, dy_low_
-      const int64_t U = s.out_shape.numel();
+    } else if (s.type == "Dense" || s.type == "TimeDistributedDense") {  // both dense.cpp
+      if (reduced) extra += blk(2 * n * in) + blk(2 * n * out);          // x_low_, dy_low_
+      const int64_t U = s.attrs.i("units");
       if (s.attrs.b("bias") && reached[i] && !s.frozen)
         extra += blk(16 * U * cuda_channel_parts(U));  // bias_parts_
     } else if (is_batchnorm(s.type)) {
@@ -244,6 +237,10 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
 }
 
 }  // namespace
+
+int64_t cuda_channel_parts(int64_t C) {
+  return std::max<int64_t>(1, (1024 + C - 1) / C);
+}
 
 int64_t cuda_block_bytes(int64_t bytes) {
   if (bytes <= 0) return 0;

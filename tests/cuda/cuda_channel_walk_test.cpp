@@ -1,5 +1,6 @@
 // The per-channel walk the BatchNorm and bias-gradient kernels use instead
 // of a division per element: host code, so it runs without a GPU.
+#include <deepcanvas/advisor/memory_model.h>
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -81,6 +82,9 @@ TEST(ChannelParts, CoverTheChannelWithinTheScratchBound) {
     }
   // Enough blocks to fill a large GPU where there is the work.
   EXPECT_GE(32 * channel_parts(32, 128 * 28 * 28).count, 256);
+  // The advisor's memory model sizes the scratch buffers with its own copy.
+  for (int64_t C = 1; C <= 4096; ++C)
+    ASSERT_EQ(advisor::cuda_channel_parts(C), max_channel_parts(C)) << C;
 }
 
 }  // namespace

@@ -168,7 +168,9 @@ TEST(CudaFrozen, FrozenPrefixWithBatchNormKeepsItsWeightsAndRunningStatistics) {
 // bn1 is frozen too: in front of a training-mode BatchNorm conv1's bias
 // would have an exactly zero gradient, whose rounding noise Adam scales up
 // to full-size steps that no tolerance can compare (as in the parity tests).
-// A frozen bn1 is the inference form, through which the bias trains.
+// A frozen bn1 is the inference form, through which the bias trains. (The
+// frozen conv2-bn2-fc1 middle is still stepped, with SGD, which does not
+// amplify that noise, in FusedStepsAndGraphReplaysMatchTheCpu.)
 TEST(CudaFrozen, FrozenLayersBetweenTrainableOnesPassTheGradientOn) {
   check_steps(cnn({"bn1", "conv2", "fc1"}),
               {"bn1.weight", "bn1.bias", "bn1.running_mean", "bn1.running_var", "conv2.weight",

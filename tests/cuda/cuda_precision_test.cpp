@@ -104,13 +104,18 @@ void conv_and_dense(const std::string& prec) {
   // Channel counts multiples of 8 with DC_CUDA_NHWC=1: the opt-in
   // channels-last path (NHWC copies, a KRSC weight), on a plane whose sides
   // are not multiples of the transposes' 32-wide tiles.
-  setenv("DC_CUDA_NHWC", "1", 1);
-  check("conv channels last",
-        chain("Input", A({{"shape", std::vector<int64_t>{8, 10, 9}}}), "Conv2D",
-              A({{"filters", int64_t(16)}, {"kernel", pair(3, 3)}, {"padding", pair(1, 1)}}),
-              "Conv2D", A({{"filters", int64_t(8)}, {"kernel", pair(3, 2)}})),
-        Shape{8, 10, 9}, prec, 2e-2, first_tol);
-  unsetenv("DC_CUDA_NHWC");
+  struct Nhwc {  // unset again even when a check fails fatally
+    Nhwc() { setenv("DC_CUDA_NHWC", "1", 1); }
+    ~Nhwc() { unsetenv("DC_CUDA_NHWC"); }
+  };
+  {
+    const Nhwc on;
+    check("conv channels last",
+          chain("Input", A({{"shape", std::vector<int64_t>{8, 10, 9}}}), "Conv2D",
+                A({{"filters", int64_t(16)}, {"kernel", pair(3, 3)}, {"padding", pair(1, 1)}}),
+                "Conv2D", A({{"filters", int64_t(8)}, {"kernel", pair(3, 2)}})),
+          Shape{8, 10, 9}, prec, 2e-2, first_tol);
+  }
   check("dense",
         chain("Input", A({{"shape", std::vector<int64_t>{40}}}), "Dense",
               A({{"units", int64_t(24)}}), "Dense", A({{"units", int64_t(10)}})),

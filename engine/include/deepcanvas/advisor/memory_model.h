@@ -84,6 +84,11 @@ int64_t cuda_resident_bytes(int64_t samples, int64_t sample_numel, bool pixels8)
 int64_t cuda_resident_bytes(const Dataset& d);
 // The same rounding: 512-byte granules below 1 MiB, 2 MiB granules above.
 int64_t cuda_block_bytes(int64_t bytes);
+// How many partial sums per channel the CUDA plugin's per-channel
+// reductions (BatchNorm, bias gradients) keep room for: cuda/channel_walk.h's
+// max_channel_parts, which the engine cannot include (a CUDA test compares
+// the two).
+int64_t cuda_channel_parts(int64_t C);
 
 MemoryPrediction predict_memory(const Graph& g, const MemoryOptions& o);
 
