@@ -17,10 +17,17 @@
 // wgrad_alg0_engine (now its NHWC variant, 67 % of the kernel time), and
 // the step was slower end to end (about 65k against 125k samples/s), so
 // NCHW stays the default. docs/BENCHMARKS.md has the runs.
+//
+// With DC_CUDA_WGRAD=gemm as well, the channels-last weight gradient is a
+// tensor-core GEMM instead of cuDNN's: the 16-bit NHWC input unfolded into
+// [pixels, taps·channels] columns (in chunks of samples, at most 128 MiB),
+// times the NHWC output gradient, into a float32 KRSC gradient that is
+// added into the KCRS one. Written without a GPU (2026-11-26): not yet run.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <string>
 
 #include "kernels.h"
 #include "op_registry.h"
@@ -84,6 +91,8 @@ class Conv2D : public Op {
                        : (c.low == Low::Bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF);
       const char* env = std::getenv("DC_CUDA_NHWC");
       nhwc_ = reduced_ && G == 1 && C % 8 == 0 && OC % 8 == 0 && env && *env == '1';
+      const char* wg = std::getenv("DC_CUDA_WGRAD");
+      wgrad_gemm_ = nhwc_ && needs_backward && !frozen && wg && std::string(wg) == "gemm";
       DC_CUDNN(cudnnCreateFilterDescriptor(&wdesc_), label);
       DC_CUDNN(
           cudnnSetFilter4dDescriptor(wdesc_, dt_, format(), int(OC), int(C / G), int(KH), int(KW)),
@@ -110,6 +119,13 @@ class Conv2D : public Op {
       cap_ = n;
       x_low_ = DeviceBuffer(*c.alloc, size_t(n) * C * H * W * 2, label + " 16-bit input");
       y_low_ = DeviceBuffer(*c.alloc, size_t(n) * OC * OH * OW * 2, label + " 16-bit output");
+      if (wgrad_gemm_) {
+        cols_ = DeviceBuffer(*c.alloc, size_t(cols_samples(n)) * OH * OW * KH * KW * C * 2,
+                             label + " weight-gradient columns");
+        if (!dw32_.bytes())
+          dw32_ = DeviceBuffer(*c.alloc, size_t(OC) * C * KH * KW * 4,
+                               label + " float32 KRSC weight gradient");
+      }
     }
     if (algos_.count(n)) {
       c.ws(algos_[n].ws, label);
@@ -135,7 +151,7 @@ class Conv2D : public Op {
           what);
       a.bwd_data = pick(dp, got, a.ws, what, "backward data");
     }
-    if (needs_backward && !frozen) {
+    if (needs_backward && !frozen && !wgrad_gemm_) {
       cudnnConvolutionBwdFilterAlgoPerf_t wp[8];
       DC_CUDNN(
           cudnnFindConvolutionBackwardFilterAlgorithm(c.dnn, a.x, a.y, conv_, wdesc_, 8, &got, wp),
@@ -218,7 +234,9 @@ class Conv2D : public Op {
     else
       to_low(dout, y_low_.get<void>(), int64_t(n) * OC * OH * OW, c.low, c.stream);
     DC_LAUNCHED(what);
-    if (params[0].grad) {
+    if (params[0].grad && wgrad_gemm_) {
+      wgrad_by_gemm(c, n);
+    } else if (params[0].grad) {
       DC_CUDNN(cudnnConvolutionBackwardFilter(c.dnn, &one, a.x, x_low_.get<void>(), a.y,
                                               y_low_.get<void>(), conv_, a.bwd_filter,
                                               c.workspace->get(), c.workspace->bytes(), &zero,
@@ -247,10 +265,45 @@ class Conv2D : public Op {
 
   cudnnTensorFormat_t format() const { return nhwc_ ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW; }
 
-  bool reduced_ = false, nhwc_ = false;
+  // Samples whose columns go into one GEMM: at most 128 MiB of columns, and
+  // fewer than 2^31 (pixel, channel) pairs for the unfolding's 32-bit
+  // index arithmetic.
+  int64_t cols_samples(int64_t n) const {
+    const int64_t per = OH * OW * KH * KW * C * 2;
+    const int64_t by_bytes = std::max<int64_t>(1, (int64_t(128) << 20) / per);
+    const int64_t by_index = std::max<int64_t>(1, ((int64_t(1) << 31) - 1) / (OH * OW * C));
+    return std::min({n, by_bytes, by_index});
+  }
+
+  // dW += (NHWC dy)ᵀ · columns, chunk by chunk into the float32 KRSC buffer
+  // (the first chunk overwrites it), then reordered into the KCRS gradient.
+  // The GEMM is Dense's weight gradient with the columns as its input.
+  void wgrad_by_gemm(OpContext& c, int n) {
+    const float one = 1.f, zero = 0.f;
+    const cudaDataType_t t = c.low == Low::Bf16 ? CUDA_R_16BF : CUDA_R_16F;
+    const int64_t K = KH * KW * C, per = cols_samples(n);
+    const Im2colDims d{int(C),  int(H),  int(W),  int(KH), int(KW), int(SH), int(SW),
+                       int(PH), int(PW), int(DH), int(DW), int(OH), int(OW)};
+    const auto* x = x_low_.get<uint16_t>();
+    const auto* dy = y_low_.get<uint16_t>();
+    for (int64_t n0 = 0; n0 < n; n0 += per) {
+      const int64_t cnt = std::min<int64_t>(per, n - n0), M = cnt * OH * OW;
+      im2col_nhwc_low(x + n0 * H * W * C, cols_.get<void>(), cnt, d, c.stream);
+      DC_LAUNCHED(shapes(n));
+      DC_CUBLAS(cublasGemmEx(c.blas, CUBLAS_OP_N, CUBLAS_OP_T, int(K), int(OC), int(M), &one,
+                             cols_.get<void>(), t, int(K), dy + n0 * OH * OW * OC, t, int(OC),
+                             n0 ? &one : &zero, dw32_.get<float>(), CUDA_R_32F, int(K),
+                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                shapes(n));
+    }
+    transpose_accumulate(dw32_.get<float>(), params[0].grad, OC, KH * KW, C, c.stream);
+    DC_LAUNCHED(shapes(n));
+  }
+
+  bool reduced_ = false, nhwc_ = false, wgrad_gemm_ = false;
   cudnnDataType_t dt_ = CUDNN_DATA_FLOAT;
   int cap_ = 0;
-  DeviceBuffer x_low_, y_low_, dw_low_, w_nhwc_, bias_parts_;
+  DeviceBuffer x_low_, y_low_, dw_low_, w_nhwc_, bias_parts_, cols_, dw32_;
   cudnnFilterDescriptor_t wdesc_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
   std::map<int, Algos> algos_;

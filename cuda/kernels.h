@@ -165,6 +165,17 @@ void to_low_transposed(const float* x, void* y, int64_t B, int64_t R, int64_t K,
                        cudaStream_t s);
 void from_low_transposed(const void* x, float* y, int64_t B, int64_t R, int64_t K, Low t,
                          bool accumulate, cudaStream_t s);
+// y [B, K, R] += x [B, R, K], both float32.
+void transpose_accumulate(const float* x, float* y, int64_t B, int64_t R, int64_t K,
+                          cudaStream_t s);
+// The columns of a channels-last 16-bit input for a GEMM weight gradient:
+// x is NHWC [N, H, W, C] (samples n0 .. n0 + n), col is [n·OH·OW, KH·KW·C]
+// (rows: output pixels; columns: kernel tap, then channel), zeros where a
+// tap falls in the padding.
+struct Im2colDims {
+  int C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW;
+};
+void im2col_nhwc_low(const void* x, void* col, int64_t n, const Im2colDims& d, cudaStream_t s);
 // fp16 dynamic loss scaling, all on the device (torch.amp.GradScaler's rule).
 struct AmpState {
   float scale;

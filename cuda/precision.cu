@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "channel_walk.h"
 #include "kernels.h"
 #include "launch.cuh"
 
@@ -84,6 +85,29 @@ __global__ void k_transpose_convert(const In* x, Out* y, int64_t R, int64_t K, b
 dim3 transpose_grid(int64_t B, int64_t R, int64_t K) {
   const int64_t ry = std::min<int64_t>((R + kTile - 1) / kTile, 65535);
   return dim3(unsigned((K + kTile - 1) / kTile), unsigned(ry), unsigned(B));
+}
+
+// One thread per (output pixel, channel): channels fastest, so both the
+// reads of x and the writes of each tap's block of columns are coalesced.
+template <typename T>
+__global__ void k_im2col_nhwc(const T* x, T* col, int64_t total, Im2colDims d, FastDiv byc,
+                              FastDiv byohw, FastDiv byow) {
+  const int64_t K = int64_t(d.KH) * d.KW * d.C;
+  DC_GRID_LOOP(i, total) {
+    const uint32_t m = byc.div(uint32_t(i)), c = uint32_t(i) - m * uint32_t(d.C);
+    const uint32_t n = byohw.div(m), p = m - n * uint32_t(d.OH * d.OW);
+    const uint32_t oh = byow.div(p), ow = p - oh * uint32_t(d.OW);
+    T* row = col + int64_t(m) * K + c;
+    for (int kh = 0; kh < d.KH; ++kh) {
+      const int ih = int(oh) * d.SH - d.PH + kh * d.DH;
+      for (int kw = 0; kw < d.KW; ++kw) {
+        const int iw = int(ow) * d.SW - d.PW + kw * d.DW;
+        const bool in = ih >= 0 && ih < d.H && iw >= 0 && iw < d.W;
+        row[(kh * d.KW + kw) * d.C] =
+            in ? x[((int64_t(n) * d.H + ih) * d.W + iw) * d.C + c] : T(0.f);
+      }
+    }
+  }
 }
 
 __global__ void k_amp_scale(float* x, int64_t n, const AmpState* st) {
@@ -167,6 +191,27 @@ void from_low_transposed(const void* x, float* y, int64_t B, int64_t R, int64_t 
     else
       k_transpose_convert<<<grid, block, 0, s>>>(xh + o, y + o, R, K, accumulate);
   }
+}
+
+void transpose_accumulate(const float* x, float* y, int64_t B, int64_t R, int64_t K,
+                          cudaStream_t s) {
+  const dim3 block(kTile, kTileRows);
+  for (int64_t b = 0; b < B; b += kMaxGridZ) {
+    const dim3 grid = transpose_grid(std::min(B - b, kMaxGridZ), R, K);
+    const int64_t o = b * R * K;
+    k_transpose_convert<<<grid, block, 0, s>>>(x + o, y + o, R, K, true);
+  }
+}
+
+// n·OH·OW·C < 2^31 (the caller's chunks keep it so), for the 32-bit divisions.
+void im2col_nhwc_low(const void* x, void* col, int64_t n, const Im2colDims& d, cudaStream_t s) {
+  const int64_t total = n * d.OH * d.OW * d.C;
+  const FastDiv byc(uint32_t(d.C)), byohw(uint32_t(d.OH * d.OW)), byow(uint32_t(d.OW));
+  // bf16 and fp16 are both 2-byte values copied or zeroed, never computed
+  // with: one instantiation serves both.
+  const auto* xb = static_cast<const __nv_bfloat16*>(x);
+  auto* cb = static_cast<__nv_bfloat16*>(col);
+  k_im2col_nhwc<<<blocks_for(total), kThreads, 0, s>>>(xb, cb, total, d, byc, byohw, byow);
 }
 
 void amp_scale(float* x, int64_t n, const AmpState* st, cudaStream_t s) {

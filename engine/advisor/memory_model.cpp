@@ -161,7 +161,8 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       if (reduced)
         extra += blk(2 * n * in) + blk(2 * n * out) + (s.frozen ? 0 : blk(2 * p.trainable));
       // (Channels last, opt-in with DC_CUDA_NHWC=1, adds a 16-bit KRSC copy
-      // of the weight, not counted here.) The bias gradient's partial sums
+      // of the weight, and DC_CUDA_WGRAD=gemm the columns; neither is
+      // counted here.) The bias gradient's partial sums
       // (two doubles per part).
       const int64_t OC = s.out_shape[0];
       if (s.attrs.b("bias") && reached[i] && !s.frozen)

@@ -104,17 +104,26 @@ void conv_and_dense(const std::string& prec) {
   // Channel counts multiples of 8 with DC_CUDA_NHWC=1: the opt-in
   // channels-last path (NHWC copies, a KRSC weight), on a plane whose sides
   // are not multiples of the transposes' 32-wide tiles.
-  struct Nhwc {  // unset again even when a check fails fatally
-    Nhwc() { setenv("DC_CUDA_NHWC", "1", 1); }
-    ~Nhwc() { unsetenv("DC_CUDA_NHWC"); }
+  // Then again with the weight gradient as a GEMM over unfolded columns
+  // (DC_CUDA_WGRAD=gemm; a stride and a dilation for its index arithmetic).
+  struct Env {  // unset again even when a check fails fatally
+    const char* name;
+    Env(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
+    ~Env() { unsetenv(name); }
   };
+  const Graph channels_last = chain(
+      "Input", A({{"shape", std::vector<int64_t>{8, 10, 9}}}), "Conv2D",
+      A({{"filters", int64_t(16)}, {"kernel", pair(3, 3)}, {"padding", pair(1, 1)}}), "Conv2D",
+      A({{"filters", int64_t(8)},
+         {"kernel", pair(3, 2)},
+         {"stride", pair(2, 1)},
+         {"dilation", pair(1, 2)}}));
   {
-    const Nhwc on;
-    check("conv channels last",
-          chain("Input", A({{"shape", std::vector<int64_t>{8, 10, 9}}}), "Conv2D",
-                A({{"filters", int64_t(16)}, {"kernel", pair(3, 3)}, {"padding", pair(1, 1)}}),
-                "Conv2D", A({{"filters", int64_t(8)}, {"kernel", pair(3, 2)}})),
-          Shape{8, 10, 9}, prec, 2e-2, first_tol);
+    const Env nhwc("DC_CUDA_NHWC", "1");
+    check("conv channels last", channels_last, Shape{8, 10, 9}, prec, 2e-2, first_tol);
+    const Env gemm("DC_CUDA_WGRAD", "gemm");
+    check("conv channels last, GEMM weight gradient", channels_last, Shape{8, 10, 9}, prec, 2e-2,
+          first_tol);
   }
   check("dense",
         chain("Input", A({{"shape", std::vector<int64_t>{40}}}), "Dense",
