@@ -141,9 +141,44 @@ void valid_range(int64_t off, int64_t stride, int64_t in, int64_t out, int64_t& 
   hi = std::max(lo, std::min(hi, out));
 }
 
+// Stride 1, no dilation, the output as large as the padded input allows.
+bool unit_stride(const ConvGeom& g) {
+  return g.SH == 1 && g.SW == 1 && g.DH == 1 && g.DW == 1 && g.OH == g.H + g.PT + g.PB - g.KH + 1 &&
+         g.OW == g.W + g.PL + g.PR - g.KW + 1;
+}
+
+// Stride 1, no dilation (3x3 "same" and the like): each channel is copied
+// once into a zero-bordered plane, and every column row is then plain
+// copies of OW values from it, with no bounds to work out and no zeros to
+// write per row. The borders stay zero from channel to channel.
+void im2col_unit_stride(const ConvGeom& g, const float* x, float* col, int64_t ld) {
+  const int64_t Wp = g.W + g.PL + g.PR, Hp = g.H + g.PT + g.PB, OW = g.OW;
+  thread_local std::vector<float> pad;
+  pad.assign(size_t(Hp * Wp), 0.f);
+  for (int64_t c = 0; c < g.C; ++c) {
+    const float* xc = x + c * g.HW();
+    for (int64_t h = 0; h < g.H; ++h)
+      std::copy_n(xc + h * g.W, g.W, pad.data() + (h + g.PT) * Wp + g.PL);
+    for (int64_t ki = 0; ki < g.KH; ++ki)
+      for (int64_t kj = 0; kj < g.KW; ++kj) {
+        float* row = col + ((c * g.KH + ki) * g.KW + kj) * ld;
+        const float* src = pad.data() + ki * Wp + kj;
+        for (int64_t oh = 0; oh < g.OH; ++oh) {
+          const float* s = src + oh * Wp;
+          float* r = row + oh * OW;
+          for (int64_t ow = 0; ow < OW; ++ow) r[ow] = s[ow];
+        }
+      }
+  }
+}
+
 // Unfolds one sample [C, H, W] into col [K, OH*OW] (row stride ld).
 void im2col(const ConvGeom& g, const float* x, float* col, int64_t ld) {
   const int64_t OW = g.OW;
+  if (unit_stride(g)) {
+    im2col_unit_stride(g, x, col, ld);
+    return;
+  }
   for (int64_t c = 0; c < g.C; ++c) {
     const float* xc = x + c * g.HW();
     for (int64_t ki = 0; ki < g.KH; ++ki)
@@ -172,9 +207,41 @@ void im2col(const ConvGeom& g, const float* x, float* col, int64_t ld) {
   }
 }
 
+// col2im's counterpart of im2col_unit_stride: each channel's rows are
+// added into a zero-bordered plane with no bounds to work out, and the
+// plane's interior is then added onto dx.
+void col2im_unit_stride(const ConvGeom& g, const float* col, float* dx, int64_t ld) {
+  const int64_t Wp = g.W + g.PL + g.PR, Hp = g.H + g.PT + g.PB, OW = g.OW;
+  thread_local std::vector<float> pad;
+  pad.resize(size_t(Hp * Wp));
+  for (int64_t c = 0; c < g.C; ++c) {
+    std::fill(pad.begin(), pad.end(), 0.f);
+    for (int64_t ki = 0; ki < g.KH; ++ki)
+      for (int64_t kj = 0; kj < g.KW; ++kj) {
+        const float* row = col + ((c * g.KH + ki) * g.KW + kj) * ld;
+        float* dst = pad.data() + ki * Wp + kj;
+        for (int64_t oh = 0; oh < g.OH; ++oh) {
+          float* d = dst + oh * Wp;
+          const float* r = row + oh * OW;
+          for (int64_t ow = 0; ow < OW; ++ow) d[ow] += r[ow];
+        }
+      }
+    float* dc_ = dx + c * g.HW();
+    for (int64_t h = 0; h < g.H; ++h) {
+      const float* p = pad.data() + (h + g.PT) * Wp + g.PL;
+      float* d = dc_ + h * g.W;
+      for (int64_t w = 0; w < g.W; ++w) d[w] += p[w];
+    }
+  }
+}
+
 // Folds col [K, OH*OW] back onto one sample's input gradient, accumulating.
 void col2im(const ConvGeom& g, const float* col, float* dx, int64_t ld) {
   const int64_t OW = g.OW;
+  if (unit_stride(g)) {
+    col2im_unit_stride(g, col, dx, ld);
+    return;
+  }
   for (int64_t c = 0; c < g.C; ++c) {
     float* dc_ = dx + c * g.HW();
     for (int64_t ki = 0; ki < g.KH; ++ki)
