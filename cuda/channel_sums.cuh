@@ -113,6 +113,11 @@ void launch_channel_parts(const float* a, const float* b, F f, double2* parts, i
         <<<grid, kSumThreads, 0, s>>>(a, b, f, parts, int(C), S, N * S, cp.chunk, cp.count);
 }
 
+// The parts buffer for C channels: room for every batch size.
+inline size_t channel_parts_bytes(int64_t C) {
+  return size_t(C) * size_t(max_channel_parts(C)) * sizeof(double2);
+}
+
 // Channel c's total of the P parts, in order.
 __device__ inline double2 channel_total(const double2* parts, int c, int P) {
   double2 t = make_double2(0, 0);

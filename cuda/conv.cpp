@@ -165,26 +165,18 @@ class Conv2D : public Op {
   void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) override {
     Algos& a = algos_.at(n);
     const float one = 1.f, zero = 0.f;
-    if (nhwc_) {
-      // The KRSC copy from the float32 weights, each step (they are small):
-      // the optimizer keeps the KCRS 16-bit copy current, not this one.
-      to_low_transposed(params[0].value, w_nhwc_.get<void>(), OC, C, KH * KW, c.low, c.stream);
-      to_low_transposed(in[0], x_low_.get<void>(), n, C, H * W, c.low, c.stream);
+    if (reduced_) {
+      // Channels last: the KRSC copy from the float32 weights, each step
+      // (they are small); the optimizer keeps the KCRS 16-bit copy current,
+      // not this one.
+      if (nhwc_) to_low_layout(c, params[0].value, w_nhwc_.get<void>(), OC, C, KH * KW);
+      to_low_layout(c, in[0], x_low_.get<void>(), n, C, H * W);
       DC_LAUNCHED(shapes(n));
-      DC_CUDNN(cudnnConvolutionForward(c.dnn, &one, a.x, x_low_.get<void>(), wdesc_,
-                                       w_nhwc_.get<void>(), conv_, a.fwd, c.workspace->get(),
-                                       c.workspace->bytes(), &zero, a.y, y_low_.get<void>()),
+      DC_CUDNN(cudnnConvolutionForward(c.dnn, &one, a.x, x_low_.get<void>(), wdesc_, low_weight(),
+                                       conv_, a.fwd, c.workspace->get(), c.workspace->bytes(),
+                                       &zero, a.y, y_low_.get<void>()),
                shapes(n));
-      from_low_transposed(y_low_.get<void>(), out, n, OH * OW, OC, c.low, false, c.stream);
-      DC_LAUNCHED(shapes(n));
-    } else if (reduced_) {
-      to_low(in[0], x_low_.get<void>(), int64_t(n) * C * H * W, c.low, c.stream);
-      DC_LAUNCHED(shapes(n));
-      DC_CUDNN(cudnnConvolutionForward(c.dnn, &one, a.x, x_low_.get<void>(), wdesc_,
-                                       params[0].value_low, conv_, a.fwd, c.workspace->get(),
-                                       c.workspace->bytes(), &zero, a.y, y_low_.get<void>()),
-               shapes(n));
-      from_low(y_low_.get<void>(), out, int64_t(n) * OC * OH * OW, c.low, false, c.stream);
+      from_low_layout(c, y_low_.get<void>(), out, n, OC, OH * OW, false);
       DC_LAUNCHED(shapes(n));
     } else {
       DC_CUDNN(
@@ -229,10 +221,7 @@ class Conv2D : public Op {
   void backward_low(OpContext& c, Algos& a, const float* dout, float* din, int n) {
     const float one = 1.f, zero = 0.f;
     const std::string what = shapes(n);
-    if (nhwc_)
-      to_low_transposed(dout, y_low_.get<void>(), n, OC, OH * OW, c.low, c.stream);
-    else
-      to_low(dout, y_low_.get<void>(), int64_t(n) * OC * OH * OW, c.low, c.stream);
+    to_low_layout(c, dout, y_low_.get<void>(), n, OC, OH * OW);
     DC_LAUNCHED(what);
     if (params[0].grad && wgrad_gemm_) {
       wgrad_by_gemm(c, n);
@@ -242,28 +231,39 @@ class Conv2D : public Op {
                                               c.workspace->get(), c.workspace->bytes(), &zero,
                                               wdesc_, dw_low_.get<void>()),
                what);
-      if (nhwc_)
-        from_low_transposed(dw_low_.get<void>(), params[0].grad, OC, KH * KW, C, c.low, true,
-                            c.stream);
-      else
-        from_low(dw_low_.get<void>(), params[0].grad, OC * (C / G) * KH * KW, c.low, true,
-                 c.stream);
+      from_low_layout(c, dw_low_.get<void>(), params[0].grad, OC, C / G, KH * KW, true);
       DC_LAUNCHED(what);
     }
     if (!din) return;
-    const void* w = nhwc_ ? w_nhwc_.get<void>() : params[0].value_low;
-    DC_CUDNN(cudnnConvolutionBackwardData(c.dnn, &one, wdesc_, w, a.y, y_low_.get<void>(), conv_,
-                                          a.bwd_data, c.workspace->get(), c.workspace->bytes(),
-                                          &zero, a.x, x_low_.get<void>()),
+    DC_CUDNN(cudnnConvolutionBackwardData(c.dnn, &one, wdesc_, low_weight(), a.y,
+                                          y_low_.get<void>(), conv_, a.bwd_data, c.workspace->get(),
+                                          c.workspace->bytes(), &zero, a.x, x_low_.get<void>()),
              what);
-    if (nhwc_)
-      from_low_transposed(x_low_.get<void>(), din, n, H * W, C, c.low, true, c.stream);
-    else
-      from_low(x_low_.get<void>(), din, int64_t(n) * C * H * W, c.low, true, c.stream);
+    from_low_layout(c, x_low_.get<void>(), din, n, C, H * W, true);
     DC_LAUNCHED(what);
   }
 
   cudnnTensorFormat_t format() const { return nhwc_ ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW; }
+  const void* low_weight() const { return nhwc_ ? w_nhwc_.get<void>() : params[0].value_low; }
+
+  // A float32 [B, ch, hw] tensor (NCHW, or KCRS for the weights) to its
+  // 16-bit copy in the layout cuDNN is given: the same order, or channels
+  // last ([B, hw, ch]) on the NHWC path.
+  void to_low_layout(OpContext& c, const float* src, void* dst, int64_t B, int64_t ch,
+                     int64_t hw) const {
+    if (nhwc_)
+      to_low_transposed(src, dst, B, ch, hw, c.low, c.stream);
+    else
+      to_low(src, dst, B * ch * hw, c.low, c.stream);
+  }
+  // And back, into (or, accumulating, onto) the float32 [B, ch, hw] tensor.
+  void from_low_layout(OpContext& c, const void* src, float* dst, int64_t B, int64_t ch, int64_t hw,
+                       bool accumulate) const {
+    if (nhwc_)
+      from_low_transposed(src, dst, B, hw, ch, c.low, accumulate, c.stream);
+    else
+      from_low(src, dst, B * ch * hw, c.low, accumulate, c.stream);
+  }
 
   // Samples whose columns go into one GEMM: at most 128 MiB of columns, and
   // fewer than 2^31 (pixel, channel) pairs for the unfolding's 32-bit

@@ -143,7 +143,7 @@ void add_bias(float* y, const float* bias, int64_t N, int64_t C, int64_t S, cuda
   k_add_bias<<<blocks_for(total), kThreads, 0, s>>>(y, bias, total, channel_of(N, C, S, 1));
 }
 size_t bias_grad_scratch_bytes(int64_t C) {
-  return size_t(C) * size_t(max_channel_parts(C)) * sizeof(double2);
+  return channel_parts_bytes(C);
 }
 void bias_grad(const float* dy, float* db, int64_t N, int64_t C, int64_t S, void* scratch,
                cudaStream_t s) {

@@ -146,6 +146,11 @@ __global__ void k_bn_bwd_apply(const float* x, const float* dy, float* dx, const
   }
 }
 
+// The scratch buffer holds the parts, then 4·C per-channel coefficients.
+float* coefficients(void* scratch, int C) {
+  return reinterpret_cast<float*>(static_cast<char*>(scratch) + channel_parts_bytes(C));
+}
+
 int per_channel_blocks(int C) {
   return (C + kThreads - 1) / kThreads;
 }
@@ -153,7 +158,7 @@ int per_channel_blocks(int C) {
 }  // namespace
 
 size_t batchnorm_scratch_bytes(int C) {
-  return size_t(C) * size_t(max_channel_parts(C)) * sizeof(double2) + 4 * size_t(C) * sizeof(float);
+  return channel_parts_bytes(C) + 4 * size_t(C) * sizeof(float);
 }
 
 void batchnorm_forward(const float* x, float* y, const float* gamma, const float* beta,
@@ -163,7 +168,7 @@ void batchnorm_forward(const float* x, float* y, const float* gamma, const float
   const int64_t M = int64_t(N) * S;
   const ChannelParts cp = channel_parts(C, M);
   auto* parts = static_cast<double2*>(scratch);
-  auto* coef = reinterpret_cast<float*>(parts + int64_t(C) * max_channel_parts(C));
+  auto* coef = coefficients(scratch, C);
   if (training) launch_channel_parts(x, nullptr, MomentTerms{x, S}, parts, N, C, S, cp, s);
   k_bn_fwd_stats<<<per_channel_blocks(C), kThreads, 0, s>>>(parts, cp.count, x, S, gamma, beta,
                                                             running_mean, running_var, mean, invstd,
@@ -183,7 +188,7 @@ void batchnorm_backward(const float* x, const float* dy, float* dx, const float*
   const int64_t M = int64_t(N) * S;
   const ChannelParts cp = channel_parts(C, M);
   auto* parts = static_cast<double2*>(scratch);
-  auto* coef = reinterpret_cast<float*>(parts + int64_t(C) * max_channel_parts(C));
+  auto* coef = coefficients(scratch, C);
   // A frozen layer (inference form, no dgamma) needs neither sum.
   const bool sums = training || dgamma;
   if (sums) launch_channel_parts(dy, x, GradTerms{mean, invstd}, parts, N, C, S, cp, s);

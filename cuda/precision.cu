@@ -57,9 +57,9 @@ __device__ inline void put(__half& d, float v, bool) {
 // x [B, R, K] -> y [B, K, R] through a 32x32 tile in shared memory, so that
 // both the reads and the writes are coalesced (the +1 column keeps the
 // transposed reads off a single bank). Grid: (K/32, R/32 up to 65535 with
-// the blocks looping over the rest, B), 32x8 threads.
+// the blocks looping over the rest, B up to 65535), 32x8 threads.
 constexpr int kTile = 32, kTileRows = 8;
-constexpr int64_t kMaxGridZ = 65535;
+constexpr int64_t kMaxGridYZ = 65535;  // what the grid's y and z hold
 template <typename In, typename Out>
 __global__ void k_transpose_convert(const In* x, Out* y, int64_t R, int64_t K, bool acc) {
   __shared__ float tile[kTile][kTile + 1];
@@ -82,9 +82,19 @@ __global__ void k_transpose_convert(const In* x, Out* y, int64_t R, int64_t K, b
   }
 }
 
-dim3 transpose_grid(int64_t B, int64_t R, int64_t K) {
-  const int64_t ry = std::min<int64_t>((R + kTile - 1) / kTile, 65535);
-  return dim3(unsigned((K + kTile - 1) / kTile), unsigned(ry), unsigned(B));
+// Launches k_transpose_convert over all B matrices, kMaxGridYZ at a time
+// (the grid's z holds no more).
+template <typename In, typename Out>
+void transpose_convert(const In* x, Out* y, int64_t B, int64_t R, int64_t K, bool acc,
+                       cudaStream_t s) {
+  const int64_t ry = std::min<int64_t>((R + kTile - 1) / kTile, kMaxGridYZ);
+  const dim3 block(kTile, kTileRows);
+  for (int64_t b = 0; b < B; b += kMaxGridYZ) {
+    const dim3 grid(unsigned((K + kTile - 1) / kTile), unsigned(ry),
+                    unsigned(std::min(B - b, kMaxGridYZ)));
+    const int64_t o = b * R * K;
+    k_transpose_convert<<<grid, block, 0, s>>>(x + o, y + o, R, K, acc);
+  }
 }
 
 // One thread per (output pixel, channel): channels fastest, so both the
@@ -165,42 +175,23 @@ void from_low(const void* x, float* y, int64_t n, Low t, bool accumulate, cudaSt
 
 void to_low_transposed(const float* x, void* y, int64_t B, int64_t R, int64_t K, Low t,
                        cudaStream_t s) {
-  auto* yb = static_cast<__nv_bfloat16*>(y);
-  auto* yh = static_cast<__half*>(y);
-  const dim3 block(kTile, kTileRows);
-  for (int64_t b = 0; b < B; b += kMaxGridZ) {  // the grid's z holds 65535 at most
-    const dim3 grid = transpose_grid(std::min(B - b, kMaxGridZ), R, K);
-    const int64_t o = b * R * K;
-    if (t == Low::Bf16)
-      k_transpose_convert<<<grid, block, 0, s>>>(x + o, yb + o, R, K, false);
-    else
-      k_transpose_convert<<<grid, block, 0, s>>>(x + o, yh + o, R, K, false);
-  }
+  if (t == Low::Bf16)
+    transpose_convert(x, static_cast<__nv_bfloat16*>(y), B, R, K, false, s);
+  else
+    transpose_convert(x, static_cast<__half*>(y), B, R, K, false, s);
 }
 
 void from_low_transposed(const void* x, float* y, int64_t B, int64_t R, int64_t K, Low t,
                          bool accumulate, cudaStream_t s) {
-  const auto* xb = static_cast<const __nv_bfloat16*>(x);
-  const auto* xh = static_cast<const __half*>(x);
-  const dim3 block(kTile, kTileRows);
-  for (int64_t b = 0; b < B; b += kMaxGridZ) {
-    const dim3 grid = transpose_grid(std::min(B - b, kMaxGridZ), R, K);
-    const int64_t o = b * R * K;
-    if (t == Low::Bf16)
-      k_transpose_convert<<<grid, block, 0, s>>>(xb + o, y + o, R, K, accumulate);
-    else
-      k_transpose_convert<<<grid, block, 0, s>>>(xh + o, y + o, R, K, accumulate);
-  }
+  if (t == Low::Bf16)
+    transpose_convert(static_cast<const __nv_bfloat16*>(x), y, B, R, K, accumulate, s);
+  else
+    transpose_convert(static_cast<const __half*>(x), y, B, R, K, accumulate, s);
 }
 
 void transpose_accumulate(const float* x, float* y, int64_t B, int64_t R, int64_t K,
                           cudaStream_t s) {
-  const dim3 block(kTile, kTileRows);
-  for (int64_t b = 0; b < B; b += kMaxGridZ) {
-    const dim3 grid = transpose_grid(std::min(B - b, kMaxGridZ), R, K);
-    const int64_t o = b * R * K;
-    k_transpose_convert<<<grid, block, 0, s>>>(x + o, y + o, R, K, true);
-  }
+  transpose_convert(x, y, B, R, K, true, s);
 }
 
 // n·OH·OW·C < 2^31 (the caller's chunks keep it so), for the 32-bit divisions.
