@@ -337,13 +337,11 @@ int cmd_train(const Args& a) {
   if (const RunProblem* problem = first_blocking(problems)) throw_problem(*problem);
   check_writable("--checkpoint", out_ckpt, false);
   check_writable("--checkpoint-dir", c.checkpoint_dir, true);
-  if (!c.device.cuda) {
-    // The advisor's memory model (calibrated against the allocators' peak),
-    // the same prediction as batch-fit, advise and the Model Summary.
-    const BatchFit fit = largest_batch(p.graph, available_memory_bytes(), c);
-    check_cpu_memory(fit.batch_bytes, c.batch, fit.max_batch);
-  }
+  // The advisor's memory model (calibrated against the allocators' peak),
+  // the same prediction as batch-fit, advise and the Model Summary.
+  check_cpu_memory(p.graph, c, "training");
   ProjectData data = load_project_dataset(p, a.get("data", ""));
+  if (!data.note.empty()) std::fprintf(stderr, "note: %s\n", data.note.c_str());
   auto train = std::make_shared<Dataset>(std::move(data.data.train));
   auto test = std::make_shared<Dataset>(std::move(data.data.test));
   for (const RunProblem& problem : run_problems(p.graph, c, train.get(), test.get()))
@@ -545,6 +543,7 @@ int cmd_eval(const Args& a) {
   set_num_threads(int(a.get_int("threads", 0, 0, 1024)));
   Loaded l = load_trained(a, batch);
   ProjectData d = load_project_dataset(l.project, a.get("data", ""));
+  if (!d.note.empty()) std::fprintf(stderr, "note: %s\n", d.note.c_str());
   Dataset& test = d.data.test;
   test.mean = l.mean;
   test.stddev = l.stddev;
@@ -617,10 +616,10 @@ int export_pytorch_project(const Args& a, const std::string& out) {
                      .dump()
               << std::endl;
   else if (!a.flag("quiet"))
-    std::fprintf(stderr,
-                 "PyTorch project (%s parameters, %s weights) written to %s; see %s/README.md\n",
+    std::fprintf(stderr, "PyTorch project (%s parameters, %s weights) written to %s; see %s\n",
                  human_count(plan.num_parameters()).c_str(),
-                 ck.empty() ? "freshly initialised" : "trained", out.c_str(), out.c_str());
+                 ck.empty() ? "freshly initialised" : "trained", out.c_str(),
+                 (std::filesystem::path(out) / "README.md").lexically_normal().c_str());
   return 0;
 }
 
@@ -805,6 +804,7 @@ int cmd_predict(const Args& a) {
   const Shape& in = l.plan->input_shape();
   if (a.has("index")) {
     ProjectData d = load_project_dataset(l.project, a.get("data", ""));
+    if (!d.note.empty()) std::fprintf(stderr, "note: %s\n", d.note.c_str());
     Dataset& test = d.data.test;
     int64_t i = a.get_int("index", 0, 0, test.size() - 1);
     test.mean = l.mean;
@@ -1090,7 +1090,14 @@ int cmd_advise(const Args& a) {
   }
   const advisor::Advice adv =
       advisor::advise(p, batch, prec, samples, bench, advisor::load_gpu_catalog(), resident, here);
-  if (a.flag("profile")) return print_layer_profile(a, p, batch, bench);
+  if (a.flag("profile")) {
+    // It runs real steps at that batch: refuse what would not fit, as train does.
+    TrainConfig c = p.training;
+    c.batch = batch;
+    c.device = DeviceSpec{};
+    check_cpu_memory(p.graph, c, "profiling");
+    return print_layer_profile(a, p, batch, bench);
+  }
   if (a.flag("json")) {
     auto row = [](const advisor::DeviceAdvice& d) {
       return json{{"name", d.name},

@@ -3,10 +3,12 @@
 #include "preflight.h"
 
 #include <deepcanvas/errors.h>
+#include <deepcanvas/lr_find.h>
 #include <deepcanvas/plan.h>
 #include <deepcanvas/sysinfo.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -44,7 +46,16 @@ void check_writable(const std::string& option, const std::string& path, bool is_
   fs::remove(probe, ec);
 }
 
-void check_cpu_memory(int64_t needed, int64_t batch, int64_t largest_fit) {
+void check_cpu_memory(const Graph& g, const TrainConfig& c, const std::string& what,
+                      int concurrent) {
+  if (c.device.cuda) return;  // the GPU's memory is checked when the device starts
+  const int64_t available = available_memory_bytes();
+  if (available < 0) return;
+  const BatchFit fit = largest_batch(g, available / std::max(1, concurrent), c);
+  check_cpu_memory(fit.batch_bytes * std::max(1, concurrent), c.batch, fit.max_batch, what);
+}
+
+void check_cpu_memory(int64_t needed, int64_t batch, int64_t largest_fit, const std::string& what) {
   const int64_t available = available_memory_bytes();
   if (available < 0 || needed <= available) return;  // unknown: nothing to compare with
   auto gib = [](int64_t b) {
@@ -55,9 +66,9 @@ void check_cpu_memory(int64_t needed, int64_t batch, int64_t largest_fit) {
   const std::string advice = largest_fit >= 1
                                  ? "; a batch of about " + std::to_string(largest_fit) + " fits"
                                  : "; even one sample does not fit: make the network smaller";
-  throw Error("training at batch " + std::to_string(batch) + " needs about " + gib(needed) +
+  throw Error(what + " at batch " + std::to_string(batch) + " needs about " + gib(needed) +
               " of memory but " + gib(available) + " is available" + advice +
-              ". Lower --batch (nothing was trained)");
+              ". Lower --batch (nothing was run)");
 }
 
 }  // namespace dc::cli

@@ -8,6 +8,7 @@
 #include <deepcanvas/sweep.h>
 #include <deepcanvas/sysinfo.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "interrupt.h"
+#include "preflight.h"
 
 namespace dc::cli {
 
@@ -69,11 +71,13 @@ int cmd_lr_find(const Args& a) {
   c.device = DeviceSpec{};  // the range test runs on the CPU
   c.precision = Precision::Fp32;
   check_network(p, c);
+  check_cpu_memory(p.graph, c, "the LR range test");
   LrFindOptions o;
   o.start = a.get_double("start", o.start, 1e-12, 1e6);
   o.end = a.get_double("end", o.end, 1e-12, 1e9);
   o.steps = int(a.get_int("steps", o.steps, 5, 100000));
   ProjectData data = load_project_dataset(p, a.get("data", ""));
+  if (!data.note.empty()) std::fprintf(stderr, "note: %s\n", data.note.c_str());
   const bool quiet = a.flag("quiet") || a.flag("json");
   if (!quiet)
     std::fprintf(stderr, "LR range test of '%s': %d steps from %g to %g, batch %lld, %s\n",
@@ -128,6 +132,7 @@ int cmd_batch_fit(const Args& a) {
   const BatchFit f = largest_batch(p.graph, available, c);
   const int64_t new_batch = a.get_int("to", f.pow2 > 0 ? f.pow2 : c.batch, 1, 1 << 20);
   ProjectData data = load_project_dataset(p, a.get("data", ""));
+  if (!data.note.empty()) std::fprintf(stderr, "note: %s\n", data.note.c_str());
   const BatchLrAdvice adv = batch_lr_advice(c, p.training.batch, new_batch, data.data.train.size());
   if (a.flag("json")) {
     std::cout << json{{"device", c.device.str()},
@@ -191,8 +196,29 @@ int cmd_sweep(const Args& a) {
   if (p.training.device.cuda && o.parallel > 1)
     throw Error("--parallel runs CPU trials; a CUDA sweep runs one trial at a time (--parallel 1)");
   check_network(p, p.training);
+  {
+    // Trials train at every batch the space holds, `parallel` at once.
+    TrainConfig largest = p.training;
+    for (const SearchParam& sp : space.params)
+      if (sp.setting && sp.setting->attr.name == "batch") {
+        int64_t top = 0;
+        const auto take = [&](const AttrValue& v) {
+          if (const int64_t* b = std::get_if<int64_t>(&v)) top = std::max(top, *b);
+        };
+        if (sp.kind == SearchParam::Kind::Choice)
+          for (size_t i = 0; i < sp.choices.size(); ++i) take(search_value(sp, double(i)));
+        else
+          take(search_value(sp, sp.hi));
+        if (top > 0) largest.batch = top;
+      }
+    check_cpu_memory(
+        p.graph, largest,
+        o.parallel > 1 ? std::to_string(o.parallel) + " sweep trials at once" : "a sweep trial",
+        o.parallel);
+  }
   const std::string state = a.get("state", sweep_state_path(a.positional[0]));
   ProjectData data = load_project_dataset(p, a.get("data", ""));
+  if (!data.note.empty()) std::fprintf(stderr, "note: %s\n", data.note.c_str());
   auto shared = std::make_shared<const TrainTest>(std::move(data.data));
   Sweep sweep(p, shared, space, o, state, a.flag("fresh"));
   const bool quiet = a.flag("quiet") || a.flag("json");

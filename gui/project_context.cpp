@@ -131,6 +131,7 @@ LoadedDataset ProjectContext::readDataset(const Project& project, const DatasetS
       tt = std::move(d.data);
       dir = d.dir;
       desc = tr("project dataset: %1").arg(QString::fromStdString(dir));
+      if (!d.note.empty()) warnings << QString::fromStdString(d.note);
       break;
     }
     case DatasetSource::Kind::Sample: {

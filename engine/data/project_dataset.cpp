@@ -6,6 +6,7 @@ namespace dc {
 ProjectData load_project_dataset(const Project& p, const std::string& override_path) {
   ProjectData d;
   d.dir = resolve_dataset_dir(p, override_path);
+  if (override_path.empty()) d.note = dataset_location_note(p);
   const DatasetSpec& s = p.dataset;
   if (s.kind == "text")
     d.data = load_text_dataset(d.dir, {s.window, s.stride, s.test_fraction});

@@ -123,14 +123,13 @@ std::map<std::string, std::string> pytorch_project_files(const Project& p,
       {"PROJECT_FILE", p.file.empty() ? p.name : fs::path(p.file).filename().string()},
       {"PROJECT_BASENAME",
        p.file.empty() ? "PROJECT.dcproj" : fs::path(p.file).filename().string()},
-      {"CONFIG_JSON", recipe_json(p, data).dump(2)},
+      // Invalid UTF-8 (a name from an ONNX file) becomes U+FFFD, not an exception.
+      {"CONFIG_JSON", recipe_json(p, data).dump(-1, ' ', false, json::error_handler_t::replace)},
       {"RECIPE", recipe_words(p)},
-      {"WEIGHTS",
-       (o.weights_source.empty() ? "DeepCanvas's initialisation with the project's seed (" +
-                                       std::to_string(p.training.seed) + ")"
-                                 : "the weights of " + o.weights_source) +
-           "; train.py starts from them unless `--init none`, and "
-           "`load_model(\"weights.safetensors\")` loads them"},
+      {"WEIGHTS", o.weights_source.empty()
+                      ? "DeepCanvas's initialisation with the project's seed (" +
+                            std::to_string(p.training.seed) + ")"
+                      : "the weights of " + o.weights_source},
       {"DATA", data},
       {"LR", json(p.training.optimizer.lr).dump()},
       {"JOB_NAME", job},
@@ -158,7 +157,9 @@ void export_pytorch(const std::string& dir, const Project& p, const Plan& plan,
                     const PyTorchExportOptions& o) {
   // Everything that can fail on the project's side fails before a file exists.
   const std::map<std::string, std::string> files = pytorch_project_files(p, o);
-  const fs::path target = fs::path(dir).lexically_normal();
+  fs::path target = fs::path(dir).lexically_normal();
+  // "out/" names the folder out: without this its parent would be out itself.
+  if (!target.has_filename() && target.has_parent_path()) target = target.parent_path();
   std::error_code ec;
   const bool exists = fs::exists(target, ec);
   if (exists && !fs::is_directory(target, ec))

@@ -9,7 +9,9 @@ namespace dc {
 // The template's text; throws Error for an unknown name.
 const std::string& template_text(const std::string& name);
 
-// text with every @KEY@ replaced by its value.
-std::string fill_template(std::string text, const std::map<std::string, std::string>& values);
+// text with every @KEY:context@ replaced by values[KEY] escaped for context
+// (escape::apply); throws Error for a mark without a value or a context.
+std::string fill_template(const std::string& text,
+                          const std::map<std::string, std::string>& values);
 
 }  // namespace dc

@@ -1,4 +1,5 @@
 #include <deepcanvas/errors.h>
+#include <deepcanvas/escape.h>
 #include <deepcanvas/graph.h>
 #include <deepcanvas/layer.h>
 
@@ -10,7 +11,8 @@
 namespace dc {
 
 std::string node_label(const Node& n) {
-  return n.type + " '" + n.name + "'";
+  // Messages reach a terminal: a name's ESC or newline must not act there.
+  return n.type + " '" + escape::line_text(n.name) + "'";
 }
 
 static std::string lower_base(const std::string& type) {

@@ -1,4 +1,5 @@
 #include <deepcanvas/errors.h>
+#include <deepcanvas/escape.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/loss.h>
@@ -462,17 +463,36 @@ std::string resolve_dataset_dir(const Project& p, const std::string& override_pa
         "(sample_data/fashion-mnist-subset)");
   }
   if (path.rfind("sample:", 0) == 0) {
-    // Bundled sample data, wherever the app is installed or built.
-    fs::path d = fs::path(resource_dir()) / "sample_data" / path.substr(7);
+    // Bundled sample data, wherever the app is installed or built; a name,
+    // not a path, so it cannot lead out of the sample folder.
+    const fs::path name(path.substr(7));
+    if (name.empty() || name.is_absolute() || name.has_parent_path() || name == ".." || name == ".")
+      throw IoError("bundled sample data '" + escape::line_text(path) +
+                    "' is not a sample's name (sample:NAME, e.g. sample:fashion-mnist-subset)");
+    fs::path d = fs::path(resource_dir()) / "sample_data" / name;
     if (!fs::exists(d))
-      throw IoError("bundled sample data '" + path + "' not found at " + d.string());
+      throw IoError("bundled sample data '" + escape::line_text(path) + "' not found at " +
+                    escape::line_text(d.string()));
     return d.string();
   }
   fs::path d(path);
   if (d.is_relative() && override_path.empty() && !p.file.empty())
     d = fs::path(p.file).parent_path() / d;
-  if (!fs::exists(d)) throw IoError("dataset folder '" + d.string() + "' does not exist");
+  if (!fs::exists(d))
+    throw IoError("dataset folder '" + escape::line_text(d.string()) + "' does not exist");
   return d.lexically_normal().string();
+}
+
+std::string dataset_location_note(const Project& p) {
+  const std::string& path = p.dataset.path;
+  if (path.empty() || path == "fashion-mnist" || path.rfind("sample:", 0) == 0 || p.file.empty())
+    return "";
+  const fs::path home = fs::path(p.file).parent_path().lexically_normal();
+  const fs::path d = (home / path).lexically_normal();  // an absolute path replaces home
+  const fs::path rel = d.lexically_relative(home);
+  if (!rel.empty() && *rel.begin() != "..") return "";
+  return "the project reads its dataset from '" + escape::line_text(d.string()) +
+         "', outside the project's folder (dataset.path); check that this is the data you mean";
 }
 
 }  // namespace dc

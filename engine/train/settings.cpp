@@ -314,6 +314,10 @@ std::string setting_problem(const SettingSpec& s, const AttrValue& v) {
         return (s.min_open ? "must be greater than " : "must be at least ") + num(a.min) +
                " (range " + interval(s) + "), got " + num(x);
       }
+      if ((s.max_open ? x >= a.max : x > a.max) && !bounded(a.max))
+        // A width guard (1e300, 2^63): the range says "inf", so name the guard.
+        return (s.max_open ? "must be less than " : "must be at most ") + num(a.max) + ", got " +
+               num(x);
       if (s.max_open ? x >= a.max : x > a.max)
         return (s.max_open ? "must be less than " : "must be at most ") + num(a.max) + " (range " +
                interval(s) + "), got " + num(x);

@@ -194,5 +194,33 @@ TEST(Project, DatasetResolution) {
   EXPECT_THROW(resolve_dataset_dir(p, "/nonexistent/data"), IoError);
 }
 
+TEST(Project, ADatasetOutsideTheProjectFolderIsNamedAndASampleNameStaysASample) {
+  Project p;
+  p.file = "/home/me/projects/cnn.dcproj";
+  for (const char* inside : {"data", "./data/train", "", "sample:fashion-mnist-subset",
+                             "fashion-mnist", "sub/../data"}) {
+    p.dataset.path = inside;
+    EXPECT_EQ(dataset_location_note(p), "") << inside;
+  }
+  for (const char* outside : {"/etc", "../../etc", "data/../../x", "/home/me/projects2"}) {
+    p.dataset.path = outside;
+    const std::string note = dataset_location_note(p);
+    EXPECT_NE(note.find("outside the project's folder"), std::string::npos) << outside;
+  }
+  p.dataset.path = "/tmp/evil\x1b[2Jname";
+  EXPECT_NE(dataset_location_note(p).find("/tmp/evil\\x1B[2Jname"), std::string::npos)
+      << dataset_location_note(p);
+  for (const char* bad : {"sample:../../../etc", "sample:/etc", "sample:..", "sample:"}) {
+    p.dataset.path = bad;
+    try {
+      resolve_dataset_dir(p);
+      FAIL() << bad << " was resolved";
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find("is not a sample's name"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dc

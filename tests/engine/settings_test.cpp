@@ -133,6 +133,8 @@ TEST(Settings, OptimizerAndScheduleEdgesAreRefusedWithTheRange) {
       {[](TrainConfig& c) { c.optimizer.beta2 = 1; }, "training.optimizer.beta2"},
       {[](TrainConfig& c) { c.optimizer.momentum = 1; }, "range [0, 1)"},
       {[](TrainConfig& c) { c.optimizer.lr = 0; }, "learning rate (training.optimizer.lr)"},
+      // Above the width guard: the guard, not "(0, inf)", which 1e308 is in.
+      {[](TrainConfig& c) { c.optimizer.lr = 1e308; }, "must be at most 1e+300, got 1e+308"},
       {[](TrainConfig& c) { c.schedule.div_factor = 0; }, "training.schedule.div_factor"},
       {[](TrainConfig& c) { c.schedule.min_lr = -1; },
        "(training.schedule.min_lr) must be at least 0"},

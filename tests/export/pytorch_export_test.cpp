@@ -7,6 +7,7 @@
 // `deepcanvas-cli eval` reads; metrics.jsonl reads back, bad lines skipped.
 #include <deepcanvas/checkpoint.h>
 #include <deepcanvas/errors.h>
+#include <deepcanvas/escape.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/npy.h>
@@ -591,6 +592,135 @@ sys.exit(1 if foreign else 0)
                           [](const TrainEvent& e) { return e.kind == TrainEvent::Kind::Step; }),
             8);
   EXPECT_TRUE(fs::exists(out / "last.safetensors"));
+}
+
+}  // namespace
+}  // namespace dc
+
+namespace dc {
+namespace {
+
+// Strings a shared project or an imported ONNX model may carry, one per
+// language the export writes (issue 29): Python (closing a """ docstring, a
+// ''' raw string, a "..." literal, a comment by a newline or a carriage
+// return), YAML (a second document, keys through U+2028/U+0085), the
+// Dockerfile (an instruction after a newline, parser directives), the shell
+// of the README's commands, and bytes that break parsers or terminals.
+const std::vector<std::string>& payloads() {
+  static const std::vector<std::string> p = {
+      "x\"\"\"\nimport os; open('PWNED-py', 'w')\n\"\"\"",
+      "x'''+str(open('PWNED-raw', 'w'))+r'''",
+      "q\" + str(open('PWNED-str', 'w')) + \"",
+      "c\rimport os\\",
+      "a\n---\napiVersion: v1\nkind: Pod",
+      "k\u2028evil: 1\u0085other: 2\u2029",
+      "n\nRUN touch PWNED-docker",
+      "syntax=evil/frontend",
+      "$(touch PWNED-sh); `touch PWNED-tick`; touch PWNED-semi",
+      "it's \"quoted\" \\ back",
+      std::string("nul\0and\x1b[31mansi\x7f", 17),
+      "<script>[link](x) | `code` *bold*",
+      "Фото ✓ \u202eevil",
+  };
+  return p;
+}
+
+struct InjectionCase {
+  std::string dir, name, data, target, file;
+  std::vector<std::string> layers;
+};
+
+// The sample project with every string field set from s, exported into dir.
+InjectionCase export_with_strings(const std::string& s, const fs::path& dir) {
+  Project p = load_project(std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj");
+  InjectionCase c;
+  c.dir = dir.string();
+  c.name = p.name = s;
+  // A path holds no NUL and no '/' in a name: the shell and the file system
+  // would not pass them on, so neither can a project.
+  std::string path_safe;
+  for (char ch : s) path_safe += ch == '\0' ? '0' : ch == '/' ? '_' : ch;
+  c.data = p.dataset.path = "/nonexistent/" + path_safe;
+  c.target = p.dataset.target = s;
+  c.file = path_safe + ".dcproj";
+  p.file = "/projects/" + c.file;
+  std::vector<NodeId> ids;
+  for (const auto& [id, n] : p.graph.nodes()) ids.push_back(id);
+  for (size_t k = 0; k < ids.size(); ++k) {
+    p.graph.rename(ids[k], s + " " + std::to_string(k));
+    c.layers.push_back(p.graph.node(ids[k]).name);
+  }
+  Plan plan(p.graph, 1);
+  plan.init_params(1);
+  PyTorchExportOptions o;
+  o.weights_source = s;
+  export_pytorch(c.dir, p, plan, o);
+  return c;
+}
+
+json case_json(const InjectionCase& c) {
+  return {{"dir", c.dir},   {"name", c.name},     {"layers", c.layers},
+          {"data", c.data}, {"target", c.target}, {"file", c.file}};
+}
+
+TEST(PyTorchExport, StringsFromTheProjectCannotAddCodeToAnyFile) {
+  if (auto why = python_missing("yaml"); !why.empty()) GTEST_SKIP() << why;
+  TempDir tmp;
+  json spec;
+  spec["baseline"] = case_json(export_with_strings("plain name", tmp.path / "baseline"));
+  spec["cases"] = json::array();
+  int k = 1;
+  for (const std::string& s : payloads()) {
+    SCOPED_TRACE(k);
+    spec["cases"].push_back(
+        case_json(export_with_strings(s, tmp.path / ("case" + std::to_string(k)))));
+    ++k;
+  }
+  write_file_atomic((tmp.path / "cases.json").string(), spec.dump());
+  int code = 0;
+  const std::string checker = std::string(DC_SOURCE_DIR) + "/tests/export/injection_check.py";
+  std::string out = run_command(
+      "cd " + tmp.path.string() + " && " + kPython + " " + checker + " cases.json 2>&1", &code);
+  EXPECT_EQ(code, 0) << out;
+  // Nothing ran: no marker file anywhere the payloads point.
+  for (const auto& e : fs::recursive_directory_iterator(tmp.path))
+    EXPECT_EQ(e.path().filename().string().find("PWNED"), std::string::npos) << e.path();
+
+  // The checker is not blind: a README whose data path went in unquoted, and
+  // a train.py with a statement added, are both reported.
+  const fs::path bad = tmp.path / "case9";
+  std::string readme = read_file((bad / "README.md").string());
+  const std::string quoted = escape::sh_word(spec["cases"][8]["data"].get<std::string>());
+  ASSERT_NE(readme.find(quoted), std::string::npos);
+  readme.replace(readme.find(quoted), quoted.size(), spec["cases"][8]["data"].get<std::string>());
+  write_file_atomic((bad / "README.md").string(), readme);
+  write_file_atomic((bad / "train.py").string(),
+                    read_file((bad / "train.py").string()) + "open('x', 'w')\n");
+  out = run_command(
+      "cd " + tmp.path.string() + " && " + kPython + " " + checker + " cases.json 2>&1", &code);
+  EXPECT_NE(code, 0) << out;
+  EXPECT_NE(out.find("case9/README.md"), std::string::npos) << out;
+  EXPECT_NE(out.find("case9/train.py: its statements differ"), std::string::npos) << out;
+  EXPECT_NE(out.find("ran something"), std::string::npos) << out;
+}
+
+TEST(PyTorchExport, ABaseImageThatIsNotOneWordIsRefused) {
+  Project p = load_project(std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj");
+  PyTorchExportOptions o;
+  o.image = "ubuntu\nRUN touch /tmp/x";
+  EXPECT_THROW(pytorch_project_files(p, o), Error);
+}
+
+TEST(PyTorchExport, AFolderWithATrailingSlashIsTheFolder) {
+  Project p = load_project(std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj");
+  Plan plan(p.graph, 1);
+  plan.init_params(1);
+  TempDir tmp;
+  export_pytorch((tmp.path / "out").string() + "/", p, plan, {});
+  EXPECT_TRUE(fs::exists(tmp.path / "out" / "model.py"));
+  int entries = 0;
+  for (const auto& e : fs::directory_iterator(tmp.path)) entries += e.path() != tmp.path / "out";
+  EXPECT_EQ(entries, 0);
 }
 
 }  // namespace

@@ -54,6 +54,12 @@ Graph graph_from_json(const std::string& json_text, const std::string& source);
 // Debian package's folder. Throws IoError when it does not exist.
 std::string resolve_dataset_dir(const Project& p, const std::string& override_path = "");
 
+// "" when the project's own dataset path stays inside its folder (or names
+// a bundled sample or Debian's Fashion-MNIST), else a sentence saying where
+// it leads: a shared project may point at /etc or ../../ (issue 29), and
+// although DeepCanvas only reads a dataset there, the user should know.
+std::string dataset_location_note(const Project& p);
+
 // The dataset a project names, read: IDX folders (Fashion-MNIST's class
 // names when the folder is a Fashion-MNIST one), text corpora and CSV
 // series, with the project's window, stride, target and test fraction.
@@ -62,6 +68,7 @@ std::string resolve_dataset_dir(const Project& p, const std::string& override_pa
 struct ProjectData {
   TrainTest data;
   std::string dir;
+  std::string note;  // dataset_location_note(p) when the project's own path was used
 };
 ProjectData load_project_dataset(const Project& p, const std::string& override_path = "");
 
