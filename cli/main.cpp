@@ -743,10 +743,13 @@ int cmd_run(const Args& a) {
   if (in_path.empty()) throw Error("missing --input X.npy (the network's input, batch first)");
   if (out_path.empty()) throw Error("missing --output Y.npy (where the output is written)");
   check_writable("--output", out_path, false);
-  const int64_t batch = a.get_int("batch", 64, 1, 1 << 16);
+  int64_t batch = a.get_int("batch", 64, 1, 1 << 16);
   set_num_threads(int(a.get_int("threads", 0, 0, 1024)));
-  Loaded l = load_trained(a, batch);
   NpyArray x = load_npy(in_path);
+  // Plan for no more samples than the array holds: a batch of 64 of a large
+  // input would reserve memory that one sample never uses.
+  if (x.data.shape().rank() > 0) batch = std::clamp<int64_t>(x.data.shape()[0], 1, batch);
+  Loaded l = load_trained(a, batch);
   const Shape& in = l.plan->input_shape();
   const std::vector<int64_t>& dims = x.data.shape().dims();
   if (dims.size() != in.rank() + 1 ||
