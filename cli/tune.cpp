@@ -167,8 +167,8 @@ int cmd_sweep(const Args& a) {
   if (auto it = a.repeated.find("param"); it != a.repeated.end()) specs = it->second;
   SearchSpace space = parse_search_space(specs, p.graph);
   SweepOptions o;
-  o.trials = int(a.get_int("trials", o.trials, 1, 100000));
-  o.epochs = int(a.get_int("epochs", o.epochs, 1, 100000));
+  o.trials = int(a.get_int("trials", o.trials, 1, kMaxSweepTrials));
+  o.epochs = int(a.get_int("epochs", o.epochs, 1, kMaxSweepEpochs));
   const std::string pruner = a.get("pruner", "asha"), sampler = a.get("sampler", "tpe");
   if (pruner != "asha" && pruner != "none")
     throw Error("--pruner must be asha or none, got '" + pruner + "'");
@@ -176,7 +176,7 @@ int cmd_sweep(const Args& a) {
     throw Error("--sampler must be tpe or random, got '" + sampler + "'");
   o.asha = pruner == "asha";
   o.tpe = sampler == "tpe";
-  o.eta = int(a.get_int("eta", o.eta, 2, 100));
+  o.eta = int(a.get_int("eta", o.eta, 2, kMaxSweepEta));
   o.min_epochs = min_epochs_flag(a);
   o.seed = uint64_t(a.get_int("seed", 0, 0, INT64_MAX));
   o.parallel = int(a.get_int("parallel", 1, 1, 1024));
