@@ -343,8 +343,7 @@ int cmd_train(const Args& a) {
   if (!c.device.cuda) {
     // The advisor's memory model (calibrated against the allocators' peak),
     // the same prediction as batch-fit, advise and the Model Summary.
-    const BatchFit fit = largest_batch(p.graph, available_memory_bytes(), c);
-    check_cpu_memory(fit.batch_bytes, c.batch, fit.max_batch);
+    check_cpu_memory(p.graph, c);
   }
   ProjectData data = load_project_dataset(p, a.get("data", ""));
   auto train = std::make_shared<Dataset>(std::move(data.data.train));
@@ -1093,7 +1092,13 @@ int cmd_advise(const Args& a) {
   }
   const advisor::Advice adv =
       advisor::advise(p, batch, prec, samples, bench, advisor::load_gpu_catalog(), resident, here);
-  if (a.flag("profile")) return print_layer_profile(a, p, batch, bench);
+  if (a.flag("profile")) {
+    // The profile trains steps at `batch` on this CPU.
+    TrainConfig c = p.training;
+    c.batch = batch;
+    check_cpu_memory(p.graph, c);
+    return print_layer_profile(a, p, batch, bench);
+  }
   if (a.flag("json")) {
     auto row = [](const advisor::DeviceAdvice& d) {
       return json{{"name", d.name},

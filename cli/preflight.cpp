@@ -3,6 +3,7 @@
 #include "preflight.h"
 
 #include <deepcanvas/errors.h>
+#include <deepcanvas/lr_find.h>
 #include <deepcanvas/plan.h>
 #include <deepcanvas/sysinfo.h>
 #include <unistd.h>
@@ -44,20 +45,22 @@ void check_writable(const std::string& option, const std::string& path, bool is_
   fs::remove(probe, ec);
 }
 
-void check_cpu_memory(int64_t needed, int64_t batch, int64_t largest_fit) {
+void check_cpu_memory(const Graph& g, const TrainConfig& c, const std::string& option) {
   const int64_t available = available_memory_bytes();
-  if (available < 0 || needed <= available) return;  // unknown: nothing to compare with
+  if (available < 0) return;  // unknown: nothing to compare with
+  const BatchFit fit = largest_batch(g, available, c);
+  if (fit.batch_bytes <= available) return;
   auto gib = [](int64_t b) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.1f GiB", double(b) / double(int64_t(1) << 30));
     return std::string(buf);
   };
-  const std::string advice = largest_fit >= 1
-                                 ? "; a batch of about " + std::to_string(largest_fit) + " fits"
+  const std::string advice = fit.max_batch >= 1
+                                 ? "; a batch of about " + std::to_string(fit.max_batch) + " fits"
                                  : "; even one sample does not fit: make the network smaller";
-  throw Error("training at batch " + std::to_string(batch) + " needs about " + gib(needed) +
-              " of memory but " + gib(available) + " is available" + advice +
-              ". Lower --batch (nothing was trained)");
+  throw Error("training at batch " + std::to_string(c.batch) + " needs about " +
+              gib(fit.batch_bytes) + " of memory but " + gib(available) + " is available" + advice +
+              ". Lower " + option + " (nothing was trained)");
 }
 
 }  // namespace dc::cli

@@ -1,5 +1,6 @@
 #pragma once
 #include <deepcanvas/graph.h>
+#include <deepcanvas/train_config.h>
 
 #include <cstdint>
 #include <string>
@@ -12,9 +13,11 @@ namespace dc::cli {
 // of the trained model.
 void check_writable(const std::string& option, const std::string& path, bool is_dir);
 
-// Before allocating: refuses a CPU run whose predicted memory (bytes, from
-// largest_batch(): the advisor's memory model) is more than this machine has
-// available, naming the largest batch that fits (largest_fit) instead.
-void check_cpu_memory(int64_t needed_bytes, int64_t batch, int64_t largest_fit);
+// Before allocating: refuses training g with c on the CPU when its
+// predicted memory (largest_batch(): the advisor's memory model) is more
+// than this machine has available, naming the largest batch that fits and
+// `option`, the flag that set the batch. Every command that trains or
+// profiles a batch asks, so a batch from a flag never grows to a bad_alloc.
+void check_cpu_memory(const Graph& g, const TrainConfig& c, const std::string& option = "--batch");
 
 }  // namespace dc::cli

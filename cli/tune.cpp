@@ -8,6 +8,7 @@
 #include <deepcanvas/sweep.h>
 #include <deepcanvas/sysinfo.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "interrupt.h"
+#include "preflight.h"
 
 namespace dc::cli {
 
@@ -60,6 +62,25 @@ void check_network(const Project& p, const TrainConfig& c) {
   if (const RunProblem* problem = first_blocking(problems)) throw_problem(*problem);
 }
 
+// The memory check of train for the sweep's largest batch: the space's
+// batch values (a choice's largest, a range's top), else the project's.
+void check_sweep_memory(const Project& p, const SearchSpace& space) {
+  TrainConfig c = p.training;
+  std::string option = "--batch";
+  for (const SearchParam& sp : space.params) {
+    if (!sp.setting || sp.setting->attr.name != "batch") continue;
+    option = "the batch in --param " + sp.spec_text();
+    if (sp.kind != SearchParam::Kind::Choice) {
+      c.batch = std::get<int64_t>(search_value(sp, sp.hi));
+      continue;
+    }
+    c.batch = 0;
+    for (size_t i = 0; i < sp.choices.size(); ++i)
+      c.batch = std::max(c.batch, std::get<int64_t>(search_value(sp, double(i))));
+  }
+  check_cpu_memory(p.graph, c, option);
+}
+
 }  // namespace
 
 int cmd_lr_find(const Args& a) {
@@ -69,6 +90,7 @@ int cmd_lr_find(const Args& a) {
   c.device = DeviceSpec{};  // the range test runs on the CPU
   c.precision = Precision::Fp32;
   check_network(p, c);
+  check_cpu_memory(p.graph, c);
   LrFindOptions o;
   o.start = a.get_double("start", o.start, 1e-12, 1e6);
   o.end = a.get_double("end", o.end, 1e-12, 1e9);
@@ -191,6 +213,7 @@ int cmd_sweep(const Args& a) {
   if (p.training.device.cuda && o.parallel > 1)
     throw Error("--parallel runs CPU trials; a CUDA sweep runs one trial at a time (--parallel 1)");
   check_network(p, p.training);
+  if (!p.training.device.cuda) check_sweep_memory(p, space);
   const std::string state = a.get("state", sweep_state_path(a.positional[0]));
   ProjectData data = load_project_dataset(p, a.get("data", ""));
   auto shared = std::make_shared<const TrainTest>(std::move(data.data));
