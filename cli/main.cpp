@@ -265,6 +265,9 @@ double peak_rss_mb() {
 
 std::string clock_text(double s) {
   if (!std::isfinite(s) || s < 0) return "--:--";
+  // Estimates come from measured and catalog figures; a wild one (a GPU row
+  // of 0.001 TFLOP/s) must not overflow the int below.
+  if (s >= 100 * 3600) return ">99:59:59";
   int t = int(s + 0.5);
   char buf[32];
   if (t >= 3600)

@@ -47,28 +47,25 @@ void check_writable(const std::string& option, const std::string& path, bool is_
 }
 
 void check_cpu_memory(const Graph& g, const TrainConfig& c, const std::string& what,
-                      int concurrent) {
+                      const std::string& option, int concurrent) {
   if (c.device.cuda) return;  // the GPU's memory is checked when the device starts
+  concurrent = std::max(1, concurrent);
   const int64_t available = available_memory_bytes();
-  if (available < 0) return;
-  const BatchFit fit = largest_batch(g, available / std::max(1, concurrent), c);
-  check_cpu_memory(fit.batch_bytes * std::max(1, concurrent), c.batch, fit.max_batch, what);
-}
-
-void check_cpu_memory(int64_t needed, int64_t batch, int64_t largest_fit, const std::string& what) {
-  const int64_t available = available_memory_bytes();
-  if (available < 0 || needed <= available) return;  // unknown: nothing to compare with
+  if (available < 0) return;  // unknown: nothing to compare with
+  // Each of `concurrent` runs gets its share of the memory.
+  const BatchFit fit = largest_batch(g, available / concurrent, c);
+  if (fit.batch_bytes * concurrent <= available) return;
   auto gib = [](int64_t b) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.1f GiB", double(b) / double(int64_t(1) << 30));
     return std::string(buf);
   };
-  const std::string advice = largest_fit >= 1
-                                 ? "; a batch of about " + std::to_string(largest_fit) + " fits"
+  const std::string advice = fit.max_batch >= 1
+                                 ? "; a batch of about " + std::to_string(fit.max_batch) + " fits"
                                  : "; even one sample does not fit: make the network smaller";
-  throw Error(what + " at batch " + std::to_string(batch) + " needs about " + gib(needed) +
-              " of memory but " + gib(available) + " is available" + advice +
-              ". Lower --batch (nothing was run)");
+  throw Error(what + " at batch " + std::to_string(c.batch) + " needs about " +
+              gib(fit.batch_bytes * concurrent) + " of memory but " + gib(available) +
+              " is available" + advice + ". Lower " + option + " (nothing was run)");
 }
 
 }  // namespace dc::cli

@@ -13,15 +13,14 @@ namespace dc::cli {
 // of the trained model.
 void check_writable(const std::string& option, const std::string& path, bool is_dir);
 
-// Before allocating: refuses a CPU run whose predicted memory (bytes, from
-// largest_batch(): the advisor's memory model) is more than this machine has
-// available, naming the largest batch that fits (largest_fit) instead.
-// `what` starts the message ("training", "the LR range test").
-void check_cpu_memory(int64_t needed_bytes, int64_t batch, int64_t largest_fit,
-                      const std::string& what = "training");
-// The same for g trained with c (at c.batch) on the CPU, `concurrent` runs
-// at once (parallel sweep trials); nothing for a CUDA run.
-void check_cpu_memory(const Graph& g, const TrainConfig& c, const std::string& what,
-                      int concurrent = 1);
+// Before allocating: refuses `what` ("training", "the LR range test") of g
+// with c on the CPU, `concurrent` runs at once (parallel sweep trials), when
+// its predicted memory (largest_batch(): the advisor's memory model) is more
+// than this machine has available, naming the largest batch that fits and
+// `option`, the flag that set the batch. Every command that trains or
+// profiles a batch asks, so a batch from a flag never grows to a bad_alloc.
+// Nothing for a CUDA run (the device checks its own memory).
+void check_cpu_memory(const Graph& g, const TrainConfig& c, const std::string& what = "training",
+                      const std::string& option = "--batch", int concurrent = 1);
 
 }  // namespace dc::cli

@@ -62,6 +62,29 @@ void check_network(const Project& p, const TrainConfig& c) {
   if (const RunProblem* problem = first_blocking(problems)) throw_problem(*problem);
 }
 
+// The memory check of train for the sweep's largest batch (the space's batch
+// values: a choice's largest, a range's top; else the project's), with
+// `parallel` trials training at once.
+void check_sweep_memory(const Project& p, const SearchSpace& space, int parallel) {
+  TrainConfig c = p.training;
+  std::string option = "--batch";
+  for (const SearchParam& sp : space.params) {
+    if (!sp.setting || sp.setting->attr.name != "batch") continue;
+    option = "the batch in --param " + sp.spec_text();
+    if (sp.kind != SearchParam::Kind::Choice) {
+      c.batch = std::get<int64_t>(search_value(sp, sp.hi));
+      continue;
+    }
+    c.batch = 0;
+    for (size_t i = 0; i < sp.choices.size(); ++i)
+      c.batch = std::max(c.batch, std::get<int64_t>(search_value(sp, double(i))));
+  }
+  check_cpu_memory(
+      p.graph, c,
+      parallel > 1 ? std::to_string(parallel) + " sweep trials at once" : "a sweep trial", option,
+      parallel);
+}
+
 }  // namespace
 
 int cmd_lr_find(const Args& a) {
@@ -172,8 +195,8 @@ int cmd_sweep(const Args& a) {
   if (auto it = a.repeated.find("param"); it != a.repeated.end()) specs = it->second;
   SearchSpace space = parse_search_space(specs, p.graph);
   SweepOptions o;
-  o.trials = int(a.get_int("trials", o.trials, 1, 100000));
-  o.epochs = int(a.get_int("epochs", o.epochs, 1, 100000));
+  o.trials = int(a.get_int("trials", o.trials, 1, kMaxSweepTrials));
+  o.epochs = int(a.get_int("epochs", o.epochs, 1, kMaxSweepEpochs));
   const std::string pruner = a.get("pruner", "asha"), sampler = a.get("sampler", "tpe");
   if (pruner != "asha" && pruner != "none")
     throw Error("--pruner must be asha or none, got '" + pruner + "'");
@@ -181,7 +204,7 @@ int cmd_sweep(const Args& a) {
     throw Error("--sampler must be tpe or random, got '" + sampler + "'");
   o.asha = pruner == "asha";
   o.tpe = sampler == "tpe";
-  o.eta = int(a.get_int("eta", o.eta, 2, 100));
+  o.eta = int(a.get_int("eta", o.eta, 2, kMaxSweepEta));
   o.min_epochs = min_epochs_flag(a);
   o.seed = uint64_t(a.get_int("seed", 0, 0, INT64_MAX));
   o.parallel = int(a.get_int("parallel", 1, 1, 1024));
@@ -196,26 +219,7 @@ int cmd_sweep(const Args& a) {
   if (p.training.device.cuda && o.parallel > 1)
     throw Error("--parallel runs CPU trials; a CUDA sweep runs one trial at a time (--parallel 1)");
   check_network(p, p.training);
-  {
-    // Trials train at every batch the space holds, `parallel` at once.
-    TrainConfig largest = p.training;
-    for (const SearchParam& sp : space.params)
-      if (sp.setting && sp.setting->attr.name == "batch") {
-        int64_t top = 0;
-        const auto take = [&](const AttrValue& v) {
-          if (const int64_t* b = std::get_if<int64_t>(&v)) top = std::max(top, *b);
-        };
-        if (sp.kind == SearchParam::Kind::Choice)
-          for (size_t i = 0; i < sp.choices.size(); ++i) take(search_value(sp, double(i)));
-        else
-          take(search_value(sp, sp.hi));
-        if (top > 0) largest.batch = top;
-      }
-    check_cpu_memory(
-        p.graph, largest,
-        o.parallel > 1 ? std::to_string(o.parallel) + " sweep trials at once" : "a sweep trial",
-        o.parallel);
-  }
+  check_sweep_memory(p, space, o.parallel);
   const std::string state = a.get("state", sweep_state_path(a.positional[0]));
   ProjectData data = load_project_dataset(p, a.get("data", ""));
   if (!data.note.empty()) std::fprintf(stderr, "note: %s\n", data.note.c_str());

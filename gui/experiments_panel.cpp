@@ -4,7 +4,6 @@
 #include "gui/experiments_panel.h"
 
 #include <deepcanvas/errors.h>
-#include <deepcanvas/io.h>
 #include <deepcanvas/settings.h>
 
 #include <QCheckBox>
@@ -402,7 +401,7 @@ QString ExperimentsPanel::resumeMismatch(const SweepOptions& o) const {
   SweepState old;
   try {
     const std::string p = state_path_.toStdString();
-    old = sweep_from_json(read_file(p, 256 << 20, "sweep state"), p);
+    old = load_sweep_state(p);
   } catch (const std::exception&) {
     return {};  // the engine reports an unreadable file
   }
@@ -464,7 +463,7 @@ void ExperimentsPanel::loadState() {
   if (state_path_.isEmpty() || !QFileInfo::exists(state_path_)) return;
   try {
     const std::string p = state_path_.toStdString();
-    SweepState s = sweep_from_json(read_file(p, 256 << 20, "sweep state"), p);
+    SweepState s = load_sweep_state(p);
     QStringList specs;
     for (const std::string& x : s.space) specs << QString::fromStdString(x);
     setSpace(specs);
@@ -472,6 +471,7 @@ void ExperimentsPanel::loadState() {
     setOptions(s.options);
     const SearchSpace space =
         parse_search_space(std::vector<std::string>(s.space), currentProject().graph);
+    check_sweep_points(s, space, p);
     model_->reset(space, s.trials);
     setMessage(tr("%1 of %2 trials done in %3; Resume continues the sweep.")
                    .arg(std::count_if(s.trials.begin(), s.trials.end(),

@@ -7,6 +7,7 @@
 #include <deepcanvas/device.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
+#include <deepcanvas/json_number.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/optim.h>
 #include <deepcanvas/parallel.h>
@@ -239,32 +240,69 @@ json to_json(const DeviceBench& b) {
           {"measured_at", b.measured_at}};
 }
 
-DeviceBench from_json(const json& j) {
+// Ranges of the cached figures: far above any machine (1 EFLOP/s, 10 PB/s,
+// an hour per step), so that only a damaged or hand-edited cache is
+// refused, and the predictions made from them stay finite.
+constexpr double kMaxGflops = 1e9, kMaxGbs = 1e7, kMaxSeconds = 3600;
+constexpr size_t kMaxBandwidthSamples = 1000;
+constexpr int kMaxThreads = 1 << 16;
+
+// `where` names the entry in messages ("FILE: KEY").
+DeviceBench from_json(const json& j, const std::string& where) {
+  if (!j.is_object()) throw IoError(where + ": must be an object");
+  auto text = [&](const char* k, bool optional) -> std::string {
+    if (optional && !j.contains(k)) return "";
+    if (!j.contains(k) || !j[k].is_string()) throw IoError(where + "." + k + ": must be a string");
+    return j[k].get<std::string>();
+  };
+  const json none = 0.0;
+  auto figure = [&](const char* k, double hi, bool optional) {
+    return json_double(optional && !j.contains(k) ? none : j.at(k), where + "." + k, 0, hi);
+  };
   DeviceBench b;
-  b.device = j.at("device").get<std::string>();
-  b.name = j.at("name").get<std::string>();
-  b.threads = j.at("threads").get<int>();
-  b.fp32_gflops = j.at("fp32_gflops").get<double>();
-  b.conv_gflops = j.at("conv_gflops").get<double>();
-  b.depthwise_gflops = j.value("depthwise_gflops", 0.0);
-  b.depthwise_bwd_gflops = j.value("depthwise_bwd_gflops", 0.0);
-  b.mem_bandwidth_gbs = j.at("mem_bandwidth_gbs").get<double>();
-  b.mem_bandwidth_samples = j.value("mem_bandwidth_samples", std::vector<double>{});
-  b.step_overhead_s = j.at("step_overhead_s").get<double>();
-  b.parallel_region_s = j.value("parallel_region_s", 0.0);
-  b.bf16_gflops = j.value("bf16_gflops", 0.0);
-  b.fp16_gflops = j.value("fp16_gflops", 0.0);
-  b.h2d_gbs = j.value("h2d_gbs", 0.0);
-  b.measured_at = j.value("measured_at", "");
+  b.device = text("device", false);
+  b.name = text("name", false);
+  b.threads = json_int32(j.at("threads"), where + ".threads", 0, kMaxThreads);
+  b.fp32_gflops = figure("fp32_gflops", kMaxGflops, false);
+  b.conv_gflops = figure("conv_gflops", kMaxGflops, false);
+  b.depthwise_gflops = figure("depthwise_gflops", kMaxGflops, true);
+  b.depthwise_bwd_gflops = figure("depthwise_bwd_gflops", kMaxGflops, true);
+  b.mem_bandwidth_gbs = figure("mem_bandwidth_gbs", kMaxGbs, false);
+  if (j.contains("mem_bandwidth_samples")) {
+    const json& a = j["mem_bandwidth_samples"];
+    const std::string at = where + ".mem_bandwidth_samples";
+    if (!a.is_array() || a.size() > kMaxBandwidthSamples)
+      throw IoError(at + ": must be a list of at most " + std::to_string(kMaxBandwidthSamples) +
+                    " numbers");
+    for (size_t i = 0; i < a.size(); ++i)
+      b.mem_bandwidth_samples.push_back(
+          json_double(a[i], at + "[" + std::to_string(i) + "]", 0, kMaxGbs));
+  }
+  b.step_overhead_s = figure("step_overhead_s", kMaxSeconds, false);
+  b.parallel_region_s = figure("parallel_region_s", kMaxSeconds, true);
+  b.bf16_gflops = figure("bf16_gflops", kMaxGflops, true);
+  b.fp16_gflops = figure("fp16_gflops", kMaxGflops, true);
+  b.h2d_gbs = figure("h2d_gbs", kMaxGbs, true);
+  b.measured_at = text("measured_at", true);
   return b;
 }
 
+// The cache is a few kilobytes per machine; the limit keeps a link to
+// /dev/zero or a huge file from being read without bound.
+constexpr int64_t kMaxCacheBytes = 16 << 20;
+
 json read_cache() {
-  std::ifstream f(bench_cache_path());
-  if (!f) return json::object();
+  const std::string path = bench_cache_path();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return json::object();
   // A damaged cache is only a cache: measure again rather than fail.
-  json j = json::parse(f, nullptr, /*allow_exceptions=*/false);
-  return j.is_object() ? j : json::object();
+  try {
+    json j = json::parse(read_file(path, kMaxCacheBytes, "benchmark cache"), nullptr,
+                         /*allow_exceptions=*/false);
+    return j.is_object() ? j : json::object();
+  } catch (const IoError&) {
+    return json::object();
+  }
 }
 
 }  // namespace
@@ -314,10 +352,13 @@ std::string gpu_bench_key(int index, const std::string& name) {
 bool load_cached_bench(const std::string& key, DeviceBench& out) {
   const json j = read_cache();
   if (!j.contains(key)) return false;
+  // An entry with a missing or out-of-range figure is measured again.
   try {
-    out = from_json(j.at(key));
+    out = from_json(j.at(key), bench_cache_path() + ": " + key);
     return true;
   } catch (const json::exception&) {
+    return false;
+  } catch (const IoError&) {
     return false;
   }
 }
@@ -409,7 +450,7 @@ std::string bench_to_json(const DeviceBench& b) {
 
 DeviceBench bench_from_json(const std::string& text) {
   try {
-    return from_json(json::parse(text));
+    return from_json(json::parse(text), "device benchmark");
   } catch (const json::exception& e) {
     throw IoError(std::string("device benchmark: ") + e.what());
   }

@@ -5,14 +5,13 @@
 #include <deepcanvas/advisor/paths.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
+#include <deepcanvas/json_number.h>
 #include <deepcanvas/project.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 namespace dc::advisor {
 
@@ -25,13 +24,28 @@ struct RowError {
   const std::string& file;
   size_t index;
   std::string name;
+  std::string where(const std::string& field) const {
+    return file + ": GPU row " + std::to_string(index + 1) +
+           (name.empty() ? "" : " ('" + name + "')") + ": field '" + field + "'";
+  }
   [[noreturn]] void fail(const std::string& field, const std::string& why) const {
-    throw IoError(file + ": GPU row " + std::to_string(index + 1) +
-                  (name.empty() ? "" : " ('" + name + "')") + ": field '" + field + "' " + why);
+    throw IoError(where(field) + " " + why);
   }
 };
 
-double number(const json& row, const char* field, const RowError& e, bool optional) {
+// What a row's figures may be: wide enough for any part sold or planned,
+// narrow enough that the predictions made from them (seconds, bytes) stay
+// finite and fit their integers: a TFLOP/s figure of 1e-300 would predict
+// an epoch of 1e290 seconds.
+struct Limits {
+  double lo, hi;
+};
+constexpr Limits kMemoryGib{1.0 / 1024, 1 << 20};  // 1 MiB to 1 PiB
+constexpr Limits kBandwidthGbs{1e-3, 1e6};
+constexpr Limits kTflops{1e-3, 1e6};
+constexpr Limits kTdpW{0.1, 1e5};
+
+double number(const json& row, const char* field, const RowError& e, bool optional, Limits l) {
   if (!row.contains(field)) {
     if (optional) return 0;
     e.fail(field, "is missing");
@@ -39,9 +53,7 @@ double number(const json& row, const char* field, const RowError& e, bool option
   const json& v = row.at(field);
   if (v.is_null() && optional) return 0;
   if (!v.is_number()) e.fail(field, "must be a number (got " + v.dump() + ")");
-  const double d = v.get<double>();
-  if (!(d > 0)) e.fail(field, "must be positive (got " + v.dump() + ")");
-  return d;
+  return json_double(v, e.where(field), l.lo, l.hi);
 }
 
 std::string text(const json& row, const char* field, const RowError& e) {
@@ -52,12 +64,12 @@ std::string text(const json& row, const char* field, const RowError& e) {
   return v.get<std::string>();
 }
 
+// A catalog is a few kilobytes; the limit keeps a link to /dev/zero or a
+// huge file from being read without bound.
+constexpr int64_t kMaxCatalogBytes = 16 << 20;
+
 std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw IoError("cannot read the GPU catalog " + path);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
+  return read_file(path, kMaxCatalogBytes, "GPU catalog");
 }
 
 }  // namespace
@@ -92,13 +104,14 @@ std::vector<GpuSpec> parse_gpu_catalog(const std::string& body, const std::strin
       if (seen.name == g.name) e.fail("name", "repeats an earlier row's name");
     g.vendor = r.contains("vendor") ? text(r, "vendor", e) : "";
     g.source = text(r, "source", e);
-    g.memory_bytes = int64_t(number(r, "memory_gib", e, false) * double(int64_t(1) << 30));
-    g.bandwidth_gbs = number(r, "bandwidth_gbs", e, false);
-    g.fp32_tflops = number(r, "fp32_tflops", e, false);
-    g.tf32_tflops = number(r, "tf32_tflops", e, true);
-    g.bf16_tflops = number(r, "bf16_tflops", e, true);
-    g.fp16_tflops = number(r, "fp16_tflops", e, true);
-    g.tdp_w = number(r, "tdp_w", e, false);
+    g.memory_bytes =
+        int64_t(number(r, "memory_gib", e, false, kMemoryGib) * double(int64_t(1) << 30));
+    g.bandwidth_gbs = number(r, "bandwidth_gbs", e, false, kBandwidthGbs);
+    g.fp32_tflops = number(r, "fp32_tflops", e, false, kTflops);
+    g.tf32_tflops = number(r, "tf32_tflops", e, true, kTflops);
+    g.bf16_tflops = number(r, "bf16_tflops", e, true, kTflops);
+    g.fp16_tflops = number(r, "fp16_tflops", e, true, kTflops);
+    g.tdp_w = number(r, "tdp_w", e, false, kTdpW);
     // Catches the likeliest unit slip: bandwidth given in TB/s.
     if (g.bandwidth_gbs < 10)
       e.fail("bandwidth_gbs",

@@ -5,6 +5,7 @@
 // are gathered.
 #include <deepcanvas/data.h>
 #include <deepcanvas/errors.h>
+#include <deepcanvas/sysinfo.h>
 
 #include <algorithm>
 #include <cmath>
@@ -94,6 +95,17 @@ void preprocess_images(Dataset& d, const ImagePreprocess& p) {
                     " mean/std values but the images end with " + std::to_string(oc) + " channels");
   if (p.size > 0 || oc != d.sample_shape[0]) {
     const int64_t per = d.sample_shape.numel(), n = d.size();
+    // The size comes from the project file: refused before the reserve below
+    // when the result cannot fit (60,000 images at 3x1024x1024 are 176 GiB).
+    const int64_t oh = p.size > 0 ? p.size : d.sample_shape[1];
+    const int64_t ow = p.size > 0 ? p.size : d.sample_shape[2];
+    const int64_t bytes = n * oc * oh * ow, available = available_memory_bytes();
+    if (available >= 0 && bytes > available)
+      throw DataError(d.source + ": dataset.preprocess makes " + std::to_string(n) + " images of " +
+                      std::to_string(oc) + "x" + std::to_string(oh) + "x" + std::to_string(ow) +
+                      ", " + std::to_string(bytes >> 20) + " MiB, but " +
+                      std::to_string(available >> 20) +
+                      " MiB of memory is available; choose a smaller size");
     Shape out_shape = d.sample_shape;
     std::vector<uint8_t> out;
     std::vector<uint8_t> one(static_cast<size_t>(per));

@@ -1,11 +1,13 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/escape.h>
 #include <deepcanvas/io.h>
+#include <deepcanvas/json_number.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/loss.h>
 #include <deepcanvas/project.h>
 #include <deepcanvas/settings.h>
 
+#include <cfloat>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -29,22 +31,14 @@ namespace {
   throw IoError(source + ": " + (where.empty() ? "" : where + ": ") + msg);
 }
 
-// nlohmann keeps integers above INT64_MAX as unsigned; read as int64 they
-// would wrap to negative numbers.
-bool fits_int64(const json& v) {
-  return v.is_number_integer() &&
-         (!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(INT64_MAX));
-}
+// Node positions on the canvas: far beyond any drawing, and bounded so that
+// the editor's scene (fitting the view, snapping to the grid) never meets
+// a coordinate near the double's limit.
+constexpr double kMaxCanvasCoordinate = 1e9;
 
-// A whole number in [lo, hi] at `where`, read as 64 bits and range-checked
-// before it is narrowed, so 2^32 + 3 is refused rather than read as 3.
-int64_t int_in(const json& v, int64_t lo, int64_t hi, const std::string& src,
-               const std::string& where) {
-  if (!fits_int64(v) || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
-    fail(src, where,
-         "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
-             v.dump());
-  return v.get<int64_t>();
+// The field's name in messages: "FILE: graph.nodes[2].id".
+std::string field_name(const std::string& src, const std::string& where) {
+  return src + ": " + where;
 }
 
 AttrValue attr_from_json(const AttrSpec& s, const json& v, const std::string& src,
@@ -55,11 +49,10 @@ AttrValue attr_from_json(const AttrSpec& s, const json& v, const std::string& sr
   switch (s.type) {
     case AttrType::Int:
       if (!v.is_number_integer()) return wrong();
-      if (!fits_int64(v)) fail(src, where, "is too large: " + v.dump());
-      return v.get<int64_t>();
+      return json_int(v, field_name(src, where), INT64_MIN, INT64_MAX);
     case AttrType::Float:
       if (!v.is_number()) return wrong();
-      return v.get<double>();
+      return json_double(v, field_name(src, where), -DBL_MAX, DBL_MAX);
     case AttrType::Bool:
       if (!v.is_boolean()) return wrong();
       return v.get<bool>();
@@ -70,14 +63,15 @@ AttrValue attr_from_json(const AttrSpec& s, const json& v, const std::string& sr
     case AttrType::IntPair:
     case AttrType::IntList: {
       // A single integer for a pair means both (kernel: 3 == 3×3).
-      if (s.type == AttrType::IntPair && v.is_number_integer())
-        return std::vector<int64_t>{v.get<int64_t>(), v.get<int64_t>()};
+      if (s.type == AttrType::IntPair && v.is_number_integer()) {
+        const int64_t both = json_int(v, field_name(src, where), INT64_MIN, INT64_MAX);
+        return std::vector<int64_t>{both, both};
+      }
       if (!v.is_array()) return wrong();
       std::vector<int64_t> out;
       for (auto& x : v) {
         if (!x.is_number_integer()) return wrong();
-        if (!fits_int64(x)) fail(src, where, "is too large: " + x.dump());
-        out.push_back(x.get<int64_t>());
+        out.push_back(json_int(x, field_name(src, where), INT64_MIN, INT64_MAX));
       }
       return out;
     }
@@ -153,8 +147,10 @@ Graph graph_from(const json& j, const std::string& src) {
       const json& p = n["pos"];
       if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number())
         fail(src, where + ".pos", "must be [x, y]");
-      x = p[0];
-      y = p[1];
+      x = json_double(p[0], field_name(src, where + ".pos[0]"), -kMaxCanvasCoordinate,
+                      kMaxCanvasCoordinate);
+      y = json_double(p[1], field_name(src, where + ".pos[1]"), -kMaxCanvasCoordinate,
+                      kMaxCanvasCoordinate);
     }
     bool trainable = true;
     if (n.contains("trainable")) {
@@ -163,7 +159,7 @@ Graph graph_from(const json& j, const std::string& src) {
     }
     int id = -1;
     // Well below INT_MAX, so that the ids of layers added later still fit.
-    if (n.contains("id")) id = int(int_in(n["id"], 1, 1000000000, src, where + ".id"));
+    if (n.contains("id")) id = json_int32(n["id"], field_name(src, where + ".id"), 1, 1000000000);
     try {
       g.set_trainable(g.add_node(type, name, attrs, x, y, id), trainable);
     } catch (const GraphError& e) {
@@ -183,7 +179,8 @@ Graph graph_from(const json& j, const std::string& src) {
       if (!a) fail(src, where, "no node named '" + e["from"].get<std::string>() + "'");
       if (!b) fail(src, where, "no node named '" + e["to"].get<std::string>() + "'");
       int port = 0;
-      if (e.contains("port")) port = int(int_in(e["port"], 0, 1 << 20, src, where + ".port"));
+      if (e.contains("port"))
+        port = json_int32(e["port"], field_name(src, where + ".port"), 0, 1 << 20);
       try {
         g.connect_without_cycle_check(a->id, b->id, port);
       } catch (const GraphError& ex) {
@@ -206,24 +203,19 @@ void field(const json& o, const char* key, T& out, const std::string& src,
            const std::string& where) {
   if (!o.contains(key)) return;
   const json& v = o[key];
-  bool ok;
-  if constexpr (std::is_same_v<T, bool>)
-    ok = v.is_boolean();
-  else if constexpr (std::is_integral_v<T>)
-    ok = fits_int64(v) && v.get<int64_t>() >= 0 &&
-         v.get<int64_t>() <= int64_t(std::numeric_limits<T>::max());
-  else if constexpr (std::is_floating_point_v<T>)
-    ok = v.is_number();
-  else
-    ok = v.is_string();
-  if (!ok) {
-    const char* want = std::is_same_v<T, bool>       ? "true or false"
-                       : std::is_integral_v<T>       ? "a non-negative integer that fits"
-                       : std::is_floating_point_v<T> ? "a number"
-                                                     : "a string";
-    fail(src, where + "." + key, std::string("must be ") + want + ", got " + v.dump());
+  const std::string name = field_name(src, where + "." + key);
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!v.is_boolean()) fail(src, where + "." + key, "must be true or false, got " + v.dump());
+    out = v.get<bool>();
+  } else if constexpr (std::is_integral_v<T>) {
+    out = T(json_int(v, name, 0, int64_t(std::numeric_limits<T>::max())));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    out = T(json_double(v, name, -double(std::numeric_limits<T>::max()),
+                        double(std::numeric_limits<T>::max())));
+  } else {
+    if (!v.is_string()) fail(src, where + "." + key, "must be a string, got " + v.dump());
+    out = v.get<T>();
   }
-  out = v.get<T>();
 }
 
 void only_keys(const json& o, std::set<std::string> keys, const std::string& src,
@@ -316,7 +308,7 @@ ImagePreprocess read_preprocess(const json& j, const std::string& src) {
     if (!a.is_array()) fail(src, where + "." + key, "must be an array of numbers, one per channel");
     for (const json& v : a) {
       if (!v.is_number()) fail(src, where + "." + key, "must hold numbers only");
-      out.push_back(v.get<float>());
+      out.push_back(float(json_double(v, field_name(src, where + "." + key), -FLT_MAX, FLT_MAX)));
     }
   }
   if (std::string why = preprocess_problem(p); !why.empty()) fail(src, where, why);
@@ -364,7 +356,10 @@ Project parse_project_json(const std::string& text, const std::string& src) {
     fail(src, "", "is not a DeepCanvas project (no \"format\": \"deepcanvas-project\")");
   if (!j.contains("version") || !j["version"].is_number_integer())
     fail(src, "version", "missing or not an integer");
-  const int64_t version = fits_int64(j["version"]) ? j["version"].get<int64_t>() : INT64_MAX;
+  // An integer beyond int64 is a version from the far future, not a bad field.
+  const int64_t version = json_int_problem(j["version"], INT64_MIN, INT64_MAX).empty()
+                              ? j["version"].get<int64_t>()
+                              : INT64_MAX;
   if (version > kProjectVersion)
     fail(src, "",
          "was saved by a newer DeepCanvas (project format " + std::to_string(version) +

@@ -1,7 +1,10 @@
 // metrics.jsonl (see run_log.h) into TrainEvents.
 #include <deepcanvas/errors.h>
+#include <deepcanvas/json_number.h>
 #include <deepcanvas/run_log.h>
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <fstream>
 
@@ -13,12 +16,33 @@ namespace {
 
 using json = nlohmann::json;
 
-double num(const json& j, const char* key, double fallback = NAN) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
-}
+// Limits on a record's counts: far above any run (the settings' 100000
+// epochs), low enough that epochs * steps_per_epoch cannot overflow.
+constexpr int64_t kMaxEpochs = 100000, kMaxStepsPerEpoch = int64_t(1) << 40;
+// Read per poll: a log that grew by more is read on in the next polls.
+constexpr int64_t kMaxPollBytes = 64 << 20;
 
 }  // namespace
+
+// A record's field: `fallback` when absent or null (train.py writes null
+// for a figure it has not measured); a figure out of its range or not
+// finite throws IoError naming the line and field, and the caller skips
+// the record.
+struct RunLogRecord {
+  const nlohmann::json& j;
+  const std::string& where;
+  double num(const char* key, double fallback = NAN, double lo = -DBL_MAX,
+             double hi = DBL_MAX) const {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return fallback;
+    return json_double(*it, where + ": " + key, lo, hi);
+  }
+  int64_t count(const char* key, int64_t fallback, int64_t hi) const {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return fallback;
+    return json_int(*it, where + ": " + key, 0, hi);
+  }
+};
 
 RunLogReader::RunLogReader(std::string path) : path_(std::move(path)) {}
 
@@ -33,7 +57,7 @@ std::vector<TrainEvent> RunLogReader::poll(bool final) {
     lineno_ = 0;
     pending_.clear();
   }
-  std::string chunk(size_t(size - offset_), '\0');
+  std::string chunk(size_t(std::min(size - offset_, kMaxPollBytes)), '\0');
   f.seekg(offset_);
   f.read(chunk.data(), std::streamsize(chunk.size()));
   offset_ += int64_t(f.gcount());
@@ -65,13 +89,24 @@ bool RunLogReader::parse_line(const std::string& line, int64_t lineno, TrainEven
     return false;
   }
   const std::string kind = j["kind"];
-  e.epoch = int(num(j, "epoch", 0));
+  try {
+    return parse_record(RunLogRecord{j, where}, kind, e);
+  } catch (const IoError& bad) {
+    warnings_.push_back(std::string(bad.what()) + "; skipped");
+    return false;
+  }
+}
+
+bool RunLogReader::parse_record(const RunLogRecord& r, const std::string& kind, TrainEvent& e) {
+  const json& j = r.j;
+  const std::string& where = r.where;
+  e.epoch = int(r.count("epoch", 0, kMaxEpochs));
   e.epochs = epochs_;
-  e.step = int64_t(num(j, "step", 0));
-  e.elapsed_s = num(j, "elapsed_s", 0);
+  e.step = r.count("step", 0, INT64_MAX);
+  e.elapsed_s = r.num("elapsed_s", 0);
   if (kind == "start") {
-    epochs_ = int(num(j, "epochs", 0));
-    steps_per_epoch_ = int(num(j, "steps_per_epoch", 0));
+    epochs_ = int(r.count("epochs", 0, kMaxEpochs));
+    steps_per_epoch_ = r.count("steps_per_epoch", 0, kMaxStepsPerEpoch);
     e.kind = TrainEvent::Kind::Started;
     e.epochs = epochs_;
     auto word = [&](const char* k) {
@@ -85,14 +120,14 @@ bool RunLogReader::parse_line(const std::string& line, int64_t lineno, TrainEven
   }
   if (kind == "step") {
     e.kind = TrainEvent::Kind::Step;
-    e.loss = num(j, "loss");
-    e.accuracy = num(j, "accuracy");
-    e.batch_loss = num(j, "batch_loss", e.loss);
-    e.batch_accuracy = num(j, "batch_accuracy", e.accuracy);
-    e.lr = num(j, "lr");
-    e.samples_per_s = num(j, "samples_per_s", 0);
-    e.step_in_epoch = int64_t(num(j, "step_in_epoch", 0));
-    e.steps_per_epoch = int64_t(num(j, "steps_per_epoch", steps_per_epoch_));
+    e.loss = r.num("loss");
+    e.accuracy = r.num("accuracy");
+    e.batch_loss = r.num("batch_loss", e.loss);
+    e.batch_accuracy = r.num("batch_accuracy", e.accuracy);
+    e.lr = r.num("lr");
+    e.samples_per_s = r.num("samples_per_s", 0);
+    e.step_in_epoch = r.count("step_in_epoch", 0, kMaxStepsPerEpoch);
+    e.steps_per_epoch = r.count("steps_per_epoch", steps_per_epoch_, kMaxStepsPerEpoch);
     e.steps_total = int64_t(epochs_) * e.steps_per_epoch;
     if (!std::isfinite(e.loss)) {
       warnings_.push_back(where + ": a step without a loss; skipped");
@@ -102,12 +137,12 @@ bool RunLogReader::parse_line(const std::string& line, int64_t lineno, TrainEven
   }
   if (kind == "epoch") {
     e.kind = TrainEvent::Kind::Epoch;
-    e.train_loss = num(j, "train_loss");
-    e.train_accuracy = num(j, "train_accuracy");
-    e.val_loss = num(j, "val_loss");
-    e.val_accuracy = num(j, "val_accuracy");
-    e.test_loss = num(j, "test_loss");
-    e.test_accuracy = num(j, "test_accuracy");
+    e.train_loss = r.num("train_loss");
+    e.train_accuracy = r.num("train_accuracy");
+    e.val_loss = r.num("val_loss");
+    e.val_accuracy = r.num("val_accuracy");
+    e.test_loss = r.num("test_loss");
+    e.test_accuracy = r.num("test_accuracy");
     e.best = j.contains("best") && j["best"].is_boolean() && j["best"].get<bool>();
     return true;
   }

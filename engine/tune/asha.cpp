@@ -36,8 +36,11 @@ Asha::Asha(double min_resource, double max_resource, int eta) : eta_(eta) {
 }
 
 int Asha::rung_of(double resource) const {
-  for (size_t k = 0; k < rungs_.size(); ++k)
-    if (same_resource(rungs_[k], resource)) return int(k);
+  // Rungs rise by a factor of eta >= 2, so only the two around `resource`
+  // can match: a search, since a resumed sweep asks for every measurement.
+  const auto it = std::lower_bound(rungs_.begin(), rungs_.end(), resource);
+  for (auto k = it == rungs_.begin() ? it : it - 1; k != rungs_.end() && k <= it; ++k)
+    if (same_resource(*k, resource)) return int(k - rungs_.begin());
   return -1;
 }
 

@@ -1,10 +1,12 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
+#include <deepcanvas/json_number.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/sweep.h>
 #include <deepcanvas/trainer.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <filesystem>
 #include <thread>
@@ -19,9 +21,6 @@ using json = nlohmann::json;
 
 json num(double v) {
   return std::isfinite(v) ? json(v) : json(nullptr);
-}
-double num_of(const json& j) {
-  return j.is_number() ? j.get<double>() : NAN;
 }
 
 json value_json(const AttrValue& v) {
@@ -160,61 +159,220 @@ std::string sweep_to_json(const SweepState& s, const SearchSpace& space, int ind
   return j.dump(indent);
 }
 
-SweepState sweep_from_json(const std::string& text, const std::string& source) {
-  SweepState s;
-  try {
-    const json j = json::parse(text);
-    if (j.value("format", "") != "deepcanvas-sweep" || j.value("version", 0) != 1)
-      throw IoError(source + " is not a DeepCanvas sweep state (format deepcanvas-sweep, v1)");
-    s.space = j.at("space").get<std::vector<std::string>>();
-    const json& o = j.at("options");
-    s.options.trials = o.at("trials");
-    s.options.epochs = o.at("epochs");
-    s.options.asha = o.at("pruner") == "asha";
-    s.options.eta = o.at("eta");
-    s.options.min_epochs = o.at("min_epochs").get<double>();
-    s.options.tpe = o.at("sampler") == "tpe";
-    s.options.n_startup = o.at("n_startup");
-    s.options.seed = o.at("seed");
-    s.options.parallel = o.at("parallel");
-    s.options.val_split = o.at("val_split");
-    s.options.steps_per_epoch_limit = o.at("steps_per_epoch_limit");
+namespace {
+
+// ASHA for o's options (min_epochs resolved or 0), or null when it does not
+// prune: switched off, or a first rung at or past the last epoch.
+std::unique_ptr<Asha> asha_for(const SweepOptions& o) {
+  const double min_epochs = sweep_min_epochs(o);
+  if (!o.asha || !(double(o.epochs) > min_epochs)) return nullptr;
+  return std::make_unique<Asha>(min_epochs, double(o.epochs), o.eta);
+}
+
+// Reads a state file's fields, each checked before use: a file is rewritten
+// by the tool but editable by anyone, and its ids index the trials, its
+// points feed the samplers and its counts size the work of a resume.
+// Throws IoError "FIELD: what is wrong" (sweep_from_json adds the file).
+class StateReader {
+ public:
+  explicit StateReader(const json& j) : j_(j) {}
+
+  SweepState read() {
+    SweepState s;
+    const bool ours = j_.is_object() && j_.contains("format") &&
+                      j_["format"] == "deepcanvas-sweep" && j_.contains("version") &&
+                      j_["version"] == 1;
+    if (!ours) throw IoError("is not a DeepCanvas sweep state (format deepcanvas-sweep, v1)");
+    const json& space = array(j_, "space", "space");
+    for (size_t i = 0; i < space.size(); ++i)
+      s.space.push_back(text(space[i], "space[" + std::to_string(i) + "]"));
+    s.options = options(object(j_, "options", "options"));
     // Files from before baseline trials had none.
-    s.options.baseline = o.value("baseline", false);
-    s.baseline_skipped = j.value("baseline_skipped", "");
-    for (const json& tj : j.at("trials")) {
-      Trial t;
-      t.id = tj.at("id");
-      t.x = tj.at("x").get<std::vector<double>>();
-      const std::string st = tj.at("status");
-      bool known = false;
-      for (Trial::Status k : kStatuses)
-        if (st == trial_status_name(k)) t.status = k, known = true;
-      if (!known) throw IoError(source + ": trial " + std::to_string(t.id) + " has status " + st);
-      for (const json& e : tj.at("metrics")) {
-        TrialEpoch m;
-        m.epoch = e.at("epoch").get<int>();
-        // Files from before fractional rungs hold epoch ends only.
-        m.at = e.value("at", double(m.epoch));
-        m.trained = e.value("trained", double(m.epoch));
-        m.train_loss = num_of(e.at("train_loss"));
-        m.val_loss = num_of(e.at("val_loss"));
-        m.val_accuracy = num_of(e.at("val_accuracy"));
-        m.test_loss = num_of(e.at("test_loss"));
-        m.test_accuracy = num_of(e.at("test_accuracy"));
-        t.epochs.push_back(m);
-      }
-      t.error = tj.value("error", "");
-      t.baseline = tj.value("baseline", false);
-      s.trials.push_back(std::move(t));
-    }
-  } catch (const IoError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw IoError(source + ": not a readable sweep state (" + e.what() +
-                  "); delete it or pass --fresh to start over");
+    if (j_.contains("baseline_skipped"))
+      s.baseline_skipped = text(j_["baseline_skipped"], "baseline_skipped");
+    const json& trials = array(j_, "trials", "trials");
+    // A resume replays and samples from every trial; more than the sweep
+    // runs is no sweep this tool wrote.
+    if (trials.size() > size_t(s.options.trials))
+      throw IoError("trials: holds " + std::to_string(trials.size()) +
+                    " trials, more than options.trials (" + std::to_string(s.options.trials) + ")");
+    const std::unique_ptr<Asha> asha = asha_for(s.options);
+    for (size_t i = 0; i < trials.size(); ++i)
+      s.trials.push_back(trial(trials[i], i, s, asha.get()));
+    return s;
   }
-  return s;
+
+ private:
+  static const json& field(const json& o, const char* key, const std::string& name) {
+    if (!o.is_object() || !o.contains(key)) throw IoError(name + ": missing");
+    return o[key];
+  }
+  static const json& array(const json& o, const char* key, const std::string& name) {
+    const json& v = field(o, key, name);
+    if (!v.is_array()) throw IoError(name + ": must be a list");
+    return v;
+  }
+  static const json& object(const json& o, const char* key, const std::string& name) {
+    const json& v = field(o, key, name);
+    if (!v.is_object()) throw IoError(name + ": must be an object");
+    return v;
+  }
+  static std::string text(const json& v, const std::string& name) {
+    if (!v.is_string()) throw IoError(name + ": must be a string");
+    return v.get<std::string>();
+  }
+  static bool flag(const json& o, const char* key, const std::string& name) {
+    if (!o.contains(key)) return false;
+    if (!o[key].is_boolean()) throw IoError(name + ": must be true or false");
+    return o[key].get<bool>();
+  }
+  static std::string word(const json& o, const char* key, const char* a, const char* b) {
+    const std::string name = std::string("options.") + key;
+    const std::string w = text(field(o, key, name), name);
+    if (w != a && w != b) throw IoError(name + ": must be \"" + a + "\" or \"" + b + "\"");
+    return w;
+  }
+
+  static SweepOptions options(const json& o) {
+    auto num = [&](const char* key) -> const json& {
+      return field(o, key, std::string("options.") + key);
+    };
+    auto name = [](const char* key) { return std::string("options.") + key; };
+    SweepOptions r;
+    r.trials = json_int32(num("trials"), name("trials"), 1, kMaxSweepTrials);
+    r.epochs = json_int32(num("epochs"), name("epochs"), 1, kMaxSweepEpochs);
+    r.asha = word(o, "pruner", "asha", "none") == "asha";
+    r.eta = json_int32(num("eta"), name("eta"), 2, kMaxSweepEta);
+    r.min_epochs = json_double(num("min_epochs"), name("min_epochs"), 0, r.epochs);
+    r.tpe = word(o, "sampler", "tpe", "random") == "tpe";
+    r.n_startup = json_int32(num("n_startup"), name("n_startup"), -1, kMaxSweepTrials);
+    r.seed = json_uint64(num("seed"), name("seed"));
+    r.parallel = json_int32(num("parallel"), name("parallel"), 1);
+    r.val_split = json_double(num("val_split"), name("val_split"), 0, 0.99);
+    r.steps_per_epoch_limit =
+        json_int(num("steps_per_epoch_limit"), name("steps_per_epoch_limit"), 0, INT64_MAX);
+    r.baseline = flag(o, "baseline", name("baseline"));
+    return r;
+  }
+
+  // A figure of a measurement: null stands for none (NaN).
+  static double figure(const json& e, const char* key, const std::string& where, double lo,
+                       double hi) {
+    const json& v = field(e, key, where + "." + key);
+    return v.is_null() ? NAN : json_double(v, where + "." + key, lo, hi);
+  }
+
+  static Trial trial(const json& tj, size_t index, const SweepState& s, const Asha* asha) {
+    const std::string where = "trials[" + std::to_string(index) + "]";
+    if (!tj.is_object()) throw IoError(where + ": must be an object");
+    Trial t;
+    // Ids index the trials (a pending one's id is the trial a worker runs).
+    t.id = json_int32(field(tj, "id", where + ".id"), where + ".id", 0, kMaxSweepTrials - 1);
+    if (size_t(t.id) != index)
+      throw IoError(where + ".id: must be " + std::to_string(index) +
+                    " (trials are numbered in order), got " + std::to_string(t.id));
+    const json& x = array(tj, "x", where + ".x");
+    if (x.size() != s.space.size())
+      throw IoError(where + ".x: holds " + std::to_string(x.size()) + " values for the " +
+                    std::to_string(s.space.size()) + " parameters of the space");
+    for (size_t i = 0; i < x.size(); ++i)
+      t.x.push_back(json_double(x[i], where + ".x[" + std::to_string(i) + "]", -DBL_MAX, DBL_MAX));
+    const std::string st = text(field(tj, "status", where + ".status"), where + ".status");
+    bool known = false;
+    for (Trial::Status k : kStatuses)
+      if (st == trial_status_name(k)) t.status = k, known = true;
+    if (!known) throw IoError(where + ".status: '" + st + "' is not a trial status");
+    const json& metrics = array(tj, "metrics", where + ".metrics");
+    for (size_t i = 0; i < metrics.size(); ++i)
+      t.epochs.push_back(measurement(metrics[i], where + ".metrics[" + std::to_string(i) + "]",
+                                     s.options, asha, t.epochs));
+    // best() and the samplers read a finished trial's last measurement.
+    if ((t.status == Trial::Status::Completed || t.status == Trial::Status::Pruned) &&
+        t.epochs.empty())
+      throw IoError(where + ".metrics: a " + st + " trial needs at least one measurement");
+    if (tj.contains("error")) t.error = text(tj["error"], where + ".error");
+    t.baseline = flag(tj, "baseline", where + ".baseline");
+    return t;
+  }
+
+  static TrialEpoch measurement(const json& e, const std::string& where, const SweepOptions& o,
+                                const Asha* asha, const std::vector<TrialEpoch>& before) {
+    if (!e.is_object()) throw IoError(where + ": must be an object");
+    TrialEpoch m;
+    const double epochs = double(o.epochs);
+    m.epoch = json_int32(field(e, "epoch", where + ".epoch"), where + ".epoch", 1, o.epochs);
+    // Files from before fractional rungs hold epoch ends only.
+    m.at = e.contains("at") ? json_double(e["at"], where + ".at", 0, epochs) : double(m.epoch);
+    m.trained =
+        e.contains("trained") ? json_double(e["trained"], where + ".trained", 0, epochs) : m.at;
+    // Each measurement is at an epoch's end or at one of ASHA's rungs, later
+    // than the one before: that bounds a trial's list by epochs + rungs.
+    if (!(m.at > 0) || (m.at != std::floor(m.at) && !(asha && asha->rung_of(m.at) >= 0)))
+      throw IoError(where + ".at: " + attr_to_string(m.at) +
+                    " is neither an epoch's end nor one of the sweep's ASHA rungs");
+    if (!before.empty() && !(m.at > before.back().at))
+      throw IoError(where + ".at: " + attr_to_string(m.at) +
+                    " is not later than the measurement before it");
+    // ASHA's rungs match within rounding: two measurements of one rung
+    // would count the trial twice there.
+    if (asha && !before.empty() && asha->rung_of(m.at) >= 0 &&
+        asha->rung_of(m.at) == asha->rung_of(before.back().at))
+      throw IoError(where + ".at: " + attr_to_string(m.at) +
+                    " measures the same ASHA rung as the measurement before it");
+    m.train_loss = figure(e, "train_loss", where, -DBL_MAX, DBL_MAX);
+    m.val_loss = figure(e, "val_loss", where, -DBL_MAX, DBL_MAX);
+    m.val_accuracy = figure(e, "val_accuracy", where, 0, 1);
+    m.test_loss = figure(e, "test_loss", where, -DBL_MAX, DBL_MAX);
+    m.test_accuracy = figure(e, "test_accuracy", where, 0, 1);
+    return m;
+  }
+
+  const json& j_;
+};
+
+}  // namespace
+
+SweepState sweep_from_json(const std::string& text, const std::string& source) {
+  const std::string fix = " (pass --fresh to start over, or delete the file)";
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded())
+    throw IoError(source + ": not a readable sweep state: not valid JSON" + fix);
+  try {
+    return StateReader(j).read();
+  } catch (const Error& e) {
+    throw IoError(source + ": " + e.what() + fix);
+  }
+}
+
+SweepState load_sweep_state(const std::string& path) {
+  return sweep_from_json(read_file(path, kMaxSweepStateBytes, "sweep state"), path);
+}
+
+void check_sweep_points(const SweepState& s, const SearchSpace& space, const std::string& source) {
+  for (const Trial& t : s.trials) {
+    if (t.x.size() != space.params.size())
+      throw IoError(source + ": trials[" + std::to_string(t.id) + "].x: holds " +
+                    std::to_string(t.x.size()) + " values for " +
+                    std::to_string(space.params.size()) + " parameters");
+    for (size_t i = 0; i < t.x.size(); ++i) {
+      const SearchParam& p = space.params[i];
+      const double x = t.x[i];
+      const bool whole = p.kind == SearchParam::Kind::Int || p.kind == SearchParam::Kind::Choice;
+      double lo = p.lo, hi = p.hi;
+      if (p.kind == SearchParam::Kind::Choice) {
+        lo = 0;
+        hi = double(p.choices.size()) - 1;
+      }
+      // The file's space holds the bounds to 6 digits (spec_text): a point
+      // sampled inside the exact bounds may lie that much outside these
+      // (relative to each bound, so a log range's point stays positive).
+      if (!(x >= lo - 1e-6 * std::abs(lo) && x <= hi + 1e-6 * std::abs(hi)) ||
+          (whole && x != std::floor(x)))
+        throw IoError(source + ": trials[" + std::to_string(t.id) + "].x[" + std::to_string(i) +
+                      "]: " + attr_to_string(x) + " is not a point of " + p.spec_text() +
+                      " (pass --fresh to start over, or delete the file)");
+    }
+  }
 }
 
 Sweep::Sweep(Project project, std::shared_ptr<const TrainTest> data, SearchSpace space,
@@ -223,10 +381,13 @@ Sweep::Sweep(Project project, std::shared_ptr<const TrainTest> data, SearchSpace
       data_(std::move(data)),
       space_(std::move(space)),
       path_(std::move(state_path)) {
-  if (o.trials < 1 || o.trials > 100000) throw Error("--trials must be in [1, 100000]");
-  if (o.epochs < 1 || o.epochs > 100000) throw Error("--epochs must be in [1, 100000]");
+  if (o.trials < 1 || o.trials > kMaxSweepTrials)
+    throw Error("--trials must be in [1, " + std::to_string(kMaxSweepTrials) + "]");
+  if (o.epochs < 1 || o.epochs > kMaxSweepEpochs)
+    throw Error("--epochs must be in [1, " + std::to_string(kMaxSweepEpochs) + "]");
   if (o.parallel < 1) throw Error("--parallel must be at least 1");
-  if (o.eta < 2) throw Error("--eta must be at least 2");
+  if (o.eta < 2 || o.eta > kMaxSweepEta)
+    throw Error("--eta must be in [2, " + std::to_string(kMaxSweepEta) + "]");
   if (!(o.min_epochs >= 0) || !std::isfinite(o.min_epochs))
     throw Error("--min-epochs must be a positive number of epochs (0: epochs / eta^2)");
   if (o.n_startup < 0) o.n_startup = std::clamp(o.trials / 3, 2, 10);
@@ -234,7 +395,7 @@ Sweep::Sweep(Project project, std::shared_ptr<const TrainTest> data, SearchSpace
   for (const SearchParam& p : space_.params) state_.space.push_back(p.spec_text());
   state_.options = o;
   if (!path_.empty() && !fresh && std::filesystem::exists(path_)) {
-    SweepState old = sweep_from_json(read_file(path_, 256 << 20, "sweep state"), path_);
+    SweepState old = load_sweep_state(path_);
     SweepOptions a = old.options, b = o;
     a.parallel = b.parallel = 1;         // how many run at once does not change the sweep
     a.baseline = b.baseline;             // trial 0 is in the file either way
@@ -243,6 +404,7 @@ Sweep::Sweep(Project project, std::shared_ptr<const TrainTest> data, SearchSpace
       throw Error(path_ +
                   " holds a different sweep (other parameters or options); pass --fresh to "
                   "replace it, or repeat that sweep's options to continue it");
+    check_sweep_points(old, space_, path_);
     old.options.parallel = o.parallel;
     old.options.min_epochs = o.min_epochs;
     state_ = std::move(old);
@@ -262,12 +424,14 @@ Sweep::Sweep(Project project, std::shared_ptr<const TrainTest> data, SearchSpace
   }
   sampler_ = o.tpe ? std::unique_ptr<Sampler>(std::make_unique<TpeSampler>(o.seed, o.n_startup))
                    : std::make_unique<RandomSampler>(o.seed);
-  if (o.asha && double(o.epochs) > o.min_epochs) {
-    asha_ = std::make_unique<Asha>(o.min_epochs, double(o.epochs), o.eta);
-    // Replay the rungs of the trials already run, in trial order.
+  asha_ = asha_for(o);
+  if (asha_) {
+    // Replay the rungs of the trials already run, in trial order: recorded,
+    // not ranked (report() sorts the rung each time, quadratic over a file
+    // of many trials). The reader let each trial reach each rung once.
     for (const Trial& t : state_.trials)
       for (const TrialEpoch& e : t.epochs)
-        if (asha_->rung_of(e.at) >= 0) asha_->report(t.id, e.at, value_of(e));
+        if (const int k = asha_->rung_of(e.at); k >= 0) asha_->record(t.id, k, value_of(e));
   }
 }
 

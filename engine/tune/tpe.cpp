@@ -134,8 +134,10 @@ SearchPoint TpeSampler::sample(const std::vector<SearchParam>& space,
     return done[i].value < done[j].value;
   });
   const size_t n = done.size();
-  const size_t n_below =
-      std::clamp<size_t>(size_t(std::ceil(0.1 * double(n))), 1, std::min<size_t>(25, n - 1));
+  // With one trial done (n_startup 0 or 1) all of it is "below"; the upper
+  // bound must not fall under the lower.
+  const size_t n_below = std::clamp<size_t>(size_t(std::ceil(0.1 * double(n))), 1,
+                                            std::max<size_t>(1, std::min<size_t>(25, n - 1)));
   SearchPoint x;
   for (size_t d = 0; d < space.size(); ++d) {
     const SearchParam& p = space[d];

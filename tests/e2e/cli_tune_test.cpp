@@ -87,5 +87,29 @@ TEST(CliTune, SweepRecordsTrialsResumesAndRefusesBadSpaces) {
   }
 }
 
+// A batch from a flag gets the memory check train makes: a million samples
+// of the sample CNN need hundreds of GiB, and each command refuses them
+// before allocating (they once grew to gigabytes and died with bad_alloc).
+TEST(CliTune, ABatchFromAFlagThatCannotFitIsRefusedBeforeAllocating) {
+  Tmp t;
+  CliRun lr = cli("lr-find " + kSample + " --batch 1000000");
+  EXPECT_EQ(lr.code, 1) << lr.out;
+  EXPECT_NE(lr.out.find("the LR range test at batch 1000000 needs about"), std::string::npos)
+      << lr.out;
+  EXPECT_NE(lr.out.find("Lower --batch"), std::string::npos) << lr.out;
+  const std::string state = t.path("p.sweep.json");
+  CliRun sweep = cli("sweep " + kSample + " --param batch=choice:32,1000000 --trials 2 --state " +
+                     state + " --quiet");
+  EXPECT_EQ(sweep.code, 1) << sweep.out;
+  EXPECT_NE(sweep.out.find("a sweep trial at batch 1000000 needs about"), std::string::npos)
+      << sweep.out;
+  EXPECT_NE(sweep.out.find("--param batch=choice:32,1000000"), std::string::npos) << sweep.out;
+  EXPECT_FALSE(fs::exists(state));
+  CliRun profile = cli("advise " + kSample + " --profile --batch 1000000");
+  EXPECT_EQ(profile.code, 1) << profile.out;
+  EXPECT_NE(profile.out.find("profiling at batch 1000000 needs about"), std::string::npos)
+      << profile.out;
+}
+
 }  // namespace
 }  // namespace dc::e2e

@@ -211,34 +211,7 @@ TEST(RunPrediction, GpuNamesMatchTheirCatalogRow) {
   EXPECT_EQ(name("Intel Arc A770", 16), "none");
 }
 
-// A scratch XDG_* folder for one test, the old value put back after.
-class ScratchXdg {
- public:
-  explicit ScratchXdg(const char* var) : var_(var) {
-    if (const char* v = std::getenv(var)) old_ = v;
-    had_ = std::getenv(var) != nullptr;
-    dir_ = std::filesystem::temp_directory_path() /
-           ("dc-xdg-" + std::to_string(::getpid()) + "-" + var);
-    std::filesystem::create_directories(dir_);
-    ::setenv(var, dir_.c_str(), 1);
-  }
-  ~ScratchXdg() {
-    if (had_) {
-      ::setenv(var_, old_.c_str(), 1);
-    } else {
-      ::unsetenv(var_);
-    }
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  const std::filesystem::path& dir() const { return dir_; }
-
- private:
-  const char* var_;
-  std::string old_;
-  bool had_ = false;
-  std::filesystem::path dir_;
-};
+using test::ScratchXdg;
 
 // threads 0 means "the hardware count" to a run, whatever the last Trainer
 // (say a parallel sweep's trial) left in num_threads().

@@ -21,6 +21,7 @@
 namespace dc {
 namespace {
 
+using test::error_of;
 using test::TmpDir;
 
 namespace fs = std::filesystem;
@@ -94,16 +95,6 @@ Synthetic synthetic(int n, int h, int w, int classes, uint64_t seed) {
   for (int i = 0; i < n * h * w; ++i) s.pixels.push_back(static_cast<uint8_t>(rng.below(256)));
   for (int i = 0; i < n; ++i) s.labels.push_back(static_cast<uint8_t>(rng.below(classes)));
   return s;
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 void expect_has(const std::string& msg, const std::string& part) {

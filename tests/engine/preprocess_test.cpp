@@ -105,6 +105,26 @@ TEST(Preprocess, RefusesWhatItCannotDoWithClearErrors) {
   EXPECT_NE(preprocess_problem(bad).find("std positive"), std::string::npos);
 }
 
+// A size from the project file that the machine cannot hold is refused
+// before the result is reserved: a million 1x1 images made 3x1024x1024 are
+// 3 TiB.
+TEST(Preprocess, AResultLargerThanTheMemoryIsRefusedBeforeReserving) {
+  Dataset d;
+  d.sample_shape = Shape{1, 1, 1};
+  d.pixels.assign(1000000, 7);
+  d.labels.assign(1000000, 0);
+  d.num_classes = 1;
+  d.source = "many";
+  ImagePreprocess p;
+  p.size = 1024;
+  p.channels = 3;
+  const std::string e = test::error_of([&] { preprocess_images(d, p); });
+  EXPECT_NE(e.find("many: dataset.preprocess makes 1000000 images of 3x1024x1024"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("choose a smaller size"), std::string::npos) << e;
+}
+
 TEST(Preprocess, ProjectFileRoundTripAndErrors) {
   Project p;
   p.name = "t";

@@ -20,6 +20,7 @@
 namespace dc {
 namespace {
 
+using test::error_of;
 using test::TmpDir;
 
 namespace fs = std::filesystem;
@@ -43,16 +44,6 @@ std::string st_bytes(const std::string& header, const std::string& data) {
   uint64_t n = header.size();
   for (int i = 0; i < 8; ++i) s.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
   return s + header + data;
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 std::vector<std::pair<std::string, Tensor>> sample_tensors() {

@@ -3,12 +3,14 @@
 // a scratch directory that cleans up after itself.
 #include <deepcanvas/attrs.h>
 #include <deepcanvas/data.h>
+#include <deepcanvas/errors.h>
 #include <deepcanvas/graph.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/rng.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -123,6 +125,46 @@ struct TmpDir {
     std::sort(v.begin(), v.end());
     return v;
   }
+};
+
+// The message of the dc::Error f throws; "(no error)" when it throws none.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// A scratch XDG_* folder for one test, the old value put back after.
+class ScratchXdg {
+ public:
+  explicit ScratchXdg(const char* var) : var_(var) {
+    if (const char* v = std::getenv(var)) old_ = v;
+    had_ = std::getenv(var) != nullptr;
+    dir_ = std::filesystem::temp_directory_path() /
+           ("dc-xdg-" + std::to_string(::getpid()) + "-" + var);
+    std::filesystem::create_directories(dir_);
+    ::setenv(var, dir_.c_str(), 1);
+  }
+  ~ScratchXdg() {
+    if (had_) {
+      ::setenv(var_, old_.c_str(), 1);
+    } else {
+      ::unsetenv(var_);
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  const char* var_;
+  std::string old_;
+  bool had_ = false;
+  std::filesystem::path dir_;
 };
 
 }  // namespace dc::test

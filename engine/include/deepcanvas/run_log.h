@@ -12,6 +12,8 @@
 
 namespace dc {
 
+struct RunLogRecord;  // one parsed line (run_log.cpp)
+
 class RunLogReader {
  public:
   explicit RunLogReader(std::string path);
@@ -32,10 +34,13 @@ class RunLogReader {
 
  private:
   bool parse_line(const std::string& line, int64_t lineno, TrainEvent& out);
+  // Throws IoError naming the field when a number is out of range.
+  bool parse_record(const RunLogRecord& r, const std::string& kind, TrainEvent& out);
 
   std::string path_, pending_, summary_;
   int64_t offset_ = 0, lineno_ = 0;
-  int epochs_ = 0, steps_per_epoch_ = 0;
+  int epochs_ = 0;
+  int64_t steps_per_epoch_ = 0;
   bool finished_ = false;
   std::vector<std::string> warnings_;
 };

@@ -27,6 +27,15 @@
 
 namespace dc {
 
+// Limits of a sweep, the same for the options given and for a state file
+// read back: a file holding more trials than its
+// options.trials, more measurements per trial than epochs + ASHA rungs, or
+// more bytes is refused before anything is replayed.
+constexpr int kMaxSweepTrials = 100000;
+constexpr int kMaxSweepEpochs = 100000;
+constexpr int kMaxSweepEta = 100;
+constexpr int64_t kMaxSweepStateBytes = int64_t(256) << 20;
+
 struct SweepOptions {
   int trials = 16;
   int epochs = 3;
@@ -91,8 +100,21 @@ struct SweepState {
 // JSON of the state with each trial's params as named values (what the CLI
 // prints and the state file holds).
 std::string sweep_to_json(const SweepState& s, const SearchSpace& space, int indent = -1);
-// Reads a state file; throws IoError naming `source` when it is not one.
+// Reads a state file, checked as a whole before anything uses it: types,
+// ranges (options as the sweep command accepts them), trial ids (each its
+// index), one coordinate per parameter, a measurement for every completed
+// or pruned trial, measurements at epoch ends or ASHA rungs in increasing
+// order, and the limits above. Throws IoError naming `source` and the field
+// ("p.sweep.json: trials[3].metrics[0].epoch: must be an integer in [1, 3],
+// got 1e+30").
 SweepState sweep_from_json(const std::string& text, const std::string& source);
+// sweep_from_json of the file at `path`, read up to kMaxSweepStateBytes.
+SweepState load_sweep_state(const std::string& path);
+// Checks every trial's point against the parsed space (what only the
+// project's graph can give: each coordinate inside its parameter's range, a
+// choice's index a whole number below the count). Throws IoError naming
+// `source` and the field.
+void check_sweep_points(const SweepState& s, const SearchSpace& space, const std::string& source);
 // ASHA's minimum resource for `o` (o.min_epochs, or epochs / eta^2 when 0).
 double sweep_min_epochs(const SweepOptions& o);
 // PROJECT.dcproj -> PROJECT.sweep.json
