@@ -44,6 +44,13 @@ struct NotSupported {
 // dimension from the others.
 constexpr int64_t kBatch = -987654321;
 
+// The most values the constants folded at import time (ConstantOfShape,
+// Expand, Gather, Slice, Transpose, Cast and arithmetic) may take together:
+// shape arithmetic and initial states are far smaller, and each value is a
+// loop step, so that a chain of ops over a large constant cannot make an
+// import run for minutes.
+constexpr int64_t kMaxFolded = int64_t{1} << 24;
+
 // A tensor known at import time: an initializer, a Constant, or folded.
 struct Const {
   std::vector<int64_t> dims;
@@ -500,6 +507,14 @@ class Importer {
       vals_[o] = v;
     }
   }
+  // Counts n values about to be folded against kMaxFolded.
+  void fold(int64_t n) {
+    if (n > kMaxFolded - folded_)
+      throw NotSupported{"the constants folded at import would pass " + std::to_string(kMaxFolded) +
+                         " values"};
+    folded_ += n;
+  }
+  Const filled(const Const& shape, const Const& value);
   int problem(const onnx::NodeProto& n, const std::string& why) {
     problems_.push_back(n.op_type() + " '" + (n.name().empty() ? n.output(0) : n.name()) +
                         "': " + why);
@@ -524,6 +539,7 @@ class Importer {
   std::map<std::string, int> uses_;
   std::set<NodeId> final_, sequence_used_;  // recurrent layers: which output is used
   std::vector<std::string> problems_;
+  int64_t folded_ = 0;  // values folded so far (fold())
 };
 
 const std::map<std::string, Importer::Handler>& Importer::handlers() {
@@ -1021,6 +1037,7 @@ void Importer::op_transpose(const onnx::NodeProto& n) {
     Const o;
     o.integer = c.integer;
     o.dims = {c.dims[1], c.dims[0]};
+    fold(c.numel());
     for (int64_t q = 0; q < (c.numel() ? c.dims[1] : 0); ++q)  // none over an empty one
       for (int64_t r = 0; r < c.dims[0]; ++r) {
         if (c.integer)
@@ -1087,9 +1104,8 @@ void Importer::op_gather(const onnx::NodeProto& n) {
     for (int k = 0; k < axis; ++k) outer *= c.dims[size_t(k)];
     for (int k = int(axis) + 1; k < rank; ++k) inner *= c.dims[size_t(k)];
     const int64_t len = c.dims[size_t(axis)];
-    if (product({std::max<int64_t>(outer, 1), std::max<int64_t>(idx.numel(), 1),
-                 std::max<int64_t>(inner, 1)}) > (int64_t(1) << 26))
-      throw NotSupported{"a Gather of constants that is too large"};
+    fold(product({std::max<int64_t>(outer, 1), std::max<int64_t>(idx.numel(), 1),
+                  std::max<int64_t>(inner, 1)}));
     Const o;
     o.integer = c.integer;
     o.dims.assign(c.dims.begin(), c.dims.begin() + axis);
@@ -1184,9 +1200,10 @@ void Importer::op_slice(const onnx::NodeProto& n) {
     o.integer = c.integer;
     for (int k = 0; k < rank; ++k) o.dims.push_back(take[size_t(k)].count);
     const int64_t total = product(o.dims);  // at most c's
+    fold(total);
+    std::vector<int64_t> idx(size_t(rank), 0);
     for (int64_t q = 0; q < total; ++q) {
       int64_t r = q, s = 0;
-      std::vector<int64_t> idx(size_t(rank), 0);
       for (int k = rank - 1; k >= 0; --k) {
         idx[size_t(k)] = take[size_t(k)].at(r % o.dims[size_t(k)]);
         r /= o.dims[size_t(k)];
@@ -1320,10 +1337,13 @@ void Importer::op_add(const onnx::NodeProto& n) {
 void Importer::op_arith(const onnx::NodeProto& n) {
   std::vector<const Const*> cs;
   for (int k = 0; k < n.input_size(); ++k) cs.push_back(&cin(n, k, "each operand"));
-  const std::string op = n.op_type();
+  // Decided once: the loops below may run over millions of folded values.
+  const std::string& name = n.op_type();
+  const char op = name == "Sub" ? '-' : name == "Mul" ? '*' : name == "Div" ? '/' : '+';
   Const o = *cs[0];
   for (size_t j = 1; j < cs.size(); ++j) {
     const Const& b = *cs[j];
+    fold(std::max(o.numel(), b.numel()));
     if (b.numel() != 1 && b.numel() != o.numel()) {
       if (o.numel() == 1) {
         Const t = b;
@@ -1343,12 +1363,12 @@ void Importer::op_arith(const onnx::NodeProto& n) {
       const int64_t bk = b.numel() == 1 ? 0 : k;
       if (o.integer && b.integer) {
         int64_t x = o.i[size_t(k)], y = b.i[size_t(bk)];
-        if (op == "Div" && y == 0) throw NotSupported{"division by zero"};
+        if (op == '/' && y == 0) throw NotSupported{"division by zero"};
         int64_t r = 0;
-        const bool over = op == "Sub"   ? __builtin_sub_overflow(x, y, &r)
-                          : op == "Mul" ? __builtin_mul_overflow(x, y, &r)
-                          : op == "Div" ? (y == -1 && x == INT64_MIN) || (r = x / y, false)
-                                        : __builtin_add_overflow(x, y, &r);
+        const bool over = op == '-'   ? __builtin_sub_overflow(x, y, &r)
+                          : op == '*' ? __builtin_mul_overflow(x, y, &r)
+                          : op == '/' ? (y == -1 && x == INT64_MIN) || (r = x / y, false)
+                                      : __builtin_add_overflow(x, y, &r);
         if (over) throw NotSupported{"integer overflow in a shape computation"};
         o.i[size_t(k)] = r;
       } else {
@@ -1358,7 +1378,7 @@ void Importer::op_arith(const onnx::NodeProto& n) {
           o.integer = false;
         }
         const float x = o.f[size_t(k)], y = float(b.at(bk));
-        o.f[size_t(k)] = op == "Sub" ? x - y : op == "Mul" ? x * y : op == "Div" ? x / y : x + y;
+        o.f[size_t(k)] = op == '-' ? x - y : op == '*' ? x * y : op == '/' ? x / y : x + y;
       }
     }
   }
@@ -1377,6 +1397,7 @@ void Importer::op_concat(const onnx::NodeProto& n) {
       throw NotSupported{"Concat of constants other than 1-D ones"};
     for (const Val* v : ins) {
       if (v->c.dims.size() != 1) throw NotSupported{"Concat of constants of different ranks"};
+      fold(v->c.numel());
       for (int64_t k = 0; k < v->c.numel(); ++k) {
         if (o.integer)
           o.i.push_back(v->c.int_at(k));
@@ -1484,6 +1505,7 @@ void Importer::op_cast(const onnx::NodeProto& n) {
     return;
   }
   Const c = x.c;
+  fold(c.numel());
   if (to_float && c.integer) {
     c.f.assign(c.i.begin(), c.i.end());
     c.i.clear();
@@ -1496,50 +1518,41 @@ void Importer::op_cast(const onnx::NodeProto& n) {
   out(n, 0, constant(c));
 }
 
-void Importer::op_constant_of_shape(const onnx::NodeProto& n) {
-  const Const& s = cin(n, 0, "the shape");
+// A constant of the dimensions `shape` holds (the batch read as one sample:
+// one stands for any), every element value's only one: ConstantOfShape and
+// Expand of a scalar.
+Const Importer::filled(const Const& shape, const Const& value) {
   Const c;
-  float v = 0.f;
-  if (const auto* a = find_attr(n, "value")) {
-    Const vc = read_tensor(a->t());
-    if (vc.numel() != 1) throw NotSupported{"a value that is not a single number"};
-    c.integer = vc.integer;
-    v = float(vc.at(0));
-  }
-  for (int64_t k = 0; k < s.numel(); ++k) {
-    int64_t d = s.int_at(k);
-    c.dims.push_back(d == kBatch ? 1 : d);  // the batch: one sample stands for any
-    if (c.dims.back() < 0 || c.dims.back() > (1 << 24))
-      throw NotSupported{"shape " + dims_str(c.dims)};
-  }
-  if (product(c.dims) < 0 || product(c.dims) > (int64_t(1) << 26))
-    throw NotSupported{"a constant of shape " + dims_str(c.dims) + " is too large"};
-  if (c.integer)
-    c.i.assign(size_t(product(c.dims)), to_int(v));
-  else
-    c.f.assign(size_t(product(c.dims)), v);
-  out(n, 0, constant(c));
-}
-
-void Importer::op_expand(const onnx::NodeProto& n) {
-  const Const& x = cin(n, 0, "the input");
-  const Const& s = cin(n, 1, "the shape");
-  if (x.numel() != 1) throw NotSupported{"Expand of more than one value"};
-  Const c;
-  c.integer = x.integer;
-  for (int64_t k = 0; k < s.numel(); ++k) {
-    int64_t d = s.int_at(k);
+  c.integer = value.integer;
+  for (int64_t k = 0; k < shape.numel(); ++k) {
+    const int64_t d = shape.int_at(k);
     c.dims.push_back(d == kBatch ? 1 : d);
     if (c.dims.back() < 0 || c.dims.back() > (1 << 24))
       throw NotSupported{"shape " + dims_str(c.dims)};
   }
-  if (product(c.dims) < 0 || product(c.dims) > (int64_t(1) << 26))
-    throw NotSupported{"a constant of shape " + dims_str(c.dims) + " is too large"};
+  const int64_t n = product(c.dims);
+  fold(n);
   if (c.integer)
-    c.i.assign(size_t(product(c.dims)), x.int_at(0));
+    c.i.assign(size_t(n), value.int_at(0));
   else
-    c.f.assign(size_t(product(c.dims)), float(x.at(0)));
-  out(n, 0, constant(c));
+    c.f.assign(size_t(n), float(value.at(0)));
+  return c;
+}
+
+void Importer::op_constant_of_shape(const onnx::NodeProto& n) {
+  Const v;  // float 0 unless given
+  v.f = {0.f};
+  if (const auto* a = find_attr(n, "value")) {
+    v = read_tensor(a->t());
+    if (v.numel() != 1) throw NotSupported{"a value that is not a single number"};
+  }
+  out(n, 0, constant(filled(cin(n, 0, "the shape"), v)));
+}
+
+void Importer::op_expand(const onnx::NodeProto& n) {
+  const Const& x = cin(n, 0, "the input");
+  if (x.numel() != 1) throw NotSupported{"Expand of more than one value"};
+  out(n, 0, constant(filled(cin(n, 1, "the shape"), x)));
 }
 
 // ONNX's gate order back to PyTorch's (the exporter's gate_order, inverted):

@@ -626,7 +626,21 @@ std::vector<Extreme> extreme_models() {
                      set_int(add_node(m, "Gather", {"e", "i"}, "s"), "axis", 1);
                    },
                    true),
-               "a Gather of constants that is too large"});
+               "the constants folded at import would pass 16777216 values"});
+  // Slices of a large constant made from nothing, one after the other: the
+  // fuzzer's import that ran for minutes (each Slice copies it).
+  v.push_back({"slices_of_a_fill",
+               with_constants(
+                   [](onnx::ModelProto& m) {
+                     add_init(m, "shape", {2}, {4096, 4096});
+                     add_node(m, "ConstantOfShape", {"shape"}, "f0");
+                     add_init(m, "st", {1}, {0});
+                     add_init(m, "en", {1}, {kMax});
+                     add_node(m, "Slice", {"f0", "st", "en"}, "f1");
+                     add_node(m, "Slice", {"f1", "st", "en"}, "s");
+                   },
+                   true),
+               "Slice '/f1/Slice': the constants folded at import would pass 16777216 values"});
   return v;
 }
 
