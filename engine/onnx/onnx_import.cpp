@@ -1519,8 +1519,8 @@ void Importer::op_cast(const onnx::NodeProto& n) {
 }
 
 // A constant of the dimensions `shape` holds (the batch read as one sample:
-// one stands for any), every element value's only one: ConstantOfShape and
-// Expand of a scalar.
+// one stands for any), each element the single value of `value`:
+// ConstantOfShape and Expand of a scalar.
 Const Importer::filled(const Const& shape, const Const& value) {
   Const c;
   c.integer = value.integer;
