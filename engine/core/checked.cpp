@@ -38,7 +38,10 @@ int64_t checked_mul(int64_t a, int64_t b, std::string_view what) {
   return r;
 }
 
-int64_t checked_numel(std::span<const int64_t> dims, std::string_view what) {
+namespace {
+
+// The product, or -1 when it passes 64 bits.
+int64_t product_or_wrapped(std::span<const int64_t> dims, std::string_view what) {
   int64_t n = 1;
   bool wrapped = false;
   for (int64_t d : dims) {
@@ -50,7 +53,20 @@ int64_t checked_numel(std::span<const int64_t> dims, std::string_view what) {
   }
   for (int64_t d : dims)
     if (d == 0) return 0;
-  if (wrapped || n > kMaxTensorElements) too_many(what, wrapped ? -1 : n);
+  return wrapped ? -1 : n;
+}
+
+}  // namespace
+
+int64_t checked_product(std::span<const int64_t> dims, std::string_view what) {
+  const int64_t n = product_or_wrapped(dims, what);
+  if (n < 0) throw ShapeError(str(what) + " would hold more values than a 64-bit count holds");
+  return n;
+}
+
+int64_t checked_numel(std::span<const int64_t> dims, std::string_view what) {
+  const int64_t n = product_or_wrapped(dims, what);
+  if (n < 0 || n > kMaxTensorElements) too_many(what, n);
   return n;
 }
 

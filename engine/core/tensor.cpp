@@ -44,7 +44,7 @@ const char* dtype_name(DType t) {
 int64_t Shape::numel() const {
   // Only the overflow is refused here: a shape may be larger than a tensor
   // may be (a whole dataset's, a memory estimate's); the limits apply where
-  // a tensor is made and in the shape rules.
+  // a tensor is made.
   int64_t n = 1;
   for (int64_t d : dims_)
     if (__builtin_mul_overflow(n, d, &n))

@@ -139,13 +139,13 @@ ConvGeom conv_geom(const std::vector<Shape>& in, const Attrs& a) {
   }
   g.OH = wh.out;
   g.OW = ww.out;
-  // The weights and the columns a sample unfolds into are allocated from
-  // these: held to the tensor limits before anything is.
-  checked_numel(std::vector<int64_t>{g.OC, g.Cg(), g.KH, g.KW},
-                "the weight (filters×channels per group×kernel)");
+  // The weights and the columns a sample unfolds into are sized from these:
+  // counts that pass 64 bits are refused here, not wrapped.
+  checked_product(std::vector<int64_t>{g.OC, g.Cg(), g.KH, g.KW},
+                  "the weight (filters×channels per group×kernel)");
   if (g.kernel() == ConvKernel::Im2col)
-    checked_numel(std::vector<int64_t>{g.C, g.KH, g.KW, g.OH, g.OW},
-                  "the column buffer (channels×kernel×output)");
+    checked_product(std::vector<int64_t>{g.C, g.KH, g.KW, g.OH, g.OW},
+                    "the column buffer (channels×kernel×output)");
   return g;
 }
 

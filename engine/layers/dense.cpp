@@ -38,7 +38,7 @@ DenseGeom dense_geom(const std::vector<Shape>& in, const Attrs& attrs) {
   g.U = a.i("units");
   g.bias = a.b("bias");
   if (g.U < 1) throw ShapeError("units must be at least 1");
-  checked_numel(std::vector<int64_t>{g.U, g.F}, "the weight (units×features)");
+  checked_product(std::vector<int64_t>{g.U, g.F}, "the weight (units×features)");
   return g;
 }
 

@@ -37,7 +37,7 @@ EmbGeom emb_geom(const std::vector<Shape>& in, const Attrs& attrs) {
   if (g.pad >= g.V)
     throw ShapeError("padding_idx " + std::to_string(g.pad) + " is outside the vocabulary of " +
                      std::to_string(g.V) + " (use -1 for none)");
-  checked_numel(std::vector<int64_t>{g.V, g.D}, "the embedding table (vocab_size×dim)");
+  checked_product(std::vector<int64_t>{g.V, g.D}, "the embedding table (vocab_size×dim)");
   return g;
 }
 

@@ -97,11 +97,11 @@ RnnGeom rnn_geom(Cell cell, const std::vector<Shape>& in, const Attrs& attrs) {
   if (g.L < 1) throw ShapeError("num_layers must be at least 1");
   if (g.dropout < 0 || g.dropout >= 1) throw ShapeError("dropout must be in [0, 1)");
   // The largest weight (gates·hidden × the widest layer input) and the
-  // gate values kept per sample for backward, before any is allocated.
-  checked_numel(std::vector<int64_t>{g.G, g.H, std::max(g.F, checked_mul(g.D, g.H, "hidden"))},
-                "the input weights (gates·hidden_size×features)");
-  checked_numel(std::vector<int64_t>{g.T, g.D, g.G, g.H},
-                "the gate values of a sample (steps×directions×gates×hidden_size)");
+  // gate values kept per sample for backward: counts past 64 bits refused.
+  checked_product(std::vector<int64_t>{g.G, g.H, std::max(g.F, checked_mul(g.D, g.H, "hidden"))},
+                  "the input weights (gates·hidden_size×features)");
+  checked_product(std::vector<int64_t>{g.T, g.D, g.G, g.H},
+                  "the gate values of a sample (steps×directions×gates×hidden_size)");
   return g;
 }
 

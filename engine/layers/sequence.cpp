@@ -192,7 +192,7 @@ void register_sequence_layers(LayerRegistry& r) {
     d.infer = [](const std::vector<Shape>& in, const Attrs& attrs) {
       Shape s = expect_sequence(in, "use Dense for a single vector");
       const int64_t units = sdesc("TimeDistributedDense").with_defaults(attrs).i("units");
-      checked_numel(std::vector<int64_t>{units, s[1]}, "the weight (units×features)");
+      checked_product(std::vector<int64_t>{units, s[1]}, "the weight (units×features)");
       return Shape{s[0], units};
     };
     d.cost = [](const std::vector<Shape>& in, const Shape& out, const Attrs& attrs) {

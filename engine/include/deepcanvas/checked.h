@@ -12,9 +12,9 @@
 namespace dc {
 
 // The most elements one tensor may hold (2^34: 16 Gi values, 64 GiB of f32),
-// checked by the shape rules for one sample and by Tensor before it
-// allocates a batch. Far beyond any network trained here, small enough that
-// element counts times a dtype's size never overflow.
+// checked by Tensor before it allocates and by the ONNX importer for a
+// model's input and constants. Far beyond any network trained here, small
+// enough that element counts times a dtype's size never overflow.
 inline constexpr int64_t kMaxTensorElements = int64_t{1} << 34;
 // The most bytes one tensor's storage may take (64 GiB).
 inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 36;
@@ -24,9 +24,13 @@ inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 36;
 int64_t checked_add(int64_t a, int64_t b, std::string_view what);
 int64_t checked_mul(int64_t a, int64_t b, std::string_view what);
 
-// The number of elements of a tensor of these dimensions. Throws ShapeError
-// naming `what` for a negative dimension or a count above
-// kMaxTensorElements (an overflow included).
+// The product of dimensions. Throws ShapeError naming `what` for a
+// negative dimension or a product beyond 64 bits. What the shape rules
+// check: a network larger than a tensor may be is still sized (and then
+// refused with what it would take: the memory checks before a Plan).
+int64_t checked_product(std::span<const int64_t> dims, std::string_view what);
+// The number of elements of a tensor of these dimensions: checked_product,
+// and a count above kMaxTensorElements refused too.
 int64_t checked_numel(std::span<const int64_t> dims, std::string_view what);
 // The bytes of `elements` values of `elem_size` bytes each; throws
 // ShapeError naming `what` above kMaxTensorElements or kMaxTensorBytes.
