@@ -23,6 +23,8 @@
 // [pixels, taps·channels] columns (in chunks of samples, at most 128 MiB),
 // times the NHWC output gradient, into a float32 KRSC gradient that is
 // added into the KCRS one. Written without a GPU (2026-11-26): not yet run.
+#include <deepcanvas/layer.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -309,13 +311,6 @@ class Conv2D : public Op {
   std::map<int, Algos> algos_;
 };
 
-void same_padding(int64_t in, int64_t k, int64_t s, int64_t d, int64_t& before, int64_t& after) {
-  int64_t out = (in + s - 1) / s;
-  int64_t total = std::max<int64_t>(0, (out - 1) * s + d * (k - 1) + 1 - in);
-  before = total / 2;
-  after = total - before;
-}
-
 std::unique_ptr<Op> make_conv(const PlanStep& s) {
   const Attrs& a = s.attrs;
   const std::vector<Shape>& in = s.in_shapes;
@@ -340,8 +335,8 @@ std::unique_ptr<Op> make_conv(const PlanStep& s) {
     pt = pb = a.ints("padding")[0];
     pl = pr = a.ints("padding")[1];
   } else if (mode == "same") {
-    same_padding(g.H, g.KH, g.SH, g.DH, pt, pb);
-    same_padding(g.W, g.KW, g.SW, g.DW, pl, pr);
+    dc::same_padding(g.H, g.KH, g.SH, g.DH, pt, pb, "height");
+    dc::same_padding(g.W, g.KW, g.SW, g.DW, pl, pr, "width");
   }
   if (pt != pb || pl != pr)
     throw Error("padding 'same' needs uneven padding here (" + std::to_string(pt) + "/" +

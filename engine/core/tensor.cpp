@@ -1,3 +1,4 @@
+#include <deepcanvas/checked.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/memstats.h>
 #include <deepcanvas/tensor.h>
@@ -41,8 +42,13 @@ const char* dtype_name(DType t) {
 }
 
 int64_t Shape::numel() const {
+  // Only the overflow is refused here: a shape may be larger than a tensor
+  // may be (a whole dataset's, a memory estimate's); the limits apply where
+  // a tensor is made.
   int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
+  for (int64_t d : dims_)
+    if (__builtin_mul_overflow(n, d, &n))
+      throw ShapeError("shape " + str(true) + " has more elements than a 64-bit count holds");
   return n;
 }
 
@@ -99,6 +105,9 @@ int64_t reset_peak() {
 // 64-byte alignment keeps AVX-512 loads aligned and rows off shared cache
 // lines between threads.
 Storage::Storage(size_t n) : bytes(n) {
+  if (n > size_t(kMaxTensorBytes))
+    throw Error("cannot allocate " + std::to_string(n) + " bytes for one tensor, more than the " +
+                std::to_string(kMaxTensorBytes) + " (64 GiB) allowed");
   size_t rounded = (n + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   data = std::aligned_alloc(64, rounded);
@@ -113,8 +122,14 @@ Storage::~Storage() {
 }
 
 Tensor::Tensor(Shape shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype) {
-  for (int64_t d : shape_.dims())
-    if (d < 0) throw Error("Tensor: negative dimension in shape " + shape_.str(true));
+  // Refused before anything is allocated: a size from a file or a flag
+  // that passes the limits is an error message, not an exhausted memory.
+  // (The shape is named only on failure: tensors are made every step.)
+  try {
+    checked_bytes(checked_numel(shape_.dims(), "a tensor"), int64_t(dtype_size(dtype_)), "it");
+  } catch (const ShapeError& e) {
+    throw ShapeError("cannot make a tensor of shape " + shape_.str(true) + ": " + e.what());
+  }
   storage_ = std::make_shared<Storage>(bytes());
 }
 

@@ -1,6 +1,7 @@
 // Fully connected layer (torch.nn.Linear): out = x W^T + b with W stored
 // [units, features] as PyTorch does, so weights move between the two as is.
 // Every product is one GEMM over the whole batch; OpenBLAS threads it.
+#include <deepcanvas/checked.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/rng.h>
@@ -37,6 +38,7 @@ DenseGeom dense_geom(const std::vector<Shape>& in, const Attrs& attrs) {
   g.U = a.i("units");
   g.bias = a.b("bias");
   if (g.U < 1) throw ShapeError("units must be at least 1");
+  checked_product(std::vector<int64_t>{g.U, g.F}, "the weight (units×features)");
   return g;
 }
 

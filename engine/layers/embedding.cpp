@@ -2,6 +2,7 @@
 // every activation is) to vectors [N, T, dim]. weight is [vocab, dim], drawn
 // from N(0, 1) as PyTorch does; the padding row starts at zero and never
 // receives a gradient.
+#include <deepcanvas/checked.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/memstats.h>
 #include <deepcanvas/rng.h>
@@ -36,6 +37,7 @@ EmbGeom emb_geom(const std::vector<Shape>& in, const Attrs& attrs) {
   if (g.pad >= g.V)
     throw ShapeError("padding_idx " + std::to_string(g.pad) + " is outside the vocabulary of " +
                      std::to_string(g.V) + " (use -1 for none)");
+  checked_product(std::vector<int64_t>{g.V, g.D}, "the embedding table (vocab_size×dim)");
   return g;
 }
 

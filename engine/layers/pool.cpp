@@ -2,6 +2,7 @@
 // (floor output size, padding at most half the kernel, average pooling counts
 // the zero padding). Every (sample, channel) plane is independent, so kernels
 // parallelise over planes and need no reduction.
+#include <deepcanvas/checked.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/memstats.h>
 #include <deepcanvas/parallel.h>
@@ -57,26 +58,33 @@ PoolGeom pool_geom(const std::vector<Shape>& in, const Attrs& a) {
   g.SW = s[1];
   g.PH = p[0];
   g.PW = p[1];
+  const ConvWindow wh = conv_window(g.H, g.KH, g.SH, 1, g.PH, g.PH, "height");
+  const ConvWindow ww = conv_window(g.W, g.KW, g.SW, 1, g.PW, g.PW, "width");
   // More padding than half the window would allow windows made only of
-  // padding; PyTorch refuses it for the same reason.
-  if (2 * g.PH > g.KH || 2 * g.PW > g.KW)
+  // padding; PyTorch refuses it for the same reason. (Halving the kernel
+  // rather than doubling the padding: neither can overflow.)
+  if (g.PH > g.KH / 2 || g.PW > g.KW / 2)
     throw ShapeError("padding " + pair_str(g.PH, g.PW) + " is more than half the " +
                      pair_str(g.KH, g.KW) + " kernel; use at most " + pair_str(g.KH / 2, g.KW / 2));
-  int64_t ph = g.H + 2 * g.PH, pw = g.W + 2 * g.PW;
-  if (g.KH > ph || g.KW > pw)
+  const int64_t ph = wh.padded, pw = ww.padded;
+  if (wh.out == 0 || ww.out == 0)
     throw ShapeError("the " + pair_str(g.KH, g.KW) + " window is larger than the " +
                      pair_str(g.H, g.W) + " input" +
                      (g.PH || g.PW ? " padded to " + pair_str(ph, pw) : std::string()) +
                      ", so the output would be empty; use a smaller kernel or remove a pooling "
                      "layer before it");
-  g.OH = (ph - g.KH) / g.SH + 1;
-  g.OW = (pw - g.KW) / g.SW + 1;
+  g.OH = wh.out;
+  g.OW = ww.out;
   // PyTorch's ceil_mode (SqueezeNet's max pooling): one more window where
   // the last one would start inside the input (or its left padding) but run
   // past its end; the kernels clip such a window to the input.
   if (a.has("ceil_mode") && a.b("ceil_mode")) {
-    if ((g.OH - 1) * g.SH + g.KH < ph && g.OH * g.SH < g.H + g.PH) ++g.OH;
-    if ((g.OW - 1) * g.SW + g.KW < pw && g.OW * g.SW < g.W + g.PW) ++g.OW;
+    // (The windows that fit stay inside the padded size; one stride more
+    // may not.)
+    const int64_t next_h = checked_mul(g.OH, g.SH, "the ceil_mode height");
+    const int64_t next_w = checked_mul(g.OW, g.SW, "the ceil_mode width");
+    if ((g.OH - 1) * g.SH + g.KH < ph && next_h < g.H + g.PH) ++g.OH;
+    if ((g.OW - 1) * g.SW + g.KW < pw && next_w < g.W + g.PW) ++g.OW;
   }
   return g;
 }
@@ -395,7 +403,7 @@ LayerDescriptor window_pool(const std::string& type, const std::string& help) {
   // One comparison (max) or addition (average) per window element.
   d.cost = [type](const std::vector<Shape>& in, const Shape&, const Attrs& a) {
     PoolGeom g = pool_geom(in, LayerRegistry::instance().get(type).with_defaults(a));
-    return Cost{0, g.C * g.OHW() * g.KH * g.KW};
+    return Cost{0, checked_mul(g.C * g.OHW(), g.KH * g.KW, "the window operations")};
   };
   d.create = [type](const Attrs& a, const std::vector<Shape>& in, const Shape&) {
     return std::unique_ptr<Layer>(

@@ -12,6 +12,7 @@
 // direction; each step is one [N, H] x [H, G*H] GEMM plus an elementwise
 // pass; backward mirrors it, and the weight gradients are again one GEMM
 // each over all steps, because the states entering every step are kept.
+#include <deepcanvas/checked.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/memstats.h>
 #include <deepcanvas/parallel.h>
@@ -95,6 +96,12 @@ RnnGeom rnn_geom(Cell cell, const std::vector<Shape>& in, const Attrs& attrs) {
   if (g.H < 1) throw ShapeError("hidden_size must be at least 1");
   if (g.L < 1) throw ShapeError("num_layers must be at least 1");
   if (g.dropout < 0 || g.dropout >= 1) throw ShapeError("dropout must be in [0, 1)");
+  // The largest weight (gates·hidden × the widest layer input) and the
+  // gate values kept per sample for backward: counts past 64 bits refused.
+  checked_product(std::vector<int64_t>{g.G, g.H, std::max(g.F, checked_mul(g.D, g.H, "hidden"))},
+                  "the input weights (gates·hidden_size×features)");
+  checked_product(std::vector<int64_t>{g.T, g.D, g.G, g.H},
+                  "the gate values of a sample (steps×directions×gates×hidden_size)");
   return g;
 }
 
@@ -547,7 +554,9 @@ void add_rnn(LayerRegistry& r, Cell cell, const std::string& help) {
       int64_t inf = l == 0 ? g.F : g.D * g.H;
       int64_t per = g.G * g.H * (inf + g.H) + (g.bias ? 2 * g.G * g.H : 0);
       c.params += g.D * per;
-      c.macs += g.D * g.T * g.G * g.H * (inf + g.H);
+      c.macs = checked_add(
+          c.macs, checked_mul(g.D * g.T * g.G * g.H, inf + g.H, "the multiply-accumulates"),
+          "the multiply-accumulates");
     }
     if (g.learned_init) c.params += g.L * g.D * g.H * (g.cell == Cell::Lstm ? 2 : 1);
     return c;

@@ -1,3 +1,4 @@
+#include <deepcanvas/checked.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/layer.h>
 
@@ -28,6 +29,17 @@ LayerRegistry& LayerRegistry::instance() {
 
 void LayerRegistry::add(LayerDescriptor d) {
   if (find(d.type)) throw Error("layer type '" + d.type + "' registered twice");
+  // Every shape rule's result is checked here, once for all layers (and
+  // for whoever calls a rule: the graph, the importer): a chain of layers
+  // that multiplies sizes past 64 bits is an error, not a wrapped count.
+  // (Larger than a tensor may be is left to the memory checks, which say
+  // what the network would take.)
+  if (d.infer)
+    d.infer = [rule = std::move(d.infer)](const std::vector<Shape>& in, const Attrs& a) {
+      Shape s = rule(in, a);
+      checked_product(s.dims(), "the output (" + s.str() + ")");
+      return s;
+    };
   items_.push_back(std::make_unique<LayerDescriptor>(std::move(d)));
 }
 

@@ -1,6 +1,7 @@
 // Sequence plumbing: SequenceInput (where sequences enter the network),
 // TimeDistributedDense (one dense layer applied at every step) and LastStep
 // (one step of a sequence). Sequences are [N, T, F], batch first.
+#include <deepcanvas/checked.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/rng.h>
@@ -190,12 +191,14 @@ void register_sequence_layers(LayerRegistry& r) {
     d.num_inputs = [](const Attrs&) { return 1; };
     d.infer = [](const std::vector<Shape>& in, const Attrs& attrs) {
       Shape s = expect_sequence(in, "use Dense for a single vector");
-      return Shape{s[0], sdesc("TimeDistributedDense").with_defaults(attrs).i("units")};
+      const int64_t units = sdesc("TimeDistributedDense").with_defaults(attrs).i("units");
+      checked_product(std::vector<int64_t>{units, s[1]}, "the weight (units×features)");
+      return Shape{s[0], units};
     };
     d.cost = [](const std::vector<Shape>& in, const Shape& out, const Attrs& attrs) {
       bool b = sdesc("TimeDistributedDense").with_defaults(attrs).b("bias");
       int64_t F = in[0][1], U = out[1];
-      return Cost{U * F + (b ? U : 0), in[0][0] * U * F};
+      return Cost{U * F + (b ? U : 0), checked_mul(in[0][0], U * F, "the multiply-accumulates")};
     };
     d.create = [](const Attrs& attrs, const std::vector<Shape>& in, const Shape& out) {
       bool b = sdesc("TimeDistributedDense").with_defaults(attrs).b("bias");

@@ -1,5 +1,6 @@
 // Flatten and Reshape change only how the values are grouped; the data is
 // the same row-major sequence, so both kernels are copies.
+#include <deepcanvas/checked.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/parallel.h>
 
@@ -68,7 +69,7 @@ Shape reshape_rule(const std::vector<Shape>& in, const Attrs& attrs) {
           "dimension), but shape is " +
           Shape(dims).str());
     } else {
-      known *= dims[i];
+      known = checked_mul(known, dims[i], "the product of shape's dimensions");
     }
   }
   const int64_t total = s.numel();

@@ -7,6 +7,7 @@
 // their own. An op that cannot be mapped marks its outputs; only marks that
 // reach the graph's output are reported, all at once, so the shape
 // bookkeeping PyTorch leaves unused never blocks an import.
+#include <deepcanvas/checked.h>
 #include <deepcanvas/checkpoint.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
@@ -42,6 +43,13 @@ struct NotSupported {
 // (Shape -> Gather -> Concat -> Reshape), so a Reshape can tell the batch
 // dimension from the others.
 constexpr int64_t kBatch = -987654321;
+
+// The most values the constants folded at import time (ConstantOfShape,
+// Expand, Gather, Slice, Transpose, Cast and arithmetic) may take together:
+// shape arithmetic and initial states are far smaller, and each value is a
+// loop step, so that a chain of ops over a large constant cannot make an
+// import run for minutes.
+constexpr int64_t kMaxFolded = int64_t{1} << 24;
 
 // A tensor known at import time: an initializer, a Constant, or folded.
 struct Const {
@@ -95,21 +103,29 @@ struct Val {
   std::set<int> problems;    // indexes into Importer::problems_
 };
 
-// The number of elements; -1 when a dimension is negative or the count
-// passes 2^40 (nothing an importable model holds).
-int64_t product(const std::vector<int64_t>& d) {
-  int64_t p = 1;
-  for (int64_t x : d) {
-    if (x < 0 || (x > 0 && p > (int64_t(1) << 40) / x)) return -1;
-    p *= x;
-  }
-  return p;
-}
-
 std::string dims_str(const std::vector<int64_t>& d) {
   std::string s = "[";
   for (size_t k = 0; k < d.size(); ++k) s += (k ? ", " : "") + std::to_string(d[k]);
   return s + "]";
+}
+
+// The number of elements; -1 when a dimension is negative (a placeholder
+// such as kBatch). A count beyond a tensor's limit throws ShapeError, which
+// stops the op.
+int64_t product(const std::vector<int64_t>& d) {
+  for (int64_t x : d)
+    if (x < 0) return -1;
+  return checked_numel(d, "a tensor of dimensions " + dims_str(d));
+}
+
+// The elements the dimensions would hold with every 0 read as 1: what loops
+// over the dimensions one by one and products of some of them can reach,
+// also for an empty tensor. Held to the tensor limit for every constant, so
+// that an empty constant of dimensions [0, 2^62] cannot make them overflow.
+void check_extent(const std::vector<int64_t>& d, const std::string& what) {
+  std::vector<int64_t> ones = d;
+  for (int64_t& x : ones) x = x == 0 ? 1 : x;
+  checked_numel(ones, what + " of dimensions " + dims_str(d) + ", counting each 0 as 1,");
 }
 
 const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const std::string& name) {
@@ -178,13 +194,9 @@ Const read_tensor(const onnx::TensorProto& t) {
                 "model with its weights inside (onnx.save_model(m, path, "
                 "save_as_external_data=False), possible below 2 GB)");
   Const c;
-  int64_t n = 1;
-  for (int64_t d : t.dims()) {
-    if (d < 0 || (d > 0 && n > (int64_t(1) << 40) / d))
-      throw Error(what + " has invalid or too large dimensions");
-    c.dims.push_back(d);
-    n *= d;
-  }
+  c.dims.assign(t.dims().begin(), t.dims().end());
+  check_extent(c.dims, what);  // (negative dimensions included)
+  const int64_t n = product(c.dims);
   const std::string& raw = t.raw_data();
   // Every value takes a byte at least: a tensor claiming more values than
   // its data could hold is refused before anything is allocated for it.
@@ -331,6 +343,7 @@ class Importer {
     if (k < n.output_size() && !n.output(k).empty()) vals_[n.output(k)] = std::move(v);
   }
   Val constant(Const c) {
+    check_extent(c.dims, "a constant");
     Val v;
     v.is_const = true;
     v.c = std::move(c);
@@ -485,6 +498,23 @@ class Importer {
     v.problems.insert(problem(n, why));
     vals_[n.output(k)] = v;
   }
+  // Marks every output of n as not importable, for the reason given.
+  void refuse(const onnx::NodeProto& n, const std::string& why) {
+    const int p = problem(n, why);
+    for (const auto& o : n.output()) {
+      Val v;
+      v.problems = {p};
+      vals_[o] = v;
+    }
+  }
+  // Counts n values about to be folded against kMaxFolded.
+  void fold(int64_t n) {
+    if (n > kMaxFolded - folded_)
+      throw NotSupported{"the constants folded at import would pass " + std::to_string(kMaxFolded) +
+                         " values"};
+    folded_ += n;
+  }
+  Const filled(const Const& shape, const Const& value);
   int problem(const onnx::NodeProto& n, const std::string& why) {
     problems_.push_back(n.op_type() + " '" + (n.name().empty() ? n.output(0) : n.name()) +
                         "': " + why);
@@ -509,6 +539,7 @@ class Importer {
   std::map<std::string, int> uses_;
   std::set<NodeId> final_, sequence_used_;  // recurrent layers: which output is used
   std::vector<std::string> problems_;
+  int64_t folded_ = 0;  // values folded so far (fold())
 };
 
 const std::map<std::string, Importer::Handler>& Importer::handlers() {
@@ -593,7 +624,9 @@ void Importer::op_conv(const onnx::NodeProto& n) {
     throw NotSupported{"strides, dilations or pads of the wrong length"};
   std::vector<int64_t> total = pads;
   if (!x.pad.empty())
-    for (int s = 0; s < 4; ++s) total[size_t(s)] += x.pad[size_t(s)];
+    for (int s = 0; s < 4; ++s)
+      total[size_t(s)] =
+          checked_add(total[size_t(s)], x.pad[size_t(s)], "pads with the Pad before");
   Attrs a;
   a.set("filters", w.dims[0]);
   a.set("kernel", k);
@@ -602,8 +635,10 @@ void Importer::op_conv(const onnx::NodeProto& n) {
   a.set("groups", group);
   const int64_t H = v[1], W = v[2];
   int64_t st, sb, sl, sr;
-  same_padding(H, k[0], strides[0], dil[0], st, sb);
-  same_padding(W, k[1], strides[1], dil[1], sl, sr);
+  // Also where the model's strides, dilations and kernel are first used: a
+  // zero or one near 2^63 is refused here, naming it.
+  same_padding(H, k[0], strides[0], dil[0], st, sb, "height");
+  same_padding(W, k[1], strides[1], dil[1], sl, sr, "width");
   if (auto_pad == "SAME_UPPER" && x.pad.empty()) {
     a.set("padding_mode", std::string("same"));
   } else if (auto_pad == "VALID" && x.pad.empty()) {
@@ -746,6 +781,11 @@ void Importer::op_pool(const onnx::NodeProto& n) {
   }
   if (pads[0] != pads[2] || pads[1] != pads[3])
     throw NotSupported{"uneven padding " + dims_str(pads)};
+  // Refuses a zero stride, a kernel below 1, negative padding or sizes that
+  // overflow before the ceil_mode arithmetic below divides by the stride.
+  for (int d = 0; d < 2; ++d)
+    conv_window(v[size_t(d + 1)], k[size_t(d)], s[size_t(d)], 1, pads[size_t(d)],
+                pads[size_t(d + 2)], d == 0 ? "height" : "width");
   Attrs a;
   a.set("kernel", k);
   a.set("stride", s);
@@ -754,10 +794,10 @@ void Importer::op_pool(const onnx::NodeProto& n) {
     // Only where it changes the size; average pooling rounds down here.
     bool differs = false;
     for (int d = 0; d < 2; ++d) {
-      const int64_t span = v[size_t(d + 1)] + 2 * pads[size_t(d)] - k[size_t(d)];
-      if (span >= 0 && span % s[size_t(d)] != 0 &&
-          (span / s[size_t(d)] + 1) * s[size_t(d)] < v[size_t(d + 1)] + pads[size_t(d)])
-        differs = true;
+      // (Checked above: the padded size fits, so neither side overflows.)
+      const int64_t in = v[size_t(d + 1)], p = pads[size_t(d)], st = s[size_t(d)];
+      const int64_t span = in + 2 * p - k[size_t(d)];
+      if (span >= 0 && span % st != 0 && st < in + p - (span - span % st)) differs = true;
     }
     if (differs && !max) throw NotSupported{"average pooling with ceil_mode"};
     if (differs) a.set("ceil_mode", true);
@@ -997,7 +1037,8 @@ void Importer::op_transpose(const onnx::NodeProto& n) {
     Const o;
     o.integer = c.integer;
     o.dims = {c.dims[1], c.dims[0]};
-    for (int64_t q = 0; q < c.dims[1]; ++q)
+    fold(c.numel());
+    for (int64_t q = 0; q < (c.numel() ? c.dims[1] : 0); ++q)  // none over an empty one
       for (int64_t r = 0; r < c.dims[0]; ++r) {
         if (c.integer)
           o.i.push_back(c.i[size_t(r * c.dims[1] + q)]);
@@ -1057,12 +1098,14 @@ void Importer::op_gather(const onnx::NodeProto& n) {
     if (rank == 0) throw NotSupported{"Gather from a scalar"};
     if (axis < 0) axis += rank;
     if (axis < 0 || axis >= rank) throw NotSupported{"axis out of range"};
+    // The loops below run outer × indices × inner times, also when some of
+    // them are 0 (an empty constant): the extent, with 0s read as 1s.
     int64_t outer = 1, inner = 1;
     for (int k = 0; k < axis; ++k) outer *= c.dims[size_t(k)];
     for (int k = int(axis) + 1; k < rank; ++k) inner *= c.dims[size_t(k)];
     const int64_t len = c.dims[size_t(axis)];
-    if (idx.numel() > 0 && outer * inner > (int64_t(1) << 26) / idx.numel())
-      throw NotSupported{"a Gather of constants that is too large"};
+    fold(product({std::max<int64_t>(outer, 1), std::max<int64_t>(idx.numel(), 1),
+                  std::max<int64_t>(inner, 1)}));
     Const o;
     o.integer = c.integer;
     o.dims.assign(c.dims.begin(), c.dims.begin() + axis);
@@ -1121,11 +1164,16 @@ void Importer::op_slice(const onnx::NodeProto& n) {
     throw NotSupported{"starts, ends and axes differ in length"};
   std::vector<int64_t> dims = x.is_const ? x.c.dims : view_of(x);
   if (!x.is_const) dims.insert(dims.begin(), 1);
-  // The indices taken along each axis (ONNX's clamping rules, steps of
-  // either sign: PyTorch writes a reversal as a slice with step -1).
-  std::vector<std::vector<int64_t>> take(static_cast<size_t>(rank));
-  for (int k = 0; k < rank; ++k)
-    for (int64_t q = 0; q < dims[size_t(k)]; ++q) take[size_t(k)].push_back(q);
+  // The indices taken along each axis, start + i·step for i < count (ONNX's
+  // clamping rules, steps of either sign: PyTorch writes a reversal as a
+  // slice with step -1). Counted, not listed: an axis may be 2^62 long in
+  // an empty constant, and a step may be near 2^63.
+  struct Range {
+    int64_t start = 0, count = 0, step = 1;
+    int64_t at(int64_t i) const { return start + i * step; }  // i·|step| < the axis length
+  };
+  std::vector<Range> take(static_cast<size_t>(rank));
+  for (int k = 0; k < rank; ++k) take[size_t(k)] = {0, dims[size_t(k)], 1};
   for (size_t k = 0; k < starts.size(); ++k) {
     const int64_t a = axes[k] < 0 ? axes[k] + rank : axes[k];
     if (a < 0 || a >= rank || steps[k] == 0)
@@ -1133,29 +1181,31 @@ void Importer::op_slice(const onnx::NodeProto& n) {
     const int64_t len = dims[size_t(a)], st = steps[k];
     auto norm = [&](int64_t v) { return v < 0 ? (v < -len ? -1 : v + len) : v; };
     int64_t b = norm(starts[k]), e = norm(ends[k]);
-    std::vector<int64_t> idx;
     if (st > 0) {
       b = std::clamp<int64_t>(b, 0, len);
       e = std::clamp<int64_t>(e, 0, len);
-      for (int64_t q = b; q < e; q += st) idx.push_back(q);
     } else {
       b = std::clamp<int64_t>(b, -1, len - 1);
       e = std::clamp<int64_t>(e, -1, len - 1);
-      for (int64_t q = b; q > e; q += st) idx.push_back(q);
     }
-    take[size_t(a)] = idx;
+    // Both within [-1, len], so the gap cannot overflow; |step| as unsigned
+    // (-INT64_MIN does not fit).
+    const int64_t gap = st > 0 ? e - b : b - e;
+    const uint64_t stride = st > 0 ? uint64_t(st) : 0 - uint64_t(st);
+    take[size_t(a)] = {b, gap > 0 ? int64_t((uint64_t(gap) - 1) / stride) + 1 : 0, st};
   }
   if (x.is_const) {
     const Const& c = x.c;
     Const o;
     o.integer = c.integer;
-    for (int k = 0; k < rank; ++k) o.dims.push_back(int64_t(take[size_t(k)].size()));
-    const int64_t total = product(o.dims);
+    for (int k = 0; k < rank; ++k) o.dims.push_back(take[size_t(k)].count);
+    const int64_t total = product(o.dims);  // at most c's
+    fold(total);
+    std::vector<int64_t> idx(size_t(rank), 0);
     for (int64_t q = 0; q < total; ++q) {
       int64_t r = q, s = 0;
-      std::vector<int64_t> idx(size_t(rank), 0);
       for (int k = rank - 1; k >= 0; --k) {
-        idx[size_t(k)] = take[size_t(k)][size_t(r % o.dims[size_t(k)])];
+        idx[size_t(k)] = take[size_t(k)].at(r % o.dims[size_t(k)]);
         r /= o.dims[size_t(k)];
       }
       for (int k = 0; k < rank; ++k) s = s * dims[size_t(k)] + idx[size_t(k)];
@@ -1164,13 +1214,15 @@ void Importer::op_slice(const onnx::NodeProto& n) {
     out(n, 0, constant(o));
     return;
   }
-  // One step of a sequence, x[:, t:t+1].
-  for (int k = 0; k < rank; ++k)
-    if (k != 1 && int64_t(take[size_t(k)].size()) != dims[size_t(k)])
+  // One step of a sequence, x[:, t:t+1]; every other axis whole and in order.
+  for (int k = 0; k < rank; ++k) {
+    const Range& t = take[size_t(k)];
+    if (k != 1 && (t.count != dims[size_t(k)] || (t.count > 1 && (t.start != 0 || t.step != 1))))
       throw NotSupported{"a slice other than one step of a sequence"};
-  if (rank != 3 || take[1].size() != 1)
+  }
+  if (rank != 3 || take[1].count != 1)
     throw NotSupported{"a slice other than one step of a sequence"};
-  out(n, 0, last_step(n, x, take[1][0], true));
+  out(n, 0, last_step(n, x, take[1].start, true));
 }
 
 void Importer::op_gemm(const onnx::NodeProto& n) {
@@ -1285,10 +1337,13 @@ void Importer::op_add(const onnx::NodeProto& n) {
 void Importer::op_arith(const onnx::NodeProto& n) {
   std::vector<const Const*> cs;
   for (int k = 0; k < n.input_size(); ++k) cs.push_back(&cin(n, k, "each operand"));
-  const std::string op = n.op_type();
+  // Decided once: the loops below may run over millions of folded values.
+  const std::string& name = n.op_type();
+  const char op = name == "Sub" ? '-' : name == "Mul" ? '*' : name == "Div" ? '/' : '+';
   Const o = *cs[0];
   for (size_t j = 1; j < cs.size(); ++j) {
     const Const& b = *cs[j];
+    fold(std::max(o.numel(), b.numel()));
     if (b.numel() != 1 && b.numel() != o.numel()) {
       if (o.numel() == 1) {
         Const t = b;
@@ -1308,12 +1363,12 @@ void Importer::op_arith(const onnx::NodeProto& n) {
       const int64_t bk = b.numel() == 1 ? 0 : k;
       if (o.integer && b.integer) {
         int64_t x = o.i[size_t(k)], y = b.i[size_t(bk)];
-        if (op == "Div" && y == 0) throw NotSupported{"division by zero"};
+        if (op == '/' && y == 0) throw NotSupported{"division by zero"};
         int64_t r = 0;
-        const bool over = op == "Sub"   ? __builtin_sub_overflow(x, y, &r)
-                          : op == "Mul" ? __builtin_mul_overflow(x, y, &r)
-                          : op == "Div" ? (y == -1 && x == INT64_MIN) || (r = x / y, false)
-                                        : __builtin_add_overflow(x, y, &r);
+        const bool over = op == '-'   ? __builtin_sub_overflow(x, y, &r)
+                          : op == '*' ? __builtin_mul_overflow(x, y, &r)
+                          : op == '/' ? (y == -1 && x == INT64_MIN) || (r = x / y, false)
+                                      : __builtin_add_overflow(x, y, &r);
         if (over) throw NotSupported{"integer overflow in a shape computation"};
         o.i[size_t(k)] = r;
       } else {
@@ -1323,7 +1378,7 @@ void Importer::op_arith(const onnx::NodeProto& n) {
           o.integer = false;
         }
         const float x = o.f[size_t(k)], y = float(b.at(bk));
-        o.f[size_t(k)] = op == "Sub" ? x - y : op == "Mul" ? x * y : op == "Div" ? x / y : x + y;
+        o.f[size_t(k)] = op == '-' ? x - y : op == '*' ? x * y : op == '/' ? x / y : x + y;
       }
     }
   }
@@ -1342,6 +1397,7 @@ void Importer::op_concat(const onnx::NodeProto& n) {
       throw NotSupported{"Concat of constants other than 1-D ones"};
     for (const Val* v : ins) {
       if (v->c.dims.size() != 1) throw NotSupported{"Concat of constants of different ranks"};
+      fold(v->c.numel());
       for (int64_t k = 0; k < v->c.numel(); ++k) {
         if (o.integer)
           o.i.push_back(v->c.int_at(k));
@@ -1400,10 +1456,8 @@ void Importer::op_pad(const onnx::NodeProto& n) {
     if (p < 0) throw NotSupported{"negative padding (cropping)"};
   Val o = x;
   if (o.pad.empty()) o.pad = {0, 0, 0, 0};
-  o.pad[0] += pads[2];
-  o.pad[1] += pads[3];
-  o.pad[2] += pads[6];
-  o.pad[3] += pads[7];
+  for (int s = 0; s < 4; ++s)  // top, left, bottom, right from ONNX's begins and ends
+    o.pad[size_t(s)] = checked_add(o.pad[size_t(s)], pads[size_t(s < 2 ? s + 2 : s + 4)], "pads");
   out(n, 0, o);
 }
 
@@ -1451,6 +1505,7 @@ void Importer::op_cast(const onnx::NodeProto& n) {
     return;
   }
   Const c = x.c;
+  fold(c.numel());
   if (to_float && c.integer) {
     c.f.assign(c.i.begin(), c.i.end());
     c.i.clear();
@@ -1463,50 +1518,41 @@ void Importer::op_cast(const onnx::NodeProto& n) {
   out(n, 0, constant(c));
 }
 
-void Importer::op_constant_of_shape(const onnx::NodeProto& n) {
-  const Const& s = cin(n, 0, "the shape");
+// A constant of the dimensions `shape` holds (the batch read as one sample:
+// one stands for any), each element the single value of `value`:
+// ConstantOfShape and Expand of a scalar.
+Const Importer::filled(const Const& shape, const Const& value) {
   Const c;
-  float v = 0.f;
-  if (const auto* a = find_attr(n, "value")) {
-    Const vc = read_tensor(a->t());
-    if (vc.numel() != 1) throw NotSupported{"a value that is not a single number"};
-    c.integer = vc.integer;
-    v = float(vc.at(0));
-  }
-  for (int64_t k = 0; k < s.numel(); ++k) {
-    int64_t d = s.int_at(k);
-    c.dims.push_back(d == kBatch ? 1 : d);  // the batch: one sample stands for any
-    if (c.dims.back() < 0 || c.dims.back() > (1 << 24))
-      throw NotSupported{"shape " + dims_str(c.dims)};
-  }
-  if (product(c.dims) < 0 || product(c.dims) > (int64_t(1) << 26))
-    throw NotSupported{"a constant of shape " + dims_str(c.dims) + " is too large"};
-  if (c.integer)
-    c.i.assign(size_t(product(c.dims)), to_int(v));
-  else
-    c.f.assign(size_t(product(c.dims)), v);
-  out(n, 0, constant(c));
-}
-
-void Importer::op_expand(const onnx::NodeProto& n) {
-  const Const& x = cin(n, 0, "the input");
-  const Const& s = cin(n, 1, "the shape");
-  if (x.numel() != 1) throw NotSupported{"Expand of more than one value"};
-  Const c;
-  c.integer = x.integer;
-  for (int64_t k = 0; k < s.numel(); ++k) {
-    int64_t d = s.int_at(k);
+  c.integer = value.integer;
+  for (int64_t k = 0; k < shape.numel(); ++k) {
+    const int64_t d = shape.int_at(k);
     c.dims.push_back(d == kBatch ? 1 : d);
     if (c.dims.back() < 0 || c.dims.back() > (1 << 24))
       throw NotSupported{"shape " + dims_str(c.dims)};
   }
-  if (product(c.dims) < 0 || product(c.dims) > (int64_t(1) << 26))
-    throw NotSupported{"a constant of shape " + dims_str(c.dims) + " is too large"};
+  const int64_t n = product(c.dims);
+  fold(n);
   if (c.integer)
-    c.i.assign(size_t(product(c.dims)), x.int_at(0));
+    c.i.assign(size_t(n), value.int_at(0));
   else
-    c.f.assign(size_t(product(c.dims)), float(x.at(0)));
-  out(n, 0, constant(c));
+    c.f.assign(size_t(n), float(value.at(0)));
+  return c;
+}
+
+void Importer::op_constant_of_shape(const onnx::NodeProto& n) {
+  Const v;  // float 0 unless given
+  v.f = {0.f};
+  if (const auto* a = find_attr(n, "value")) {
+    v = read_tensor(a->t());
+    if (v.numel() != 1) throw NotSupported{"a value that is not a single number"};
+  }
+  out(n, 0, constant(filled(cin(n, 0, "the shape"), v)));
+}
+
+void Importer::op_expand(const onnx::NodeProto& n) {
+  const Const& x = cin(n, 0, "the input");
+  if (x.numel() != 1) throw NotSupported{"Expand of more than one value"};
+  out(n, 0, constant(filled(cin(n, 1, "the shape"), x)));
 }
 
 // ONNX's gate order back to PyTorch's (the exporter's gate_order, inverted):
@@ -1534,7 +1580,11 @@ void Importer::op_recurrent(const onnx::NodeProto& n) {
   const auto order = torch_block(op);
   const int64_t G = int64_t(order.size());
   const int64_t F = x.view[1];
-  if (W.dims != std::vector<int64_t>{D, G * H, F} || R.dims != std::vector<int64_t>{D, G * H, H})
+  // hidden_size is the model's: G·H checked (a wrapped product could match
+  // an empty W), and 2·G·H below is then at most W's extent doubled.
+  if (H < 1) throw NotSupported{"hidden_size " + std::to_string(H) + " (at least 1)"};
+  const int64_t GH = checked_mul(G, H, "gates × hidden_size");
+  if (W.dims != std::vector<int64_t>{D, GH, F} || R.dims != std::vector<int64_t>{D, GH, H})
     throw NotSupported{"W or R has an unexpected shape"};
   if (has_in(n, 4)) throw NotSupported{"sequence_lens (sequences of different lengths)"};
   for (int k : {5, 6})
@@ -1576,7 +1626,7 @@ void Importer::op_recurrent(const onnx::NodeProto& n) {
         "the recurrent product: linear_before_reset 1)"};
   std::vector<std::pair<std::string, Tensor>> p;
   auto reorder = [&](const Const& c, int64_t d, int64_t offset, int64_t row) {
-    Tensor t{row > 1 ? Shape{G * H, row} : Shape{G * H}};
+    Tensor t{row > 1 ? Shape{GH, row} : Shape{GH}};
     const int64_t block = H * row;
     for (int64_t q = 0; q < G; ++q) {
       const int64_t src = offset + q * block, dst = int64_t(order[size_t(q)]) * block;
@@ -1586,7 +1636,7 @@ void Importer::op_recurrent(const onnx::NodeProto& n) {
     return t;
   };
   const Const* B = has_in(n, 3) ? &cin(n, 3, "B") : nullptr;
-  if (B && B->dims != std::vector<int64_t>{D, 2 * G * H})
+  if (B && B->dims != std::vector<int64_t>{D, 2 * GH})
     throw NotSupported{"B has an unexpected shape"};
   for (int64_t d = 0; d < D; ++d) {
     const std::string sfx = std::string("_l0") + (d ? "_reverse" : "");
@@ -1594,7 +1644,7 @@ void Importer::op_recurrent(const onnx::NodeProto& n) {
     p.push_back({"weight_hh" + sfx, reorder(R, d, 0, H)});
     if (B) {
       p.push_back({"bias_ih" + sfx, reorder(*B, d, 0, 1)});
-      p.push_back({"bias_hh" + sfx, reorder(*B, d, G * H, 1)});
+      p.push_back({"bias_hh" + sfx, reorder(*B, d, GH, 1)});
     }
   }
   std::string base = layer_base(n);
@@ -1636,6 +1686,9 @@ void Importer::add_input(const onnx::ValueInfoProto& vi) {
                   "the batch, dimension 0, may be dynamic)");
     dims.push_back(d.dim_value());
   }
+  // Before anything is made from it (each dimension is range-checked by the
+  // layer; their product is checked here).
+  checked_numel(dims, "input '" + vi.name() + "' of shape " + dims_str(dims));
   Attrs a;
   std::string type = "Input";
   if (rank == 3) {
@@ -1783,12 +1836,11 @@ OnnxImport Importer::run() {
       if (h == handlers().end()) throw NotSupported{"no DeepCanvas layer for this op"};
       (this->*(h->second))(n);
     } catch (const NotSupported& e) {
-      const int p = problem(n, e.why);
-      for (const auto& o : n.output()) {
-        Val v;
-        v.problems = {p};
-        vals_[o] = v;
-      }
+      refuse(n, e.why);
+    } catch (const ShapeError& e) {
+      // The checked arithmetic's refusal (deepcanvas/checked.h): a zero
+      // stride, an overflowing size, a tensor beyond the limits.
+      refuse(n, e.what());
     }
   }
 

@@ -26,8 +26,8 @@ void write_conv(Builder& b, const OnnxLayer& l) {
   const auto& d = a.ints("dilation");
   int64_t pt = 0, pb = 0, pl = 0, pr = 0;
   if (a.s("padding_mode") == "same") {
-    same_padding(in[1], k[0], s[0], d[0], pt, pb);
-    same_padding(in[2], k[1], s[1], d[1], pl, pr);
+    same_padding(in[1], k[0], s[0], d[0], pt, pb, "height");
+    same_padding(in[2], k[1], s[1], d[1], pl, pr, "width");
   } else if (a.s("padding_mode") == "explicit") {
     pt = pb = a.ints("padding")[0];
     pl = pr = a.ints("padding")[1];

@@ -16,8 +16,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
 
 #include <onnx/onnx_pb.h>
 
@@ -439,6 +442,271 @@ TEST(OnnxImportErrors, UnknownOpIsNamedWithoutTorch) {
     FAIL() << "imported Hardmax";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("Hardmax '/head/Hardmax'"), std::string::npos) << e.what();
+  }
+}
+
+// --- extreme attributes and constants: refused, naming them, never a
+// crash, a hang or an allocation that exhausts memory. The same models are
+// the importer's fuzz seeds (tests/fuzz/corpus/onnx_import/extreme_*.onnx).
+
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+
+onnx::NodeProto* add_node(onnx::ModelProto& m, const std::string& op,
+                          const std::vector<std::string>& inputs, const std::string& output) {
+  auto* n = m.mutable_graph()->add_node();
+  n->set_op_type(op);
+  n->set_name("/" + output + "/" + op);
+  for (const auto& i : inputs) n->add_input(i);
+  n->add_output(output);
+  return n;
+}
+void set_ints(onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+void set_int(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+// An initializer of these dims holding `values` (int64), or zeros (float)
+// when `values` is empty and the dims hold any.
+void add_init(onnx::ModelProto& m, const std::string& name, const std::vector<int64_t>& dims,
+              const std::vector<int64_t>& values = {}, bool integer = true) {
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(integer ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT);
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    t->add_dims(d);
+    n = d == 0 ? 0 : n * d;
+  }
+  for (int64_t v : values) t->add_int64_data(v);
+  if (!integer)
+    for (int64_t k = 0; k < n; ++k) t->add_float_data(0.f);
+}
+
+// x [N, 3, 8, 8] (or `dims`) -> Conv(w [4, 3, 3, 3]) with `conv`'s
+// attributes -> y, with x first through `before` (ops written by the caller
+// that end in "p").
+onnx::ModelProto conv_model(const std::function<void(onnx::NodeProto*)>& conv,
+                            const std::vector<int64_t>& dims = {-1, 3, 8, 8},
+                            const std::function<void(onnx::ModelProto&)>& before = {}) {
+  onnx::ModelProto m = tiny_model(dims);
+  auto& g = *m.mutable_graph();
+  g.clear_node();
+  g.clear_initializer();
+  add_init(m, "conv.weight", {4, 3, 3, 3}, {}, false);
+  std::string src = "x";
+  if (before) {
+    before(m);
+    src = "p";
+  }
+  conv(add_node(m, "Conv", {src, "conv.weight"}, "y"));
+  auto* os = g.mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  os->clear_dim();
+  return m;
+}
+
+// The tiny Gemm model with constant-only ops beside it (the shape
+// arithmetic PyTorch writes); `use` makes the Gemm's output go through a
+// Reshape to the constant "s", so that a problem computing it is reported.
+onnx::ModelProto with_constants(const std::function<void(onnx::ModelProto&)>& ops, bool use) {
+  onnx::ModelProto m = tiny_model();
+  ops(m);
+  if (use) {
+    m.mutable_graph()->mutable_node(0)->set_output(0, "h");
+    add_node(m, "Reshape", {"h", "s"}, "y");
+  }
+  return m;
+}
+
+// The models, by seed name, and a part of the message each import gives
+// ("" where it imports).
+struct Extreme {
+  std::string name;
+  onnx::ModelProto model;
+  std::string expect;
+};
+std::vector<Extreme> extreme_models() {
+  std::vector<Extreme> v;
+  v.push_back({"conv_stride_0", conv_model([](auto* n) {
+                 set_ints(n, "strides", {0, 1});
+               }),
+               "stride must be at least 1 but is 0 along the height"});
+  v.push_back({"conv_dilation_2p62", conv_model([](auto* n) {
+                 set_ints(n, "dilations", {int64_t{1} << 62, 1});
+               }),
+               "the dilated kernel along the height overflows"});
+  v.push_back({"conv_dilation_min", conv_model([](auto* n) {
+                 set_ints(n, "dilations", {1, kMin});
+               }),
+               "dilation must be at least 1 but is " + std::to_string(kMin) + " along the width"});
+  v.push_back({"conv_strides_max", conv_model([](auto* n) {
+                 set_ints(n, "strides", {kMax, kMax});
+               }),
+               "stride"});
+  v.push_back({"conv_pads_max", conv_model([](auto* n) {
+                 set_ints(n, "pads", {kMax, kMax, kMax, kMax});
+               }),
+               "as Conv2D: padding"});
+  // Two zero Pads of 2^63 - 1 rows each before the Conv.
+  v.push_back({"pad_twice_max",
+               conv_model([](auto*) {}, {-1, 3, 8, 8},
+                          [](onnx::ModelProto& m) {
+                            add_init(m, "pads", {8}, {0, 0, kMax, 0, 0, 0, 0, 0});
+                            add_node(m, "Pad", {"x", "pads"}, "p1");
+                            add_node(m, "Pad", {"p1", "pads"}, "p");
+                          }),
+               "pads overflows"});
+  // ceil_mode divided by the stride before any range check.
+  onnx::ModelProto pool = conv_model([](auto*) {}, {-1, 3, 8, 8},
+                                     [](onnx::ModelProto& m) {
+                                       auto* n = add_node(m, "MaxPool", {"x"}, "p");
+                                       set_ints(n, "kernel_shape", {2, 2});
+                                       set_ints(n, "strides", {0, 2});
+                                       set_int(n, "ceil_mode", 1);
+                                     });
+  v.push_back({"maxpool_stride_0_ceil", pool, "stride must be at least 1 but is 0"});
+  // Spatial sizes each within range, 3·10^12 values together.
+  v.push_back({"input_huge", conv_model([](auto*) {}, {-1, 3, 1000000, 1000000}),
+               "input 'x' of shape [3, 1000000, 1000000] would hold 3000000000000 values"});
+  // An empty constant whose dimensions multiply past 64 bits.
+  v.push_back(
+      {"gather_empty_2p80",
+       with_constants(
+           [](onnx::ModelProto& m) {
+             add_init(m, "e", {int64_t{1} << 40, 0, int64_t{1} << 40});
+             add_init(m, "i", {1}, {0});
+             set_int(add_node(m, "Gather", {"e", "i"}, "s"), "axis", 1);
+           },
+           true),
+       "tensor 'e' of dimensions [1099511627776, 0, 1099511627776], counting each 0 as 1, would "
+       "hold more than"});
+  // Empty, within the limit, and 2^33 long: was listed index by index.
+  v.push_back({"slice_empty_2p33",
+               with_constants(
+                   [](onnx::ModelProto& m) {
+                     add_init(m, "e", {0, int64_t{1} << 33});
+                     add_init(m, "st", {1}, {0});
+                     add_init(m, "en", {1}, {kMax});
+                     add_init(m, "ax", {1}, {1});
+                     add_node(m, "Slice", {"e", "st", "en", "ax"}, "unused");
+                   },
+                   false),
+               ""});
+  // Steps near ±2^63 (the index passed 2^63 and wrapped) and starts at
+  // INT64_MIN, on the shape arithmetic's constants.
+  v.push_back({"slice_steps_extreme",
+               with_constants(
+                   [](onnx::ModelProto& m) {
+                     add_init(m, "c", {4}, {1, 2, 3, 4});
+                     add_init(m, "st", {1}, {1});
+                     add_init(m, "en", {1}, {kMax});
+                     add_init(m, "ax", {1}, {0});
+                     add_init(m, "up", {1}, {kMax});
+                     add_node(m, "Slice", {"c", "st", "en", "ax", "up"}, "u1");
+                     add_init(m, "st2", {1}, {kMax});
+                     add_init(m, "en2", {1}, {kMin});
+                     add_init(m, "down", {1}, {kMin});
+                     add_node(m, "Slice", {"c", "st2", "en2", "ax", "down"}, "u2");
+                   },
+                   false),
+               ""});
+  // A Gather of an empty constant 2^33 rows long: was 2^33 empty loops.
+  v.push_back({"gather_empty_rows",
+               with_constants(
+                   [](onnx::ModelProto& m) {
+                     add_init(m, "e", {int64_t{1} << 33, 0});
+                     add_init(m, "i", {0});
+                     set_int(add_node(m, "Gather", {"e", "i"}, "s"), "axis", 1);
+                   },
+                   true),
+               "the constants folded at import would pass 16777216 values"});
+  // Slices of a large constant made from nothing, one after the other: the
+  // fuzzer's import that ran for minutes (each Slice copies it).
+  v.push_back({"slices_of_a_fill",
+               with_constants(
+                   [](onnx::ModelProto& m) {
+                     add_init(m, "shape", {2}, {4096, 4096});
+                     add_node(m, "ConstantOfShape", {"shape"}, "f0");
+                     add_init(m, "st", {1}, {0});
+                     add_init(m, "en", {1}, {kMax});
+                     add_node(m, "Slice", {"f0", "st", "en"}, "f1");
+                     add_node(m, "Slice", {"f1", "st", "en"}, "s");
+                   },
+                   true),
+               "Slice '/f1/Slice': the constants folded at import would pass 16777216 values"});
+  return v;
+}
+
+// The import's message, "" when it imports.
+std::string import_message(const onnx::ModelProto& m) {
+  std::string bytes;
+  EXPECT_TRUE(m.SerializeToString(&bytes));
+  try {
+    onnx_import_bytes(bytes, "extreme.onnx");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(OnnxImportExtremes, AttributesAndConstantsAreRefusedNamingThem) {
+  for (const Extreme& x : extreme_models()) {
+    SCOPED_TRACE(x.name);
+    const std::string msg = import_message(x.model);
+    if (x.expect.empty())
+      EXPECT_EQ(msg, "");
+    else
+      EXPECT_NE(msg.find(x.expect), std::string::npos) << msg;
+  }
+}
+
+TEST(OnnxImportExtremes, SliceOfOneStepWithExtremeBoundsImports) {
+  // x[:, 2:3] of a sequence, written with INT64_MIN/INT64_MAX bounds on the
+  // other axes: one step, everything else whole.
+  auto slice = [](const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                  const std::vector<int64_t>& steps) {
+    onnx::ModelProto m = tiny_model({-1, 5, 4});
+    auto& g = *m.mutable_graph();
+    g.clear_node();
+    g.clear_initializer();
+    add_init(m, "st", {3}, starts);
+    add_init(m, "en", {3}, ends);
+    add_init(m, "ax", {3}, {0, 1, 2});
+    add_init(m, "sp", {3}, steps);
+    add_node(m, "Slice", {"x", "st", "en", "ax", "sp"}, "y");
+    g.mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->clear_dim();
+    return import_message(m);
+  };
+  EXPECT_EQ(slice({kMin, 2, 0}, {kMax, 3, kMax}, {1, 1, 1}), "");
+  EXPECT_EQ(slice({kMin, 2, kMin}, {kMax, 3, kMax}, {kMax, 1, 1}), "");
+  // The features reversed are all of them, but not in order: no step of a
+  // sequence.
+  const std::string msg = slice({kMin, 2, kMax}, {kMax, 3, kMin}, {1, 1, -1});
+  EXPECT_NE(msg.find("a slice other than one step"), std::string::npos) << msg;
+}
+
+// The seeds are these models: DC_UPDATE_FUZZ_SEEDS=1 writes them.
+TEST(OnnxImportExtremes, FuzzSeedsAreTheseModels) {
+  const fs::path dir = fs::path(DC_SOURCE_DIR) / "tests/fuzz/corpus/onnx_import";
+  const bool update = std::getenv("DC_UPDATE_FUZZ_SEEDS") != nullptr;
+  for (const Extreme& x : extreme_models()) {
+    std::string bytes;
+    ASSERT_TRUE(x.model.SerializeToString(&bytes));
+    const fs::path p = dir / ("extreme_" + x.name + ".onnx");
+    if (update) write(p, bytes);
+    onnx::ModelProto stored;
+    std::string again;
+    ASSERT_TRUE(stored.ParseFromString(read_file(p.string(), 1 << 20, "seed")))
+        << p << " is missing or stale: run with DC_UPDATE_FUZZ_SEEDS=1";
+    ASSERT_TRUE(stored.SerializeToString(&again));
+    EXPECT_EQ(again, bytes) << p << " is stale: run with DC_UPDATE_FUZZ_SEEDS=1";
   }
 }
 

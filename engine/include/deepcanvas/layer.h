@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dc {
@@ -127,7 +128,10 @@ class LayerRegistry {
 // the total padding needed is split with the odd pixel after (bottom/right),
 // which is also PyTorch's padding="same" for stride 1 and ONNX's SAME_UPPER.
 // Exporters that write explicit padding use it too.
-void same_padding(int64_t in, int64_t k, int64_t s, int64_t d, int64_t& before, int64_t& after);
+// Throws ShapeError naming the attribute and `axis` for a kernel, stride or
+// dilation below 1 or a size that overflows (dc::conv_window's checks).
+void same_padding(int64_t in, int64_t k, int64_t s, int64_t d, int64_t& before, int64_t& after,
+                  std::string_view axis = "height or width");
 
 // Which CPU kernel a Conv2D runs, the rule conv.cpp runs by, for the
 // advisor's memory and step-time models. `a` with defaults filled in.
