@@ -1,5 +1,6 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/escape.h>
+#include <deepcanvas/utf8.h>
 
 #include <algorithm>
 #include <cctype>
@@ -11,41 +12,6 @@
 
 namespace dc::escape {
 namespace {
-
-constexpr int32_t kInvalid = -1;
-
-// The code point starting at s[i] (strict UTF-8: no overlong forms, no
-// surrogates, nothing above U+10FFFF); i moves past it. An invalid byte is
-// kInvalid and moves i by one, so every byte is seen once.
-int32_t next_code_point(const std::string& s, size_t& i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char b = byte(i);
-  if (b < 0x80) {
-    ++i;
-    return b;
-  }
-  int len = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 0;
-  if (len == 0 || b > 0xf4 || i + len > s.size()) {
-    ++i;
-    return kInvalid;
-  }
-  int32_t cp = b & (0x7f >> len);
-  for (int k = 1; k < len; ++k) {
-    const unsigned char c = byte(i + k);
-    if ((c & 0xc0) != 0x80) {
-      ++i;
-      return kInvalid;
-    }
-    cp = (cp << 6) | (c & 0x3f);
-  }
-  static constexpr int32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-    ++i;
-    return kInvalid;
-  }
-  i += len;
-  return cp;
-}
 
 // Characters every target shows as themselves on one line: not a control,
 // not a line or paragraph separator (YAML 1.1 breaks lines at U+0085,
@@ -64,10 +30,6 @@ std::string hex(uint32_t v, int digits) {
   char buf[12];
   std::snprintf(buf, sizeof buf, "%0*X", digits, v);
   return buf;
-}
-
-void append_utf8(std::string& out, const std::string& s, size_t from, size_t to) {
-  out.append(s, from, to - from);
 }
 
 // \xHH, \uXXXX or \UXXXXXXXX: Python's and YAML's spelling of a code point.
@@ -99,12 +61,12 @@ std::string quoted_body(const std::string& s) {
     const int32_t cp = next_code_point(s, i);
     if (cp == '\\' || cp == '"')
       out += '\\' + std::string(1, char(cp));
-    else if (cp == kInvalid)
+    else if (cp == kInvalidUtf8)
       out += "\\uFFFD";
     else if (!plain(cp))
       out += short_escape(cp);
     else
-      append_utf8(out, s, at, i);
+      out.append(s, at, i - at);
   }
   return out;
 }
@@ -158,12 +120,12 @@ std::string line_text(const std::string& s) {
   for (size_t i = 0; i < s.size();) {
     const size_t at = i;
     const int32_t cp = next_code_point(s, i);
-    if (cp == kInvalid)
+    if (cp == kInvalidUtf8)
       out += "\\x" + hex(static_cast<unsigned char>(s[at]), 2);
     else if (!plain(cp))
       out += short_escape(cp);
     else
-      append_utf8(out, s, at, i);
+      out.append(s, at, i - at);
   }
   return out;
 }
@@ -202,7 +164,7 @@ std::string sh_word(const std::string& s) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     bare = bare && c < 0x80 && safe(c);
     const int32_t cp = next_code_point(s, i);
-    printable = printable && cp != kInvalid && plain(cp);
+    printable = printable && cp != kInvalidUtf8 && plain(cp);
   }
   if (bare) return s;
   std::string out;

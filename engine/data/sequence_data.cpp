@@ -4,6 +4,7 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/sequence_data.h>
+#include <deepcanvas/utf8.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -24,29 +25,15 @@ bool images_as_row_sequences(Dataset& d, const Shape& input) {
 
 std::vector<std::string> utf8_chars(const std::string& text, const std::string& what) {
   std::vector<std::string> out;
-  const auto* b = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t n = text.size();
   size_t line = 1;
-  for (size_t i = 0; i < n;) {
-    unsigned c = b[i];
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    bool ok = len > 0 && i + len <= n;
-    uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
-    for (size_t k = 1; ok && k < len; ++k) {
-      ok = (b[i + k] & 0xC0) == 0x80;
-      cp = (cp << 6) | (b[i + k] & 0x3F);
-    }
-    // Overlong forms, surrogates and values past U+10FFFF are invalid too.
-    if (ok && ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-               (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF))
-      ok = false;
-    if (!ok)
-      throw DataError(what + ": invalid UTF-8 at byte " + std::to_string(i) + " (line " +
+  for (size_t i = 0; i < text.size();) {
+    const size_t at = i;
+    if (next_code_point(text, i) == kInvalidUtf8)
+      throw DataError(what + ": invalid UTF-8 at byte " + std::to_string(at) + " (line " +
                       std::to_string(line) +
                       "); save the text as UTF-8 (e.g. iconv -f latin1 -t utf-8)");
-    if (c == '\n') ++line;
-    out.emplace_back(text, i, len);
-    i += len;
+    if (text[at] == '\n') ++line;
+    out.emplace_back(text, at, i - at);
   }
   return out;
 }
