@@ -195,8 +195,9 @@ TEST(Cli, RunMapsANumPyArrayToTheOutputsInBatches) {
     EXPECT_NE(r.out.find("\"samples\":13"), std::string::npos) << r.out;
     // Planned for the 13 samples there are, not 64 (issue 29: a large input
     // at batch 64 reserved memory one sample never uses).
-    if (std::string(batch) == "64")
+    if (std::string(batch) == "64") {
       EXPECT_NE(r.out.find("\"batch\":13"), std::string::npos) << r.out;
+    }
     outs.push_back(dc::load_npy(y));
     ASSERT_EQ(outs.back().shape, (std::vector<int64_t>{13, 10}));
   }
