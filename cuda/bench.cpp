@@ -71,9 +71,9 @@ double gemm_gflops(cublasHandle_t h, cudaStream_t s, cudaDataType_t type, int n)
 double conv_gflops(cudnnHandle_t h, cudaStream_t s) {
   const int N = 64, C = 64, K = 64, H = 56, W = 56;
   const std::string what = "benchmark convolution";
-  Handle<cudnnTensorDescriptor_t, &cudnnDestroyTensorDescriptor> xd, yd;
-  Handle<cudnnFilterDescriptor_t, &cudnnDestroyFilterDescriptor> wd;
-  Handle<cudnnConvolutionDescriptor_t, &cudnnDestroyConvolutionDescriptor> cd;
+  TensorDesc xd, yd;
+  FilterDesc wd;
+  ConvDesc cd;
   DC_CUDNN(cudnnCreateTensorDescriptor(xd.out()), what);
   DC_CUDNN(cudnnCreateTensorDescriptor(yd.out()), what);
   DC_CUDNN(cudnnCreateFilterDescriptor(wd.out()), what);

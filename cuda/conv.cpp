@@ -30,7 +30,9 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <utility>
 
+#include "handles.h"
 #include "kernels.h"
 #include "op_registry.h"
 
@@ -44,7 +46,7 @@ struct Algos {
   cudnnConvolutionBwdDataAlgo_t bwd_data;
   cudnnConvolutionBwdFilterAlgo_t bwd_filter;
   size_t ws = 0;
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  TensorDesc x, y;
 };
 
 class Conv2D : public Op {
@@ -71,15 +73,6 @@ class Conv2D : public Op {
     throw DeviceError(what + ": cuDNN found no usable " + dir + " convolution algorithm");
   }
 
-  ~Conv2D() override {
-    for (auto& [n, a] : algos_) {
-      cudnnDestroyTensorDescriptor(a.x);
-      cudnnDestroyTensorDescriptor(a.y);
-    }
-    if (wdesc_) cudnnDestroyFilterDescriptor(wdesc_);
-    if (conv_) cudnnDestroyConvolutionDescriptor(conv_);
-  }
-
   std::string shapes(int n) const {
     return label + " (input " + std::to_string(n) + "x" + std::to_string(C) + "x" +
            std::to_string(H) + "x" + std::to_string(W) + ", weight " + std::to_string(OC) + "x" +
@@ -95,18 +88,19 @@ class Conv2D : public Op {
       nhwc_ = reduced_ && G == 1 && C % 8 == 0 && OC % 8 == 0 && env && *env == '1';
       const char* wg = std::getenv("DC_CUDA_WGRAD");
       wgrad_gemm_ = nhwc_ && needs_backward && !frozen && wg && std::string(wg) == "gemm";
-      DC_CUDNN(cudnnCreateFilterDescriptor(&wdesc_), label);
-      DC_CUDNN(
-          cudnnSetFilter4dDescriptor(wdesc_, dt_, format(), int(OC), int(C / G), int(KH), int(KW)),
-          shapes(n));
-      DC_CUDNN(cudnnCreateConvolutionDescriptor(&conv_), label);
-      // The compute type stays float32 in every precision.
-      DC_CUDNN(cudnnSetConvolution2dDescriptor(conv_, int(PH), int(PW), int(SH), int(SW), int(DH),
-                                               int(DW), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+      DC_CUDNN(cudnnCreateFilterDescriptor(wdesc_.out()), label);
+      DC_CUDNN(cudnnSetFilter4dDescriptor(wdesc_.get(), dt_, format(), int(OC), int(C / G), int(KH),
+                                          int(KW)),
                shapes(n));
-      DC_CUDNN(cudnnSetConvolutionGroupCount(conv_, int(G)), shapes(n));
+      DC_CUDNN(cudnnCreateConvolutionDescriptor(conv_.out()), label);
+      // The compute type stays float32 in every precision.
+      DC_CUDNN(
+          cudnnSetConvolution2dDescriptor(conv_.get(), int(PH), int(PW), int(SH), int(SW), int(DH),
+                                          int(DW), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+          shapes(n));
+      DC_CUDNN(cudnnSetConvolutionGroupCount(conv_.get(), int(G)), shapes(n));
       const cudnnMathType_t math = c.reduced || c.tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
-      DC_CUDNN(cudnnSetConvolutionMathType(conv_, math), shapes(n));
+      DC_CUDNN(cudnnSetConvolutionMathType(conv_.get(), math), shapes(n));
       if (reduced_ && needs_backward && !frozen)
         dw_low_ = DeviceBuffer(*c.alloc, size_t(OC * (C / G) * KH * KW) * 2,
                                label + " 16-bit weight gradient");
@@ -135,33 +129,34 @@ class Conv2D : public Op {
     }
     const std::string what = shapes(n);
     Algos a{};
-    DC_CUDNN(cudnnCreateTensorDescriptor(&a.x), what);
-    DC_CUDNN(cudnnCreateTensorDescriptor(&a.y), what);
-    DC_CUDNN(cudnnSetTensor4dDescriptor(a.x, format(), dt_, n, int(C), int(H), int(W)), what);
-    DC_CUDNN(cudnnSetTensor4dDescriptor(a.y, format(), dt_, n, int(OC), int(OH), int(OW)), what);
+    DC_CUDNN(cudnnCreateTensorDescriptor(a.x.out()), what);
+    DC_CUDNN(cudnnCreateTensorDescriptor(a.y.out()), what);
+    const cudnnTensorDescriptor_t x = a.x.get(), y = a.y.get();
+    const cudnnFilterDescriptor_t w = wdesc_.get();
+    const cudnnConvolutionDescriptor_t conv = conv_.get();
+    DC_CUDNN(cudnnSetTensor4dDescriptor(x, format(), dt_, n, int(C), int(H), int(W)), what);
+    DC_CUDNN(cudnnSetTensor4dDescriptor(y, format(), dt_, n, int(OC), int(OH), int(OW)), what);
     int got = 0;
     cudnnConvolutionFwdAlgoPerf_t fp[8];
-    DC_CUDNN(cudnnFindConvolutionForwardAlgorithm(c.dnn, a.x, wdesc_, conv_, a.y, 8, &got, fp),
-             what);
+    DC_CUDNN(cudnnFindConvolutionForwardAlgorithm(c.dnn, x, w, conv, y, 8, &got, fp), what);
     a.fwd = pick(fp, got, a.ws, what, "forward");
     // Only what backward will run: nothing for a layer it never reaches,
     // no weight gradient for a frozen one.
     if (needs_backward) {
       cudnnConvolutionBwdDataAlgoPerf_t dp[8];
-      DC_CUDNN(
-          cudnnFindConvolutionBackwardDataAlgorithm(c.dnn, wdesc_, a.y, conv_, a.x, 8, &got, dp),
-          what);
+      DC_CUDNN(cudnnFindConvolutionBackwardDataAlgorithm(c.dnn, w, y, conv, x, 8, &got, dp), what);
       a.bwd_data = pick(dp, got, a.ws, what, "backward data");
     }
     if (needs_backward && !frozen && !wgrad_gemm_) {
       cudnnConvolutionBwdFilterAlgoPerf_t wp[8];
-      DC_CUDNN(
-          cudnnFindConvolutionBackwardFilterAlgorithm(c.dnn, a.x, a.y, conv_, wdesc_, 8, &got, wp),
-          what);
+      DC_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithm(c.dnn, x, y, conv, w, 8, &got, wp),
+               what);
       a.bwd_filter = pick(wp, got, a.ws, what, "backward filter");
     }
-    algos_[n] = a;
-    c.ws(a.ws, label);
+    // Stored only once every search has succeeded, so that a failed one is
+    // retried on the next prepare.
+    const Algos& kept = algos_[n] = std::move(a);
+    c.ws(kept.ws, label);
   }
 
   void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) override {
@@ -174,17 +169,17 @@ class Conv2D : public Op {
       if (nhwc_) to_low_layout(c, params[0].value, w_nhwc_.get<void>(), OC, C, KH * KW);
       to_low_layout(c, in[0], x_low_.get<void>(), n, C, H * W);
       DC_LAUNCHED(shapes(n));
-      DC_CUDNN(cudnnConvolutionForward(c.dnn, &one, a.x, x_low_.get<void>(), wdesc_, low_weight(),
-                                       conv_, a.fwd, c.workspace->get(), c.workspace->bytes(),
-                                       &zero, a.y, y_low_.get<void>()),
+      DC_CUDNN(cudnnConvolutionForward(c.dnn, &one, a.x.get(), x_low_.get<void>(), wdesc_.get(),
+                                       low_weight(), conv_.get(), a.fwd, c.workspace->get(),
+                                       c.workspace->bytes(), &zero, a.y.get(), y_low_.get<void>()),
                shapes(n));
       from_low_layout(c, y_low_.get<void>(), out, n, OC, OH * OW, false);
       DC_LAUNCHED(shapes(n));
     } else {
-      DC_CUDNN(
-          cudnnConvolutionForward(c.dnn, &one, a.x, in[0], wdesc_, params[0].value, conv_, a.fwd,
-                                  c.workspace->get(), c.workspace->bytes(), &zero, a.y, out),
-          shapes(n));
+      DC_CUDNN(cudnnConvolutionForward(c.dnn, &one, a.x.get(), in[0], wdesc_.get(), params[0].value,
+                                       conv_.get(), a.fwd, c.workspace->get(), c.workspace->bytes(),
+                                       &zero, a.y.get(), out),
+               shapes(n));
     }
     if (bias) {
       add_bias(out, params[1].value, n, OC, OH * OW, c.stream);
@@ -206,14 +201,14 @@ class Conv2D : public Op {
       return;
     }
     if (params[0].grad)
-      DC_CUDNN(cudnnConvolutionBackwardFilter(c.dnn, &one, a.x, in[0], a.y, dout, conv_,
-                                              a.bwd_filter, c.workspace->get(),
-                                              c.workspace->bytes(), &one, wdesc_, params[0].grad),
+      DC_CUDNN(cudnnConvolutionBackwardFilter(
+                   c.dnn, &one, a.x.get(), in[0], a.y.get(), dout, conv_.get(), a.bwd_filter,
+                   c.workspace->get(), c.workspace->bytes(), &one, wdesc_.get(), params[0].grad),
                shapes(n));
     if (din[0])
-      DC_CUDNN(cudnnConvolutionBackwardData(c.dnn, &one, wdesc_, params[0].value, a.y, dout, conv_,
-                                            a.bwd_data, c.workspace->get(), c.workspace->bytes(),
-                                            &one, a.x, din[0]),
+      DC_CUDNN(cudnnConvolutionBackwardData(c.dnn, &one, wdesc_.get(), params[0].value, a.y.get(),
+                                            dout, conv_.get(), a.bwd_data, c.workspace->get(),
+                                            c.workspace->bytes(), &one, a.x.get(), din[0]),
                shapes(n));
   }
 
@@ -228,18 +223,19 @@ class Conv2D : public Op {
     if (params[0].grad && wgrad_gemm_) {
       wgrad_by_gemm(c, n);
     } else if (params[0].grad) {
-      DC_CUDNN(cudnnConvolutionBackwardFilter(c.dnn, &one, a.x, x_low_.get<void>(), a.y,
-                                              y_low_.get<void>(), conv_, a.bwd_filter,
+      DC_CUDNN(cudnnConvolutionBackwardFilter(c.dnn, &one, a.x.get(), x_low_.get<void>(), a.y.get(),
+                                              y_low_.get<void>(), conv_.get(), a.bwd_filter,
                                               c.workspace->get(), c.workspace->bytes(), &zero,
-                                              wdesc_, dw_low_.get<void>()),
+                                              wdesc_.get(), dw_low_.get<void>()),
                what);
       from_low_layout(c, dw_low_.get<void>(), params[0].grad, OC, C / G, KH * KW, true);
       DC_LAUNCHED(what);
     }
     if (!din) return;
-    DC_CUDNN(cudnnConvolutionBackwardData(c.dnn, &one, wdesc_, low_weight(), a.y,
-                                          y_low_.get<void>(), conv_, a.bwd_data, c.workspace->get(),
-                                          c.workspace->bytes(), &zero, a.x, x_low_.get<void>()),
+    DC_CUDNN(cudnnConvolutionBackwardData(c.dnn, &one, wdesc_.get(), low_weight(), a.y.get(),
+                                          y_low_.get<void>(), conv_.get(), a.bwd_data,
+                                          c.workspace->get(), c.workspace->bytes(), &zero,
+                                          a.x.get(), x_low_.get<void>()),
              what);
     from_low_layout(c, x_low_.get<void>(), din, n, C, H * W, true);
     DC_LAUNCHED(what);
@@ -306,8 +302,8 @@ class Conv2D : public Op {
   cudnnDataType_t dt_ = CUDNN_DATA_FLOAT;
   int cap_ = 0;
   DeviceBuffer x_low_, y_low_, dw_low_, w_nhwc_, bias_parts_, cols_, dw32_;
-  cudnnFilterDescriptor_t wdesc_ = nullptr;
-  cudnnConvolutionDescriptor_t conv_ = nullptr;
+  FilterDesc wdesc_;
+  ConvDesc conv_;
   std::map<int, Algos> algos_;
 };
 

@@ -1,9 +1,10 @@
 #pragma once
-// Owning holders for the CUDA, cuDNN and cuBLAS objects a CudaPlan keeps
-// (stream, library handles, events, pinned host memory, an instantiated
-// graph). Each frees its object when it goes, so a plan whose construction
-// throws part way (out of memory is the documented case, and the GUI retries
-// with smaller batches) releases what it had made instead of leaking it.
+// Owning holders for the CUDA, cuDNN and cuBLAS objects a CudaPlan and its
+// ops keep (stream, library handles, events, pinned host memory, an
+// instantiated graph, cuDNN descriptors). Each frees its object when it goes,
+// so a plan or op whose construction throws part way (out of memory is the
+// documented case, and the GUI retries with smaller batches) releases what
+// it had made instead of leaking it.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -54,6 +55,16 @@ using CudaGraph = Handle<cudaGraph_t, &cudaGraphDestroy>;
 using GraphExec = Handle<cudaGraphExec_t, &cudaGraphExecDestroy>;
 using DnnHandle = Handle<cudnnHandle_t, &cudnnDestroy>;
 using BlasHandle = Handle<cublasHandle_t, &cublasDestroy>;
+
+// cuDNN descriptors. Members that refer to one another (an RNN descriptor
+// to its dropout descriptor, that to its state buffer) are declared so that
+// the referring one goes first: members are destroyed in reverse order.
+using TensorDesc = Handle<cudnnTensorDescriptor_t, &cudnnDestroyTensorDescriptor>;
+using FilterDesc = Handle<cudnnFilterDescriptor_t, &cudnnDestroyFilterDescriptor>;
+using ConvDesc = Handle<cudnnConvolutionDescriptor_t, &cudnnDestroyConvolutionDescriptor>;
+using RnnDesc = Handle<cudnnRNNDescriptor_t, &cudnnDestroyRNNDescriptor>;
+using RnnDataDesc = Handle<cudnnRNNDataDescriptor_t, &cudnnDestroyRNNDataDescriptor>;
+using DropoutDesc = Handle<cudnnDropoutDescriptor_t, &cudnnDestroyDropoutDescriptor>;
 
 // Page-locked host memory for `count` values of T (cudaMallocHost).
 template <typename T>

@@ -5,18 +5,11 @@
 #include <cfloat>
 
 #include "kernels.h"
+#include "warp_reduce.cuh"
 
 namespace dc::cuda {
 namespace {
 
-__device__ inline float warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-__device__ inline double warp_sum(double v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 // First index of the maximum (the CPU metric's tie rule).
 __device__ inline int warp_argmax(const float* z, int C, int lane) {
   float best = -FLT_MAX;

@@ -4,6 +4,7 @@
 #include <cfloat>
 
 #include "kernels.h"
+#include "warp_reduce.cuh"
 
 namespace dc::cuda {
 namespace {
@@ -94,7 +95,7 @@ __global__ void k_gap_fwd(const float* x, float* y, int64_t planes, int64_t hw) 
   if (p >= planes) return;
   float s = 0.f;
   for (int64_t i = lane; i < hw; i += 32) s += x[p * hw + i];
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+  s = warp_sum(s);
   if (lane == 0) y[p] = s / float(hw);
 }
 __global__ void k_gap_bwd(const float* dy, float* dx, int64_t planes, int64_t hw) {

@@ -22,8 +22,10 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <utility>
 #include <vector>
 
+#include "handles.h"
 #include "kernels.h"
 #include "op_registry.h"
 
@@ -36,17 +38,6 @@ class Rnn : public Op {
   int64_t T = 0, F = 0, H = 0, L = 1, D = 1, G = 4;
   float dropout = 0.f;
   bool seq = false, learned = false, bias = true;
-
-  ~Rnn() override {
-    for (auto& [n, b] : per_) {
-      cudnnDestroyRNNDataDescriptor(b.x);
-      cudnnDestroyRNNDataDescriptor(b.y);
-      cudnnDestroyTensorDescriptor(b.h);
-    }
-    if (rnn_) cudnnDestroyRNNDescriptor(rnn_);
-    if (rnn_drop_) cudnnDestroyRNNDescriptor(rnn_drop_);
-    if (drop_) cudnnDestroyDropoutDescriptor(drop_);
-  }
 
   // cuDNN's dropout state advances per call, which a replay would not do.
   // Without dropout the calls take only fixed pointers; the graph tests
@@ -81,17 +72,18 @@ class Rnn : public Op {
       }
       DC_LAUNCHED(what + ": initial states");
     }
-    used_ = c.training && rnn_drop_ ? rnn_drop_ : rnn_;
+    used_ = c.training && rnn_drop_ ? rnn_drop_.get() : rnn_.get();
     float* y = seq ? out : ybuf_.get();
     // Inference mode (no reserve space written) when no backward follows:
     // pure inference, or a layer in a frozen prefix.
     const cudnnForwardMode_t fm =
         c.need_backward && needs_backward ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
-    DC_CUDNN(cudnnRNNForward(c.dnn, used_, fm, seqlen_.get<int32_t>(), b.x, in[0], b.y, y, b.h, hx,
-                             nullptr, b.h, cx, nullptr, wbytes_, wspace_.get(), b.ws,
-                             c.workspace->get(), fm == CUDNN_FWD_MODE_TRAINING ? b.reserve : 0,
-                             fm == CUDNN_FWD_MODE_TRAINING ? reserve_.get() : nullptr),
-             what);
+    DC_CUDNN(
+        cudnnRNNForward(c.dnn, used_, fm, seqlen_.get<int32_t>(), b.x.get(), in[0], b.y.get(), y,
+                        b.h.get(), hx, nullptr, b.h.get(), cx, nullptr, wbytes_, wspace_.get(),
+                        b.ws, c.workspace->get(), fm == CUDNN_FWD_MODE_TRAINING ? b.reserve : 0,
+                        fm == CUDNN_FWD_MODE_TRAINING ? reserve_.get() : nullptr),
+        what);
     if (!seq) {
       // The final state of each direction: forward at t = T-1, reverse at t = 0.
       step_select(y, out, n, T, T - 1, D * H, H, D * H, c.stream);
@@ -119,11 +111,11 @@ class Rnn : public Op {
     float* dhx = learned ? dhx_.get() : nullptr;
     float* dcx = learned && mode == CUDNN_LSTM ? dcx_.get() : nullptr;
     // cuDNN writes dx (it does not accumulate), so it goes through scratch.
-    DC_CUDNN(
-        cudnnRNNBackwardData_v8(c.dnn, used_, seqlen_.get<int32_t>(), b.y, y, dy, b.x, dxbuf_.get(),
-                                b.h, hx, nullptr, dhx, b.h, cx, nullptr, dcx, wbytes_,
-                                wspace_.get(), b.ws, c.workspace->get(), b.reserve, reserve_.get()),
-        what);
+    DC_CUDNN(cudnnRNNBackwardData_v8(c.dnn, used_, seqlen_.get<int32_t>(), b.y.get(), y, dy,
+                                     b.x.get(), dxbuf_.get(), b.h.get(), hx, nullptr, dhx,
+                                     b.h.get(), cx, nullptr, dcx, wbytes_, wspace_.get(), b.ws,
+                                     c.workspace->get(), b.reserve, reserve_.get()),
+             what);
     if (din[0]) {
       accumulate(dxbuf_.get(), din[0], n * T * F, c.stream);
       DC_LAUNCHED(what + ": input gradient");
@@ -133,8 +125,9 @@ class Rnn : public Op {
     // left in the reserve space.
     DC_CUDA(cudaMemsetAsync(dwspace_.get(), 0, wbytes_, c.stream), what);
     DC_CUDNN(cudnnRNNBackwardWeights_v8(c.dnn, used_, CUDNN_WGRAD_MODE_ADD, seqlen_.get<int32_t>(),
-                                        b.x, in[0], b.h, hx, b.y, y, wbytes_, dwspace_.get(), b.ws,
-                                        c.workspace->get(), b.reserve, reserve_.get()),
+                                        b.x.get(), in[0], b.h.get(), hx, b.y.get(), y, wbytes_,
+                                        dwspace_.get(), b.ws, c.workspace->get(), b.reserve,
+                                        reserve_.get()),
              what);
     copy_segments(unpack_.get<CopySegment>(), npack_, longest_, true, c.stream);
     DC_LAUNCHED(what + ": weight gradients");
@@ -148,8 +141,8 @@ class Rnn : public Op {
 
  private:
   struct PerBatch {
-    cudnnRNNDataDescriptor_t x = nullptr, y = nullptr;
-    cudnnTensorDescriptor_t h = nullptr;
+    RnnDataDesc x, y;
+    TensorDesc h;
     size_t ws = 0, reserve = 0;
   };
 
@@ -175,21 +168,21 @@ class Rnn : public Op {
 
   void setup(OpContext& c, int n) {
     const std::string what = shapes(n);
-    DC_CUDNN(cudnnCreateRNNDescriptor(&rnn_), what);
-    describe(c, rnn_, nullptr, n);
+    DC_CUDNN(cudnnCreateRNNDescriptor(rnn_.out()), what);
+    describe(c, rnn_.get(), nullptr, n);
     if (dropout > 0.f && L > 1) {
       size_t states = 0;
-      DC_CUDNN(cudnnCreateDropoutDescriptor(&drop_), what);
+      DC_CUDNN(cudnnCreateDropoutDescriptor(drop_.out()), what);
       DC_CUDNN(cudnnDropoutGetStatesSize(c.dnn, &states), what);
       drop_states_ = DeviceBuffer(*c.alloc, states, label + " dropout states");
       const unsigned long long seed = std::hash<std::string>{}(label) ^ c.seed;
-      DC_CUDNN(
-          cudnnSetDropoutDescriptor(drop_, c.dnn, dropout, drop_states_.get<void>(), states, seed),
-          what + ": dropout");
-      DC_CUDNN(cudnnCreateRNNDescriptor(&rnn_drop_), what);
-      describe(c, rnn_drop_, drop_, n);
+      DC_CUDNN(cudnnSetDropoutDescriptor(drop_.get(), c.dnn, dropout, drop_states_.get<void>(),
+                                         states, seed),
+               what + ": dropout");
+      DC_CUDNN(cudnnCreateRNNDescriptor(rnn_drop_.out()), what);
+      describe(c, rnn_drop_.get(), drop_.get(), n);
     }
-    DC_CUDNN(cudnnGetRNNWeightSpaceSize(c.dnn, rnn_, &wbytes_), what);
+    DC_CUDNN(cudnnGetRNNWeightSpaceSize(c.dnn, rnn_.get(), &wbytes_), what);
     wspace_ = DeviceBuffer(*c.alloc, wbytes_, label + " weights");
     if (!frozen) dwspace_ = DeviceBuffer(*c.alloc, wbytes_, label + " weight gradients");
     // cuDNN leaves no gaps we rely on, but zero the space so any padding is defined.
@@ -232,9 +225,9 @@ class Rnn : public Op {
   // gradients -> parameter gradients) tables from cuDNN's own addresses.
   void map_weights(OpContext& c, int n) {
     const std::string what = shapes(n) + ": mapping the weights";
-    cudnnTensorDescriptor_t md = nullptr, bd = nullptr;
-    DC_CUDNN(cudnnCreateTensorDescriptor(&md), what);
-    DC_CUDNN(cudnnCreateTensorDescriptor(&bd), what);
+    TensorDesc md, bd;
+    DC_CUDNN(cudnnCreateTensorDescriptor(md.out()), what);
+    DC_CUDNN(cudnnCreateTensorDescriptor(bd.out()), what);
     std::vector<CopySegment> pack, unpack;
     auto numel = [&](cudnnTensorDescriptor_t t) {
       cudnnDataType_t dt;
@@ -246,51 +239,42 @@ class Rnn : public Op {
     };
     char* base = wspace_.get<char>();
     char* dbase = dwspace_.get<char>();
-    try {
-      for (int64_t l = 0; l < L; ++l)
-        for (int64_t d = 0; d < D; ++d) {
-          const std::string sfx = "_l" + std::to_string(l) + (d ? "_reverse" : "");
-          const int64_t in = l == 0 ? F : D * H;
-          ParamSlot& wih = param("weight_ih" + sfx);
-          ParamSlot& whh = param("weight_hh" + sfx);
-          for (int64_t id = 0; id < 2 * G; ++id) {
-            const bool rec = id >= G;
-            const int64_t gate = id % G, cols = rec ? H : in;
-            void* m = nullptr;
-            void* bptr = nullptr;
-            DC_CUDNN(cudnnGetRNNWeightParams(c.dnn, rnn_, int32_t(l * D + d), wbytes_, base,
-                                             int32_t(id), md, &m, bd, &bptr),
-                     what);
-            if (!m || numel(md) != H * cols)
-              throw DeviceError(what + ": cuDNN's matrix " + std::to_string(id) + " of layer " +
-                                std::to_string(l) + " is not " + std::to_string(H) + "x" +
-                                std::to_string(cols));
-            ParamSlot& w = rec ? whh : wih;
-            const int64_t off = gate * H * cols;
-            const int64_t moff = static_cast<char*>(m) - base;
-            pack.push_back({w.value + off, reinterpret_cast<float*>(base + moff), H * cols});
-            if (!frozen)
-              unpack.push_back(
-                  {reinterpret_cast<const float*>(dbase + moff), w.grad + off, H * cols});
-            if (!bias) continue;
-            if (!bptr || numel(bd) != H)
-              throw DeviceError(what + ": cuDNN's bias " + std::to_string(id) + " of layer " +
-                                std::to_string(l) + " is not " + std::to_string(H) + " long");
-            ParamSlot& b = param((rec ? "bias_hh" : "bias_ih") + sfx);
-            const int64_t boff = static_cast<char*>(bptr) - base;
-            pack.push_back({b.value + gate * H, reinterpret_cast<float*>(base + boff), H});
-            if (!frozen)
-              unpack.push_back(
-                  {reinterpret_cast<const float*>(dbase + boff), b.grad + gate * H, H});
-          }
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t d = 0; d < D; ++d) {
+        const std::string sfx = "_l" + std::to_string(l) + (d ? "_reverse" : "");
+        const int64_t in = l == 0 ? F : D * H;
+        ParamSlot& wih = param("weight_ih" + sfx);
+        ParamSlot& whh = param("weight_hh" + sfx);
+        for (int64_t id = 0; id < 2 * G; ++id) {
+          const bool rec = id >= G;
+          const int64_t gate = id % G, cols = rec ? H : in;
+          void* m = nullptr;
+          void* bptr = nullptr;
+          DC_CUDNN(cudnnGetRNNWeightParams(c.dnn, rnn_.get(), int32_t(l * D + d), wbytes_, base,
+                                           int32_t(id), md.get(), &m, bd.get(), &bptr),
+                   what);
+          if (!m || numel(md.get()) != H * cols)
+            throw DeviceError(what + ": cuDNN's matrix " + std::to_string(id) + " of layer " +
+                              std::to_string(l) + " is not " + std::to_string(H) + "x" +
+                              std::to_string(cols));
+          ParamSlot& w = rec ? whh : wih;
+          const int64_t off = gate * H * cols;
+          const int64_t moff = static_cast<char*>(m) - base;
+          pack.push_back({w.value + off, reinterpret_cast<float*>(base + moff), H * cols});
+          if (!frozen)
+            unpack.push_back(
+                {reinterpret_cast<const float*>(dbase + moff), w.grad + off, H * cols});
+          if (!bias) continue;
+          if (!bptr || numel(bd.get()) != H)
+            throw DeviceError(what + ": cuDNN's bias " + std::to_string(id) + " of layer " +
+                              std::to_string(l) + " is not " + std::to_string(H) + " long");
+          ParamSlot& b = param((rec ? "bias_hh" : "bias_ih") + sfx);
+          const int64_t boff = static_cast<char*>(bptr) - base;
+          pack.push_back({b.value + gate * H, reinterpret_cast<float*>(base + boff), H});
+          if (!frozen)
+            unpack.push_back({reinterpret_cast<const float*>(dbase + boff), b.grad + gate * H, H});
         }
-    } catch (...) {
-      cudnnDestroyTensorDescriptor(md);
-      cudnnDestroyTensorDescriptor(bd);
-      throw;
-    }
-    cudnnDestroyTensorDescriptor(md);
-    cudnnDestroyTensorDescriptor(bd);
+      }
     npack_ = int(pack.size());
     longest_ = 0;
     for (const CopySegment& s : pack) longest_ = std::max(longest_, s.n);
@@ -303,28 +287,29 @@ class Rnn : public Op {
     const std::string what = shapes(n);
     PerBatch b;
     std::vector<int> lengths(static_cast<size_t>(n), static_cast<int>(T));
-    DC_CUDNN(cudnnCreateRNNDataDescriptor(&b.x), what);
-    DC_CUDNN(cudnnCreateRNNDataDescriptor(&b.y), what);
-    DC_CUDNN(cudnnCreateTensorDescriptor(&b.h), what);
-    DC_CUDNN(
-        cudnnSetRNNDataDescriptor(b.x, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
-                                  int(T), n, int(F), lengths.data(), nullptr),
-        what);
-    DC_CUDNN(
-        cudnnSetRNNDataDescriptor(b.y, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
-                                  int(T), n, int(D * H), lengths.data(), nullptr),
-        what);
+    DC_CUDNN(cudnnCreateRNNDataDescriptor(b.x.out()), what);
+    DC_CUDNN(cudnnCreateRNNDataDescriptor(b.y.out()), what);
+    DC_CUDNN(cudnnCreateTensorDescriptor(b.h.out()), what);
+    DC_CUDNN(cudnnSetRNNDataDescriptor(b.x.get(), CUDNN_DATA_FLOAT,
+                                       CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, int(T), n,
+                                       int(F), lengths.data(), nullptr),
+             what);
+    DC_CUDNN(cudnnSetRNNDataDescriptor(b.y.get(), CUDNN_DATA_FLOAT,
+                                       CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, int(T), n,
+                                       int(D * H), lengths.data(), nullptr),
+             what);
     const int hd[3] = {int(L * D), n, int(H)};
     const int hs[3] = {n * int(H), int(H), 1};
-    DC_CUDNN(cudnnSetTensorNdDescriptor(b.h, CUDNN_DATA_FLOAT, 3, hd, hs), what);
-    for (cudnnRNNDescriptor_t d : {rnn_, rnn_drop_}) {
+    DC_CUDNN(cudnnSetTensorNdDescriptor(b.h.get(), CUDNN_DATA_FLOAT, 3, hd, hs), what);
+    for (cudnnRNNDescriptor_t d : {rnn_.get(), rnn_drop_.get()}) {
       if (!d) continue;
       size_t ws = 0, rs = 0;
-      DC_CUDNN(cudnnGetRNNTempSpaceSizes(c.dnn, d, CUDNN_FWD_MODE_TRAINING, b.x, &ws, &rs), what);
+      DC_CUDNN(cudnnGetRNNTempSpaceSizes(c.dnn, d, CUDNN_FWD_MODE_TRAINING, b.x.get(), &ws, &rs),
+               what);
       b.ws = std::max(b.ws, ws);
       b.reserve = std::max(b.reserve, rs);
     }
-    per_[n] = b;
+    const PerBatch& kept = per_[n] = std::move(b);
     // Buffers sized for the largest batch seen (the plan prepares its
     // maximum first, so this grows once).
     if (n > cap_) {
@@ -346,21 +331,24 @@ class Rnn : public Op {
         }
       }
     }
-    if (b.reserve > reserve_.bytes()) {
+    if (kept.reserve > reserve_.bytes()) {
       reserve_.reset();
-      reserve_ = DeviceBuffer(*c.alloc, b.reserve, what + " reserve space");
+      reserve_ = DeviceBuffer(*c.alloc, kept.reserve, what + " reserve space");
     }
   }
 
-  cudnnRNNDescriptor_t rnn_ = nullptr, rnn_drop_ = nullptr, used_ = nullptr;
-  cudnnDropoutDescriptor_t drop_ = nullptr;
   size_t wbytes_ = 0;
   int npack_ = 0;
   int64_t longest_ = 0;
   int cap_ = 0;
-  std::map<int, PerBatch> per_;
   DeviceBuffer wspace_, dwspace_, reserve_, drop_states_, pack_, unpack_, seqlen_, ybuf_, dybuf_,
       dxbuf_, hx_, cx_, dhx_, dcx_, h0_, c0_, h0g_, c0g_;
+  // After the buffers, so destroyed before them (drop_ uses drop_states_),
+  // and rnn_drop_, which refers to drop_, after drop_ so destroyed first.
+  DropoutDesc drop_;
+  RnnDesc rnn_drop_, rnn_;
+  cudnnRNNDescriptor_t used_ = nullptr;  // rnn_ or rnn_drop_, not owned
+  std::map<int, PerBatch> per_;
 };
 
 std::unique_ptr<Op> make_rnn(const PlanStep& s) {

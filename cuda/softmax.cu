@@ -2,18 +2,10 @@
 #include <cfloat>
 
 #include "kernels.h"
+#include "warp_reduce.cuh"
 
 namespace dc::cuda {
 namespace {
-
-__device__ inline float warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-__device__ inline float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 __global__ void k_softmax_fwd(const float* x, float* y, int64_t rows, int L) {
   int64_t r = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
