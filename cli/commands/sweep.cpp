@@ -16,8 +16,6 @@
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "../common.h"
 #include "../interrupt.h"
 #include "../preflight.h"
@@ -25,8 +23,6 @@
 namespace dc::cli {
 
 namespace {
-
-using json = nlohmann::json;
 
 // --min-epochs: a number of epochs or a fraction written N/D (1/3 is not
 // exactly 0.333, and its rungs should land on whole epochs).
