@@ -146,6 +146,18 @@ std::string command_help(const Command& cmd) {
   return out;
 }
 
+std::string usage_text(const std::vector<const Command*>& commands) {
+  std::string u =
+      "usage: deepcanvas-cli COMMAND [options]   (COMMAND --help: its options)\n\ncommands:\n";
+  for (const Command* c : commands) {
+    std::string left = "  " + c->name + (c->operands.empty() ? "" : " " + c->operands);
+    left.resize(std::max<size_t>(left.size() + 2, 30), ' ');
+    u += left + c->summary + "\n";
+  }
+  u += "  --version                   version, build options and whether a GPU is usable\n\n";
+  return u + command_help(*commands.front());
+}
+
 std::string Args::get(const std::string& k, const std::string& def) const {
   auto it = options.find(k);
   return it == options.end() ? def : it->second;

@@ -10,20 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "command.h"
+
 namespace dc::cli {
-
-struct OptionSpec {
-  std::string name;   // without "--"
-  std::string value;  // "FILE", "N", ...; empty for a flag that takes no value
-  std::string help;
-};
-
-struct Command {
-  std::string name, operands, summary;  // "train", "PROJECT", "train the project's network"
-  std::vector<OptionSpec> options;
-  bool training_settings = false;  // also takes every training setting's flag
-  int max_operands = 1;            // -1: any number (predict's images)
-};
 
 struct Args {
   std::vector<std::string> positional;
@@ -47,5 +36,9 @@ void apply_setting_flags(const Args& a, TrainConfig& c);
 // "usage: deepcanvas-cli train PROJECT [options]" and every option with its
 // help; training settings with their range and default.
 std::string command_help(const Command& cmd);
+
+// deepcanvas-cli's own usage: every command with its operands and summary,
+// --version, then the first command's help.
+std::string usage_text(const std::vector<const Command*>& commands);
 
 }  // namespace dc::cli

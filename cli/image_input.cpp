@@ -1,4 +1,4 @@
-#include "predict.h"
+#include "image_input.h"
 
 #include <algorithm>
 #include <cctype>

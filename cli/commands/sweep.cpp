@@ -1,35 +1,28 @@
-#include "tune.h"
+// deepcanvas-cli sweep: TPE or random search over training settings and
+// layer attributes with ASHA pruning, resumable from its state file.
+#include "commands.h"
 
-#include <deepcanvas/device.h>
 #include <deepcanvas/errors.h>
-#include <deepcanvas/lr_find.h>
-#include <deepcanvas/preflight.h>
 #include <deepcanvas/project.h>
 #include <deepcanvas/sweep.h>
-#include <deepcanvas/sysinfo.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <string>
 #include <thread>
+#include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "interrupt.h"
-#include "preflight.h"
+#include "../common.h"
+#include "../interrupt.h"
+#include "../preflight.h"
 
 namespace dc::cli {
 
 namespace {
-
-using json = nlohmann::json;
-
-Project load(const Args& a) {
-  if (a.positional.empty()) throw Error("missing PROJECT (a .dcproj file)");
-  return load_project(a.positional[0]);
-}
 
 // --min-epochs: a number of epochs or a fraction written N/D (1/3 is not
 // exactly 0.333, and its rungs should land on whole epochs).
@@ -57,11 +50,6 @@ double min_epochs_flag(const Args& a) {
   return x;
 }
 
-void check_network(const Project& p, const TrainConfig& c) {
-  const std::vector<RunProblem> problems = network_problems(p.graph, c);
-  if (const RunProblem* problem = first_blocking(problems)) throw_problem(*problem);
-}
-
 // The memory check of train for the sweep's largest batch (the space's batch
 // values: a choice's largest, a range's top; else the project's), with
 // `parallel` trials training at once.
@@ -85,107 +73,8 @@ void check_sweep_memory(const Project& p, const SearchSpace& space, int parallel
       parallel);
 }
 
-}  // namespace
-
-int cmd_lr_find(const Args& a) {
-  Project p = load(a);
-  TrainConfig c = p.training;
-  apply_setting_flags(a, c);
-  c.device = DeviceSpec{};  // the range test runs on the CPU
-  c.precision = Precision::Fp32;
-  check_network(p, c);
-  check_cpu_memory(p.graph, c, "the LR range test");
-  LrFindOptions o;
-  o.start = a.get_double("start", o.start, 1e-12, 1e6);
-  o.end = a.get_double("end", o.end, 1e-12, 1e9);
-  o.steps = int(a.get_int("steps", o.steps, 5, 100000));
-  ProjectData data = load_project_dataset(p, a.get("data", ""));
-  if (!data.note.empty()) std::fprintf(stderr, "note: %s\n", data.note.c_str());
-  const bool quiet = a.flag("quiet") || a.flag("json");
-  if (!quiet)
-    std::fprintf(stderr, "LR range test of '%s': %d steps from %g to %g, batch %lld, %s\n",
-                 p.name.c_str(), o.steps, o.start, o.end, (long long)c.batch,
-                 enum_name(c.optimizer.type));
-  LrFindResult r =
-      lr_find(p.graph, c, data.data.train, o, nullptr, [&](int i, double lr, double smooth) {
-        if (!quiet && (i % 10 == 0))
-          std::fprintf(stderr, "  step %3d  lr %-10.3g smoothed loss %.4f\n", i, lr, smooth);
-        return true;
-      });
-  if (a.flag("json")) {
-    json j = {{"suggested_lr", r.suggested_lr},
-              {"min_loss_lr", r.min_lr},
-              {"steepest_lr", r.steepest_lr},
-              {"rule", "min_loss_lr / 10"},
-              {"diverged", r.diverged},
-              {"steps", r.lrs.size()},
-              {"lr", r.lrs},
-              {"loss", r.losses},
-              {"smoothed_loss", r.smoothed},
-              {"batch", c.batch},
-              {"optimizer", enum_name(c.optimizer.type)}};
-    if (!r.note.empty()) j["note"] = r.note;
-    std::cout << j.dump() << std::endl;
-    return 0;
-  }
-  if (!r.note.empty()) std::fprintf(stderr, "note: %s\n", r.note.c_str());
-  std::printf(
-      "suggested learning rate %.3g (the smoothed loss was lowest at %.3g; steepest descent at "
-      "%.3g)\nuse it with: deepcanvas-cli train %s --lr %.3g\n",
-      r.suggested_lr, r.min_lr, r.steepest_lr, a.positional[0].c_str(), r.suggested_lr);
-  return 0;
-}
-
-int cmd_batch_fit(const Args& a) {
-  Project p = load(a);
-  TrainConfig c = p.training;
-  apply_setting_flags(a, c);
-  check_network(p, c);
-  int64_t available = -1;
-  std::string where;
-  if (c.device.cuda) {
-    std::string why;
-    for (const GpuInfo& gpu : list_gpus(&why))
-      if (gpu.index == c.device.index) available = gpu.free_bytes, where = gpu.name;
-    if (available < 0) throw Error(c.device.str() + " is not available: " + why);
-  } else {
-    available = available_memory_bytes();
-    where = "CPU memory";
-  }
-  const BatchFit f = largest_batch(p.graph, available, c);
-  const int64_t new_batch = a.get_int("to", f.pow2 > 0 ? f.pow2 : c.batch, 1, 1 << 20);
-  ProjectData data = load_project_dataset(p, a.get("data", ""));
-  if (!data.note.empty()) std::fprintf(stderr, "note: %s\n", data.note.c_str());
-  const BatchLrAdvice adv = batch_lr_advice(c, p.training.batch, new_batch, data.data.train.size());
-  if (a.flag("json")) {
-    std::cout << json{{"device", c.device.str()},
-                      {"available_bytes", f.available_bytes},
-                      {"bytes_per_sample", f.bytes_per_sample},
-                      {"fixed_bytes", f.fixed_bytes},
-                      {"max_batch", f.max_batch},
-                      {"max_batch_pow2", f.pow2},
-                      {"batch", p.training.batch},
-                      {"new_batch", new_batch},
-                      {"lr", c.optimizer.lr},
-                      {"linear_lr", adv.linear_lr},
-                      {"sqrt_lr", adv.sqrt_lr},
-                      {"warmup_steps", adv.warmup_steps},
-                      {"advice", adv.text}}
-                     .dump()
-              << std::endl;
-    return 0;
-  }
-  std::printf("%s: %.1f GiB available; training needs %.1f MiB fixed + %.1f KiB per sample\n",
-              where.c_str(), double(f.available_bytes) / double(1 << 30),
-              double(f.fixed_bytes) / double(1 << 20), double(f.bytes_per_sample) / 1024.0);
-  std::printf("largest batch that fits (the advisor's memory model): %lld (power of two: %lld)\n",
-              (long long)f.max_batch, (long long)f.pow2);
-  std::printf("%s\n", adv.text.c_str());
-  return 0;
-}
-
 int cmd_sweep(const Args& a) {
-  Project p = load(a);
+  Project p = load_project_operand(a);
   // --seed is the sampler's: every trial trains with the project's seed, so
   // trials differ only in their parameters.
   const uint64_t train_seed = p.training.seed;
@@ -221,8 +110,7 @@ int cmd_sweep(const Args& a) {
   check_network(p, p.training);
   check_sweep_memory(p, space, o.parallel);
   const std::string state = a.get("state", sweep_state_path(a.positional[0]));
-  ProjectData data = load_project_dataset(p, a.get("data", ""));
-  if (!data.note.empty()) std::fprintf(stderr, "note: %s\n", data.note.c_str());
+  ProjectData data = load_dataset(p, a);
   auto shared = std::make_shared<const TrainTest>(std::move(data.data));
   Sweep sweep(p, shared, space, o, state, a.flag("fresh"));
   const bool quiet = a.flag("quiet") || a.flag("json");
@@ -314,6 +202,42 @@ int cmd_sweep(const Args& a) {
   std::printf("%s\n",
               t.baseline ? " (the project's own values: no other trial validated better)" : "");
   return 0;
+}
+
+}  // namespace
+
+const Command& sweep_command() {
+  static const Command cmd{
+      .name = "sweep",
+      .operands = "PROJECT",
+      .summary =
+          "Hyperparameter sweep: TPE or random search over training settings and layer "
+          "attributes, ASHA pruning at its rungs (from a fraction of the first epoch); resumable "
+          "(state in PROJECT.sweep.json).",
+      .options = {{"param", "NAME=KIND:ARGS",
+                   "a searched parameter, repeatable: lr=log:1e-4:1e-2, batch=choice:32,64,128, "
+                   "conv1.filters=int:16:64, dropout.rate=float:0:0.5"},
+                  {"trials", "N", "trials to run (default 16)"},
+                  {"epochs", "E", "epochs per trial (default 3)"},
+                  {"pruner", "asha|none", "stop poor trials early (default asha)"},
+                  {"eta", "N", "ASHA's reduction factor (default 3)"},
+                  {"min-epochs", "R",
+                   "ASHA's first rung in epochs, a fraction allowed (1/3, 0.25); rungs at R*eta^k "
+                   "(default E/eta^2: with 3 epochs and eta 3, at 1/3 epoch, 1 and 3)"},
+                  {"sampler", "tpe|random", "how points are chosen (default tpe)"},
+                  {"seed", "S",
+                   "seed of the sampler (default 0); trials train with the project's seed"},
+                  {"parallel", "K", "trials at once, each single-threaded (at most the cores)"},
+                  {"no-baseline", "",
+                   "do not start with the project's own values of the parameters as trial 0"},
+                  {"state", "FILE", "state file (default PROJECT.sweep.json beside the project)"},
+                  {"fresh", "", "discard an existing state file instead of continuing it"},
+                  {"steps-per-epoch", "N", "stop each epoch after N steps (quick looks)"},
+                  {"data", "DIR", "dataset folder instead of the project's"},
+                  {"json", "", "print one JSON object (trials, best)"}},
+      .training_settings = true,
+      .run = cmd_sweep};
+  return cmd;
 }
 
 }  // namespace dc::cli

@@ -3,7 +3,7 @@
 // corpus is readable it is checked against that vocabulary, because a
 // checkpoint trained on another text would silently map ids to the wrong
 // characters.
-#include "generate.h"
+#include "commands.h"
 
 #include <deepcanvas/errors.h>
 #include <deepcanvas/plan.h>
@@ -20,6 +20,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "../common.h"
 
 namespace dc::cli {
 namespace {
@@ -62,11 +64,8 @@ std::string printable(const std::string& c) {
   return c == "\n" ? "\\n" : c == "\t" ? "\\t" : c;
 }
 
-}  // namespace
-
 int cmd_generate(const Args& a) {
-  if (a.positional.empty()) throw Error("missing PROJECT (a .dcproj file)");
-  Project p = load_project(a.positional[0]);
+  Project p = load_project_operand(a);
   const std::string ck_path = a.get("checkpoint", "");
   if (ck_path.empty()) throw Error("missing --checkpoint FILE (written by 'train --checkpoint')");
   const int64_t length = a.get_int("length", 200, 1, 1000000);
@@ -143,6 +142,22 @@ int cmd_generate(const Args& a) {
   }
   std::printf("%s\n", out.c_str());
   return 0;
+}
+
+}  // namespace
+
+const Command& generate_command() {
+  static const Command cmd{.name = "generate",
+                           .operands = "PROJECT",
+                           .summary = "Sample text from a character model.",
+                           .options = {{"checkpoint", "FILE", "the trained model"},
+                                       {"prompt", "TEXT", "text to start from"},
+                                       {"length", "N", "characters to generate (default 200)"},
+                                       {"temperature", "T", "sampling temperature (default 0.8)"},
+                                       {"top-k", "K", "sample among the K likeliest (0: all)"},
+                                       {"seed", "N", "random seed (default 1)"}},
+                           .run = cmd_generate};
+  return cmd;
 }
 
 }  // namespace dc::cli

@@ -1,0 +1,84 @@
+// deepcanvas-cli eval: a checkpoint's accuracy, loss and confusion matrix
+// on the project's test set, on the CPU or a GPU.
+#include "commands.h"
+
+#include <deepcanvas/device.h>
+#include <deepcanvas/errors.h>
+#include <deepcanvas/parallel.h>
+#include <deepcanvas/trainer.h>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "../common.h"
+
+namespace dc::cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+int cmd_eval(const Args& a) {
+  int64_t batch = a.get_int("batch", 256, 1, 1 << 20);
+  set_num_threads(int(a.get_int("threads", 0, 0, 1024)));
+  Loaded l = load_trained(a, batch);
+  ProjectData d = load_dataset(l.project, a);
+  Dataset& test = d.data.test;
+  test.mean = l.mean;
+  test.stddev = l.stddev;
+  auto loss = make_loss(l.project.training.loss, float(l.project.training.label_smoothing));
+  TrainConfig run = l.project.training;  // evaluated in fp32, without augmentation
+  run.device = parse_device(a.get("device", "cpu"));
+  run.batch = batch;
+  run.precision = Precision::Fp32;
+  run.augment = {};
+  EvalResult r;
+  if (DeviceBackend* backend = require_device(run.device)) {
+    auto dp = backend->create_plan(l.project.graph, *l.plan, DevicePlanOptions::for_training(run));
+    dp->upload_params();
+    int h = dp->add_dataset(test);
+    r = evaluate_device(*dp, h, test, l.plan->output_shape(), {}, batch, *loss);
+  } else {
+    r = evaluate(*l.plan, test, {}, batch, *loss);
+  }
+  if (a.flag("json")) {
+    json j = {{"test_accuracy", r.top1},
+              {"test_top5", r.top5},
+              {"test_loss", r.loss},
+              {"samples", r.samples},
+              {"confusion", r.confusion}};
+    std::cout << j.dump() << std::endl;
+    return 0;
+  }
+  std::printf("%lld test samples: accuracy %.2f%%, top-5 %.2f%%, loss %.4f\n", (long long)r.samples,
+              100 * r.top1, 100 * r.top5, r.loss);
+  std::printf("confusion matrix (rows: true class, columns: predicted):\n");
+  for (size_t i = 0; i < r.confusion.size(); ++i) {
+    std::printf("%14s",
+                i < l.class_names.size() ? l.class_names[i].c_str() : std::to_string(i).c_str());
+    for (int64_t v : r.confusion[i]) std::printf(" %5lld", (long long)v);
+    std::printf("\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
+const Command& eval_command() {
+  static const Command cmd{.name = "eval",
+                           .operands = "PROJECT",
+                           .summary = "Evaluate a checkpoint on the project's test set.",
+                           .options = {{"checkpoint", "FILE", "the trained model"},
+                                       {"data", "DIR", "dataset folder instead of the project's"},
+                                       {"batch", "N", "evaluation batch (default 256)"},
+                                       {"threads", "N", "CPU threads (0: every core)"},
+                                       {"device", "DEV", "cpu, cuda or cuda:N"},
+                                       {"json", "", "print one JSON object"}},
+                           .run = cmd_eval};
+  return cmd;
+}
+
+}  // namespace dc::cli

@@ -1,0 +1,307 @@
+// deepcanvas-cli train: trains the project's network, reports progress
+// from the trainer's events, saves the model and closes with a diagnosis.
+#include "commands.h"
+
+#include <deepcanvas/advisor/diagnose.h>
+#include <deepcanvas/advisor/memory_model.h>
+#include <deepcanvas/advisor/run_prediction.h>
+#include <deepcanvas/device.h>
+#include <deepcanvas/errors.h>
+#include <deepcanvas/format.h>
+#include <deepcanvas/parallel.h>
+#include <deepcanvas/preflight.h>
+#include <deepcanvas/project.h>
+#include <deepcanvas/sequence_data.h>
+#include <deepcanvas/settings.h>
+#include <deepcanvas/trainer.h>
+#include <deepcanvas/transfer.h>
+
+#include <unistd.h>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../common.h"
+#include "../diagnosis.h"
+#include "../interrupt.h"
+#include "../outcome.h"
+#include "../preflight.h"
+
+namespace dc::cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+// Set during static initialisation, before main: the process's start as
+// the end-to-end time to accuracy counts it (train --test-every).
+const std::chrono::steady_clock::time_point process_start = std::chrono::steady_clock::now();
+
+double peak_rss_mb() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return 0;
+}
+
+// Saves the model of a run stopped by a signal where --resume can pick it up:
+// the epochs it completed and the optimizer's step count, so resuming
+// repeats only the interrupted epoch.
+int save_interrupted(Trainer& t, const InterruptGuard& stop, const TrainConfig& c,
+                     const std::string& out_ckpt, int epochs_done, int64_t steps_done) {
+  if (steps_done < 0) {
+    std::fprintf(stderr, "deepcanvas-cli: %s before the first step; nothing to save\n",
+                 stop.signal_name().c_str());
+    return kInterruptedExit;
+  }
+  std::string path = interrupted_checkpoint_path(c.checkpoint_dir, out_ckpt);
+  t.save_checkpoint(path, epochs_done, steps_done);
+  std::fprintf(stderr,
+               "deepcanvas-cli: %s: training stopped after %lld steps (%d complete epochs); "
+               "model saved to %s (continue with --resume %s)\n",
+               stop.signal_name().c_str(), (long long)steps_done, epochs_done, path.c_str(),
+               path.c_str());
+  return kInterruptedExit;
+}
+
+int cmd_train(const Args& a) {
+  Project p = load_project_operand(a);
+  if (a.has("freeze-until")) freeze_until(p.graph, a.get("freeze-until", ""));
+  TrainConfig c = p.training;
+  apply_setting_flags(a, c);
+  c.steps_per_epoch_limit = a.get_int("steps-per-epoch", 0, 0, INT64_MAX);
+  c.test_every_steps = a.get_int("test-every", 0, 0, INT64_MAX);
+  c.checkpoint_dir = a.get("checkpoint-dir", "");
+  c.resume = a.get("resume", "");
+  // The project names its base relative to itself; a flag is relative to
+  // where the command runs, as every other path on the command line.
+  if (!a.has("init-weights")) c.init_weights = resolve_project_file(p, c.init_weights);
+  std::string out_ckpt = a.get("checkpoint", "");
+  bool as_json = a.flag("json"), quiet = a.flag("quiet");
+  if (a.has("device")) {
+    require_device(c.device);  // asked for on the command line: unavailable is an error
+  } else if (c.device.cuda) {
+    // The project was saved on a GPU machine; on this one the CPU still trains
+    // it (the same numbers up to rounding), so say why and carry on.
+    try {
+      require_device(c.device);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "note: the project asks for %s, but %s; training on the CPU\n",
+                   c.device.str().c_str(), e.what());
+      c.device = DeviceSpec{};
+      if (c.precision != Precision::Fp32) {
+        std::fprintf(stderr, "note: %s precision needs a GPU; the CPU computes in fp32\n",
+                     enum_name(c.precision));
+        c.precision = Precision::Fp32;
+      }
+    }
+  }
+  // What would fail late fails first: bad settings, a network that cannot
+  // be built or does not fit, an unwritable output, too little memory.
+  check_network(p, c);
+  check_writable("--checkpoint", out_ckpt, false);
+  check_writable("--checkpoint-dir", c.checkpoint_dir, true);
+  // The advisor's memory model (calibrated against the allocators' peak),
+  // the same prediction as batch-fit, advise and the Model Summary.
+  check_cpu_memory(p.graph, c, "training");
+  ProjectData data = load_dataset(p, a);
+  auto train = std::make_shared<Dataset>(std::move(data.data.train));
+  auto test = std::make_shared<Dataset>(std::move(data.data.test));
+  for (const RunProblem& problem : run_problems(p.graph, c, train.get(), test.get()))
+    if (problem.warning) std::fprintf(stderr, "note: %s\n", problem.message.c_str());
+
+  // For a text model, what ignoring context would reach: the loss to beat.
+  const double unigram = train->tokens ? label_entropy(*train) : NAN;
+  Trainer t(p.graph, c, train, test);
+  const advisor::RunPrediction predicted = advisor::predict_run_here(
+      p.graph, c, advisor::cuda_resident_bytes(*train) + advisor::cuda_resident_bytes(*test));
+  advisor::Timeline timeline(predicted.diagnosis_input());
+  if (!quiet && !c.init_weights.empty())
+    std::fprintf(stderr, "weights from %s: %s\n", c.init_weights.c_str(),
+                 t.init_report().summary().c_str());
+  bool tty = isatty(STDERR_FILENO) && !quiet;
+  if (!quiet)
+    std::fprintf(stderr, "Training '%s' on %s (%lld train / %lld test samples, %d threads)\n",
+                 p.name.c_str(), data.dir.c_str(), (long long)train->size(),
+                 (long long)test->size(), resolved_threads(c.threads));
+  if (!quiet && std::isfinite(unigram))
+    std::fprintf(stderr, "unigram entropy of the training text: %.4f nats per character\n",
+                 unigram);
+  InterruptGuard stop;
+  // Process start to the run's start (dataset, plan, device upload): with
+  // the run's own seconds at a test point, the end-to-end time to accuracy.
+  const double setup_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - process_start).count();
+  t.start();
+  auto last_print = std::chrono::steady_clock::now() - std::chrono::seconds(10);
+  int last_pct = -1;
+  bool done = false;
+  json history = json::array();     // per epoch, for benchmarks (--json)
+  json test_curve = json::array();  // every --test-every steps
+  double first_loss = NAN;          // the untrained model's, to tell divergence
+  int epochs_done = 0;              // complete epochs at the last step seen
+  int64_t steps_done = -1;
+  double final_accuracy = NAN;
+  while (!done) {
+    if (stop.requested()) t.cancel();
+    auto ev = t.events().pop(std::chrono::milliseconds(200));
+    if (!ev) continue;
+    const TrainEvent& e = *ev;
+    timeline.add(e);
+    switch (e.kind) {
+      case TrainEvent::Kind::Step: {
+        if (std::isnan(first_loss)) first_loss = e.batch_loss;
+        epochs_done = e.step_in_epoch == e.steps_per_epoch ? e.epoch : e.epoch - 1;
+        steps_done = e.step;
+        if (quiet) break;
+        auto now = std::chrono::steady_clock::now();
+        int pct =
+            int(100.0 * double(e.step_in_epoch) / double(std::max<int64_t>(1, e.steps_per_epoch)));
+        bool due =
+            tty ? now - last_print > std::chrono::milliseconds(100) : pct / 25 != last_pct / 25;
+        if (!due && e.step_in_epoch != e.steps_per_epoch) break;
+        last_print = now;
+        last_pct = pct;
+        int width = 24, fill = pct * width / 100;
+        std::string bar(fill, '#');
+        bar += std::string(width - fill, '.');
+        std::fprintf(stderr,
+                     "%sepoch %d/%d [%s] %3d%%  loss %.4f  acc %.2f%%  %.0f samples/s  ETA %s%s",
+                     tty ? "\r" : "", e.epoch, e.epochs, bar.c_str(), pct, e.loss, 100 * e.accuracy,
+                     e.samples_per_s, clock_text(e.eta_s).c_str(), tty ? "\033[K" : "\n");
+        break;
+      }
+      case TrainEvent::Kind::Epoch:
+        final_accuracy = e.train_accuracy;
+        history.push_back(
+            {{"epoch", e.epoch},
+             {"train_samples_per_s", e.samples_per_s},
+             {"train_loss", e.train_loss},
+             {"test_accuracy", std::isfinite(e.test_accuracy) ? e.test_accuracy : -1.0}});
+        if (!quiet) {
+          std::fprintf(stderr, "%sepoch %d/%d: train loss %.4f acc %.2f%%", tty ? "\r\033[K" : "",
+                       e.epoch, e.epochs, e.train_loss, 100 * e.train_accuracy);
+          if (std::isfinite(e.val_accuracy))
+            std::fprintf(stderr, " | val loss %.4f acc %.2f%%", e.val_loss, 100 * e.val_accuracy);
+          if (std::isfinite(e.test_accuracy))
+            std::fprintf(stderr, " | test loss %.4f acc %.2f%%", e.test_loss,
+                         100 * e.test_accuracy);
+          std::fprintf(stderr, " | %.0f samples/s%s\n", e.samples_per_s, e.best ? " *" : "");
+          if (!e.message.empty()) std::fprintf(stderr, "%s\n", e.message.c_str());
+        }
+        break;
+      case TrainEvent::Kind::Validation:
+        if (std::isfinite(e.train_seconds))
+          test_curve.push_back({{"step", e.step},
+                                {"epoch", e.epoch},
+                                {"train_seconds", e.train_seconds},
+                                {"run_seconds", e.elapsed_s},
+                                {"test_accuracy", e.test_accuracy}});
+        break;
+      case TrainEvent::Kind::Checkpoint:
+        if (!quiet) std::fprintf(stderr, "checkpoint written: %s\n", e.message.c_str());
+        break;
+      case TrainEvent::Kind::Finished:
+      case TrainEvent::Kind::Failed:
+      case TrainEvent::Kind::Cancelled:
+        done = true;
+        break;
+      default:
+        break;
+    }
+  }
+  t.wait();
+  const TrainResult& r = t.result();
+  if (r.cancelled && stop.requested())
+    return save_interrupted(t, stop, c, out_ckpt, epochs_done, steps_done);
+  if (!r.ok) throw Error("training failed: " + r.error);
+  const bool diverged = run_diverged(first_loss, r.final_train_loss);
+  SaveDecision save = decide_save(out_ckpt, a.flag("overwrite"), diverged, r.test_accuracy);
+  if (!save.path.empty()) {
+    t.save_checkpoint(save.path, r.epochs_run, 0, r.test_accuracy);
+    if (!quiet) std::fprintf(stderr, "model saved to %s\n", save.path.c_str());
+  }
+  print_note(save.note);
+  if (diverged) {
+    char what[256];
+    std::snprintf(what, sizeof what,
+                  "training diverged: the training loss rose from %.4g at the first step to %.4g "
+                  "(train accuracy %.2f%%); lower the learning rate (--lr, now %g) or normalise "
+                  "the inputs",
+                  first_loss, r.final_train_loss, 100 * final_accuracy, c.optimizer.lr);
+    throw Error(what);
+  }
+  if (as_json) {
+    json j = {{"test_accuracy", r.test_accuracy},
+              {"test_top5", r.test_top5},
+              {"test_loss", r.test_loss},
+              {"train_samples_per_s", r.train_samples_per_s},
+              {"epochs", r.epochs_run},
+              {"best_epoch", r.best_epoch},
+              {"train_seconds", r.train_seconds},
+              {"final_train_loss", r.final_train_loss},
+              {"batch", c.batch},
+              {"threads", num_threads()},
+              {"peak_rss_mb", peak_rss_mb()},
+              {"peak_tensor_bytes", r.peak_tensor_bytes},
+              {"device", c.device.str()},
+              {"history", history}};
+    if (std::isfinite(r.val_accuracy)) j["val_accuracy"] = r.val_accuracy;
+    if (!c.init_weights.empty())
+      j["init_weights"] = {{"file", c.init_weights},
+                           {"loaded_layers", t.init_report().loaded_layers.size()},
+                           {"loaded_tensors", t.init_report().loaded_tensors},
+                           {"fresh_layers", t.init_report().fresh_layers},
+                           {"unused_tensors", t.init_report().unused.size()}};
+    if (c.device.cuda) j["peak_device_bytes"] = r.peak_device_bytes;
+    if (c.test_every_steps > 0) {
+      j["test_curve"] = test_curve;
+      j["setup_seconds"] = setup_seconds;
+    }
+    if (std::isfinite(unigram)) j["unigram_entropy"] = unigram;
+    j["diagnosis"] = diagnosis_json(predicted, timeline.diagnose(), r, c.device.cuda);
+    std::cout << j.dump() << std::endl;
+  } else {
+    std::printf("test accuracy %.2f%% (top-5 %.2f%%), %d epochs, %.1f s training, %.0f samples/s\n",
+                100 * r.test_accuracy, 100 * r.test_top5, r.epochs_run, r.train_seconds,
+                r.train_samples_per_s);
+    print_diagnosis(predicted, timeline.diagnose(), r, c.device.cuda);
+  }
+  return 0;
+}
+
+}  // namespace
+
+const Command& train_command() {
+  static const Command cmd{
+      .name = "train",
+      .operands = "PROJECT",
+      .summary =
+          "Train the project's network on its dataset; flags override the project's settings.",
+      .options =
+          {{"data", "DIR",
+            "dataset folder ('fashion-mnist': Debian's full set) instead of the project's"},
+           {"checkpoint", "FILE", "save the trained model (safetensors) there"},
+           {"overwrite", "", "replace --checkpoint even with a worse or diverged model"},
+           {"checkpoint-dir", "DIR",
+            "write last.safetensors and best.safetensors there every epoch"},
+           {"resume", "FILE", "continue from a checkpoint (weights, optimizer state, epoch)"},
+           {"steps-per-epoch", "N", "stop each epoch after N steps (quick looks)"},
+           {"freeze-until", "LAYER", "freeze LAYER and everything before it (transfer learning)"},
+           {"test-every", "N",
+            "also measure the test set every N steps (--json: test_curve, with training seconds)"},
+           {"json", "", "print one JSON object with the results"},
+           {"quiet", "", "no progress output"}},
+      .training_settings = true,
+      .run = cmd_train};
+  return cmd;
+}
+
+}  // namespace dc::cli
