@@ -6,6 +6,7 @@
 #include <deepcanvas/io.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/pytorch_export.h>
+#include <deepcanvas/settings.h>
 
 #include <unistd.h>
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pytorch_model.h"
 #include "pytorch_templates.h"
 
 namespace dc {
@@ -22,56 +24,20 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-// train.py's CONFIG: the project's settings in the words of its project file.
-json recipe_json(const Project& p, const std::string& data_path) {
-  const TrainConfig& t = p.training;
-  const OptimizerConfig& o = t.optimizer;
-  const ScheduleConfig& s = t.schedule;
-  Plan probe(p.graph, 1);
-  json augment = nullptr;
-  if (t.augment.enabled())
-    augment = {{"flip", t.augment.flip},
-               {"vflip", t.augment.vflip},
-               {"crop_padding", t.augment.crop_padding},
-               {"rotate", t.augment.rotate},
-               {"translate", t.augment.translate},
-               {"brightness", t.augment.brightness}};
-  return {{"name", p.name},
-          {"epochs", t.epochs},
-          {"batch", t.batch},
-          {"loss", enum_name(t.loss)},
-          {"label_smoothing", t.label_smoothing},
-          {"val_split", t.val_split},
-          {"seed", t.seed},
-          {"normalize", t.normalize},
-          {"precision", enum_name(t.precision)},
-          {"outputs", probe.output_shape().numel()},
-          {"optimizer",
-           {{"type", enum_name(o.type)},
-            {"lr", o.lr},
-            {"momentum", o.momentum},
-            {"nesterov", o.nesterov},
-            {"weight_decay", o.weight_decay},
-            {"beta1", o.beta1},
-            {"beta2", o.beta2},
-            {"eps", o.eps}}},
-          {"schedule",
-           {{"type", enum_name(s.type)},
-            {"warmup_steps", s.warmup_steps},
-            {"step_epochs", s.step_epochs},
-            {"gamma", s.gamma},
-            {"min_lr", s.min_lr},
-            {"pct_start", s.pct_start},
-            {"div_factor", s.div_factor},
-            {"final_div_factor", s.final_div_factor}}},
-          {"augment", augment},
-          {"dataset",
-           {{"kind", p.dataset.kind},
-            {"path", data_path},
-            {"window", p.dataset.window},
-            {"stride", p.dataset.stride},
-            {"target", p.dataset.target},
-            {"test_fraction", p.dataset.test_fraction}}}};
+// train.py's CONFIG: the project's settings in the words of its project
+// file (the settings table writes them), with what train.py needs beside
+// them: the output count and where the data is.
+json recipe_json(const Project& p, const std::vector<PlanStep>& steps,
+                 const std::string& data_path) {
+  json r = settings_json(p.training, [](const SettingSpec& s) { return s.recipe; });
+  // train.py augments only when this is an object.
+  if (!p.training.augment.enabled()) r["augment"] = nullptr;
+  r["name"] = p.name;
+  r["outputs"] = steps.back().out_shape.numel();
+  r["dataset"] = {{"kind", p.dataset.kind},     {"path", data_path},
+                  {"window", p.dataset.window}, {"stride", p.dataset.stride},
+                  {"target", p.dataset.target}, {"test_fraction", p.dataset.test_fraction}};
+  return r;
 }
 
 std::string slug(const std::string& s) {
@@ -100,8 +66,12 @@ std::string recipe_words(const Project& p) {
 
 }  // namespace
 
-std::map<std::string, std::string> pytorch_project_files(const Project& p,
-                                                         const PyTorchExportOptions& o) {
+namespace {
+
+// The files of the export, from steps lowered from p.graph.
+std::map<std::string, std::string> project_files(const Project& p,
+                                                 const std::vector<PlanStep>& steps,
+                                                 const PyTorchExportOptions& o) {
   std::string data = o.data_path;
   if (data.empty()) {
     try {
@@ -111,20 +81,19 @@ std::map<std::string, std::string> pytorch_project_files(const Project& p,
       data = p.dataset.path;  // not on this machine: the README says to pass --data
     }
   }
-  Plan probe(p.graph, 1);
   const std::string job = slug(p.name);
-  const std::string in = probe.input_shape().str(true);
-  const Node& input = p.graph.node(p.graph.inputs().at(0));
-  const bool tokens =
-      input.type == "SequenceInput" &&
-      LayerRegistry::instance().get(input.type).with_defaults(input.attrs).s("kind") == "tokens";
+  std::string in;
+  for (const PlanStep& s : steps)
+    if (s.is_input) in = s.out_shape.str(true);
+  const bool tokens = input_is_tokens(steps);
   const std::map<std::string, std::string> v = {
       {"PROJECT_NAME", p.name},
       {"PROJECT_FILE", p.file.empty() ? p.name : fs::path(p.file).filename().string()},
       {"PROJECT_BASENAME",
        p.file.empty() ? "PROJECT.dcproj" : fs::path(p.file).filename().string()},
       // Invalid UTF-8 (a name from an ONNX file) becomes U+FFFD, not an exception.
-      {"CONFIG_JSON", recipe_json(p, data).dump(-1, ' ', false, json::error_handler_t::replace)},
+      {"CONFIG_JSON",
+       recipe_json(p, steps, data).dump(-1, ' ', false, json::error_handler_t::replace)},
       {"RECIPE", recipe_words(p)},
       {"WEIGHTS", o.weights_source.empty()
                       ? "DeepCanvas's initialisation with the project's seed (" +
@@ -146,17 +115,24 @@ std::map<std::string, std::string> pytorch_project_files(const Project& p,
                                             : "")},
   };
   std::map<std::string, std::string> files;
-  files["model.py"] = pytorch_model_py(p, o.version);
+  files["model.py"] = pytorch_model_py(p, steps, o.version);
   for (const char* name : {"train.py", "dc_safetensors.py", "requirements.txt", "Dockerfile",
                            "README.md", "k8s/pytorchjob.yaml", "k8s/job.yaml"})
     files[name] = fill_template(template_text(name), v);
   return files;
 }
 
+}  // namespace
+
+std::map<std::string, std::string> pytorch_project_files(const Project& p,
+                                                         const PyTorchExportOptions& o) {
+  return project_files(p, lower_graph(p.graph), o);
+}
+
 void export_pytorch(const std::string& dir, const Project& p, const Plan& plan,
                     const PyTorchExportOptions& o) {
   // Everything that can fail on the project's side fails before a file exists.
-  const std::map<std::string, std::string> files = pytorch_project_files(p, o);
+  const std::map<std::string, std::string> files = project_files(p, plan.steps(), o);
   fs::path target = fs::path(dir).lexically_normal();
   // "out/" names the folder out: without this its parent would be out itself.
   if (!target.has_filename() && target.has_parent_path()) target = target.parent_path();

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "pytorch_model.h"
 #include "pytorch_templates.h"
 
 namespace dc {
@@ -33,12 +34,11 @@ std::string py_pair(const std::vector<int64_t>& v) {
   return "(" + std::to_string(v.at(0)) + ", " + std::to_string(v.at(1)) + ")";
 }
 
-// What one writer gets: the node with every attribute filled in, its input
-// shapes and variables, and its own attribute/variable name.
+// What one writer gets: the step's attributes (every one filled in) and
+// input shapes, its input variables, and its own attribute/variable name.
 struct NodeCtx {
-  const Node& node;
-  Attrs a;
-  std::vector<Shape> in;
+  const Attrs& a;
+  const std::vector<Shape>& in;
   std::vector<std::string> args;
   std::string name;
 };
@@ -292,15 +292,23 @@ const std::set<std::string>& reserved() {
 
 }  // namespace
 
-std::vector<std::string> pytorch_unsupported(const Graph& g) {
+std::vector<std::string> pytorch_unsupported(const std::vector<PlanStep>& steps) {
   std::vector<std::string> out;
-  for (NodeId id : g.topo_order()) {
-    const Node& n = g.node(id);
-    if (!writers().count(n.type))
-      out.push_back(node_label(n) + ": layer type " + n.type +
+  for (const PlanStep& s : steps)
+    if (!writers().count(s.type))
+      out.push_back(s.label + ": layer type " + s.type +
                     " has no PyTorch counterpart in this exporter");
-  }
   return out;
+}
+
+std::vector<std::string> pytorch_unsupported(const Graph& g) {
+  return pytorch_unsupported(lower_graph(g));
+}
+
+bool input_is_tokens(const std::vector<PlanStep>& steps) {
+  for (const PlanStep& s : steps)
+    if (s.is_input) return s.type == "SequenceInput" && s.attrs.s("kind") == "tokens";
+  return false;
 }
 
 std::map<NodeId, std::string> pytorch_attribute_names(const Graph& g) {
@@ -322,44 +330,36 @@ std::map<NodeId, std::string> pytorch_attribute_names(const Graph& g) {
 }
 
 std::string pytorch_model_py(const Project& p, const std::string& version) {
-  const Graph& g = p.graph;
-  g.validate();
-  if (auto bad = pytorch_unsupported(g); !bad.empty())
+  return pytorch_model_py(p, lower_graph(p.graph), version);
+}
+
+std::string pytorch_model_py(const Project& p, const std::vector<PlanStep>& steps,
+                             const std::string& version) {
+  if (auto bad = pytorch_unsupported(steps); !bad.empty())
     throw Error("cannot export to PyTorch:\n  " + joined(bad, "\n  "));
-  const auto shapes = g.infer_shapes();
-  const auto names = pytorch_attribute_names(g);
-  const std::vector<NodeId> order = g.topo_order();
-  const NodeId input = g.inputs().at(0), output = g.outputs().at(0);
-  const Node& in_node = g.node(input);
-  const Shape& in_shape = *shapes.at(input).shape;
-  const bool tokens =
-      in_node.type == "SequenceInput" &&
-      LayerRegistry::instance().get(in_node.type).with_defaults(in_node.attrs).s("kind") ==
-          "tokens";
+  const auto names = pytorch_attribute_names(p.graph);
+  const bool tokens = input_is_tokens(steps);
+  Shape in_shape;
 
   std::string init, fwd, renamed;
-  for (NodeId id : order) {
-    const Node& n = g.node(id);
-    NodeCtx c{
-        n, LayerRegistry::instance().get(n.type).with_defaults(n.attrs), {}, {}, names.at(id)};
-    for (const Edge& e : g.in_edges(id)) {
-      c.in.push_back(*shapes.at(e.src).shape);
-      c.args.push_back(names.at(e.src));
-    }
-    if (c.name != n.name)
-      renamed += "    " + escape::py_str(c.name) + ": " + escape::py_str(n.name) + ",\n";
+  for (const PlanStep& s : steps) {
+    NodeCtx c{s.attrs, s.in_shapes, {}, names.at(s.id)};
+    for (int i : s.inputs) c.args.push_back(names.at(steps[size_t(i)].id));
+    if (c.name != s.name)
+      renamed += "    " + escape::py_str(c.name) + ": " + escape::py_str(s.name) + ",\n";
     const std::string comment =
-        "  # " + n.type + " " + escape::py_str(n.name) + ": " + shapes.at(id).shape->str(true);
-    if (is_input_type(n.type)) {
+        "  # " + s.type + " " + escape::py_str(s.name) + ": " + s.out_shape.str(true);
+    if (s.is_input) {
+      in_shape = s.out_shape;
       fwd += "        " + c.name + " = " + (tokens ? "x.long()" : "x") + comment + "\n";
       continue;
     }
-    Written w = writers().at(n.type)(c);
+    Written w = writers().at(s.type)(c);
     if (!w.module.empty()) init += "        self." + c.name + " = " + w.module + "\n";
     std::string expr = w.expr.empty() ? "self." + c.name + "(" + c.args.at(0) + ")" : w.expr;
     fwd += "        " + c.name + " = " + expr + comment + "\n";
   }
-  fwd += "        return " + names.at(output) + "\n";
+  fwd += "        return " + names.at(steps.back().id) + "\n";
 
   std::string dims;
   for (int64_t d : in_shape.dims()) dims += (dims.empty() ? "" : ", ") + std::to_string(d);

@@ -229,16 +229,6 @@ void only_keys(const json& o, std::set<std::string> keys, const std::string& src
     }
 }
 
-// A setting's dotted key ("optimizer.lr") as its path below "training".
-std::vector<std::string> key_path(const std::string& key) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (size_t dot; (dot = key.find('.', start)) != std::string::npos; start = dot + 1)
-    parts.push_back(key.substr(start, dot - start));
-  parts.push_back(key.substr(start));
-  return parts;
-}
-
 // The object at `path` below o, or null when some part is missing.
 const json* find_path(const json& o, const std::vector<std::string>& path, size_t n) {
   const json* at = &o;
@@ -249,15 +239,7 @@ const json* find_path(const json& o, const std::vector<std::string>& path, size_
 
 // The training settings, generated from the settings table.
 json training_json(const TrainConfig& c) {
-  json t = json::object();
-  for (const SettingSpec& s : training_settings()) {
-    if (s.written && !s.written(c)) continue;
-    const std::vector<std::string> path = key_path(s.attr.name);
-    json* at = &t;
-    for (size_t i = 0; i + 1 < path.size(); ++i) at = &(*at)[path[i]];
-    (*at)[path.back()] = attr_to_json(s.get(c));
-  }
-  return t;
+  return settings_json(c, [&](const SettingSpec& s) { return !s.written || s.written(c); });
 }
 
 void read_training(const json& t, TrainConfig& c, const std::string& src) {
@@ -265,7 +247,7 @@ void read_training(const json& t, TrainConfig& c, const std::string& src) {
   // "optimizer"), "training.optimizer" the keys below it, and so on.
   std::map<std::vector<std::string>, std::set<std::string>> allowed;
   for (const SettingSpec& s : training_settings()) {
-    std::vector<std::string> path = key_path(s.attr.name);
+    std::vector<std::string> path = setting_key_path(s.attr.name);
     for (size_t n = 0; n < path.size(); ++n)
       allowed[std::vector<std::string>(path.begin(), path.begin() + long(n))].insert(path[n]);
   }
@@ -275,7 +257,7 @@ void read_training(const json& t, TrainConfig& c, const std::string& src) {
     if (const json* o = find_path(t, object, object.size())) only_keys(*o, keys, src, where);
   }
   for (const SettingSpec& s : training_settings()) {
-    const std::vector<std::string> path = key_path(s.attr.name);
+    const std::vector<std::string> path = setting_key_path(s.attr.name);
     const json* v = find_path(t, path, path.size());
     if (!v) continue;
     const std::string where = "training." + s.attr.name;

@@ -1,9 +1,10 @@
 #pragma once
 // What a layer's ONNX writer gets: a builder that appends nodes, constants
 // and initializers to the graph being written, and the layer's context (its
-// attributes with defaults, input value names and shapes, its weights).
+// plan step: attributes with defaults, shapes; input value names, weights).
 #include <deepcanvas/attrs.h>
 #include <deepcanvas/graph.h>
+#include <deepcanvas/plan.h>
 #include <deepcanvas/tensor.h>
 
 #include <functional>
@@ -49,24 +50,24 @@ void set_attr(onnx::NodeProto& n, const std::string& name, const std::string& v)
 void set_attr(onnx::NodeProto& n, const std::string& name, const std::vector<std::string>& v);
 
 struct OnnxLayer {
-  const Node& node;
-  Attrs attrs;  // with the descriptor's defaults filled in
-  std::vector<std::string> inputs;
-  std::vector<Shape> in_shapes;  // per sample
-  Shape out_shape;               // per sample
-  std::string output;            // the value the writer must produce (the node's name)
+  const PlanStep& step;                 // the plan's step: name, type
+  const Attrs& attrs;                   // the step's, with the descriptor's defaults filled in
+  std::vector<std::string> inputs;      // the producers' value names, in port order
+  const std::vector<Shape>& in_shapes;  // per sample
+  const Shape& out_shape;               // per sample
+  std::string output;                   // the value the writer must produce (the node's name)
   const std::map<std::string, Tensor>& weights;  // "conv1.weight" -> tensor
 
   // This layer's parameter `p` ("weight"); throws when the plan lacks it.
   const Tensor& param(const std::string& p) const;
   bool has_param(const std::string& p) const;
-  std::string param_name(const std::string& p) const { return node.name + "." + p; }
+  std::string param_name(const std::string& p) const { return step.name + "." + p; }
 };
 
 struct Writer {
-  // "" when the layer can be written at this opset with these attributes,
-  // else why not (shown as "Type 'name': why").
-  std::function<std::string(const Node&, int opset)> unsupported;
+  // "" when the layer can be written at this opset with these attributes
+  // (the step's, defaults filled in), else why not (shown as "Type 'name': why").
+  std::function<std::string(const PlanStep&, int opset)> unsupported;
   std::function<void(Builder&, const OnnxLayer&)> write;
 };
 

@@ -6,7 +6,6 @@
 #include <deepcanvas/layer.h>
 #include <deepcanvas/onnx.h>
 
-#include <algorithm>
 #include <cstring>
 
 #include <onnx/checker.h>
@@ -158,38 +157,41 @@ int64_t ir_version_for(int opset) {
   return 8;
 }
 
+// Every step that cannot be written at `opset`, after the opset itself.
+std::vector<std::string> unsupported(const std::vector<PlanStep>& steps, int opset) {
+  std::vector<std::string> out;
+  if (opset < kOnnxMinOpset || opset > kOnnxMaxOpset)
+    out.push_back("opset " + std::to_string(opset) + " is not supported (use " +
+                  std::to_string(kOnnxMinOpset) + " to " + std::to_string(kOnnxMaxOpset) + ")");
+  for (const PlanStep& s : steps) {
+    if (s.is_input) continue;
+    auto it = writers().find(s.type);
+    std::string why = it == writers().end()
+                          ? "has no ONNX form in DeepCanvas yet"
+                          : (it->second.unsupported ? it->second.unsupported(s, opset) : "");
+    if (!why.empty()) out.push_back(s.type + " '" + s.name + "': " + why);
+  }
+  return out;
+}
+
 }  // namespace
 
 }  // namespace onnx_export
 
 std::vector<std::string> onnx_unsupported(const Graph& g, int opset) {
-  using namespace onnx_export;
-  std::vector<std::string> out;
-  if (opset < kOnnxMinOpset || opset > kOnnxMaxOpset)
-    out.push_back("opset " + std::to_string(opset) + " is not supported (use " +
-                  std::to_string(kOnnxMinOpset) + " to " + std::to_string(kOnnxMaxOpset) + ")");
-  for (NodeId id : g.topo_order()) {
-    const Node& n = g.node(id);
-    if (is_input_type(n.type)) continue;
-    auto it = writers().find(n.type);
-    std::string why = it == writers().end()
-                          ? "has no ONNX form in DeepCanvas yet"
-                          : (it->second.unsupported ? it->second.unsupported(n, opset) : "");
-    if (!why.empty()) out.push_back(n.type + " '" + n.name + "': " + why);
-  }
-  return out;
+  return onnx_export::unsupported(lower_graph(g), opset);
 }
 
-std::string onnx_model_bytes(const Graph& g, const Plan& plan, const OnnxExportOptions& o) {
+// The plan's steps carry everything written (order, port order, shapes,
+// attributes with defaults); g is the graph it was built from.
+std::string onnx_model_bytes(const Graph& /*g*/, const Plan& plan, const OnnxExportOptions& o) {
   using namespace onnx_export;
-  register_builtin_layers();
-  g.validate();
-  if (auto bad = onnx_unsupported(g, o.opset); !bad.empty()) {
+  const std::vector<PlanStep>& steps = plan.steps();
+  if (auto bad = unsupported(steps, o.opset); !bad.empty()) {
     std::string m = "cannot export to ONNX at opset " + std::to_string(o.opset) + ":";
     for (const auto& b : bad) m += "\n  " + b;
     throw Error(m);
   }
-  const auto shapes = g.infer_shapes();
   std::map<std::string, Tensor> weights;
   for (auto& [name, t] : plan.state()) weights.emplace(name, t);
 
@@ -205,30 +207,19 @@ std::string onnx_model_bytes(const Graph& g, const Plan& plan, const OnnxExportO
   Builder b(graph, o.opset, o.batch);
   // Layer names are the value names; reserve them so generated names
   // ("relu1_0") never take one.
-  for (const auto& [id, n] : g.nodes()) b.fresh(n.name);
+  for (const PlanStep& s : steps) b.fresh(s.name);
 
-  for (NodeId id : g.topo_order()) {
-    const Node& n = g.node(id);
-    const Shape& out_shape = *shapes.at(id).shape;
-    if (is_input_type(n.type)) {
-      set_shape(*graph.add_input(), n.name, out_shape, o.batch);
+  for (const PlanStep& s : steps) {
+    if (s.is_input) {
+      set_shape(*graph.add_input(), s.name, s.out_shape, o.batch);
       continue;
     }
-    std::vector<Edge> in = g.in_edges(id);
-    std::sort(in.begin(), in.end(),
-              [](const Edge& x, const Edge& y) { return x.dst_port < y.dst_port; });
-    OnnxLayer layer{n,         LayerRegistry::instance().get(n.type).with_defaults(n.attrs),
-                    {},        {},
-                    out_shape, n.name,
-                    weights};
-    for (const Edge& e : in) {
-      layer.inputs.push_back(g.node(e.src).name);
-      layer.in_shapes.push_back(*shapes.at(e.src).shape);
-    }
-    writers().at(n.type).write(b, layer);
+    OnnxLayer layer{s, s.attrs, {}, s.in_shapes, s.out_shape, s.name, weights};
+    for (int i : s.inputs) layer.inputs.push_back(steps[size_t(i)].name);
+    writers().at(s.type).write(b, layer);
   }
-  for (NodeId id : g.outputs())
-    set_shape(*graph.add_output(), g.node(id).name, *shapes.at(id).shape, o.batch);
+  // The plan ends with the network's one output.
+  set_shape(*graph.add_output(), steps.back().name, steps.back().out_shape, o.batch);
 
   try {
     onnx::checker::check_model(model);

@@ -15,7 +15,7 @@ namespace {
 // A writer that always works and maps to one ONNX op with no attributes.
 Writer plain(const char* op) {
   return {nullptr,
-          [op](Builder& b, const OnnxLayer& l) { b.node(op, l.inputs, l.output, l.node.name); }};
+          [op](Builder& b, const OnnxLayer& l) { b.node(op, l.inputs, l.output, l.step.name); }};
 }
 
 void write_conv(Builder& b, const OnnxLayer& l) {
@@ -35,7 +35,7 @@ void write_conv(Builder& b, const OnnxLayer& l) {
   std::vector<std::string> inputs = {l.inputs[0],
                                      b.weight(l.param_name("weight"), l.param("weight"))};
   if (l.has_param("bias")) inputs.push_back(b.weight(l.param_name("bias"), l.param("bias")));
-  auto& n = b.node("Conv", inputs, l.output, l.node.name);
+  auto& n = b.node("Conv", inputs, l.output, l.step.name);
   set_attr(n, "kernel_shape", k);
   set_attr(n, "strides", s);
   set_attr(n, "dilations", d);
@@ -53,15 +53,15 @@ void write_pool(Builder& b, const OnnxLayer& l, const char* op) {
   // which means the same everywhere.
   if (average && (p[0] > 0 || p[1] > 0)) {
     const std::vector<int64_t> pads = {0, 0, p[0], p[1], 0, 0, p[0], p[1]};
-    x = b.fresh(l.node.name + "/padded");
+    x = b.fresh(l.step.name + "/padded");
     if (b.opset() >= 11) {
-      b.node("Pad", {l.inputs[0], b.ints(l.node.name + "/pads", pads)}, x, l.node.name + "/pad");
+      b.node("Pad", {l.inputs[0], b.ints(l.step.name + "/pads", pads)}, x, l.step.name + "/pad");
     } else {  // opset 10: pads were an attribute
-      auto& n = b.node("Pad", {l.inputs[0]}, x, l.node.name + "/pad");
+      auto& n = b.node("Pad", {l.inputs[0]}, x, l.step.name + "/pad");
       set_attr(n, "pads", pads);
     }
   }
-  auto& n = b.node(op, {x}, l.output, l.node.name);
+  auto& n = b.node(op, {x}, l.output, l.step.name);
   set_attr(n, "kernel_shape", l.attrs.ints("kernel"));
   set_attr(n, "strides", l.attrs.ints("stride"));
   if (!average) set_attr(n, "pads", std::vector<int64_t>{p[0], p[1], p[0], p[1]});
@@ -70,9 +70,9 @@ void write_pool(Builder& b, const OnnxLayer& l, const char* op) {
 
 void write_global_pool(Builder& b, const OnnxLayer& l) {
   // ONNX keeps the 1×1 spatial dimensions the engine drops.
-  const std::string pooled = b.fresh(l.node.name + "/pooled");
-  b.node("GlobalAveragePool", l.inputs, pooled, l.node.name);
-  auto& f = b.node("Flatten", {pooled}, l.output, l.node.name + "/flatten");
+  const std::string pooled = b.fresh(l.step.name + "/pooled");
+  b.node("GlobalAveragePool", l.inputs, pooled, l.step.name);
+  auto& f = b.node("Flatten", {pooled}, l.output, l.step.name + "/flatten");
   set_attr(f, "axis", int64_t(1));
 }
 
@@ -83,7 +83,7 @@ void write_dense(Builder& b, const OnnxLayer& l) {
     inputs.push_back(b.weight(l.param_name("bias"), l.param("bias")));
   else if (b.opset() < 11)  // Gemm's C became optional in opset 11
     inputs.push_back(b.weight(l.param_name("bias"), Tensor(Shape{l.out_shape[0]})));
-  auto& n = b.node("Gemm", inputs, l.output, l.node.name);
+  auto& n = b.node("Gemm", inputs, l.output, l.step.name);
   set_attr(n, "transB", int64_t(1));  // weights are [out, in], as PyTorch's
 }
 
@@ -92,22 +92,22 @@ void write_dense(Builder& b, const OnnxLayer& l) {
 void write_time_distributed(Builder& b, const OnnxLayer& l) {
   const std::string wt = b.fresh(l.param_name("weight") + "/T");
   auto& t = b.node("Transpose", {b.weight(l.param_name("weight"), l.param("weight"))}, wt,
-                   l.node.name + "/transpose");
+                   l.step.name + "/transpose");
   set_attr(t, "perm", std::vector<int64_t>{1, 0});
   if (!l.has_param("bias")) {
-    b.node("MatMul", {l.inputs[0], wt}, l.output, l.node.name);
+    b.node("MatMul", {l.inputs[0], wt}, l.output, l.step.name);
     return;
   }
-  const std::string mm = b.fresh(l.node.name + "/matmul");
-  b.node("MatMul", {l.inputs[0], wt}, mm, l.node.name + "/matmul");
-  b.node("Add", {mm, b.weight(l.param_name("bias"), l.param("bias"))}, l.output, l.node.name);
+  const std::string mm = b.fresh(l.step.name + "/matmul");
+  b.node("MatMul", {l.inputs[0], wt}, mm, l.step.name + "/matmul");
+  b.node("Add", {mm, b.weight(l.param_name("bias"), l.param("bias"))}, l.output, l.step.name);
 }
 
 void write_batch_norm(Builder& b, const OnnxLayer& l) {
   std::vector<std::string> inputs = {l.inputs[0]};
   for (const char* p : {"weight", "bias", "running_mean", "running_var"})
     inputs.push_back(b.weight(l.param_name(p), l.param(p)));
-  auto& n = b.node("BatchNormalization", inputs, l.output, l.node.name);
+  auto& n = b.node("BatchNormalization", inputs, l.output, l.step.name);
   set_attr(n, "epsilon", float(l.attrs.f("eps")));
 }
 
@@ -115,7 +115,7 @@ void write_batch_norm(Builder& b, const OnnxLayer& l) {
 // engine computes; ONNX has a Gelu op only from opset 20.
 void write_gelu(Builder& b, const OnnxLayer& l) {
   const std::string& x = l.inputs[0];
-  const std::string& name = l.node.name;
+  const std::string& name = l.step.name;
   auto value = [&](const char* what) { return b.fresh(name + "/" + what); };
   const std::string scaled = value("scaled"), erf = value("erf"), plus1 = value("plus1"),
                     half = value("half");
@@ -130,45 +130,45 @@ void write_gelu(Builder& b, const OnnxLayer& l) {
 void write_relu6(Builder& b, const OnnxLayer& l) {
   if (b.opset() >= 11) {
     b.node("Clip",
-           {l.inputs[0], b.scalar(l.node.name + "/min", 0.f), b.scalar(l.node.name + "/max", 6.f)},
-           l.output, l.node.name);
+           {l.inputs[0], b.scalar(l.step.name + "/min", 0.f), b.scalar(l.step.name + "/max", 6.f)},
+           l.output, l.step.name);
     return;
   }
-  auto& n = b.node("Clip", l.inputs, l.output, l.node.name);
+  auto& n = b.node("Clip", l.inputs, l.output, l.step.name);
   set_attr(n, "min", 0.f);
   set_attr(n, "max", 6.f);
 }
 
 void write_softmax(Builder& b, const OnnxLayer& l) {
-  auto& n = b.node("Softmax", l.inputs, l.output, l.node.name);
+  auto& n = b.node("Softmax", l.inputs, l.output, l.step.name);
   // The last dimension. Before opset 13 Softmax works on the input folded to
   // 2-D at `axis`, which for the last axis is the same thing.
   set_attr(n, "axis", int64_t(l.in_shapes[0].rank()));
 }
 
 void write_concat(Builder& b, const OnnxLayer& l) {
-  auto& n = b.node("Concat", l.inputs, l.output, l.node.name);
+  auto& n = b.node("Concat", l.inputs, l.output, l.step.name);
   set_attr(n, "axis", l.attrs.i("axis") + 1);  // the engine's axes are per sample
 }
 
 void write_flatten(Builder& b, const OnnxLayer& l) {
-  auto& n = b.node("Flatten", l.inputs, l.output, l.node.name);
+  auto& n = b.node("Flatten", l.inputs, l.output, l.step.name);
   set_attr(n, "axis", int64_t(1));
 }
 
 void write_reshape(Builder& b, const OnnxLayer& l) {
   std::vector<int64_t> dims = {0};  // 0: the batch, copied from the input
   for (int64_t d : l.out_shape.dims()) dims.push_back(d);
-  b.node("Reshape", {l.inputs[0], b.ints(l.node.name + "/shape", dims)}, l.output, l.node.name);
+  b.node("Reshape", {l.inputs[0], b.ints(l.step.name + "/shape", dims)}, l.output, l.step.name);
 }
 
 void write_embedding(Builder& b, const OnnxLayer& l) {
   // Token ids arrive as float values (the engine's single input type).
-  const std::string ids = b.fresh(l.node.name + "/ids");
-  auto& c = b.node("Cast", l.inputs, ids, l.node.name + "/cast");
+  const std::string ids = b.fresh(l.step.name + "/ids");
+  auto& c = b.node("Cast", l.inputs, ids, l.step.name + "/cast");
   set_attr(c, "to", int64_t(onnx::TensorProto::INT64));
   b.node("Gather", {b.weight(l.param_name("weight"), l.param("weight")), ids}, l.output,
-         l.node.name);
+         l.step.name);
 }
 
 void write_last_step(Builder& b, const OnnxLayer& l) {
@@ -178,7 +178,7 @@ void write_last_step(Builder& b, const OnnxLayer& l) {
   if (i < 0) i += steps;
   // A 0-D index drops the step axis: [N, T, F] -> [N, F].
   auto& n =
-      b.node("Gather", {l.inputs[0], b.index(l.node.name + "/index", i)}, l.output, l.node.name);
+      b.node("Gather", {l.inputs[0], b.index(l.step.name + "/index", i)}, l.output, l.step.name);
   set_attr(n, "axis", int64_t(1));
 }
 
@@ -200,7 +200,7 @@ void register_basic_writers(std::map<std::string, Writer>& w) {
   add_writer(w, "Sigmoid", plain("Sigmoid"));
   add_writer(w, "Tanh", plain("Tanh"));
   add_writer(w, "LeakyReLU", {nullptr, [](Builder& b, const OnnxLayer& l) {
-                                auto& n = b.node("LeakyRelu", l.inputs, l.output, l.node.name);
+                                auto& n = b.node("LeakyRelu", l.inputs, l.output, l.step.name);
                                 set_attr(n, "alpha", float(l.attrs.f("slope")));
                               }});
   add_writer(w, "GELU", {nullptr, write_gelu});

@@ -46,7 +46,7 @@ std::string stacked(Builder& b, const OnnxLayer& l, const std::string& name,
   for (const Tensor* t : parts) append_reordered(v, *t, H, c);
   Tensor t{Shape(dims)};
   std::memcpy(t.f32(), v.data(), v.size() * sizeof(float));
-  return b.weight(l.node.name + "." + name, t);
+  return b.weight(l.step.name + "." + name, t);
 }
 
 std::string transposed(Builder& b, const std::string& x, const std::vector<int64_t>& perm,
@@ -95,10 +95,10 @@ void final_states(Builder& b, const std::string& y, int64_t T, int64_t D, int64_
 
 void write_recurrent(Builder& b, const OnnxLayer& l) {
   const Attrs& a = l.attrs;
-  const Cell c = cell_of(l.node.type);
+  const Cell c = cell_of(l.step.type);
   const int64_t H = a.i("hidden_size"), L = a.i("num_layers");
   const int64_t D = a.b("bidirectional") ? 2 : 1, G = int64_t(gate_order(c).size());
-  const std::string& name = l.node.name;
+  const std::string& name = l.step.name;
   const char* op = c == Cell::Lstm ? "LSTM" : c == Cell::Gru ? "GRU" : "RNN";
 
   std::string x = transposed(b, l.inputs[0], {1, 0, 2}, name + "/time_first");  // [T, N, F]
@@ -153,9 +153,8 @@ void write_recurrent(Builder& b, const OnnxLayer& l) {
     final_states(b, y, l.in_shapes[0][0], D, H, name, l.output);
 }
 
-std::string recurrent_unsupported(const Node& n, int) {
-  auto it = n.attrs.values().find("initial_state");
-  if (it != n.attrs.values().end() && std::get<std::string>(it->second) == "learned")
+std::string recurrent_unsupported(const PlanStep& s, int) {
+  if (s.attrs.s("initial_state") == "learned")
     return "a learned initial state has no ONNX form here (set initial_state to zero)";
   return "";
 }

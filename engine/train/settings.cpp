@@ -6,6 +6,8 @@
 #include <limits>
 #include <type_traits>
 
+#include <nlohmann/json.hpp>
+
 namespace dc {
 
 namespace {
@@ -136,6 +138,7 @@ std::vector<SettingSpec> make_table() {
   t.push_back(row("threads", "CPU threads", run, "threads", {0, 1024},
                   "Threads of a CPU run; 0 uses every core.", DC_FIELD(threads)));
   t.back().written = [](const TrainConfig& c) { return c.threads != 0; };
+  t.back().recipe = false;
   t.push_back(row("normalize", "normalise inputs", run, "normalize", {},
                   "Standardise inputs with the training set's mean and standard deviation.",
                   DC_FIELD(normalize)));
@@ -144,11 +147,14 @@ std::vector<SettingSpec> make_table() {
                   "tensors where layer names match (a pretrained base); the rest starts fresh.",
                   DC_FIELD(init_weights)));
   t.back().written = [](const TrainConfig& c) { return !c.init_weights.empty(); };
+  t.back().recipe = false;
   t.push_back(row("early_stopping_patience", "early-stopping patience", run, "patience",
                   {0, 100000}, "Epochs without improvement before stopping; 0 = never stop early.",
                   DC_FIELD(early_stopping_patience)));
+  t.back().recipe = false;
   t.push_back(row("device", "device", run, "device", {},
                   "cpu, cuda or cuda:N (a GPU through the CUDA plugin).", DC_FIELD(device)));
+  t.back().recipe = false;
   t.back().check = [](const AttrValue& v) -> std::string {
     try {
       parse_device(std::get<std::string>(v));
@@ -394,6 +400,29 @@ std::string setting_range_text(const SettingSpec& s) {
   std::string def = attr_to_string(s.attr.def);
   if (s.attr.type == AttrType::Float) def = num(std::get<double>(s.attr.def));
   return (r.empty() ? "" : r + ", ") + "default " + (def.empty() ? "\"\"" : def);
+}
+
+std::vector<std::string> setting_key_path(const std::string& key) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t dot; (dot = key.find('.', start)) != std::string::npos; start = dot + 1)
+    parts.push_back(key.substr(start, dot - start));
+  parts.push_back(key.substr(start));
+  return parts;
+}
+
+nlohmann::json settings_json(const TrainConfig& c,
+                             const std::function<bool(const SettingSpec&)>& keep) {
+  using json = nlohmann::json;
+  json t = json::object();
+  for (const SettingSpec& s : training_settings()) {
+    if (!keep(s)) continue;
+    const std::vector<std::string> path = setting_key_path(s.attr.name);
+    json* at = &t;
+    for (size_t i = 0; i + 1 < path.size(); ++i) at = &(*at)[path[i]];
+    (*at)[path.back()] = std::visit([](const auto& x) { return json(x); }, s.get(c));
+  }
+  return t;
 }
 
 std::vector<std::string> validate(const TrainConfig& c) {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace dc {
 
 struct SettingSpec {
@@ -35,6 +37,9 @@ struct SettingSpec {
   // always): momentum only for SGD, betas only for Adam/AdamW, gamma only
   // for the step schedule. The app hides rows that do not apply.
   std::function<bool(const TrainConfig&)> applies;
+  // Part of the recipe the PyTorch export's train.py follows (its CONFIG);
+  // false for what only DeepCanvas's own runs use (threads, device, ...).
+  bool recipe = true;
 };
 
 // Every training setting, in the order forms and --help show them.
@@ -53,6 +58,16 @@ AttrValue parse_setting_text(const SettingSpec& s, const std::string& text);
 
 // "[1, 100000], default 3" / "sgd|adam|adamw, default adam" for --help and tooltips.
 std::string setting_range_text(const SettingSpec& s);
+
+// The settings of c for which keep(s) holds, nested as project files hold
+// them under "training" ({"epochs": 3, "optimizer": {"lr": 0.001}}): enums
+// as their words, the device as its name. Project files keep the rows that
+// are written; the PyTorch export keeps the recipe rows.
+nlohmann::json settings_json(const TrainConfig& c,
+                             const std::function<bool(const SettingSpec&)>& keep);
+
+// A setting's dotted key ("optimizer.lr") as its path below "training".
+std::vector<std::string> setting_key_path(const std::string& key);
 
 // Every setting of c against the table, first problem first, each as
 // "<label> (training.<key>) <problem>". Empty when all are fine. The Trainer,
