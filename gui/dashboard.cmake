@@ -38,15 +38,23 @@ add_library(deepcanvas-dashboard STATIC
   ${DC_DASH_ROOT}/gui/training_diagnosis.cpp
   ${DC_DASH_ROOT}/gui/settings_form.cpp
   ${DC_DASH_ROOT}/gui/training_panel.cpp
+  ${DC_DASH_ROOT}/gui/training_settings_view.cpp
+  ${DC_DASH_ROOT}/gui/run_history.cpp
   ${DC_DASH_ROOT}/gui/training_panel_import.cpp
   ${DC_DASH_ROOT}/gui/training_tuning.cpp
   ${DC_DASH_ROOT}/gui/experiments_panel.h
   ${DC_DASH_ROOT}/gui/experiments_panel.cpp
   ${DC_DASH_ROOT}/gui/experiments_views.cpp
+  ${DC_DASH_ROOT}/gui/search_space_editor.cpp
+  ${DC_DASH_ROOT}/gui/sweep_options_form.cpp
+  ${DC_DASH_ROOT}/gui/sweep_runner.cpp
+  ${DC_DASH_ROOT}/gui/run_start.cpp
   ${DC_DASH_ROOT}/gui/lr_finder.cpp
   ${DC_DASH_ROOT}/gui/evaluation_view.cpp
   ${DC_DASH_ROOT}/gui/dataset_panel.cpp
+  ${DC_DASH_ROOT}/gui/dataset_view.cpp
   ${DC_DASH_ROOT}/gui/inference_panel.cpp
+  ${DC_DASH_ROOT}/gui/inference_weights.cpp
   ${DC_DASH_ROOT}/gui/dashboard_widget.cpp)
 set_target_properties(deepcanvas-dashboard PROPERTIES AUTOMOC ON)
 target_include_directories(deepcanvas-dashboard PUBLIC ${DC_DASH_ROOT})

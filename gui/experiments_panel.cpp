@@ -1,43 +1,36 @@
-// The Experiments tab: the space editor, the sweep's options and its run on
-// a worker thread, Apply best. The trials table and the plots are in
-// experiments_views.cpp.
+// The Experiments tab: its layout, Start/Resume/Stop, the state file and
+// Apply best. The space editor is search_space_editor.cpp, the options form
+// sweep_options_form.cpp, the worker sweep_runner.cpp, and the trials table
+// and the plots experiments_views.cpp.
 #include "gui/experiments_panel.h"
 
 #include <deepcanvas/errors.h>
-#include <deepcanvas/settings.h>
 
-#include <QCheckBox>
-#include <QComboBox>
-#include <QCompleter>
 #include <QFileInfo>
-#include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
-#include <QLineEdit>
 #include <QMessageBox>
 #include <QPushButton>
-#include <QRegularExpression>
-#include <QRegularExpressionValidator>
 #include <QSettings>
 #include <QSortFilterProxyModel>
-#include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
-#include <filesystem>
 
 #include "gui/project_context.h"
+#include "gui/run_start.h"
+#include "gui/search_space_editor.h"
+#include "gui/sweep_options_form.h"
+#include "gui/sweep_runner.h"
 #include "qcustomplot.h"
 
 namespace dc::gui {
 
 namespace {
-
-enum SpaceColumn { kName, kKind, kLow, kHigh, kChoices, kSpaceColumns };
-const char* const kKinds[] = {"log", "float", "int", "choice"};
 
 std::vector<std::string> toStd(const QStringList& l) {
   std::vector<std::string> v;
@@ -45,14 +38,13 @@ std::vector<std::string> toStd(const QStringList& l) {
   return v;
 }
 
-QLineEdit* cellEdit(QTableWidget* t, int row, int col) {
-  return qobject_cast<QLineEdit*>(t->cellWidget(row, col));
-}
-
 }  // namespace
 
 ExperimentsPanel::ExperimentsPanel(ProjectContext* ctx, QWidget* parent)
     : QWidget(parent), ctx_(ctx) {
+  runner_ = new SweepRunner(this);
+  connect(runner_, &SweepRunner::trialUpdated, this, &ExperimentsPanel::onTrial);
+  connect(runner_, &SweepRunner::finished, this, &ExperimentsPanel::onFinished);
   buildUi();
   // The user's last space and options (per machine; the state file is per project).
   QSettings s;
@@ -76,8 +68,8 @@ ExperimentsPanel::ExperimentsPanel(ProjectContext* ctx, QWidget* parent)
 
 ExperimentsPanel::~ExperimentsPanel() {
   // The trials stay "running" in the state file and resume later.
-  stop_flag_ = true;
-  join();
+  delete runner_;
+  runner_ = nullptr;
 }
 
 void ExperimentsPanel::buildUi() {
@@ -85,83 +77,12 @@ void ExperimentsPanel::buildUi() {
   auto* left = new QVBoxLayout;
   root->addLayout(left, 0);
 
-  auto* space_title = new QLabel(tr("<b>Search space</b>"), this);
-  left->addWidget(space_title);
-  space_table_ = new QTableWidget(0, kSpaceColumns, this);
-  space_table_->setObjectName("spaceTable");
-  space_table_->setHorizontalHeaderLabels(
-      {tr("Parameter"), tr("Kind"), tr("Low"), tr("High"), tr("Choices")});
-  space_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
-  space_table_->horizontalHeader()->setStretchLastSection(true);
-  space_table_->setColumnWidth(kName, 130);
-  space_table_->setColumnWidth(kKind, 70);
-  space_table_->setColumnWidth(kLow, 70);
-  space_table_->setColumnWidth(kHigh, 70);
-  space_table_->verticalHeader()->setVisible(false);
-  space_table_->setMinimumWidth(470);
-  space_table_->setToolTip(
-      tr("Training settings (lr, batch, optimizer.momentum, ...) and layer attributes "
-         "(conv1.filters) to vary; log ranges must be above 0"));
-  left->addWidget(space_table_, 1);
-  auto* rows = new QHBoxLayout;
-  add_row_ = new QPushButton(tr("Add parameter"), this);
-  add_row_->setToolTip(tr("Add a row to the search space"));
-  remove_row_ = new QPushButton(tr("Remove"), this);
-  remove_row_->setToolTip(tr("Remove the selected row of the search space"));
-  rows->addWidget(add_row_);
-  rows->addWidget(remove_row_);
-  rows->addStretch(1);
-  left->addLayout(rows);
-  connect(add_row_, &QPushButton::clicked, this, [this] {
-    addSpaceRow();
-    validate();
-  });
-  connect(remove_row_, &QPushButton::clicked, this, [this] {
-    const int r = space_table_->currentRow();
-    if (r >= 0) space_table_->removeRow(r);
-    validate();
-  });
-
-  auto* form = new QFormLayout;
-  trials_spin_ = new QSpinBox(this);
-  trials_spin_->setRange(1, 100000);
-  trials_spin_->setToolTip(tr("How many trials the sweep runs"));
-  epochs_spin_ = new QSpinBox(this);
-  epochs_spin_->setRange(1, 100000);
-  epochs_spin_->setToolTip(tr("Epochs per trial (ASHA stops poor trials earlier)"));
-  sampler_ = new QComboBox(this);
-  sampler_->addItem(tr("TPE"), "tpe");
-  sampler_->addItem(tr("Random"), "random");
-  sampler_->setToolTip(tr("TPE proposes points near the good ones found so far"));
-  pruner_ = new QComboBox(this);
-  pruner_->addItem(tr("ASHA"), "asha");
-  pruner_->addItem(tr("None"), "none");
-  pruner_->setToolTip(tr("ASHA stops trials whose validation accuracy trails at an epoch rung"));
-  seed_edit_ = new QLineEdit(this);
-  seed_edit_->setObjectName("sweepSeed");
-  // Any unsigned 64-bit seed, as the CLI's --seed takes (a spin box stops at
-  // 2^31 - 1); too large a number is refused when the sweep starts.
-  seed_edit_->setValidator(
-      new QRegularExpressionValidator(QRegularExpression("[0-9]{1,20}"), seed_edit_));
-  seed_edit_->setToolTip(
-      tr("The sampler's seed (0 to 18446744073709551615); every trial "
-         "trains with the project's seed"));
-  parallel_spin_ = new QSpinBox(this);
-  parallel_spin_->setRange(1, 64);
-  parallel_spin_->setToolTip(tr("Trials at once (CPU; each then uses one thread)"));
-  form->addRow(tr("Trials"), trials_spin_);
-  form->addRow(tr("Epochs per trial"), epochs_spin_);
-  form->addRow(tr("Sampler"), sampler_);
-  form->addRow(tr("Pruner"), pruner_);
-  form->addRow(tr("Seed"), seed_edit_);
-  form->addRow(tr("Parallel"), parallel_spin_);
-  baseline_check_ = new QCheckBox(tr("Trial 0: the project's own values"), this);
-  baseline_check_->setObjectName("sweepBaseline");
-  baseline_check_->setToolTip(
-      tr("Train the project's current values of the parameters first, so the sweep's best is "
-         "never a setting that validates worse than what you have"));
-  form->addRow(QString(), baseline_check_);
-  left->addLayout(form);
+  space_ = new SearchSpaceEditor([this] { return currentProject().graph; }, this);
+  left->addWidget(space_, 1);
+  connect(space_, &SearchSpaceEditor::edited, this, [this] { validate(); });
+  form_ = new SweepOptionsForm(this);
+  left->addWidget(form_);
+  connect(form_, &SweepOptionsForm::changed, this, [this] { updateButtons(); });
 
   auto* buttons = new QHBoxLayout;
   start_ = new QPushButton(tr("Start"), this);
@@ -222,181 +143,51 @@ void ExperimentsPanel::buildUi() {
   right->addWidget(plots);
   // The plots need the height more than the table, which scrolls.
   right->setSizes({220, 420});
+}
 
-  for (QSpinBox* s : {trials_spin_, epochs_spin_, parallel_spin_})
-    connect(s, &QSpinBox::valueChanged, this, [this] { updateButtons(); });
-  connect(seed_edit_, &QLineEdit::textChanged, this, [this] { updateButtons(); });
-  for (QComboBox* c : {sampler_, pruner_})
-    connect(c, &QComboBox::currentIndexChanged, this, [this] { updateButtons(); });
+QTableWidget* ExperimentsPanel::spaceTable() const {
+  return space_->table();
 }
 
 QStringList ExperimentsPanel::completions() const {
-  QStringList names;
-  for (const SettingSpec& s : training_settings()) {
-    names << QString::fromStdString(s.attr.name);
-    if (!s.flag.empty()) names << QString::fromStdString(s.flag);
-  }
-  const Project project = currentProject();
-  for (const auto& [id, n] : project.graph.nodes())
-    for (const auto& [attr, v] : n.attrs.values())
-      names << QString::fromStdString(n.name + "." + attr);
-  names.removeDuplicates();
-  names.sort();
-  return names;
-}
-
-void ExperimentsPanel::addSpaceRow(const QString& spec) {
-  const int row = space_table_->rowCount();
-  space_table_->insertRow(row);
-  QString name = spec.section('=', 0, 0), rest = spec.section('=', 1);
-  const QString kind = rest.section(':', 0, 0);
-  const QString args = rest.section(':', 1);
-  auto* name_edit = new QLineEdit(name, space_table_);
-  name_edit->setPlaceholderText(tr("lr, batch, conv1.filters"));
-  auto* completer = new QCompleter(completions(), name_edit);
-  completer->setCaseSensitivity(Qt::CaseInsensitive);
-  completer->setFilterMode(Qt::MatchContains);
-  name_edit->setCompleter(completer);
-  space_table_->setCellWidget(row, kName, name_edit);
-  auto* kind_box = new QComboBox(space_table_);
-  for (const char* k : kKinds) kind_box->addItem(k);
-  kind_box->setCurrentText(kind.isEmpty() ? "log" : kind);
-  space_table_->setCellWidget(row, kKind, kind_box);
-  const bool choice = kind == "choice";
-  const QStringList values = {choice ? "" : args.section(':', 0, 0),
-                              choice ? "" : args.section(':', 1), choice ? args : ""};
-  const int cols[] = {kLow, kHigh, kChoices};
-  for (int i = 0; i < 3; ++i) {
-    auto* e = new QLineEdit(values[i], space_table_);
-    space_table_->setCellWidget(row, cols[i], e);
-    connect(e, &QLineEdit::textEdited, this, [this] { validate(); });
-  }
-  connect(name_edit, &QLineEdit::textChanged, this, [this] { validate(); });
-  connect(kind_box, &QComboBox::currentIndexChanged, this, [this, kind_box] {
-    for (int r = 0; r < space_table_->rowCount(); ++r)
-      if (space_table_->cellWidget(r, kKind) == kind_box) updateKindRow(r);
-    validate();
-  });
-  updateKindRow(row);
-}
-
-void ExperimentsPanel::updateKindRow(int row) {
-  const bool choice =
-      qobject_cast<QComboBox*>(space_table_->cellWidget(row, kKind))->currentText() == "choice";
-  // Hints only in the cells that apply: a greyed "32,64,128" beside a log
-  // range would read as part of it.
-  const std::pair<int, const char*> cells[] = {
-      {kLow, "1e-4"}, {kHigh, "1e-2"}, {kChoices, "32,64,128"}};
-  for (const auto& [col, hint] : cells) {
-    const bool on = (col == kChoices) == choice;
-    QLineEdit* e = cellEdit(space_table_, row, col);
-    e->setEnabled(on);
-    e->setPlaceholderText(on ? QString(hint) : QString());
-  }
+  return space_->completions();
 }
 
 void ExperimentsPanel::setSpace(const QStringList& specs) {
-  space_table_->setRowCount(0);
-  for (const QString& s : specs) addSpaceRow(s);
+  space_->setSpace(specs);
   validate();
 }
 
 QStringList ExperimentsPanel::specs() const {
-  QStringList out;
-  for (int r = 0; r < space_table_->rowCount(); ++r) {
-    const QString name = cellEdit(space_table_, r, kName)->text().trimmed();
-    const QString kind =
-        qobject_cast<QComboBox*>(space_table_->cellWidget(r, kKind))->currentText();
-    const QString args = kind == "choice"
-                             ? cellEdit(space_table_, r, kChoices)->text().remove(' ')
-                             : cellEdit(space_table_, r, kLow)->text().trimmed() + ":" +
-                                   cellEdit(space_table_, r, kHigh)->text().trimmed();
-    out << name + "=" + kind + ":" + args;
-  }
-  return out;
+  return space_->specs();
 }
 
 QString ExperimentsPanel::validate() {
-  const QStringList s = specs();
-  const Graph g = currentProject().graph;
-  QString error;
-  if (s.isEmpty()) error = tr("Add at least one parameter to the search space.");
-  for (int r = 0; r < s.size() && error.isEmpty(); ++r) {
-    try {
-      parse_search_param(s[r].toStdString(), g);
-    } catch (const std::exception& e) {
-      // The engine's message, as the CLI prints it, without the CLI's flag.
-      QString m = QString::fromUtf8(e.what());
-      if (m.startsWith("--param ")) m = m.mid(8);
-      error = tr("Row %1: %2").arg(r + 1).arg(m);
-    }
-  }
-  if (error.isEmpty()) {
-    try {
-      // Two rows for one target: the engine's message names the later row.
-      parse_search_space(toStd(s), g);
-    } catch (const std::exception& e) {
-      QString m = QString::fromUtf8(e.what());
-      if (m.startsWith("--param ")) m = m.mid(8);
-      for (int r = int(s.size()) - 1; r >= 0; --r)
-        if (m.startsWith(s[r] + ":")) {
-          error = tr("Row %1: %2").arg(r + 1).arg(m);
-          break;
-        }
-      if (error.isEmpty()) error = m;
-    }
-  }
+  const QString error = space_->problem();
   setMessage(error, !error.isEmpty());
   updateButtons();
   return error;
 }
 
 void ExperimentsPanel::setOptions(const SweepOptions& o) {
-  trials_spin_->setValue(o.trials);
-  epochs_spin_->setValue(o.epochs);
-  sampler_->setCurrentIndex(o.tpe ? 0 : 1);
-  pruner_->setCurrentIndex(o.asha ? 0 : 1);
-  seed_edit_->setText(QString::number(qulonglong(o.seed)));
-  parallel_spin_->setValue(o.parallel);
-  baseline_check_->setChecked(o.baseline);
+  form_->setOptions(o);
 }
-
-namespace {
-
-// The fields the tab shows, over `o`: the rest stay as they are.
-SweepOptions withVisible(SweepOptions o, int trials, int epochs, bool tpe, bool asha, uint64_t seed,
-                         int parallel) {
-  o.trials = trials;
-  o.epochs = epochs;
-  o.tpe = tpe;
-  o.asha = asha;
-  o.seed = seed;
-  o.parallel = parallel;
-  return o;
-}
-
-}  // namespace
 
 SweepOptions ExperimentsPanel::options() const {
   // A new sweep: the engine's defaults for what the tab does not show.
   SweepOptions base;
   base.steps_per_epoch_limit = steps_limit_;
-  base.baseline = baseline_check_->isChecked();
-  return withVisible(base, trials_spin_->value(), epochs_spin_->value(),
-                     sampler_->currentData().toString() == "tpe",
-                     pruner_->currentData().toString() == "asha", seed_edit_->text().toULongLong(),
-                     parallel_spin_->value());
+  return form_->options(base, true);
 }
 
 SweepOptions ExperimentsPanel::resumeOptions() const {
   if (!loaded_) return options();
-  const SweepOptions v = options();
-  return withVisible(*loaded_, v.trials, v.epochs, v.tpe, v.asha, v.seed, v.parallel);
+  return form_->options(*loaded_, false);
 }
 
 QString ExperimentsPanel::resumeMismatch(const SweepOptions& o) const {
-  // The engine's own message names the CLI's flags; the app says what
-  // differs in the tab's terms.
+  // The engine words its differences with the CLI's flags; the app says
+  // what differs in the tab's terms.
   if (state_path_.isEmpty() || !QFileInfo::exists(state_path_)) return {};
   SweepState old;
   try {
@@ -405,35 +196,17 @@ QString ExperimentsPanel::resumeMismatch(const SweepOptions& o) const {
   } catch (const std::exception&) {
     return {};  // the engine reports an unreadable file
   }
-  QStringList d;
-  const QStringList space = specs();
-  QStringList saved;
-  for (const std::string& x : old.space) saved << QString::fromStdString(x);
   // Compared as parsed, so "1e-3" and "0.001" are the same bound.
+  std::vector<std::string> space = old.space;
   try {
-    const SearchSpace now = parse_search_space(toStd(space), currentProject().graph);
-    QStringList texts;
-    for (const SearchParam& p : now.params) texts << QString::fromStdString(p.spec_text());
-    if (texts != saved) d << tr("search space (%1 there)").arg(saved.join(", "));
+    space.clear();
+    for (const SearchParam& p : parse_search_space(toStd(specs()), currentProject().graph).params)
+      space.push_back(p.spec_text());
   } catch (const std::exception&) {
-    // validate() has reported the row already
+    space = old.space;  // validate() has reported the row already
   }
-  const SweepOptions& a = old.options;
-  auto num = [&](const QString& name, auto there, auto here) {
-    if (there != here) d << tr("%1 (%2 there, %3 here)").arg(name).arg(there).arg(here);
-  };
-  num(tr("trials"), a.trials, o.trials);
-  num(tr("epochs per trial"), a.epochs, o.epochs);
-  if (a.tpe != o.tpe) d << tr("sampler");
-  if (a.asha != o.asha) d << tr("pruner");
-  num(tr("seed"), qulonglong(a.seed), qulonglong(o.seed));
-  num(tr("ASHA eta"), a.eta, o.eta);
-  // The file holds it resolved (0 is epochs / eta^2).
-  num(tr("ASHA's first rung (epochs)"), sweep_min_epochs(a), sweep_min_epochs(o));
-  num(tr("validation split"), a.val_split, o.val_split);
-  num(tr("steps per epoch"), qlonglong(a.steps_per_epoch_limit),
-      qlonglong(o.steps_per_epoch_limit));
-  num(tr("TPE start-up trials"), a.n_startup, o.n_startup);
+  QStringList d;
+  for (const SweepDifference& x : sweep_differences(old, space, o)) d << sweepDifferenceText(x);
   if (d.isEmpty()) return {};
   return tr("The sweep in %1 was run with other settings: %2. Set them back to resume it; Start "
             "replaces it with a new sweep.")
@@ -493,7 +266,11 @@ bool ExperimentsPanel::canResume() const {
   const int done = int(std::count_if(t.begin(), t.end(), [](const Trial& x) {
     return x.status != Trial::Status::Running && x.status != Trial::Status::Pending;
   }));
-  return done < trials_spin_->value() || t.empty();
+  return done < form_->trials() || t.empty();
+}
+
+bool ExperimentsPanel::running() const {
+  return runner_ && runner_->running();
 }
 
 bool ExperimentsPanel::start() {
@@ -517,44 +294,28 @@ bool ExperimentsPanel::resume() {
 
 bool ExperimentsPanel::launch(bool fresh) {
   if (!validate().isEmpty()) return false;
-  if (start_blocker_) {
-    if (const QString why = start_blocker_(); !why.isEmpty()) {
-      setMessage(why, true);
-      return false;
-    }
-  }
-  // Both would train on the same cores (or GPU) and slow each other down.
-  if (ctx_->busyWith(ProjectContext::BusyOwner::Training)) {
-    setMessage(tr("A training run is in progress in the Training tab. Stop it there before "
-                  "starting a sweep."),
-               true);
-    return false;
-  }
   const Project p = currentProject();
-  if (!ctx_->hasDataset()) {
-    try {
-      ctx_->loadDataset(ctx_->datasetSource());
-    } catch (const std::exception& e) {
-      setMessage(tr("The sweep needs the project's data: %1. Choose a dataset in the Dataset tab.")
-                     .arg(QString::fromUtf8(e.what())),
-                 true);
-      return false;
-    }
-  }
-  const QStringList problems = ctx_->trainingProblems(p.training);
+  const QStringList problems = runStartProblems(
+      ctx_,
+      {start_blocker_,
+       ProjectContext::BusyOwner::Training,
+       tr("A training run is in progress in the Training tab. Stop it there before "
+          "starting a sweep."),
+       ctx_->datasetSource(),
+       tr("The sweep needs the project's data: %1. Choose a dataset in the Dataset tab."),
+       {}},
+      [&p] { return p.training; });
   if (!problems.isEmpty()) {
     setMessage(problems.join("\n"), true);
     return false;
   }
-  bool seed_ok = false;
-  seed_edit_->text().toULongLong(&seed_ok);
-  if (!seed_ok) {  // empty, or above 2^64 - 1
+  if (!form_->seedValid()) {  // empty, or above 2^64 - 1
     setMessage(tr("The seed must be a whole number from 0 to 18446744073709551615."), true);
     return false;
   }
+  std::unique_ptr<Sweep> sweep;
   try {
-    const QStringList s = specs();
-    SearchSpace space = parse_search_space(toStd(s), p.graph);
+    SearchSpace space = parse_search_space(toStd(specs()), p.graph);
     // No test split (test fraction 0): an empty test set, as the CLI's sweep
     // has; trials validate on their split of the training set.
     auto data = std::make_shared<const TrainTest>(
@@ -567,55 +328,21 @@ bool ExperimentsPanel::launch(bool fresh) {
       }
     }
     if (p.training.device.cuda) o.parallel = 1;  // the engine runs CUDA trials one at a time
-    sweep_ =
-        std::make_unique<Sweep>(p, data, std::move(space), o, state_path_.toStdString(), fresh);
+    sweep = std::make_unique<Sweep>(p, data, std::move(space), o, state_path_.toStdString(), fresh);
     loaded_ = o;  // the state file's options from now on
   } catch (const std::exception& e) {
     setMessage(QString::fromUtf8(e.what()), true);
     return false;
   }
-  {
-    const SweepState st = sweep_->state();
-    model_->reset(sweep_->space(), st.trials);
-  }
+  const SweepState st = sweep->state();
+  model_->reset(sweep->space(), st.trials);
   saveUiSettings();
-  join();
-  stop_flag_ = false;
-  finished_ = false;
-  worker_error_.clear();
-  QString running_text = sweep_->resumed() ? tr("Resuming the sweep…") : tr("Sweep running…");
-  if (const std::string why = sweep_->state().baseline_skipped; !why.empty())
+  QString running_text = sweep->resumed() ? tr("Resuming the sweep…") : tr("Sweep running…");
+  if (const std::string why = st.baseline_skipped; !why.empty())
     running_text += QLatin1Char(' ') +
                     tr("No baseline trial: the project's %1.").arg(QString::fromStdString(why));
   setMessage(running_text, false);
-  Sweep* sweep = sweep_.get();
-  const int gen = ++generation_;
-  worker_ = std::thread([this, sweep, gen] {
-    QString error;
-    try {
-      // Each update is a copy, shown on the GUI thread; the context object
-      // (this) drops them when the panel is gone.
-      sweep->run(
-          [this, gen](const Trial& t) {
-            QMetaObject::invokeMethod(
-                this,
-                [this, t, gen] {
-                  if (gen == generation_) onTrial(t);
-                },
-                Qt::QueuedConnection);
-          },
-          &stop_flag_);
-    } catch (const std::exception& e) {
-      error = QString::fromUtf8(e.what());
-    }
-    worker_error_ = error;  // for stopAndWait(), which reads it after the join
-    QMetaObject::invokeMethod(
-        this,
-        [this, error, gen] {
-          if (gen == generation_ && !finished_) onFinished(error);
-        },
-        Qt::QueuedConnection);
-  });
+  runner_->start(std::move(sweep));
   // After the worker exists: busyChanged's receivers ask running().
   ctx_->setBusy(ProjectContext::BusyOwner::Sweep, true);
   updateButtons();
@@ -624,21 +351,14 @@ bool ExperimentsPanel::launch(bool fresh) {
 
 void ExperimentsPanel::stop() {
   if (!running()) return;
-  stop_flag_ = true;
+  runner_->stop();
   setMessage(tr("Stopping: the running trials end at their next step and resume later…"), false);
 }
 
 void ExperimentsPanel::stopAndWait() {
-  if (!running()) return;
-  stop_flag_ = true;
-  join();
-  // At once rather than queued: the caller replaces the project next, which
-  // the busy flag would refuse. The worker's queued report is dropped.
-  onFinished(worker_error_);
-}
-
-void ExperimentsPanel::join() {
-  if (worker_.joinable()) worker_.join();
+  // The runner reports the end at once rather than queued: the caller
+  // replaces the project next, which the busy flag would refuse.
+  runner_->stopAndWait();
 }
 
 void ExperimentsPanel::onTrial(const Trial& t) {
@@ -648,16 +368,14 @@ void ExperimentsPanel::onTrial(const Trial& t) {
 }
 
 void ExperimentsPanel::onFinished(const QString& error) {
-  join();
-  finished_ = true;
   ctx_->setBusy(ProjectContext::BusyOwner::Sweep, false);
-  const SweepState s = sweep_->state();
-  model_->reset(sweep_->space(), s.trials);
+  const SweepState s = runner_->sweep()->state();
+  model_->reset(runner_->sweep()->space(), s.trials);
   refreshPlots();
   int counts[5] = {};
   for (const Trial& t : s.trials) ++counts[int(t.status)];
   const bool complete =
-      error.isEmpty() && !stop_flag_ &&
+      error.isEmpty() && !runner_->stopping() &&
       counts[int(Trial::Status::Running)] + counts[int(Trial::Status::Pending)] == 0 &&
       int(s.trials.size()) >= s.options.trials;
   QString text;
@@ -730,15 +448,13 @@ void ExperimentsPanel::updateButtons() {
   const bool run = running();
   const bool valid = message_->property("error").toBool() == false || run;
   start_->setEnabled(!run && valid);
-  stop_->setEnabled(run && !stop_flag_);
+  stop_->setEnabled(run && !runner_->stopping());
   resume_->setEnabled(!run && canResume());
   SweepState s;
   s.trials = model_->trials();
   apply_->setEnabled(!run && s.best() >= 0);
-  for (QWidget* w : std::initializer_list<QWidget*>{space_table_, trials_spin_, epochs_spin_,
-                                                    sampler_, pruner_, seed_edit_, parallel_spin_,
-                                                    baseline_check_, add_row_, remove_row_})
-    w->setEnabled(!run);
+  space_->setEditable(!run);
+  form_->setEditable(!run);
 }
 
 void ExperimentsPanel::setMessage(const QString& text, bool error) {

@@ -1,12 +1,11 @@
 #pragma once
 // The Experiments tab (issue 15): hyperparameter sweeps of the project on
 // the canvas, run by the engine's Sweep (engine/tune/sweep.cpp) on a worker
-// thread so the window stays responsive. A search-space editor (rows of
-// parameter, kind and range, checked with the engine's parser so the
-// messages are the CLI's), the sweep's options, Start/Stop/Resume, a
-// sortable trials table, a parallel-coordinates plot and the trials'
-// validation curves, and "Apply best", which writes the best trial's values
-// into the project as one undoable step.
+// thread (SweepRunner) so the window stays responsive. A search-space
+// editor (SearchSpaceEditor), the sweep's options (SweepOptionsForm),
+// Start/Stop/Resume, a sortable trials table, a parallel-coordinates plot
+// and the trials' validation curves, and "Apply best", which writes the best
+// trial's values into the project as one undoable step.
 //
 // The state lives in PROJECT.sweep.json beside the project (the CLI's file),
 // written after every epoch: a sweep that was stopped, or whose app was
@@ -19,27 +18,23 @@
 #include <QString>
 #include <QStringList>
 #include <QWidget>
-#include <atomic>
 #include <functional>
-#include <memory>
 #include <optional>
-#include <thread>
 #include <vector>
 
-class QCheckBox;
-class QComboBox;
 class QCustomPlot;
 class QLabel;
-class QLineEdit;
 class QPushButton;
 class QSortFilterProxyModel;
-class QSpinBox;
 class QTableView;
 class QTableWidget;
 
 namespace dc::gui {
 
 class ProjectContext;
+class SearchSpaceEditor;
+class SweepOptionsForm;
+class SweepRunner;
 
 // The trials of a sweep as table rows: #, status, one column per parameter,
 // best validation accuracy, epochs trained. Qt::UserRole holds numbers for
@@ -113,7 +108,7 @@ class ExperimentsPanel : public QWidget {
   // Stops the sweep and waits for its worker, so that the project and the
   // dataset are free when it returns (closing, opening another project).
   void stopAndWait();
-  bool running() const { return worker_.joinable() && !finished_; }
+  bool running() const;
   // The window's reason not to start now (empty: none), e.g. the machine
   // benchmark measuring on the same cores.
   void setStartBlocker(std::function<QString()> f) { start_blocker_ = std::move(f); }
@@ -124,7 +119,7 @@ class ExperimentsPanel : public QWidget {
   QString messageText() const;
   TrialsModel* trials() const { return model_; }
   QTableView* trialsView() const { return view_; }
-  QTableWidget* spaceTable() const { return space_table_; }
+  QTableWidget* spaceTable() const;
   QCustomPlot* parallelPlot() const { return parallel_; }
   QCustomPlot* curvesPlot() const { return curves_; }
   QPushButton* startButton() const { return start_; }
@@ -132,6 +127,8 @@ class ExperimentsPanel : public QWidget {
   QPushButton* resumeButton() const { return resume_; }
   QPushButton* applyBestButton() const { return apply_; }
   QString statePath() const { return state_path_; }
+  // Tests and the screenshot: epochs cut to this many steps (0: whole).
+  void setStepsPerEpochLimit(int64_t n) { steps_limit_ = n; }
 
  signals:
   void finished(bool completed);  // the worker ended (all trials done, or stopped)
@@ -140,32 +137,28 @@ class ExperimentsPanel : public QWidget {
 
  private:
   void buildUi();
-  void addSpaceRow(const QString& spec = {});
-  void updateKindRow(int row);
   bool launch(bool fresh);
   void onTrial(const Trial& t);
   void onFinished(const QString& error);
-  void join();
   void refreshPlots();
   void updateButtons();
   void setMessage(const QString& text, bool error);
   void loadState();
   void saveUiSettings() const;
   Project currentProject() const;
+  SweepOptions resumeOptions() const;
+  QString resumeMismatch(const SweepOptions& o) const;
 
   ProjectContext* ctx_;
   QString file_, state_path_;
   std::function<Project()> project_source_;
   std::function<QString(const std::vector<BestValue>&, const QString&)> applier_;
   std::function<bool(const QString&)> confirm_;
+  std::function<QString()> start_blocker_;
 
-  QTableWidget* space_table_ = nullptr;
-  QSpinBox *trials_spin_ = nullptr, *epochs_spin_ = nullptr, *parallel_spin_ = nullptr;
-  QCheckBox* baseline_check_ = nullptr;
-  QLineEdit* seed_edit_ = nullptr;  // a line edit: seeds are unsigned 64-bit
-  QComboBox *sampler_ = nullptr, *pruner_ = nullptr;
-  QPushButton *start_ = nullptr, *stop_ = nullptr, *resume_ = nullptr, *apply_ = nullptr,
-              *add_row_ = nullptr, *remove_row_ = nullptr;
+  SearchSpaceEditor* space_ = nullptr;
+  SweepOptionsForm* form_ = nullptr;
+  QPushButton *start_ = nullptr, *stop_ = nullptr, *resume_ = nullptr, *apply_ = nullptr;
   QLabel* message_ = nullptr;
   QLabel* summary_ = nullptr;
   TrialsModel* model_ = nullptr;
@@ -174,26 +167,12 @@ class ExperimentsPanel : public QWidget {
   QCustomPlot* parallel_ = nullptr;
   QCustomPlot* curves_ = nullptr;
 
-  std::unique_ptr<Sweep> sweep_;
-  std::function<QString()> start_blocker_;
-  std::thread worker_;
-  std::atomic<bool> stop_flag_{false};
-  bool finished_ = true;
-  // Which launch the worker's queued updates belong to: those of a sweep
-  // already ended by stopAndWait() are dropped.
-  int generation_ = 0;
-  QString worker_error_;     // written by the worker before it ends
+  SweepRunner* runner_ = nullptr;
   int64_t steps_limit_ = 0;  // tests: shorter epochs
   // The options of the sweep in the state file (or of the last launch),
   // with those the tab does not show (ASHA's eta and minimum epochs, the
   // validation split, the steps limit): Resume keeps them, Start does not.
   std::optional<SweepOptions> loaded_;
-  SweepOptions resumeOptions() const;
-  QString resumeMismatch(const SweepOptions& o) const;
-
- public:
-  // Tests and the screenshot: epochs cut to this many steps (0: whole).
-  void setStepsPerEpochLimit(int64_t n) { steps_limit_ = n; }
 };
 
 }  // namespace dc::gui

@@ -1,3 +1,6 @@
+// The Inference tab: its layout, the images (files, folders, camera) and
+// their predictions and activations. The weights it predicts with are
+// chosen in inference_weights.cpp.
 #include "gui/inference_panel.h"
 
 #include "gui/image_folder_dataset.h"
@@ -174,126 +177,6 @@ QString InferencePanel::messageText() const {
 
 QString InferencePanel::preprocessingText() const {
   return preprocess_->text();
-}
-
-bool InferencePanel::loadCheckpoint(const QString& path, const QString& label) {
-  ModelWeights w;
-  std::unique_ptr<ModelProbe> probe;
-  try {
-    w = weights_from_checkpoint(path);
-    if (!label.isEmpty()) w.source = label + " — " + w.source;
-    probe = std::make_unique<ModelProbe>(ctx_->project().graph, w.state, path.toStdString());
-  } catch (const std::exception& e) {
-    // The weights in use stay as they were.
-    setMessage(tr("Cannot use this checkpoint: %1").arg(QString::fromUtf8(e.what())), true);
-    return false;
-  }
-  checkpoint_ = std::move(w);
-  checkpoint_path_ = path;
-  probe_ = std::move(probe);
-  probe_stale_ = false;
-  use_checkpoint_ = true;
-  bool listed = false;
-  for (const RunCheckpoint& c : ctx_->runCheckpoints()) listed |= c.path == path;
-  if (!listed && !opened_checkpoints_.contains(path)) opened_checkpoints_ << path;
-  fillWeightChoices();
-  showWeightsInUse();
-  setMessage({}, false);
-  updatePreprocessingText();
-  predictCurrent();
-  return true;
-}
-
-void InferencePanel::useCurrentWeights() {
-  use_checkpoint_ = false;
-  checkpoint_path_.clear();
-  probe_stale_ = true;
-  fillWeightChoices();
-  showWeightsInUse();
-  updatePreprocessingText();
-  predictCurrent();
-}
-
-void InferencePanel::showWeightsInUse() {
-  weights_label_->setText(tr("Predicting with: %1").arg(weightsSource()));
-}
-
-void InferencePanel::fillWeightChoices() {
-  const QSignalBlocker block(weights_choice_);
-  weights_choice_->clear();
-  const ModelWeights& w = ctx_->weights();
-  weights_choice_->addItem(
-      w.valid() ? tr("Latest: %1").arg(w.source) : tr("Latest run's weights (none yet)"),
-      QString());
-  // Newest run first: that is usually the one to look at.
-  const auto& runs = ctx_->runCheckpoints();
-  for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
-    weights_choice_->addItem(it->label, it->path);
-    weights_choice_->setItemData(weights_choice_->count() - 1, it->path, Qt::ToolTipRole);
-  }
-  for (const QString& f : opened_checkpoints_) {
-    weights_choice_->addItem(tr("File: %1").arg(QFileInfo(f).fileName()), f);
-    weights_choice_->setItemData(weights_choice_->count() - 1, f, Qt::ToolTipRole);
-  }
-  weights_choice_->addItem(tr("Checkpoint file…"), QStringLiteral("?"));
-  const int i = use_checkpoint_ ? weights_choice_->findData(checkpoint_path_) : 0;
-  weights_choice_->setCurrentIndex(std::max(0, i));
-}
-
-void InferencePanel::weightChoiceActivated(int index) {
-  const QString data = weights_choice_->itemData(index).toString();
-  if (data.isEmpty()) {
-    useCurrentWeights();
-  } else if (data == "?") {
-    QString f = QFileDialog::getOpenFileName(this, tr("Open a checkpoint"), QString(),
-                                             tr("Checkpoints (*.safetensors)"));
-    if (f.isEmpty() || !loadCheckpoint(f)) fillWeightChoices();  // back to the one in use
-  } else {
-    QString label;
-    for (const RunCheckpoint& c : ctx_->runCheckpoints())
-      if (c.path == data) label = c.label;
-    if (!loadCheckpoint(data, label)) fillWeightChoices();
-  }
-}
-
-QStringList InferencePanel::weightChoices() const {
-  QStringList v;
-  for (int i = 0; i < weights_choice_->count(); ++i) v << weights_choice_->itemText(i);
-  return v;
-}
-
-bool InferencePanel::chooseWeights(const QString& choice) {
-  const int i = weights_choice_->findText(choice);
-  if (i < 0) return false;
-  weights_choice_->setCurrentIndex(i);
-  weightChoiceActivated(i);
-  return true;
-}
-
-void InferencePanel::resetForNewProject() {
-  use_checkpoint_ = false;
-  checkpoint_ = {};
-  checkpoint_path_.clear();
-  opened_checkpoints_.clear();
-  probe_.reset();
-  probe_stale_ = true;
-  // The images stay (they are the user's files); what was predicted goes.
-  for (Image& img : images_) {
-    img.top = -1;
-    img.prob = 0;
-  }
-  for (int r = 0; r < list_->count(); ++r)
-    if (auto* item = list_->item(r)) item->setText(QFileInfo(images_[size_t(r)].path).fileName());
-  probs_.clear();
-  bars_->clear();
-  saliency_->setCaption({});
-  saliency_->setHeatmap({}, 0, 0);
-  maps_->clear();
-  vector_bars_->clear();
-  layer_->clear();
-  setMessage({}, false);
-  fillWeightChoices();
-  showWeightsInUse();
 }
 
 bool InferencePanel::ensureProbe() {

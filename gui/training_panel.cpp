@@ -2,9 +2,12 @@
 
 #include "gui/evaluation_view.h"
 #include "gui/process_stats.h"
+#include "gui/run_history.h"
+#include "gui/run_start.h"
 #include "gui/settings_form.h"
 #include "gui/training_diagnosis.h"
 #include "gui/training_plots.h"
+#include "gui/training_settings_view.h"
 #include "widgets/live_plot.h"
 
 #include <deepcanvas/device.h>
@@ -52,15 +55,6 @@ QString duration_text(double s) {
   return QString("%1 s").arg(t);
 }
 
-// Where runs go unless the user picks a folder: ~/.local/share/DeepCanvas/runs
-// on Linux, as the README says (AppLocalDataLocation would add the
-// application's name a second time: DeepCanvas/DeepCanvas).
-QString default_runs_folder() {
-  return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + "/DeepCanvas/runs";
-}
-
-enum RunColumn { kRun, kSettings, kEpochs, kTrainLoss, kHeldOut, kResult, kFolder };
-
 }  // namespace
 
 TrainingPanel::TrainingPanel(ProjectContext* ctx, QWidget* parent)
@@ -82,7 +76,8 @@ TrainingPanel::TrainingPanel(ProjectContext* ctx, QWidget* parent)
   connect(session_, &TrainingSession::checkpointWritten, this, [this](const QString& path) {
     if (path.endsWith("last.safetensors")) eval_->setCheckpoint(path);
   });
-  connect(device_, &QComboBox::currentIndexChanged, this, &TrainingPanel::updateButtons);
+  connect(settings_view_, &TrainingSettingsView::deviceChanged, this,
+          &TrainingPanel::updateButtons);
   updateButtons();
 }
 
@@ -98,62 +93,11 @@ void TrainingPanel::buildUi() {
   auto* left = new QWidget(split);
   auto* ll = new QVBoxLayout(left);
   ll->setContentsMargins(0, 0, 4, 0);
-  settings_toggle_ = new QToolButton(left);
-  settings_toggle_->setCheckable(true);
-  settings_toggle_->setChecked(true);
-  settings_toggle_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-  settings_toggle_->setArrowType(Qt::DownArrow);
-  settings_toggle_->setText(tr("Training settings"));
-  settings_toggle_->setAutoRaise(true);
-  settings_toggle_->setToolTip(tr("Show or hide the settings, leaving more room for the log"));
-  ll->addWidget(settings_toggle_);
-  // The controls come from the engine's settings table (ranges, choices,
-  // help as tooltips); the Dataset tab owns the split and normalisation,
-  // and the device gets a list of this machine's devices instead of text.
-  settings_ = new QTabWidget(left);
-  settings_->setDocumentMode(true);
-  run_form_ = new SettingsForm("Run", {"val_split", "normalize", "device"}, settings_);
-  opt_form_ = new SettingsForm("Optimizer", {}, settings_);
-  sched_form_ = new SettingsForm("Schedule", {}, settings_);
-  device_ = new QComboBox(run_form_);
-  device_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  device_->setMinimumContentsLength(8);
-  steps_limit_ = new QSpinBox(run_form_);
-  steps_limit_->setRange(0, 1000000);
-  steps_limit_->setSpecialValueText(tr("whole epoch"));
-  steps_limit_->setToolTip(tr("Stop each epoch after this many steps (a quick look)."));
-  checkpoint_dir_ = new QLineEdit(run_form_);
-  setCheckpointDir(default_runs_folder());
-  auto* browse = new QToolButton(run_form_);
-  browse->setText("…");
-  browse->setToolTip(tr("Choose the folder runs write their checkpoints to"));
-  connect(browse, &QToolButton::clicked, this, [this] {
-    QString d =
-        QFileDialog::getExistingDirectory(this, tr("Checkpoint folder"), checkpoint_dir_->text());
-    if (!d.isEmpty()) setCheckpointDir(d);
-  });
-  connect(checkpoint_dir_, &QLineEdit::textChanged, checkpoint_dir_,
-          [this](const QString& t) { checkpoint_dir_->setToolTip(t); });
-  auto* ckrow = new QHBoxLayout;
-  ckrow->addWidget(checkpoint_dir_, 1);
-  ckrow->addWidget(browse);
-  if (const SettingSpec* d = find_setting("device"))
-    device_->setToolTip(QString::fromStdString(d->attr.help));
-  run_form_->layout()->insertRow(run_form_->layout()->rowCount() - 1, tr("Device"), device_);
-  run_form_->layout()->addRow(tr("Steps per epoch"), steps_limit_);
-  run_form_->layout()->addRow(tr("Checkpoints"), ckrow);
-  settings_->addTab(run_form_, tr("Run"));
-  settings_->addTab(opt_form_, tr("Optimizer"));
-  settings_->addTab(sched_form_, tr("Schedule"));
-  ll->addWidget(settings_);
+  settings_view_ = new TrainingSettingsView(ctx_, left);
+  ll->addWidget(settings_view_);
   buildTuningUi(ll);
-  connect(settings_toggle_, &QToolButton::toggled, this, &TrainingPanel::setSettingsVisible);
-  fillDevices();
-  // Saved with the project, so each edit can make it "modified".
-  for (SettingsForm* f : {run_form_, opt_form_, sched_form_})
-    connect(f, &SettingsForm::changed, this, [this] { Q_EMIT settingsChanged(); });
-  connect(device_, &QComboBox::currentIndexChanged, this, [this] { Q_EMIT settingsChanged(); });
-  connect(steps_limit_, &QSpinBox::valueChanged, this, [this] { Q_EMIT settingsChanged(); });
+  connect(settings_view_, &TrainingSettingsView::changed, this,
+          [this] { Q_EMIT settingsChanged(); });
 
   auto* buttons = new QHBoxLayout;
   start_ = new QPushButton(tr("Start"), left);
@@ -202,30 +146,10 @@ void TrainingPanel::buildUi() {
   tabs_->addTab(plots_, tr("Curves"));
   eval_ = new EvaluationView(ctx_, tabs_);
   tabs_->addTab(eval_, tr("Evaluation"));
-  auto* history = new QWidget(tabs_);
-  auto* hl = new QVBoxLayout(history);
-  show_overlays_ =
-      new QCheckBox(tr("Overlay earlier runs on the plots (tick each run below)"), history);
-  show_overlays_->setChecked(true);
-  runs_ = new QTableWidget(0, 7, history);
-  runs_->setHorizontalHeaderLabels({tr("Run"), tr("Settings"), tr("Epochs"), tr("Train loss"),
-                                    tr("Held-out accuracy"), tr("Result"), tr("Checkpoints")});
-  runs_->horizontalHeaderItem(kRun)->setToolTip(
-      tr("Ticked runs are drawn on the plots, in the colour shown"));
-  // Headers and values in full: columns fit their contents, the folder takes the rest.
-  runs_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  runs_->horizontalHeader()->setStretchLastSection(true);
-  runs_->verticalHeader()->setVisible(false);
-  runs_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  runs_->setTextElideMode(Qt::ElideLeft);  // a folder's end names the run
-  hl->addWidget(show_overlays_);
-  hl->addWidget(runs_, 1);
-  tabs_->addTab(history, tr("Runs"));
-  connect(show_overlays_, &QCheckBox::toggled, plots_, &TrainingPlots::setOverlaysVisible);
-  connect(runs_, &QTableWidget::itemChanged, this, [this](QTableWidgetItem* it) {
-    if (it->column() != kRun || !(it->flags() & Qt::ItemIsUserCheckable)) return;
-    plots_->setRunVisible(it->row() + 1, it->checkState() == Qt::Checked);
-  });
+  history_ = new RunHistory(tabs_);
+  tabs_->addTab(history_, tr("Runs"));
+  connect(history_, &RunHistory::overlaysToggled, plots_, &TrainingPlots::setOverlaysVisible);
+  connect(history_, &RunHistory::runVisibilityChanged, plots_, &TrainingPlots::setRunVisible);
   split->addWidget(left);
   split->addWidget(tabs_);
   split->setCollapsible(1, false);
@@ -235,16 +159,15 @@ void TrainingPanel::buildUi() {
 }
 
 void TrainingPanel::setSettingsVisible(bool on) {
-  settings_->setVisible(on);
-  settings_toggle_->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
-  if (settings_toggle_->isChecked() != on) {
-    const QSignalBlocker block(settings_toggle_);
-    settings_toggle_->setChecked(on);
-  }
+  settings_view_->setSettingsVisible(on);
+}
+
+QTableWidget* TrainingPanel::runHistory() const {
+  return history_->table();
 }
 
 bool TrainingPanel::settingsVisible() const {
-  return !settings_->isHidden();
+  return settings_view_->settingsVisible();
 }
 
 widgets::LivePlot* TrainingPanel::lossPlot() const {
@@ -266,68 +189,35 @@ widgets::LivePlot* TrainingPanel::memoryPlot() const {
   return plots_->memory();
 }
 
-void TrainingPanel::fillDevices() {
-  device_->clear();
-  device_->addItem(tr("CPU (%1 threads)").arg(ProcessStats::cores()), "cpu");
-  std::string why;
-  auto gpus = list_gpus(&why);
-  for (const auto& g : gpus)
-    device_->addItem(tr("GPU %1: %2 (%3 GiB)")
-                         .arg(g.index)
-                         .arg(QString::fromStdString(g.name))
-                         .arg(double(g.total_bytes) / (1 << 30), 0, 'f', 1),
-                     QString("cuda:%1").arg(g.index));
-  device_->setToolTip(gpus.empty() ? tr("No GPU: %1").arg(QString::fromStdString(why)) : QString());
-}
-
 void TrainingPanel::loadSettings(const TrainConfig& c) {
-  for (SettingsForm* f : {run_form_, opt_form_, sched_form_}) f->setConfig(c);
+  settings_view_->loadSettings(c);
   shown_batch_ = c.batch;  // the hint compares later edits with this
-  const QSignalBlocker b1(steps_limit_), b2(device_);
-  steps_limit_->setValue(int(c.steps_per_epoch_limit));
-  int d = device_->findData(QString::fromStdString(c.device.str()));
-  device_->setCurrentIndex(d >= 0 ? d : 0);
   updateButtons();
 }
 
 TrainConfig TrainingPanel::config() const {
-  // The project carries what other panels own (validation split,
-  // normalisation, augmentation); this panel overrides what it shows.
-  TrainConfig c = ctx_->project().training;
-  for (SettingsForm* f : {run_form_, opt_form_, sched_form_}) f->applyTo(c);
-  c.steps_per_epoch_limit = steps_limit_->value();
-  c.device = parse_device(device_->currentData().toString().toStdString());
-  if (!c.device.cuda) c.precision = Precision::Fp32;  // the CPU computes in fp32 only
-  c.resume.clear();
-  return c;
+  return settings_view_->config();
 }
-
 SettingsForm* TrainingPanel::settingsForm(const QString& group) const {
-  return group == "Run" ? run_form_ : group == "Optimizer" ? opt_form_ : sched_form_;
+  return settings_view_->form(group);
 }
-
 QStringList TrainingPanel::settingProblems() const {
-  QStringList p;
-  for (SettingsForm* f : {run_form_, opt_form_, sched_form_}) p << f->problems();
-  return p;
+  return settings_view_->problems();
 }
-
 void TrainingPanel::setEpochs(int n) {
-  run_form_->setValue("epochs", int64_t(n));
+  settings_view_->setEpochs(n);
 }
 void TrainingPanel::setStepsPerEpochLimit(int n) {
-  steps_limit_->setValue(n);
+  settings_view_->setStepsPerEpochLimit(n);
 }
 void TrainingPanel::setBatch(int n) {
-  run_form_->setValue("batch", int64_t(n));
+  settings_view_->setBatch(n);
 }
 void TrainingPanel::setCheckpointDir(const QString& dir) {
-  checkpoint_dir_->setText(dir);
-  // The start of a path says where it is; QLineEdit would show its end.
-  checkpoint_dir_->setCursorPosition(0);
+  settings_view_->setCheckpointDir(dir);
 }
 QString TrainingPanel::checkpointDir() const {
-  return checkpoint_dir_->text();
+  return settings_view_->checkpointDir();
 }
 QString TrainingPanel::problemText() const {
   return problems_->isHidden() ? QString() : problems_->text();
@@ -349,7 +239,7 @@ void TrainingPanel::resetRuns() {
   plots_->reset();
   diagnosis_->reset();
   eval_->clear();
-  runs_->setRowCount(0);
+  history_->clear();
   log_->clear();
   progress_->setValue(0);
   status_->setText(tr("Ready"));
@@ -382,42 +272,24 @@ void TrainingPanel::appendLog(const QString& line) {
 
 void TrainingPanel::startTraining() {
   if (session_->active()) return;
-  // The window's reason not to start now (the machine benchmark measuring).
-  if (start_blocker_) {
-    if (const QString why = start_blocker_(); !why.isEmpty()) {
-      showProblems({why});
-      return;
-    }
-  }
-  // Both would train on the same cores (or GPU) and slow each other down.
-  if (ctx_->busyWith(ProjectContext::BusyOwner::Sweep)) {
-    showProblems(
-        {tr("A sweep is running in the Experiments tab. Stop it there (it can be "
-            "resumed later) before starting a training run.")});
-    return;
-  }
-  // Convenience: a project names its dataset, so Start works without a visit
-  // to the Dataset tab.
-  if (!ctx_->hasDataset()) {
-    try {
-      ctx_->loadDataset({});
-    } catch (const std::exception& e) {
-      showProblems(
-          {tr("The project's dataset could not be loaded: %1").arg(QString::fromUtf8(e.what()))});
-      return;
-    }
-  }
   // The settings as shown (a typed value the table refuses first), then
   // the engine's checks of these settings with this network and data.
-  QStringList problems = settingProblems();
-  TrainConfig cfg = config();
-  if (problems.isEmpty()) problems = ctx_->trainingProblems(cfg);
+  TrainConfig cfg;
+  const QStringList problems = runStartProblems(
+      ctx_,
+      {start_blocker_,
+       ProjectContext::BusyOwner::Sweep,
+       tr("A sweep is running in the Experiments tab. Stop it there (it can be "
+          "resumed later) before starting a training run."),
+       {},
+       tr("The project's dataset could not be loaded: %1"),
+       [this] { return settingProblems(); }},
+      [this] { return config(); }, &cfg);
   if (!problems.isEmpty()) {
     showProblems(problems);
     return;
   }
-  run_dir_ = checkpoint_dir_->text() + "/" +
-             QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss") +
+  run_dir_ = checkpointDir() + "/" + QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss") +
              QString("-run%1").arg(run_ + 1);
   cfg.checkpoint_dir = run_dir_.toStdString();
   cfg.init_weights = resolve_project_file(ctx_->project(), cfg.init_weights);
@@ -436,35 +308,18 @@ void TrainingPanel::startTraining() {
   if (import_) stopFollowingRun(tr("no longer followed (run %1 started)").arg(run_));
   plots_->startRun(run_, cfg.device.cuda ? cfg.device.index : -1);
   diagnosis_->startRun(ctx_->project().graph, cfg, ctx_->residentBytes());
-  addRunRow(QString("%1 lr %2 %3, batch %4, %5, %6")
-                .arg(enum_name(cfg.optimizer.type))
-                .arg(cfg.optimizer.lr)
-                .arg(enum_name(cfg.schedule.type))
-                .arg(cfg.batch)
-                .arg(QString::fromStdString(cfg.device.str()), QString(enum_name(cfg.precision))),
-            run_dir_);
+  history_->addRun(
+      run_,
+      QString("%1 lr %2 %3, batch %4, %5, %6")
+          .arg(enum_name(cfg.optimizer.type))
+          .arg(cfg.optimizer.lr)
+          .arg(enum_name(cfg.schedule.type))
+          .arg(cfg.batch)
+          .arg(QString::fromStdString(cfg.device.str()), QString(enum_name(cfg.precision))),
+      run_dir_);
   appendLog(tr("Run %1: %2 on %3, checkpoints in %4")
                 .arg(run_)
-                .arg(ctx_->datasetDescription(), device_->currentText(), run_dir_));
-}
-
-void TrainingPanel::addRunRow(const QString& settings, const QString& folder) {
-  const int row = runs_->rowCount();
-  {
-    const QSignalBlocker block(runs_);  // the tick of a new row is not a user's choice
-    // The previous run is an overlay now: its tick shows or hides it.
-    if (QTableWidgetItem* prev = row > 0 ? runs_->item(row - 1, kRun) : nullptr)
-      prev->setFlags(prev->flags() | Qt::ItemIsUserCheckable);
-    runs_->insertRow(row);
-    auto* run = new QTableWidgetItem(QString::number(run_));
-    run->setData(Qt::DecorationRole, widgets::LivePlot::runColor(run_ - 1));
-    run->setCheckState(Qt::Checked);
-    run->setFlags(run->flags() & ~Qt::ItemIsUserCheckable);  // drawn while it runs
-    runs_->setItem(row, kRun, run);
-  }
-  runs_->setItem(row, kSettings, new QTableWidgetItem(settings));
-  setRunCell(kResult, tr("running"));
-  setRunCell(kFolder, folder);
+                .arg(ctx_->datasetDescription(), settings_view_->deviceText(), run_dir_));
 }
 
 void TrainingPanel::onSteps(const QVector<TrainEvent>& batch) {
@@ -485,22 +340,17 @@ void TrainingPanel::onProgress(double fraction, double eta_s, double sps, int ep
 void TrainingPanel::onEpoch(const TrainEvent& e) {
   plots_->addEpoch(e);
   if (!e.confusion.empty()) eval_->setConfusion(e.confusion, e.epoch);
-  setRunCell(kEpochs, QString("%1/%2").arg(e.epoch).arg(e.epochs));
-  setRunCell(kTrainLoss, QString::number(e.train_loss, 'f', 4));
+  history_->setLastCell(RunHistory::kEpochs, QString("%1/%2").arg(e.epoch).arg(e.epochs));
+  history_->setLastCell(RunHistory::kTrainLoss, QString::number(e.train_loss, 'f', 4));
   const double held = std::isfinite(e.val_accuracy) ? e.val_accuracy : e.test_accuracy;
   const QString which = std::isfinite(e.val_accuracy) ? tr("validation") : tr("test");
   if (std::isfinite(held))
-    setRunCell(kHeldOut, QString("%1 % (%2)").arg(100.0 * held, 0, 'f', 2).arg(which));
+    history_->setLastCell(RunHistory::kHeldOut,
+                          QString("%1 % (%2)").arg(100.0 * held, 0, 'f', 2).arg(which));
   if (e.best)
     best_epoch_ = std::isfinite(held)
                       ? tr("epoch %1, %2 % %3").arg(e.epoch).arg(100.0 * held, 0, 'f', 2).arg(which)
                       : tr("epoch %1").arg(e.epoch);
-}
-
-void TrainingPanel::setRunCell(int column, const QString& text) {
-  const int row = runs_->rowCount() - 1;
-  if (row < 0) return;
-  runs_->setItem(row, column, new QTableWidgetItem(text));
 }
 
 void TrainingPanel::offerRunCheckpoints(bool finished) {
@@ -566,7 +416,7 @@ void TrainingPanel::onFinished(bool ok, const QString& message) {
     Q_EMIT this->message(tr("Run %1 failed: %2").arg(run_).arg(message));
   }
   status_->setText(ok ? tr("Finished") : tr("Ended: %1").arg(message));
-  setRunCell(kResult, ok ? tr("finished") : message);
+  history_->setLastCell(RunHistory::kResult, ok ? tr("finished") : message);
 }
 
 void TrainingPanel::onState(TrainingSession::State) {
@@ -581,18 +431,9 @@ void TrainingPanel::updateButtons() {
   pause_->setEnabled(s == S::Running);
   resume_->setEnabled(s == S::Paused);
   stop_->setEnabled(s == S::Running || s == S::Paused);
-  // The forms, not the tabs: the settings of a run stay readable.
-  for (QWidget* w : {static_cast<QWidget*>(run_form_), static_cast<QWidget*>(opt_form_),
-                     static_cast<QWidget*>(sched_form_)})
-    w->setEnabled(!session_->active());
   if (s == S::Paused)
     status_->setText(tr("Paused at %1 %").arg(progress_->value() / 10.0, 0, 'f', 1));
-  // Reduced precision exists on the GPU only.
-  if (QWidget* precision = run_form_->control("precision"); precision && !session_->active()) {
-    const bool gpu = device_->currentData().toString() != "cpu";
-    precision->setEnabled(gpu);
-    if (!gpu) run_form_->setValue("precision", std::string("fp32"));
-  }
+  settings_view_->setRunning(session_->active());
 }
 
 }  // namespace dc::gui

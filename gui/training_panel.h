@@ -15,10 +15,6 @@
 #include <functional>
 #include <memory>
 
-class QComboBox;
-class QDoubleSpinBox;
-class QSpinBox;
-class QLineEdit;
 class QPushButton;
 class QProgressBar;
 class QLabel;
@@ -27,8 +23,6 @@ class QTabWidget;
 class QTimer;
 class QFileSystemWatcher;
 class QTableWidget;
-class QCheckBox;
-class QToolButton;
 class QFrame;
 class QUndoStack;
 class QVBoxLayout;
@@ -42,8 +36,10 @@ namespace dc::gui {
 class EvaluationView;
 class LrFinderDialog;
 class RunDiagnosisView;
+class RunHistory;
 class SettingsForm;
 class TrainingPlots;
+class TrainingSettingsView;
 
 class TrainingPanel : public QWidget {
   Q_OBJECT
@@ -71,7 +67,7 @@ class TrainingPanel : public QWidget {
   // The Curves / Evaluation tabs.
   QTabWidget* plotTabs() const { return tabs_; }
   // One row per run of this panel: settings, progress, results, folder.
-  QTableWidget* runHistory() const { return runs_; }
+  QTableWidget* runHistory() const;
   TrainingPlots* plots() const { return plots_; }
   widgets::LivePlot* lossPlot() const;
   widgets::LivePlot* accuracyPlot() const;
@@ -160,11 +156,8 @@ class TrainingPanel : public QWidget {
   void onState(TrainingSession::State s);
   void showProblems(const QStringList& problems);
   void appendLog(const QString& line);
-  void fillDevices();
   void updateButtons();
-  void setRunCell(int column, const QString& text);
   void offerRunCheckpoints(bool finished);
-  void addRunRow(const QString& settings, const QString& folder);
   void stopFollowingRun(const QString& result);
   QString beginImport(const QString& dir, bool wait);
   void readImportedRun(bool final);
@@ -173,20 +166,14 @@ class TrainingPanel : public QWidget {
 
   ProjectContext* ctx_;
   TrainingSession* session_;
-  SettingsForm *run_form_, *opt_form_, *sched_form_;  // from the settings table
-  QComboBox* device_;
-  QSpinBox* steps_limit_;
-  QLineEdit* checkpoint_dir_;
+  TrainingSettingsView* settings_view_;
   QPushButton *start_, *pause_, *resume_, *stop_;
   QProgressBar* progress_;
   QLabel *status_, *problems_;
   RunDiagnosisView* diagnosis_;
   QPlainTextEdit* log_;
   QTabWidget* tabs_;
-  QTableWidget* runs_;
-  QCheckBox* show_overlays_;
-  QTabWidget* settings_;  // Run / Optimizer / Schedule
-  QToolButton* settings_toggle_;
+  RunHistory* history_;
   TrainingPlots* plots_;
   EvaluationView* eval_;
   int run_ = 0;

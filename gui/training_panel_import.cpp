@@ -9,15 +9,11 @@
 #include <QTimer>
 #include <cmath>
 
+#include "gui/run_history.h"
 #include "gui/training_panel.h"
 #include "gui/training_plots.h"
 
 namespace dc::gui {
-
-namespace {
-// The Runs table's columns (as in training_panel.cpp).
-enum RunColumn { kRun, kSettings, kEpochs, kTrainLoss, kHeldOut, kResult, kFolder };
-}  // namespace
 
 QString TrainingPanel::openRun(const QString& dir) {
   return beginImport(dir, false);
@@ -50,10 +46,11 @@ QString TrainingPanel::beginImport(const QString& dir, bool wait) {
   plots_->startRun(run_, -1);
   plots_->endRun();  // this machine's CPU and GPU say nothing about that run
   import_waiting_ = import_->summary().empty();  // the row's words come with the start line
-  addRunRow(import_waiting_ ? tr("imported: waiting for metrics.jsonl")
-                            : tr("imported: %1").arg(QString::fromStdString(import_->summary())),
-            import_dir_);
-  import_row_ = runs_->rowCount() - 1;
+  import_row_ = history_->addRun(
+      run_,
+      import_waiting_ ? tr("imported: waiting for metrics.jsonl")
+                      : tr("imported: %1").arg(QString::fromStdString(import_->summary())),
+      import_dir_);
   appendLog(tr("Run %1: opened %2").arg(run_).arg(QDir::toNativeSeparators(import_dir_)));
   if (!import_timer_) {
     import_timer_ = new QTimer(this);
@@ -84,7 +81,7 @@ QString TrainingPanel::beginImport(const QString& dir, bool wait) {
   } else {
     import_watch_->addPath(there ? metrics : import_dir_);
     import_timer_->start();
-    runs_->item(import_row_, kResult)->setText(tr("following"));
+    history_->setCell(import_row_, RunHistory::kResult, tr("following"));
     pollImportedRun();
   }
   return {};
@@ -135,9 +132,8 @@ void TrainingPanel::readImportedRun(bool final) {
   flush();
   if (import_waiting_ && !import_->summary().empty()) {
     import_waiting_ = false;
-    runs_->setItem(
-        import_row_, kSettings,
-        new QTableWidgetItem(tr("imported: %1").arg(QString::fromStdString(import_->summary()))));
+    history_->setCell(import_row_, RunHistory::kSettings,
+                      tr("imported: %1").arg(QString::fromStdString(import_->summary())));
   }
   const auto& warnings = import_->warnings();
   for (; import_warned_ < warnings.size(); ++import_warned_) {
@@ -155,12 +151,10 @@ void TrainingPanel::stopFollowingRun(const QString& result) {
     import_watch_->removePaths(import_watch_->files());
   if (import_watch_ && !import_watch_->directories().isEmpty())
     import_watch_->removePaths(import_watch_->directories());
-  if (import_row_ >= 0 && import_row_ < runs_->rowCount())
-    runs_->setItem(import_row_, kResult, new QTableWidgetItem(result));
+  history_->setCell(import_row_, RunHistory::kResult, result);
   // Its checkpoints, for the Inference tab (and `deepcanvas-cli eval`).
   QVector<RunCheckpoint> offered;
-  const int run =
-      runs_->item(import_row_, kRun) ? runs_->item(import_row_, kRun)->text().toInt() : 0;
+  const int run = history_->runOf(import_row_);
   for (const auto& [file, label] :
        {std::pair{QStringLiteral("best.safetensors"), tr("Run %1 (imported): best")},
         std::pair{QStringLiteral("last.safetensors"), tr("Run %1 (imported): last epoch")}}) {

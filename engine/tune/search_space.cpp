@@ -25,7 +25,8 @@ double parse_number(const std::string& spec, const std::string& text) {
     if (used == text.size() && std::isfinite(v)) return v;
   } catch (const std::exception&) {
   }
-  throw Error("--param " + spec + ": '" + text + "' is not a number");
+  throw SearchSpaceError(SearchSpaceError::Problem::BadSpec, spec,
+                         "'" + text + "' is not a number");
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -101,13 +102,32 @@ std::string SearchParam::spec_text() const {
   return s;
 }
 
+namespace {
+
+std::string search_space_message(SearchSpaceError::Problem problem, const std::string& spec,
+                                 const std::string& detail) {
+  if (problem == SearchSpaceError::Problem::Empty) return "no --param given: " + detail;
+  return "--param " + spec + ": " + detail;
+}
+
+}  // namespace
+
+SearchSpaceError::SearchSpaceError(Problem problem, std::string spec, std::string detail, int index)
+    : Error(search_space_message(problem, spec, detail)),
+      problem_(problem),
+      spec_(std::move(spec)),
+      detail_(std::move(detail)),
+      index_(index) {}
+
 SearchParam parse_search_param(const std::string& spec, const Graph& g) {
   const size_t eq = spec.find('=');
-  const std::string where = "--param " + spec;
+  const auto bad = [&](const std::string& detail) {
+    return SearchSpaceError(SearchSpaceError::Problem::BadSpec, spec, detail);
+  };
   if (eq == std::string::npos || eq == 0)
-    throw Error(where +
-                ": expected NAME=KIND:ARGS, e.g. lr=log:1e-4:1e-2, batch=choice:32,64,128, "
-                "conv1.filters=int:16:64, dropout.rate=float:0:0.5");
+    throw bad(
+        "expected NAME=KIND:ARGS, e.g. lr=log:1e-4:1e-2, batch=choice:32,64,128, "
+        "conv1.filters=int:16:64, dropout.rate=float:0:0.5");
   SearchParam p;
   p.name = spec.substr(0, eq);
   // The target: a setting by flag or key, else node.attribute.
@@ -128,9 +148,9 @@ SearchParam parse_search_param(const std::string& spec, const Graph& g) {
         if (size_t dd = edit_distance(p.name, k); dd < best_d) best_d = dd, best = k;
       const std::string hint =
           best_d <= std::max<size_t>(2, p.name.size() / 3) ? " (did you mean '" + best + "'?)" : "";
-      throw Error(where + ": unknown parameter '" + p.name + "'" + hint +
-                  "; a parameter is a training setting (lr, batch, optimizer.weight_decay, ...) "
-                  "or LAYER.ATTRIBUTE of a layer in the network (conv1.filters)");
+      throw bad("unknown parameter '" + p.name + "'" + hint +
+                "; a parameter is a training setting (lr, batch, optimizer.weight_decay, ...) "
+                "or LAYER.ATTRIBUTE of a layer in the network (conv1.filters)");
     }
     p.node = n->name;
     p.attr = a->name;
@@ -145,65 +165,70 @@ SearchParam parse_search_param(const std::string& spec, const Graph& g) {
   p.integer = t == AttrType::Int;
   if (kind == "choice") {
     p.kind = SearchParam::Kind::Choice;
-    if (args.empty()) throw Error(where + ": choice needs at least one value (choice:32,64,128)");
+    if (args.empty()) throw bad("choice needs at least one value (choice:32,64,128)");
     p.choices = split(args, ',');
     for (const std::string& c : p.choices) {
-      if (c.empty()) throw Error(where + ": an empty value in the choice list");
+      if (c.empty()) throw bad("an empty value in the choice list");
       AttrValue v;
       try {
         v = typed(p, c);
       } catch (const std::exception& e) {
-        throw Error(where + ": value '" + c + "' does not fit " + p.name + ": " + e.what());
+        throw bad("value '" + c + "' does not fit " + p.name + ": " + e.what());
       }
       if (std::string why = problem(p, v); !why.empty())
-        throw Error(where + ": value " + c + " is outside what " + p.name + " takes: " + why);
+        throw bad("value " + c + " is outside what " + p.name + " takes: " + why);
     }
     return p;
   }
   if (kind != "log" && kind != "float" && kind != "int")
-    throw Error(where + ": unknown kind '" + kind + "'; use log:LO:HI, float:LO:HI, int:LO:HI " +
-                "or choice:A,B,...");
+    throw bad("unknown kind '" + kind + "'; use log:LO:HI, float:LO:HI, int:LO:HI " +
+              "or choice:A,B,...");
   if (!numeric_target)
-    throw Error(where + ": " + p.name + " takes " + attr_type_with_article(t) +
-                ", not a number; use choice:" +
-                (p.spec.choices.empty() ? std::string("A,B") : p.spec.choices.front() + ",..."));
+    throw bad(p.name + " takes " + attr_type_with_article(t) + ", not a number; use choice:" +
+              (p.spec.choices.empty() ? std::string("A,B") : p.spec.choices.front() + ",..."));
   const std::vector<std::string> lohi = split(args, ':');
   if (lohi.size() != 2 || lohi[0].empty() || lohi[1].empty())
-    throw Error(where + ": " + kind + " needs two bounds, " + kind + ":LO:HI");
+    throw bad(kind + " needs two bounds, " + kind + ":LO:HI");
   p.lo = parse_number(spec, lohi[0]);
   p.hi = parse_number(spec, lohi[1]);
   p.kind = kind == "log"   ? SearchParam::Kind::Log
            : kind == "int" ? SearchParam::Kind::Int
                            : SearchParam::Kind::Float;
   if (!(p.lo < p.hi))
-    throw Error(where + ": empty range: the lower bound " + lohi[0] +
-                " must be less than the upper bound " + lohi[1]);
+    throw bad("empty range: the lower bound " + lohi[0] + " must be less than the upper bound " +
+              lohi[1]);
   if (p.kind == SearchParam::Kind::Log && p.lo <= 0)
-    throw Error(where + ": a log range must be above 0 (it cannot reach or cross 0), got " +
-                lohi[0] + ".." + lohi[1] + "; use float:LO:HI for a linear range");
+    throw bad("a log range must be above 0 (it cannot reach or cross 0), got " + lohi[0] + ".." +
+              lohi[1] + "; use float:LO:HI for a linear range");
   if (p.kind == SearchParam::Kind::Int && (p.lo != std::floor(p.lo) || p.hi != std::floor(p.hi)))
-    throw Error(where + ": int bounds must be whole numbers");
+    throw bad("int bounds must be whole numbers");
   if (p.kind == SearchParam::Kind::Float && p.integer)
-    throw Error(where + ": " + p.name + " is an integer; use int:LO:HI, log:LO:HI or choice:");
+    throw bad(p.name + " is an integer; use int:LO:HI, log:LO:HI or choice:");
   for (double b : {p.lo, p.hi})
     if (std::string why = problem(p, numeric(p, b)); !why.empty())
-      throw Error(where + ": bound " + number_text(b) + " is outside what " + p.name +
-                  " takes: " + why);
+      throw bad("bound " + number_text(b) + " is outside what " + p.name + " takes: " + why);
   return p;
 }
 
 SearchSpace parse_search_space(const std::vector<std::string>& specs, const Graph& g) {
   SearchSpace s;
   for (const std::string& spec : specs) {
-    SearchParam p = parse_search_param(spec, g);
+    SearchParam p;
+    try {
+      p = parse_search_param(spec, g);
+    } catch (const SearchSpaceError& e) {
+      throw SearchSpaceError(e.problem(), e.spec(), e.detail(), int(s.params.size()));
+    }
     for (const SearchParam& q : s.params)
       if ((p.setting && p.setting == q.setting) ||
           (!p.setting && p.node == q.node && p.attr == q.attr))
-        throw Error("--param " + spec + ": " + p.name + " is already in the search space (" +
-                    q.spec_text() + ")");
+        throw SearchSpaceError(SearchSpaceError::Problem::DuplicateTarget, spec,
+                               p.name + " is already in the search space (" + q.spec_text() + ")",
+                               int(s.params.size()));
     s.params.push_back(std::move(p));
   }
-  if (s.params.empty()) throw Error("no --param given: say what the sweep varies");
+  if (s.params.empty())
+    throw SearchSpaceError(SearchSpaceError::Problem::Empty, "", "say what the sweep varies");
   return s;
 }
 

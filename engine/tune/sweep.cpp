@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <thread>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -375,6 +376,42 @@ void check_sweep_points(const SweepState& s, const SearchSpace& space, const std
   }
 }
 
+std::vector<SweepDifference> sweep_differences(const SweepState& saved,
+                                               const std::vector<std::string>& space,
+                                               const SweepOptions& o) {
+  std::vector<SweepDifference> d;
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  if (saved.space != space) d.push_back({"space", join(saved.space), join(space)});
+  auto text = [](auto v) {
+    if constexpr (std::is_same_v<decltype(v), bool>)
+      return std::string(v ? "true" : "false");
+    else if constexpr (std::is_floating_point_v<decltype(v)>)
+      return attr_to_string(v);
+    else
+      return std::to_string(v);
+  };
+  auto field = [&](const char* key, auto there, auto here) {
+    if (there != here) d.push_back({key, text(there), text(here)});
+  };
+  const SweepOptions& a = saved.options;
+  field("trials", a.trials, o.trials);
+  field("epochs", a.epochs, o.epochs);
+  field("tpe", a.tpe, o.tpe);
+  field("asha", a.asha, o.asha);
+  field("seed", a.seed, o.seed);
+  field("eta", a.eta, o.eta);
+  // A file may hold 0 (the default) unresolved.
+  field("min_epochs", sweep_min_epochs(a), sweep_min_epochs(o));
+  field("val_split", a.val_split, o.val_split);
+  field("steps_per_epoch_limit", a.steps_per_epoch_limit, o.steps_per_epoch_limit);
+  field("n_startup", a.n_startup, o.n_startup);
+  return d;
+}
+
 Sweep::Sweep(Project project, std::shared_ptr<const TrainTest> data, SearchSpace space,
              SweepOptions o, std::string state_path, bool fresh)
     : project_(std::move(project)),
@@ -396,11 +433,7 @@ Sweep::Sweep(Project project, std::shared_ptr<const TrainTest> data, SearchSpace
   state_.options = o;
   if (!path_.empty() && !fresh && std::filesystem::exists(path_)) {
     SweepState old = load_sweep_state(path_);
-    SweepOptions a = old.options, b = o;
-    a.parallel = b.parallel = 1;         // how many run at once does not change the sweep
-    a.baseline = b.baseline;             // trial 0 is in the file either way
-    a.min_epochs = sweep_min_epochs(a);  // a file may hold 0 (the default) unresolved
-    if (old.space != state_.space || !(a == b))
+    if (!sweep_differences(old, state_.space, o).empty())
       throw Error(path_ +
                   " holds a different sweep (other parameters or options); pass --fresh to "
                   "replace it, or repeat that sweep's options to continue it");

@@ -6,6 +6,7 @@
 // choice is checked against the setting's or attribute's own schema, so a
 // sweep never starts a trial the Trainer would refuse.
 #include <deepcanvas/attrs.h>
+#include <deepcanvas/errors.h>
 #include <deepcanvas/graph.h>
 #include <deepcanvas/settings.h>
 #include <deepcanvas/train_config.h>
@@ -37,8 +38,31 @@ struct SearchSpace {
 // A point of the space: one number per parameter (Choice: the index).
 using SearchPoint = std::vector<double>;
 
+// A spec the parser refuses. what() is the CLI's text ("--param SPEC: why",
+// or "no --param given: ..."); the parts let another front end (the app's
+// space editor) word it without the CLI's flag and point at the row.
+class SearchSpaceError : public Error {
+ public:
+  enum class Problem {
+    BadSpec,          // the spec itself: its syntax, name, kind or range
+    DuplicateTarget,  // a second spec for a setting or attribute already in the space
+    Empty,            // no spec at all
+  };
+  SearchSpaceError(Problem problem, std::string spec, std::string detail, int index = -1);
+  Problem problem() const { return problem_; }
+  const std::string& spec() const { return spec_; }      // the subject; "" for Empty
+  const std::string& detail() const { return detail_; }  // why, without "--param SPEC: "
+  // The spec's position in parse_search_space's list; -1 from parse_search_param.
+  int index() const { return index_; }
+
+ private:
+  Problem problem_;
+  std::string spec_, detail_;
+  int index_;
+};
+
 // Parses "NAME=KIND:ARGS" against the graph's nodes and the settings
-// schema. Throws Error with the whole spec in the message: an unknown name
+// schema. Throws SearchSpaceError with the whole spec in the message: an unknown name
 // (with the nearest known one), an unknown kind, an empty range, a log range
 // that reaches 0 or below, bounds or choices outside the schema's range, a
 // kind that does not fit the target (float for an integer setting).

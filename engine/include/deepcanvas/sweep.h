@@ -115,6 +115,23 @@ SweepState load_sweep_state(const std::string& path);
 // choice's index a whole number below the count). Throws IoError naming
 // `source` and the field.
 void check_sweep_points(const SweepState& s, const SearchSpace& space, const std::string& source);
+// One way a sweep differs from the one in a state file, so that it cannot
+// continue it: `key` is "space" or the SweepOptions field ("trials",
+// "epochs", "tpe", "asha", "seed", "eta", "min_epochs", "val_split",
+// "steps_per_epoch_limit", "n_startup"), with both values as text (the
+// space: its spec texts joined by ", "). Each front end words these its own
+// way (the CLI by its flags, the app by its fields).
+struct SweepDifference {
+  std::string key;
+  std::string saved, current;
+};
+// What keeps `space` (spec_text() of each parameter) and `o` from continuing
+// `saved`, in that order; empty when they continue it. How many trials run at
+// once and whether a baseline is asked for do not count: neither changes the
+// sweep.
+std::vector<SweepDifference> sweep_differences(const SweepState& saved,
+                                               const std::vector<std::string>& space,
+                                               const SweepOptions& o);
 // ASHA's minimum resource for `o` (o.min_epochs, or epochs / eta^2 when 0).
 double sweep_min_epochs(const SweepOptions& o);
 // PROJECT.dcproj -> PROJECT.sweep.json

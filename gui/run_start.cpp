@@ -1,0 +1,26 @@
+#include "gui/run_start.h"
+
+namespace dc::gui {
+
+QStringList runStartProblems(ProjectContext* ctx, const RunStartCheck& check,
+                             const std::function<TrainConfig()>& settings, TrainConfig* used) {
+  if (check.blocker) {
+    if (const QString why = check.blocker(); !why.isEmpty()) return {why};
+  }
+  // Both would train on the same cores (or GPU) and slow each other down.
+  if (ctx->busyWith(check.other)) return {check.other_running};
+  if (!ctx->hasDataset()) {
+    try {
+      ctx->loadDataset(check.source);
+    } catch (const std::exception& e) {
+      return {check.data_failed.arg(QString::fromUtf8(e.what()))};
+    }
+  }
+  const QStringList problems = check.setting_problems ? check.setting_problems() : QStringList();
+  const TrainConfig cfg = settings();
+  if (used) *used = cfg;
+  if (!problems.isEmpty()) return problems;
+  return ctx->trainingProblems(cfg);
+}
+
+}  // namespace dc::gui
