@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -112,7 +113,17 @@ int cmd_sweep(const Args& a) {
   const std::string state = a.get("state", sweep_state_path(a.positional[0]));
   ProjectData data = load_dataset(p, a);
   auto shared = std::make_shared<const TrainTest>(std::move(data.data));
-  Sweep sweep(p, shared, space, o, state, a.flag("fresh"));
+  // The engine says what is wrong with a state file; the remedy is a flag here.
+  std::unique_ptr<Sweep> made;
+  try {
+    made = std::make_unique<Sweep>(p, shared, space, o, state, a.flag("fresh"));
+  } catch (const SweepStateError& e) {
+    throw IoError(std::string(e.what()) + " (pass --fresh to start over, or delete the file)");
+  } catch (const SweepMismatchError& e) {
+    throw Error(std::string(e.what()) +
+                "; pass --fresh to replace it, or repeat that sweep's options to continue it");
+  }
+  Sweep& sweep = *made;
   const bool quiet = a.flag("quiet") || a.flag("json");
   if (!quiet) {
     std::string pruning = "no pruning";

@@ -334,14 +334,12 @@ class StateReader {
 }  // namespace
 
 SweepState sweep_from_json(const std::string& text, const std::string& source) {
-  const std::string fix = " (pass --fresh to start over, or delete the file)";
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded())
-    throw IoError(source + ": not a readable sweep state: not valid JSON" + fix);
+  if (j.is_discarded()) throw SweepStateError(source, "not a readable sweep state: not valid JSON");
   try {
     return StateReader(j).read();
   } catch (const Error& e) {
-    throw IoError(source + ": " + e.what() + fix);
+    throw SweepStateError(source, e.what());
   }
 }
 
@@ -352,9 +350,9 @@ SweepState load_sweep_state(const std::string& path) {
 void check_sweep_points(const SweepState& s, const SearchSpace& space, const std::string& source) {
   for (const Trial& t : s.trials) {
     if (t.x.size() != space.params.size())
-      throw IoError(source + ": trials[" + std::to_string(t.id) + "].x: holds " +
-                    std::to_string(t.x.size()) + " values for " +
-                    std::to_string(space.params.size()) + " parameters");
+      throw SweepStateError(source, "trials[" + std::to_string(t.id) + "].x: holds " +
+                                        std::to_string(t.x.size()) + " values for " +
+                                        std::to_string(space.params.size()) + " parameters");
     for (size_t i = 0; i < t.x.size(); ++i) {
       const SearchParam& p = space.params[i];
       const double x = t.x[i];
@@ -369,9 +367,9 @@ void check_sweep_points(const SweepState& s, const SearchSpace& space, const std
       // (relative to each bound, so a log range's point stays positive).
       if (!(x >= lo - 1e-6 * std::abs(lo) && x <= hi + 1e-6 * std::abs(hi)) ||
           (whole && x != std::floor(x)))
-        throw IoError(source + ": trials[" + std::to_string(t.id) + "].x[" + std::to_string(i) +
-                      "]: " + attr_to_string(x) + " is not a point of " + p.spec_text() +
-                      " (pass --fresh to start over, or delete the file)");
+        throw SweepStateError(source, "trials[" + std::to_string(t.id) + "].x[" +
+                                          std::to_string(i) + "]: " + attr_to_string(x) +
+                                          " is not a point of " + p.spec_text());
     }
   }
 }
@@ -433,10 +431,8 @@ Sweep::Sweep(Project project, std::shared_ptr<const TrainTest> data, SearchSpace
   state_.options = o;
   if (!path_.empty() && !fresh && std::filesystem::exists(path_)) {
     SweepState old = load_sweep_state(path_);
-    if (!sweep_differences(old, state_.space, o).empty())
-      throw Error(path_ +
-                  " holds a different sweep (other parameters or options); pass --fresh to "
-                  "replace it, or repeat that sweep's options to continue it");
+    if (auto d = sweep_differences(old, state_.space, o); !d.empty())
+      throw SweepMismatchError(path_, std::move(d));
     check_sweep_points(old, space_, path_);
     old.options.parallel = o.parallel;
     old.options.min_epochs = o.min_epochs;

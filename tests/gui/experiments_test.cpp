@@ -426,6 +426,26 @@ TEST_F(ExperimentsTab, ResumesACliSweepWithHiddenOptionsAndStartUsesDefaults) {
   EXPECT_EQ(p()->options().seed, 5000000000ULL);
 }
 
+// A state file the engine refuses: the tab names the file and what is wrong
+// with it, and its own remedy rather than the CLI's flag.
+TEST_F(ExperimentsTab, AnUnreadableStateFileIsWordedInTheTabsTerms) {
+  write_file_atomic((dir + "/p.sweep.json").toStdString(), "{\"space\": [");
+  w.reset();
+  w = open();
+  const QString m = p()->messageText();
+  EXPECT_TRUE(m.startsWith("p.sweep.json cannot be resumed: not a readable sweep state"))
+      << m.toStdString();
+  EXPECT_TRUE(m.contains("Start replaces it with a new sweep")) << m.toStdString();
+  EXPECT_FALSE(m.contains("--fresh")) << m.toStdString();
+  // Resume says the same and starts nothing.
+  setSweep({"lr=log:1e-3:1e-2"}, 2, 1);
+  EXPECT_FALSE(p()->resume());
+  EXPECT_TRUE(p()->messageText().startsWith("p.sweep.json cannot be resumed"))
+      << p()->messageText().toStdString();
+  EXPECT_FALSE(p()->messageText().contains("--fresh"));
+  EXPECT_FALSE(p()->running());
+}
+
 // A trial that ASHA stopped at a rung inside its first epoch shows the
 // fraction of an epoch it trained; whole epochs show as whole numbers.
 TEST_F(ExperimentsTab, TheEpochsColumnShowsFractionsOfAnEpoch) {

@@ -14,6 +14,7 @@
 // their first epoch with the same point.
 #include <deepcanvas/asha.h>
 #include <deepcanvas/data.h>
+#include <deepcanvas/errors.h>
 #include <deepcanvas/project.h>
 #include <deepcanvas/search_space.h>
 #include <deepcanvas/tpe.h>
@@ -41,7 +42,7 @@ struct SweepOptions {
   int epochs = 3;
   bool asha = true;
   int eta = 3;  // ASHA's reduction factor
-  // ASHA's minimum resource (its first rung), in epochs, a fraction allowed;
+                // ASHA's minimum resource (its first rung), in epochs, a fraction allowed;
   // 0: epochs / eta^2, Hyperband's most aggressive bracket (3 epochs, eta 3:
   // rungs at 1/3 epoch, 1 and 3). The Sweep stores it resolved.
   double min_epochs = 0;
@@ -100,20 +101,33 @@ struct SweepState {
 // JSON of the state with each trial's params as named values (what the CLI
 // prints and the state file holds).
 std::string sweep_to_json(const SweepState& s, const SearchSpace& space, int indent = -1);
+// A sweep state file that cannot be used: which file (`source`) and what is
+// wrong with it (`problem`), in the engine's words. Each front end adds its
+// own remedy (the CLI its --fresh flag, the app its Start button).
+class SweepStateError : public IoError {
+ public:
+  SweepStateError(const std::string& source, const std::string& problem)
+      : IoError(source + ": " + problem), source_(source), problem_(problem) {}
+  const std::string& source() const { return source_; }
+  const std::string& problem() const { return problem_; }
+
+ private:
+  std::string source_, problem_;
+};
 // Reads a state file, checked as a whole before anything uses it: types,
 // ranges (options as the sweep command accepts them), trial ids (each its
 // index), one coordinate per parameter, a measurement for every completed
 // or pruned trial, measurements at epoch ends or ASHA rungs in increasing
 // order, and the limits above. Throws IoError naming `source` and the field
 // ("p.sweep.json: trials[3].metrics[0].epoch: must be an integer in [1, 3],
-// got 1e+30").
+// got 1e+30") as a SweepStateError.
 SweepState sweep_from_json(const std::string& text, const std::string& source);
 // sweep_from_json of the file at `path`, read up to kMaxSweepStateBytes.
 SweepState load_sweep_state(const std::string& path);
 // Checks every trial's point against the parsed space (what only the
 // project's graph can give: each coordinate inside its parameter's range, a
-// choice's index a whole number below the count). Throws IoError naming
-// `source` and the field.
+// choice's index a whole number below the count). Throws SweepStateError
+// naming `source` and the field.
 void check_sweep_points(const SweepState& s, const SearchSpace& space, const std::string& source);
 // One way a sweep differs from the one in a state file, so that it cannot
 // continue it: `key` is "space" or the SweepOptions field ("trials",
@@ -132,6 +146,21 @@ struct SweepDifference {
 std::vector<SweepDifference> sweep_differences(const SweepState& saved,
                                                const std::vector<std::string>& space,
                                                const SweepOptions& o);
+// The state file at `path` holds another sweep: the Sweep constructor's
+// refusal to continue it (unless asked to start afresh), with what differs.
+class SweepMismatchError : public Error {
+ public:
+  SweepMismatchError(const std::string& path, std::vector<SweepDifference> differences)
+      : Error(path + " holds a different sweep (other parameters or options)"),
+        path_(path),
+        differences_(std::move(differences)) {}
+  const std::string& path() const { return path_; }
+  const std::vector<SweepDifference>& differences() const { return differences_; }
+
+ private:
+  std::string path_;
+  std::vector<SweepDifference> differences_;
+};
 // ASHA's minimum resource for `o` (o.min_epochs, or epochs / eta^2 when 0).
 double sweep_min_epochs(const SweepOptions& o);
 // PROJECT.dcproj -> PROJECT.sweep.json
