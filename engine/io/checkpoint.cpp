@@ -2,8 +2,6 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
 
-#include <deepcanvas/optim.h>
-
 #include <charconv>
 #include <cmath>
 #include <filesystem>

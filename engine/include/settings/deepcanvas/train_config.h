@@ -2,10 +2,11 @@
 // The settings of one training run, as a project stores them and the CLI and
 // the app edit them. Kept apart from the Trainer so that project files and
 // settings code do not pull in the training machinery.
-#include <deepcanvas/data.h>
+#include <deepcanvas/augment_config.h>
+#include <deepcanvas/device_spec.h>
 #include <deepcanvas/enum_names.h>
-#include <deepcanvas/loss.h>
-#include <deepcanvas/optim.h>
+#include <deepcanvas/loss_type.h>
+#include <deepcanvas/optim_config.h>
 
 #include <cstdint>
 #include <string>
@@ -24,16 +25,6 @@ struct EnumNames<Precision> {
       {Precision::Fp16, "fp16"},
   }};
 };
-
-struct DeviceSpec {
-  bool cuda = false;
-  int index = 0;
-  std::string str() const { return cuda ? "cuda:" + std::to_string(index) : "cpu"; }
-  bool operator==(const DeviceSpec&) const = default;
-};
-
-// Throws Error for anything but cpu, cuda, cuda:N.
-DeviceSpec parse_device(const std::string& s);
 
 struct TrainConfig {
   int epochs = 3;

@@ -42,7 +42,7 @@ struct SweepOptions {
   int epochs = 3;
   bool asha = true;
   int eta = 3;  // ASHA's reduction factor
-                // ASHA's minimum resource (its first rung), in epochs, a fraction allowed;
+  // ASHA's minimum resource (its first rung), in epochs, a fraction allowed;
   // 0: epochs / eta^2, Hyperband's most aggressive bracket (3 epochs, eta 3:
   // rungs at 1/3 epoch, 1 and 3). The Sweep stores it resolved.
   double min_epochs = 0;

@@ -17,6 +17,10 @@ constexpr int kCheckpointFormatVersion = 1;
 // The most epochs a checkpoint may claim (as --epochs allows): more is damage,
 // and epoch + 1 must not overflow.
 constexpr int64_t kMaxCheckpointEpoch = 100000;
+// The most optimizer steps a checkpoint may claim: more than any run takes
+// (10^12), so a larger count is damage; Optimizer::set_steps (optim.h)
+// refuses the same.
+constexpr int64_t kMaxOptimizerSteps = 1000000000000;
 
 // Metadata keys: format, format_version, epoch, step, input_shape,
 // num_classes, mean, stddev, class_names (JSON array), test_accuracy

@@ -4,7 +4,7 @@
 // run publishes, so the app plots an imported run like its own. The reader
 // follows a file that is still growing: each poll() reads what was appended
 // since the last one, complete lines only.
-#include <deepcanvas/trainer.h>
+#include <deepcanvas/training_events.h>
 
 #include <cstdint>
 #include <string>

@@ -2,10 +2,14 @@
 // The Trainer runs training on its own thread and reports through a
 // thread-safe event channel; it never calls back into the caller's thread,
 // so a GUI can poll or a CLI can block on events. Pause, resume and cancel
-// take effect at step boundaries.
+// take effect at step boundaries. The events are training_events.h's, the
+// channel channel.h's and the evaluation evaluate.h's; this header includes
+// them because its users read all three.
 #include <deepcanvas/backend.h>
+#include <deepcanvas/channel.h>
 #include <deepcanvas/checkpoint.h>
 #include <deepcanvas/data.h>
+#include <deepcanvas/evaluate.h>
 #include <deepcanvas/graph.h>
 #include <deepcanvas/loss.h>
 #include <deepcanvas/metrics.h>
@@ -13,16 +17,15 @@
 #include <deepcanvas/plan.h>
 #include <deepcanvas/telemetry.h>
 #include <deepcanvas/train_config.h>
+#include <deepcanvas/training_events.h>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <deque>
 #include <limits>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,88 +33,6 @@
 namespace dc {
 
 class Stepper;
-
-struct TrainEvent {
-  enum class Kind {
-    Started,
-    Step,
-    Epoch,
-    Checkpoint,
-    Paused,
-    Resumed,
-    Finished,
-    Failed,
-    Cancelled,
-    Telemetry,  // GPU runs: an NVML sample (>= 4 Hz) and the plugin allocator's bytes
-    // A measurement of the validation split inside an epoch, at one of
-    // TrainConfig::validate_at: epoch, step_in_epoch, steps_per_epoch,
-    // val_loss, val_accuracy and at; or of the test set at one of
-    // TrainConfig::test_every_steps: test_loss, test_accuracy, train_seconds.
-    Validation
-  };
-  Kind kind = Kind::Step;
-  int epoch = 0, epochs = 0;  // 1-based epoch
-  int64_t step = 0, steps_total = 0, step_in_epoch = 0, steps_per_epoch = 0;
-  double loss = 0, accuracy = 0, lr = 0;  // Step: running means over the epoch so far
-  // Step: loss and top-1 of the steps since the previous Step event alone
-  // (one step on the CPU, up to 25 on a GPU), for per-step curves; the
-  // running means above lag behind and restart every epoch.
-  double batch_loss = 0, batch_accuracy = 0;
-  double samples_per_s = 0, elapsed_s = 0, eta_s = 0;
-  // Step: where the steps since the previous Step event spent their time,
-  // per step on average (the diagnosis, advisor/diagnose.h, reads these):
-  // waiting for the loader's next batch, inside the step itself (forward,
-  // backward, update; on a device, until its queued work is done).
-  int64_t steps_in_report = 0;
-  double loader_wait_s = 0, compute_s = 0;
-  // Step: the run's host tensor peak so far (as TrainResult::peak_tensor_bytes).
-  int64_t peak_tensor_bytes = 0;
-  // Validation: the point of TrainConfig::validate_at it answers (in epochs;
-  // the steps run are epoch - 1 + step_in_epoch / steps_per_epoch epochs).
-  double at = NAN;
-  // Validation of the test set: training seconds of the run up to this
-  // step; elapsed_s is then the run's seconds without these measurements.
-  double train_seconds = NAN;
-  // Epoch (NaN when not evaluated)
-  double train_loss = 0, train_accuracy = 0;
-  double val_loss = NAN, val_accuracy = NAN, test_loss = NAN, test_accuracy = NAN;
-  std::vector<std::vector<int64_t>> confusion;  // on the test (else validation) set
-  bool best = false;
-  std::string message;  // Failed: the reason; Checkpoint: the path; Started: a summary
-  // Telemetry: the GPU's reading, and the backend allocator's allocated and
-  // reserved bytes as of the last reported step (-1 before the first).
-  GpuSample gpu;
-  int64_t device_allocated = -1, device_reserved = -1;
-};
-
-const char* event_kind_name(TrainEvent::Kind k);
-
-// A blocking multi-producer multi-consumer queue.
-template <typename T>
-class Channel {
- public:
-  void push(T v) {
-    {
-      std::lock_guard<std::mutex> l(m_);
-      q_.push_back(std::move(v));
-    }
-    cv_.notify_all();
-  }
-  // Waits up to `timeout` for an item.
-  std::optional<T> pop(std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> l(m_);
-    if (!cv_.wait_for(l, timeout, [&] { return !q_.empty(); })) return std::nullopt;
-    T v = std::move(q_.front());
-    q_.pop_front();
-    return v;
-  }
-  std::optional<T> try_pop() { return pop(std::chrono::milliseconds(0)); }
-
- private:
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::deque<T> q_;
-};
 
 struct TrainResult {
   bool ok = false, cancelled = false;
@@ -132,21 +53,6 @@ struct TrainResult {
   double test_accuracy = NAN, test_loss = NAN, val_accuracy = NAN, test_top5 = NAN;
   std::vector<std::vector<int64_t>> confusion;
 };
-
-struct EvalResult {
-  double loss = 0, top1 = 0, top5 = 0;
-  int64_t samples = 0;
-  std::vector<std::vector<int64_t>> confusion;
-};
-
-// Runs the plan in inference mode over indices of ds (all when empty).
-EvalResult evaluate(Plan& plan, const Dataset& ds, const std::vector<int64_t>& indices,
-                    int64_t batch, Loss& loss);
-// The same on a device plan, over a dataset already resident there (handle
-// from DevicePlan::add_dataset); logits come back to the host for metrics.
-EvalResult evaluate_device(DevicePlan& plan, int dataset, const Dataset& ds,
-                           const Shape& output_shape, const std::vector<int64_t>& indices,
-                           int64_t batch, Loss& loss);
 
 class Trainer {
  public:

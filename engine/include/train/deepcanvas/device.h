@@ -4,13 +4,14 @@
 // plugin (libdeepcanvas-cuda.so) is opened with dlopen on first use, so the
 // same binary runs on machines with no NVIDIA driver.
 #include <deepcanvas/backend.h>
+#include <deepcanvas/device_spec.h>
 
 #include <string>
 #include <vector>
 
 namespace dc {
 
-// DeviceSpec and parse_device() are in train_config.h.
+// DeviceSpec, parse_device() and cuda_plugin_candidates() are device_spec.h's (core).
 
 // The loaded CUDA backend, or null with the reason in *why_not ("no NVIDIA
 // driver (libcuda.so.1 not found)", "the CUDA plugin was not found (looked
@@ -28,9 +29,5 @@ DeviceBackend* require_device(const DeviceSpec& spec);
 // plugin is missing or the machine lacks a driver or a GPU. A run-time fact:
 // the plugin is a separate package, so the build alone does not decide it.
 std::string cuda_status();
-
-// Where the loader looks for the plugin, in order (for messages and docs):
-// $DC_CUDA_PLUGIN, next to the executable, ../lib, ../lib/deepcanvas.
-std::vector<std::string> cuda_plugin_candidates();
 
 }  // namespace dc

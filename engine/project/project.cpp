@@ -3,7 +3,6 @@
 #include <deepcanvas/io.h>
 #include <deepcanvas/json_number.h>
 #include <deepcanvas/layer.h>
-#include <deepcanvas/loss.h>
 #include <deepcanvas/project.h>
 #include <deepcanvas/settings.h>
 

@@ -1,7 +1,7 @@
 #pragma once
 // Losses over the network's output [N, C]. Each returns the mean loss over
 // the batch and WRITES (not accumulates) d(mean loss)/d(output) into dout.
-#include <deepcanvas/enum_names.h>
+#include <deepcanvas/loss_type.h>
 #include <deepcanvas/tensor.h>
 
 #include <cstdint>
@@ -27,16 +27,6 @@ class Loss {
   virtual const char* name() const = 0;
   // Whether predictions are class scores (accuracy makes sense).
   virtual bool classification() const { return true; }
-};
-
-enum class LossType { SoftmaxCrossEntropy, BinaryCrossEntropy, Mse };
-template <>
-struct EnumNames<LossType> {
-  static constexpr std::array<std::pair<LossType, const char*>, 3> table{{
-      {LossType::SoftmaxCrossEntropy, "softmax_cross_entropy"},
-      {LossType::BinaryCrossEntropy, "binary_cross_entropy"},
-      {LossType::Mse, "mse"},
-  }};
 };
 
 // Label smoothing applies to softmax cross-entropy only (as in PyTorch);
