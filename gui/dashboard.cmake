@@ -41,6 +41,7 @@ add_library(deepcanvas-dashboard STATIC
   ${DC_DASH_ROOT}/gui/training_settings_view.cpp
   ${DC_DASH_ROOT}/gui/run_history.cpp
   ${DC_DASH_ROOT}/gui/training_panel_import.cpp
+  ${DC_DASH_ROOT}/gui/run_follower.cpp
   ${DC_DASH_ROOT}/gui/training_tuning.cpp
   ${DC_DASH_ROOT}/gui/experiments_panel.h
   ${DC_DASH_ROOT}/gui/experiments_panel.cpp

@@ -185,27 +185,6 @@ SweepOptions ExperimentsPanel::resumeOptions() const {
   return form_->options(*loaded_, false);
 }
 
-QString ExperimentsPanel::stateErrorText(const std::exception& e) const {
-  // The engine names the file and what is wrong; the remedy is this tab's.
-  if (const auto* s = dynamic_cast<const SweepStateError*>(&e))
-    return tr("%1 cannot be resumed: %2. Start replaces it with a new sweep (or delete the file).")
-        .arg(QFileInfo(QString::fromStdString(s->source())).fileName(),
-             QString::fromStdString(s->problem()));
-  if (const auto* m = dynamic_cast<const SweepMismatchError*>(&e)) {
-    QStringList d;
-    for (const SweepDifference& x : m->differences()) d << sweepDifferenceText(x);
-    return mismatchText(d);
-  }
-  return QString::fromUtf8(e.what());
-}
-
-QString ExperimentsPanel::mismatchText(const QStringList& differences) const {
-  return tr("The sweep in %1 was run with other settings: %2. Set them back to resume it; Start "
-            "replaces it with a new sweep.")
-      .arg(QFileInfo(state_path_).fileName())
-      .arg(differences.join("; "));
-}
-
 QString ExperimentsPanel::resumeMismatch(const SweepOptions& o) const {
   // The engine words its differences with the CLI's flags; the app says
   // what differs in the tab's terms.
@@ -229,7 +208,7 @@ QString ExperimentsPanel::resumeMismatch(const SweepOptions& o) const {
   QStringList d;
   for (const SweepDifference& x : sweep_differences(old, space, o)) d << sweepDifferenceText(x);
   if (d.isEmpty()) return {};
-  return mismatchText(d);
+  return sweepMismatchText(state_path_, d);
 }
 
 Project ExperimentsPanel::currentProject() const {
@@ -274,7 +253,7 @@ void ExperimentsPanel::loadState() {
                    .arg(QFileInfo(state_path_).fileName()),
                false);
   } catch (const std::exception& e) {
-    setMessage(stateErrorText(e), true);
+    setMessage(sweepStateErrorText(e, state_path_), true);
   }
 }
 
@@ -349,7 +328,7 @@ bool ExperimentsPanel::launch(bool fresh) {
     sweep = std::make_unique<Sweep>(p, data, std::move(space), o, state_path_.toStdString(), fresh);
     loaded_ = o;  // the state file's options from now on
   } catch (const std::exception& e) {
-    setMessage(stateErrorText(e), true);
+    setMessage(sweepStateErrorText(e, state_path_), true);
     return false;
   }
   const SweepState st = sweep->state();

@@ -147,10 +147,6 @@ class ExperimentsPanel : public QWidget {
   void saveUiSettings() const;
   Project currentProject() const;
   SweepOptions resumeOptions() const;
-  // The engine's refusal of the state file (unreadable, another sweep) in
-  // the tab's words; any other error as the engine says it.
-  QString stateErrorText(const std::exception& e) const;
-  QString mismatchText(const QStringList& differences) const;
   QString resumeMismatch(const SweepOptions& o) const;
 
   ProjectContext* ctx_;

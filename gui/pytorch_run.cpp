@@ -2,6 +2,7 @@
 // torchrun), Stop, and the console that shows it (see pytorch_run.h).
 #include "gui/pytorch_run.h"
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QFontDatabase>
 #include <QHBoxLayout>
@@ -76,13 +77,18 @@ QStringList PyTorchRun::commandLine() const {
   QStringList args{opts_.python};
   if (opts_.processes > 1) {
     // torchrun's module run by the chosen interpreter (the torchrun on PATH
-    // may belong to another Python). --standalone picks a free port, so two
-    // runs do not collide; --redirects 2 --tee 1 keeps Debian's torch 1.13
+    // may belong to another Python). One node whose rendezvous store takes
+    // a free port (localhost:0): torch 1.13's --standalone always binds
+    // 29400, so a second run at the same time (another window, a test) joined
+    // or broke the first. --redirects 2 --tee 1 keeps Debian's torch 1.13
     // launcher from crashing on Python 3.11 when it redirects output.
     args << "-m"
          << "torch.distributed.run"
-         << "--standalone" << QStringLiteral("--nproc_per_node=%1").arg(opts_.processes)
-         << "--redirects"
+         << "--nnodes=1"
+         << "--rdzv_backend=c10d"
+         << "--rdzv_endpoint=localhost:0"
+         << QStringLiteral("--rdzv_id=deepcanvas-%1").arg(QCoreApplication::applicationPid())
+         << QStringLiteral("--nproc_per_node=%1").arg(opts_.processes) << "--redirects"
          << "2"
          << "--tee"
          << "1"

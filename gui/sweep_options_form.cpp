@@ -2,6 +2,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QLineEdit>
 #include <QRegularExpression>
@@ -118,6 +119,29 @@ QString sweepDifferenceText(const SweepDifference& d) {
 
 int SweepOptionsForm::trials() const {
   return trials_spin_->value();
+}
+
+QString sweepMismatchText(const QString& stateFile, const QStringList& differences) {
+  return SweepOptionsForm::tr(
+             "The sweep in %1 was run with other settings: %2. Set them back to resume it; "
+             "Start replaces it with a new sweep.")
+      .arg(QFileInfo(stateFile).fileName())
+      .arg(differences.join("; "));
+}
+
+QString sweepStateErrorText(const std::exception& e, const QString& stateFile) {
+  // The engine names the file and what is wrong; the remedy is the tab's.
+  if (const auto* s = dynamic_cast<const SweepStateError*>(&e))
+    return SweepOptionsForm::tr(
+               "%1 cannot be resumed: %2. Start replaces it with a new sweep (or delete the file).")
+        .arg(QFileInfo(QString::fromStdString(s->source())).fileName(),
+             QString::fromStdString(s->problem()));
+  if (const auto* m = dynamic_cast<const SweepMismatchError*>(&e)) {
+    QStringList d;
+    for (const SweepDifference& x : m->differences()) d << sweepDifferenceText(x);
+    return sweepMismatchText(stateFile, d);
+  }
+  return QString::fromUtf8(e.what());
 }
 
 }  // namespace dc::gui

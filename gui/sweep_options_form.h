@@ -6,7 +6,9 @@
 // for a resumed one.
 #include <deepcanvas/sweep.h>
 
+#include <QStringList>
 #include <QWidget>
+#include <exception>
 
 class QCheckBox;
 class QComboBox;
@@ -44,5 +46,10 @@ class SweepOptionsForm : public QWidget {
 // A way the tab's sweep differs from the state file's, in the tab's words
 // (its fields' labels, not the CLI's flags): "trials (2 there, 3 here)".
 QString sweepDifferenceText(const SweepDifference& d);
+// The sweep in `stateFile` cannot be resumed with these differences.
+QString sweepMismatchText(const QString& stateFile, const QStringList& differences);
+// The engine's refusal of the state file (unreadable, another sweep) in the
+// tab's words, with the tab's remedy; any other error as the engine says it.
+QString sweepStateErrorText(const std::exception& e, const QString& stateFile);
 
 }  // namespace dc::gui

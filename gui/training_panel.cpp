@@ -2,6 +2,7 @@
 
 #include "gui/evaluation_view.h"
 #include "gui/process_stats.h"
+#include "gui/run_follower.h"
 #include "gui/run_history.h"
 #include "gui/run_start.h"
 #include "gui/settings_form.h"
@@ -20,7 +21,6 @@
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QFileSystemWatcher>
 #include <QFormLayout>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -58,7 +58,11 @@ QString duration_text(double s) {
 }  // namespace
 
 TrainingPanel::TrainingPanel(ProjectContext* ctx, QWidget* parent)
-    : QWidget(parent), ctx_(ctx), session_(new TrainingSession(this)) {
+    : QWidget(parent),
+      ctx_(ctx),
+      session_(new TrainingSession(this)),
+      follower_(new RunFollower(this)) {
+  connect(follower_, &RunFollower::changed, this, &TrainingPanel::pollImportedRun);
   buildUi();
   loadSettings(ctx_->project().training);
   connect(ctx_, &ProjectContext::projectChanged, this,
@@ -231,10 +235,7 @@ QString TrainingPanel::statusText() const {
 
 void TrainingPanel::resetRuns() {
   session_->stopAndWait();  // callers ask first; this only makes sure
-  if (import_timer_) import_timer_->stop();
-  if (import_watch_ && !import_watch_->files().isEmpty())
-    import_watch_->removePaths(import_watch_->files());
-  import_.reset();  // another project: an opened run is not followed any more
+  follower_->stop();        // another project: an opened run is not followed any more
   import_row_ = -1;
   plots_->reset();
   diagnosis_->reset();
@@ -305,7 +306,7 @@ void TrainingPanel::startTraining() {
   eval_->clear();
   progress_->setValue(0);
   // A followed run's plots are this run's overlay from now on.
-  if (import_) stopFollowingRun(tr("no longer followed (run %1 started)").arg(run_));
+  if (follower_->active()) stopFollowingRun(tr("no longer followed (run %1 started)").arg(run_));
   plots_->startRun(run_, cfg.device.cuda ? cfg.device.index : -1);
   diagnosis_->startRun(ctx_->project().graph, cfg, ctx_->residentBytes());
   history_->addRun(

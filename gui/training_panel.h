@@ -9,7 +9,6 @@
 #include "gui/training_session.h"
 
 #include <deepcanvas/lr_find.h>
-#include <deepcanvas/run_log.h>
 
 #include <QWidget>
 #include <functional>
@@ -20,8 +19,6 @@ class QProgressBar;
 class QLabel;
 class QPlainTextEdit;
 class QTabWidget;
-class QTimer;
-class QFileSystemWatcher;
 class QTableWidget;
 class QFrame;
 class QUndoStack;
@@ -36,6 +33,7 @@ namespace dc::gui {
 class EvaluationView;
 class LrFinderDialog;
 class RunDiagnosisView;
+class RunFollower;
 class RunHistory;
 class SettingsForm;
 class TrainingPlots;
@@ -107,7 +105,7 @@ class TrainingPanel : public QWidget {
   // when the followed run is another folder (one opened since with Open Run…).
   void endFollowedRun(const QString& dir, const QString& result);
   // Whether an opened run is still being followed (no "end" line yet).
-  bool followingRun() const { return import_ != nullptr; }
+  bool followingRun() const;
   // Reads what the followed run appended (the file watcher and a timer call it).
   void pollImportedRun();
   // Tuning aids (training_tuning.cpp). Edits they make (Use, Apply) go
@@ -161,6 +159,8 @@ class TrainingPanel : public QWidget {
   void stopFollowingRun(const QString& result);
   QString beginImport(const QString& dir, bool wait);
   void readImportedRun(bool final);
+  // Plots and logs an opened run's events; true when they hold its end.
+  bool showImportedEvents(std::vector<TrainEvent>& events);
   void buildTuningUi(QVBoxLayout* column);
   void onBatchMaybeChanged();
 
@@ -179,15 +179,9 @@ class TrainingPanel : public QWidget {
   int run_ = 0;
   QString run_dir_;
   QString best_epoch_;  // "epoch 3, 85.21 % validation" of the current run
-  // The opened run being followed (null when none): its reader, folder, row
-  // and the timer and watcher that poll it.
-  std::unique_ptr<RunLogReader> import_;
-  QString import_dir_;
+  // The opened run being followed, and its row in the Runs table.
+  RunFollower* follower_;
   int import_row_ = -1;
-  size_t import_warned_ = 0;
-  bool import_waiting_ = false;  // no start line read yet (the row says so)
-  QTimer* import_timer_ = nullptr;
-  QFileSystemWatcher* import_watch_ = nullptr;
   QUndoStack* undo_ = nullptr;
   std::function<QString()> start_blocker_;
   QPushButton* lr_find_ = nullptr;

@@ -442,8 +442,11 @@ TEST(PyTorchExport, TorchrunTwoProcessesThenDeepCanvasEval) {
       &code);
   ASSERT_EQ(code, 0) << log;
   // Debian's torch 1.13 torchrun on Python 3.11 needs --redirects 2 --tee 1.
+  // A free rendezvous port rather than --standalone's fixed 29400, which the
+  // app's torchrun test may hold at the same time (ctest -j).
   log = run_command("cd " + dir +
-                        " && OMP_NUM_THREADS=1 torchrun --standalone --nproc_per_node=2 "
+                        " && OMP_NUM_THREADS=1 torchrun --nnodes=1 --rdzv_backend=c10d "
+                        "--rdzv_endpoint=localhost:0 --rdzv_id=export-test --nproc_per_node=2 "
                         "--redirects 2 --tee 1 train.py --device cpu --epochs 1 --batch 32 "
                         "--max-steps 30 --threads 1 --out " +
                         out,

@@ -245,9 +245,10 @@ TEST_F(MainWindowPyTorchRun, DialogPrefillsFromTheProjectAndRemembers) {
   ASSERT_TRUE(run.start(two, &why));
   const QString cmd = run.commandLine().join(' ');
   EXPECT_TRUE(
-      cmd.contains("-m torch.distributed.run --standalone --nproc_per_node=2 --redirects 2 "
-                   "--tee 1"))
+      cmd.contains("-m torch.distributed.run --nnodes=1 --rdzv_backend=c10d "
+                   "--rdzv_endpoint=localhost:0 --rdzv_id=deepcanvas-"))
       << cmd.toStdString();
+  EXPECT_TRUE(cmd.contains("--nproc_per_node=2 --redirects 2 --tee 1")) << cmd.toStdString();
   EXPECT_FALSE(run.start(two, &why));  // one at a time
   EXPECT_TRUE(why.contains("still going")) << why.toStdString();
   QSignalSpy failed(&run, &gui::PyTorchRun::failed);
