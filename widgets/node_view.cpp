@@ -9,6 +9,7 @@
 #include <QMimeData>
 #include <QPainter>
 #include <QScrollBar>
+#include <QTimer>
 #include <QVector>
 #include <QWheelEvent>
 #include <algorithm>
@@ -38,6 +39,7 @@ double NodeView::zoom() const {
 }
 
 void NodeView::scaleBy(double factor) {
+  fit_pending_ = false;
   double z = std::clamp(zoom() * factor, kMinZoom, kMaxZoom);
   factor = z / zoom();
   scale(factor, factor);
@@ -62,6 +64,7 @@ void NodeView::scaleAtCenter(double factor) {
 }
 
 void NodeView::resetZoom() {
+  fit_pending_ = false;
   setTransform(QTransform());
   Q_EMIT zoomChanged(1.0);
 }
@@ -81,6 +84,7 @@ void NodeView::fitAll() {
   setTransform(QTransform::fromScale(z, z));
   centerOn(r.center());
   Q_EMIT zoomChanged(zoom());
+  fit_pending_ = !isVisible();
 }
 
 double NodeView::fitZoom() const {
@@ -94,6 +98,7 @@ double NodeView::fitZoom() const {
 }
 
 void NodeView::showAt(const QRectF& focus, double zoom) {
+  fit_pending_ = false;
   const double z = std::clamp(zoom, kMinZoom, kMaxZoom);
   setTransform(QTransform::fromScale(z, z));
   QRectF net = scene()->itemsBoundingRect();
@@ -105,6 +110,15 @@ void NodeView::showAt(const QRectF& focus, double zoom) {
   centerOn(axis(focus.center().x(), net.left(), net.right(), shown.width()),
            axis(focus.center().y(), net.top(), net.bottom(), shown.height()));
   Q_EMIT zoomChanged(this->zoom());
+}
+
+void NodeView::showEvent(QShowEvent* e) {
+  QGraphicsView::showEvent(e);
+  // After the layout has given the viewport its size.
+  if (fit_pending_)
+    QTimer::singleShot(0, this, [this] {
+      if (fit_pending_ && isVisible()) fitAll();
+    });
 }
 
 void NodeView::resizeEvent(QResizeEvent* e) {

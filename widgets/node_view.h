@@ -51,11 +51,16 @@ class NodeView : public QGraphicsView {
   void dropEvent(QDropEvent* e) override;
   void drawBackground(QPainter* p, const QRectF& rect) override;
   void resizeEvent(QResizeEvent* e) override;
+  void showEvent(QShowEvent* e) override;
 
  private:
   void scaleBy(double factor);
   void scaleAtCenter(double factor);
   bool fit_on_resize_ = false;
+  // fitAll() ran while the view was hidden (a restart on another tab), with
+  // a viewport that has no real size yet: fit again when first shown, unless
+  // the zoom was set deliberately since.
+  bool fit_pending_ = false;
   bool space_ = false;
   bool panning_ = false;
   QPoint last_;

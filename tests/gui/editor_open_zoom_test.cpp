@@ -100,6 +100,35 @@ class OpenZoom : public ::testing::Test {
   std::unique_ptr<MainWindow> w;
 };
 
+// After a restart on another tab the project opens while the canvas has
+// never been shown (issue 36: the network was a speck at 5 %, fitted to the
+// hidden viewport's default size). Showing the Model tab fits it to the
+// canvas' real size.
+TEST_F(OpenZoom, ANetworkOpenedWhileTheCanvasWasNeverShownIsFittedWhenShown) {
+  auto m = std::make_unique<MainWindow>();
+  m->setErrorHandler([](const QString& e) { ADD_FAILURE() << e.toStdString(); });
+  m->resize(1280, 720);
+  m->showMode(MainWindow::Mode::Training);
+  m->show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(m.get()));
+  ASSERT_FALSE(m->view()->isVisible());
+  ASSERT_TRUE(m->openFile(sourcePath("sample_data/sample_project.dcproj")));
+  QApplication::processEvents();
+  m->showMode(MainWindow::Mode::Model);
+  QApplication::processEvents();
+  QApplication::processEvents();
+  ASSERT_TRUE(m->view()->isVisible());
+  EXPECT_NEAR(m->view()->zoom(), m->view()->fitZoom(), 1e-6);
+  EXPECT_GE(m->view()->zoom(), MainWindow::kReadableZoom);
+  const QRect canvas = m->view()->viewport()->rect();
+  for (const auto& [id, node] : m->editor()->graph().nodes()) {
+    const QRect card = m->view()
+                           ->mapFromScene(m->editor()->scene()->nodeItem(id)->sceneBoundingRect())
+                           .boundingRect();
+    EXPECT_TRUE(canvas.contains(card)) << node.name;
+  }
+}
+
 TEST_F(OpenZoom, ASmallNetworkStillOpensWhole) {
   // The sample (11 layers stored in three rows) opens whole and readable.
   ASSERT_TRUE(w->openFile(sourcePath("sample_data/sample_project.dcproj")));
