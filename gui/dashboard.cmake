@@ -31,7 +31,6 @@ dc_warnings(deepcanvas-dashboard-widgets)
 
 add_library(deepcanvas-dashboard STATIC
   ${DC_DASH_ROOT}/gui/project_context.cpp
-  ${DC_DASH_ROOT}/gui/image_folder_dataset.cpp
   ${DC_DASH_ROOT}/gui/process_stats.cpp
   ${DC_DASH_ROOT}/gui/training_session.cpp
   ${DC_DASH_ROOT}/gui/training_plots.cpp

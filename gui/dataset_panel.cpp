@@ -3,7 +3,7 @@
 // dataset_view.cpp.
 #include "gui/dataset_panel.h"
 
-#include "gui/image_folder_dataset.h"
+#include <deepcanvas/image_data.h>
 #include "widgets/image_grid.h"
 
 #include <deepcanvas/errors.h>
@@ -98,7 +98,7 @@ void DatasetPanel::buildUi() {
   kind_->addItem(tr("Image folder (one subfolder per class)"), int(Kind::ImageFolder));
   kind_->addItem(tr("CSV series"), int(Kind::Csv));
   kind_->addItem(tr("Text corpus"), int(Kind::Text));
-  if (!image_folders_supported()) {
+  if (!image_decoding_supported()) {
     kind_->setItemData(3, tr("This build has no OpenCV"), Qt::ToolTipRole);
     kind_->setItemData(3, false, Qt::UserRole - 1);  // disables the item
   }

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gui/dataset_panel.h"
-#include "gui/image_folder_dataset.h"
+#include <deepcanvas/image_data.h>
 #include "widgets/image_grid.h"
 
 namespace dc::gui {

@@ -3,7 +3,7 @@
 // chosen in inference_weights.cpp.
 #include "gui/inference_panel.h"
 
-#include "gui/image_folder_dataset.h"
+#include <deepcanvas/image_data.h>
 #include "widgets/image_grid.h"
 #include "widgets/saliency_view.h"
 #include "widgets/top_k_bars.h"

@@ -1,9 +1,8 @@
 #include "gui/project_context.h"
 
-#include "gui/image_folder_dataset.h"
-
 #include <deepcanvas/advisor/memory_model.h>
 #include <deepcanvas/errors.h>
+#include <deepcanvas/image_data.h>
 #include <deepcanvas/plan.h>
 #include <deepcanvas/preflight.h>
 #include <deepcanvas/sequence_data.h>
@@ -20,7 +19,7 @@ namespace dc::gui {
 
 QImage sample_image(const Dataset& d, int64_t index) {
   const Shape& s = d.sample_shape;
-  if (d.pixels.empty() || index < 0 || index >= d.size()) return {};
+  if ((d.pixels.empty() && !d.images) || index < 0 || index >= d.size()) return {};
   int c = 1, h = 0, w = 0;
   if (s.rank() == 3 && (s[0] == 1 || s[0] == 3)) {
     c = int(s[0]);
@@ -32,7 +31,12 @@ QImage sample_image(const Dataset& d, int64_t index) {
   } else {
     return {};
   }
-  const uint8_t* px = d.pixels.data() + index * s.numel();
+  std::vector<uint8_t> decoded;
+  if (d.images) {
+    decoded.resize(size_t(s.numel()));
+    d.images->sample(index, 0, decoded.data());
+  }
+  const uint8_t* px = d.images ? decoded.data() : d.pixels.data() + index * s.numel();
   QImage img(w, h, c == 1 ? QImage::Format_Grayscale8 : QImage::Format_RGB888);
   for (int y = 0; y < h; ++y) {
     uchar* line = img.scanLine(y);
@@ -161,24 +165,20 @@ LoadedDataset ProjectContext::readDataset(const Project& project, const DatasetS
       break;
     case DatasetSource::Kind::ImageFolder: {
       dir = source.path.toStdString();
-      Shape in;
-      try {
-        in = Plan(project.graph, 1).input_shape();
-      } catch (const Error& e) {
-        throw GraphError(std::string("the network must be valid to read images at its input "
-                                     "size: ") +
-                         e.what());
-      }
-      ImageFolderReport rep;
-      tt = load_image_folder(dir, in, source.test_fraction, project.training.seed, &rep);
-      if (!rep.skipped.empty()) {
+      DatasetSpec spec = project.dataset;
+      spec.kind = "image_folder";
+      spec.test_fraction = source.test_fraction;
+      ImageDataReport rep;
+      tt = load_image_spec(project, spec, dir, &rep);
+      const auto& skipped = rep.list.skipped;
+      if (!skipped.empty()) {
         QStringList names;
-        for (size_t i = 0; i < rep.skipped.size() && i < 5; ++i)
-          names << QString::fromStdString(rep.skipped[i]);
-        warnings << tr("%1 file(s) are not images and were skipped: %2%3")
-                        .arg(rep.skipped.size())
+        for (size_t i = 0; i < skipped.size() && i < 5; ++i)
+          names << QString::fromStdString(skipped[i].path + " (" + skipped[i].why + ")");
+        warnings << tr("%1 file(s) were skipped: %2%3")
+                        .arg(skipped.size())
                         .arg(names.join(", "))
-                        .arg(rep.skipped.size() > 5 ? tr(", …") : QString());
+                        .arg(skipped.size() > 5 ? tr(", …") : QString());
       }
       desc = tr("image folder: %1").arg(source.path);
       break;
@@ -188,7 +188,8 @@ LoadedDataset ProjectContext::readDataset(const Project& project, const DatasetS
   // RGB and its base's normalisation) applies to whatever images feed it;
   // the project's own dataset got it when loaded.
   const ImagePreprocess& pre = project.dataset.preprocess;
-  if (pre.active() && source.kind != DatasetSource::Kind::Project && !tt.train.pixels.empty() &&
+  if (pre.active() && source.kind != DatasetSource::Kind::Project &&
+      source.kind != DatasetSource::Kind::ImageFolder && !tt.train.pixels.empty() &&
       tt.train.sample_shape.rank() == 3) {
     preprocess_images(tt.train, pre);
     if (tt.test.size() > 0) preprocess_images(tt.test, pre);

@@ -2,6 +2,7 @@
 // the IDX folder layout.
 #include <deepcanvas/data.h>
 #include <deepcanvas/errors.h>
+#include <deepcanvas/image_data.h>
 #include <deepcanvas/rng.h>
 
 #include <algorithm>
@@ -15,9 +16,10 @@ void Dataset::gather(const int64_t* idx, int64_t n, float* x, int32_t* out_label
   const int64_t per = sample_shape.numel();
   const int64_t count = size();
   const bool u8 = !pixels.empty() || values.empty();
-  const int64_t stored =
-      u8 ? static_cast<int64_t>(pixels.size()) : static_cast<int64_t>(values.size());
-  if (stored != count * per)
+  const int64_t stored = images ? count * per
+                         : u8   ? static_cast<int64_t>(pixels.size())
+                                : static_cast<int64_t>(values.size());
+  if (stored != count * per || (images && images->size() != count))
     throw DataError(source + ": the dataset holds " + std::to_string(stored) + " values for " +
                     std::to_string(count) + " samples of " + sample_shape.str() +
                     "; it was not loaded correctly");
@@ -28,6 +30,7 @@ void Dataset::gather(const int64_t* idx, int64_t n, float* x, int32_t* out_label
   const bool per_channel = u8 && np.channels > 0;
   const int64_t tables = per_channel ? np.channels : 1, plane = per_channel ? np.plane : per;
   std::vector<float> luts;
+  std::vector<uint8_t> decoded;
   if (u8) {
     luts.resize(size_t(256 * tables));
     for (int64_t k = 0; k < tables; ++k)
@@ -44,6 +47,11 @@ void Dataset::gather(const int64_t* idx, int64_t n, float* x, int32_t* out_label
       // Plane by plane, each with its table (one plane of the whole sample
       // and one table without per-channel statistics).
       const uint8_t* src = pixels.data() + s * per;
+      if (images) {
+        decoded.resize(size_t(per));
+        images->sample(s, 0, decoded.data());
+        src = decoded.data();
+      }
       for (int64_t t = 0; t < tables; ++t) {
         const float* lut = luts.data() + t * 256;
         for (int64_t k = t * plane; k < (t + 1) * plane; ++k) dst[k] = lut[src[k]];
@@ -64,7 +72,7 @@ norm::Params normalisation(const Dataset& d) {
   p.inv_std = 1.0f / (d.stddev > 0 ? d.stddev : 1.0f);
   // Per-channel statistics apply to byte images; float data keeps the
   // shared mean and std.
-  if (d.channel_mean.empty() || d.pixels.empty()) return p;
+  if (d.channel_mean.empty() || (d.pixels.empty() && !d.images)) return p;
   const int64_t c = int64_t(d.channel_mean.size());
   if (d.sample_shape.rank() != 3 || d.sample_shape[0] != c ||
       d.channel_std.size() != d.channel_mean.size())
@@ -89,11 +97,22 @@ void compute_normalization(Dataset& d) {
     return;
   }
   double mean = 0, var = 0;
-  if (!d.pixels.empty()) {
+  if (!d.pixels.empty() || d.images) {
     // A histogram makes this exact and independent of summation order.
     std::vector<uint64_t> hist(256, 0);
+    double count = static_cast<double>(d.pixels.size());
     for (uint8_t p : d.pixels) ++hist[p];
-    const double count = static_cast<double>(d.pixels.size());
+    if (d.images) {
+      // Evenly spaced samples stand for a folder too large to decode twice.
+      const int64_t n = d.size(), take = std::min<int64_t>(n, 1000), per = d.sample_shape.numel();
+      std::vector<uint8_t> buf(static_cast<size_t>(per));
+      for (int64_t k = 0; k < take; ++k) {
+        d.images->sample(k * n / take, 0, buf.data());
+        for (uint8_t p : buf) ++hist[p];
+      }
+      count = static_cast<double>(take * per);
+    }
+    if (count == 0) count = 1;
     for (int v = 0; v < 256; ++v) mean += static_cast<double>(hist[v]) * (v / 255.0);
     mean /= count;
     for (int v = 0; v < 256; ++v) {

@@ -321,6 +321,15 @@ std::string project_to_json(const Project& p) {
     d["test_fraction"] = p.dataset.test_fraction;
     if (p.dataset.kind == "text") d["stride"] = p.dataset.stride;
     if (p.dataset.kind == "csv_sequence") d["target"] = p.dataset.target;
+    if (p.dataset.is_images()) {
+      d.erase("window");
+      d["split_seed"] = p.dataset.split_seed;
+      d["crop_fraction"] = p.dataset.crop_fraction;
+      d["loading"] = p.dataset.loading;
+      d["memory_budget_mb"] = p.dataset.memory_budget_mb;
+      d["cache"] = p.dataset.cache;
+      d["bad_images"] = p.dataset.bad_images_are_errors ? "error" : "skip";
+    }
   }
   if (p.dataset.preprocess.active())
     j["dataset"]["preprocess"] = preprocess_json(p.dataset.preprocess);
@@ -354,8 +363,10 @@ Project parse_project_json(const std::string& text, const std::string& src) {
   p.graph = graph_from(j["graph"], src);
   if (j.contains("dataset")) {
     const json& d = j["dataset"];
-    only_keys(d, {"kind", "path", "window", "stride", "target", "test_fraction", "preprocess"}, src,
-              "dataset");
+    only_keys(d,
+              {"kind", "path", "window", "stride", "target", "test_fraction", "preprocess",
+               "split_seed", "crop_fraction", "loading", "memory_budget_mb", "cache", "bad_images"},
+              src, "dataset");
     if (d.contains("preprocess")) p.dataset.preprocess = read_preprocess(d["preprocess"], src);
     field(d, "kind", p.dataset.kind, src, "dataset");
     field(d, "path", p.dataset.path, src, "dataset");
@@ -363,9 +374,28 @@ Project parse_project_json(const std::string& text, const std::string& src) {
     field(d, "stride", p.dataset.stride, src, "dataset");
     field(d, "target", p.dataset.target, src, "dataset");
     field(d, "test_fraction", p.dataset.test_fraction, src, "dataset");
-    if (p.dataset.kind != "idx" && p.dataset.kind != "text" && p.dataset.kind != "csv_sequence")
+    field(d, "split_seed", p.dataset.split_seed, src, "dataset");
+    field(d, "crop_fraction", p.dataset.crop_fraction, src, "dataset");
+    field(d, "loading", p.dataset.loading, src, "dataset");
+    field(d, "memory_budget_mb", p.dataset.memory_budget_mb, src, "dataset");
+    field(d, "cache", p.dataset.cache, src, "dataset");
+    std::string bad = "skip";
+    field(d, "bad_images", bad, src, "dataset");
+    if (bad != "skip" && bad != "error")
+      fail(src, "dataset.bad_images", "'" + bad + "' is neither \"skip\" nor \"error\"");
+    p.dataset.bad_images_are_errors = bad == "error";
+    if (p.dataset.kind != "idx" && p.dataset.kind != "text" && p.dataset.kind != "csv_sequence" &&
+        !p.dataset.is_images())
       fail(src, "dataset.kind",
-           "'" + p.dataset.kind + "' is not supported (use \"idx\", \"text\" or \"csv_sequence\")");
+           "'" + p.dataset.kind +
+               "' is not supported (use \"idx\", \"text\", \"csv_sequence\", \"image_folder\" "
+               "or \"image_csv\")");
+    if (!(p.dataset.crop_fraction > 0 && p.dataset.crop_fraction <= 1))
+      fail(src, "dataset.crop_fraction", "must be in (0, 1]");
+    if (p.dataset.loading != "auto" && p.dataset.loading != "memory" &&
+        p.dataset.loading != "stream")
+      fail(src, "dataset.loading", "must be \"auto\", \"memory\" or \"stream\"");
+    if (p.dataset.memory_budget_mb < 0) fail(src, "dataset.memory_budget_mb", "must be at least 0");
     if (p.dataset.window < 1) fail(src, "dataset.window", "must be at least 1");
     if (p.dataset.stride < 1) fail(src, "dataset.stride", "must be at least 1");
     if (!(p.dataset.test_fraction >= 0 && p.dataset.test_fraction < 1))

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -16,6 +17,8 @@
 #include <vector>
 
 namespace dc {
+
+class ImageSamples;  // image_data.h
 
 struct Dataset {
   Shape sample_shape;                    // per sample, e.g. {1,28,28}
@@ -34,6 +37,14 @@ struct Dataset {
   std::string source;  // file or folder it came from (for messages)
   // values are token ids (text): never normalised, so they stay exact.
   bool tokens = false;
+  // Image files decoded on demand (image folders and CSV lists): pixels and
+  // values are then empty, labels hold one label per sample, and gather()
+  // takes each sample's u8 bytes from here.
+  std::shared_ptr<const ImageSamples> images;
+  // Indices of a validation split the data itself defines (an image
+  // folder's val/): when not empty, training validates on these instead of
+  // splitting off training.val_split.
+  std::vector<int64_t> validation;
 
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
   // Writes n samples (normalised float, [n, ...sample_shape] contiguous) and

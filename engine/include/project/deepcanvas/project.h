@@ -5,6 +5,7 @@
 // names the file and field on error; saving is atomic.
 #include <deepcanvas/data.h>
 #include <deepcanvas/graph.h>
+#include <deepcanvas/image_data.h>
 #include <deepcanvas/train_config.h>
 
 #include <string>
@@ -30,6 +31,16 @@ struct DatasetSpec {
   // Images: resize / grey->RGB / per-channel normalisation before training
   // and inference ("preprocess" in the file; see ImagePreprocess).
   ImagePreprocess preprocess;
+  // kind "image_folder" (one subfolder per class, path is the folder) and
+  // "image_csv" (path is a CSV of path,label); image_data.h says how they
+  // are read. test_fraction above applies when there is no test/ folder.
+  int64_t split_seed = 1;        // the seeded per-class test split (>= 0)
+  double crop_fraction = 0.875;  // evaluation's resize and centre crop
+  std::string loading = "auto";  // "auto", "memory" or "stream"
+  int64_t memory_budget_mb = 0;  // pictures held in memory; 0 = a quarter of the free memory
+  std::string cache;             // streamed pictures: "" = ~/.cache/DeepCanvas, "none", a folder
+  bool bad_images_are_errors = false;  // else bad images are skipped and counted
+  bool is_images() const { return kind == "image_folder" || kind == "image_csv"; }
 };
 
 struct Project {
@@ -68,8 +79,15 @@ std::string dataset_location_note(const Project& p);
 struct ProjectData {
   TrainTest data;
   std::string dir;
-  std::string note;  // dataset_location_note(p) when the project's own path was used
+  std::string note;        // dataset_location_note(p) when the project's own path was used
+  ImageDataReport images;  // image kinds: classes, skipped files, memory or streaming
 };
+// How an image dataset of spec s is loaded (image_data.h).
+ImageLoadOptions image_load_options(const DatasetSpec& s);
+// An image folder or CSV list at `path` (resolved) as the spec and the
+// project's Input and augmentation settings say.
+TrainTest load_image_spec(const Project& p, const DatasetSpec& s, const std::string& path,
+                          ImageDataReport* report = nullptr);
 ProjectData load_project_dataset(const Project& p, const std::string& override_path = "");
 
 // A file a project names (training.init_weights): relative to the project

@@ -19,6 +19,14 @@ struct AugmentConfig {
   double rotate = 0;      // degrees: uniform in [-rotate, rotate], bilinear; [0, 180]
   double translate = 0;   // fraction of width/height: whole-pixel shift up to it; [0, 0.5]
   double brightness = 0;  // intensity factor uniform in [1 - b, 1 + b], capped at white; [0, 1]
+  // Image folders only, from the whole decoded picture before it becomes a
+  // sample (image_data.h's ImageTransform): torchvision's
+  // RandomResizedCrop(scale (0.08, 1), ratio (3/4, 4/3)) and
+  // ColorJitter(j, j, j) factors in [1 - j, 1 + j]; [0, 1].
+  bool resized_crop = false;
+  double color_jitter = 0;
+  // The batch augmentation above (not resized_crop and color_jitter, which
+  // act on pictures).
   bool enabled() const {
     return flip || vflip || crop_padding > 0 || rotate > 0 || translate > 0 || brightness > 0;
   }
