@@ -425,8 +425,37 @@ Project load_project(const std::string& path) {
   return p;
 }
 
+void rebase_project_paths(Project& p, const std::string& new_file) {
+  if (p.file.empty() || new_file.empty()) return;
+  std::error_code ec;
+  const fs::path from = fs::absolute(fs::path(p.file), ec).parent_path().lexically_normal();
+  const fs::path to = fs::absolute(fs::path(new_file), ec).parent_path().lexically_normal();
+  if (ec || from == to) return;
+  auto rebase = [&](std::string& s) {
+    // Names that are not paths (Debian's package, bundled samples) and
+    // absolute paths mean the same from anywhere.
+    if (s.empty() || s == "fashion-mnist" || s.rfind("sample:", 0) == 0) return;
+    const fs::path f(s);
+    if (f.is_absolute()) return;
+    const fs::path target = (from / f).lexically_normal();
+    const fs::path rel = target.lexically_relative(to);
+    // Still beside or below the project: relative, so the pair can move
+    // together; elsewhere an absolute path, which survives the next move.
+    s = !rel.empty() && *rel.begin() != ".." ? rel.generic_string() : target.generic_string();
+  };
+  rebase(p.dataset.path);
+  rebase(p.training.init_weights);
+}
+
 void save_project(Project& p, const std::string& path) {
-  write_file_atomic(path, project_to_json(p));
+  // Paths relative to the old folder must still lead to the same files
+  // from the new one (Save As of the read-only installed sample); the
+  // project is changed only once the file is written.
+  Project saved = p;
+  rebase_project_paths(saved, path);
+  write_file_atomic(path, project_to_json(saved));
+  p.dataset.path = saved.dataset.path;
+  p.training.init_weights = saved.training.init_weights;
   p.file = path;
 }
 

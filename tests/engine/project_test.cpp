@@ -3,6 +3,7 @@
 #include <deepcanvas/plan.h>
 #include <deepcanvas/project.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -96,6 +97,48 @@ TEST(Project, SaveIsAtomicAndReloads) {
   for (auto& f : fs::directory_iterator(dir))
     EXPECT_EQ(f.path().filename(), "p.dcproj") << "temp file left behind";
   fs::remove_all(dir);
+}
+
+// Issue 36 item 2: Save As into another folder (the installed sample lives
+// in read-only /usr/share) keeps the dataset and init weights reachable.
+TEST(Project, SaveAsIntoAnotherFolderRebasesRelativePaths) {
+  const fs::path root = fs::temp_directory_path() / ("dc_rebase_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "share" / "data");
+  fs::create_directories(root / "home" / "work");
+  Project p = load_project(templates() + "two_conv_cnn.dcproj");
+  p.dataset.path = "data";
+  p.training.init_weights = "weights/base.safetensors";
+  p.file = (root / "share" / "sample.dcproj").string();
+
+  // Elsewhere: absolute, so the saved project still finds the folder.
+  save_project(p, (root / "home" / "work" / "mine.dcproj").string());
+  Project back = load_project((root / "home" / "work" / "mine.dcproj").string());
+  EXPECT_EQ(back.dataset.path, (root / "share" / "data").generic_string());
+  EXPECT_EQ(back.training.init_weights,
+            (root / "share" / "weights" / "base.safetensors").generic_string());
+  EXPECT_EQ(resolve_dataset_dir(back), (root / "share" / "data").string());
+  EXPECT_EQ(p.dataset.path, back.dataset.path);  // the open project follows the file
+
+  // Into a folder below the data's: relative again.
+  fs::create_directories(root / "share" / "sub");
+  save_project(back, (root / "share" / "sub" / "x.dcproj").string());
+  EXPECT_EQ(load_project((root / "share" / "sub" / "x.dcproj").string()).dataset.path,
+            (root / "share" / "data").generic_string());
+  back.dataset.path = "../data";
+  back.file = (root / "share" / "sub" / "x.dcproj").string();
+  save_project(back, (root / "share" / "y.dcproj").string());
+  EXPECT_EQ(load_project((root / "share" / "y.dcproj").string()).dataset.path, "data");
+
+  // Names that are not paths stay as they are; the same folder changes nothing.
+  back.dataset.path = "sample:fashion-mnist-subset";
+  save_project(back, (root / "home" / "z.dcproj").string());
+  EXPECT_EQ(load_project((root / "home" / "z.dcproj").string()).dataset.path,
+            "sample:fashion-mnist-subset");
+  back.dataset.path = "rel";
+  save_project(back, (root / "home" / "z2.dcproj").string());
+  EXPECT_EQ(back.dataset.path, "rel");
+  fs::remove_all(root);
 }
 
 TEST(Project, MalformedAndTruncatedFiles) {

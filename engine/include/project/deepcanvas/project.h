@@ -54,7 +54,14 @@ struct Project {
 Project parse_project(const std::string& json_text, const std::string& source);
 Project load_project(const std::string& path);
 std::string project_to_json(const Project& p);
+// Writes p to path atomically and makes path its file. Saving into another
+// folder first rebases (rebase_project_paths) the paths relative to the
+// old one.
 void save_project(Project& p, const std::string& path);
+// Rewrites the dataset path and training.init_weights, when relative to
+// p.file's folder, so they name the same files from new_file's folder:
+// relative when the file stays at or below it, else absolute.
+void rebase_project_paths(Project& p, const std::string& new_file);
 
 // Graph alone, for the clipboard and undo snapshots.
 std::string graph_to_json(const Graph& g);
