@@ -367,7 +367,7 @@ def list_image_folder(root, fraction, seed, check=True):
     for name in names:
         files = image_files_of(os.path.join(base, name), root, lst, check)
         if not files:
-            print(f"train.py: class folder '{name}' holds no usable image; left out", file=sys.stderr)
+            print(f"train.py: class folder '{name}' holds no usable image; left out", flush=True)
             continue
         label = len(lst.class_names)
         lst.class_names.append(name)
@@ -519,7 +519,7 @@ class ImageFiles(torch.utils.data.Dataset):
             if CONFIG["dataset"].get("bad_images_are_errors"):
                 # Not SystemExit: the DataLoader passes exceptions on to the main process.
                 raise RuntimeError(f"{path}: {e} (bad images are errors in this project)")
-            print(f"train.py: skipped bad image {path}: {e}", file=sys.stderr, flush=True)
+            print(f"train.py: skipped bad image {path}: {e}", flush=True)
             return torch.zeros(self.shape), label, False
 
 
@@ -583,15 +583,16 @@ def image_normalization(data, workers):
     return np.float32(mean), np.float32(sd) if sd > 1e-6 else np.float32(1.0)
 
 
-def load_image_dataset(path):
-    """(train with val appended, test, val indices or None, the list)."""
+def load_image_dataset(path, verbose=True):
+    """(train with val appended, test, val indices or None, the list).
+    Messages go to stdout: torchrun --redirects 2 keeps only stdout on the console."""
     d = CONFIG["dataset"]
     if len(INPUT_SHAPE) != 3 or INPUT_SHAPE[0] not in (1, 3):
         raise SystemExit(f"the network's Input is {INPUT_SHAPE}, not an image (C×H×W with C = 1 or 3)")
     lister = list_image_csv if d["kind"] == "image_csv" else list_image_folder
     lst = lister(path, d["test_fraction"], d.get("split_seed", 1))
-    for rel, why, _ in lst.skipped:
-        print(f"train.py: skipped {rel}: {why}", file=sys.stderr)
+    for rel, why, _ in lst.skipped if verbose else []:
+        print(f"train.py: skipped {rel}: {why}", flush=True)
     train = ImageData(lst.train + lst.val, lst.class_names, INPUT_SHAPE)
     test = ImageData(lst.test, lst.class_names, INPUT_SHAPE)
     val_idx = list(range(len(lst.train), len(lst.train) + len(lst.val))) if lst.val else None
@@ -778,7 +779,7 @@ def main():
     if images:
         from PIL import Image
         Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
-        train, test, val_idx, image_list = load_image_dataset(data_path)
+        train, test, val_idx, image_list = load_image_dataset(data_path, verbose=rank == 0)
         if val_idx is None:
             train_idx, val_idx = split_indices(len(train), t["val_split"], args.seed)
         else:  # a val/ folder (or CSV rows) replaces the random validation split
