@@ -631,13 +631,17 @@ const std::vector<std::string>& payloads() {
 }
 
 struct InjectionCase {
-  std::string dir, name, data, target, file;
+  std::string dir, name, data, target, file, cache;
   std::vector<std::string> layers;
 };
 
-// The sample project with every string field set from s, exported into dir.
-InjectionCase export_with_strings(const std::string& s, const fs::path& dir) {
+// The sample project with every string field set from s, exported into dir;
+// kind "image_csv" adds the image dataset's fields (issue 31) and names a
+// CSV file, whose name the README repeats.
+InjectionCase export_with_strings(const std::string& s, const fs::path& dir,
+                                  const std::string& kind = "idx") {
   Project p = load_project(std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj");
+  p.dataset.kind = kind;
   InjectionCase c;
   c.dir = dir.string();
   c.name = p.name = s;
@@ -647,6 +651,13 @@ InjectionCase export_with_strings(const std::string& s, const fs::path& dir) {
   for (char ch : s) path_safe += ch == '\0' ? '0' : ch == '/' ? '_' : ch;
   c.data = p.dataset.path = "/nonexistent/" + path_safe;
   c.target = p.dataset.target = s;
+  if (kind == "image_csv") {
+    c.cache = p.dataset.cache = s;
+    p.dataset.loading = s;
+    p.dataset.split_seed = 7;
+    p.dataset.preprocess.mean = {0.5f};
+    p.dataset.preprocess.std = {0.25f};
+  }
   c.file = path_safe + ".dcproj";
   p.file = "/projects/" + c.file;
   std::vector<NodeId> ids;
@@ -664,8 +675,10 @@ InjectionCase export_with_strings(const std::string& s, const fs::path& dir) {
 }
 
 json case_json(const InjectionCase& c) {
-  return {{"dir", c.dir},   {"name", c.name},     {"layers", c.layers},
-          {"data", c.data}, {"target", c.target}, {"file", c.file}};
+  json j = {{"dir", c.dir},   {"name", c.name},     {"layers", c.layers},
+            {"data", c.data}, {"target", c.target}, {"file", c.file}};
+  if (!c.cache.empty()) j["cache"] = c.cache;
+  return j;
 }
 
 TEST(PyTorchExport, StringsFromTheProjectCannotAddCodeToAnyFile) {
@@ -707,6 +720,37 @@ TEST(PyTorchExport, StringsFromTheProjectCannotAddCodeToAnyFile) {
   EXPECT_NE(out.find("case9/README.md"), std::string::npos) << out;
   EXPECT_NE(out.find("case9/train.py: its statements differ"), std::string::npos) << out;
   EXPECT_NE(out.find("ran something"), std::string::npos) << out;
+}
+
+// The same payloads in an image CSV project: its extra CONFIG fields and
+// the README's words about the CSV's name go through the escapes too.
+TEST(PyTorchExport, StringsFromAnImageProjectCannotAddCodeToAnyFile) {
+  if (auto why = python_missing("yaml"); !why.empty()) GTEST_SKIP() << why;
+  TempDir tmp;
+  json spec;
+  spec["baseline"] =
+      case_json(export_with_strings("plain name", tmp.path / "baseline", "image_csv"));
+  spec["cases"] = json::array();
+  int k = 1;
+  for (const std::string& s : payloads()) {
+    SCOPED_TRACE(k);
+    spec["cases"].push_back(
+        case_json(export_with_strings(s, tmp.path / ("case" + std::to_string(k)), "image_csv")));
+    ++k;
+  }
+  write_file_atomic((tmp.path / "cases.json").string(), spec.dump());
+  int code = 0;
+  const std::string checker = std::string(DC_SOURCE_DIR) + "/tests/export/injection_check.py";
+  std::string out = run_command(
+      "cd " + tmp.path.string() + " && " + kPython + " " + checker + " cases.json 2>&1", &code);
+  EXPECT_EQ(code, 0) << out;
+  for (const auto& e : fs::recursive_directory_iterator(tmp.path))
+    EXPECT_EQ(e.path().filename().string().find("PWNED"), std::string::npos) << e.path();
+  // The CSV's name is in the README, shown as code, not as Markdown.
+  const std::string readme = read_file((tmp.path / "case12" / "README.md").string());
+  EXPECT_NE(readme.find(escape::md_code(
+                fs::path(spec["cases"][11]["data"].get<std::string>()).filename().string())),
+            std::string::npos);
 }
 
 TEST(PyTorchExport, ABaseImageThatIsNotOneWordIsRefused) {

@@ -553,27 +553,31 @@ def image_loader(data, idx, batch, training, workers, sampler=None, seed=0):
                                        persistent_workers=False, pin_memory=False)
 
 
+class PixelHistograms(torch.utils.data.Dataset):
+    """The byte histogram of the evaluation pictures of `take` evenly spaced
+    samples (a bad one counts as black, as DeepCanvas's does)."""
+
+    def __init__(self, data, take):
+        self.files, self.n, self.take = ImageFiles(data.items, data.shape, False), len(data), take
+
+    def __len__(self):
+        return self.take
+
+    def __getitem__(self, k):
+        try:
+            px = self.files.picture(k * self.n // self.take)
+        except BadImage:
+            px = np.zeros(self.files.shape, dtype=np.uint8)
+        return torch.from_numpy(np.bincount(px.reshape(-1), minlength=256).astype(np.float64))
+
+
 def image_normalization(data, workers):
     """DeepCanvas's compute_normalization() for image folders: the
     histogram of the evaluation pictures of at most 1000 evenly spaced
     training samples, as pixel / 255."""
-    n = len(data)
-    take = min(n, 1000)
-    files = ImageFiles(data.items, data.shape, False)
     hist = np.zeros(256, dtype=np.float64)
-
-    class Hist(torch.utils.data.Dataset):
-        def __len__(self):
-            return take
-
-        def __getitem__(self, k):
-            try:
-                px = files.picture(k * n // take)
-            except BadImage:
-                px = np.zeros((data.shape[1], data.shape[2], data.shape[0]), dtype=np.uint8)
-            return torch.from_numpy(np.bincount(px.reshape(-1), minlength=256).astype(np.float64))
-
-    for h in torch.utils.data.DataLoader(Hist(), batch_size=16, num_workers=workers):
+    hists = PixelHistograms(data, min(len(data), 1000))
+    for h in torch.utils.data.DataLoader(hists, batch_size=16, num_workers=workers):
         hist += h.sum(0).numpy()
     count = max(1.0, hist.sum())
     v = np.arange(256) / 255.0
