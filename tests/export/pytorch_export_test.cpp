@@ -900,6 +900,11 @@ TEST(PyTorchExport, ImageFolderTrainsUnderTorchrunWithTheEnginesSplit) {
   ASSERT_EQ(engine.class_names.size(), 2u);
   ASSERT_EQ(engine.train.size() + engine.test.size(), 24u);
   expect_same_split(out / "split.json", engine, data);
+  // Not a comparison any split passes: another seed gives other test files.
+  ImageListOptions other = o;
+  other.split_seed = 4;
+  EXPECT_NE(json::parse(read_file((out / "split.json").string()))["test"],
+            json(relative(list_image_folder(data.string(), other).test, data)));
 
   const json start = record_of(out / "metrics.jsonl", "start");
   const json end = record_of(out / "metrics.jsonl", "end");
