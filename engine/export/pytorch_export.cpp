@@ -34,9 +34,22 @@ json recipe_json(const Project& p, const std::vector<PlanStep>& steps,
   if (!p.training.augment.enabled()) r["augment"] = nullptr;
   r["name"] = p.name;
   r["outputs"] = steps.back().out_shape.numel();
-  r["dataset"] = {{"kind", p.dataset.kind},     {"path", data_path},
-                  {"window", p.dataset.window}, {"stride", p.dataset.stride},
-                  {"target", p.dataset.target}, {"test_fraction", p.dataset.test_fraction}};
+  const DatasetSpec& d = p.dataset;
+  r["dataset"] = {{"kind", d.kind},     {"path", data_path},  {"window", d.window},
+                  {"stride", d.stride}, {"target", d.target}, {"test_fraction", d.test_fraction}};
+  if (d.is_images()) {
+    // What train.py needs to list, split and transform the pictures as
+    // list_image_folder()/list_image_csv() and ImageTransform do; loading,
+    // cache and memory budget are the engine's own (the DataLoader streams).
+    r["dataset"]["split_seed"] = d.split_seed;
+    r["dataset"]["crop_fraction"] = d.crop_fraction;
+    r["dataset"]["bad_images_are_errors"] = d.bad_images_are_errors;
+    r["dataset"]["loading"] = d.loading;
+    r["dataset"]["cache"] = d.cache;
+    r["dataset"]["preprocess"] = {{"mean", d.preprocess.mean}, {"std", d.preprocess.std}};
+    r["image_augment"] = {{"resized_crop", p.training.augment.resized_crop},
+                          {"color_jitter", p.training.augment.color_jitter}};
+  }
   return r;
 }
 
@@ -52,16 +65,21 @@ std::string slug(const std::string& s) {
   return out.empty() ? "deepcanvas-model" : out.substr(0, 40);
 }
 
+std::string dataset_words(const Project& p) {
+  return p.dataset.kind == "idx"            ? "IDX images"
+         : p.dataset.kind == "text"         ? "a character-level text corpus"
+         : p.dataset.kind == "csv_sequence" ? "CSV sequences"
+         : p.dataset.kind == "image_folder" ? "an image folder (one subfolder per class)"
+         : p.dataset.kind == "image_csv"    ? "images listed in a CSV file (path,label)"
+                                            : p.dataset.kind;
+}
+
 std::string recipe_words(const Project& p) {
   const TrainConfig& t = p.training;
-  std::string d = p.dataset.kind == "idx"            ? "IDX images"
-                  : p.dataset.kind == "text"         ? "a character-level text corpus"
-                  : p.dataset.kind == "csv_sequence" ? "CSV sequences"
-                                                     : p.dataset.kind;
-  return d + ", " + enum_name(t.loss) + ", " + enum_name(t.optimizer.type) + " (lr " +
-         json(t.optimizer.lr).dump() + ", " + enum_name(t.schedule.type) + " schedule), " +
-         std::to_string(t.epochs) + " epochs of batch " + std::to_string(t.batch) + ", seed " +
-         std::to_string(t.seed) + ", " + enum_name(t.precision);
+  return dataset_words(p) + ", " + enum_name(t.loss) + ", " + enum_name(t.optimizer.type) +
+         " (lr " + json(t.optimizer.lr).dump() + ", " + enum_name(t.schedule.type) +
+         " schedule), " + std::to_string(t.epochs) + " epochs of batch " + std::to_string(t.batch) +
+         ", seed " + std::to_string(t.seed) + ", " + enum_name(t.precision);
 }
 
 }  // namespace
@@ -100,6 +118,8 @@ std::map<std::string, std::string> project_files(const Project& p,
                             std::to_string(p.training.seed) + ")"
                       : "the weights of " + o.weights_source},
       {"DATA", data},
+      {"DATA_FILE", fs::path(data).filename().string()},
+      {"DATA_KIND", dataset_words(p)},
       {"LR", json(p.training.optimizer.lr).dump()},
       {"JOB_NAME", job},
       {"IMAGE_NAME", job + ":latest"},

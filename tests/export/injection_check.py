@@ -7,8 +7,9 @@
 CASES.json: {"baseline": CASE, "cases": [CASE, ...]}, a CASE being
 {"dir": export folder, "name": project name, "layers": [layer names],
 "data": dataset path, "target": CSV target column, "file": project file
-name}. For every case: model.py and train.py parse (Python's ast) into the
-same statements as the baseline's and read back the original strings;
+name, optionally "cache": an image dataset's cache and loading strings}.
+For every case: model.py and train.py parse (Python's ast) into the same
+statements as the baseline's and read back the original strings;
 both YAML manifests load (PyYAML) as one document each with the baseline's
 keys and read back the project's image; the Dockerfile has the baseline's
 instructions and lines; the README has the baseline's lines, and each shell
@@ -105,6 +106,9 @@ def check(case, base, base_files):
             need(config["name"] == case["name"], f"{where}/train.py: CONFIG name {config['name']!r}")
             need(config["dataset"]["path"] == case["data"], f"{where}/train.py: CONFIG dataset path")
             need(config["dataset"]["target"] == case["target"], f"{where}/train.py: CONFIG dataset target")
+            if "cache" in case:  # an image dataset's fields (issue 31)
+                need(config["dataset"]["cache"] == case["cache"], f"{where}/train.py: CONFIG dataset cache")
+                need(config["dataset"]["loading"] == case["cache"], f"{where}/train.py: CONFIG dataset loading")
     # YAML: one document each, the template's keys, the image read back.
     for name in ("k8s/pytorchjob.yaml", "k8s/job.yaml"):
         try:

@@ -8,6 +8,7 @@
 #include <deepcanvas/checkpoint.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/escape.h>
+#include <deepcanvas/image_data.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/npy.h>
@@ -23,6 +24,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -629,13 +631,17 @@ const std::vector<std::string>& payloads() {
 }
 
 struct InjectionCase {
-  std::string dir, name, data, target, file;
+  std::string dir, name, data, target, file, cache;
   std::vector<std::string> layers;
 };
 
-// The sample project with every string field set from s, exported into dir.
-InjectionCase export_with_strings(const std::string& s, const fs::path& dir) {
+// The sample project with every string field set from s, exported into dir;
+// kind "image_csv" adds the image dataset's fields (issue 31) and names a
+// CSV file, whose name the README repeats.
+InjectionCase export_with_strings(const std::string& s, const fs::path& dir,
+                                  const std::string& kind = "idx") {
   Project p = load_project(std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj");
+  p.dataset.kind = kind;
   InjectionCase c;
   c.dir = dir.string();
   c.name = p.name = s;
@@ -645,6 +651,13 @@ InjectionCase export_with_strings(const std::string& s, const fs::path& dir) {
   for (char ch : s) path_safe += ch == '\0' ? '0' : ch == '/' ? '_' : ch;
   c.data = p.dataset.path = "/nonexistent/" + path_safe;
   c.target = p.dataset.target = s;
+  if (kind == "image_csv") {
+    c.cache = p.dataset.cache = s;
+    p.dataset.loading = s;
+    p.dataset.split_seed = 7;
+    p.dataset.preprocess.mean = {0.5f};
+    p.dataset.preprocess.std = {0.25f};
+  }
   c.file = path_safe + ".dcproj";
   p.file = "/projects/" + c.file;
   std::vector<NodeId> ids;
@@ -662,8 +675,10 @@ InjectionCase export_with_strings(const std::string& s, const fs::path& dir) {
 }
 
 json case_json(const InjectionCase& c) {
-  return {{"dir", c.dir},   {"name", c.name},     {"layers", c.layers},
-          {"data", c.data}, {"target", c.target}, {"file", c.file}};
+  json j = {{"dir", c.dir},   {"name", c.name},     {"layers", c.layers},
+            {"data", c.data}, {"target", c.target}, {"file", c.file}};
+  if (!c.cache.empty()) j["cache"] = c.cache;
+  return j;
 }
 
 TEST(PyTorchExport, StringsFromTheProjectCannotAddCodeToAnyFile) {
@@ -707,6 +722,37 @@ TEST(PyTorchExport, StringsFromTheProjectCannotAddCodeToAnyFile) {
   EXPECT_NE(out.find("ran something"), std::string::npos) << out;
 }
 
+// The same payloads in an image CSV project: its extra CONFIG fields and
+// the README's words about the CSV's name go through the escapes too.
+TEST(PyTorchExport, StringsFromAnImageProjectCannotAddCodeToAnyFile) {
+  if (auto why = python_missing("yaml"); !why.empty()) GTEST_SKIP() << why;
+  TempDir tmp;
+  json spec;
+  spec["baseline"] =
+      case_json(export_with_strings("plain name", tmp.path / "baseline", "image_csv"));
+  spec["cases"] = json::array();
+  int k = 1;
+  for (const std::string& s : payloads()) {
+    SCOPED_TRACE(k);
+    spec["cases"].push_back(
+        case_json(export_with_strings(s, tmp.path / ("case" + std::to_string(k)), "image_csv")));
+    ++k;
+  }
+  write_file_atomic((tmp.path / "cases.json").string(), spec.dump());
+  int code = 0;
+  const std::string checker = std::string(DC_SOURCE_DIR) + "/tests/export/injection_check.py";
+  std::string out = run_command(
+      "cd " + tmp.path.string() + " && " + kPython + " " + checker + " cases.json 2>&1", &code);
+  EXPECT_EQ(code, 0) << out;
+  for (const auto& e : fs::recursive_directory_iterator(tmp.path))
+    EXPECT_EQ(e.path().filename().string().find("PWNED"), std::string::npos) << e.path();
+  // The CSV's name is in the README, shown as code, not as Markdown.
+  const std::string readme = read_file((tmp.path / "case12" / "README.md").string());
+  EXPECT_NE(readme.find(escape::md_code(
+                fs::path(spec["cases"][11]["data"].get<std::string>()).filename().string())),
+            std::string::npos);
+}
+
 TEST(PyTorchExport, ABaseImageThatIsNotOneWordIsRefused) {
   Project p = load_project(std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj");
   PyTorchExportOptions o;
@@ -724,6 +770,188 @@ TEST(PyTorchExport, AFolderWithATrailingSlashIsTheFolder) {
   int entries = 0;
   for (const auto& e : fs::directory_iterator(tmp.path)) entries += e.path() != tmp.path / "out";
   EXPECT_EQ(entries, 0);
+}
+
+}  // namespace
+}  // namespace dc
+
+namespace dc {
+namespace {
+
+// A small photo folder made with Pillow: classes cat and dog of 12 PNGs each
+// (sizes from 20 to 90 px; RGB, grey, RGBA and palette pictures; a third in
+// a subfolder; one non-ASCII name, which sorts after ASCII bytewise), plus a
+// text file named broken.png, a notes.txt and a hidden .png.
+void make_image_folder(const fs::path& root) {
+  const std::string script = R"PY(
+import os, random, sys
+from PIL import Image
+root = sys.argv[1]
+rnd = random.Random(5)
+for ci, cls in enumerate(["cat", "dog"]):
+    os.makedirs(os.path.join(root, cls, "more"), exist_ok=True)
+    for k in range(12):
+        w, h = rnd.randint(20, 90), rnd.randint(20, 90)
+        im = Image.new("RGB", (w, h), (200, 60, 40) if ci == 0 else (40, 60, 200))
+        im.paste((rnd.randint(0, 255),) * 3, (0, 0, w // 2, h // 2))
+        im = im.convert(["RGB", "L", "RGBA", "P"][k % 4])
+        name = "Фото.png" if (ci, k) == (1, 5) else f"img{k:02d}.png"
+        im.save(os.path.join(root, cls, "more" if k % 3 == 0 else "", name))
+with open(os.path.join(root, "cat", "broken.png"), "w") as f:
+    f.write("this is not a png")
+with open(os.path.join(root, "dog", "notes.txt"), "w") as f:
+    f.write("notes")
+with open(os.path.join(root, "dog", ".hidden.png"), "w") as f:
+    f.write("hidden")
+)PY";
+  fs::create_directories(root);
+  write_file_atomic((root / "make.py").string(), script);
+  int code = 0;
+  const std::string out =
+      run_command(kPython + " " + (root / "make.py").string() + " " + root.string(), &code);
+  fs::remove(root / "make.py");
+  ASSERT_EQ(code, 0) << out;
+}
+
+std::vector<std::string> relative(const std::vector<ImageItem>& v, const fs::path& root) {
+  std::vector<std::string> out;
+  for (const ImageItem& it : v) out.push_back(fs::path(it.path).lexically_relative(root).string());
+  return out;
+}
+
+// The sample project (a CNN on 1×28×28) reading an image dataset at path.
+Project image_project(const std::string& kind, const fs::path& path) {
+  Project p = load_project(std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj");
+  p.dataset.kind = kind;
+  p.dataset.path = path.string();
+  p.dataset.split_seed = 3;
+  p.dataset.test_fraction = 0.25;
+  p.training.augment.resized_crop = true;
+  p.training.augment.color_jitter = 0.3;
+  p.training.augment.flip = true;
+  return p;
+}
+
+void export_project(const Project& p, const fs::path& dir) {
+  Plan plan(p.graph, 1);
+  plan.init_params(1);
+  export_pytorch(dir.string(), p, plan, {});
+}
+
+// train.py's split (OUT/split.json) against the engine's listing of `root`.
+void expect_same_split(const fs::path& split_json, const ImageList& engine, const fs::path& root) {
+  ASSERT_TRUE(fs::exists(split_json));
+  const json j = json::parse(read_file(split_json.string()));
+  EXPECT_EQ(j["classes"].get<std::vector<std::string>>(), engine.class_names);
+  EXPECT_EQ(j["train"].get<std::vector<std::string>>(), relative(engine.train, root));
+  EXPECT_EQ(j["val"].get<std::vector<std::string>>(), relative(engine.val, root));
+  EXPECT_EQ(j["test"].get<std::vector<std::string>>(), relative(engine.test, root));
+}
+
+json record_of(const fs::path& metrics, const std::string& kind) {
+  std::istringstream in(read_file(metrics.string()));
+  json found;
+  for (std::string line; std::getline(in, line);) {
+    json j = json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("kind", "") == kind) found = j;
+  }
+  return found;
+}
+
+std::string image_python_missing() {
+  if (auto why = python_missing("torch, numpy, torchvision, PIL"); !why.empty()) return why;
+  int code = 0;
+  if (run_command("command -v torchrun", &code); code != 0) return "no torchrun";
+  return "";
+}
+
+// Issue 31: the exported project trains on a photo folder under torchrun
+// (2 gloo processes, a DistributedSampler each, DataLoader workers) with
+// exactly the engine's listing and split, and a bad file is named and
+// counted, not a crash.
+TEST(PyTorchExport, ImageFolderTrainsUnderTorchrunWithTheEnginesSplit) {
+  if (auto why = image_python_missing(); !why.empty()) GTEST_SKIP() << why;
+  TempDir tmp;
+  const fs::path data = tmp.path / "photos", dir = tmp.path / "export", out = tmp.path / "out";
+  make_image_folder(data);
+  const Project p = image_project("image_folder", data);
+  export_project(p, dir);
+  const std::string train_py = read_file((dir / "train.py").string());
+  EXPECT_NE(train_py.find("\"split_seed\": 3"), std::string::npos);
+  EXPECT_NE(train_py.find("\"resized_crop\": True"), std::string::npos);
+  int code = 0;
+  const std::string log =
+      run_command("cd " + dir.string() +
+                      " && OMP_NUM_THREADS=1 torchrun --nnodes=1 --rdzv_backend=c10d "
+                      "--rdzv_endpoint=localhost:0 --rdzv_id=export-images --nproc_per_node=2 "
+                      "--redirects 2 --tee 1 train.py --device cpu --epochs 1 --batch 4 "
+                      "--threads 1 --workers 1 --out " +
+                      out.string(),
+                  &code);
+  ASSERT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("cat/broken.png"), std::string::npos) << log;
+  EXPECT_NE(log.find("dog/notes.txt"), std::string::npos) << log;
+  EXPECT_EQ(log.find(".hidden.png"), std::string::npos) << log;
+
+  ImageListOptions o;
+  o.split_seed = 3;
+  o.test_fraction = 0.25;
+  const ImageList engine = list_image_folder(data.string(), o);
+  ASSERT_EQ(engine.class_names.size(), 2u);
+  ASSERT_EQ(engine.train.size() + engine.test.size(), 24u);
+  expect_same_split(out / "split.json", engine, data);
+  // Not a comparison any split passes: another seed gives other test files.
+  ImageListOptions other = o;
+  other.split_seed = 4;
+  EXPECT_NE(json::parse(read_file((out / "split.json").string()))["test"],
+            json(relative(list_image_folder(data.string(), other).test, data)));
+
+  const json start = record_of(out / "metrics.jsonl", "start");
+  const json end = record_of(out / "metrics.jsonl", "end");
+  ASSERT_TRUE(start.contains("images")) << log;
+  EXPECT_EQ(start["images"]["train"], json::array({9, 9})) << start.dump();
+  EXPECT_EQ(start["images"]["test"], json::array({3, 3})) << start.dump();
+  EXPECT_EQ(end.value("bad_images", -1), 1) << end.dump();
+  EXPECT_EQ(end.value("replicas_identical", false), true) << end.dump();
+  const json epoch = record_of(out / "metrics.jsonl", "epoch");
+  EXPECT_TRUE(epoch.contains("test_accuracy")) << log;
+  EXPECT_TRUE(fs::exists(out / "last.safetensors"));
+}
+
+// The CSV list variant, run as the Docker image runs it: --data names the
+// folder the CSV lies in (its paths are relative to it), and train.py finds
+// the CSV there by its name. The rows list the folder's files (and one that
+// is missing): the split is the folder's, by list_image_csv's contract.
+TEST(PyTorchExport, ImageCsvListTrainsFromItsFolderWithTheSameSplit) {
+  if (auto why = image_python_missing(); !why.empty()) GTEST_SKIP() << why;
+  TempDir tmp;
+  const fs::path data = tmp.path / "photos", dir = tmp.path / "export", out = tmp.path / "out";
+  make_image_folder(data);
+  ImageListOptions o;
+  o.split_seed = 3;
+  o.test_fraction = 0.25;
+  o.check_files = false;  // every name, the broken one too
+  const ImageList all = list_image_folder(data.string(), o);
+  std::string csv = "path,label\n";
+  for (const auto* split : {&all.train, &all.test})
+    for (const ImageItem& it : *split)
+      csv += fs::path(it.path).lexically_relative(data).string() + "," +
+             all.class_names[size_t(it.label)] + "\n";
+  csv += "dog/gone.png,dog\n";
+  write_file_atomic((data / "labels.csv").string(), csv);
+  export_project(image_project("image_csv", data / "labels.csv"), dir);
+  int code = 0;
+  const std::string log = run_command("cd " + dir.string() + " && OMP_NUM_THREADS=1 " + kPython +
+                                          " train.py --device cpu --epochs 1 --batch 8 "
+                                          "--threads 1 --workers 0 --data " +
+                                          data.string() + " --out " + out.string(),
+                                      &code);
+  ASSERT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("cat/broken.png"), std::string::npos) << log;
+  EXPECT_NE(log.find("dog/gone.png"), std::string::npos) << log;
+  o.check_files = true;
+  expect_same_split(out / "split.json", list_image_folder(data.string(), o), data);
+  EXPECT_EQ(record_of(out / "metrics.jsonl", "end").value("bad_images", -1), 2) << log;
 }
 
 }  // namespace

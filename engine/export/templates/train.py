@@ -222,6 +222,387 @@ def load_dataset(path):
     return train, test
 
 
+# ---------------------------------------------------------------- image folders
+# A folder of class folders or a CSV list of path,label: listed and split
+# exactly as DeepCanvas's list_image_folder()/list_image_csv() do, decoded
+# with Pillow and transformed with torchvision (evaluation: resize to cover
+# H/crop_fraction × W/crop_fraction, then centre crop; training, when the
+# project asks: RandomResizedCrop and ColorJitter from the whole picture).
+IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff", ".pgm", ".ppm"}
+# As DeepCanvas's kMaxImagePixels (Pillow's own default): a header claiming
+# more pixels is refused before any pixel is decoded.
+MAX_IMAGE_PIXELS = 89_478_485
+MAX_IMAGE_FILE_BYTES = 256 << 20
+
+
+def bytewise(path):
+    """Sort key: the path's bytes, as DeepCanvas compares UTF-8 paths."""
+    return os.fsencode(path)
+
+
+def hidden(name):
+    return name.startswith(".")
+
+
+class BadImage(Exception):
+    pass
+
+
+def check_image_file(path):
+    """What DeepCanvas's check_image_file() refuses before decoding: an
+    empty or huge file, data that is no image format it reads, a header
+    claiming too many pixels, a PNG or JPEG cut short. Raises BadImage."""
+    from PIL import Image
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(16)
+            f.seek(max(0, size - 1024))
+            tail = f.read()
+    except OSError as e:
+        raise BadImage(f"unreadable ({e.strerror or e})")
+    if size == 0:
+        raise BadImage("empty file")
+    if size > MAX_IMAGE_FILE_BYTES:
+        raise BadImage("too large (file over 256 MB)")
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        fmt = "png"
+    elif head.startswith(b"\xff\xd8\xff"):
+        fmt = "jpeg"
+    elif head.startswith(b"BM"):
+        fmt = "bmp"
+    elif head.startswith(b"RIFF") and head[8:12] == b"WEBP":
+        fmt = "webp"
+    elif head.startswith((b"II*\x00", b"MM\x00*")):
+        fmt = "tiff"
+    elif len(head) >= 2 and head[0:1] == b"P" and b"1" <= head[1:2] <= b"6":
+        fmt = "pnm"
+    else:
+        raise BadImage("not an image")
+    if (fmt == "png" and b"IEND" not in tail) or (fmt == "jpeg" and b"\xff\xd9" not in tail):
+        raise BadImage("truncated")
+    import warnings
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as im:
+                w, h = im.size
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise BadImage("too large")
+    except Exception as e:  # noqa: BLE001 - whatever the header reader says, the file is bad
+        raise BadImage(f"corrupt ({type(e).__name__})")
+    if w * h > MAX_IMAGE_PIXELS:
+        raise BadImage(f"too large ({w}×{h} pixels)")
+
+
+class ImageList:
+    def __init__(self, root):
+        self.root = root
+        self.class_names = []
+        self.train, self.val, self.test = [], [], []  # (path, label), by class then path
+        self.skipped = []  # (path relative to root, why, a bad image rather than a name left out)
+
+
+def image_files_of(folder, root, out, check):
+    """A class's image files anywhere below folder, sorted bytewise; hidden
+    files and folders left out, other names and bad images into skipped."""
+    files = []
+    if not os.path.isdir(folder):
+        return files
+    for top, dirs, names in os.walk(folder, onerror=lambda e: None):
+        dirs[:] = [d for d in dirs if not hidden(d)]
+        for n in names:
+            p = os.path.join(top, n)
+            if hidden(n) or not os.path.isfile(p):
+                continue
+            rel = os.path.relpath(p, root)
+            ext = os.path.splitext(n)[1]
+            if ext.lower() not in IMAGE_EXTENSIONS:
+                out.skipped.append((rel, f"not an image ({ext})", False))
+                continue
+            if check:
+                try:
+                    check_image_file(p)
+                except BadImage as e:
+                    if CONFIG["dataset"].get("bad_images_are_errors"):
+                        raise SystemExit(f"{p}: {e}")
+                    out.skipped.append((rel, str(e), True))
+                    continue
+            files.append(p)
+    return sorted(files, key=bytewise)
+
+
+def split_test(lst, fraction, seed):
+    """One Rng(seed) for all classes in order; each class's sorted files
+    shuffled by Fisher-Yates, the first round(n × fraction) (at most n - 1)
+    to test; both parts sorted again."""
+    rng = Rng(seed)
+    train, at = [], 0
+    while at < len(lst.train):
+        end = at
+        while end < len(lst.train) and lst.train[end][1] == lst.train[at][1]:
+            end += 1
+        v = lst.train[at:end]
+        n = len(v)
+        for i in range(n, 1, -1):
+            j = rng.below(i)
+            v[i - 1], v[j] = v[j], v[i - 1]
+        n_test = min(int(math.floor(n * fraction + 0.5)), n - 1)
+        lst.test += sorted(v[:n_test], key=lambda it: bytewise(it[0]))
+        train += sorted(v[n_test:], key=lambda it: bytewise(it[0]))
+        at = end
+    lst.train = train
+
+
+def list_image_folder(root, fraction, seed, check=True):
+    if not os.path.isdir(root):
+        raise SystemExit(f"'{root}' is not a folder")
+    lst = ImageList(root)
+    has_train = os.path.isdir(os.path.join(root, "train"))
+    base = os.path.join(root, "train") if has_train else root
+    names = sorted((e.name for e in os.scandir(base) if not hidden(e.name) and e.is_dir()), key=bytewise)
+    if not names:
+        raise SystemExit(f"'{root}' has no class folders: put the images of each class in a subfolder "
+                         "named after the class (e.g. cats/, dogs/)")
+    for name in names:
+        files = image_files_of(os.path.join(base, name), root, lst, check)
+        if not files:
+            print(f"train.py: class folder '{name}' holds no usable image; left out", flush=True)
+            continue
+        label = len(lst.class_names)
+        lst.class_names.append(name)
+        lst.train += [(f, label) for f in files]
+        if has_train:
+            lst.val += [(f, label) for f in image_files_of(os.path.join(root, "val", name), root, lst, check)]
+            lst.test += [(f, label) for f in image_files_of(os.path.join(root, "test", name), root, lst, check)]
+    if not lst.class_names:
+        raise SystemExit(f"'{root}' has class folders but no readable images in any of them")
+    if not (has_train and os.path.isdir(os.path.join(root, "test"))) and fraction > 0:
+        split_test(lst, fraction, seed)
+    return lst
+
+
+def list_image_csv(path, fraction, seed, check=True):
+    """A CSV with a header naming "path" and "label" (and optionally
+    "split": train, val or test); paths relative to the CSV's folder; class
+    names sorted bytewise. Rows without a split are training rows; when no
+    row names test, the per-class fraction splits test off as for folders."""
+    import csv
+    root = os.path.dirname(os.path.abspath(path))
+    lst = ImageList(root)
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = [r for r in csv.reader(f) if any(c.strip() for c in r)]
+    except (OSError, UnicodeDecodeError) as e:
+        raise SystemExit(f"{path}: cannot be read ({e})")
+    if not rows:
+        raise SystemExit(f"{path}: empty; the first line names the columns path,label")
+    header = [c.strip().lower() for c in rows[0]]
+    if "path" not in header or "label" not in header:
+        raise SystemExit(f"{path}: the header must name the columns path and label (and optionally split)")
+    cp, cl = header.index("path"), header.index("label")
+    cs = header.index("split") if "split" in header else -1
+    parts = {"train": [], "val": [], "test": []}
+    for k, r in enumerate(rows[1:], start=2):
+        if max(cp, cl) >= len(r):
+            raise SystemExit(f"{path}:{k}: fewer columns than the header")
+        rel, label = r[cp].strip(), r[cl].strip()
+        split = r[cs].strip().lower() if 0 <= cs < len(r) and r[cs].strip() else "train"
+        if split not in parts:
+            raise SystemExit(f"{path}:{k}: split '{split}' is not train, val or test")
+        p = os.path.normpath(os.path.join(root, rel))
+        if not os.path.isfile(p):
+            lst.skipped.append((rel, "missing", True))
+            continue
+        if check:
+            try:
+                check_image_file(p)
+            except BadImage as e:
+                if CONFIG["dataset"].get("bad_images_are_errors"):
+                    raise SystemExit(f"{p}: {e}")
+                lst.skipped.append((rel, str(e), True))
+                continue
+        parts[split].append((p, label))
+    lst.class_names = sorted({lab for v in parts.values() for _, lab in v}, key=bytewise)
+    if not lst.class_names:
+        raise SystemExit(f"{path}: no readable images")
+    index = {n: i for i, n in enumerate(lst.class_names)}
+    for split, v in parts.items():
+        setattr(lst, split, sorted(((p, index[lab]) for p, lab in v), key=lambda it: (it[1], bytewise(it[0]))))
+    if not parts["test"] and fraction > 0:
+        split_test(lst, fraction, seed)
+    return lst
+
+
+def open_image(path, channels):
+    """One file as a Pillow image of the Input's channels: EXIF orientation
+    applied, 16-bit scaled to 8-bit, alpha dropped, palettes and CMYK
+    converted. Raises BadImage."""
+    import warnings
+    from PIL import Image, ImageOps
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as im:
+                if im.size[0] * im.size[1] > MAX_IMAGE_PIXELS:
+                    raise BadImage(f"too large ({im.size[0]}×{im.size[1]} pixels)")
+                im.load()
+                im = ImageOps.exif_transpose(im)
+                if im.mode in ("I;16", "I;16B", "I;16L", "I;16N", "I"):
+                    a = np.asarray(im, dtype=np.float64)
+                    im = Image.fromarray(np.clip(a / 257.0 + 0.5, 0, 255).astype(np.uint8), "L")
+                return im.convert("L" if channels == 1 else "RGB")
+    except BadImage:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise BadImage("too large")
+    except Exception as e:  # noqa: BLE001 - a bad file is skipped whatever the decoder says
+        msg = str(e)
+        raise BadImage("truncated" if "truncated" in msg else f"cannot be decoded ({type(e).__name__}: {msg})")
+
+
+class CoverResize:
+    """Resize so the picture covers size / crop_fraction (DeepCanvas's and
+    torchvision's Resize(256) + CenterCrop(224) at 0.875)."""
+
+    def __init__(self, h, w, crop_fraction):
+        self.h, self.w, self.f = h, w, crop_fraction
+
+    def __call__(self, im):
+        from torchvision.transforms import functional as TF
+        w, h = im.size
+        scale = max(self.h / h, self.w / w) / self.f
+        rw = max(self.w, int(math.floor(w * scale + 0.5)))
+        rh = max(self.h, int(math.floor(h * scale + 0.5)))
+        return TF.resize(im, [rh, rw])
+
+
+def image_transform(shape, training):
+    from torchvision import transforms as T
+    d = CONFIG["dataset"]
+    a = CONFIG.get("image_augment") or {}
+    c, h, w = shape
+    if training and a.get("resized_crop"):
+        steps = [T.RandomResizedCrop((h, w), scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3))]
+    else:
+        steps = [CoverResize(h, w, d.get("crop_fraction", 0.875)), T.CenterCrop((h, w))]
+    j = a.get("color_jitter", 0.0) if training else 0.0
+    if j > 0:
+        steps.append(T.ColorJitter(j, j, j))
+    return T.Compose(steps)
+
+
+class ImageFiles(torch.utils.data.Dataset):
+    """Listed files as (C×H×W float tensor in [0, 1], label, ok): a file that
+    turns out bad while training is black and ok is False (counted), as in
+    DeepCanvas, unless bad images are errors. Normalisation is applied to
+    the batch, after the batch augmentation."""
+
+    def __init__(self, items, shape, training):
+        self.items, self.shape = items, tuple(shape)
+        self.transform = image_transform(shape, training)
+
+    def __len__(self):
+        return len(self.items)
+
+    def picture(self, i):
+        """The evaluation picture as uint8 H×W×C (for the normalisation)."""
+        return np.asarray(self.transform(open_image(self.items[i][0], self.shape[0])), dtype=np.uint8)
+
+    def __getitem__(self, i):
+        from torchvision.transforms import functional as TF
+        path, label = self.items[i]
+        try:
+            x = TF.to_tensor(self.transform(open_image(path, self.shape[0])))
+            return x, label, True
+        except BadImage as e:
+            if CONFIG["dataset"].get("bad_images_are_errors"):
+                # Not SystemExit: the DataLoader passes exceptions on to the main process.
+                raise RuntimeError(f"{path}: {e} (bad images are errors in this project)")
+            print(f"train.py: skipped bad image {path}: {e}", flush=True)
+            return torch.zeros(self.shape), label, False
+
+
+class ImageData:
+    """An image split for train.py's loop: its items, class names and the
+    normalisation (per channel with a pretrained base's statistics)."""
+
+    def __init__(self, items, class_names, shape):
+        self.items, self.class_names, self.shape = items, class_names, tuple(shape)
+        self.classes = len(class_names)
+        self.pixels, self.tokens, self.images = True, False, True
+        self.mean, self.stddev = np.float32(0.0), np.float32(1.0)
+        self.channel_mean = self.channel_std = None
+
+    def __len__(self):
+        return len(self.items)
+
+    def normalise(self, x):
+        if self.channel_mean is not None:
+            m = torch.tensor(self.channel_mean, dtype=x.dtype).reshape(1, -1, 1, 1)
+            s = torch.tensor(self.channel_std, dtype=x.dtype).reshape(1, -1, 1, 1)
+            return (x - m) / s
+        return (x - float(self.mean)) * float(np.float32(1.0) / self.stddev)
+
+
+def image_loader(data, idx, batch, training, workers, sampler=None, seed=0):
+    files = torch.utils.data.Subset(ImageFiles(data.items, data.shape, training), list(idx))
+    gen = torch.Generator().manual_seed(seed)
+    return torch.utils.data.DataLoader(files, batch_size=batch, sampler=sampler, shuffle=False,
+                                       num_workers=workers, generator=gen, drop_last=False,
+                                       persistent_workers=False, pin_memory=False)
+
+
+class PixelHistograms(torch.utils.data.Dataset):
+    """The byte histogram of the evaluation pictures of `take` evenly spaced
+    samples (a bad one counts as black, as DeepCanvas's does)."""
+
+    def __init__(self, data, take):
+        self.files, self.n, self.take = ImageFiles(data.items, data.shape, False), len(data), take
+
+    def __len__(self):
+        return self.take
+
+    def __getitem__(self, k):
+        try:
+            px = self.files.picture(k * self.n // self.take)
+        except BadImage:
+            px = np.zeros(self.files.shape, dtype=np.uint8)
+        return torch.from_numpy(np.bincount(px.reshape(-1), minlength=256).astype(np.float64))
+
+
+def image_normalization(data, workers):
+    """DeepCanvas's compute_normalization() for image folders: the
+    histogram of the evaluation pictures of at most 1000 evenly spaced
+    training samples, as pixel / 255."""
+    hist = np.zeros(256, dtype=np.float64)
+    hists = PixelHistograms(data, min(len(data), 1000))
+    for h in torch.utils.data.DataLoader(hists, batch_size=16, num_workers=workers):
+        hist += h.sum(0).numpy()
+    count = max(1.0, hist.sum())
+    v = np.arange(256) / 255.0
+    mean = float((hist * v).sum() / count)
+    var = float((hist * (v - mean) ** 2).sum() / count)
+    sd = math.sqrt(var)
+    return np.float32(mean), np.float32(sd) if sd > 1e-6 else np.float32(1.0)
+
+
+def load_image_dataset(path, verbose=True):
+    """(train with val appended, test, val indices or None, the list).
+    Messages go to stdout: torchrun --redirects 2 keeps only stdout on the console."""
+    d = CONFIG["dataset"]
+    if len(INPUT_SHAPE) != 3 or INPUT_SHAPE[0] not in (1, 3):
+        raise SystemExit(f"the network's Input is {INPUT_SHAPE}, not an image (C×H×W with C = 1 or 3)")
+    lister = list_image_csv if d["kind"] == "image_csv" else list_image_folder
+    lst = lister(path, d["test_fraction"], d.get("split_seed", 1))
+    for rel, why, _ in lst.skipped if verbose else []:
+        print(f"train.py: skipped {rel}: {why}", flush=True)
+    train = ImageData(lst.train + lst.val, lst.class_names, INPUT_SHAPE)
+    test = ImageData(lst.test, lst.class_names, INPUT_SHAPE)
+    val_idx = list(range(len(lst.train), len(lst.train) + len(lst.val))) if lst.val else None
+    return train, test, val_idx, lst
+
+
 # ---------------------------------------------------------------- augmentation
 def augment(x, a, gen):
     """torchvision-style augmentation of a normalised N×C×H×W batch, in
@@ -320,12 +701,21 @@ def hits(out, y):
     return int((out.argmax(1) == y).sum())
 
 
+def eval_batches(data, idx, batch, workers):
+    """(x, y) batches of data's samples idx, normalised, unaugmented."""
+    if getattr(data, "images", False):
+        for x, y, _ in image_loader(data, idx, batch, False, workers):
+            yield data.normalise(x), y
+    else:
+        for at in range(0, len(idx), batch):
+            yield data.batch(idx[at:at + batch])
+
+
 @torch.no_grad()
-def evaluate(model, data, idx, device, batch, autocast):
+def evaluate(model, data, idx, device, batch, autocast, workers=0):
     model.eval()
     loss, correct = 0.0, 0
-    for at in range(0, len(idx), batch):
-        x, y = data.batch(idx[at:at + batch])
+    for x, y in eval_batches(data, idx, batch, workers):
         x, y = x.to(device), y.to(device)
         with autocast():
             out = model(x)
@@ -365,6 +755,8 @@ def main():
                     help="initial weights (DeepCanvas's, so both start alike; 'none': PyTorch's)")
     ap.add_argument("--seed", type=int, default=t["seed"])
     ap.add_argument("--threads", type=int, default=0, help="CPU threads per process (0: torch's default)")
+    ap.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1),
+                    help="image decoding processes per training process (image datasets; %(default)s)")
     args = ap.parse_args()
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -382,8 +774,39 @@ def main():
     torch.manual_seed(args.seed)
     here = os.path.dirname(os.path.abspath(__file__))
 
-    train, test = load_dataset(args.data)
-    train_idx, val_idx = split_indices(len(train), t["val_split"], args.seed)
+    data_path = args.data
+    if t["dataset"]["kind"] in ("image_csv", "text", "csv_sequence") and os.path.isdir(data_path):
+        # A container mounts the file's folder at /data: the file keeps its name there.
+        data_path = os.path.join(data_path, os.path.basename(t["dataset"]["path"]))
+    images = t["dataset"]["kind"] in ("image_folder", "image_csv")
+    image_list, bad_images, listed_bad = None, 0, 0
+    if images:
+        from PIL import Image
+        Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
+        train, test, val_idx, image_list = load_image_dataset(data_path, verbose=rank == 0)
+        if val_idx is None:
+            train_idx, val_idx = split_indices(len(train), t["val_split"], args.seed)
+        else:  # a val/ folder (or CSV rows) replaces the random validation split
+            train_idx = list(range(val_idx[0]))
+        pre = t["dataset"].get("preprocess") or {}
+        if pre.get("mean"):
+            # A pretrained base's statistics: the training set's would undo them.
+            train.channel_mean, train.channel_std = pre["mean"], pre["std"]
+        elif t["normalize"]:
+            # Computed once (rank 0) and shared, so every replica normalises alike.
+            stats = torch.tensor([0.0, 1.0], dtype=torch.float64)
+            if rank == 0:
+                stats = torch.tensor([float(v) for v in image_normalization(train, args.workers)], dtype=torch.float64)
+            if world > 1:
+                stats = stats.to(device)
+                dist.broadcast(stats, 0)
+            train.mean, train.stddev = np.float32(stats[0].item()), np.float32(stats[1].item())
+        test.mean, test.stddev = train.mean, train.stddev
+        test.channel_mean, test.channel_std = train.channel_mean, train.channel_std
+        listed_bad = bad_images = sum(1 for s in image_list.skipped if s[2])
+    else:
+        train, test = load_dataset(data_path)
+        train_idx, val_idx = split_indices(len(train), t["val_split"], args.seed)
     model = Model()
     start_epoch, step = 0, 0
     init = args.resume or ("" if args.init == "none" else args.init)
@@ -416,7 +839,9 @@ def main():
         scaler = torch.cuda.amp.GradScaler(enabled=dtype is torch.float16)
 
     aug = dict(t["augment"]) if t["augment"] else None
-    if aug and train.pixels:
+    if aug and images:
+        aug["black"], aug["white"] = 0.0, 1.0  # image batches are augmented before normalisation
+    elif aug and train.pixels:
         aug["black"] = float((0.0 - train.mean) / train.stddev)
         aug["white"] = float((1.0 - train.mean) / train.stddev)
     elif aug:
@@ -427,6 +852,8 @@ def main():
     # epoch everywhere, so the shares never overlap).
     sampler = torch.utils.data.DistributedSampler(train_idx, num_replicas=world, rank=rank, shuffle=True,
                                                   seed=args.seed, drop_last=False)
+    loader = image_loader(train, train_idx, args.batch, True, args.workers, sampler,
+                          seed=args.seed * 1000003 + rank) if images else None
     steps_per_epoch = math.ceil(len(sampler) / args.batch)
     total = steps_per_epoch * args.epochs
     if args.max_steps:
@@ -455,29 +882,55 @@ def main():
             line = f"epoch {rec['epoch']}: train loss {rec['train_loss']:.4f}, test accuracy {rec['test_accuracy']:.2%}"
         else:
             line = f"end after {rec['step']} steps, {rec['elapsed_s']:.1f} s" + \
-                   (f", replicas identical: {rec['replicas_identical']}" if "replicas_identical" in rec else "")
+                   (f", replicas identical: {rec['replicas_identical']}" if "replicas_identical" in rec else "") + \
+                   (f", {rec['bad_images']} bad image(s) skipped" if rec.get("bad_images") else "")
         print(line, flush=True)
 
-    emit({"kind": "start", "project": t["name"], "world_size": world, "device": args.device,
-          "precision": args.precision, "batch": args.batch, "epochs": args.epochs, "steps_per_epoch": steps_per_epoch,
-          "train_samples": len(train_idx), "torch": torch.__version__})
+    start = {"kind": "start", "project": t["name"], "world_size": world, "device": args.device,
+             "precision": args.precision, "batch": args.batch, "epochs": args.epochs, "steps_per_epoch": steps_per_epoch,
+             "train_samples": len(train_idx), "torch": torch.__version__}
+    if images and rank == 0:
+        # The listing and split, for comparing with DeepCanvas's: counts here,
+        # the files in OUT/split.json (paths relative to the dataset's folder).
+        rel = lambda items: [os.path.relpath(p, image_list.root) for p, _ in items]
+        per_class = lambda items: [sum(1 for _, c in items if c == k) for k in range(len(image_list.class_names))]
+        start["images"] = {"classes": image_list.class_names, "train": per_class(image_list.train),
+                           "val": per_class(image_list.val), "test": per_class(image_list.test),
+                           "skipped": len(image_list.skipped), "mean": float(train.mean), "stddev": float(train.stddev)}
+        with open(os.path.join(args.out, "split.json"), "w", encoding="utf-8") as f:
+            json.dump({"root": image_list.root, "classes": image_list.class_names,
+                       "train": rel(image_list.train), "val": rel(image_list.val), "test": rel(image_list.test),
+                       "skipped": [{"path": p, "why": w, "bad_image": b} for p, w, b in image_list.skipped]},
+                      f, ensure_ascii=False)
+    emit(start)
     best = None
     began = time.time()
     for epoch in range(start_epoch, args.epochs):
         if step >= total:
             break
         sampler.set_epoch(epoch)
-        order = list(sampler)
         run_loss, run_hits, run_n = 0.0, 0, 0
-        for at in range(0, len(order), args.batch):
+
+        def batches():
+            """This process's (x, y) batches of the epoch, augmented and normalised."""
+            nonlocal bad_images
+            if images:
+                for x, y, ok in loader:
+                    bad_images += int((~ok).sum())
+                    yield train.normalise(augment(x, aug, gen)), y
+            else:
+                order = list(sampler)
+                for at in range(0, len(order), args.batch):
+                    x, y = train.batch(np.array([train_idx[i] for i in order[at:at + args.batch]]))
+                    yield augment(x, aug, gen), y
+
+        t0 = time.time()
+        for in_epoch, (x, y) in enumerate(batches()):
             if step >= total:
                 break
-            t0 = time.time()
             lr = lr_at(step, total, steps_per_epoch, args.lr)
             for g in opt.param_groups:
                 g["lr"] = lr
-            x, y = train.batch(np.array([train_idx[i] for i in order[at:at + args.batch]]))
-            x = augment(x, aug, gen)
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             with autocast():
                 out = net(x)
@@ -494,19 +947,21 @@ def main():
                 dist.all_reduce(s)
             run_loss, run_hits, run_n = run_loss + s[0].item(), run_hits + s[1].item(), run_n + s[2].item()
             dt = max(time.time() - t0, 1e-9)
-            emit({"kind": "step", "epoch": epoch + 1, "step": step, "step_in_epoch": at // args.batch + 1,
+            emit({"kind": "step", "epoch": epoch + 1, "step": step, "step_in_epoch": in_epoch + 1,
                   "steps_per_epoch": steps_per_epoch, "loss": run_loss / run_n, "accuracy": run_hits / run_n,
                   "batch_loss": s[0].item() / s[2].item(), "batch_accuracy": s[1].item() / s[2].item(),
                   "lr": lr, "samples_per_s": s[2].item() / dt, "elapsed_s": time.time() - began})
+            t0 = time.time()
         # Model selection and checkpoints on rank 0 only; the others wait.
         if rank == 0:
             rec = {"kind": "epoch", "epoch": epoch + 1, "step": step, "train_loss": run_loss / max(1, run_n),
                    "train_accuracy": run_hits / max(1, run_n), "elapsed_s": time.time() - began}
             metric = -rec["train_loss"]
             if val_idx:
-                rec["val_loss"], rec["val_accuracy"] = evaluate(model, train, val_idx, device, 256, autocast)
+                rec["val_loss"], rec["val_accuracy"] = evaluate(model, train, val_idx, device, 256, autocast, args.workers)
                 metric = rec["val_accuracy"]
-            rec["test_loss"], rec["test_accuracy"] = evaluate(model, test, list(range(len(test))), device, 256, autocast)
+            rec["test_loss"], rec["test_accuracy"] = evaluate(model, test, list(range(len(test))), device, 256, autocast,
+                                                          args.workers)
             rec["best"] = best is None or metric > best
             checkpoint(model, os.path.join(args.out, "last.safetensors"), train, epoch + 1, step)
             torch.save(opt.state_dict(), os.path.join(args.out, "last.safetensors.optim.pt"))
@@ -518,6 +973,12 @@ def main():
             dist.barrier()
 
     end = {"kind": "end", "step": step, "elapsed_s": time.time() - began}
+    if images:
+        # Listed as bad before the run, plus found bad while training (every process's).
+        found = torch.tensor([float(bad_images - listed_bad)], dtype=torch.float64, device=device)
+        if world > 1:
+            dist.all_reduce(found)
+        end["bad_images"] = listed_bad + int(found.item())
     if world > 1:
         # Replicas must hold the same weights: compare every process's with rank 0's.
         flat = torch.cat([p.detach().float().reshape(-1).cpu() for p in model.state_dict().values()
