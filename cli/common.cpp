@@ -15,19 +15,8 @@ Project load_project_operand(const Args& a) {
   return load_project(a.positional[0]);
 }
 
-ProjectData load_dataset(const Project& p, const Args& a) {
-  ProjectData d = load_project_dataset(p, a.get("data", ""));
-  print_note(d.note);
-  return d;
-}
-
 void print_note(const std::string& note) {
   if (!note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
-}
-
-void check_network(const Project& p, const TrainConfig& c) {
-  const std::vector<RunProblem> problems = network_problems(p.graph, c);
-  if (const RunProblem* problem = first_blocking(problems)) throw_problem(*problem);
 }
 
 void check_network_builds(const Project& p) {

@@ -1,7 +1,7 @@
 #pragma once
-// What several commands share: the PROJECT operand, its dataset, the checks
-// before a network is built, a trained model loaded for inference, and a
-// duration written as a clock.
+// What several commands share: the PROJECT operand, the check before a
+// network is built (the checks before a run are preflight.h's), a trained model loaded for
+// inference, and a duration written as a clock.
 #include <deepcanvas/checkpoint.h>
 #include <deepcanvas/plan.h>
 #include <deepcanvas/project.h>
@@ -18,16 +18,8 @@ namespace dc::cli {
 // The project named by the first operand; throws when there is none.
 Project load_project_operand(const Args& a);
 
-// The project's dataset, or --data's; prints where it was found when that
-// needs saying (ProjectData::note), as every command that reads it does.
-ProjectData load_dataset(const Project& p, const Args& a);
-
 // "note: ..." on stderr, nothing for an empty note.
 void print_note(const std::string& note);
-
-// Refuses what would fail late, with the first blocking problem of the
-// network and settings (train, lr-find, batch-fit, sweep).
-void check_network(const Project& p, const TrainConfig& c);
 
 // Refuses a network that cannot be built, before allocating; settings are
 // not checked (summary, advise, export).

@@ -35,16 +35,26 @@ using json = nlohmann::json;
 // project's dataset unreadable gives a note and 60000 samples; a --data
 // folder unreadable is an error.
 std::pair<int64_t, int64_t> epoch_samples(const Args& a, const Project& p, std::string& note) {
-  if (a.has("samples") && !a.has("data")) return {a.get_int("samples", 0, 1, int64_t(1) << 40), 0};
+  // A network that cannot be built is refused before any dataset is read.
+  CliPrepare prep;
+  prep.purpose = RunPurpose::Advise;
+  prep.config = p.training;
+  prep.device_requested = 0;
+  prep.check_memory = false;
+  prep.quiet = a.flag("json");
+  const bool read = !(a.has("samples") && !a.has("data"));
+  prep.data = read ? DataNeed::Required : DataNeed::None;
   try {
-    const ProjectData d = load_project_dataset(p, a.get("data", ""));
+    const PreparedRun prepared = prepare(p, a, prep);
+    if (!read) return {a.get_int("samples", 0, 1, int64_t(1) << 40), 0};
+    const ProjectData& d = prepared.data;
     const int64_t resident =
         advisor::cuda_resident_bytes(d.data.train) + advisor::cuda_resident_bytes(d.data.test);
     const int64_t samples =
         a.has("samples") ? a.get_int("samples", 0, 1, int64_t(1) << 40)
                          : int64_t(double(d.data.train.size()) * (1.0 - p.training.val_split));
     return {samples, resident};
-  } catch (const std::exception& e) {
+  } catch (const DataError& e) {
     if (a.has("data")) throw;
     note = std::string("dataset not read (") + e.what() + "); epoch times assume 60000 samples";
     return {60000, 0};
@@ -101,7 +111,6 @@ int print_layer_profile(const Args& a, const Project& p, int64_t batch,
 
 int cmd_advise(const Args& a) {
   Project p = load_project_operand(a);
-  check_network_builds(p);
   const int64_t batch = a.get_int("batch", p.training.batch, 1, 1 << 20);
   Precision prec = p.training.precision;
   if (a.has("precision")) {
@@ -128,7 +137,8 @@ int cmd_advise(const Args& a) {
     TrainConfig c = p.training;
     c.batch = batch;
     c.device = DeviceSpec{};
-    check_cpu_memory(p.graph, c, "profiling");
+    if (const RunProblem m = cpu_memory_problem(p.graph, c, "profiling"); !m.message.empty())
+      throw_cli_problem(m);
     return print_layer_profile(a, p, batch, bench);
   }
   if (a.flag("json")) {

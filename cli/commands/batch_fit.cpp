@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../common.h"
+#include "../preflight.h"
 
 namespace dc::cli {
 
@@ -27,7 +28,12 @@ int cmd_batch_fit(const Args& a) {
   Project p = load_project_operand(a);
   TrainConfig c = p.training;
   apply_setting_flags(a, c);
-  check_network(p, c);
+  CliPrepare prep;
+  prep.purpose = RunPurpose::BatchFit;
+  prep.config = c;
+  prep.device_requested = 1;  // the memory asked about is the named device's
+  prep.quiet = a.flag("json");
+  PreparedRun prepared = prepare(p, a, prep);
   int64_t available = -1;
   std::string where;
   if (c.device.cuda) {
@@ -41,8 +47,8 @@ int cmd_batch_fit(const Args& a) {
   }
   const BatchFit f = largest_batch(p.graph, available, c);
   const int64_t new_batch = a.get_int("to", f.pow2 > 0 ? f.pow2 : c.batch, 1, 1 << 20);
-  ProjectData data = load_dataset(p, a);
-  const BatchLrAdvice adv = batch_lr_advice(c, p.training.batch, new_batch, data.data.train.size());
+  const BatchLrAdvice adv =
+      batch_lr_advice(c, p.training.batch, new_batch, prepared.data.data.train.size());
   if (a.flag("json")) {
     std::cout << json{{"device", c.device.str()},
                       {"available_bytes", f.available_bytes},

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../common.h"
+#include "../preflight.h"
 
 namespace dc::cli {
 
@@ -25,16 +26,21 @@ int cmd_eval(const Args& a) {
   int64_t batch = a.get_int("batch", 256, 1, 1 << 20);
   set_num_threads(int(a.get_int("threads", 0, 0, 1024)));
   Loaded l = load_trained(a, batch);
-  ProjectData d = load_dataset(l.project, a);
-  Dataset& test = d.data.test;
-  test.mean = l.mean;
-  test.stddev = l.stddev;
-  auto loss = make_loss(l.project.training.loss, float(l.project.training.label_smoothing));
   TrainConfig run = l.project.training;  // evaluated in fp32, without augmentation
   run.device = parse_device(a.get("device", "cpu"));
   run.batch = batch;
   run.precision = Precision::Fp32;
   run.augment = {};
+  CliPrepare o;
+  o.purpose = RunPurpose::Evaluate;
+  o.config = run;
+  o.device_requested = 1;  // eval's device is always the command line's (default cpu)
+  o.quiet = a.flag("json");
+  PreparedRun prepared = prepare(l.project, a, o);
+  Dataset& test = prepared.data.data.test;
+  test.mean = l.mean;
+  test.stddev = l.stddev;
+  auto loss = make_loss(l.project.training.loss, float(l.project.training.label_smoothing));
   EvalResult r;
   if (DeviceBackend* backend = require_device(run.device)) {
     auto dp = backend->create_plan(l.project.graph, *l.plan, DevicePlanOptions::for_training(run));
@@ -44,6 +50,7 @@ int cmd_eval(const Args& a) {
   } else {
     r = evaluate(*l.plan, test, {}, batch, *loss);
   }
+  print_bad_images(prepared.data.data.train, test);
   if (a.flag("json")) {
     json j = {{"test_accuracy", r.top1},
               {"test_top5", r.top5},

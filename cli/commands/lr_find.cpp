@@ -27,14 +27,18 @@ int cmd_lr_find(const Args& a) {
   apply_setting_flags(a, c);
   c.device = DeviceSpec{};  // the range test runs on the CPU
   c.precision = Precision::Fp32;
-  check_network(p, c);
-  check_cpu_memory(p.graph, c, "the LR range test");
   LrFindOptions o;
   o.start = a.get_double("start", o.start, 1e-12, 1e6);
   o.end = a.get_double("end", o.end, 1e-12, 1e9);
   o.steps = int(a.get_int("steps", o.steps, 5, 100000));
-  ProjectData data = load_dataset(p, a);
   const bool quiet = a.flag("quiet") || a.flag("json");
+  CliPrepare prep;
+  prep.purpose = RunPurpose::LrFind;
+  prep.config = c;
+  prep.device_requested = 0;
+  prep.quiet = quiet;
+  PreparedRun prepared = prepare(p, a, prep);
+  ProjectData& data = prepared.data;
   if (!quiet)
     std::fprintf(stderr, "LR range test of '%s': %d steps from %g to %g, batch %lld, %s\n",
                  p.name.c_str(), o.steps, o.start, o.end, (long long)c.batch,
@@ -45,6 +49,11 @@ int cmd_lr_find(const Args& a) {
           std::fprintf(stderr, "  step %3d  lr %-10.3g smoothed loss %.4f\n", i, lr, smooth);
         return true;
       });
+  // The engine's note names the range's ends; here they are flags.
+  if (r.note.find("end learning rate to see") != std::string::npos)
+    r.note += " (--end)";
+  else if (r.note.find("lower the start learning rate") != std::string::npos)
+    r.note += " (--start)";
   if (a.flag("json")) {
     json j = {{"suggested_lr", r.suggested_lr},
               {"min_loss_lr", r.min_lr},

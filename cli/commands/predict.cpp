@@ -13,6 +13,7 @@
 
 #include "../common.h"
 #include "../image_input.h"
+#include "../preflight.h"
 
 namespace dc::cli {
 
@@ -24,8 +25,16 @@ int cmd_predict(const Args& a) {
   std::vector<std::pair<std::string, Tensor>> inputs;  // label, [1, ...input]
   const Shape& in = l.plan->input_shape();
   if (a.has("index")) {
-    ProjectData d = load_dataset(l.project, a);
-    Dataset& test = d.data.test;
+    CliPrepare prep;
+    prep.purpose = RunPurpose::Predict;
+    prep.config = l.project.training;
+    prep.config.device = DeviceSpec{};  // predict runs on the CPU
+    prep.config.precision = Precision::Fp32;
+    prep.config.augment = {};
+    prep.device_requested = 0;
+    prep.quiet = true;
+    PreparedRun prepared = prepare(l.project, a, prep);
+    Dataset& test = prepared.data.data.test;
     int64_t i = a.get_int("index", 0, 0, test.size() - 1);
     test.mean = l.mean;
     test.stddev = l.stddev;

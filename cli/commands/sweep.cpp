@@ -51,12 +51,12 @@ double min_epochs_flag(const Args& a) {
   return x;
 }
 
-// The memory check of train for the sweep's largest batch (the space's batch
-// values: a choice's largest, a range's top; else the project's), with
-// `parallel` trials training at once.
-void check_sweep_memory(const Project& p, const SearchSpace& space, int parallel) {
+// The sweep's largest batch (the space's batch values: a choice's largest,
+// a range's top; else the project's), which the memory check holds against
+// `parallel` trials training at once, and the flag that set it.
+TrainConfig largest_batch_config(const Project& p, const SearchSpace& space, std::string& option) {
   TrainConfig c = p.training;
-  std::string option = "--batch";
+  option = "--batch";
   for (const SearchParam& sp : space.params) {
     if (!sp.setting || sp.setting->attr.name != "batch") continue;
     option = "the batch in --param " + sp.spec_text();
@@ -68,10 +68,7 @@ void check_sweep_memory(const Project& p, const SearchSpace& space, int parallel
     for (size_t i = 0; i < sp.choices.size(); ++i)
       c.batch = std::max(c.batch, std::get<int64_t>(search_value(sp, double(i))));
   }
-  check_cpu_memory(
-      p.graph, c,
-      parallel > 1 ? std::to_string(parallel) + " sweep trials at once" : "a sweep trial", option,
-      parallel);
+  return c;
 }
 
 int cmd_sweep(const Args& a) {
@@ -83,7 +80,15 @@ int cmd_sweep(const Args& a) {
   p.training.seed = train_seed;
   std::vector<std::string> specs;
   if (auto it = a.repeated.find("param"); it != a.repeated.end()) specs = it->second;
-  SearchSpace space = parse_search_space(specs, p.graph);
+  SearchSpace space;
+  try {
+    space = parse_search_space(specs, p.graph);
+  } catch (const SearchSpaceError& e) {
+    // The engine names no flag; its parts say which spec.
+    if (e.problem() == SearchSpaceError::Problem::Empty)
+      throw Error("no --param given: " + e.detail());
+    throw Error("--param " + e.spec() + ": " + e.detail());
+  }
   SweepOptions o;
   o.trials = int(a.get_int("trials", o.trials, 1, kMaxSweepTrials));
   o.epochs = int(a.get_int("epochs", o.epochs, 1, kMaxSweepEpochs));
@@ -108,10 +113,18 @@ int cmd_sweep(const Args& a) {
   }
   if (p.training.device.cuda && o.parallel > 1)
     throw Error("--parallel runs CPU trials; a CUDA sweep runs one trial at a time (--parallel 1)");
-  check_network(p, p.training);
-  check_sweep_memory(p, space, o.parallel);
   const std::string state = a.get("state", sweep_state_path(a.positional[0]));
-  ProjectData data = load_dataset(p, a);
+  CliPrepare prep;
+  prep.purpose = RunPurpose::Sweep;
+  prep.config = largest_batch_config(p, space, prep.batch_option);
+  prep.concurrent = o.parallel;
+  prep.outputs = {{"--state", state, false}};
+  prep.quiet = a.flag("quiet") || a.flag("json");
+  PreparedRun prepared = prepare(p, a, prep);
+  // Trials train on the device the run falls back to, with its precision.
+  p.training.device = prepared.config.device;
+  p.training.precision = prepared.config.precision;
+  ProjectData& data = prepared.data;
   auto shared = std::make_shared<const TrainTest>(std::move(data.data));
   // The engine says what is wrong with a state file; the remedy is a flag here.
   std::unique_ptr<Sweep> made;

@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -85,41 +86,38 @@ int cmd_train(const Args& a) {
   if (!a.has("init-weights")) c.init_weights = resolve_project_file(p, c.init_weights);
   std::string out_ckpt = a.get("checkpoint", "");
   bool as_json = a.flag("json"), quiet = a.flag("quiet");
-  if (a.has("device")) {
-    require_device(c.device);  // asked for on the command line: unavailable is an error
-  } else if (c.device.cuda) {
-    // The project was saved on a GPU machine; on this one the CPU still trains
-    // it (the same numbers up to rounding), so say why and carry on.
-    try {
-      require_device(c.device);
-    } catch (const Error& e) {
-      std::fprintf(stderr, "note: the project asks for %s, but %s; training on the CPU\n",
-                   c.device.str().c_str(), e.what());
-      c.device = DeviceSpec{};
-      if (c.precision != Precision::Fp32) {
-        std::fprintf(stderr, "note: %s precision needs a GPU; the CPU computes in fp32\n",
-                     enum_name(c.precision));
-        c.precision = Precision::Fp32;
-      }
-    }
-  }
   // What would fail late fails first: bad settings, a network that cannot
-  // be built or does not fit, an unwritable output, too little memory.
-  check_network(p, c);
-  check_writable("--checkpoint", out_ckpt, false);
-  check_writable("--checkpoint-dir", c.checkpoint_dir, true);
-  // The advisor's memory model (calibrated against the allocators' peak),
-  // the same prediction as batch-fit, advise and the Model Summary.
-  check_cpu_memory(p.graph, c, "training");
-  ProjectData data = load_dataset(p, a);
+  // be built or does not fit, an unwritable output, too little memory, data
+  // that does not fit the network. A GPU the project names but this machine
+  // lacks falls back to the CPU with a note; one asked for with --device is
+  // an error.
+  CliPrepare o;
+  o.purpose = RunPurpose::Train;
+  o.config = c;
+  o.outputs = {{"--checkpoint", out_ckpt, false}, {"--checkpoint-dir", c.checkpoint_dir, true}};
+  o.quiet = quiet;
+  PreparedRun prepared = prepare(p, a, o);
+  c = prepared.config;
+  ProjectData& data = prepared.data;
   auto train = std::make_shared<Dataset>(std::move(data.data.train));
   auto test = std::make_shared<Dataset>(std::move(data.data.test));
-  for (const RunProblem& problem : run_problems(p.graph, c, train.get(), test.get()))
-    if (problem.warning) std::fprintf(stderr, "note: %s\n", problem.message.c_str());
 
   // For a text model, what ignoring context would reach: the loss to beat.
   const double unigram = train->tokens ? label_entropy(*train) : NAN;
-  Trainer t(p.graph, c, train, test);
+  // The Trainer's messages name settings' keys; here they are flags.
+  std::unique_ptr<Trainer> made;
+  try {
+    made = std::make_unique<Trainer>(p.graph, c, train, test);
+  } catch (const IoError& e) {
+    throw IoError(with_flags(e.what()));
+  } catch (const DataError& e) {
+    throw DataError(with_flags(e.what()));
+  } catch (const GraphError& e) {
+    throw GraphError(with_flags(e.what()));
+  } catch (const Error& e) {
+    throw Error(with_flags(e.what()));
+  }
+  Trainer& t = *made;
   const advisor::RunPrediction predicted = advisor::predict_run_here(
       p.graph, c, advisor::cuda_resident_bytes(*train) + advisor::cuda_resident_bytes(*test));
   advisor::Timeline timeline(predicted.diagnosis_input());
@@ -221,7 +219,8 @@ int cmd_train(const Args& a) {
   const TrainResult& r = t.result();
   if (r.cancelled && stop.requested())
     return save_interrupted(t, stop, c, out_ckpt, epochs_done, steps_done);
-  if (!r.ok) throw Error("training failed: " + r.error);
+  print_bad_images(*train, *test);
+  if (!r.ok) throw Error("training failed: " + with_flags(r.error));
   const bool diverged = run_diverged(first_loss, r.final_train_loss);
   SaveDecision save = decide_save(out_ckpt, a.flag("overwrite"), diverged, r.test_accuracy);
   if (!save.path.empty()) {

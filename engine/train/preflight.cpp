@@ -28,7 +28,12 @@ bool fits_input(const Shape& sample, const Shape& in) {
 
 void check_data(const Dataset& d, const char* what, const NetworkShapes& net, bool classification,
                 std::vector<RunProblem>& out) {
-  auto data = [&](std::string m) { out.push_back({RunProblem::Kind::Data, std::move(m)}); };
+  const std::string subject = d.source.empty() ? std::string("dataset") : d.source;
+  auto data = [&](std::string m, bool warning = false) {
+    RunProblem p{RunProblem::Kind::Data, std::move(m), warning};
+    p.subject = subject;
+    out.push_back(std::move(p));
+  };
   const std::string set = std::string("the ") + what + " set";
   if (d.size() == 0) {
     data(set + " is empty");
@@ -63,14 +68,22 @@ void check_data(const Dataset& d, const char* what, const NetworkShapes& net, bo
   if (max_label >= outputs)
     data(mismatch);
   else if (classes < outputs && std::string(what) == "training")
-    out.push_back({RunProblem::Kind::Data, mismatch, true});
+    data(mismatch, true);
 }
 
 }  // namespace
 
 std::vector<RunProblem> network_problems(const Graph& g, const TrainConfig& c) {
   std::vector<RunProblem> out;
-  for (std::string& m : validate(c)) out.push_back({RunProblem::Kind::Settings, std::move(m)});
+  // The settings one by one rather than through validate(), so that each
+  // problem carries its key.
+  for (const auto& setting : training_settings())
+    if (std::string why = setting_problem(setting, setting.get(c)); !why.empty()) {
+      RunProblem p{RunProblem::Kind::Settings,
+                   setting.label + " (training." + setting.attr.name + ") " + why};
+      p.subject = "training." + setting.attr.name;
+      out.push_back(std::move(p));
+    }
   NetworkShapes net;
   try {
     net = network_shapes(g);
@@ -89,22 +102,28 @@ std::vector<RunProblem> network_problems(const Graph& g, const TrainConfig& c) {
                        std::to_string((params * 16) >> 30) + " GiB, more than the " +
                        std::to_string(available >> 30) +
                        " GiB available; make the Input smaller or the Dense layers narrower"});
-  if (c.augment.enabled() && net.input.rank() != 3)
-    out.push_back({RunProblem::Kind::Data,
-                   "augmentation (flips, crops, rotation, translation, brightness) needs image "
-                   "inputs (channels×height×width) but the network's input is " +
-                       net.input.str() + "; turn augmentation off for this model"});
+  if (c.augment.enabled() && net.input.rank() != 3) {
+    RunProblem p{RunProblem::Kind::Data,
+                 "augmentation (flips, crops, rotation, translation, brightness) needs image "
+                 "inputs (channels×height×width) but the network's input is " +
+                     net.input.str() + "; turn augmentation off for this model"};
+    p.subject = "training.augment";
+    out.push_back(std::move(p));
+  }
   int n_frozen = 0;
   for (const auto& [id, n] : g.nodes()) n_frozen += n.trainable ? 0 : 1;
   if (n_frozen > 0 && params > 0 && count_parameters(g, true) == 0)
     out.push_back({RunProblem::Kind::Network,
                    "every layer is frozen, so training would change nothing; unfreeze the "
                    "layers to train (Layer → Unfreeze)"});
-  if (!c.device.cuda && c.precision != Precision::Fp32)
-    out.push_back({RunProblem::Kind::Device,
-                   std::string("precision ") + enum_name(c.precision) +
-                       " needs a CUDA device; the CPU computes in fp32 only (set precision to "
-                       "fp32 or train with --device cuda)"});
+  if (!c.device.cuda && c.precision != Precision::Fp32) {
+    RunProblem p{RunProblem::Kind::Device,
+                 std::string("precision ") + enum_name(c.precision) +
+                     " needs a CUDA device; the CPU computes in fp32 only (set training.precision "
+                     "to fp32 or train on a CUDA device)"};
+    p.subject = "training.precision";
+    out.push_back(std::move(p));
+  }
   return out;
 }
 
@@ -116,7 +135,9 @@ std::vector<RunProblem> run_problems(const Graph& g, const TrainConfig& c, const
   const NetworkShapes net = network_shapes(g);
   const bool classification = c.loss == LossType::SoftmaxCrossEntropy;
   if (!train) {
-    out.push_back({RunProblem::Kind::Data, "no dataset is loaded: choose one"});
+    RunProblem p{RunProblem::Kind::Data, "no dataset is loaded: choose one"};
+    p.subject = "dataset";
+    out.push_back(std::move(p));
     return out;
   }
   check_data(*train, "training", net, classification, out);
@@ -125,7 +146,9 @@ std::vector<RunProblem> run_problems(const Graph& g, const TrainConfig& c, const
   try {
     (void)normalisation(*train);
   } catch (const DataError& e) {
-    out.push_back({RunProblem::Kind::Data, e.what()});
+    RunProblem p{RunProblem::Kind::Data, e.what()};
+    p.subject = train->source.empty() ? std::string("dataset") : train->source;
+    out.push_back(std::move(p));
   }
   if (classification && train->size() > 0) {
     const std::set<int32_t> classes(train->labels.begin(), train->labels.end());
@@ -154,6 +177,8 @@ void throw_problem(const RunProblem& p) {
       throw GraphError(p.message);
     case RunProblem::Kind::Data:
       throw DataError(p.message);
+    case RunProblem::Kind::Output:
+      throw IoError(p.message);
     default:
       throw Error(p.message);
   }

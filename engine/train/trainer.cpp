@@ -78,11 +78,11 @@ Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
   if (!cfg_.init_weights.empty()) {
     if (!cfg_.resume.empty())
       throw Error(
-          "init_weights (--init-weights) starts a fresh run from other weights and "
-          "--resume continues a run; give only one of them");
+          "training.init_weights starts a fresh run from other weights and "
+          "training.resume continues a run; give only one of them");
     if (!std::filesystem::exists(cfg_.init_weights))
       throw IoError(cfg_.init_weights +
-                    ": weights file not found (training.init_weights / --init-weights); "
+                    ": weights file not found (training.init_weights); "
                     "import the base model again or point it at its .safetensors");
     SafetensorsFile f = load_safetensors(cfg_.init_weights);
     // A checkpoint's optimizer state belongs to its own run, never to this one.
@@ -109,7 +109,7 @@ Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
       throw IoError(cfg_.resume + ": was trained with frozen parameters " + list(ck.frozen_params) +
                     " but this run freezes " + list(frozen) +
                     "; freeze the same layers to resume (the optimizer state follows the "
-                    "trainable parameters), or start without --resume");
+                    "trainable parameters), or start afresh instead of resuming (training.resume)");
     }
     // Checked here for the device plan too, which copies the same tensors.
     opt_->load_state(ck.optimizer, plan_->trainable(), cfg_.resume);
@@ -118,7 +118,7 @@ Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
     start_step_ = ck.step;
     if (start_epoch_ > cfg_.epochs)
       throw Error(cfg_.resume + ": already trained for " + std::to_string(ck.epoch) +
-                  " epochs; ask for more than that with --epochs");
+                  " epochs; ask for more than that (training.epochs)");
   }
   if (cfg_.device.cuda) {
     DeviceBackend* backend = require_device(cfg_.device);  // throws with the reason

@@ -113,9 +113,12 @@ LrFindResult lr_find(const Graph& g, const TrainConfig& c, const Dataset& train_
     }
   }
   if (at_min + 1 == n && !r.diverged && r.note.empty())
-    r.note = "the loss was still falling at the end learning rate; raise --end to see the minimum";
+    r.note =
+        "the loss was still falling at the end learning rate; raise the end learning rate to see "
+        "the "
+        "minimum";
   if (r.suggested_lr < o.start * 10 && r.note.empty())
-    r.note = "the loss was lowest near the start learning rate; lower --start";
+    r.note = "the loss was lowest near the start learning rate; lower the start learning rate";
   return r;
 }
 

@@ -106,8 +106,8 @@ namespace {
 
 std::string search_space_message(SearchSpaceError::Problem problem, const std::string& spec,
                                  const std::string& detail) {
-  if (problem == SearchSpaceError::Problem::Empty) return "no --param given: " + detail;
-  return "--param " + spec + ": " + detail;
+  if (problem == SearchSpaceError::Problem::Empty) return "no search parameter given: " + detail;
+  return "search parameter " + spec + ": " + detail;
 }
 
 }  // namespace

@@ -417,14 +417,17 @@ Sweep::Sweep(Project project, std::shared_ptr<const TrainTest> data, SearchSpace
       space_(std::move(space)),
       path_(std::move(state_path)) {
   if (o.trials < 1 || o.trials > kMaxSweepTrials)
-    throw Error("--trials must be in [1, " + std::to_string(kMaxSweepTrials) + "]");
+    throw Error("a sweep's trials must be in [1, " + std::to_string(kMaxSweepTrials) + "]");
   if (o.epochs < 1 || o.epochs > kMaxSweepEpochs)
-    throw Error("--epochs must be in [1, " + std::to_string(kMaxSweepEpochs) + "]");
-  if (o.parallel < 1) throw Error("--parallel must be at least 1");
+    throw Error("a sweep's epochs per trial must be in [1, " + std::to_string(kMaxSweepEpochs) +
+                "]");
+  if (o.parallel < 1) throw Error("a sweep's parallel trials must be at least 1");
   if (o.eta < 2 || o.eta > kMaxSweepEta)
-    throw Error("--eta must be in [2, " + std::to_string(kMaxSweepEta) + "]");
+    throw Error("ASHA's reduction factor (eta) must be in [2, " + std::to_string(kMaxSweepEta) +
+                "]");
   if (!(o.min_epochs >= 0) || !std::isfinite(o.min_epochs))
-    throw Error("--min-epochs must be a positive number of epochs (0: epochs / eta^2)");
+    throw Error(
+        "ASHA's first rung (min_epochs) must be a positive number of epochs (0: epochs / eta^2)");
   if (o.n_startup < 0) o.n_startup = std::clamp(o.trials / 3, 2, 10);
   o.min_epochs = sweep_min_epochs(o);
   for (const SearchParam& p : space_.params) state_.space.push_back(p.spec_text());

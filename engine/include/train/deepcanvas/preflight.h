@@ -6,21 +6,37 @@
 #include <deepcanvas/graph.h>
 #include <deepcanvas/train_config.h>
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dc {
 
 struct RunProblem {
-  // Which exception the Trainer throws for it: Error (Settings, Device),
-  // GraphError (Network) or DataError (Data).
-  enum class Kind { Settings, Network, Data, Device };
+  // Which exception throw_problem() throws for it: Error (Settings, Device,
+  // Memory), GraphError (Network), DataError (Data) or IoError (Output).
+  enum class Kind { Settings, Network, Data, Device, Memory, Output };
+  RunProblem() = default;
+  RunProblem(Kind k, std::string m, bool w = false, std::string subj = {})
+      : kind(k), message(std::move(m)), warning(w), subject(std::move(subj)) {}
   Kind kind = Kind::Settings;
+  // One sentence that names no CLI flag and no control of the app: each
+  // front end adds its own remedy from the fields below.
   std::string message;
   // A run can start but is probably not what was meant (fewer classes than
   // the network has outputs): the Trainer goes on, the CLI prints a note,
   // the app asks for a fix before it trains.
   bool warning = false;
+  // What the problem is about: a setting's key ("training.batch",
+  // "training.precision"), a node's id, a file or folder, an output's role.
+  std::string subject;
+  // Memory: what the run needs and what is available, in bytes, and the
+  // largest batch that fits (0: not even one sample); -1 when not known.
+  int64_t needed_bytes = -1, available_bytes = -1, suggested_batch = -1;
+  // Output: the path that cannot be written and the operating system's
+  // reason ("Permission denied", "Not a directory").
+  std::string path, reason;
 };
 
 // The single Input's and the single output's shapes per sample, from shape
