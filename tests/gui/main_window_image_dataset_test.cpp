@@ -68,7 +68,7 @@ TEST_F(MainWindowImageDataset, AChosenImageFolderIsSavedUndoableAndReopened) {
     ASSERT_TRUE(undo->canUndo());
     QSignalSpy loaded(panel, &gui::DatasetPanel::datasetLoaded);
     undo->undo();
-    EXPECT_TRUE(sameSpec(w.project().dataset, original));
+    EXPECT_TRUE(gui::sameSpec(w.project().dataset, original));
     EXPECT_FALSE(w.isModified());
     ASSERT_TRUE(loaded.wait(120000)) << panel->messageText().toStdString();
     EXPECT_EQ(panel->classTable()->rowCount(), 10);
