@@ -21,7 +21,7 @@
 namespace dc::test {
 namespace {
 
-class MainWindowImageDataset : public ::testing::Test {
+class MainWindowDashboardImageDataset : public ::testing::Test {
  protected:
   void SetUp() override { ensureApp(); }
 };
@@ -35,7 +35,7 @@ void write_class(const QString& dir, int n, int shade) {
   }
 }
 
-TEST_F(MainWindowImageDataset, AChosenImageFolderIsSavedUndoableAndReopened) {
+TEST_F(MainWindowDashboardImageDataset, AChosenImageFolderIsSavedUndoableAndReopened) {
   if (!image_decoding_supported()) GTEST_SKIP() << "built without OpenCV";
   const QString dir = tempDir();
   write_class(dir + "/photos/ants", 4, 40);
