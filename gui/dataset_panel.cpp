@@ -14,6 +14,7 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -25,6 +26,8 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableWidget>
+#include <QUndoCommand>
+#include <QUndoStack>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <utility>
@@ -36,18 +39,49 @@ namespace {
 using Kind = DatasetSource::Kind;
 
 bool needs_path(Kind k) {
-  return k == Kind::Idx || k == Kind::ImageFolder || k == Kind::Csv || k == Kind::Text;
+  return k == Kind::Idx || k == Kind::ImageFolder || k == Kind::ImageCsv || k == Kind::Csv ||
+         k == Kind::Text;
 }
 bool is_folder(Kind k) {
   return k == Kind::Idx || k == Kind::ImageFolder;
 }
+bool is_images(Kind k) {
+  return k == Kind::ImageFolder || k == Kind::ImageCsv;
+}
+
+// A dataset chosen in the panel, as recorded in the project: redo and undo
+// put one record or the other back (and load it); the push itself changes
+// nothing, the choice has been loaded and recorded already.
+class DatasetSpecCommand : public QUndoCommand {
+ public:
+  DatasetSpecCommand(DatasetPanel* panel, DatasetSpec before, DatasetSpec after,
+                     const QString& text)
+      : QUndoCommand(text), panel_(panel), before_(std::move(before)), after_(std::move(after)) {}
+  void redo() override {
+    if (!std::exchange(pushed_, true)) return;
+    panel_->restoreDatasetSpec(after_);
+  }
+  void undo() override { panel_->restoreDatasetSpec(before_); }
+
+ private:
+  DatasetPanel* panel_;
+  DatasetSpec before_, after_;
+  bool pushed_ = false;
+};
 }  // namespace
 
 DatasetPanel::DatasetPanel(ProjectContext* ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
   buildUi();
   connect(ctx_, &ProjectContext::datasetChanged, this, &DatasetPanel::showDataset);
-  connect(ctx_, &ProjectContext::projectReplaced, this, [this] { auto_loaded_ = false; });
+  connect(ctx_, &ProjectContext::datasetSpecChanged, this, &DatasetPanel::specChanged);
+  connect(ctx_, &ProjectContext::projectReplaced, this, [this] {
+    auto_loaded_ = false;
+    spec_shown_ = false;
+  });
   connect(ctx_, &ProjectContext::projectChanged, this, [this] {
+    // Another project: its dataset in the widgets (once: the editor's
+    // changes come this way too, and must not reset what the user typed).
+    if (!std::exchange(spec_shown_, true)) showSource(datasetSource(ctx_->project().dataset));
     showAugmentOptions(ctx_->augmentation());  // the project's, not an edit
     val_split_->setValue(ctx_->project().training.val_split);
     normalize_->setCurrentIndex(ctx_->project().training.normalize ? 0 : 1);
@@ -58,11 +92,13 @@ DatasetPanel::DatasetPanel(ProjectContext* ctx, QWidget* parent) : QWidget(paren
                        static_cast<QWidget*>(val_split_), static_cast<QWidget*>(normalize_),
                        static_cast<QWidget*>(hflip_), static_cast<QWidget*>(vflip_),
                        static_cast<QWidget*>(pad_), static_cast<QWidget*>(rotate_),
-                       static_cast<QWidget*>(translate_), static_cast<QWidget*>(brightness_)})
+                       static_cast<QWidget*>(translate_), static_cast<QWidget*>(brightness_),
+                       static_cast<QWidget*>(resized_crop_), static_cast<QWidget*>(jitter_)})
       w->setEnabled(!busy);
     load_->setToolTip(busy ? tr("Stop the training run to load another dataset") : QString());
   });
-  kindChanged();
+  showSource(datasetSource(ctx_->project().dataset));
+  spec_shown_ = true;
   showAugmentOptions(ctx_->augmentation());
   if (ctx_->hasDataset()) showDataset();
 }
@@ -96,12 +132,15 @@ void DatasetPanel::buildUi() {
   kind_->addItem(tr("Bundled sample (Fashion-MNIST subset)"), int(Kind::Sample));
   kind_->addItem(tr("IDX files (MNIST layout)"), int(Kind::Idx));
   kind_->addItem(tr("Image folder (one subfolder per class)"), int(Kind::ImageFolder));
+  kind_->addItem(tr("Image list (CSV of path,label)"), int(Kind::ImageCsv));
   kind_->addItem(tr("CSV series"), int(Kind::Csv));
   kind_->addItem(tr("Text corpus"), int(Kind::Text));
-  if (!image_decoding_supported()) {
-    kind_->setItemData(3, tr("This build has no OpenCV"), Qt::ToolTipRole);
-    kind_->setItemData(3, false, Qt::UserRole - 1);  // disables the item
-  }
+  if (!image_decoding_supported())
+    for (Kind k : {Kind::ImageFolder, Kind::ImageCsv}) {
+      const int i = kind_->findData(int(k));
+      kind_->setItemData(i, tr("This build has no OpenCV"), Qt::ToolTipRole);
+      kind_->setItemData(i, false, Qt::UserRole - 1);  // disables the item
+    }
   path_ = new QLineEdit(src);
   browse_ = new QPushButton(tr("Browse…"), src);
   auto* prow = new QHBoxLayout;
@@ -116,13 +155,38 @@ void DatasetPanel::buildUi() {
   test_fraction_->setSingleStep(0.05);
   test_fraction_->setValue(0.2);
   test_fraction_->setToolTip(
-      tr("Share kept as the test set (image folders without train/ and test/, the end of a CSV "
-         "series or text)"));
+      tr("Share kept as the test set (images without a test/ folder: per class, seeded; the end "
+         "of a CSV series or text)"));
+  crop_fraction_ = new QDoubleSpinBox(src);
+  crop_fraction_->setRange(0.1, 1.0);
+  crop_fraction_->setSingleStep(0.025);
+  crop_fraction_->setDecimals(3);
+  crop_fraction_->setValue(0.875);
+  crop_fraction_->setToolTip(
+      tr("Evaluation (and the Inference tab) resize a picture to the Input's size divided by "
+         "this, then crop its centre (torchvision's Resize + CenterCrop: 0.875 is 256 → 224); "
+         "1 keeps the whole picture"));
+  loading_ = new QComboBox(src);
+  loading_->addItem(tr("Automatic (in memory when it fits)"), "auto");
+  loading_->addItem(tr("In memory"), "memory");
+  loading_->addItem(tr("Streamed from disk"), "stream");
+  loading_->setToolTip(
+      tr("In memory: every picture decoded once before training. Streamed: decoded by worker "
+         "threads as batches need them, with a cache, for datasets larger than memory"));
+  bad_images_ = new QComboBox(src);
+  bad_images_->addItem(tr("Skip and count"), false);
+  bad_images_->addItem(tr("Stop with an error"), true);
+  bad_images_->setToolTip(
+      tr("A corrupt, truncated or unreadable image: left out and named, or an error that stops "
+         "loading or the run"));
   load_ = new QPushButton(tr("Load"), src);
   sf->addRow(tr("Kind"), kind_);
   sf->addRow(tr("Path"), prow);
   sf->addRow(tr("Window"), window_);
   sf->addRow(tr("Test fraction"), test_fraction_);
+  sf->addRow(tr("Crop fraction"), crop_fraction_);
+  sf->addRow(tr("Loading"), loading_);
+  sf->addRow(tr("Bad images"), bad_images_);
   sf->addRow(load_);
   ll->addWidget(src);
 
@@ -173,6 +237,21 @@ void DatasetPanel::buildUi() {
   brightness_->setRange(0, max_of("augment.brightness", 1));
   brightness_->setSingleStep(0.05);
   brightness_->setToolTip(help("augment.brightness"));
+  resized_crop_ = new QCheckBox(tr("Random resized crop (image files)"), aug);
+  resized_crop_->setToolTip(
+      help("augment.resized_crop").isEmpty()
+          ? tr("From the whole picture: a random area of 8–100 % and aspect 3/4–4/3, resized to "
+               "the Input (torchvision's RandomResizedCrop)")
+          : help("augment.resized_crop"));
+  jitter_ = new QDoubleSpinBox(aug);
+  jitter_->setRange(0, max_of("augment.color_jitter", 1));
+  jitter_->setSingleStep(0.05);
+  jitter_->setToolTip(help("augment.color_jitter").isEmpty()
+                          ? tr("Brightness, contrast and saturation factors in [1 - j, 1 + j], "
+                               "on the picture (torchvision's ColorJitter)")
+                          : help("augment.color_jitter"));
+  af->addRow(resized_crop_);
+  af->addRow(tr("Colour jitter ±"), jitter_);
   af->addRow(hflip_);
   af->addRow(vflip_);
   af->addRow(tr("Crop with padding"), pad_);
@@ -247,10 +326,10 @@ void DatasetPanel::buildUi() {
     ctx_->project().training.normalize = i == 0;
     Q_EMIT settingsChanged();
   });
-  for (auto* c : {hflip_, vflip_})
+  for (auto* c : {hflip_, vflip_, resized_crop_})
     connect(c, &QCheckBox::toggled, this, &DatasetPanel::optionsChanged);
   connect(pad_, &QSpinBox::valueChanged, this, &DatasetPanel::optionsChanged);
-  for (auto* s : {rotate_, translate_, brightness_})
+  for (auto* s : {rotate_, translate_, brightness_, jitter_})
     connect(s, &QDoubleSpinBox::valueChanged, this, &DatasetPanel::optionsChanged);
   connect(reroll_, &QPushButton::clicked, this, [this] {
     ++preview_seed_;
@@ -267,7 +346,10 @@ void DatasetPanel::kindChanged() {
   path_->setEnabled(needs_path(k));
   browse_->setEnabled(needs_path(k));
   window_->setEnabled(k == Kind::Csv || k == Kind::Text);
-  test_fraction_->setEnabled(k == Kind::ImageFolder || k == Kind::Csv || k == Kind::Text);
+  test_fraction_->setEnabled(is_images(k) || k == Kind::Csv || k == Kind::Text);
+  for (QWidget* w : {static_cast<QWidget*>(crop_fraction_), static_cast<QWidget*>(loading_),
+                     static_cast<QWidget*>(bad_images_)})
+    w->setEnabled(is_images(k));
   path_->setPlaceholderText(is_folder(k) ? tr("a folder") : needs_path(k) ? tr("a file") : "");
 }
 
@@ -280,6 +362,8 @@ AugmentConfig DatasetPanel::augmentOptions() const {
   a.rotate = rotate_->value();
   a.translate = translate_->value();
   a.brightness = brightness_->value();
+  a.resized_crop = resized_crop_->isChecked();
+  a.color_jitter = jitter_->value();
   return a;
 }
 
@@ -291,13 +375,15 @@ void DatasetPanel::setAugmentOptions(const AugmentConfig& a) {
 void DatasetPanel::showAugmentOptions(const AugmentConfig& a) {
   // One change, not six: each widget's signal would publish a half-set state.
   const QSignalBlocker b1(hflip_), b2(vflip_), b3(pad_), b4(rotate_), b5(translate_),
-      b6(brightness_);
+      b6(brightness_), b7(resized_crop_), b8(jitter_);
   hflip_->setChecked(a.flip);
   vflip_->setChecked(a.vflip);
   pad_->setValue(a.crop_padding);
   rotate_->setValue(a.rotate);
   translate_->setValue(a.translate);
   brightness_->setValue(a.brightness);
+  resized_crop_->setChecked(a.resized_crop);
+  jitter_->setValue(a.color_jitter);
   refreshPreview();
 }
 
@@ -307,12 +393,58 @@ void DatasetPanel::optionsChanged() {
   Q_EMIT settingsChanged();  // saved with the project
 }
 
-void DatasetPanel::loadFromWidgets() {
+DatasetSource DatasetPanel::sourceFromWidgets() const {
   DatasetSource s;
   s.kind = Kind(kind_->currentData().toInt());
   s.path = path_->text().trimmed();
   s.window = window_->value();
   s.test_fraction = test_fraction_->value();
+  s.crop_fraction = crop_fraction_->value();
+  s.loading = loading_->currentData().toString();
+  s.bad_images_are_errors = bad_images_->currentData().toBool();
+  return s;
+}
+
+void DatasetPanel::showSource(const DatasetSource& s) {
+  {
+    const QSignalBlocker block(kind_);
+    const int i = kind_->findData(int(s.kind));
+    if (i >= 0) kind_->setCurrentIndex(i);
+  }
+  path_->setText(s.path);
+  window_->setValue(int(s.window));
+  test_fraction_->setValue(s.test_fraction);
+  crop_fraction_->setValue(s.crop_fraction);
+  const int l = loading_->findData(s.loading);
+  loading_->setCurrentIndex(l >= 0 ? l : 0);
+  bad_images_->setCurrentIndex(s.bad_images_are_errors ? 1 : 0);
+  kindChanged();
+}
+
+void DatasetPanel::specChanged(const DatasetSpec& before) {
+  if (undoing_) return;
+  const DatasetSpec& after = ctx_->project().dataset;
+  const QString what = tr("Choose dataset %1")
+                           .arg(after.path.rfind("sample:", 0) == 0
+                                    ? tr("(bundled sample)")
+                                    : QFileInfo(QString::fromStdString(after.path)).fileName());
+  if (undo_) undo_->push(new DatasetSpecCommand(this, before, after, what));
+  Q_EMIT settingsChanged();  // saved with the project
+}
+
+void DatasetPanel::restoreDatasetSpec(const DatasetSpec& spec) {
+  undoing_ = true;
+  ctx_->setDatasetSpec(spec);
+  undoing_ = false;
+  showSource(datasetSource(spec));
+  Q_EMIT settingsChanged();
+  // The data follows the record, unless a run reads it now (the next load
+  // reads the record then).
+  if (!ctx_->busy() && !spec.path.empty()) loadSourceAsync({});
+}
+
+void DatasetPanel::loadFromWidgets() {
+  const DatasetSource s = sourceFromWidgets();
   if (needs_path(s.kind) && s.path.isEmpty()) {
     showMessages(tr("Choose a %1 first.").arg(is_folder(s.kind) ? tr("folder") : tr("file")));
     return;
@@ -370,7 +502,7 @@ void DatasetPanel::finishLoad(const DatasetSource& source, LoadedDataset* loaded
     Q_EMIT loadFailed(error);
     return;
   }
-  path_->setText(source.path);
+  showSource(datasetSource(ctx_->project().dataset));
   Q_EMIT datasetLoaded();
 }
 
@@ -389,13 +521,7 @@ bool DatasetPanel::loadSource(const DatasetSource& source) {
     Q_EMIT loadFailed(error);
     return false;
   }
-  int i = kind_->findData(int(source.kind));
-  if (i >= 0) {
-    const QSignalBlocker block(kind_);
-    kind_->setCurrentIndex(i);
-    kindChanged();
-  }
-  path_->setText(source.path);
+  showSource(datasetSource(ctx_->project().dataset));
   Q_EMIT datasetLoaded();
   return true;
 }

@@ -1,12 +1,15 @@
 #pragma once
 // The dataset panel: where the data comes from (the project's dataset, the
-// bundled sample, IDX files, an image folder with one subfolder per class, a
-// CSV series or a text corpus), what is in it (samples per class, thumbnails
-// with their labels), how it is prepared (validation split, normalisation)
-// and augmented (the engine's flips, crop with padding, rotation, translation
-// and brightness, with a live preview drawn by the engine's own code). Loading errors and the
-// checks that would stop training are shown here before any run starts; a failed load keeps the
-// previous dataset.
+// bundled sample, IDX files, an image folder with one subfolder per class or
+// a CSV list of images, a CSV series or a text corpus), what is in it
+// (samples per class and split, thumbnails with their labels, skipped files
+// and how images are loaded), how it is prepared (validation split,
+// normalisation) and augmented (the engine's random resized crop and colour
+// jitter from the whole picture, flips, crop with padding, rotation,
+// translation and brightness, with a live preview drawn by the engine's own
+// code). A loaded source is recorded in the project (an undoable edit).
+// Loading errors and the checks that would stop training are shown here
+// before any run starts; a failed load keeps the previous dataset.
 #include "gui/project_context.h"
 
 #include <QWidget>
@@ -21,6 +24,7 @@ class QProgressBar;
 class QPushButton;
 class QSpinBox;
 class QTableWidget;
+class QUndoStack;
 
 namespace dc::widgets {
 class ImageGrid;
@@ -47,6 +51,18 @@ class DatasetPanel : public QWidget {
   widgets::ImageGrid* thumbnails() const { return thumbs_; }
   widgets::ImageGrid* augmentPreview() const { return preview_; }
   QTableWidget* classTable() const { return table_; }
+  // The summary above the table (description, sizes, how images are loaded).
+  QString summaryText() const;
+  // The source as the widgets show it (what Load would read), and setting
+  // them without loading.
+  DatasetSource sourceFromWidgets() const;
+  void showSource(const DatasetSource& s);
+  // Choosing a dataset becomes a step of this stack (Edit > Undo takes the
+  // project's previous dataset back and loads it); none: not undoable.
+  void setUndoStack(QUndoStack* s) { undo_ = s; }
+  // Undo and redo of a choice: the project records `spec` again and its
+  // data loads (in the background) unless a run is using the data.
+  void restoreDatasetSpec(const DatasetSpec& spec);
   // The augmentation as the panel shows it; setting it is an edit (saved
   // with the project, marks it modified).
   AugmentConfig augmentOptions() const;
@@ -76,15 +92,18 @@ class DatasetPanel : public QWidget {
   void kindChanged();
   void optionsChanged();
   void showAugmentOptions(const AugmentConfig& a);  // no edit: the project's own
+  void specChanged(const DatasetSpec& before);
+  void addImagePreview(const Dataset& train, const AugmentConfig& a);
   void finishLoad(const DatasetSource& source, LoadedDataset* loaded, const QString& error);
 
   ProjectContext* ctx_;
-  QComboBox *kind_, *normalize_;
+  QComboBox *kind_, *normalize_, *loading_, *bad_images_;
   QLineEdit* path_;
   QPushButton *browse_, *load_, *reroll_;
   QSpinBox *window_, *pad_;
-  QDoubleSpinBox *test_fraction_, *val_split_, *rotate_, *translate_, *brightness_;
-  QCheckBox *hflip_, *vflip_;
+  QDoubleSpinBox *test_fraction_, *crop_fraction_, *val_split_, *rotate_, *translate_, *brightness_,
+      *jitter_;
+  QCheckBox *hflip_, *vflip_, *resized_crop_;
   QLabel *summary_, *message_;
   QProgressBar* load_progress_;
   bool auto_loaded_ = false;   // this project's dataset was loaded on first show
@@ -94,6 +113,9 @@ class DatasetPanel : public QWidget {
   int preview_index_ = 0;
   uint64_t preview_seed_ = 1;
   std::thread worker_;
+  QUndoStack* undo_ = nullptr;
+  bool spec_shown_ = false;  // the project's dataset is in the widgets
+  bool undoing_ = false;     // an undo or redo sets the spec: no new step
 };
 
 }  // namespace dc::gui

@@ -2,17 +2,51 @@
 // class counts, the preview grid, and the messages and warnings.
 #include <deepcanvas/errors.h>
 
+#include <QFileInfo>
 #include <QHeaderView>
 #include <QLabel>
 #include <QTableWidget>
 #include <algorithm>
 #include <vector>
 
-#include "gui/dataset_panel.h"
 #include <deepcanvas/image_data.h>
+#include "gui/dataset_panel.h"
 #include "widgets/image_grid.h"
 
 namespace dc::gui {
+
+namespace {
+
+// The engine's own batch augmentation, as a training batch gets it: pixels
+// as [0, 1] floats, black padding, brightness capped at white.
+void augment_sample(const AugmentConfig& a, const Shape& s, uint64_t seed,
+                    std::vector<uint8_t>& px) {
+  std::vector<float> x(px.size());
+  for (size_t i = 0; i < px.size(); ++i) x[i] = float(px[i]) / 255.f;
+  augment_batch(a, s, 0.f, seed, x.data(), 1, 1.f);
+  for (size_t i = 0; i < px.size(); ++i)
+    px[i] = uint8_t(std::clamp(x[i] * 255.f + 0.5f, 0.f, 255.f));
+}
+
+QImage chw_image(const std::vector<uint8_t>& px, const Shape& s) {
+  Dataset one;
+  one.sample_shape = s;
+  one.pixels = px;
+  one.labels = {0};
+  return sample_image(one, 0);
+}
+
+// A decoded picture (rows of grey or RGB pixels) as it is stored.
+QImage picture_image(const Picture& p) {
+  if (p.h <= 0 || p.w <= 0 || (p.c != 1 && p.c != 3)) return {};
+  QImage img(p.w, p.h, p.c == 1 ? QImage::Format_Grayscale8 : QImage::Format_RGB888);
+  for (int y = 0; y < p.h; ++y)
+    std::copy_n(p.px.data() + size_t(y) * size_t(p.w) * size_t(p.c), size_t(p.w) * size_t(p.c),
+                img.scanLine(y));
+  return img;
+}
+
+}  // namespace
 
 void DatasetPanel::showDataset() {
   auto train = ctx_->trainSet();
@@ -21,72 +55,133 @@ void DatasetPanel::showDataset() {
   thumbs_->clear();
   if (!train) {
     summary_->setText(tr("No dataset loaded."));
+    preview_->clear();
     return;
   }
-  summary_->setText(tr("<b>%1</b><br>%2 training and %3 test samples of shape %4")
+  QString summary = tr("<b>%1</b><br>%2 training and %3 test samples of shape %4")
                         .arg(ctx_->datasetDescription().toHtmlEscaped())
                         .arg(train->size())
                         .arg(test ? test->size() : 0)
-                        .arg(QString::fromStdString(train->sample_shape.str())));
-  int n_classes = train->num_classes;
-  for (int32_t l : train->labels) n_classes = std::max(n_classes, l + 1);
-  std::vector<int64_t> tr_count(size_t(n_classes), 0), te_count(size_t(n_classes), 0);
-  for (int32_t l : train->labels) ++tr_count[size_t(l)];
-  if (test)
-    for (int32_t l : test->labels)
-      if (l >= 0 && l < n_classes) ++te_count[size_t(l)];
+                        .arg(QString::fromStdString(train->sample_shape.str()));
+  const ImageDataReport& report = ctx_->imageReport();
+  if (train->images) {
+    const std::string note =
+        report.mode_note.empty() ? train->images->mode_note() : report.mode_note;
+    if (!note.empty())
+      summary += "<br>" + tr("Pictures: %1").arg(QString::fromStdString(note).toHtmlEscaped());
+  }
+  summary_->setText(summary);
   QStringList names = ctx_->classNames();
+  // Images: counts per split from the engine's listing (validation from a
+  // val/ folder); other kinds: from the labels.
+  std::vector<std::vector<int64_t>> counts;  // per column after the name
+  QStringList heads;
+  int n_classes = train->num_classes;
+  if (train->images && !report.list.class_names.empty()) {
+    const ImageList& l = report.list;
+    n_classes = int(l.class_names.size());
+    const std::pair<QString, const std::vector<ImageItem>*> splits[] = {
+        {tr("Training"), &l.train}, {tr("Validation"), &l.val}, {tr("Test"), &l.test}};
+    for (const auto& [head, items] : splits) {
+      if (items == &l.val && items->empty()) continue;
+      std::vector<int64_t> c(size_t(n_classes), 0);
+      for (const ImageItem& it : *items)
+        if (it.label >= 0 && it.label < n_classes) ++c[size_t(it.label)];
+      heads << head;
+      counts.push_back(std::move(c));
+    }
+  } else {
+    for (int32_t l : train->labels) n_classes = std::max(n_classes, l + 1);
+    std::vector<int64_t> tr_count(size_t(n_classes), 0), te_count(size_t(n_classes), 0);
+    for (int32_t l : train->labels)
+      if (l >= 0) ++tr_count[size_t(l)];
+    if (test)
+      for (int32_t l : test->labels)
+        if (l >= 0 && l < n_classes) ++te_count[size_t(l)];
+    heads << tr("Training") << tr("Test");
+    counts = {std::move(tr_count), std::move(te_count)};
+  }
+  table_->setColumnCount(int(heads.size()) + 1);
+  table_->setHorizontalHeaderLabels(QStringList{tr("Class")} + heads);
   // A text vocabulary has dozens of classes; the table still helps, the grid not.
   table_->setRowCount(n_classes);
   for (int c = 0; c < n_classes; ++c) {
     QString nm = c < names.size() && !names[c].isEmpty() ? names[c] : QString::number(c);
     if (nm == "\n") nm = "\\n";
     table_->setItem(c, 0, new QTableWidgetItem(nm));
-    table_->setItem(c, 1, new QTableWidgetItem(QString::number(tr_count[size_t(c)])));
-    table_->setItem(c, 2, new QTableWidgetItem(QString::number(te_count[size_t(c)])));
+    for (size_t k = 0; k < counts.size(); ++k)
+      table_->setItem(c, int(k) + 1, new QTableWidgetItem(QString::number(counts[k][size_t(c)])));
   }
-  // Thumbnails: the first few of every class, so each label is seen.
-  if (!train->pixels.empty()) {
-    constexpr int kPerClass = 6;
-    std::vector<int> shown(size_t(n_classes), 0);
-    for (int64_t i = 0; i < train->size(); ++i) {
-      int l = train->labels[size_t(i)];
-      if (shown[size_t(l)] >= kPerClass) continue;
-      ++shown[size_t(l)];
-      QString nm = l < names.size() ? names[l] : QString::number(l);
-      thumbs_->addImage(sample_image(*train, i), nm, tr("#%1: %2").arg(i).arg(nm),
-                        QVariant::fromValue(int(i)));
-      if (thumbs_->count() >= 120) break;
-    }
+  // Thumbnails: made while loading (image files decode then).
+  for (const auto& [i, img] : ctx_->thumbnails()) {
+    const int l = train->labels[size_t(i)];
+    QString nm = l < names.size() ? names[l] : QString::number(l);
+    thumbs_->addImage(img, nm, tr("#%1: %2").arg(i).arg(nm), QVariant::fromValue(int(i)));
   }
   preview_index_ = 0;
   refreshPreview();
   showMessages();
 }
 
+void DatasetPanel::addImagePreview(const Dataset& train, const AugmentConfig& a) {
+  // From the original picture, as training reads it: the whole picture,
+  // the evaluation's resize and centre crop, then training draws (random
+  // resized crop and colour jitter on the picture, then the batch
+  // augmentation), each the engine's own code.
+  const ImageSamples& images = *train.images;
+  Picture pic;
+  try {
+    pic = images.picture(preview_index_);
+  } catch (const std::exception& e) {
+    preview_->addImage({}, tr("unreadable"), QString::fromUtf8(e.what()));
+    return;
+  }
+  preview_->addImage(picture_image(pic), tr("whole picture"),
+                     tr("%1: %2×%3 pixels")
+                         .arg(QString::fromStdString(images.item(preview_index_).path))
+                         .arg(pic.w)
+                         .arg(pic.h));
+  ImageTransform t = images.transform();
+  t.random_resized_crop = a.resized_crop;  // as the panel shows them, before a reload
+  t.color_jitter = a.color_jitter;
+  std::vector<uint8_t> chw(size_t(t.input.numel()));
+  picture_to_chw(pic, t, 0, preview_index_, chw.data());
+  preview_->addImage(chw_image(chw, t.input), tr("evaluation"),
+                     tr("Resized to cover %1 of the Input, centre-cropped").arg(t.crop_fraction));
+  if (!a.resized_crop && a.color_jitter <= 0 && !a.enabled()) return;
+  for (int k = 0; k < 6; ++k) {
+    const uint64_t seed = preview_seed_ * 7919 + uint64_t(k) + 1;  // 0 would be evaluation
+    picture_to_chw(pic, t, seed, preview_index_, chw.data());
+    std::vector<uint8_t> out = chw;
+    if (a.enabled() && t.input.rank() == 3) augment_sample(a, t.input, seed, out);
+    preview_->addImage(chw_image(out, t.input), tr("training"));
+  }
+}
+
+QString DatasetPanel::summaryText() const {
+  return summary_->text();
+}
+
 void DatasetPanel::refreshPreview() {
   preview_->clear();
   auto train = ctx_->trainSet();
-  if (!train || train->pixels.empty() || preview_index_ >= train->size()) return;
+  if (!train || (train->pixels.empty() && !train->images) || preview_index_ >= train->size())
+    return;
+  const AugmentConfig a = augmentOptions();
+  if (train->images) {
+    addImagePreview(*train, a);
+    return;
+  }
   const Shape& s = train->sample_shape;
   const int64_t per = s.numel();
   preview_->addImage(sample_image(*train, preview_index_), tr("original"));
-  const AugmentConfig a = augmentOptions();
   if (!a.enabled() || s.rank() != 3) return;
-  // The engine's own augmentation, as training batches get it: pixels as
-  // [0, 1] floats, black padding, brightness capped at white.
-  std::vector<float> x(static_cast<size_t>(per));
+  const std::vector<uint8_t> src(train->pixels.begin() + preview_index_ * per,
+                                 train->pixels.begin() + (preview_index_ + 1) * per);
   for (int k = 0; k < 7; ++k) {
-    const uint8_t* src = train->pixels.data() + preview_index_ * per;
-    for (int64_t i = 0; i < per; ++i) x[size_t(i)] = float(src[i]) / 255.f;
-    augment_batch(a, s, 0.f, preview_seed_ * 7919 + uint64_t(k), x.data(), 1, 1.f);
-    Dataset one;
-    one.sample_shape = s;
-    one.pixels.resize(size_t(per));
-    one.labels = {0};
-    for (int64_t i = 0; i < per; ++i)
-      one.pixels[size_t(i)] = uint8_t(std::clamp(x[size_t(i)] * 255.f + 0.5f, 0.f, 255.f));
-    preview_->addImage(sample_image(one, 0), tr("augmented"));
+    std::vector<uint8_t> out = src;
+    augment_sample(a, s, preview_seed_ * 7919 + uint64_t(k), out);
+    preview_->addImage(chw_image(out, s), tr("augmented"));
   }
 }
 

@@ -389,6 +389,8 @@ void ExperimentsPanel::onFinished(const QString& error) {
       if (t.status == Trial::Status::Failed)
         text += "\n" + tr("Trial %1 failed: %2").arg(t.id).arg(QString::fromStdString(t.error));
   }
+  // Trials read the same images: those found bad were skipped in each.
+  if (const QString bad = badImagesText(ctx_->trainSet().get()); !bad.isEmpty()) text += "\n" + bad;
   setMessage(text, !error.isEmpty());
   Q_EMIT message(text.section('\n', 0, 0));
   updateButtons();

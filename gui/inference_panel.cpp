@@ -217,12 +217,19 @@ void InferencePanel::updatePreprocessingText() {
                                  .arg(w.mean, 0, 'f', 4)
                                  .arg(w.stddev, 0, 'f', 4)
                            : tr("from the weights, once there are some");
-  preprocess_->setText(tr("<b>Preprocessing</b> (from the Input layer %1): resize to %2×%3 "
-                          "(area), %4, normalise %5")
-                           .arg(QString::fromStdString(in.str()))
-                           .arg(in[2])
-                           .arg(in[1])
-                           .arg(in[0] == 1 ? tr("greyscale") : tr("RGB colour"), norm));
+  const DatasetSpec& spec = ctx_->project().dataset;
+  const QString resize =
+      spec.is_images() && spec.crop_fraction < 1
+          ? tr("resize to cover %1×%2 and crop the centre %3×%4 (the dataset's crop fraction %5)")
+                .arg(qRound(double(in[2]) / spec.crop_fraction))
+                .arg(qRound(double(in[1]) / spec.crop_fraction))
+                .arg(in[2])
+                .arg(in[1])
+                .arg(spec.crop_fraction)
+          : tr("resize to %1×%2 (area)").arg(in[2]).arg(in[1]);
+  preprocess_->setText(tr("<b>Preprocessing</b> (from the Input layer %1): %2, %3, normalise %4")
+                           .arg(QString::fromStdString(in.str()), resize,
+                                in[0] == 1 ? tr("greyscale") : tr("RGB colour"), norm));
 }
 
 int InferencePanel::openPaths(const QStringList& paths) {
@@ -243,13 +250,17 @@ int InferencePanel::openPaths(const QStringList& paths) {
       files << p;
     }
   }
+  // As evaluation sees the project's image dataset (its resize and centre
+  // crop); other data has no crop to repeat, so the whole picture.
+  const DatasetSpec& spec = ctx_->project().dataset;
+  const double crop = spec.is_images() ? spec.crop_fraction : 1.0;
   QStringList bad;
   int added = 0, first = -1;
   for (const QString& f : files) {
     Image img;
     img.path = f;
     try {
-      img.chw = read_image_chw(f.toStdString(), in);
+      img.chw = read_image_chw(f.toStdString(), in, crop);
     } catch (const std::exception& e) {
       bad << QString::fromUtf8(e.what());
       continue;

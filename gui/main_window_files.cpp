@@ -45,6 +45,8 @@ Project MainWindow::project() const {
   // The Training and Dataset tabs edit the training settings; they are
   // saved with the project.
   if (training_panel_) p.training = training_panel_->config();
+  // The Dataset tab records the chosen dataset in the context's project.
+  if (ctx_) p.dataset = ctx_->project().dataset;
   return p;
 }
 
@@ -213,6 +215,9 @@ bool MainWindow::saveFile(const QString& path_in) {
   QString path = path_in;
   if (!path.endsWith(".dcproj", Qt::CaseInsensitive)) path += ".dcproj";
   Project p = project();
+  // A dataset path relative to the old folder must still lead to it.
+  const std::string target = QFileInfo(path).absoluteFilePath().toStdString();
+  rebaseDatasetPath(p.dataset, file_.toStdString(), target);
   try {
     save_project(p, path.toStdString());  // atomic: temp file, fsync, rename
   } catch (const Error& e) {
@@ -221,6 +226,11 @@ bool MainWindow::saveFile(const QString& path_in) {
     return false;
   }
   file_ = QFileInfo(path).absoluteFilePath();
+  // The panels relate dataset paths to the file as saved.
+  if (ctx_) {
+    ctx_->setDatasetSpec(p.dataset);
+    syncContext();
+  }
   if (experiments_panel_) experiments_panel_->setProjectFile(file_);
   editor_->undoStack()->setClean();
   forced_modified_ = false;

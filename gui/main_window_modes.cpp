@@ -47,6 +47,8 @@ void MainWindow::createModes() {
   });
   // "Use" in the LR finder and the batch hint's Apply are undoable edits.
   training_panel_->setUndoStack(editor_->undoStack());
+  // So is the choice of a dataset (recorded in the project).
+  dataset_panel_->setUndoStack(editor_->undoStack());
   inference_panel_ = new InferencePanel(ctx_, modes_);
   experiments_panel_ = new ExperimentsPanel(ctx_, modes_);
   experiments_panel_->setStartBlocker([this] {
@@ -253,6 +255,7 @@ std::string MainWindow::settingsJson() const {
   if (!training_panel_) return {};
   Project q;
   q.training = training_panel_->config();
+  if (ctx_) q.dataset = ctx_->project().dataset;  // the Dataset tab's choice
   return project_to_json(q);
 }
 

@@ -88,6 +88,154 @@ ModelWeights weights_from_checkpoint(const QString& path) {
   return w;
 }
 
+namespace {
+
+bool is_file_kind(DatasetSource::Kind k) {
+  using K = DatasetSource::Kind;
+  return k == K::Idx || k == K::ImageFolder || k == K::ImageCsv || k == K::Csv || k == K::Text;
+}
+
+QString project_dir(const std::string& file) {
+  return file.empty() ? QString()
+                      : QFileInfo(QString::fromStdString(file)).absoluteDir().absolutePath();
+}
+
+// Relative to the project's folder when inside it, else absolute; names
+// the engine resolves itself ("fashion-mnist", "sample:NAME") as they are.
+std::string recorded_path(const QString& given, const std::string& project_file) {
+  if (given.isEmpty() || given == "fashion-mnist" || given.startsWith("sample:"))
+    return given.toStdString();
+  const QString dir = project_dir(project_file);
+  const QString abs = QDir::cleanPath(QDir::isAbsolutePath(given) || dir.isEmpty()
+                                          ? QFileInfo(given).absoluteFilePath()
+                                          : dir + "/" + given);
+  if (dir.isEmpty()) return abs.toStdString();
+  const QString rel = QDir(dir).relativeFilePath(abs);
+  if (rel == ".." || rel.startsWith("../") || QDir::isAbsolutePath(rel)) return abs.toStdString();
+  return (rel.isEmpty() ? QString(".") : rel).toStdString();
+}
+
+}  // namespace
+
+DatasetSpec datasetSpec(const DatasetSource& source, const Project& project) {
+  using K = DatasetSource::Kind;
+  DatasetSpec s = project.dataset;
+  switch (source.kind) {
+    case K::Project:
+      return s;
+    case K::Sample:
+      s.kind = "idx";
+      s.path = "sample:fashion-mnist-subset";
+      return s;
+    case K::Idx:
+      s.kind = "idx";
+      break;
+    case K::ImageFolder:
+    case K::ImageCsv:
+      s.kind = source.kind == K::ImageFolder ? "image_folder" : "image_csv";
+      s.test_fraction = source.test_fraction;
+      s.crop_fraction = source.crop_fraction;
+      s.loading = source.loading.toStdString();
+      s.bad_images_are_errors = source.bad_images_are_errors;
+      break;
+    case K::Csv:
+      s.kind = "csv_sequence";
+      s.window = source.window;
+      s.target = source.target.toStdString();
+      s.test_fraction = source.test_fraction;
+      break;
+    case K::Text:
+      s.kind = "text";
+      s.window = source.window;
+      s.test_fraction = source.test_fraction;
+      break;
+  }
+  if (is_file_kind(source.kind)) {
+    if (source.path.trimmed().isEmpty()) throw IoError("no dataset path given");
+    s.path = recorded_path(source.path.trimmed(), project.file);
+  }
+  return s;
+}
+
+DatasetSource datasetSource(const DatasetSpec& spec) {
+  using K = DatasetSource::Kind;
+  DatasetSource s;
+  s.path = QString::fromStdString(spec.path);
+  s.test_fraction = spec.test_fraction;
+  s.window = spec.window;
+  s.target = QString::fromStdString(spec.target);
+  s.crop_fraction = spec.crop_fraction;
+  s.loading = QString::fromStdString(spec.loading);
+  s.bad_images_are_errors = spec.bad_images_are_errors;
+  if (spec.path == "sample:fashion-mnist-subset") {
+    s.kind = K::Sample;
+    s.path.clear();
+  } else if (spec.path.empty() || spec.path.rfind("sample:", 0) == 0) {
+    s.kind = K::Project;
+  } else if (spec.kind == "image_folder") {
+    s.kind = K::ImageFolder;
+  } else if (spec.kind == "image_csv") {
+    s.kind = K::ImageCsv;
+  } else if (spec.kind == "csv_sequence") {
+    s.kind = K::Csv;
+  } else if (spec.kind == "text") {
+    s.kind = K::Text;
+  } else if (spec.kind == "idx") {
+    s.kind = K::Idx;
+  } else {
+    s.kind = K::Project;
+  }
+  return s;
+}
+
+bool sameSpec(const DatasetSpec& a, const DatasetSpec& b) {
+  // The file's own form: every field the project saves, compared.
+  Project pa, pb;
+  pa.dataset = a;
+  pb.dataset = b;
+  return project_to_json(pa) == project_to_json(pb);
+}
+
+void rebaseDatasetPath(DatasetSpec& spec, const std::string& from_file,
+                       const std::string& to_file) {
+  const QString path = QString::fromStdString(spec.path);
+  if (path.isEmpty() || path == "fashion-mnist" || path.startsWith("sample:")) return;
+  const QString from = project_dir(from_file);
+  const QString abs = QDir::isAbsolutePath(path) || from.isEmpty()
+                          ? QFileInfo(path).absoluteFilePath()
+                          : QDir::cleanPath(from + "/" + path);
+  spec.path = recorded_path(abs, to_file);
+}
+
+QString skippedFilesText(const std::vector<SkippedFile>& files, size_t named) {
+  if (files.empty()) return {};
+  QStringList names;
+  for (size_t i = 0; i < files.size() && i < named; ++i)
+    names << QObject::tr("%1 (%2)").arg(QString::fromStdString(files[i].path),
+                                        QString::fromStdString(files[i].why));
+  QString text = QObject::tr("%n file(s) skipped: ", nullptr, int(files.size())) + names.join(", ");
+  if (files.size() > named) text += QObject::tr(" and %1 more").arg(files.size() - named);
+  return text;
+}
+
+QString badImagesText(const Dataset* d) {
+  if (!d || !d->images) return {};
+  const BadImageLog log = d->images->bad();
+  if (log.count <= 0) return {};
+  QString text = QObject::tr(
+      "%n image(s) turned out bad while training read them and were "
+      "skipped (black): ",
+      nullptr, int(log.count));
+  QStringList names;
+  for (size_t i = 0; i < log.files.size() && i < 5; ++i)
+    names << QObject::tr("%1 (%2)").arg(QString::fromStdString(log.files[i].path),
+                                        QString::fromStdString(log.files[i].why));
+  text += names.join(", ");
+  if (log.count > int64_t(names.size()))
+    text += QObject::tr(" and %1 more").arg(log.count - int64_t(names.size()));
+  return text;
+}
+
 ProjectContext::ProjectContext(Project project, QObject* parent)
     : QObject(parent), project_(std::move(project)) {}
 
@@ -103,6 +251,8 @@ void ProjectContext::setProject(Project p) {
 void ProjectContext::replaceProject(Project p) {
   if (busy_) throw Error("a training run is using this project; stop it before replacing it");
   source_ = {};
+  images_ = {};
+  thumbnails_.clear();
   train_.reset();
   test_.reset();
   description_.clear();
@@ -122,82 +272,61 @@ void ProjectContext::loadDataset(const DatasetSource& source) {
 }
 
 LoadedDataset ProjectContext::readDataset(const Project& project, const DatasetSource& source) {
-  TrainTest tt;
-  QStringList warnings;
-  QString desc;
-  std::string dir;
-  auto idx = [&](const std::string& d) {
-    return d.find("fashion") != std::string::npos ? load_fashion_mnist(d) : load_idx_folder(d);
-  };
-  switch (source.kind) {
-    case DatasetSource::Kind::Project: {
-      ProjectData d = load_project_dataset(project);
-      tt = std::move(d.data);
-      dir = d.dir;
-      desc = tr("project dataset: %1").arg(QString::fromStdString(dir));
-      if (!d.note.empty()) warnings << QString::fromStdString(d.note);
-      break;
-    }
-    case DatasetSource::Kind::Sample: {
-      Project tmp = project;
-      tmp.dataset.path = "sample:fashion-mnist-subset";
-      dir = resolve_dataset_dir(tmp);
-      tt = load_fashion_mnist(dir);
-      desc = tr("bundled sample: Fashion-MNIST subset");
-      break;
-    }
-    case DatasetSource::Kind::Idx:
-      dir = source.path.toStdString();
-      if (!QFileInfo(source.path).isDir()) throw IoError("'" + dir + "' is not a folder");
-      tt = idx(dir);
-      desc = tr("IDX folder: %1").arg(source.path);
-      break;
-    case DatasetSource::Kind::Csv:
-      dir = source.path.toStdString();
-      tt = load_csv_sequences(dir,
-                              {source.window, source.target.toStdString(), source.test_fraction});
-      desc = tr("CSV series: %1").arg(source.path);
-      break;
-    case DatasetSource::Kind::Text:
-      dir = source.path.toStdString();
-      tt = load_text_dataset(dir, {source.window, 1, source.test_fraction});
-      desc = tr("text corpus: %1").arg(source.path);
-      break;
-    case DatasetSource::Kind::ImageFolder: {
-      dir = source.path.toStdString();
-      DatasetSpec spec = project.dataset;
-      spec.kind = "image_folder";
-      spec.test_fraction = source.test_fraction;
-      ImageDataReport rep;
-      tt = load_image_spec(project, spec, dir, &rep);
-      const auto& skipped = rep.list.skipped;
-      if (!skipped.empty()) {
-        QStringList names;
-        for (size_t i = 0; i < skipped.size() && i < 5; ++i)
-          names << QString::fromStdString(skipped[i].path + " (" + skipped[i].why + ")");
-        warnings << tr("%1 file(s) were skipped: %2%3")
-                        .arg(skipped.size())
-                        .arg(names.join(", "))
-                        .arg(skipped.size() > 5 ? tr(", …") : QString());
-      }
-      desc = tr("image folder: %1").arg(source.path);
-      break;
+  // One loader for every kind, the engine's, on a copy of the project whose
+  // dataset is the source's record: the app reads what the CLI would read.
+  Project p = project;
+  p.dataset = datasetSpec(source, project);
+  ProjectData d = load_project_dataset(p);
+  LoadedDataset out;
+  out.spec = p.dataset;
+  out.images = std::move(d.images);
+  const QString where = QString::fromStdString(d.dir);
+  const DatasetSpec& s = out.spec;
+  if (s.path.rfind("sample:", 0) == 0)
+    out.description = tr("bundled sample: %1").arg(QString::fromStdString(s.path.substr(7)));
+  else if (s.kind == "image_folder")
+    out.description = tr("image folder: %1").arg(where);
+  else if (s.kind == "image_csv")
+    out.description = tr("image list: %1").arg(where);
+  else if (s.kind == "csv_sequence")
+    out.description = tr("CSV series: %1").arg(where);
+  else if (s.kind == "text")
+    out.description = tr("text corpus: %1").arg(where);
+  else
+    out.description = tr("IDX folder: %1").arg(where);
+  // A shared project's dataset may lead outside its folder; a folder the
+  // user has just chosen needs no such warning.
+  if (source.kind == DatasetSource::Kind::Project && !d.note.empty())
+    out.warnings << QString::fromStdString(d.note);
+  if (const QString skipped = skippedFilesText(out.images.list.skipped); !skipped.isEmpty())
+    out.warnings << skipped;
+  if (const auto& empty = out.images.list.empty_classes; !empty.empty()) {
+    QStringList names;
+    for (const auto& n : empty) names << QString::fromStdString(n);
+    out.warnings
+        << tr("Folders without a usable image, left out of the classes: %1").arg(names.join(", "));
+  }
+  const TrainTest& tt = d.data;
+  if (s.preprocess.active() && !s.is_images() && tt.train.sample_shape.rank() == 3)
+    out.description += tr(" (resized to %1, %2 channels)")
+                           .arg(tt.train.sample_shape[1])
+                           .arg(tt.train.sample_shape[0]);
+  out.data = std::move(d.data);
+  // Thumbnails: the first few of every class, so each label is seen.
+  const Dataset& train = out.data.train;
+  if (!train.pixels.empty() || train.images) {
+    constexpr int kPerClass = 6;
+    std::vector<int> shown;
+    for (int64_t i = 0; i < train.size() && out.thumbnails.size() < 120; ++i) {
+      const int32_t l = train.labels[size_t(i)];
+      if (l < 0) continue;
+      if (shown.size() <= size_t(l)) shown.resize(size_t(l) + 1, 0);
+      if (shown[size_t(l)] >= kPerClass) continue;
+      ++shown[size_t(l)];
+      out.thumbnails.emplace_back(i, sample_image(train, i));
     }
   }
-  // The project's image preprocessing (a transfer model's resize, grey ->
-  // RGB and its base's normalisation) applies to whatever images feed it;
-  // the project's own dataset got it when loaded.
-  const ImagePreprocess& pre = project.dataset.preprocess;
-  if (pre.active() && source.kind != DatasetSource::Kind::Project &&
-      source.kind != DatasetSource::Kind::ImageFolder && !tt.train.pixels.empty() &&
-      tt.train.sample_shape.rank() == 3) {
-    preprocess_images(tt.train, pre);
-    if (tt.test.size() > 0) preprocess_images(tt.test, pre);
-    desc += tr(" (resized to %1, %2 channels)")
-                .arg(tt.train.sample_shape[1])
-                .arg(tt.train.sample_shape[0]);
-  }
-  return {std::move(tt), desc, warnings};
+  return out;
 }
 
 void ProjectContext::applyDataset(const DatasetSource& source, LoadedDataset loaded) {
@@ -211,7 +340,18 @@ void ProjectContext::applyDataset(const DatasetSource& source, LoadedDataset loa
   if (test_ && test_->class_names.empty()) test_->class_names = train_->class_names;
   description_ = loaded.description;
   warnings_ = loaded.warnings;
+  images_ = std::move(loaded.images);
+  thumbnails_ = std::move(loaded.thumbnails);
+  // The project records what is loaded, so saving and reopening it (or
+  // the CLI) reads the same data.
+  const DatasetSpec before = project_.dataset;
+  project_.dataset = loaded.spec;
   Q_EMIT datasetChanged();
+  if (!sameSpec(before, loaded.spec)) Q_EMIT datasetSpecChanged(before);
+}
+
+void ProjectContext::setDatasetSpec(const DatasetSpec& spec) {
+  project_.dataset = spec;
 }
 
 QStringList ProjectContext::classNames() const {

@@ -6,6 +6,7 @@
 // all of them and calls setProject when the editor's graph changes.
 
 #include <deepcanvas/data.h>
+#include <deepcanvas/image_data.h>
 #include <deepcanvas/project.h>
 
 #include <QImage>
@@ -20,21 +21,55 @@
 
 namespace dc::gui {
 
-// Where a dataset comes from, as chosen in the dataset panel.
+// Where a dataset comes from, as chosen in the dataset panel. It becomes the
+// project's DatasetSpec (datasetSpec) and is read by the engine's
+// load_project_dataset, as the CLI reads it.
 struct DatasetSource {
-  enum class Kind { Project, Sample, Idx, ImageFolder, Csv, Text };
+  enum class Kind { Project, Sample, Idx, ImageFolder, ImageCsv, Csv, Text };
   Kind kind = Kind::Project;
-  QString path;                // Idx / ImageFolder: a folder; Csv / Text: a file
-  double test_fraction = 0.2;  // ImageFolder without train/ and test/; end of a CSV / text
+  // Idx / ImageFolder: a folder; ImageCsv / Csv / Text: a file. Relative:
+  // to the project file's folder (to the working folder while unsaved).
+  QString path;
+  double test_fraction = 0.2;  // images without test/; the end of a CSV / text
   int64_t window = 64;         // Csv / Text: steps per sample
   QString target;              // Csv: the label column ("" = last)
+  // ImageFolder / ImageCsv, as DatasetSpec has them.
+  double crop_fraction = 0.875;
+  QString loading = "auto";  // "auto", "memory" or "stream"
+  bool bad_images_are_errors = false;
 };
+
+// The project's record of `source`: its kind, path (relative to the project
+// file's folder when inside it, else absolute) and options; what a source
+// does not choose (preprocessing, split seed, memory budget, cache, stride)
+// stays as `project`'s dataset has it. Kind::Project is the project's own.
+DatasetSpec datasetSpec(const DatasetSource& source, const Project& project);
+// The source that datasetSpec turns into `spec` (for showing a project's
+// dataset in the panel); the project's own for kinds the panel cannot name.
+DatasetSource datasetSource(const DatasetSpec& spec);
+bool sameSpec(const DatasetSpec& a, const DatasetSpec& b);
+// A relative dataset path of a project saved at from_file, made relative to
+// (or absolute for) a project saved at to_file, so Save As to another folder
+// keeps the project's dataset.
+void rebaseDatasetPath(DatasetSpec& spec, const std::string& from_file, const std::string& to_file);
+
+// Files left out of an image dataset, the first few named with the reason
+// ("notes.txt (not an image)"), then "and N more"; "" when none.
+QString skippedFilesText(const std::vector<SkippedFile>& files, size_t named = 5);
+// Images found bad while a run read them (Dataset::images->bad()): one
+// line naming the first few, or "" when none (or not an image dataset).
+QString badImagesText(const Dataset* d);
 
 // A dataset as read from its source, before it replaces the context's.
 struct LoadedDataset {
   TrainTest data;
   QString description;
   QStringList warnings;
+  DatasetSpec spec;        // what the project records for it
+  ImageDataReport images;  // image kinds: classes per split, skipped files, loading note
+  // The Dataset tab's thumbnails, the first few of every class (index in
+  // the training set, image), made while loading: image files decode then.
+  std::vector<std::pair<int64_t, QImage>> thumbnails;
 };
 
 // Trained weights with what is needed to feed them new inputs.
@@ -104,6 +139,15 @@ class ProjectContext : public QObject {
   // cuda_resident_bytes of both sets; 0 with none loaded).
   int64_t residentBytes() const;
   const DatasetSource& datasetSource() const { return source_; }
+  // Loading records the source in the project (project().dataset); a
+  // change emits datasetSpecChanged with the previous spec, for undo.
+  // setDatasetSpec changes the record alone (undo, redo), not the data.
+  void setDatasetSpec(const DatasetSpec& spec);
+  // Image kinds: what the engine found (classes and counts per split,
+  // skipped files, memory or streamed); empty lists otherwise.
+  const ImageDataReport& imageReport() const { return images_; }
+  bool imageDataset() const { return train_ && train_->images != nullptr; }
+  const std::vector<std::pair<int64_t, QImage>>& thumbnails() const { return thumbnails_; }
   QString datasetDescription() const { return description_; }
   QStringList datasetWarnings() const { return warnings_; }
   QStringList classNames() const;
@@ -133,6 +177,7 @@ class ProjectContext : public QObject {
  signals:
   void projectChanged();
   void datasetChanged();
+  void datasetSpecChanged(const dc::DatasetSpec& before);
   void weightsChanged();
   void busyChanged(bool busy);
   void projectReplaced();  // before the projectChanged() of replaceProject
@@ -144,6 +189,8 @@ class ProjectContext : public QObject {
   std::shared_ptr<Dataset> train_, test_;
   QString description_;
   QStringList warnings_, blocking_;
+  ImageDataReport images_;
+  std::vector<std::pair<int64_t, QImage>> thumbnails_;
   ModelWeights weights_;
   QVector<RunCheckpoint> run_checkpoints_;
   int busy_ = 0;  // a bit per BusyOwner

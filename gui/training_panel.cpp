@@ -416,7 +416,12 @@ void TrainingPanel::onFinished(bool ok, const QString& message) {
   } else {
     Q_EMIT this->message(tr("Run %1 failed: %2").arg(run_).arg(message));
   }
-  status_->setText(ok ? tr("Finished") : tr("Ended: %1").arg(message));
+  // Images found bad mid-run were skipped (counted by the engine): name them,
+  // the run's numbers rest on the others.
+  const QString bad = badImagesText(ctx_->trainSet().get());
+  if (!bad.isEmpty()) appendLog(bad);
+  status_->setText((ok ? tr("Finished") : tr("Ended: %1").arg(message)) +
+                   (bad.isEmpty() ? QString() : " — " + bad.section(':', 0, 0)));
   history_->setLastCell(RunHistory::kResult, ok ? tr("finished") : message);
 }
 
