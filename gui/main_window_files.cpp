@@ -214,10 +214,9 @@ bool MainWindow::openFile(const QString& path) {
 bool MainWindow::saveFile(const QString& path_in) {
   QString path = path_in;
   if (!path.endsWith(".dcproj", Qt::CaseInsensitive)) path += ".dcproj";
+  // p.file is the old file: save_project rebases paths relative to its
+  // folder (dataset, init weights) so they still lead to the same files.
   Project p = project();
-  // A dataset path relative to the old folder must still lead to it.
-  const std::string target = QFileInfo(path).absoluteFilePath().toStdString();
-  rebaseDatasetPath(p.dataset, file_.toStdString(), target);
   try {
     save_project(p, path.toStdString());  // atomic: temp file, fsync, rename
   } catch (const Error& e) {

@@ -196,17 +196,6 @@ bool sameSpec(const DatasetSpec& a, const DatasetSpec& b) {
   return project_to_json(pa) == project_to_json(pb);
 }
 
-void rebaseDatasetPath(DatasetSpec& spec, const std::string& from_file,
-                       const std::string& to_file) {
-  const QString path = QString::fromStdString(spec.path);
-  if (path.isEmpty() || path == "fashion-mnist" || path.startsWith("sample:")) return;
-  const QString from = project_dir(from_file);
-  const QString abs = QDir::isAbsolutePath(path) || from.isEmpty()
-                          ? QFileInfo(path).absoluteFilePath()
-                          : QDir::cleanPath(from + "/" + path);
-  spec.path = recorded_path(abs, to_file);
-}
-
 QString skippedFilesText(const std::vector<SkippedFile>& files, size_t named) {
   if (files.empty()) return {};
   QStringList names;

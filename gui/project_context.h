@@ -48,11 +48,6 @@ DatasetSpec datasetSpec(const DatasetSource& source, const Project& project);
 // dataset in the panel); the project's own for kinds the panel cannot name.
 DatasetSource datasetSource(const DatasetSpec& spec);
 bool sameSpec(const DatasetSpec& a, const DatasetSpec& b);
-// A relative dataset path of a project saved at from_file, made relative to
-// (or absolute for) a project saved at to_file, so Save As to another folder
-// keeps the project's dataset.
-void rebaseDatasetPath(DatasetSpec& spec, const std::string& from_file, const std::string& to_file);
-
 // Files left out of an image dataset, the first few named with the reason
 // ("notes.txt (not an image)"), then "and N more"; "" when none.
 QString skippedFilesText(const std::vector<SkippedFile>& files, size_t named = 5);

@@ -488,7 +488,7 @@ std::string resolve_dataset_dir(const Project& p, const std::string& override_pa
   std::string path = override_path.empty() ? p.dataset.path : override_path;
   if (path.empty())
     throw IoError((p.file.empty() ? std::string("project") : p.file) +
-                  ": no dataset set (dataset.path); pass --data FOLDER");
+                  ": no dataset set (dataset.path); choose a dataset folder");
   if (path == "fashion-mnist") {
     const char* debian = "/usr/share/datasets/fashion-mnist";
     if (fs::exists(debian)) return debian;

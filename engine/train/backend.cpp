@@ -97,7 +97,7 @@ DeviceBackend* require_device(const DeviceSpec& spec) {
   DeviceBackend* b = cuda_backend(&why);
   if (!b)
     throw DeviceError("device '" + spec.str() + "' is not available: " + why +
-                      ". Use --device cpu to train on the CPU");
+                      "; set training.device to cpu to train on the CPU");
   auto gpus = b->devices();
   if (spec.index < 0 || spec.index >= int(gpus.size()))
     throw DeviceError(

@@ -36,7 +36,7 @@ StateTable check_state(const std::vector<std::pair<std::string, Tensor>>& s,
       for (auto& k : kinds) valid += (valid.empty() ? "" : ", ") + k + ".N";
       fail(name, "is not " + optimizer + "'s (" + valid +
                      "); resume with the optimizer that wrote the checkpoint, or start "
-                     "without --resume");
+                     "without resuming (training.resume)");
     }
     std::string digits = name.substr(dot + 1);
     if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
