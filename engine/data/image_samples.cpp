@@ -331,21 +331,24 @@ int64_t estimate_stored_bytes(const std::vector<ImageItem>& items, const ImageTr
   if (n == 0) return 0;
   const int64_t take = std::min<int64_t>(n, 64);
   const int S = stored_side(t);
+  // A file whose header gives no size (or that is bad) counts as an S×S
+  // square, the stored size of a square picture.
+  const double square = double(S) * S * double(t.input[0]);
   double sum = 0;
-  int64_t seen = 0;
   for (int64_t k = 0; k < take; ++k) {
+    double bytes = square;
     try {
       const ImageHeader h = check_image_file(items[size_t(k * n / take)].path);
-      int64_t sh, sw;
-      stored_dims(std::max<int64_t>(1, h.h), std::max<int64_t>(1, h.w), S, sh, sw);
-      sum += double(sh * sw * t.input[0]);
-      ++seen;
+      if (h.w > 0 && h.h > 0) {
+        int64_t sh, sw;
+        stored_dims(h.h, h.w, S, sh, sw);
+        bytes = double(sh * sw * t.input[0]);
+      }
     } catch (const ImageError&) {
     }
+    sum += bytes;
   }
-  // Unknown files count as full-size squares.
-  const double per = seen ? sum / double(seen) : double(S) * S * double(t.input[0]);
-  return int64_t(per * double(n));
+  return int64_t(sum / double(take) * double(n));
 }
 
 int64_t memory_budget(const ImageLoadOptions& o) {
