@@ -151,7 +151,7 @@ PictureCache::PictureCache(const std::string& dir_setting, const std::vector<Ima
 
 PictureCache::~PictureCache() {
 #ifdef DC_PICTURE_CACHE
-  if (map_) ::munmap(const_cast<uint8_t*>(map_), map_size_);
+  if (const uint8_t* m = map_.load()) ::munmap(const_cast<uint8_t*>(m), map_size_);
   if (fd_ >= 0) ::close(fd_);
   if (building_ && !part_.empty()) ::unlink(part_.c_str());
 #endif
@@ -201,8 +201,8 @@ bool PictureCache::open_existing() {
     entries_[size_t(i)] = {e.offset, e.h, e.w};
     state_[size_t(i)].store(1);
   }
-  map_ = base;
   map_size_ = size_t(size);
+  map_.store(base);
   complete_ = true;
   note_ = "cache at " + path_;
   return true;
@@ -262,8 +262,8 @@ bool PictureCache::read_record(int64_t i, Picture& out) const {
   out.c = channels_;
   out.px.resize(size_t(out.bytes()));
   const int64_t at = e.offset + int64_t(sizeof(RecordHeader));
-  if (map_) {
-    std::memcpy(out.px.data(), map_ + at, out.px.size());
+  if (const uint8_t* m = map_.load(std::memory_order_acquire)) {
+    std::memcpy(out.px.data(), m + at, out.px.size());
     return true;
   }
 #ifdef DC_PICTURE_CACHE
@@ -327,6 +327,13 @@ void PictureCache::finish() {
   part_.clear();
   complete_ = true;
   note_ = "cache at " + path_;
+  // Later epochs read the mapped file; until the map exists they read fd_.
+  const size_t size = size_t(end_ + index_bytes) + sizeof f;
+  void* m = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd_, 0);
+  if (m != MAP_FAILED) {
+    map_size_ = size;
+    map_.store(static_cast<const uint8_t*>(m), std::memory_order_release);
+  }
   // Caches of the same files made before they changed are of no further use.
   std::error_code ec;
   const std::string prefix = "pictures-" + hex(path_hash_) + "-";

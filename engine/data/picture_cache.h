@@ -56,8 +56,9 @@ class PictureCache {
   std::string dir_, path_, part_;
   mutable std::mutex mu_;
   std::string note_;
-  int fd_ = -1;                   // the file being built (or the published one)
-  const uint8_t* map_ = nullptr;  // the published file, mapped
+  int fd_ = -1;  // the file being built (or the published one)
+  // The published file, mapped (set once; read by the workers without a lock).
+  std::atomic<const uint8_t*> map_{nullptr};
   size_t map_size_ = 0;
   std::atomic<bool> complete_{false}, building_{false};
   std::unique_ptr<Entry[]> entries_;
