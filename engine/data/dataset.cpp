@@ -10,60 +10,90 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "work_pool.h"
+
 namespace dc {
 
-void Dataset::gather(const int64_t* idx, int64_t n, float* x, int32_t* out_labels) const {
-  const int64_t per = sample_shape.numel();
-  const int64_t count = size();
-  const bool u8 = !pixels.empty() || values.empty();
-  const int64_t stored = images ? count * per
-                         : u8   ? static_cast<int64_t>(pixels.size())
-                                : static_cast<int64_t>(values.size());
-  if (stored != count * per || (images && images->size() != count))
-    throw DataError(source + ": the dataset holds " + std::to_string(stored) + " values for " +
-                    std::to_string(count) + " samples of " + sample_shape.str() +
+namespace {
+
+// Both gathers: with `drop`, samples whose picture turned out bad are left
+// out and the rest written contiguously; without, they stay (black).
+int64_t gather_samples(const Dataset& d, const int64_t* idx, int64_t n, float* x,
+                       int32_t* out_labels, uint64_t draw_seed, WorkPool* pool, bool drop) {
+  const int64_t per = d.sample_shape.numel();
+  const int64_t count = d.size();
+  const bool u8 = !d.pixels.empty() || d.values.empty();
+  const int64_t stored = d.images ? count * per
+                         : u8     ? static_cast<int64_t>(d.pixels.size())
+                                  : static_cast<int64_t>(d.values.size());
+  if (stored != count * per || (d.images && d.images->size() != count))
+    throw DataError(d.source + ": the dataset holds " + std::to_string(stored) + " values for " +
+                    std::to_string(count) + " samples of " + d.sample_shape.str() +
                     "; it was not loaded correctly");
+  for (int64_t i = 0; i < n; ++i)
+    if (idx[i] < 0 || idx[i] >= count)
+      throw DataError(d.source + ": sample index " + std::to_string(idx[i]) +
+                      " is outside the dataset (" + std::to_string(count) + " samples)");
   // One table lookup per byte instead of a divide: the same float result
   // for every occurrence of a byte value, one table per channel with
   // per-channel statistics (a pretrained base's).
-  const norm::Params np = normalisation(*this);
+  const norm::Params np = normalisation(d);
   const bool per_channel = u8 && np.channels > 0;
   const int64_t tables = per_channel ? np.channels : 1, plane = per_channel ? np.plane : per;
   std::vector<float> luts;
-  std::vector<uint8_t> decoded;
   if (u8) {
     luts.resize(size_t(256 * tables));
     for (int64_t k = 0; k < tables; ++k)
       for (int v = 0; v < 256; ++v)
         luts[size_t(k * 256 + v)] = norm::apply(np, float(v) / 255.0f, k * plane);
   }
+  // Pictures are decoded first, on the pool when there is one.
+  std::vector<uint8_t> decoded;
+  std::vector<char> ok(size_t(n), 1);
+  if (d.images) {
+    decoded.resize(size_t(n * per));
+    auto one = [&](int64_t i) {
+      ok[size_t(i)] = d.images->sample(idx[i], draw_seed, decoded.data() + i * per) ? 1 : 0;
+    };
+    if (pool)
+      pool->run(n, one);
+    else
+      for (int64_t i = 0; i < n; ++i) one(i);
+  }
+  int64_t out = 0;
   for (int64_t i = 0; i < n; ++i) {
+    if (drop && !ok[size_t(i)]) continue;
     const int64_t s = idx[i];
-    if (s < 0 || s >= count)
-      throw DataError(source + ": sample index " + std::to_string(s) + " is outside the dataset (" +
-                      std::to_string(count) + " samples)");
-    float* dst = x + i * per;
+    float* dst = x + out * per;
     if (u8) {
       // Plane by plane, each with its table (one plane of the whole sample
       // and one table without per-channel statistics).
-      const uint8_t* src = pixels.data() + s * per;
-      if (images) {
-        decoded.resize(size_t(per));
-        images->sample(s, 0, decoded.data());
-        src = decoded.data();
-      }
+      const uint8_t* src = d.images ? decoded.data() + i * per : d.pixels.data() + s * per;
       for (int64_t t = 0; t < tables; ++t) {
         const float* lut = luts.data() + t * 256;
         for (int64_t k = t * plane; k < (t + 1) * plane; ++k) dst[k] = lut[src[k]];
       }
     } else {
       // normalisation() keeps float data on the shared form.
-      const float* src = values.data() + s * per;
+      const float* src = d.values.data() + s * per;
       const float m = np.mean, inv = np.inv_std;
       for (int64_t k = 0; k < per; ++k) dst[k] = (src[k] - m) * inv;
     }
-    if (out_labels) out_labels[i] = labels[static_cast<size_t>(s)];
+    if (out_labels) out_labels[out] = d.labels[static_cast<size_t>(s)];
+    ++out;
   }
+  return out;
+}
+
+}  // namespace
+
+void Dataset::gather(const int64_t* idx, int64_t n, float* x, int32_t* out_labels) const {
+  gather_samples(*this, idx, n, x, out_labels, 0, nullptr, false);
+}
+
+int64_t Dataset::gather(const int64_t* idx, int64_t n, float* x, int32_t* out_labels,
+                        uint64_t draw_seed, WorkPool* pool) const {
+  return gather_samples(*this, idx, n, x, out_labels, draw_seed, pool, true);
 }
 
 norm::Params normalisation(const Dataset& d) {
@@ -104,13 +134,28 @@ void compute_normalization(Dataset& d) {
     for (uint8_t p : d.pixels) ++hist[p];
     if (d.images) {
       // Evenly spaced samples stand for a folder too large to decode twice.
+      // Each chunk counts into its own histogram, so the sum does not
+      // depend on which thread ran which chunk.
       const int64_t n = d.size(), take = std::min<int64_t>(n, 1000), per = d.sample_shape.numel();
-      std::vector<uint8_t> buf(static_cast<size_t>(per));
-      for (int64_t k = 0; k < take; ++k) {
-        d.images->sample(k * n / take, 0, buf.data());
-        for (uint8_t p : buf) ++hist[p];
+      const int64_t chunk = 25, chunks = (take + chunk - 1) / chunk;
+      std::vector<std::vector<uint64_t>> part(size_t(chunks), std::vector<uint64_t>(256, 0));
+      std::vector<int64_t> used(size_t(chunks), 0);
+      WorkPool pool(d.images->workers());
+      pool.run(chunks, [&](int64_t c) {
+        std::vector<uint8_t> buf(static_cast<size_t>(per));
+        for (int64_t k = c * chunk; k < std::min(take, (c + 1) * chunk); ++k) {
+          // A bad file is black bytes, not a picture: left out.
+          if (!d.images->sample(k * n / take, 0, buf.data())) continue;
+          for (uint8_t p : buf) ++part[size_t(c)][p];
+          ++used[size_t(c)];
+        }
+      });
+      int64_t pictures = 0;
+      for (int64_t c = 0; c < chunks; ++c) {
+        for (int v = 0; v < 256; ++v) hist[size_t(v)] += part[size_t(c)][size_t(v)];
+        pictures += used[size_t(c)];
       }
-      count = static_cast<double>(take * per);
+      count = static_cast<double>(pictures * per);
     }
     if (count == 0) count = 1;
     for (int v = 0; v < 256; ++v) mean += static_cast<double>(hist[v]) * (v / 255.0);

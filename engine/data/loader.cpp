@@ -1,10 +1,15 @@
 // Background batch assembly: one producer thread per epoch fills a bounded
-// queue while the trainer computes on the previous batch.
+// queue while the trainer computes on the previous batch; an image
+// dataset's pictures are decoded for it on a pool of worker threads, so the
+// memory used for data is the queue's, whatever the dataset's size.
 #include <deepcanvas/data.h>
 #include <deepcanvas/errors.h>
+#include <deepcanvas/image_data.h>
 #include <deepcanvas/rng.h>
 
 #include <algorithm>
+
+#include "work_pool.h"
 
 namespace dc {
 
@@ -19,15 +24,22 @@ uint64_t step_seed(uint64_t seed, int64_t step) {
   return seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(step);
 }
 
+uint64_t epoch_draw_seed(uint64_t seed, int epoch) {
+  const uint64_t s = splitmix64_at(seed ^ 0xD1B54A32D192ED03ull, static_cast<uint64_t>(epoch));
+  return s != 0 ? s : 1;
+}
+
 BatchLoader::BatchLoader(const Dataset& ds, std::vector<int64_t> indices, int64_t batch,
-                         bool shuffle, bool drop_last, uint64_t seed, int prefetch)
+                         bool shuffle, bool drop_last, uint64_t seed, int prefetch,
+                         bool training_draws)
     : ds_(ds),
       indices_(std::move(indices)),
       batch_(batch),
       shuffle_(shuffle),
       drop_last_(drop_last),
       seed_(seed),
-      prefetch_(static_cast<size_t>(std::max(1, prefetch))) {
+      prefetch_(static_cast<size_t>(std::max(1, prefetch))),
+      training_draws_(training_draws) {
   if (batch <= 0)
     throw DataError("the batch size must be at least 1 (got " + std::to_string(batch) + ")");
   for (int64_t i : indices_)
@@ -35,6 +47,7 @@ BatchLoader::BatchLoader(const Dataset& ds, std::vector<int64_t> indices, int64_
       throw DataError((ds.source.empty() ? std::string("dataset") : ds.source) + ": sample index " +
                       std::to_string(i) + " is outside the dataset (" + std::to_string(ds.size()) +
                       " samples)");
+  if (ds.images) pool_ = std::make_unique<WorkPool>(ds.images->workers());
 }
 
 BatchLoader::~BatchLoader() {
@@ -70,10 +83,11 @@ void BatchLoader::start_epoch(int epoch) {
     started_ = true;
     error_ = nullptr;
   }
-  worker_ = std::thread(&BatchLoader::produce, this, std::move(order));
+  worker_ = std::thread(&BatchLoader::produce, this, std::move(order),
+                        training_draws_ ? epoch_draw_seed(seed_, epoch) : uint64_t(0));
 }
 
-void BatchLoader::produce(std::vector<int64_t> order) {
+void BatchLoader::produce(std::vector<int64_t> order, uint64_t draw_seed) {
   try {
     const int64_t total = samples_per_epoch();
     for (int64_t b = 0; b < total; b += batch_) {
@@ -81,7 +95,14 @@ void BatchLoader::produce(std::vector<int64_t> order) {
       out.n = std::min(batch_, total - b);
       out.x = Tensor(ds_.sample_shape.with_batch(out.n));
       out.labels.resize(static_cast<size_t>(out.n));
-      ds_.gather(order.data() + b, out.n, out.x.f32(), out.labels.data());
+      const int64_t kept = ds_.gather(order.data() + b, out.n, out.x.f32(), out.labels.data(),
+                                      draw_seed, pool_.get());
+      if (kept == 0) continue;  // every file of the batch turned out bad
+      if (kept < out.n) {
+        out.n = kept;
+        out.x = out.x.narrow_batch(kept);
+        out.labels.resize(static_cast<size_t>(kept));
+      }
       std::unique_lock<std::mutex> l(mu_);
       cv_.wait(l, [&] { return stop_ || queue_.size() < prefetch_; });
       if (stop_) return;

@@ -247,6 +247,15 @@ std::vector<SettingSpec> make_table() {
                   "Scale intensities by a random factor in [1 - b, 1 + b], capped at white.",
                   DC_FIELD(augment.brightness)));
   t.back().written = [](const TrainConfig& c) { return c.augment.brightness > 0; };
+  t.push_back(row("augment.resized_crop", "random resized crop", aug, "augment-resized-crop", {},
+                  "Image folders: crop a random 8-100 % of the whole picture (aspect 3/4 to "
+                  "4/3) and resize it to the Input, as torchvision's RandomResizedCrop.",
+                  DC_FIELD(augment.resized_crop)));
+  t.back().written = [](const TrainConfig& c) { return c.augment.resized_crop; };
+  t.push_back(row("augment.color_jitter", "colour jitter", aug, "augment-color-jitter", {0, 1},
+                  "Image folders: brightness, contrast and saturation factors in [1 - j, 1 + j].",
+                  DC_FIELD(augment.color_jitter)));
+  t.back().written = [](const TrainConfig& c) { return c.augment.color_jitter > 0; };
   return t;
 }
 

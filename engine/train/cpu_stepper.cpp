@@ -15,7 +15,8 @@ CpuStepper::CpuStepper(Plan& plan, Loss& loss, Optimizer& opt, const Dataset& tr
       opt_(opt),
       train_(train),
       cfg_(cfg),
-      loader_(train, train_idx, cfg.batch, /*shuffle=*/true, /*drop_last=*/false, cfg.seed),
+      loader_(train, train_idx, cfg.batch, /*shuffle=*/true, /*drop_last=*/false, cfg.seed,
+              /*prefetch=*/3, /*training_draws=*/true),
       params_(plan.trainable()),
       dout_(plan.output_shape().with_batch(cfg.batch)),
       rng_(cfg.seed) {

@@ -1,6 +1,8 @@
 #include <deepcanvas/errors.h>
+#include <deepcanvas/metrics.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "stepper.h"
@@ -37,6 +39,57 @@ DeviceStepStats DeviceStepper::take_stats(int64_t step) {
                 "; training stopped. Lower the learning rate, normalise the inputs or add "
                 "BatchNorm");
   }
+  return s;
+}
+
+HostBatchDeviceStepper::HostBatchDeviceStepper(DevicePlan& plan, const Shape& output,
+                                               const Dataset& train,
+                                               const std::vector<int64_t>& train_idx,
+                                               const TrainConfig& cfg)
+    : plan_(plan),
+      train_(train),
+      cfg_(cfg),
+      loader_(train, train_idx, cfg.batch, /*shuffle=*/true, /*drop_last=*/false, cfg.seed,
+              /*prefetch=*/3, /*training_draws=*/true),
+      out_(output.with_batch(cfg.batch)),
+      dout_(output.with_batch(cfg.batch)) {}
+
+void HostBatchDeviceStepper::start_epoch(int epoch) {
+  epoch_ = epoch;
+  loader_.start_epoch(epoch);
+}
+
+// As CpuStepper::step, with the forward, backward and update on the device.
+int64_t HostBatchDeviceStepper::step(int64_t step, double lr) {
+  Batch& b = batch_;
+  const uint64_t seed = step_seed(cfg_.seed, step);
+  if (cfg_.augment.enabled())
+    augment_batch(cfg_.augment, train_.sample_shape, augment_levels(train_), seed, b.x.f32(), b.n);
+  Tensor out = out_.narrow_batch(b.n), dout = dout_.narrow_batch(b.n);
+  plan_.zero_grad();
+  plan_.forward(b.x, out, /*training=*/true, seed);
+  const float l = plan_.loss(b.labels.data(), nullptr, &dout);
+  if (!std::isfinite(l)) {
+    // The update has not run: the device still holds the last good weights.
+    plan_.download_params();
+    throw Error("the loss became " + std::string(std::isnan(l) ? "NaN" : "infinite") +
+                " at epoch " + std::to_string(epoch_) + ", step " + std::to_string(step + 1) +
+                "; training stopped and the last good weights were kept. Lower the "
+                "learning rate, normalise the inputs or add BatchNorm");
+  }
+  ClassificationMetrics m;
+  m.add(out, b.labels.data(), double(l) * double(b.n));
+  stats_.loss_sum += double(l) * double(b.n);
+  stats_.correct += m.top1_hits();
+  stats_.samples += b.n;
+  plan_.backward(dout);
+  plan_.step(lr);
+  return b.n;
+}
+
+DeviceStepStats HostBatchDeviceStepper::take_stats(int64_t) {
+  DeviceStepStats s = stats_;
+  stats_ = {};
   return s;
 }
 

@@ -37,6 +37,20 @@ EvalResult evaluate(Plan& plan, const Dataset& ds, const std::vector<int64_t>& i
   std::vector<int32_t> labels(batch);
   Tensor dout(plan.output_shape().with_batch(batch));
   RunContext ctx{false, nullptr};
+  if (ds.images) {
+    // Pictures decoded on the loader's worker threads while the plan runs;
+    // a file that turned out bad is left out of the figures.
+    BatchLoader loader(ds, idx, batch, /*shuffle=*/false, /*drop_last=*/false, 0);
+    loader.start_epoch(0);
+    Batch b;
+    while (loader.next(b)) {
+      const Tensor& out = plan.forward(b.x, ctx);
+      Tensor db = dout.narrow_batch(b.n);
+      float l = loss.compute(out, Targets{b.labels.data(), nullptr}, db);
+      m.add(out, b.labels.data(), double(l) * double(b.n));
+    }
+    return eval_result(m);
+  }
   for (size_t b = 0; b < idx.size(); b += batch) {
     int64_t n = std::min<int64_t>(batch, int64_t(idx.size() - b));
     Tensor xb = x.narrow_batch(n);
@@ -55,6 +69,20 @@ EvalResult evaluate_device(DevicePlan& plan, int dataset, const Dataset& ds,
   const std::vector<int64_t> idx = indices_or_all(indices, ds);
   ClassificationMetrics m;
   Tensor out(output_shape.with_batch(batch)), dout(output_shape.with_batch(batch));
+  if (ds.images) {
+    // Image folders are not resident on the device: batches are decoded on
+    // the host (the loader's worker threads) and run through forward().
+    BatchLoader loader(ds, idx, batch, /*shuffle=*/false, /*drop_last=*/false, 0);
+    loader.start_epoch(0);
+    Batch b;
+    while (loader.next(b)) {
+      Tensor ob = out.narrow_batch(b.n), db = dout.narrow_batch(b.n);
+      plan.forward(b.x, ob, /*training=*/false, 0);
+      float l = loss.compute(ob, Targets{b.labels.data(), nullptr}, db);
+      m.add(ob, b.labels.data(), double(l) * double(b.n));
+    }
+    return eval_result(m);
+  }
   for (size_t b = 0; b < idx.size(); b += batch) {
     int64_t n = std::min<int64_t>(batch, int64_t(idx.size() - b));
     Tensor ob = out.narrow_batch(n), db = dout.narrow_batch(n);

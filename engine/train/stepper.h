@@ -1,7 +1,9 @@
 #pragma once
-// The two ways a Trainer takes training steps: on the host Plan with the
-// prefetching loader (CpuStepper) or on a device plan over data resident
-// there (DeviceStepper). Trainer::run() drives either through one epoch
+// The three ways a Trainer takes training steps: on the host Plan with the
+// prefetching loader (CpuStepper), on a device plan over data resident
+// there (DeviceStepper), or on a device plan fed host batches by the loader
+// (HostBatchDeviceStepper: image folders, whose pictures are decoded on the
+// host and cannot be made resident). Trainer::run() drives either through one epoch
 // loop, so pausing, timing, the schedule and the Step events are written
 // once. Both take their order from epoch_order() and their per-step seed
 // from step_seed(), so CPU and CUDA runs see the same batches.
@@ -86,6 +88,27 @@ class DeviceStepper : public Stepper {
   std::vector<int64_t> order_;
   size_t next_ = 0;  // into order_
   int epoch_ = 0;
+};
+
+class HostBatchDeviceStepper : public Stepper {
+ public:
+  HostBatchDeviceStepper(DevicePlan& plan, const Shape& output, const Dataset& train,
+                         const std::vector<int64_t>& train_idx, const TrainConfig& cfg);
+  void start_epoch(int epoch) override;
+  bool next_batch() override { return loader_.next(batch_); }
+  int64_t step(int64_t step, double lr) override;
+  bool report_due(int64_t, int64_t, bool) const override { return true; }
+  DeviceStepStats take_stats(int64_t step) override;
+
+ private:
+  DevicePlan& plan_;
+  const Dataset& train_;
+  const TrainConfig& cfg_;
+  BatchLoader loader_;
+  Tensor out_, dout_;
+  Batch batch_;
+  int epoch_ = 0;
+  DeviceStepStats stats_;
 };
 
 }  // namespace dc

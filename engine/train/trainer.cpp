@@ -131,8 +131,9 @@ Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
     }
     // Normalisation is fixed above, so the resident copies gather the same
     // values the CPU loader would.
-    dtrain_ = dplan_->add_dataset(*train_);
-    if (test_) dtest_ = dplan_->add_dataset(*test_);
+    // Image folders are decoded on the host and fed batch by batch.
+    if (!train_->images) dtrain_ = dplan_->add_dataset(*train_);
+    if (test_ && !test_->images) dtest_ = dplan_->add_dataset(*test_);
   }
 }
 
@@ -221,7 +222,16 @@ void Trainer::run() {
   try {
     set_num_threads(cfg_.threads);
     RunState r;
-    std::tie(r.train_idx, r.val_idx) = split_indices(train_->size(), cfg_.val_split, cfg_.seed);
+    if (!train_->validation.empty()) {
+      // The data's own validation split (an image folder's val/).
+      std::vector<char> is_val(size_t(train_->size()), 0);
+      for (int64_t i : train_->validation)
+        if (i >= 0 && i < train_->size()) is_val[size_t(i)] = 1;
+      for (int64_t i = 0; i < train_->size(); ++i)
+        (is_val[size_t(i)] ? r.val_idx : r.train_idx).push_back(i);
+    } else {
+      std::tie(r.train_idx, r.val_idx) = split_indices(train_->size(), cfg_.val_split, cfg_.seed);
+    }
     const int64_t n_train = int64_t(r.train_idx.size());
     r.steps_per_epoch = (n_train + cfg_.batch - 1) / cfg_.batch;
     if (cfg_.steps_per_epoch_limit > 0)
@@ -230,7 +240,10 @@ void Trainer::run() {
     r.step = start_step_;
     r.t_start = Clock::now();
     std::unique_ptr<Stepper> stepper;
-    if (dplan_)
+    if (dplan_ && train_->images)
+      stepper = std::make_unique<HostBatchDeviceStepper>(*dplan_, plan_->output_shape(), *train_,
+                                                         r.train_idx, cfg_);
+    else if (dplan_)
       stepper = std::make_unique<DeviceStepper>(*dplan_, dtrain_, r.train_idx, cfg_);
     else
       stepper = std::make_unique<CpuStepper>(*plan_, *loss_, *opt_, *train_, r.train_idx, cfg_);

@@ -19,6 +19,7 @@
 namespace dc {
 
 class ImageSamples;  // image_data.h
+class WorkPool;      // the threads that decode pictures (data/work_pool.h)
 
 struct Dataset {
   Shape sample_shape;                    // per sample, e.g. {1,28,28}
@@ -51,6 +52,14 @@ struct Dataset {
   // their labels (labels may be null). Throws DataError for an index outside
   // the dataset.
   void gather(const int64_t* idx, int64_t n, float* x, int32_t* labels) const;
+  // As above with the training transform of image datasets: draw_seed 0 is
+  // the evaluation transform, any other value draws each picture's
+  // augmentation from (draw_seed, index) (ImageSamples::sample). Samples
+  // whose file turned out bad are left out: the rest are written
+  // contiguously and their count returned. With a pool, pictures are
+  // decoded and transformed on its threads.
+  int64_t gather(const int64_t* idx, int64_t n, float* x, int32_t* labels, uint64_t draw_seed,
+                 WorkPool* pool = nullptr) const;
 };
 
 // Empty when the settings are in range, else a message naming the first bad one.
@@ -146,6 +155,9 @@ std::vector<int64_t> epoch_order(std::vector<int64_t> indices, uint64_t seed, in
 // The seed of training step `step` (dropout masks, augmentation), from
 // (seed, step) alone for the same reason; CPU and CUDA steps use the same.
 uint64_t step_seed(uint64_t seed, int64_t step);
+// The picture draw seed of a training epoch (never 0, which means
+// evaluation), from (seed, epoch) alone.
+uint64_t epoch_draw_seed(uint64_t seed, int epoch);
 
 struct Batch {
   Tensor x;  // [n, ...sample_shape]
@@ -153,12 +165,17 @@ struct Batch {
   int64_t n = 0;
 };
 
-// Prefetches batches on a background thread so compute never waits on data.
-// The dataset must outlive the loader.
+// Prefetches batches on a background thread so compute never waits on data;
+// an image dataset's pictures are decoded on a pool of worker threads
+// (ImageSamples::workers). The dataset must outlive the loader. A training
+// loader (training_draws) gathers with epoch_draw_seed(seed, epoch), so
+// image datasets get their picture augmentation; others gather the
+// evaluation transform. Samples whose file turned out bad are left out of
+// their batch; with bad images as errors the ImageError comes out of next().
 class BatchLoader {
  public:
   BatchLoader(const Dataset& ds, std::vector<int64_t> indices, int64_t batch, bool shuffle,
-              bool drop_last, uint64_t seed, int prefetch = 3);
+              bool drop_last, uint64_t seed, int prefetch = 3, bool training_draws = false);
   ~BatchLoader();  // stops and joins the thread
   BatchLoader(const BatchLoader&) = delete;
   BatchLoader& operator=(const BatchLoader&) = delete;
@@ -173,7 +190,7 @@ class BatchLoader {
 
  private:
   void stop();
-  void produce(std::vector<int64_t> order);
+  void produce(std::vector<int64_t> order, uint64_t draw_seed);
 
   const Dataset& ds_;
   std::vector<int64_t> indices_;
@@ -181,6 +198,8 @@ class BatchLoader {
   bool shuffle_, drop_last_;
   uint64_t seed_;
   size_t prefetch_;
+  bool training_draws_;
+  std::unique_ptr<WorkPool> pool_;  // image datasets only
 
   std::thread worker_;
   std::mutex mu_;

@@ -176,6 +176,19 @@ struct ImageTransform {
 void picture_to_chw(const Picture& p, const ImageTransform& t, uint64_t draw_seed, int64_t i,
                     uint8_t* chw);
 
+// The resolution pictures are stored at, by both loading paths: the
+// shorter side at most S = ceil(max(H, W) / crop_fraction) and the longer at
+// most 4 S, keeping the aspect ratio; never enlarged.
+int stored_side(const ImageTransform& t);
+Picture store_picture(Picture p, const ImageTransform& t);
+
+// The region RandomResizedCrop takes from an h×w picture for sample i
+// under draw_seed (torchvision's algorithm, its draws from splitmix64_at).
+struct CropBox {
+  int x = 0, y = 0, w = 0, h = 0;
+};
+CropBox random_resized_crop_box(int h, int w, uint64_t draw_seed, int64_t i);
+
 struct ImageLoadOptions {
   // Memory: every picture decoded before training and kept; Stream: decoded
   // by worker threads as batches are needed; Auto: Memory when the decoded
@@ -217,6 +230,13 @@ class ImageSamples {
   // One line for the log: "held in memory (312 MB)", "streamed, cache at …".
   virtual std::string mode_note() const = 0;
   virtual BadImageLog bad() const = 0;
+  // Files decoded since the samples were made, and pictures read from the
+  // streaming cache instead (tests, benchmarks, the app's counts).
+  virtual int64_t decodes() const { return 0; }
+  virtual int64_t cache_hits() const { return 0; }
+  // Threads the loader decodes and transforms these samples on (0: one per
+  // hardware thread), from ImageLoadOptions::workers.
+  virtual int workers() const { return 0; }
 };
 
 // Progress while pictures are decoded into memory: (done, total); return
