@@ -221,7 +221,9 @@ bool jpeg_reaches_eoi(ByteSource& s, uint64_t off, const std::string& name) {
   Cursor c(s, kWalkWindow);
   const uint64_t size = s.size();
   while (off < size) {
-    if (c.at(off) != 0xFF) fail(name, ImageFault::Corrupt, "is a corrupt JPEG (no marker)");
+    const int b0 = c.at(off);
+    if (b0 == 0x00) return false;  // zeros where data was never written: cut short
+    if (b0 != 0xFF) fail(name, ImageFault::Corrupt, "is a corrupt JPEG (no marker)");
     int m = c.at(off + 1);
     while (m == 0xFF) m = c.at(++off + 1);  // fill bytes
     if (m < 0) return false;
@@ -285,7 +287,9 @@ void sniff_jpeg(ByteSource& s, ImageHeader& h, const std::string& name) {
   const size_t tn = size_t(std::min<uint64_t>(size, kTail));
   std::vector<uint8_t> t(tn);
   s.read(size - tn, t.data(), tn);
-  for (size_t i = tn; i >= 2; --i)
+  // Only after the frame header: tables before it may hold the bytes FF D9.
+  const size_t from = size - tn < off ? size_t(std::min<uint64_t>(off - (size - tn), tn)) : 0;
+  for (size_t i = tn; i >= from + 2; --i)
     if (t[i - 2] == 0xFF && t[i - 1] == 0xD9) return;
   // Data appended after the picture (a phone's "motion photo"): walk it.
   if (!jpeg_reaches_eoi(s, off, name))

@@ -44,15 +44,17 @@ Bytes png(uint32_t w, uint32_t h, int depth, int colour, const Bytes& px,
   ihdr += Bytes(3, '\0');
   chunk(b, "IHDR", ihdr);
   if (!palette.empty()) chunk(b, "PLTE", palette);
-  const size_t row = h ? px.size() / h : 0;
-  Bytes raw;
-  for (uint32_t y = 0; y < h; ++y) raw += '\0' + px.substr(y * row, row);
-  uLongf n = compressBound(uLong(raw.size()));
-  Bytes z(n, '\0');
-  compress(reinterpret_cast<Bytef*>(z.data()), &n, reinterpret_cast<const Bytef*>(raw.data()),
-           uLong(raw.size()));
-  z.resize(n);
-  if (h) chunk(b, "IDAT", z);
+  if (!px.empty()) {  // no IDAT: a header-only file (the 60000×60000 one)
+    const size_t row = px.size() / h;
+    Bytes raw;
+    for (uint32_t y = 0; y < h; ++y) raw += '\0' + px.substr(y * row, row);
+    uLongf n = compressBound(uLong(raw.size()));
+    Bytes z(n, '\0');
+    compress(reinterpret_cast<Bytef*>(z.data()), &n, reinterpret_cast<const Bytef*>(raw.data()),
+             uLong(raw.size()));
+    z.resize(n);
+    chunk(b, "IDAT", z);
+  }
   chunk(b, "IEND", "");
   return b;
 }
@@ -313,8 +315,7 @@ TEST(ImageDecode, ExifOrientationIsHonoured) {
   const Picture plain = decode_image_bytes(u8(j), j.size(), 3, "plain.jpg");
   ASSERT_EQ(plain.w, 32);
   ASSERT_EQ(plain.h, 16);
-  EXPECT_GT(px(plain, 2, 2), 240);       // white corner, top left
-  EXPECT_LT(px(plain, 29, 2) + 0, 256);  // (red: R high too; check G below)
+  EXPECT_GT(px(plain, 2, 2), 240);  // white corner, top left
   EXPECT_LT(plain.px[size_t((2 * 32 + 29) * 3 + 1)], 40);
   for (int c : {3, 1}) {
     const Picture p = decode_image_bytes(u8(rotated), rotated.size(), c, "rotated.jpg");

@@ -33,8 +33,7 @@ void write(const fs::path& p, const std::string& bytes) {
   std::ofstream(p, std::ios::binary) << bytes;
 }
 
-// A good JPEG (`seed` changes one byte of its comment-free body... no: the
-// same bytes are fine, the listing does not look at the pixels).
+// A good image (the same bytes each time: the listing reads no pixels).
 void good(const fs::path& p) {
   write(p, fixture("corner_32x16.jpg"));
 }
@@ -275,7 +274,6 @@ TEST(ImageList, ACsvListEqualsTheFolder) {
   test::TmpDir t;
   const fs::path r = t.dir / "data";
   std::string csv = "\xEF\xBB\xBFlabel,path\r\n";  // BOM, CRLF, columns in any order
-  int row = 0;
   for (const char* c : {"cats", "dogs", "ẞ"})
     for (int i = 0; i < 6; ++i) {
       const std::string name = std::string(c) + "/" + (i == 2 ? "a, \"b\"" : "") +
@@ -286,7 +284,6 @@ TEST(ImageList, ACsvListEqualsTheFolder) {
         q.insert(k, "\"");
       // Rows in a shuffled order; quoted where they must be.
       csv += std::string(c) + ",\"" + q + "\"\r\n";
-      ++row;
     }
   write(r / "list.csv", csv);
   ImageListOptions o;
