@@ -598,6 +598,10 @@ Picture decode_image_bytes(const uint8_t* data, size_t size, int channels,
                            const std::string& name) {
   if (channels != 1 && channels != 3)
     throw DataError("images are decoded to 1 or 3 channels, not " + std::to_string(channels));
+  if (int64_t(size) > kMaxImageFileBytes)
+    fail(name, ImageFault::TooLarge,
+         "is larger than " + std::to_string(kMaxImageFileBytes >> 20) +
+             " MB; DeepCanvas does not read image files that large");
   sniff_image(data, size, name);
   // ANYCOLOR keeps grey files grey and alpha for to_picture to drop (the
   // conversions are then the same for every format); ANYDEPTH keeps 16 bits

@@ -508,7 +508,8 @@ bool looks_like_image_folder(const std::string& dir) {
   int budget = 4000;
   std::vector<std::pair<fs::path, int>> todo;
   for (fs::directory_iterator it(base, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
-    if (!hidden(it->path()) && it->is_directory(ec)) todo.push_back({it->path(), 0});
+    if (std::error_code e1; !hidden(it->path()) && it->is_directory(e1))
+      todo.push_back({it->path(), 0});
   std::sort(todo.begin(), todo.end());
   while (!todo.empty() && budget > 0) {
     const auto [d, depth] = todo.back();
