@@ -132,19 +132,24 @@ struct ImageListOptions {
 //  - a class's files: regular files anywhere below its folder, hidden
 //    files and folders (a name starting with '.') left out, extension
 //    .png .jpg .jpeg .bmp .webp .tif .tiff .pgm .ppm (any case), sorted
-//    by path bytewise;
+//    by path bytewise; links are followed, except a folder link to a
+//    folder already on the way down from root (a loop, skipped), and
+//    folders 64 or more levels below the class folder are not walked;
 //  - val from root/val/<class> and test from root/test/<class> when those
 //    folders exist;
 //  - otherwise test: one Rng(split_seed) for all classes in order; for
 //    each class its sorted files are shuffled by Fisher-Yates
 //    (for i = n..2: swap(v[i-1], v[rng.below(i)])) and the first
-//    round(n * test_fraction) (at most n - 1) become test.
+//    floor(n * test_fraction + 0.5) (at most n - 1) become test (halves
+//    round up: not Python's round()).
 ImageList list_image_folder(const std::string& dir, const ImageListOptions& o);
 
 // A CSV file with a header naming the columns "path" and "label" (and
 // optionally "split": train, val or test); paths relative to the CSV's
 // folder; labels are class names (sorted bytewise into class indices).
-// Rows without a split go to train, then test by the fraction as above.
+// Rows without a split go to train, then test by the fraction as above
+// when no row's split is test. Paths and labels are taken as written (no
+// trimming); a label whose rows are all skipped is in empty_classes.
 ImageList list_image_csv(const std::string& csv, const ImageListOptions& o);
 
 // True when `dir` looks like an image folder: it has a subfolder (or
