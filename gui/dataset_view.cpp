@@ -129,16 +129,21 @@ void DatasetPanel::addImagePreview(const Dataset& train, const AugmentConfig& a)
   // resized crop and colour jitter on the picture, then the batch
   // augmentation), each the engine's own code.
   const ImageSamples& images = *train.images;
-  Picture pic;
+  Picture pic, original;
   try {
+    // Training crops from the stored picture (shrunk to what the Input
+    // needs); the user recognises the file as it is.
     pic = images.picture(preview_index_);
+    original = decode_image(images.item(preview_index_).path, pic.c);
   } catch (const std::exception& e) {
     preview_->addImage({}, tr("unreadable"), QString::fromUtf8(e.what()));
     return;
   }
-  preview_->addImage(picture_image(pic), tr("whole picture"),
-                     tr("%1: %2×%3 pixels")
+  preview_->addImage(picture_image(original), tr("whole picture"),
+                     tr("%1: %2×%3 pixels (kept at %4×%5 for training)")
                          .arg(QString::fromStdString(images.item(preview_index_).path))
+                         .arg(original.w)
+                         .arg(original.h)
                          .arg(pic.w)
                          .arg(pic.h));
   ImageTransform t = images.transform();
