@@ -3,7 +3,7 @@
 
 1. Pipeline: decode + RandomResizedCrop(SIZE) + flip + normalise of a photo
    folder, batches consumed and thrown away, 2 workers each side:
-   build/bench/image_pipeline_bench (no cache, streamed) against
+   build/bin/image_pipeline_bench (no cache, streamed) against
    bench/image_pipeline_torch.py (torchvision ImageFolder + DataLoader,
    num_workers=2). Each side in its own process, alternating, --repeats times.
 2. Cache: image_pipeline_bench with a fresh cache folder for 2 epochs: the
@@ -66,8 +66,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     a = ap.parse_args()
-    bench = os.path.join(a.build, "bench", "image_pipeline_bench")
-    cli = os.path.join(a.build, "cli", "deepcanvas-cli")
+    bench = os.path.join(a.build, "bin", "image_pipeline_bench")
+    cli = os.path.join(a.build, "bin", "deepcanvas-cli")
     common = ["--size", str(a.size), "--workers", str(a.workers)]
     res = {"cpu": open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(": "),
            "cores": os.cpu_count(), "size": a.size, "workers": a.workers, "folder": a.folder}

@@ -570,10 +570,16 @@ Picture to_picture(cv::Mat img, int channels, const std::string& name) {
   }
   // Alpha is dropped, not composited, as Pillow's convert("RGB") does; grey
   // is 0.299 R + 0.587 G + 0.114 B as Pillow's convert("L").
-  cv::Mat out;
+  // Converted straight into the picture's bytes: no copy of the image.
+  Picture p;
+  p.h = img.rows;
+  p.w = img.cols;
+  p.c = channels;
+  p.px.resize(size_t(p.bytes()));
+  cv::Mat out(p.h, p.w, channels == 1 ? CV_8UC1 : CV_8UC3, p.px.data());
   if (channels == 1) {
     if (img.channels() == 1)
-      out = img;
+      img.copyTo(out);
     else
       cv::cvtColor(img, out, img.channels() == 4 ? cv::COLOR_BGRA2GRAY : cv::COLOR_BGR2GRAY);
   } else {
@@ -582,14 +588,9 @@ Picture to_picture(cv::Mat img, int channels, const std::string& name) {
                  : img.channels() == 4 ? cv::COLOR_BGRA2RGB
                                        : cv::COLOR_BGR2RGB);
   }
-  Picture p;
-  p.h = out.rows;
-  p.w = out.cols;
-  p.c = channels;
-  p.px.resize(size_t(p.bytes()));
-  for (int y = 0; y < p.h; ++y)
-    std::copy(out.ptr<uint8_t>(y), out.ptr<uint8_t>(y) + size_t(p.w) * size_t(p.c),
-              p.px.data() + size_t(y) * size_t(p.w) * size_t(p.c));
+  // cvtColor reallocates instead of failing if it ever disagrees on the
+  // destination; the picture must hold what it wrote.
+  if (out.data != p.px.data()) fail(name, ImageFault::Corrupt, "could not be converted");
   return p;
 }
 }  // namespace

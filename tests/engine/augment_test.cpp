@@ -635,3 +635,40 @@ TEST(Augment, TrainerRefusesItForSequenceInputs) {
 
 }  // namespace
 }  // namespace dc
+
+namespace dc {
+namespace {
+
+// Flips alone take a fast path (mirrored rows in place); it must give what
+// the per-pixel path defines: column W-1-x and row H-1-y of the sample.
+TEST(Augment, FlipsAloneMirrorTheSampleExactly) {
+  AugmentConfig a;
+  a.flip = true;
+  a.vflip = true;
+  const Shape s{3, 5, 7};
+  const int64_t n = 16, F = s.numel();
+  std::vector<float> x(size_t(n * F));
+  for (size_t k = 0; k < x.size(); ++k) x[k] = float(k % 97) * 0.25f - 3.0f;
+  const std::vector<float> before = x;
+  augment_batch(a, s, AugmentLevels{{-1.f}, {2.f}}, 99, x.data(), n);
+  int flipped = 0, vflipped = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const AugmentDraw d = augment_draw(a, s, 99, i);
+    flipped += d.flip;
+    vflipped += d.vflip;
+    for (int c = 0; c < 3; ++c)
+      for (int y = 0; y < 5; ++y)
+        for (int xx = 0; xx < 7; ++xx) {
+          const int sy = d.vflip ? 4 - y : y, sx = d.flip ? 6 - xx : xx;
+          ASSERT_EQ(x[size_t(i * F + (c * 5 + y) * 7 + xx)],
+                    before[size_t(i * F + (c * 5 + sy) * 7 + sx)])
+              << "sample " << i << " c " << c << " y " << y << " x " << xx;
+        }
+  }
+  EXPECT_GT(flipped, 0);
+  EXPECT_LT(flipped, n);
+  EXPECT_GT(vflipped, 0);
+}
+
+}  // namespace
+}  // namespace dc
