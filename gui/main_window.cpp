@@ -429,7 +429,7 @@ void MainWindow::restoreLayout() {
     resize(avail.boundedTo(QSize(1480, 920)));
   }
   restoreState(s.value("window/state").toByteArray(), kLayoutVersion);
-  showMode(Mode(std::clamp(s.value("window/tab", 0).toInt(), 0, int(Mode::Inference))));
+  showMode(Mode(std::clamp(s.value("window/tab", 0).toInt(), 0, int(Mode::Experiments))));
   editor_->scene()->setSnapToGrid(s.value("editor/snap", true).toBool());
   action("actionSnap")->setChecked(editor_->scene()->snapToGrid());
 }

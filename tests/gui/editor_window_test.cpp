@@ -101,7 +101,7 @@ class EditorWindow : public ::testing::Test {
 
 TEST_F(EditorWindow, QuittingOnAnyTabKeepsTheModelTabsDocksAndTheTab) {
   const char* docks[] = {"paletteDock", "propertiesDock", "summaryDock", "problemsDock"};
-  for (Mode m : {Mode::Model, Mode::Dataset, Mode::Training, Mode::Inference}) {
+  for (Mode m : {Mode::Model, Mode::Dataset, Mode::Training, Mode::Inference, Mode::Experiments}) {
     SCOPED_TRACE(int(m));
     {
       auto w = open();
