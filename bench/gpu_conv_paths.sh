@@ -1,27 +1,47 @@
 #!/bin/bash
-# The CUDA plugin's 16-bit convolution paths against each other on the lent
-# GPU, each in its own process, alternating, ROUNDS rounds: NCHW (the
-# default), channels last (DC_CUDA_NHWC=1), and channels last with the GEMM
-# weight gradient (DC_CUDA_WGRAD=gemm). Prints the second epoch's samples/s
-# and the allocator's peak for VGG-BN and ResNet in bf16 at batch 128.
-#   bench/gpu_conv_paths.sh [CLI] [DATA] [ROUNDS]
+# The CUDA plugin's convolution and recurrent paths against each other on the
+# lent GPU, each run its own process, variants alternating, ROUNDS rounds.
+# Convolutions (VGG-BN and ResNet, bf16, batch 128): the legacy cuDNN API
+# NCHW (DC_CUDA_CONV=legacy, the default until 2026-11-27), the graph API
+# channels last (the default now) and the graph API NCHW (DC_CUDA_NHWC=0).
+# LSTM rows (batch 64, fp32 and bf16): cuDNN's standard algorithm
+# (DC_CUDA_RNN_ALGO=standard) and the persistent one (the default now where
+# cuDNN takes it). Prints the second epoch's samples/s and the allocator's
+# peak per run; the raw JSON lines go to OUT (default /dev/null). The graph
+# runs log the engines they chose (DC_CUDA_LOG_ALGOS=1) into OUT.algos.
+#   bench/gpu_conv_paths.sh [CLI] [DATA] [ROUNDS] [OUT]
 CLI=${1:-build-gpu/bin/deepcanvas-cli}
 DATA=${2:-carry/fashion-mnist}
-ROUNDS=${3:-3}
+ROUNDS=${3:-1}
+OUT=${4:-/dev/null}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-sps() {
-  python3 -c 'import json,sys; j=json.loads(sys.stdin.read().strip().splitlines()[-1]); print("%.0f samples/s, peak %.0f MiB" % (j["history"][-1]["train_samples_per_s"], j["peak_device_bytes"] / 2**20))'
+ALGOS=/dev/null
+[ "$OUT" != /dev/null ] && ALGOS=$OUT.algos
+run() {  # NAME PROJECT PRECISION BATCH [VAR=VALUE...]
+  local name=$1 project=$2 prec=$3 batch=$4
+  shift 4
+  printf '%-14s %-16s %-5s ' "$name" "$(basename "$project" .dcproj)" "$prec"
+  local line
+  line=$(env "$@" "$CLI" train "$project" --data "$DATA" --device cuda --batch "$batch" \
+    --epochs 2 --precision "$prec" --optimizer adam --lr 0.001 --schedule constant \
+    --json --quiet 2>>"$ALGOS" | tail -1)
+  if [ -z "$line" ]; then
+    echo "failed (see $ALGOS)"
+    return
+  fi
+  echo "{\"variant\": \"$name\", \"project\": \"$project\", \"precision\": \"$prec\", \"run\": $line}" >>"$OUT"
+  python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print("%8.0f samples/s, peak %5.0f MiB" % (j["history"][-1]["train_samples_per_s"], j["peak_device_bytes"] / 2**20))' "$line"
 }
 for r in $(seq "$ROUNDS"); do
-  for path in "nchw" "nhwc DC_CUDA_NHWC=1" "nhwc+gemm DC_CUDA_NHWC=1 DC_CUDA_WGRAD=gemm"; do
-    set -- $path
-    name=$1
-    shift
-    for m in vgg_small resnet_small; do
-      printf 'round %s %-10s %-13s ' "$r" "$name" "$m"
-      env "$@" "$CLI" train "$ROOT/resources/templates/$m.dcproj" --data "$DATA" --device cuda \
-        --batch 128 --epochs 2 --precision bf16 --optimizer adam --lr 0.001 --schedule constant \
-        --json --quiet | sps
-    done
+  echo "round $r"
+  for m in vgg_small resnet_small; do
+    p=$ROOT/resources/templates/$m.dcproj
+    run legacy-nchw "$p" bf16 128 DC_CUDA_CONV=legacy
+    run graph-nhwc "$p" bf16 128 DC_CUDA_LOG_ALGOS=1
+    run graph-nchw "$p" bf16 128 DC_CUDA_NHWC=0
+  done
+  for prec in fp32 bf16; do
+    run rnn-standard "$ROOT/bench/lstm_rows_adam.dcproj" "$prec" 64 DC_CUDA_RNN_ALGO=standard
+    run rnn-default "$ROOT/bench/lstm_rows_adam.dcproj" "$prec" 64
   done
 done

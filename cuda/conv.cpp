@@ -1,37 +1,46 @@
-// Conv2D through cuDNN. The algorithms are chosen by cudnnFind* (which times
-// them on the device) once per batch size and cached, as PyTorch's
-// cudnn.benchmark does; float32 math unless tf32 is allowed.
+// Conv2D through cuDNN.
 //
-// bf16/fp16: cuDNN's legacy API wants x, w and y (and dx, dw) in one type, so
-// the op converts x, w and dy to 16 bits, runs the tensor-core convolution
-// with float32 accumulation (PSEUDO_BFLOAT16 / PSEUDO_HALF configurations),
-// and converts the 16-bit y, dx and dw back, adding into the float32
-// activations and gradients. y, dx and dw are thus rounded to 16 bits once.
+// bf16/fp16 (the "reduced" precisions): the op converts x, w and dy to 16
+// bits, runs tensor-core convolutions with float32 accumulation and converts
+// the 16-bit y, dx and dw back, adding into the float32 activations and
+// gradients (y, dx and dw are rounded to 16 bits once). The three
+// convolutions go through cuDNN's graph API (conv_graph.h: heuristics, the
+// fastest of a few plans timed once per batch size, as PyTorch's Conv_v8.cpp
+// does); a direction the graph API cannot plan runs on the legacy API, and
+// the reason is printed once. DC_CUDA_CONV=legacy keeps every direction on
+// the legacy API (for A/B runs), DC_CUDA_CONV=graph makes a failed graph
+// plan an error (the tests use it to know the graph path ran).
 //
-// Channels last, opt-in (DC_CUDA_NHWC=1): where cuDNN has tensor-core
-// kernels for it (no groups, channel counts multiples of 8) the 16-bit
-// copies are NHWC and the filter KRSC, the conversions to and from 16 bits
-// reordering on the way (to_low_transposed). Measured on an H100 (VGG-BN,
-// bf16): the forward and backward-data convolutions move to sm90 tensor-core
-// kernels, but cudnnFind's weight gradient stays on the legacy
-// wgrad_alg0_engine (now its NHWC variant, 67 % of the kernel time), and
-// the step was slower end to end (about 65k against 125k samples/s), so
-// NCHW stays the default. docs/BENCHMARKS.md has the runs.
+// Channels last: where cuDNN has tensor-core kernels for it (no groups,
+// channel counts multiples of 8) the 16-bit copies are NHWC and the filter
+// KRSC, the conversions to and from 16 bits reordering on the way
+// (to_low_transposed); PyTorch's peer trains channels last too. With the
+// graph API that is the default (DC_CUDA_NHWC=0 keeps NCHW); with the legacy
+// API it is opt-in (DC_CUDA_NHWC=1), because cudnnFind's weight gradient
+// stays on the legacy wgrad_alg0 engine there and the step was slower on an
+// H100 (docs/BENCHMARKS.md).
+//
+// float32: the legacy API, algorithms chosen by cudnnFind* (which times them
+// on the device) once per batch size, as PyTorch's cudnn.benchmark does;
+// float32 math unless tf32 is allowed. Its beta = 1 accumulation into the
+// gradients is what the op needs there.
 //
 // With DC_CUDA_WGRAD=gemm as well, the channels-last weight gradient is a
 // tensor-core GEMM instead of cuDNN's: the 16-bit NHWC input unfolded into
 // [pixels, taps·channels] columns (in chunks of samples, at most 128 MiB),
 // times the NHWC output gradient, into a float32 KRSC gradient that is
-// added into the KCRS one. Written without a GPU (2026-11-26): not yet run.
+// added into the KCRS one.
 #include <deepcanvas/layer.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
+#include "conv_graph.h"
 #include "handles.h"
 #include "kernels.h"
 #include "op_registry.h"
@@ -40,11 +49,23 @@ namespace dc::cuda {
 namespace {
 
 constexpr size_t kMaxWorkspace = size_t(1) << 30;
+// Graph-API plans may ask for less: the fastest 16-bit engines measured so
+// far need a few MiB, and timing the candidates holds a scratch workspace of
+// the largest one's size on top of the training's memory.
+constexpr size_t kGraphWorkspace = size_t(256) << 20;
+
+// The value of an environment variable, empty when unset.
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
 
 struct Algos {
+  // Legacy algorithms, for the directions the graph API does not run.
   cudnnConvolutionFwdAlgo_t fwd;
   cudnnConvolutionBwdDataAlgo_t bwd_data;
   cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+  std::optional<ConvGraph> g_fwd, g_data, g_filter;
   size_t ws = 0;
   TensorDesc x, y;
 };
@@ -84,10 +105,12 @@ class Conv2D : public Op {
       reduced_ = c.reduced;
       dt_ = !c.reduced ? CUDNN_DATA_FLOAT
                        : (c.low == Low::Bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF);
-      const char* env = std::getenv("DC_CUDA_NHWC");
-      nhwc_ = reduced_ && G == 1 && C % 8 == 0 && OC % 8 == 0 && env && *env == '1';
-      const char* wg = std::getenv("DC_CUDA_WGRAD");
-      wgrad_gemm_ = nhwc_ && needs_backward && !frozen && wg && std::string(wg) == "gemm";
+      const std::string api = env("DC_CUDA_CONV"), layout = env("DC_CUDA_NHWC");
+      graph_ = reduced_ && api != "legacy";
+      graph_required_ = graph_ && api == "graph";
+      nhwc_ = reduced_ && G == 1 && C % 8 == 0 && OC % 8 == 0 &&
+              (layout == "1" || (layout.empty() && graph_));
+      wgrad_gemm_ = nhwc_ && needs_backward && !frozen && env("DC_CUDA_WGRAD") == "gemm";
       DC_CUDNN(cudnnCreateFilterDescriptor(wdesc_.out()), label);
       DC_CUDNN(cudnnSetFilter4dDescriptor(wdesc_.get(), dt_, format(), int(OC), int(C / G), int(KH),
                                           int(KW)),
@@ -136,18 +159,22 @@ class Conv2D : public Op {
     const cudnnConvolutionDescriptor_t conv = conv_.get();
     DC_CUDNN(cudnnSetTensor4dDescriptor(x, format(), dt_, n, int(C), int(H), int(W)), what);
     DC_CUDNN(cudnnSetTensor4dDescriptor(y, format(), dt_, n, int(OC), int(OH), int(OW)), what);
-    int got = 0;
-    cudnnConvolutionFwdAlgoPerf_t fp[8];
-    DC_CUDNN(cudnnFindConvolutionForwardAlgorithm(c.dnn, x, w, conv, y, 8, &got, fp), what);
-    a.fwd = pick(fp, got, a.ws, what, "forward");
     // Only what backward will run: nothing for a layer it never reaches,
     // no weight gradient for a frozen one.
-    if (needs_backward) {
+    const bool data_grad = needs_backward, filter_grad = needs_backward && !frozen && !wgrad_gemm_;
+    if (graph_) plan_graphs(c, n, a, data_grad, filter_grad);
+    int got = 0;
+    if (!a.g_fwd) {
+      cudnnConvolutionFwdAlgoPerf_t fp[8];
+      DC_CUDNN(cudnnFindConvolutionForwardAlgorithm(c.dnn, x, w, conv, y, 8, &got, fp), what);
+      a.fwd = pick(fp, got, a.ws, what, "forward");
+    }
+    if (data_grad && !a.g_data) {
       cudnnConvolutionBwdDataAlgoPerf_t dp[8];
       DC_CUDNN(cudnnFindConvolutionBackwardDataAlgorithm(c.dnn, w, y, conv, x, 8, &got, dp), what);
       a.bwd_data = pick(dp, got, a.ws, what, "backward data");
     }
-    if (needs_backward && !frozen && !wgrad_gemm_) {
+    if (filter_grad && !a.g_filter) {
       cudnnConvolutionBwdFilterAlgoPerf_t wp[8];
       DC_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithm(c.dnn, x, y, conv, w, 8, &got, wp),
                what);
@@ -169,10 +196,15 @@ class Conv2D : public Op {
       if (nhwc_) to_low_layout(c, params[0].value, w_nhwc_.get<void>(), OC, C, KH * KW);
       to_low_layout(c, in[0], x_low_.get<void>(), n, C, H * W);
       DC_LAUNCHED(shapes(n));
-      DC_CUDNN(cudnnConvolutionForward(c.dnn, &one, a.x.get(), x_low_.get<void>(), wdesc_.get(),
-                                       low_weight(), conv_.get(), a.fwd, c.workspace->get(),
-                                       c.workspace->bytes(), &zero, a.y.get(), y_low_.get<void>()),
-               shapes(n));
+      if (a.g_fwd)
+        a.g_fwd->run(c.dnn, x_low_.get<void>(), low_weight(), y_low_.get<void>(),
+                     c.workspace->get(), shapes(n));
+      else
+        DC_CUDNN(
+            cudnnConvolutionForward(c.dnn, &one, a.x.get(), x_low_.get<void>(), wdesc_.get(),
+                                    low_weight(), conv_.get(), a.fwd, c.workspace->get(),
+                                    c.workspace->bytes(), &zero, a.y.get(), y_low_.get<void>()),
+            shapes(n));
       from_low_layout(c, y_low_.get<void>(), out, n, OC, OH * OW, false);
       DC_LAUNCHED(shapes(n));
     } else {
@@ -222,6 +254,11 @@ class Conv2D : public Op {
     DC_LAUNCHED(what);
     if (params[0].grad && wgrad_gemm_) {
       wgrad_by_gemm(c, n);
+    } else if (params[0].grad && a.g_filter) {
+      a.g_filter->run(c.dnn, x_low_.get<void>(), dw_low_.get<void>(), y_low_.get<void>(),
+                      c.workspace->get(), what);
+      from_low_layout(c, dw_low_.get<void>(), params[0].grad, OC, C / G, KH * KW, true);
+      DC_LAUNCHED(what);
     } else if (params[0].grad) {
       DC_CUDNN(cudnnConvolutionBackwardFilter(c.dnn, &one, a.x.get(), x_low_.get<void>(), a.y.get(),
                                               y_low_.get<void>(), conv_.get(), a.bwd_filter,
@@ -232,13 +269,70 @@ class Conv2D : public Op {
       DC_LAUNCHED(what);
     }
     if (!din) return;
-    DC_CUDNN(cudnnConvolutionBackwardData(c.dnn, &one, wdesc_.get(), low_weight(), a.y.get(),
-                                          y_low_.get<void>(), conv_.get(), a.bwd_data,
-                                          c.workspace->get(), c.workspace->bytes(), &zero,
-                                          a.x.get(), x_low_.get<void>()),
-             what);
+    if (a.g_data)
+      a.g_data->run(c.dnn, x_low_.get<void>(), low_weight(), y_low_.get<void>(), c.workspace->get(),
+                    what);
+    else
+      DC_CUDNN(cudnnConvolutionBackwardData(c.dnn, &one, wdesc_.get(), low_weight(), a.y.get(),
+                                            y_low_.get<void>(), conv_.get(), a.bwd_data,
+                                            c.workspace->get(), c.workspace->bytes(), &zero,
+                                            a.x.get(), x_low_.get<void>()),
+               what);
     from_low_layout(c, x_low_.get<void>(), din, n, C, H * W, true);
     DC_LAUNCHED(what);
+  }
+
+  // The 16-bit convolutions of a batch of n through the graph API. The
+  // candidates are timed on this op's own 16-bit buffers, filled with a
+  // non-zero pattern first (zeros can time faster than real data); they
+  // are scratch between steps. A direction cuDNN cannot plan stays on the
+  // legacy API, said once per layer, unless DC_CUDA_CONV=graph.
+  void plan_graphs(OpContext& c, int n, Algos& a, bool data_grad, bool filter_grad) {
+    const std::string what = shapes(n);
+    ConvGeometry g;
+    g.n = n;
+    g.c = C;
+    g.h = H;
+    g.w = W;
+    g.k = OC;
+    g.r = KH;
+    g.s = KW;
+    g.oh = OH;
+    g.ow = OW;
+    g.groups = G;
+    g.pad_h = PH;
+    g.pad_w = PW;
+    g.stride_h = SH;
+    g.stride_w = SW;
+    g.dil_h = DH;
+    g.dil_w = DW;
+    g.channels_last = nhwc_;
+    g.data = dt_;
+    void* x = x_low_.get<void>();
+    void* y = y_low_.get<void>();
+    DC_CUDA(cudaMemsetAsync(x, 0x3c, size_t(n) * C * H * W * 2, c.stream), what);
+    DC_CUDA(cudaMemsetAsync(y, 0x3c, size_t(n) * OC * OH * OW * 2, c.stream), what);
+    if (nhwc_) DC_CUDA(cudaMemsetAsync(w_nhwc_.get<void>(), 0x3c, w_nhwc_.bytes(), c.stream), what);
+    auto attempt = [&](std::optional<ConvGraph>& slot, ConvDir d, const void* w) {
+      ConvGraph cg;
+      try {
+        cg.build(c.dnn, c.stream, *c.alloc, g, d, 1.f, 0.f, x, w, y, kGraphWorkspace, what);
+      } catch (const DeviceError& e) {
+        if (graph_required_) throw;
+        if (!fallback_said_)
+          std::fprintf(stderr, "%s: %s; the legacy cuDNN API runs it\n", label.c_str(), e.what());
+        fallback_said_ = true;
+        return;
+      }
+      if (env("DC_CUDA_LOG_ALGOS") == "1")
+        std::fprintf(stderr, "%s %s (graph API, %s): %s\n", what.c_str(), conv_dir_name(d),
+                     nhwc_ ? "NHWC" : "NCHW", cg.choice().c_str());
+      a.ws = std::max(a.ws, cg.workspace());
+      slot = std::move(cg);
+    };
+    attempt(a.g_fwd, ConvDir::Forward, low_weight());
+    if (data_grad) attempt(a.g_data, ConvDir::BackwardData, low_weight());
+    if (filter_grad) attempt(a.g_filter, ConvDir::BackwardFilter, dw_low_.get<void>());
   }
 
   cudnnTensorFormat_t format() const { return nhwc_ ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW; }
@@ -299,6 +393,7 @@ class Conv2D : public Op {
   }
 
   bool reduced_ = false, nhwc_ = false, wgrad_gemm_ = false;
+  bool graph_ = false, graph_required_ = false, fallback_said_ = false;
   cudnnDataType_t dt_ = CUDNN_DATA_FLOAT;
   int cap_ = 0;
   DeviceBuffer x_low_, y_low_, dw_low_, w_nhwc_, bias_parts_, cols_, dw32_;

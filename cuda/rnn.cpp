@@ -15,13 +15,26 @@
 // segments found once with cudnnGetRNNWeightParams, about 80k floats for
 // the benchmark's LSTM: negligible next to the recurrence.
 //
+// Algorithm: cuDNN's persistent kernel for small hidden sizes
+// (CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H, which keeps the recurrent weights
+// on chip across the time steps) where the hidden size is at most 128 and
+// there is no dropout between layers, as PyTorch's LSTM does for training.
+// It is tried once on scratch buffers at the plan's batch size (forward, and
+// backward where the plan trains); where cuDNN refuses it the standard
+// algorithm runs, and the reason is printed once.
+// DC_CUDA_RNN_ALGO=standard keeps the standard one (A/B runs);
+// DC_CUDA_RNN_ALGO=persistent makes a refusal an error (tests).
+//
 // Dropout between layers is cuDNN's own (its mask generator, seeded once per
 // layer), so masks differ from the CPU's while the rate and scaling agree.
 // Evaluation-mode forwards use a second descriptor without dropout, which
 // also lets tests run backward after an evaluation forward.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -51,7 +64,10 @@ class Rnn : public Op {
   }
 
   void prepare(OpContext& c, int n) override {
-    if (!rnn_) setup(c, n);
+    if (!rnn_) {
+      choose_algo(c, n);
+      setup(c, n);
+    }
     if (!per_.count(n)) per_batch(c, n);
     c.ws(per_.at(n).ws, label);
   }
@@ -152,14 +168,97 @@ class Rnn : public Op {
     throw Error(label + ": no parameter " + name);
   }
 
+  // The persistent algorithm where it may apply and cuDNN runs it on this
+  // shape; otherwise the standard one.
+  void choose_algo(OpContext& c, int n) {
+    const char* e = std::getenv("DC_CUDA_RNN_ALGO");
+    const std::string want = e ? e : "";
+    algo_ = CUDNN_RNN_ALGO_STANDARD;
+    if (want == "standard") return;
+    std::string why;
+    if (H > 128)
+      why = "hidden size " + std::to_string(H) + " is over 128";
+    else if (dropout > 0.f && L > 1)
+      why = "it has dropout between layers";
+    else
+      why = try_persistent(c, n);
+    if (why.empty()) {
+      algo_ = CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H;
+      return;
+    }
+    if (want == "persistent")
+      throw DeviceError(shapes(n) + ": cuDNN's persistent RNN algorithm cannot run it: " + why);
+    if (H <= 128 && !(dropout > 0.f && L > 1))
+      std::fprintf(stderr, "%s: cuDNN's persistent RNN algorithm: %s; the standard one runs it\n",
+                   label.c_str(), why.c_str());
+  }
+
+  // Runs the persistent algorithm once on scratch buffers of a batch of n:
+  // an empty string when every call succeeded, else cuDNN's error. Checked
+  // here rather than met at the first training step, where a refusal could
+  // only stop the run.
+  std::string try_persistent(OpContext& c, int n) {
+    try {
+      const std::string what = shapes(n) + ": trying the persistent algorithm";
+      RnnDesc d;
+      DC_CUDNN(cudnnCreateRNNDescriptor(d.out()), what);
+      describe(c, d.get(), nullptr, n, CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H);
+      PerBatch b;
+      describe_batch(b, n, what);
+      size_t wbytes = 0, ws = 0, rs = 0;
+      DC_CUDNN(cudnnGetRNNWeightSpaceSize(c.dnn, d.get(), &wbytes), what);
+      DC_CUDNN(
+          cudnnGetRNNTempSpaceSizes(c.dnn, d.get(), CUDNN_FWD_MODE_TRAINING, b.x.get(), &ws, &rs),
+          what);
+      const size_t xs = size_t(n * T * F) * 4, ys = size_t(n * T * D * H) * 4;
+      DeviceBuffer w(*c.alloc, wbytes, what), dw(*c.alloc, wbytes, what), work(*c.alloc, ws, what),
+          reserve(*c.alloc, rs, what), x(*c.alloc, xs, what), dx(*c.alloc, xs, what),
+          y(*c.alloc, ys, what), dy(*c.alloc, ys, what), len;
+      std::vector<int32_t> lengths(static_cast<size_t>(n), static_cast<int32_t>(T));
+      upload(c, len, lengths.data(), lengths.size() * 4, what);
+      // Small non-zero values (0x3c bytes), never NaN.
+      for (DeviceBuffer* buf : {&w, &x, &dy})
+        DC_CUDA(cudaMemsetAsync(buf->get<void>(), 0x3c, buf->bytes(), c.stream), what);
+      DC_CUDA(cudaMemsetAsync(dw.get<void>(), 0, dw.bytes(), c.stream), what);
+      const bool train = needs_backward;
+      const cudnnForwardMode_t fm = train ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
+      DC_CUDNN(
+          cudnnRNNForward(c.dnn, d.get(), fm, len.get<int32_t>(), b.x.get(), x.get(), b.y.get(),
+                          y.get(), b.h.get(), nullptr, nullptr, b.h.get(), nullptr, nullptr, wbytes,
+                          w.get(), ws, work.get(), train ? rs : 0, train ? reserve.get() : nullptr),
+          what);
+      if (train) {
+        DC_CUDNN(cudnnRNNBackwardData_v8(c.dnn, d.get(), len.get<int32_t>(), b.y.get(), y.get(),
+                                         dy.get(), b.x.get(), dx.get(), b.h.get(), nullptr, nullptr,
+                                         nullptr, b.h.get(), nullptr, nullptr, nullptr, wbytes,
+                                         w.get(), ws, work.get(), rs, reserve.get()),
+                 what);
+        if (!frozen)
+          DC_CUDNN(
+              cudnnRNNBackwardWeights_v8(c.dnn, d.get(), CUDNN_WGRAD_MODE_ADD, len.get<int32_t>(),
+                                         b.x.get(), x.get(), b.h.get(), nullptr, b.y.get(), y.get(),
+                                         wbytes, dw.get(), ws, work.get(), rs, reserve.get()),
+              what);
+      }
+      DC_CUDA(cudaStreamSynchronize(c.stream), what);
+      return "";
+    } catch (const DeviceError& e) {
+      return e.what();
+    }
+  }
+
   void describe(OpContext& c, cudnnRNNDescriptor_t d, cudnnDropoutDescriptor_t drop, int n) {
+    describe(c, d, drop, n, algo_);
+  }
+  void describe(OpContext& c, cudnnRNNDescriptor_t d, cudnnDropoutDescriptor_t drop, int n,
+                cudnnRNNAlgo_t algo) {
     // fp16: cuDNN converts inputs and weights to 16 bits inside its
     // tensor-core GEMMs (ALLOW_CONVERSION); bf16 has no such path in cuDNN's
     // RNN, so the recurrence stays float32 there.
     cudnnMathType_t math = c.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
     if (c.reduced && c.low == Low::Fp16) math = CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
     DC_CUDNN(cudnnSetRNNDescriptor_v8(
-                 d, CUDNN_RNN_ALGO_STANDARD, mode, bias ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_NO_BIAS,
+                 d, algo, mode, bias ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_NO_BIAS,
                  D == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT,
                  CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, math, int32_t(F), int32_t(H), int32_t(H),
                  int32_t(L), drop, CUDNN_RNN_PADDED_IO_ENABLED),
@@ -283,9 +382,8 @@ class Rnn : public Op {
       upload(c, unpack_, unpack.data(), unpack.size() * sizeof(CopySegment), what);
   }
 
-  void per_batch(OpContext& c, int n) {
-    const std::string what = shapes(n);
-    PerBatch b;
+  // The data and state descriptors of a batch of n.
+  void describe_batch(PerBatch& b, int n, const std::string& what) const {
     std::vector<int> lengths(static_cast<size_t>(n), static_cast<int>(T));
     DC_CUDNN(cudnnCreateRNNDataDescriptor(b.x.out()), what);
     DC_CUDNN(cudnnCreateRNNDataDescriptor(b.y.out()), what);
@@ -301,6 +399,12 @@ class Rnn : public Op {
     const int hd[3] = {int(L * D), n, int(H)};
     const int hs[3] = {n * int(H), int(H), 1};
     DC_CUDNN(cudnnSetTensorNdDescriptor(b.h.get(), CUDNN_DATA_FLOAT, 3, hd, hs), what);
+  }
+
+  void per_batch(OpContext& c, int n) {
+    const std::string what = shapes(n);
+    PerBatch b;
+    describe_batch(b, n, what);
     for (cudnnRNNDescriptor_t d : {rnn_.get(), rnn_drop_.get()}) {
       if (!d) continue;
       size_t ws = 0, rs = 0;
@@ -337,6 +441,7 @@ class Rnn : public Op {
     }
   }
 
+  cudnnRNNAlgo_t algo_ = CUDNN_RNN_ALGO_STANDARD;
   size_t wbytes_ = 0;
   int npack_ = 0;
   int64_t longest_ = 0;

@@ -160,11 +160,17 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       // (A frozen one keeps no 16-bit weight gradient.)
       if (reduced)
         extra += blk(2 * n * in) + blk(2 * n * out) + (s.frozen ? 0 : blk(2 * p.trainable));
-      // (Channels last, opt-in with DC_CUDA_NHWC=1, adds a 16-bit KRSC copy
-      // of the weight, and DC_CUDA_WGRAD=gemm the columns; neither is
-      // counted here.) The bias gradient's partial sums
-      // (two doubles per part).
+      // Channels last (the default of the graph-API path where there is
+      // one group and both channel counts are multiples of 8) adds a 16-bit
+      // KRSC copy of the weight. (DC_CUDA_WGRAD=gemm's columns and the
+      // opt-outs DC_CUDA_NHWC=0 / DC_CUDA_CONV=legacy are not modelled.)
+      // The bias gradient's partial sums (two doubles per part).
       const int64_t OC = s.out_shape[0];
+      const int64_t IC = s.in_shapes[0][0], groups = s.attrs.i("groups");
+      if (reduced && groups == 1 && IC % 8 == 0 && OC % 8 == 0) {
+        const auto& k = s.attrs.ints("kernel");
+        extra += blk(2 * OC * IC * k[0] * k[1]);
+      }
       if (s.attrs.b("bias") && reached[i] && !s.frozen)
         extra += blk(16 * OC * cuda_channel_parts(OC));
       // cuDNN's workspace is the one its chosen algorithms ask for, which

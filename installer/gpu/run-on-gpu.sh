@@ -14,6 +14,8 @@
 #       [--deadline S] [--peers-budget S] [--skip tests,advisor,peers,tta]
 #       [--peers eager,graph,compile] [--configs cnn:fp32,...] [--repeats N] [--tta-sides LIST]
 #       [--profile vgg:bf16,...]  (each config's kernels under Nsight Compute: bench/kernel_profile.py)
+#       [--ab ROUNDS]  (the plugin's convolution and recurrent paths against each
+#                       other before the peers: bench/gpu_conv_paths.sh)
 # The machine's copy of .git is not this session's latest: pass
 # DC_COMMIT=<hash> in the command, or the raw results name an older commit.
 # --deadline S: the whole script should end within S seconds of its start
@@ -26,7 +28,7 @@ BUILD=${DC_BUILD:-$ROOT/build-gpu}
 LOGS=${DC_LOG_DIR:-$BUILD/logs}
 BENCH=1 ENGINE_TESTS=0 EPOCHS=8 LSTM_EPOCHS=5 FILTER='*' LEGACY=0 SKIP="" PEERS_BUDGET="" DEADLINE=0
 PEERS=eager,graph,compile CONFIGS=cnn:fp32,cnn:bf16,lstm:fp32,lstm:bf16,vgg:bf16,resnet:bf16 REPEATS=3
-TTA_SIDES=deepcanvas,graph,compile PROFILE=""
+TTA_SIDES=deepcanvas,graph,compile PROFILE="" AB=0
 while [ $# -gt 0 ]; do
   case $1 in
     --no-bench) BENCH=0 ;;
@@ -39,6 +41,7 @@ while [ $# -gt 0 ]; do
     --repeats) REPEATS=$2; shift ;;
     --tta-sides) TTA_SIDES=$2; shift ;;
     --profile) PROFILE=$2; shift ;;
+    --ab) AB=$2; shift ;;
     --engine-tests) ENGINE_TESTS=1 ;;
     --epochs) EPOCHS=$2; shift ;;
     --lstm-epochs) LSTM_EPOCHS=$2; shift ;;
@@ -49,7 +52,7 @@ while [ $# -gt 0 ]; do
 done
 mkdir -p "$LOGS"
 declare -A RESULT
-step() { echo "=== $1"; }
+step() { echo "=== $1 (at ${SECONDS} s)"; }
 
 [ -d "$CARRY/googletest" ] || { echo "no $CARRY/googletest: run installer/gpu/prepare-carry.sh first" >&2; exit 1; }
 SYS=$BUILD/sys
@@ -107,7 +110,7 @@ XDG_CACHE_HOME="$LOGS/cache" "$BUILD/bin/deepcanvas-cli" bench-device --device c
 
 if [[ ",$SKIP," != *",tests,"* ]]; then
   step cuda_tests
-  (cd "$BUILD" && DC_REQUIRE_CUDA=1 "$BUILD/bin/cuda_tests" --gtest_filter="$FILTER" 2>&1) | tee "$LOGS/cuda_tests.log" | grep -vE "^\[ (RUN|       OK) " | tail -40
+  (cd "$BUILD" && DC_REQUIRE_CUDA=1 timeout "${DC_TESTS_TIMEOUT:-300}" "$BUILD/bin/cuda_tests" --gtest_filter="$FILTER" 2>&1) | tee "$LOGS/cuda_tests.log" | grep -vE "^\[ (RUN|       OK) " | tail -40
   RESULT[cuda_tests]=${PIPESTATUS[0]}
 fi
 
@@ -135,6 +138,11 @@ for cfg in ${PROFILE//,/ }; do
     --json "$LOGS/profile-${cfg//:/-}.json" 2>&1 | tee -a "$LOGS/profile.log"
   RESULT[profile]=${PIPESTATUS[0]}
 done
+if [ "$AB" -gt 0 ] && [ "$BENCH" = 1 ]; then
+  step "convolution and recurrent paths A/B ($AB rounds)"
+  "$ROOT/bench/gpu_conv_paths.sh" "$CLI" "$DATA" "$AB" "$LOGS/paths-ab.jsonl" 2>&1 | tee "$LOGS/paths-ab.log"
+  RESULT[ab]=${PIPESTATUS[0]}
+fi
 if wanted advisor; then
   step "advisor: predicted vs measured on this GPU"
   PYTHONUNBUFFERED=1 python3 "$ROOT/bench/advisor_accuracy.py" --cli "$CLI" --device cuda \
@@ -152,7 +160,7 @@ if wanted peers; then
   # just inside the budget may run 40 s past it.
   PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu_peers.py" --cli "$CLI" --data "$DATA" \
     --peers "$PEERS" --configs "$CONFIGS" --repeats "$REPEATS" \
-    --budget-s "${PEERS_BUDGET:-$(left 170)}" --out "$LOGS" 2>&1 | tee "$LOGS/peers.log"
+    --budget-s "${PEERS_BUDGET:-$(left "$(wanted tta && echo 170 || echo 25)")}" --out "$LOGS" 2>&1 | tee "$LOGS/peers.log"
   RESULT[peers]=${PIPESTATUS[0]}
 fi
 if wanted tta; then
@@ -176,13 +184,14 @@ fi
 echo
 echo "=== summary"
 printf '%-14s %s\n' step result
-for k in configure build cuda_tests engine_tests profile advisor peers tta bench lstm_bench; do
+for k in configure build cuda_tests engine_tests profile ab advisor peers tta bench lstm_bench; do
   [ -n "${RESULT[$k]+x}" ] && printf '%-14s %s\n' "$k" "$([ "${RESULT[$k]}" = 0 ] && echo ok || echo "FAILED (${RESULT[$k]})")"
 done
 if [ -f "$LOGS/cuda_tests.log" ]; then
   grep -E "^\[  (PASSED|FAILED)  \]|tests? ran" "$LOGS/cuda_tests.log" | head -5
   grep -E "^\[ (sample subset|  FAILED  ) \]" "$LOGS/cuda_tests.log" | head -20
 fi
+[ -f "$LOGS/paths-ab.log" ] && cat "$LOGS/paths-ab.log"
 [ -f "$LOGS/bench.log" ] && tail -9 "$LOGS/bench.log"
 [ -f "$LOGS/lstm_bench.log" ] && tail -4 "$LOGS/lstm_bench.log"
 [ -f "$LOGS/peers.log" ] && sed -n '/^GPU /,$p' "$LOGS/peers.log"

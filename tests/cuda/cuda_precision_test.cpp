@@ -101,16 +101,14 @@ void conv_and_dense(const std::string& prec) {
               A({{"filters", int64_t(8)}, {"kernel", pair(3, 3)}, {"padding", pair(1, 1)}}),
               "Conv2D", A({{"filters", int64_t(4)}, {"kernel", pair(3, 3)}})),
         Shape{3, 10, 9}, prec, 2e-2, first_tol);
-  // Channel counts multiples of 8 with DC_CUDA_NHWC=1: the opt-in
-  // channels-last path (NHWC copies, a KRSC weight), on a plane whose sides
-  // are not multiples of the transposes' 32-wide tiles.
-  // Then again with the weight gradient as a GEMM over unfolded columns
-  // (DC_CUDA_WGRAD=gemm; a stride and a dilation for its index arithmetic).
-  struct Env {  // unset again even when a check fails fatally
-    const char* name;
-    Env(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
-    ~Env() { unsetenv(name); }
-  };
+  // Channel counts multiples of 8: channels last (NHWC copies, a KRSC
+  // weight), on a plane whose sides are not multiples of the transposes'
+  // 32-wide tiles; a stride and a dilation in the second layer. Every
+  // convolution path: the graph API channels last (the default; required
+  // here, so a silent fall back to the legacy API fails), the graph API
+  // NCHW, the legacy API NCHW and channels last, and the weight gradient
+  // as a GEMM over unfolded columns (DC_CUDA_WGRAD=gemm).
+  using test::ScopedEnv;
   const Graph channels_last = chain(
       "Input", A({{"shape", std::vector<int64_t>{8, 10, 9}}}), "Conv2D",
       A({{"filters", int64_t(16)}, {"kernel", pair(3, 3)}, {"padding", pair(1, 1)}}), "Conv2D",
@@ -119,11 +117,28 @@ void conv_and_dense(const std::string& prec) {
          {"stride", pair(2, 1)},
          {"dilation", pair(1, 2)}}));
   {
-    const Env nhwc("DC_CUDA_NHWC", "1");
-    check("conv channels last", channels_last, Shape{8, 10, 9}, prec, 2e-2, first_tol);
-    const Env gemm("DC_CUDA_WGRAD", "gemm");
+    const ScopedEnv graph("DC_CUDA_CONV", "graph");
+    check("conv, graph API", channels_last, Shape{8, 10, 9}, prec, 2e-2, first_tol);
+    {
+      const ScopedEnv nchw("DC_CUDA_NHWC", "0");
+      check("conv, graph API NCHW", channels_last, Shape{8, 10, 9}, prec, 2e-2, first_tol);
+    }
+    // Groups (NCHW: channels last needs one group) through the graph API.
+    check("grouped conv, graph API",
+          chain("Input", A({{"shape", std::vector<int64_t>{8, 7, 6}}}), "Conv2D",
+                A({{"filters", int64_t(8)}, {"kernel", pair(3, 3)}, {"padding", pair(1, 1)}}),
+                "Conv2D",
+                A({{"filters", int64_t(8)}, {"kernel", pair(3, 3)}, {"groups", int64_t(4)}})),
+          Shape{8, 7, 6}, prec, 2e-2, first_tol);
+    const ScopedEnv gemm("DC_CUDA_WGRAD", "gemm");
     check("conv channels last, GEMM weight gradient", channels_last, Shape{8, 10, 9}, prec, 2e-2,
           first_tol);
+  }
+  {
+    const ScopedEnv legacy("DC_CUDA_CONV", "legacy");
+    check("conv, legacy API", channels_last, Shape{8, 10, 9}, prec, 2e-2, first_tol);
+    const ScopedEnv nhwc("DC_CUDA_NHWC", "1");
+    check("conv, legacy API channels last", channels_last, Shape{8, 10, 9}, prec, 2e-2, first_tol);
   }
   check("dense",
         chain("Input", A({{"shape", std::vector<int64_t>{40}}}), "Dense",

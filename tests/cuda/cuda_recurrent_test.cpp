@@ -184,6 +184,27 @@ TEST(CudaRecurrent, SimpleRnnBidirectionalLearnedInit) {
             {"bidirectional", true},
             {"initial_state", std::string("learned")}})});
 }
+// cuDNN's persistent algorithm (hidden size <= 128), required here so that a
+// refusal fails instead of falling back: the cases above run it by default
+// where cuDNN takes it; these name it, with the benchmark's LSTM shape (28
+// steps of 28 features, hidden 128) among them, and the standard algorithm
+// for comparison.
+TEST(CudaRecurrent, PersistentAlgorithmMatchesTheCpu) {
+  const test::ScopedEnv algo("DC_CUDA_RNN_ALGO", "persistent");
+  check({"lstm persistent", 7, 5, false, true, "LSTM", A({{"hidden_size", int64_t(8)}})});
+  check({"lstm persistent, benchmark shape", 28, 28, false, false, "LSTM",
+         A({{"hidden_size", int64_t(128)}})},
+        true, 64);
+  check({"gru persistent, sequence", 6, 4, false, true, "GRU",
+         A({{"hidden_size", int64_t(16)}, {"return_sequences", true}})});
+}
+TEST(CudaRecurrent, StandardAlgorithmMatchesTheCpu) {
+  const test::ScopedEnv algo("DC_CUDA_RNN_ALGO", "standard");
+  check({"lstm standard", 7, 5, false, true, "LSTM", A({{"hidden_size", int64_t(8)}})});
+  check({"lstm standard, benchmark shape", 28, 28, false, false, "LSTM",
+         A({{"hidden_size", int64_t(128)}})},
+        true, 64);
+}
 // Dropout between layers is off in evaluation, so CPU and CUDA agree there.
 TEST(CudaRecurrent, StackedLstmWithDropoutInEvaluation) {
   check({"lstm dropout eval", 5, 4, false, true, "LSTM",

@@ -26,6 +26,17 @@
 
 namespace dc::test {
 
+// Sets an environment variable the plugin reads (DC_CUDA_CONV, DC_CUDA_NHWC,
+// DC_CUDA_RNN_ALGO, ...) for a scope, unset again even when a check fails
+// fatally.
+struct ScopedEnv {
+  const char* name;
+  ScopedEnv(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
+  ~ScopedEnv() { unsetenv(name); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+};
+
 // ||a - b|| / ||b|| over all elements (NaN anywhere: infinite), the measure
 // every CPU-vs-CUDA comparison uses.
 inline double rel_err(const Tensor& a, const Tensor& b) {
