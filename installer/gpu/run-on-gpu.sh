@@ -145,7 +145,7 @@ if [ "$AB" -gt 0 ] && [ "$BENCH" = 1 ]; then
 fi
 if wanted advisor; then
   step "advisor: predicted vs measured on this GPU"
-  PYTHONUNBUFFERED=1 python3 "$ROOT/bench/advisor_accuracy.py" --cli "$CLI" --device cuda \
+  PYTHONUNBUFFERED=1 timeout "${DC_ADVISOR_TIMEOUT:-900}" python3 "$ROOT/bench/advisor_accuracy.py" --cli "$CLI" --device cuda \
     --gpu "${DC_GPU_ROW:-$GPU_ROW}" --data "$DATA" --samples 32768 \
     --raw "$LOGS/advisor_gpu.jsonl" 2>&1 | tee "$LOGS/advisor_gpu.log"
   RESULT[advisor]=${PIPESTATUS[0]}
