@@ -1,5 +1,8 @@
 // Pointwise ops: activations, Add, Dropout, bias. Grid-stride loops so one
 // launch shape fits every size.
+#include <cstdint>
+#include <initializer_list>
+
 #include "channel_sums.cuh"
 #include "kernels.h"
 #include "launch.cuh"
@@ -52,6 +55,62 @@ __global__ void k_act_fwd(Act a, float slope, const float* x, float* y, int64_t 
 __global__ void k_act_bwd(Act a, float slope, const float* x, const float* y, const float* dy,
                           float* dx, int64_t n) {
   DC_GRID_LOOP(i, n) dx[i] += dy[i] * act_df(a, slope, x ? x[i] : 0.f, y ? y[i] : 0.f);
+}
+
+// Four floats per thread through 16-byte loads where every pointer is
+// 16-byte aligned and the length a multiple of 4 (the float4 kernels below);
+// each element gets the same arithmetic as in the scalar kernels, so the
+// results are the same bit for bit. A 2026-11-27 profile on an H200 had the
+// scalar ReLU and Add kernels at 11-12 % of a bf16 ResNet step each.
+bool vec4(int64_t n, std::initializer_list<const void*> ptrs) {
+  if (n % 4 != 0) return false;
+  for (const void* p : ptrs)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  return true;
+}
+__device__ inline float4 act_f4(Act a, float slope, float4 v) {
+  return make_float4(act_f(a, slope, v.x), act_f(a, slope, v.y), act_f(a, slope, v.z),
+                     act_f(a, slope, v.w));
+}
+__global__ void k_act_fwd4(Act a, float slope, const float4* x, float4* y, int64_t n4) {
+  DC_GRID_LOOP(i, n4) y[i] = act_f4(a, slope, x[i]);
+}
+__global__ void k_act_bwd4(Act a, float slope, const float4* x, const float4* y, const float4* dy,
+                           float4* dx, int64_t n4) {
+  DC_GRID_LOOP(i, n4) {
+    const float4 g = dy[i];
+    const float4 xv = x ? x[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+    const float4 yv = y ? y[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+    float4 d = dx[i];
+    d.x += g.x * act_df(a, slope, xv.x, yv.x);
+    d.y += g.y * act_df(a, slope, xv.y, yv.y);
+    d.z += g.z * act_df(a, slope, xv.z, yv.z);
+    d.w += g.w * act_df(a, slope, xv.w, yv.w);
+    dx[i] = d;
+  }
+}
+// Two inputs (every residual connection): the pointers as plain arguments.
+// The k-input kernel indexes its parameter array at run time, which puts
+// the array in local memory and costs a load per element and input.
+__global__ void k_add2(const float* a, const float* b, float* y, int64_t n) {
+  DC_GRID_LOOP(i, n) y[i] = a[i] + b[i];
+}
+__global__ void k_add2_4(const float4* a, const float4* b, float4* y, int64_t n4) {
+  DC_GRID_LOOP(i, n4) {
+    const float4 u = a[i], v = b[i];
+    y[i] = make_float4(u.x + v.x, u.y + v.y, u.z + v.z, u.w + v.w);
+  }
+}
+__global__ void k_accumulate4(const float4* src, float4* dst, int64_t n4) {
+  DC_GRID_LOOP(i, n4) {
+    const float4 u = src[i];
+    float4 d = dst[i];
+    d.x += u.x;
+    d.y += u.y;
+    d.z += u.z;
+    d.w += u.w;
+    dst[i] = d;
+  }
 }
 
 struct Ptrs {
@@ -111,19 +170,41 @@ __global__ void k_bias_total(const double2* parts, int P, float* db, int C) {
 }  // namespace
 
 void act_forward(Act a, float slope, const float* x, float* y, int64_t n, cudaStream_t s) {
-  k_act_fwd<<<blocks_for(n), kThreads, 0, s>>>(a, slope, x, y, n);
+  if (vec4(n, {x, y}))
+    k_act_fwd4<<<blocks_for(n / 4), kThreads, 0, s>>>(a, slope, reinterpret_cast<const float4*>(x),
+                                                      reinterpret_cast<float4*>(y), n / 4);
+  else
+    k_act_fwd<<<blocks_for(n), kThreads, 0, s>>>(a, slope, x, y, n);
 }
 void act_backward(Act a, float slope, const float* x, const float* y, const float* dy, float* dx,
                   int64_t n, cudaStream_t s) {
-  k_act_bwd<<<blocks_for(n), kThreads, 0, s>>>(a, slope, x, y, dy, dx, n);
+  if (vec4(n, {x, y, dy, dx}))
+    k_act_bwd4<<<blocks_for(n / 4), kThreads, 0, s>>>(
+        a, slope, reinterpret_cast<const float4*>(x), reinterpret_cast<const float4*>(y),
+        reinterpret_cast<const float4*>(dy), reinterpret_cast<float4*>(dx), n / 4);
+  else
+    k_act_bwd<<<blocks_for(n), kThreads, 0, s>>>(a, slope, x, y, dy, dx, n);
 }
 void add_forward(const float* const* xs, int k, float* y, int64_t n, cudaStream_t s) {
+  if (k == 2) {
+    if (vec4(n, {xs[0], xs[1], y}))
+      k_add2_4<<<blocks_for(n / 4), kThreads, 0, s>>>(reinterpret_cast<const float4*>(xs[0]),
+                                                      reinterpret_cast<const float4*>(xs[1]),
+                                                      reinterpret_cast<float4*>(y), n / 4);
+    else
+      k_add2<<<blocks_for(n), kThreads, 0, s>>>(xs[0], xs[1], y, n);
+    return;
+  }
   Ptrs p{};
   for (int j = 0; j < k && j < 8; ++j) p.p[j] = xs[j];
   k_add<<<blocks_for(n), kThreads, 0, s>>>(p, k, y, n);
 }
 void accumulate(const float* src, float* dst, int64_t n, cudaStream_t s) {
-  k_accumulate<<<blocks_for(n), kThreads, 0, s>>>(src, dst, n);
+  if (vec4(n, {src, dst}))
+    k_accumulate4<<<blocks_for(n / 4), kThreads, 0, s>>>(reinterpret_cast<const float4*>(src),
+                                                         reinterpret_cast<float4*>(dst), n / 4);
+  else
+    k_accumulate<<<blocks_for(n), kThreads, 0, s>>>(src, dst, n);
 }
 void copy(const float* src, float* dst, int64_t n, cudaStream_t s) {
   k_copy<<<blocks_for(n), kThreads, 0, s>>>(src, dst, n);

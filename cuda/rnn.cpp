@@ -94,13 +94,16 @@ class Rnn : public Op {
     // pure inference, or a layer in a frozen prefix.
     const cudnnForwardMode_t fm =
         c.need_backward && needs_backward ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
+    // One layer, one direction, last state only: cuDNN writes the final
+    // state (hy) straight into the output.
+    float* hy = final_state_from_cudnn() ? out : nullptr;
     DC_CUDNN(
         cudnnRNNForward(c.dnn, used_, fm, seqlen_.get<int32_t>(), b.x.get(), in[0], b.y.get(), y,
-                        b.h.get(), hx, nullptr, b.h.get(), cx, nullptr, wbytes_, wspace_.get(),
-                        b.ws, c.workspace->get(), fm == CUDNN_FWD_MODE_TRAINING ? b.reserve : 0,
+                        b.h.get(), hx, hy, b.h.get(), cx, nullptr, wbytes_, wspace_.get(), b.ws,
+                        c.workspace->get(), fm == CUDNN_FWD_MODE_TRAINING ? b.reserve : 0,
                         fm == CUDNN_FWD_MODE_TRAINING ? reserve_.get() : nullptr),
         what);
-    if (!seq) {
+    if (!seq && !hy) {
       // The final state of each direction: forward at t = T-1, reverse at t = 0.
       step_select(y, out, n, T, T - 1, D * H, H, D * H, c.stream);
       if (D == 2) step_select(y + H, out + H, n, T, 0, D * H, H, D * H, c.stream);
@@ -114,7 +117,13 @@ class Rnn : public Op {
     const std::string what = shapes(n) + " backward";
     const float* y = seq ? out : ybuf_.get();
     const float* dy = dout;
-    if (!seq) {
+    const float* dhy = nullptr;
+    if (final_state_from_cudnn()) {
+      // The gradient enters through the final state; the output sequence's
+      // gradient is the zeros dybuf_ was given when allocated.
+      dhy = dout;
+      dy = dybuf_.get();
+    } else if (!seq) {
       DC_CUDA(cudaMemsetAsync(dybuf_.get(), 0, size_t(n * T * D * H) * 4, c.stream), what);
       step_select_backward(dout, dybuf_.get(), n, T, T - 1, D * H, H, D * H, c.stream);
       if (D == 2)
@@ -128,8 +137,8 @@ class Rnn : public Op {
     float* dcx = learned && mode == CUDNN_LSTM ? dcx_.get() : nullptr;
     // cuDNN writes dx (it does not accumulate), so it goes through scratch.
     DC_CUDNN(cudnnRNNBackwardData_v8(c.dnn, used_, seqlen_.get<int32_t>(), b.y.get(), y, dy,
-                                     b.x.get(), dxbuf_.get(), b.h.get(), hx, nullptr, dhx,
-                                     b.h.get(), cx, nullptr, dcx, wbytes_, wspace_.get(), b.ws,
+                                     b.x.get(), dxbuf_.get(), b.h.get(), hx, dhy, dhx, b.h.get(),
+                                     cx, nullptr, dcx, wbytes_, wspace_.get(), b.ws,
                                      c.workspace->get(), b.reserve, reserve_.get()),
              what);
     if (din[0]) {
@@ -167,6 +176,13 @@ class Rnn : public Op {
       if (p.name == name) return p;
     throw Error(label + ": no parameter " + name);
   }
+
+  // Whether the output (the last state, one layer, one direction) is cuDNN's
+  // final state hy: no selection of the last step after forward, and in
+  // backward the gradient goes in as dhy with an output-sequence gradient
+  // of zeros, instead of a memset and a scatter every step. (PyTorch's
+  // h_n is hy too.)
+  bool final_state_from_cudnn() const { return !seq && D == 1 && L == 1; }
 
   // The persistent algorithm where it may apply and cuDNN runs it on this
   // shape; otherwise the standard one.
@@ -424,6 +440,7 @@ class Rnn : public Op {
       if (!seq) {
         ybuf_ = DeviceBuffer(*c.alloc, size_t(n * T * D * H) * 4, what + " outputs");
         dybuf_ = DeviceBuffer(*c.alloc, size_t(n * T * D * H) * 4, what + " output gradients");
+        DC_CUDA(cudaMemsetAsync(dybuf_.get(), 0, dybuf_.bytes(), c.stream), what);
       }
       if (learned) {
         const size_t hb = size_t(L * D * n * H) * 4;
