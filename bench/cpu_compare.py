@@ -67,17 +67,21 @@ def compare(name, sides, repeats, describe, metric="train_samples_per_s"):
     the last the PyTorch peer. Runs every side `repeats` times, the order
     rotating each round so no side always runs first (or right after the
     same neighbour), prints a table and one JSON object, and saves the JSON
-    under bench/results/. `metric`: the samples/s key of each run's JSON."""
+    under bench/results/. `metric`: the samples/s key of each run's JSON, or
+    a function of the run's JSON that returns it."""
+    value = metric if callable(metric) else (lambda res: res[metric])
     runs = {label: [] for label, _, _ in sides}
     for r in range(repeats):
         order = sides if r % 2 == 0 else list(reversed(sides))
         for label, argv, env in order:
             res = run(argv, env)
             runs[label].append(res)
-            print(f"  round {r + 1}: {label:14} {res[metric]:9.1f} samples/s", flush=True)
+            res["measured_samples_per_s"] = value(res)
+            print(f"  round {r + 1}: {label:14} {res['measured_samples_per_s']:9.1f} samples/s",
+                  flush=True)
     summary = {}
     for label, rs in runs.items():
-        sps = [x[metric] for x in rs]
+        sps = [x["measured_samples_per_s"] for x in rs]
         summary[label] = {
             "median_samples_per_s": statistics.median(sps),
             "min_samples_per_s": min(sps),

@@ -130,6 +130,12 @@ const std::map<std::string, Writer>& writers() {
        [](const NodeCtx&) {
          return Written{"nn.ReLU()", ""};
        }},
+      // MobileNet's and EfficientNet-Lite's activation (imported from ONNX
+      // as Clip(0, 6)).
+      {"ReLU6",
+       [](const NodeCtx&) {
+         return Written{"nn.ReLU6()", ""};
+       }},
       {"LeakyReLU",
        [](const NodeCtx& c) {
          return Written{"nn.LeakyReLU(negative_slope=" + py_float(c.a.f("slope")) + ")", ""};

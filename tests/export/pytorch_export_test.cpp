@@ -160,7 +160,7 @@ TEST(PyTorchExport, ForwardEqualsTheEngineForEveryTemplate) {
 }
 
 // Layer forms the templates do not use: same/valid padding with strides,
-// padded pooling, GELU/LeakyReLU/Sigmoid/Softmax, BatchNorm1D on C×L,
+// padded pooling, GELU/LeakyReLU/ReLU6/Sigmoid/Softmax, BatchNorm1D on C×L,
 // Concat, Reshape, bidirectional and stacked recurrent layers with learned
 // initial states, TimeDistributedDense, LastStep, and names that are not
 // Python identifiers.
@@ -209,10 +209,12 @@ TEST(PyTorchExport, ForwardEqualsTheEngineForEveryLayerForm) {
   g.connect(mp, cc, 1);
   int ge = g.add_node("GELU", "gelu", {});
   g.connect(cc, ge);
+  int r6 = g.add_node("ReLU6", "relu6", {});
+  g.connect(ge, r6);
   Attrs rs;
   rs.set("shape", std::vector<int64_t>{8, -1});
   int re = g.add_node("Reshape", "reshape", rs);
-  g.connect(ge, re);
+  g.connect(r6, re);
   int b1 = g.add_node("BatchNorm1D", "bn1d", {});
   g.connect(re, b1);
   int fl = g.add_node("Flatten", "flat", {});
