@@ -11,12 +11,11 @@ import json
 import os
 import resource
 import sys
-import time
 
 import torch
 import torch.nn as nn
 
-from pytorch_cnn import load, peer_args
+from pytorch_cnn import load, peer_args, timed_step
 
 
 def main():
@@ -49,12 +48,8 @@ def main():
             idx = perm[(step * a.batch) % n:][: a.batch]
             xb = ((xtr[idx].float() * (1.0 / 255.0) - mean) / std).view(idx.shape[0], *shape)
             yb = ytr[idx]
-            t0 = time.perf_counter()
-            opt.zero_grad(set_to_none=True)
-            loss = lossf(net(xb), yb)
-            loss.backward()
-            opt.step()
-            t_epoch += time.perf_counter() - t0
+            seconds, loss = timed_step(net, opt, lossf, xb, yb)
+            t_epoch += seconds
             s_epoch += xb.shape[0]
         history.append({"epoch": epoch + 1, "train_samples_per_s": s_epoch / t_epoch,
                         "train_loss": float(loss)})
