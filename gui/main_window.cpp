@@ -30,6 +30,7 @@
 #include <QScreen>
 #include <QSettings>
 #include <QStatusBar>
+#include <QStyle>
 #include <QToolBar>
 #include <QUndoStack>
 
@@ -425,8 +426,18 @@ void MainWindow::changeEvent(QEvent* e) {
 void MainWindow::restoreLayout() {
   QSettings s;
   if (!restoreGeometry(s.value("window/geometry").toByteArray())) {
-    QSize avail = screen() ? screen()->availableGeometry().size() : QSize(1480, 920);
-    resize(avail.boundedTo(QSize(1480, 920)));
+    // The first start: 1480x920, or less on a smaller screen. The window
+    // manager adds a title bar and borders outside the size given here, so
+    // a window as large as the work area ends below the screen's edge with
+    // its status bar hidden (seen at 1280x720 under openbox): leave room
+    // for them, and centre the window in the work area.
+    const QRect avail = screen() ? screen()->availableGeometry() : QRect(0, 0, 1480, 920);
+    constexpr int kFrameAllowance = 8;  // each border
+    const int title = std::max(32, style()->pixelMetric(QStyle::PM_TitleBarHeight, nullptr, this));
+    const QSize room = avail.size() - QSize(2 * kFrameAllowance, title + 2 * kFrameAllowance);
+    resize(QSize(1480, 920).boundedTo(room));
+    move(avail.x() + (avail.width() - width()) / 2,
+         avail.y() + std::max(0, (avail.height() - height() - title) / 2));
   }
   restoreState(s.value("window/state").toByteArray(), kLayoutVersion);
   showMode(Mode(std::clamp(s.value("window/tab", 0).toInt(), 0, int(Mode::Experiments))));

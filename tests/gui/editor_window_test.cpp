@@ -125,6 +125,20 @@ TEST_F(EditorWindow, QuittingOnAnyTabKeepsTheModelTabsDocksAndTheTab) {
   }
 }
 
+// The first start (no saved geometry) on a screen smaller than the default
+// 1480x920 (the offscreen platform's is 800x600): the window leaves room for
+// the title bar and borders the window manager adds, so its bottom (the
+// status bar) stays on the screen.
+TEST_F(EditorWindow, FirstWindowLeavesRoomForTheTitleBar) {
+  gui::MainWindow w;
+  const QRect avail = w.screen()->availableGeometry();
+  ASSERT_LT(avail.height(), 920) << "needs a screen smaller than the default window";
+  EXPECT_LE(w.height() + 32, avail.height());
+  EXPECT_LE(w.width(), avail.width());
+  EXPECT_GE(w.y(), avail.y());
+  EXPECT_LE(w.y() + w.height() + 32, avail.y() + avail.height());
+}
+
 TEST_F(EditorWindow, NoTwoActionsShareAShortcutAndCtrl1ShowsTheModelTab) {
   auto w = open();
   std::map<QString, QAction*> owner;
