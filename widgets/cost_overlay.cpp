@@ -4,6 +4,7 @@
 #include "widgets/latest_job.h"
 #include "widgets/node_item.h"
 #include "widgets/node_scene.h"
+#include "widgets/node_view.h"
 
 #include <deepcanvas/advisor/memory_model.h>
 #include <deepcanvas/advisor/step_time.h>
@@ -307,6 +308,9 @@ void CostLegend::sync() {
   resize(sizeHint());
   const QRect vp = view_->viewport()->geometry();
   move(vp.left() + 10, vp.bottom() - height() - 9);
+  // Fitting the network (Ctrl+0) keeps it above the legend.
+  if (auto* nv = qobject_cast<NodeView*>(view_))
+    nv->setBottomInset(overlay_->isEnabled() ? height() + 18 : 0);
   update();
 }
 

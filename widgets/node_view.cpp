@@ -82,17 +82,26 @@ void NodeView::fitAll() {
   // their natural size (fitZoom() clamps to [kMinZoom, 1]).
   const double z = fitZoom();
   setTransform(QTransform::fromScale(z, z));
-  centerOn(r.center());
+  // Centred in what the inset leaves uncovered: the viewport's centre is
+  // half the inset below that area's centre.
+  centerOn(r.center() + QPointF(0, usableInset() / 2.0 / z));
   Q_EMIT zoomChanged(zoom());
   fit_pending_ = !isVisible();
+}
+
+int NodeView::usableInset() const {
+  // Never more than half the viewport: a legend taller than that on a tiny
+  // canvas would leave nothing to fit into.
+  return std::min(bottom_inset_, viewport()->height() / 2);
 }
 
 double NodeView::fitZoom() const {
   QRectF r = scene()->itemsBoundingRect();
   if (r.isEmpty()) return 1.0;
   r.adjust(-kFitMargin, -kFitMargin, kFitMargin, kFitMargin);
-  // The viewport less a 2-pixel margin, as QGraphicsView::fitInView() has it.
-  const QRectF vp = QRectF(viewport()->rect()).adjusted(2, 2, -2, -2);
+  // The viewport less a 2-pixel margin, as QGraphicsView::fitInView() has
+  // it, and less what covers its bottom.
+  const QRectF vp = QRectF(viewport()->rect()).adjusted(2, 2, -2, -2 - usableInset());
   const double z = std::min(vp.width() / r.width(), vp.height() / r.height());
   return std::clamp(z, kMinZoom, 1.0);
 }

@@ -31,6 +31,10 @@ class NodeView : public QGraphicsView {
   double zoom() const;
   // Previews refit whenever their size changes.
   void setFitOnResize(bool on) { fit_on_resize_ = on; }
+  // Pixels at the viewport's bottom that a widget over the canvas covers
+  // (the cost overlay's legend): fitAll() fits the network above them.
+  void setBottomInset(int px) { bottom_inset_ = px; }
+  int bottomInset() const { return bottom_inset_; }
 
  signals:
   void layerDropped(const QString& type, QPointF scene_pos);
@@ -54,9 +58,11 @@ class NodeView : public QGraphicsView {
   void showEvent(QShowEvent* e) override;
 
  private:
+  int usableInset() const;
   void scaleBy(double factor);
   void scaleAtCenter(double factor);
   bool fit_on_resize_ = false;
+  int bottom_inset_ = 0;
   // fitAll() ran while the view was hidden (a restart on another tab), with
   // a viewport that has no real size yet: fit again when first shown, unless
   // the zoom was set deliberately since.

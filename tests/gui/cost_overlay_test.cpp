@@ -12,6 +12,7 @@
 #include "widgets/graph_model.h"
 #include "widgets/node_item.h"
 #include "widgets/node_scene.h"
+#include "widgets/node_view.h"
 
 #include <deepcanvas/advisor/memory_model.h>
 #include <deepcanvas/advisor/step_time.h>
@@ -23,6 +24,7 @@
 #include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QSettings>
+#include <QTest>
 #include <QThread>
 #include <functional>
 
@@ -236,6 +238,43 @@ TEST(CostOverlayWindow, ToggleAndChoicesAreRemembered) {
   EXPECT_TRUE(again.findChild<QAction*>("actionCostMemory")->isChecked());
   again.findChild<QAction*>("actionCostOverlay")->trigger();
   EXPECT_FALSE(QSettings().value("editor/costOverlay").toBool());
+}
+
+// At 1280x720 the legend at the canvas' bottom covered layers of the sample,
+// and Fit to Window (Ctrl+0) left them there: the fit now keeps every layer
+// above the legend.
+TEST(CostOverlayWindow, FitKeepsEveryLayerClearOfTheLegend) {
+  test::ensureApp();
+  QSettings().remove("editor/costOverlay");
+  gui::MainWindow w;
+  w.setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
+  w.resize(1280, 720);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  ASSERT_TRUE(w.openFile(test::sourcePath("sample_data/sample_project.dcproj")));
+  w.findChild<QAction*>("actionCostOverlay")->trigger();
+  ASSERT_TRUE(waitFor([&] { return w.costOverlay()->idle() && w.costOverlay()->report().ok; }));
+  w.findChild<QAction*>("actionFit")->trigger();
+  QCoreApplication::processEvents();
+  auto* legend = w.findChild<QWidget*>("costLegend");
+  auto* view = w.findChild<widgets::NodeView*>();
+  ASSERT_NE(legend, nullptr);
+  ASSERT_NE(view, nullptr);
+  ASSERT_TRUE(legend->isVisible());
+  // The legend in the viewport's coordinates.
+  const QRect covered(view->viewport()->mapFrom(view, legend->geometry().topLeft()),
+                      legend->size());
+  int layers = 0;
+  for (QGraphicsItem* it : w.editor()->scene()->items())
+    if (auto* node = dynamic_cast<widgets::NodeItem*>(it)) {
+      ++layers;
+      const QRect on = view->mapFromScene(node->sceneBoundingRect()).boundingRect();
+      EXPECT_FALSE(on.intersects(covered))
+          << node->data(0).toString().toStdString() << " at " << on.x() << "," << on.y();
+      EXPECT_TRUE(view->viewport()->rect().contains(on));
+    }
+  EXPECT_GT(layers, 5);
+  w.findChild<QAction*>("actionCostOverlay")->trigger();
 }
 
 TEST(SummaryAdvice, LineNamesFitsLargestBatchAndH100Epoch) {
