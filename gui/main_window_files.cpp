@@ -181,9 +181,10 @@ bool MainWindow::newFromTemplate(const QString& path) {
   }
   // A template is a starting point: saving must not overwrite it.
   p.file.clear();
-  // Templates are stored as one line, which may be too long to read here.
+  // Templates are stored as one line (with their branches beside it), which
+  // may be too small to read here once fitted: laid out for this canvas.
   const QSize canvas = view_->viewport()->size();
-  widgets::wrapLongLine(p.graph, {double(canvas.width()), double(canvas.height())});
+  widgets::layOutToRead(p.graph, {double(canvas.width()), double(canvas.height())});
   setProject(std::move(p), {}, false);
   return true;
 }

@@ -137,7 +137,7 @@ void TemplateDialog::showPreview() {
     // line), at the preview's size.
     if (isVisible()) {
       const QSize preview = view_->viewport()->size();
-      widgets::wrapLongLine(p.graph, {double(preview.width()), double(preview.height())});
+      widgets::layOutToRead(p.graph, {double(preview.width()), double(preview.height())});
     }
     model_->reset(p.graph);
     QString text = QStringLiteral("<b>%1</b><br>%2 layers")

@@ -12,7 +12,8 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev
   dataset-fashion-mnist python3 python3-torch python3-numpy
   libonnx-dev libprotobuf-dev python3-onnx python3-torchvision python3-yaml
-  xvfb x11-apps imagemagick xauth xdotool
+  libgraphviz-dev
+  xvfb openbox x11-apps imagemagick xauth xdotool
   dpkg-dev lintian file
 )
 

@@ -3,7 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <string>
 #include <vector>
+
+#ifdef DC_HAVE_GRAPHVIZ
+#include <graphviz/gvc.h>
+#endif
 
 namespace dc::widgets {
 
@@ -14,30 +19,54 @@ constexpr double kCardWidth = 124, kCardHeight = 58, kFitMargin = 80;
 // One line is kept while fitting it leaves the cards at least this large.
 constexpr double kReadableZoom = 0.75;
 
+// A column of the layered layout: its nodes top to bottom, each with its
+// position across the flow in rows (fractions where the layout aligns a
+// node between two others).
+using Column = std::vector<std::pair<NodeId, double>>;
+
 struct Wrap {
-  size_t per_row;  // columns per row
+  size_t per_row;  // at most this many columns per row, where the network allows a break
   double zoom;     // what fitting it into the space gives
+  std::vector<size_t> row_start;  // the first column of each row, then the column count
   std::vector<double> row_top;
+  std::vector<double> row_low;  // the lowest position in each row (rows of columns)
 };
 
 // The number of columns per row that shows the layout largest in `space`;
-// `loose` unconnected nodes go in rows of their own below.
-Wrap chooseWrap(const std::vector<std::vector<NodeId>>& cols, size_t loose, LayoutSpace space,
-                double column, double row) {
+// `loose` unconnected nodes go in rows of their own below. A row may end
+// after column c only where `breakable[c]`: where one edge at most passes
+// from it to the columns after (not inside a residual block, whose shortcut
+// would otherwise sweep back across the canvas to the next row).
+Wrap chooseWrap(const std::vector<Column>& cols, const std::vector<bool>& breakable, size_t loose,
+                LayoutSpace space, double column, double row) {
   const size_t n = cols.size();
   const double gap = row * 0.9;  // room for the edge that runs back to the next row's start
   auto rows_for = [&](size_t per_row) {
-    Wrap w{per_row, 0, {}};
+    Wrap w{per_row, 0, {}, {}, {}};
     double top = 0, width = 0;
-    for (size_t first = 0; first < n; first += per_row) {
-      size_t tallest = 1;
-      for (size_t c = first; c < std::min(n, first + per_row); ++c)
-        tallest = std::max(tallest, cols[c].size());
+    for (size_t first = 0; first < n;) {
+      // The last break within per_row columns, else the first one after.
+      size_t end = std::min(n, first + per_row);
+      while (end > first + 1 && !breakable[end - 1]) --end;
+      if (!breakable[end - 1])
+        for (end = first + per_row; end < n && !breakable[end - 1]; ++end) {
+        }
+      end = std::min(end, n);
+      double lo = 1e300, hi = -1e300;
+      for (size_t c = first; c < end; ++c)
+        for (const auto& [id, pos] : cols[c]) {
+          lo = std::min(lo, pos);
+          hi = std::max(hi, pos);
+        }
+      if (lo > hi) lo = hi = 0;
+      w.row_start.push_back(first);
       w.row_top.push_back(top);
-      top += double(tallest - 1) * row + kCardHeight + gap;
-      width =
-          std::max(width, double(std::min(n, first + per_row) - first - 1) * column + kCardWidth);
+      w.row_low.push_back(lo);
+      top += (hi - lo) * row + kCardHeight + gap;
+      width = std::max(width, double(end - first - 1) * column + kCardWidth);
+      first = end;
     }
+    w.row_start.push_back(n);
     const size_t loose_row = std::max(per_row, size_t(1));
     for (size_t first = 0; first < loose; first += loose_row) {
       w.row_top.push_back(top);
@@ -62,10 +91,120 @@ Wrap chooseWrap(const std::vector<std::vector<NodeId>>& cols, size_t loose, Layo
   return best;
 }
 
+// Where a row may end: after column c when at most one edge runs from
+// columns up to c to columns after it.
+std::vector<bool> breakableColumns(const Graph& g, const std::vector<Column>& cols) {
+  std::map<NodeId, size_t> col_of;
+  for (size_t c = 0; c < cols.size(); ++c)
+    for (const auto& [id, pos] : cols[c]) col_of[id] = c;
+  std::vector<int> passing(cols.size(), 0);
+  for (const Edge& e : g.edges()) {
+    auto s = col_of.find(e.src), d = col_of.find(e.dst);
+    if (s == col_of.end() || d == col_of.end()) continue;
+    for (size_t c = s->second; c < d->second; ++c) ++passing[c];
+  }
+  std::vector<bool> out(cols.size());
+  for (size_t c = 0; c < cols.size(); ++c) out[c] = passing[c] <= 1;
+  return out;
+}
+
+// The built-in layering: each node in the column of its longest path from
+// an input, ordered within the column by the mean row of its predecessors,
+// columns centred on one line.
+std::vector<Column> layeredColumns(const std::vector<NodeId>& order,
+                                   std::map<NodeId, std::vector<NodeId>>& preds) {
+  std::map<NodeId, int> level;
+  int levels = 0;
+  for (NodeId id : order) {
+    int l = 0;
+    for (NodeId p : preds[id])
+      if (level.count(p)) l = std::max(l, level[p] + 1);
+    level[id] = l;
+    levels = std::max(levels, l + 1);
+  }
+  std::vector<std::vector<NodeId>> ids(static_cast<size_t>(levels));
+  for (NodeId id : order) ids[size_t(level[id])].push_back(id);
+  std::map<NodeId, double> rank;  // row within the column
+  std::vector<Column> cols;
+  for (auto& col : ids) {
+    std::vector<std::pair<double, NodeId>> keyed;
+    for (size_t i = 0; i < col.size(); ++i) {
+      double sum = 0;
+      int k = 0;
+      for (NodeId p : preds[col[i]])
+        if (rank.count(p)) {
+          sum += rank[p];
+          ++k;
+        }
+      keyed.push_back({k ? sum / k : double(i), col[i]});
+    }
+    std::stable_sort(keyed.begin(), keyed.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    Column out;
+    for (size_t i = 0; i < keyed.size(); ++i) {
+      rank[keyed[i].second] = double(i);
+      out.push_back({keyed[i].second, double(i) - double(keyed.size() - 1) / 2.0});
+    }
+    cols.push_back(std::move(out));
+  }
+  return cols;
+}
+
+#ifdef DC_HAVE_GRAPHVIZ
+// Graphviz's dot (layered, left to right): network-simplex ranks, crossing
+// reduction over many sweeps and positions that keep long chains straight,
+// so residual branches stand side by side instead of the built-in single
+// barycentre pass. Nodes are cards of NodeItem's size, spaced as `column`
+// and `row` ask; dot's columns become ours (the spacing along the flow is
+// ours again) and its cross positions become rows. Empty when dot fails.
+std::vector<Column> dotColumns(const Graph& g, const std::vector<NodeId>& order, double column,
+                               double row) {
+  // Inches as dot takes them, at 100 pixels each.
+  auto inches = [](double px) { return std::to_string(px / 100.0); };
+  GVC_t* gvc = gvContext();
+  if (!gvc) return {};
+  agseterr(AGMAX);  // no warnings on stderr
+  Agraph_t* dg = agopen(const_cast<char*>("network"), Agdirected, nullptr);
+  auto attr = [&](int kind, const char* name, const std::string& v) {
+    agattr(dg, kind, const_cast<char*>(name), const_cast<char*>(v.c_str()));
+  };
+  attr(AGRAPH, "rankdir", "LR");
+  attr(AGRAPH, "nodesep", inches(row - kCardHeight));
+  attr(AGRAPH, "ranksep", inches(column - kCardWidth));
+  attr(AGNODE, "shape", "box");
+  attr(AGNODE, "fixedsize", "true");
+  attr(AGNODE, "width", inches(kCardWidth));
+  attr(AGNODE, "height", inches(kCardHeight));
+  std::map<NodeId, Agnode_t*> nodes;
+  for (NodeId id : order) nodes[id] = agnode(dg, const_cast<char*>(std::to_string(id).c_str()), 1);
+  for (const Edge& e : g.edges())
+    if (nodes.count(e.src) && nodes.count(e.dst))
+      agedge(dg, nodes[e.src], nodes[e.dst], nullptr, 1);
+  std::vector<Column> cols;
+  if (gvLayout(gvc, dg, "dot") == 0) {
+    // Columns: dot's distinct x positions; rows: its y (upwards) over the
+    // pitch of two adjacent cards, top to bottom.
+    const double pitch = row / 100.0 * 72.0;
+    std::map<long, Column> by_x;
+    for (const auto& [id, n] : nodes)
+      by_x[std::lround(ND_coord(n).x)].push_back({id, -ND_coord(n).y / pitch});
+    for (auto& [x, col] : by_x) {
+      std::sort(col.begin(), col.end(),
+                [](const auto& a, const auto& b) { return a.second < b.second; });
+      cols.push_back(std::move(col));
+    }
+    gvFreeLayout(gvc, dg);
+  }
+  agclose(dg);
+  gvFreeContext(gvc);
+  return cols;
+}
+#endif
+
 }  // namespace
 
-bool tooLongForOneLine(const Graph& g, LayoutSpace space) {
-  if (g.nodes().size() < 2 || space.width <= 0 || space.height <= 0) return false;
+double fittedZoom(const Graph& g, LayoutSpace space) {
+  if (g.nodes().empty() || space.width <= 0 || space.height <= 0) return 1.0;
   double left = 1e300, right = -1e300, top = 1e300, bottom = -1e300;
   for (const auto& [id, n] : g.nodes()) {
     left = std::min(left, n.x);
@@ -73,16 +212,36 @@ bool tooLongForOneLine(const Graph& g, LayoutSpace space) {
     top = std::min(top, n.y);
     bottom = std::max(bottom, n.y);
   }
+  return std::min(space.width / (right - left + kCardWidth + kFitMargin),
+                  space.height / (bottom - top + kCardHeight + kFitMargin));
+}
+
+bool tooLongForOneLine(const Graph& g, LayoutSpace space) {
+  if (g.nodes().size() < 2 || space.width <= 0 || space.height <= 0) return false;
+  double top = 1e300, bottom = -1e300;
+  for (const auto& [id, n] : g.nodes()) {
+    top = std::min(top, n.y);
+    bottom = std::max(bottom, n.y);
+  }
   // Anything arranged in two dimensions is the user's layout, left alone.
   if (bottom - top >= kCardHeight) return false;
-  const double zoom = std::min(space.width / (right - left + kCardWidth + kFitMargin),
-                               space.height / (bottom - top + kCardHeight + kFitMargin));
-  return zoom < kReadableZoom;
+  return fittedZoom(g, space) < kReadableZoom;
 }
 
 bool wrapLongLine(Graph& g, LayoutSpace space) {
   if (!tooLongForOneLine(g, space)) return false;
   for (const auto& [id, p] : autoLayout(g, space)) g.move(id, p.first, p.second);
+  return true;
+}
+
+bool layOutToRead(Graph& g, LayoutSpace space) {
+  if (g.nodes().size() < 2 || space.width <= 0 || space.height <= 0) return false;
+  const double before = fittedZoom(g, space);
+  if (before >= kReadableZoom) return false;
+  Graph laid = g;
+  for (const auto& [id, p] : autoLayout(g, space)) laid.move(id, p.first, p.second);
+  if (fittedZoom(laid, space) <= before) return false;
+  g = std::move(laid);
   return true;
 }
 
@@ -110,53 +269,19 @@ std::map<NodeId, std::pair<double, double>> autoLayout(const Graph& g, LayoutSpa
     loose.push_back(id);
     return true;
   });
-  std::map<NodeId, int> level;
-  int levels = 0;
-  for (NodeId id : order) {
-    int l = 0;
-    for (NodeId p : preds[id])
-      if (level.count(p)) l = std::max(l, level[p] + 1);
-    level[id] = l;
-    levels = std::max(levels, l + 1);
-  }
-  std::vector<std::vector<NodeId>> cols(static_cast<size_t>(levels));
-  for (NodeId id : order) cols[size_t(level[id])].push_back(id);
-  std::map<NodeId, double> rank;  // row within the column
-  for (auto& col : cols) {
-    std::vector<std::pair<double, NodeId>> keyed;
-    for (size_t i = 0; i < col.size(); ++i) {
-      double sum = 0;
-      int k = 0;
-      for (NodeId p : preds[col[i]])
-        if (rank.count(p)) {
-          sum += rank[p];
-          ++k;
-        }
-      keyed.push_back({k ? sum / k : double(i), col[i]});
-    }
-    std::stable_sort(keyed.begin(), keyed.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (size_t i = 0; i < keyed.size(); ++i) {
-      col[i] = keyed[i].second;
-      rank[col[i]] = double(i);
-    }
-  }
-  const Wrap wrap = chooseWrap(cols, loose.size(), space, column, row);
-  for (size_t c = 0; c < cols.size(); ++c) {
-    const auto& col = cols[c];
-    const size_t r = c / wrap.per_row;
-    size_t tallest = 1;
-    for (size_t k = r * wrap.per_row; k < std::min(cols.size(), (r + 1) * wrap.per_row); ++k)
-      tallest = std::max(tallest, cols[k].size());
-    // The columns of a row are centred on the row's middle line.
-    const double middle = wrap.row_top[r] + double(tallest - 1) * row / 2.0;
-    for (size_t i = 0; i < col.size(); ++i) {
-      double y = middle + (double(i) - double(col.size() - 1) / 2.0) * row;
-      y = std::round(y / 20) * 20;
-      out[col[i]] = {40 + double(c % wrap.per_row) * column, 120 + y};
-    }
-  }
-  const size_t rows = cols.empty() ? 0 : (cols.size() - 1) / wrap.per_row + 1;
+  std::vector<Column> cols;
+#ifdef DC_HAVE_GRAPHVIZ
+  if (order.size() >= 2) cols = dotColumns(g, order, column, row);
+#endif
+  if (cols.empty()) cols = layeredColumns(order, preds);
+  const Wrap wrap = chooseWrap(cols, breakableColumns(g, cols), loose.size(), space, column, row);
+  const size_t rows = wrap.row_start.size() - 1;
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = wrap.row_start[r]; c < wrap.row_start[r + 1]; ++c)
+      for (const auto& [id, pos] : cols[c]) {
+        const double y = std::round((wrap.row_top[r] + (pos - wrap.row_low[r]) * row) / 20) * 20;
+        out[id] = {40 + double(c - wrap.row_start[r]) * column, 120 + y};
+      }
   const size_t loose_row = std::max(wrap.per_row, size_t(1));
   for (size_t k = 0; k < loose.size(); ++k) {
     const double y = std::round(wrap.row_top[rows + k / loose_row] / 20) * 20;

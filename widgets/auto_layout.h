@@ -1,9 +1,10 @@
 #pragma once
-// Layered left-to-right layout: each node goes to the column of its longest
-// path from an input, and within a column nodes are ordered by the mean row
-// of their predecessors so edges cross less. A network too long to read on
-// the canvas in one line is wrapped into rows of columns. Plain data in and
-// out, so it can be tested and benchmarked without a scene.
+// Layered left-to-right layout by Graphviz's dot where it is built in
+// (residual branches side by side, few crossings, long chains straight),
+// else by the built-in layering (each node in the column of its longest path
+// from an input, ordered by the mean row of its predecessors). A network too
+// long to read on the canvas in one line is wrapped into rows of columns.
+// Plain data in and out, so it can be tested and benchmarked without a scene.
 #include <deepcanvas/graph.h>
 
 #include <map>
@@ -23,8 +24,14 @@ std::map<NodeId, std::pair<double, double>> autoLayout(const Graph& g, LayoutSpa
 // Whether the nodes stand in one row that, fitted into `space`, would be too
 // small to read: Fit to Window wraps such a line into rows.
 bool tooLongForOneLine(const Graph& g, LayoutSpace space);
-// Lays such a line out in rows for `space` (a template as it is opened or
-// previewed); true when it moved the nodes.
+// Lays such a line out in rows for `space`; true when it moved the nodes.
 bool wrapLongLine(Graph& g, LayoutSpace space);
+// The zoom at which the nodes as placed fit into `space` (unclamped).
+double fittedZoom(const Graph& g, LayoutSpace space);
+// A template or an imported model as it is opened or previewed: when its
+// stored layout (a line, or a line with branches beside it) is too small to
+// read once fitted into `space`, it is laid out anew for `space`, kept only
+// if that shows it larger. True when it moved the nodes.
+bool layOutToRead(Graph& g, LayoutSpace space);
 
 }  // namespace dc::widgets

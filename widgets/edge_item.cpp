@@ -14,10 +14,6 @@
 namespace dc::widgets {
 
 namespace {
-// Zoomed out, shape labels grow in the scene up to this factor so they
-// stay about 10 pixels high on screen (fit zooms out to show a whole network).
-constexpr double kMaxLabelScale = 2.2;
-
 QFont labelFont(double scale) {
   QFont f;
   f.setPixelSize(int(std::lround(10 * scale)));
@@ -53,9 +49,7 @@ QPainterPath EdgeItem::curve(QPointF a, QPointF b) {
 void EdgeItem::updatePath() {
   prepareGeometryChange();
   path_ = curve(src_->outputPortPos(), dst_->inputPortPos(edge_.dst_port));
-  bounds_ = path_.boundingRect()
-                .adjusted(-4, -4, 4, 4)
-                .united(labelRect(kMaxLabelScale).adjusted(-2, -2, 2, 2));
+  bounds_ = path_.boundingRect().adjusted(-4, -4, 4, 4).united(labelRect(1).adjusted(-2, -2, 2, 2));
 }
 
 void EdgeItem::setLabel(const QString& label) {
@@ -64,9 +58,7 @@ void EdgeItem::setLabel(const QString& label) {
   label_ = label;
   setToolTip(label_.isEmpty() ? QObject::tr("No valid tensor flows here yet")
                               : QObject::tr("Tensor per sample: %1").arg(label_));
-  bounds_ = path_.boundingRect()
-                .adjusted(-4, -4, 4, 4)
-                .united(labelRect(kMaxLabelScale).adjusted(-2, -2, 2, 2));
+  bounds_ = path_.boundingRect().adjusted(-4, -4, 4, 4).united(labelRect(1).adjusted(-2, -2, 2, 2));
   update();
 }
 
@@ -78,11 +70,6 @@ QRectF EdgeItem::labelRect(double scale) const {
   // visible even where nodes are close together.
   QPointF c = path_.pointAtPercent(0.5);
   return QRectF(c.x() - w / 2, c.y() - h - 5, w, h);
-}
-
-double EdgeItem::labelScale(const QPainter* p) {
-  const double zoom = p->worldTransform().m11();
-  return zoom > 0 ? std::clamp(1.0 / zoom, 1.0, kMaxLabelScale) : 1.0;
 }
 
 QRectF EdgeItem::boundingRect() const {
@@ -108,13 +95,10 @@ void EdgeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* /*opt*/, QWidg
   p->setBrush(Qt::NoBrush);
   p->drawPath(path_);
   if (label_.isEmpty()) return;
-  // Grown where the edge leaves room for it, so that it does not run into
-  // the cards it joins; a shorter label reads fine at the natural size.
-  double scale = labelScale(p);
-  const QSizeF span = path_.boundingRect().size();
-  const double room = std::max(span.width(), span.height()) - 12;
-  const double natural = labelRect(1).width();
-  if (natural * scale > room) scale = std::max(1.0, room / natural);
+  // One size for every label, the cards' scale: labels grown on long edges
+  // only (to stay readable zoomed out) made two sizes side by side and
+  // overlapped on a real network (issue 36).
+  const double scale = 1.0;
   QRectF r = labelRect(scale);
   p->setPen(QPen(mix(c, pal.color(QPalette::Base), 0.3), 1));
   p->setBrush(pal.color(QPalette::Base));

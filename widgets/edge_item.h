@@ -34,9 +34,7 @@ class EdgeItem : public QGraphicsItem {
   void paint(QPainter* p, const QStyleOptionGraphicsItem* opt, QWidget* w) override;
 
  private:
-  // `scale` > 1 when zoomed out (see labelScale()).
   QRectF labelRect(double scale = 1) const;
-  static double labelScale(const QPainter* p);
 
   Edge edge_;
   NodeItem* src_;

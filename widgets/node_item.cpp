@@ -226,7 +226,10 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* /*opt*/, QWidg
     drawLock(p, QRectF(kWidth - 17, 10, 11, 15), mix(pal.color(QPalette::Text), fill, 0.25));
   QFontMetricsF nm(nf);
   p->drawText(QRectF(tx, 9, tw, 18), Qt::AlignLeft | Qt::AlignVCenter,
-              nm.elidedText(name_, Qt::ElideRight, tw));
+              // In the middle: imported names differ at their ends
+              // ("layer1.0.conv1" / "layer1.0.conv2"); the tooltip has
+              // the whole name.
+              nm.elidedText(name_, Qt::ElideMiddle, tw));
   QFont df;
   df.setPixelSize(11);
   p->setFont(df);

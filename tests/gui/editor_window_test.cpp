@@ -11,6 +11,7 @@
 #include "gui/theme.h"
 #include "gui/training_panel.h"
 #include "gui_test_util.h"
+#include "widgets/auto_layout.h"
 #include "widgets/graph_editor.h"
 #include "widgets/layer_palette.h"
 #include "widgets/node_item.h"
@@ -296,6 +297,52 @@ TEST_F(EditorWindow, AutoLayoutPutsEveryTemplatesInputInLineWithWhatItFeeds) {
       }
     }
   }
+}
+
+// The ResNet template is stored as a line with its shortcut branches beside
+// it, which opened at 18 % at 1280x720 and neither Fit to Window nor
+// opening wrapped it (it is not a single line). Opened now, it is laid out
+// for the window (Graphviz's dot where built in): larger, no two layers on
+// top of each other, every edge forward, and no two edges crossing.
+TEST_F(EditorWindow, TheResNetTemplateOpensLaidOutToRead) {
+  auto w = open();
+  const QString file = gui::TemplateDialog::templateDir() + "/resnet_small.dcproj";
+  const Project stored = load_project(file.toStdString());
+  const QSize vs = w->view()->viewport()->size();
+  const widgets::LayoutSpace space{double(vs.width()), double(vs.height())};
+  const double stored_zoom = widgets::fittedZoom(stored.graph, space);
+  ASSERT_TRUE(w->newFromTemplate(file));
+  QApplication::processEvents();
+  const Graph& g = w->editor()->graph();
+  const double opened_zoom = widgets::fittedZoom(g, space);
+  EXPECT_GT(opened_zoom, stored_zoom * 1.5) << stored_zoom << " -> " << opened_zoom;
+  const widgets::NodeScene* scene = w->editor()->scene();
+  std::vector<QLineF> lines;
+  for (const Edge& e : g.edges()) {
+    const QPointF a = scene->nodeItem(e.src)->outputPortPos(),
+                  b = scene->nodeItem(e.dst)->inputPortPos(e.dst_port);
+    // Forward: right within a row, or down to a later row.
+    EXPECT_TRUE(b.x() > a.x() || b.y() > a.y() + 40)
+        << g.node(e.src).name << " -> " << g.node(e.dst).name;
+    lines.push_back({a, b});
+  }
+  for (size_t i = 0; i < lines.size(); ++i)
+    for (size_t j = i + 1; j < lines.size(); ++j) {
+      QPointF at;
+      const bool share = lines[i].p1() == lines[j].p1() || lines[i].p2() == lines[j].p2() ||
+                         lines[i].p1() == lines[j].p2() || lines[i].p2() == lines[j].p1();
+      EXPECT_FALSE(!share && lines[i].intersects(lines[j], &at) == QLineF::BoundedIntersection)
+          << "edges " << g.node(g.edges()[i].src).name << "->" << g.node(g.edges()[i].dst).name
+          << " and " << g.node(g.edges()[j].src).name << "->" << g.node(g.edges()[j].dst).name
+          << " cross at " << at.x() << "," << at.y();
+    }
+  for (const auto& [a, na] : g.nodes())
+    for (const auto& [b, nb] : g.nodes()) {
+      if (a >= b) continue;
+      EXPECT_FALSE(scene->nodeItem(a)->sceneBoundingRect().intersects(
+          scene->nodeItem(b)->sceneBoundingRect()))
+          << na.name << " / " << nb.name;
+    }
 }
 
 TEST_F(EditorWindow, AutoLayoutKeepsAnUnconnectedLayerOutOfTheChain) {
