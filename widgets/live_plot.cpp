@@ -181,7 +181,38 @@ void LivePlot::applyLooks() {
     if (!overlays_.isEmpty() || !run_name_.isEmpty()) run_key_->addToLegend();
   }
   plot_->legend->setVisible(plot_->legend->itemCount() > 0);
+  fitLegend();
   plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void LivePlot::fitLegend() {
+  QCPLegend* lg = plot_->legend;
+  const int room = plot_->width() - 8;
+  int used = 0, per_row = 0;
+  // itemCount() counts the grid's cells, empty ones (after a wrap) too.
+  for (int i = 0; i < lg->itemCount(); ++i) {
+    const QCPAbstractLegendItem* it = lg->item(i);
+    if (!it) continue;
+    const int w = it->minimumOuterSizeHint().width() + (per_row ? lg->columnSpacing() : 0);
+    if (per_row > 0 && used + w > room) break;
+    used += w;
+    ++per_row;
+  }
+  per_row = std::max(1, per_row);
+  if (per_row == lg->wrap()) return;
+  lg->setWrap(per_row);
+  lg->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);  // rearranges the entries
+}
+
+int LivePlot::legendRows() const {
+  int rows = 0;
+  for (int r = 0; r < plot_->legend->rowCount(); ++r)
+    for (int c = 0; c < plot_->legend->columnCount(); ++c)
+      if (plot_->legend->element(r, c)) {
+        ++rows;
+        break;
+      }
+  return rows;
 }
 
 QStringList LivePlot::legendEntries() const {
@@ -433,6 +464,7 @@ void LivePlot::resetView() {
 
 bool LivePlot::eventFilter(QObject* o, QEvent* e) {
   if (o == plot_) {
+    if (e->type() == QEvent::Resize) fitLegend();
     if (e->type() == QEvent::Wheel || (e->type() == QEvent::MouseButtonPress &&
                                        static_cast<QMouseEvent*>(e)->button() == Qt::LeftButton))
       follow_ = false;  // the user took over the view

@@ -64,6 +64,7 @@ class LivePlot : public QWidget {
   int overlayCount() const { return int(overlays_.size()); }
   // The legend's entries as shown, for tests and accessibility.
   QStringList legendEntries() const;
+  int legendRows() const;
   // True when the legend is drawn inside the axes (over the data).
   bool legendOverData() const;
   void clear();  // current points only
@@ -115,6 +116,9 @@ class LivePlot : public QWidget {
   void rescale();
   void elideNote();   // the note in the width left beside the title
   void applyLooks();  // pens and legend after a change of mode, run or look
+  // As many legend entries per row as the plot's width holds: a fixed four
+  // put a run's entry on a second row, which took the curves' height.
+  void fitLegend();
   void showContextMenu(const QPoint& pos);
 
   QCustomPlot* plot_;

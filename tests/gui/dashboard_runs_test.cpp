@@ -50,6 +50,28 @@ TEST(DashboardRuns, LegendsAboveThePlotsOneEntryPerRunAndTheRunsTableChoosesOver
   EXPECT_GE(h->sectionSize(4), h->fontMetrics().horizontalAdvance(held));
 }
 
+// A run's entry joined the four series keys on a second legend row (a fixed
+// wrap of four), which took the curves' height at 1280x720: the entries now
+// fill the rows the plot's width holds.
+TEST(DashboardRuns, LegendEntriesFillTheRowsThePlotsWidthHolds) {
+  auto ctx = sample_context();
+  gui::TrainingPanel panel(ctx.get());
+  QTemporaryDir dir;
+  ASSERT_TRUE(train_briefly(panel, dir.path(), 4));
+  widgets::LivePlot* p = panel.lossPlot();
+  ASSERT_EQ(p->legendEntries().size(), 5);
+  panel.resize(2600, 900);
+  panel.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&panel));
+  QApplication::processEvents();
+  ASSERT_GT(p->width(), 700);
+  EXPECT_EQ(p->legendRows(), 1) << "plot " << p->width() << " px wide";
+  panel.resize(900, 900);
+  QApplication::processEvents();
+  ASSERT_LT(p->width(), 300);
+  EXPECT_GE(p->legendRows(), 2) << "plot " << p->width() << " px wide";
+}
+
 TEST(DashboardRuns, AStoppedRunDoesNotReplaceTheWeightsInferenceUses) {
   auto ctx = sample_context();
   gui::TrainingPanel training(ctx.get());
