@@ -13,6 +13,12 @@
 
 namespace dc::gui {
 
+namespace {
+QString cellPrompt() {
+  return EvaluationView::tr("Click a cell to list its samples, most confident first.");
+}
+}  // namespace
+
 EvaluationView::EvaluationView(ProjectContext* ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
   auto* lay = new QVBoxLayout(this);
   title_ = new QLabel(tr("<b>Confusion matrix</b>"), this);
@@ -22,7 +28,7 @@ EvaluationView::EvaluationView(ProjectContext* ctx, QWidget* parent) : QWidget(p
   auto* right = new QWidget(split);
   auto* rl = new QVBoxLayout(right);
   rl->setContentsMargins(0, 0, 0, 0);
-  cell_label_ = new QLabel(tr("Click a cell to list its samples, most confident first."), right);
+  cell_label_ = new QLabel(cellPrompt(), right);
   cell_label_->setWordWrap(true);
   grid_ = new widgets::ImageGrid(right, 56);
   rl->addWidget(cell_label_);
@@ -46,6 +52,14 @@ void EvaluationView::clear() {
   listed_.clear();
   predicted_for_.clear();
   checkpoint_.clear();
+  // The previous run's cell and epoch describe nothing now.
+  pending_t_ = pending_p_ = -1;
+  title_->setText(tr("<b>Confusion matrix</b>"));
+  cell_label_->setText(cellPrompt());
+}
+
+QString EvaluationView::cellText() const {
+  return cell_label_->text();
 }
 
 void EvaluationView::setConfusion(const std::vector<std::vector<int64_t>>& m, int epoch) {
@@ -100,6 +114,7 @@ void EvaluationView::showCell(int t, int p) {
         this,
         [this, ck, preds = std::move(preds), error] {
           if (worker_.joinable()) worker_.join();
+          if (pending_t_ < 0) return;  // cleared meanwhile: a new run started
           if (!error.isEmpty()) {
             cell_label_->setText(tr("Could not compute predictions: %1").arg(error));
             Q_EMIT samplesListed(0);

@@ -33,7 +33,10 @@ class EvaluationView : public QWidget {
   // Lists the samples of cell (true, predicted); asynchronous when the
   // predictions for the current checkpoint are not computed yet.
   void showCell(int true_class, int predicted);
+  // Back to an empty view (a new run): no matrix, samples or cell text.
   void clear();
+  // The line above the samples: the prompt, or the cell listed and why.
+  QString cellText() const;
 
   widgets::ConfusionMatrixWidget* matrixWidget() const { return matrix_; }
   widgets::ImageGrid* samplesGrid() const { return grid_; }

@@ -17,6 +17,7 @@
 #include <QSplitter>
 #include <QTableView>
 #include <QTableWidget>
+#include <QUndoStack>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -36,6 +37,36 @@ std::vector<std::string> toStd(const QStringList& l) {
   std::vector<std::string> v;
   for (const QString& s : l) v.push_back(s.toStdString());
   return v;
+}
+
+}  // namespace
+
+namespace {
+
+// "Applied trial N…; Ctrl+Z undoes it." is true only while that step is the
+// last one on the undo stack. The applier pushed it onto the window's
+// editor stack, which this panel is not given: it is the stack whose last
+// step carries `what`. Once that stack's position moves (the step undone,
+// or another edit on top), `stale` runs, once; a later apply replaces the
+// watch.
+void followAppliedStep(QWidget* panel, const QString& what, std::function<void()> stale) {
+  const char* kName = "appliedStepWatch";
+  delete panel->findChild<QObject*>(kName, Qt::FindDirectChildrenOnly);
+  QWidget* top = panel->window();
+  if (!top || top == panel) return;
+  for (QUndoStack* stack : top->findChildren<QUndoStack*>()) {
+    const int index = stack->index();
+    if (index == 0 || stack->text(index - 1) != what) continue;
+    auto* watch = new QObject(panel);
+    watch->setObjectName(kName);
+    QObject::connect(stack, &QUndoStack::indexChanged, watch,
+                     [watch, index, stale = std::move(stale)](int now) {
+                       if (now == index) return;
+                       stale();
+                       watch->deleteLater();
+                     });
+    return;
+  }
 }
 
 }  // namespace
@@ -440,6 +471,9 @@ bool ExperimentsPanel::applyBest() {
                  .arg(100 * best_val_accuracy(t), 0, 'f', 1),
              false);
   Q_EMIT message(message_->text());
+  followAppliedStep(this, what, [this, applied = message_->text()] {
+    if (message_->text() == applied) setMessage({}, false);
+  });
   return true;
 }
 

@@ -213,11 +213,36 @@ void InferencePanel::updatePreprocessingText() {
                              .arg(QString::fromStdString(in.str())));
     return;
   }
-  QString norm = w.valid() ? tr("(x/255 − %1) / %2 (the training set's statistics)")
-                                 .arg(w.mean, 0, 'f', 4)
-                                 .arg(w.stddev, 0, 'f', 4)
-                           : tr("from the weights, once there are some");
   const DatasetSpec& spec = ctx_->project().dataset;
+  // Which normalisation predictCurrent applies, and where it comes from.
+  const ImagePreprocess& pre = spec.preprocess;
+  const auto list = [](const std::vector<float>& v) {
+    QStringList parts;
+    for (float x : v) parts << QString::number(x, 'f', 3);
+    return parts.join(", ");
+  };
+  QString norm;
+  if (int64_t(pre.mean.size()) == in[0]) {
+    norm = tr("per channel (x/255 − (%1)) / (%2) (the project's preprocessing)")
+               .arg(list(pre.mean), list(pre.std));
+  } else if (!w.valid()) {
+    norm = tr("from the weights, once there are some");
+  } else if (w.mean == 0.f && w.stddev == 1.f) {
+    // Statistics of 0 and 1 are none: say so rather than print an identity.
+    norm = spec.path.empty()
+               ? tr("nothing beyond x/255 (the project has no training set, so no statistics "
+                    "apply)")
+               : tr("nothing beyond x/255 (the weights were trained without normalisation)");
+  } else if (!spec.path.empty()) {
+    norm = tr("(x/255 − %1) / %2 (the training set's statistics)")
+               .arg(w.mean, 0, 'f', 4)
+               .arg(w.stddev, 0, 'f', 4);
+  } else {
+    norm = tr("(x/255 − %1) / %2 (the statistics stored with the weights; the project has no "
+              "training set)")
+               .arg(w.mean, 0, 'f', 4)
+               .arg(w.stddev, 0, 'f', 4);
+  }
   const QString resize =
       spec.is_images() && spec.crop_fraction < 1
           ? tr("resize to cover %1×%2 and crop the centre %3×%4 (the dataset's crop fraction %5)")

@@ -117,13 +117,15 @@ void InferencePanel::resetForNewProject() {
   opened_checkpoints_.clear();
   probe_.reset();
   probe_stale_ = true;
-  // The images stay (they are the user's files); what was predicted goes.
-  for (Image& img : images_) {
-    img.top = -1;
-    img.prob = 0;
+  // The images go too: they were read for the previous Input's shape and
+  // colour, and the new network would see them as noise.
+  images_.clear();
+  current_ = -1;
+  {
+    const QSignalBlocker block(list_);
+    list_->clear();
   }
-  for (int r = 0; r < list_->count(); ++r)
-    if (auto* item = list_->item(r)) item->setText(QFileInfo(images_[size_t(r)].path).fileName());
+  saliency_->setImage({});
   probs_.clear();
   bars_->clear();
   saliency_->setCaption({});
@@ -132,8 +134,12 @@ void InferencePanel::resetForNewProject() {
   vector_bars_->clear();
   layer_->clear();
   setMessage({}, false);
+  mismatch_shown_ = false;
   fillWeightChoices();
   showWeightsInUse();
+  // The replaced project's line goes now; the new project's Input writes
+  // its own when it arrives (projectChanged).
+  preprocess_->clear();
 }
 
 }  // namespace dc::gui

@@ -13,13 +13,11 @@
 namespace dc::gui {
 
 LrFinderDialog::LrFinderDialog(Graph g, TrainConfig c, std::shared_ptr<const Dataset> train,
-                               std::vector<std::pair<std::string, Tensor>> initial,
                                LrFindOptions options, QWidget* parent)
     : QDialog(parent),
       graph_(std::move(g)),
       config_(std::move(c)),
       train_(std::move(train)),
-      initial_(std::move(initial)),
       options_(options) {
   setWindowTitle(tr("Learning-rate finder"));
   setObjectName("lrFinderDialog");
@@ -29,11 +27,13 @@ LrFinderDialog::LrFinderDialog(Graph g, TrainConfig c, std::shared_ptr<const Dat
   auto* intro = new QLabel(
       tr("A short run on a copy of the network raises the learning rate from %1 to %2 over "
          "%3 steps and records the loss (Smith's range test). The suggestion is a tenth of "
-         "the learning rate with the lowest smoothed loss. Your weights are not changed.")
+         "the learning rate with the lowest smoothed loss. %4 Your weights are not changed.")
           .arg(options_.start, 0, 'g', 3)
           .arg(options_.end, 0, 'g', 3)
-          .arg(options_.steps),
+          .arg(options_.steps)
+          .arg(weightsText()),
       this);
+  intro->setObjectName("lrFinderIntro");
   intro->setWordWrap(true);
   v->addWidget(intro);
   plot_ = new QCustomPlot(this);
@@ -84,6 +84,19 @@ LrFinderDialog::~LrFinderDialog() {
   if (worker_.joinable()) worker_.join();
 }
 
+QString LrFinderDialog::weightsText() const {
+  QString text = tr("It starts from the network's initial weights (freshly drawn with seed %1), "
+                    "as a training run and deepcanvas-cli lr-find do, not from the weights of "
+                    "earlier runs.")
+                     .arg(qulonglong(config_.seed));
+  // The Trainer would load these before its first step; the range test, like
+  // the CLI's, does not, so say so rather than let the curve mislead.
+  if (!config_.init_weights.empty())
+    text += " " + tr("The project's initial weights file (%1) is not loaded.")
+                      .arg(QString::fromStdString(config_.init_weights));
+  return text;
+}
+
 QString LrFinderDialog::statusText() const {
   return status_->text();
 }
@@ -103,7 +116,7 @@ void LrFinderDialog::start() {
     LrFindResult r;
     QString error;
     try {
-      r = lr_find(graph_, config_, *train_, options_, initial_.empty() ? nullptr : &initial_,
+      r = lr_find(graph_, config_, *train_, options_, /*initial=*/nullptr,
                   [this](int, double lr, double smoothed) {
                     QMetaObject::invokeMethod(
                         this, [this, lr, smoothed] { onPoint(lr, smoothed); },
@@ -166,6 +179,7 @@ void LrFinderDialog::onDone(bool ok, const QString& error) {
                      .arg(result_.min_lr, 0, 'g', 3)
                      .arg(result_.steepest_lr, 0, 'g', 3);
   if (!result_.note.empty()) text += " " + QString::fromStdString(result_.note) + ".";
+  text += " " + tr("Measured from the initial weights (seed %1).").arg(qulonglong(config_.seed));
   status_->setText(text);
   use_->setEnabled(true);
   Q_EMIT finished(true);

@@ -21,11 +21,14 @@ namespace dc::gui {
 class LrFinderDialog : public QDialog {
   Q_OBJECT
  public:
-  // The test trains a copy of g (from `initial` weights when given) on a
-  // copy of `train`; nothing of the caller's is touched.
+  // The test trains a copy of g on a copy of `train` from the network's
+  // initial weights (fresh, drawn with c.seed), as `deepcanvas-cli lr-find`
+  // and the first step of a training run do: weights a run left behind sit
+  // past the steep part of the curve, whose minimum then lies at the start
+  // of the range and suggests a uselessly small rate. Nothing of the
+  // caller's is touched.
   LrFinderDialog(Graph g, TrainConfig c, std::shared_ptr<const Dataset> train,
-                 std::vector<std::pair<std::string, Tensor>> initial, LrFindOptions options = {},
-                 QWidget* parent = nullptr);
+                 LrFindOptions options = {}, QWidget* parent = nullptr);
   ~LrFinderDialog() override;  // stops and joins the worker
 
   void start();
@@ -34,6 +37,8 @@ class LrFinderDialog : public QDialog {
   QCustomPlot* plot() const { return plot_; }
   QPushButton* useButton() const { return use_; }
   QString statusText() const;
+  // Which weights the test starts from, as the dialog states it.
+  QString weightsText() const;
 
  signals:
   void finished(bool ok);
@@ -47,7 +52,6 @@ class LrFinderDialog : public QDialog {
   Graph graph_;
   TrainConfig config_;
   std::shared_ptr<const Dataset> train_;
-  std::vector<std::pair<std::string, Tensor>> initial_;
   LrFindOptions options_;
   LrFindResult result_;
   std::thread worker_;

@@ -6,12 +6,15 @@
 #include "widgets/latest_job.h"
 #include "widgets/layer_style.h"
 
+#include <deepcanvas/advisor/device_bench.h>
 #include <deepcanvas/advisor/memory_model.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/plan.h>
 #include <deepcanvas/sysinfo.h>
 
+#include <QDateTime>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -26,6 +29,14 @@ namespace dc::gui {
 namespace {
 enum Col { kName, kType, kOutput, kParams, kMacs, kAct, kCols };
 constexpr int kIdRole = Qt::UserRole + 1;
+
+// The benchmark cache as it stands (written atomically, so a new result is
+// a new modification time or size); "" when there is none.
+QString benchCacheStamp() {
+  const QFileInfo f(QString::fromStdString(advisor::bench_cache_path()));
+  return f.exists() ? f.lastModified().toString(Qt::ISODateWithMs) + "|" + QString::number(f.size())
+                    : QString();
+}
 }  // namespace
 
 SummaryPanel::SummaryPanel(widgets::GraphModel* model, QWidget* parent)
@@ -76,6 +87,15 @@ SummaryPanel::SummaryPanel(widgets::GraphModel* model, QWidget* parent)
   timer_->setSingleShot(true);
   timer_->setInterval(0);
   connect(timer_, &QTimer::timeout, this, &SummaryPanel::refresh);
+  // While the advice uses default figures, a benchmark finishing (Help →
+  // Benchmark This Machine, or deepcanvas-cli bench-device in a terminal)
+  // shows up only in the cache file: look at it now and then, and take the
+  // new figures when it changes. A stat a second, and only until measured.
+  bench_watch_ = new QTimer(this);
+  bench_watch_->setInterval(1000);
+  connect(bench_watch_, &QTimer::timeout, this, [this] {
+    if (benchCacheStamp() != bench_stamp_) requestAdvice();
+  });
   connect(model_, &widgets::GraphModel::shapesChanged, this, &SummaryPanel::scheduleRefresh);
   connect(model_, &widgets::GraphModel::nodeChanged, this, &SummaryPanel::scheduleRefresh);
   connect(table_, &QTreeWidget::itemActivated, this,
@@ -148,6 +168,8 @@ QString SummaryPanel::adviceLine(const advisor::Advice& a, bool measured) {
 }
 
 void SummaryPanel::requestAdvice() {
+  bench_watch_->stop();
+  bench_stamp_ = benchCacheStamp();
   Project p;
   p.graph = model_->graph();
   p.training.optimizer = optimizer_;
@@ -163,9 +185,10 @@ void SummaryPanel::requestAdvice() {
     } catch (const Error& e) {
       line = tr("No advice: %1").arg(QString::fromUtf8(e.what()).toHtmlEscaped());
     }
-    return [this, line] {
+    return [this, line, measured] {
       advice_text_ = line;
       showTotals();
+      if (!measured) bench_watch_->start();
     };
   });
 }
@@ -180,6 +203,7 @@ void SummaryPanel::scheduleRefresh() {
 
 void SummaryPanel::refresh() {
   timer_->stop();
+  bench_watch_->stop();  // the advice below watches again if it needs to
   const Graph& g = model_->graph();
   table_->clear();
   total_params_ = trainable_params_ = frozen_params_ = 0;

@@ -63,6 +63,8 @@ class SummaryPanel : public QWidget {
   QTimer* timer_;
   QString totals_text_, advice_text_;
   widgets::LatestJob* advice_job_;
+  QTimer* bench_watch_;  // runs while the advice uses default device figures
+  QString bench_stamp_;  // the benchmark cache the advice was computed with
   OptimizerConfig optimizer_;
   int64_t train_samples_ = 0;
   int64_t resident_bytes_ = 0;

@@ -162,6 +162,9 @@ class TrainingPanel : public QWidget {
   // Plots and logs an opened run's events; true when they hold its end.
   bool showImportedEvents(std::vector<TrainEvent>& events);
   void buildTuningUi(QVBoxLayout* column);
+  // The banner for the LR finder's refusal, under its own heading; an empty
+  // list clears only a refusal of the finder's.
+  void showLrFinderProblems(const QStringList& problems);
   void onBatchMaybeChanged();
 
   ProjectContext* ctx_;

@@ -15,6 +15,7 @@
 #include <QVBoxLayout>
 
 #include "gui/lr_finder.h"
+#include "gui/run_start.h"
 #include "gui/settings_form.h"
 #include "gui/training_panel.h"
 
@@ -46,7 +47,8 @@ void TrainingPanel::buildTuningUi(QVBoxLayout* column) {
   lr_find_ = new QPushButton(tr("LR finder…"), this);
   lr_find_->setObjectName("lrFinderButton");
   lr_find_->setToolTip(
-      tr("Run a learning-rate range test on a copy of the network and suggest a learning rate"));
+      tr("Run a learning-rate range test on a copy of the network from its initial weights "
+         "and suggest a learning rate"));
   column->addWidget(lr_find_);
   connect(lr_find_, &QPushButton::clicked, this, [this] { openLrFinder(); });
 
@@ -151,23 +153,54 @@ void TrainingPanel::applySettings(const QVector<QPair<QString, AttrValue>>& valu
   }
 }
 
+void TrainingPanel::showLrFinderProblems(const QStringList& problems) {
+  if (problems.isEmpty()) {
+    // Only a refusal of the finder's own; Start's stays until Start clears it.
+    if (problems_->property("lrFinder").toBool()) showProblems({});
+    problems_->setProperty("lrFinder", false);
+    return;
+  }
+  // Start's banner, under the finder's own heading: "Training cannot start"
+  // would misname what was refused.
+  showProblems(problems);
+  QString html = "<b>" + tr("The LR finder cannot start:") + "</b><ul style='margin:0'>";
+  for (const QString& p : problems)
+    html += "<li>" + p.toHtmlEscaped().replace('\n', "<br>") + "</li>";
+  problems_->setText(html + "</ul>");
+  problems_->setProperty("lrFinder", true);
+}
+
 LrFinderDialog* TrainingPanel::openLrFinder(const LrFindOptions& options) {
   if (lr_dialog_ && lr_dialog_->running()) {
     lr_dialog_->raise();
     return lr_dialog_;
   }
-  if (!ctx_->hasDataset()) {
-    showProblems(
-        {tr("The LR finder needs the training data: choose a dataset in the Dataset "
-            "tab first.")});
+  // Start's own checks and dataset loading (the project's dataset, loaded
+  // on demand), so the finder runs whenever Start would train at once.
+  TrainConfig c;
+  const QStringList problems = runStartProblems(
+      ctx_,
+      {start_blocker_,
+       ProjectContext::BusyOwner::Sweep,
+       tr("A sweep is running in the Experiments tab. Stop it there (it can be resumed later) "
+          "before running the LR finder."),
+       {},
+       tr("The project's dataset could not be loaded: %1"),
+       [this] { return settingProblems(); }},
+      [this] {
+        TrainConfig cfg = config();
+        cfg.device = DeviceSpec{};  // the range test runs on the CPU
+        cfg.precision = Precision::Fp32;
+        return cfg;
+      },
+      &c);
+  if (!problems.isEmpty()) {
+    showLrFinderProblems(problems);
     return nullptr;
   }
-  TrainConfig c = config();
-  c.device = DeviceSpec{};  // the range test runs on the CPU
-  c.precision = Precision::Fp32;
+  showLrFinderProblems({});
   delete lr_dialog_;
-  lr_dialog_ = new LrFinderDialog(ctx_->project().graph, c, ctx_->trainSet(), ctx_->weights().state,
-                                  options, this);
+  lr_dialog_ = new LrFinderDialog(ctx_->project().graph, c, ctx_->trainSet(), options, this);
   connect(lr_dialog_, &LrFinderDialog::useRequested, this, [this](double lr) {
     applySettings({{"optimizer.lr", lr}}, tr("Use suggested learning rate"));
     appendLog(tr("Learning rate set to %1 (LR finder)").arg(lr, 0, 'g', 3));

@@ -37,6 +37,9 @@ std::string nameBase(const std::string& name) {
   return b.empty() ? "node" : b;
 }
 
+// Whether the editor's last status message is still up (not an empty one).
+constexpr const char* kStatusShown = "dcEditorStatusShown";
+
 }  // namespace
 
 GraphEditor::GraphEditor(QObject* parent)
@@ -55,6 +58,15 @@ GraphEditor::GraphEditor(QObject* parent)
                                              tr("Move %n layer(s)", nullptr, int(to.size()))));
           });
   connect(scene_, &NodeScene::statusMessage, this, &GraphEditor::statusMessage);
+  // A message of the editor's ("Cannot connect: …", a refused value, "Laid
+  // out in rows…; Edit → Undo restores the line") describes the graph as it
+  // was: once an undo, redo or new edit changes it, the message is stale.
+  // A message the change itself sends comes after indexChanged and stays.
+  connect(this, &GraphEditor::statusMessage, this,
+          [this](const QString& m) { setProperty(kStatusShown, !m.isEmpty()); });
+  connect(undo_, &QUndoStack::indexChanged, this, [this] {
+    if (property(kStatusShown).toBool()) Q_EMIT statusMessage(QString());
+  });
 }
 
 GraphEditor::~GraphEditor() {
