@@ -6,6 +6,7 @@
 #include <deepcanvas/plan.h>
 #include <deepcanvas/preflight.h>
 #include <deepcanvas/sequence_data.h>
+#include <deepcanvas/settings.h>
 #include <deepcanvas/trainer.h>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 namespace dc::gui {
@@ -225,6 +227,88 @@ QString badImagesText(const Dataset* d) {
   return text;
 }
 
+namespace {
+
+// "training.epochs" as the app shows the setting: its label in the
+// Training tab ("the Training tab's “epochs”"). Keys have dots of their own
+// ("training.optimizer.beta1"): the longest one the settings table knows.
+std::string with_app_names(std::string m) {
+  static const std::string kPrefix = "training.";
+  auto key_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+  };
+  for (size_t at = m.find(kPrefix); at != std::string::npos; at = m.find(kPrefix, at + 1)) {
+    const size_t begin = at + kPrefix.size();
+    size_t end = begin;
+    while (end < m.size() && key_char(m[end])) ++end;
+    const SettingSpec* spec = nullptr;
+    while (end > begin && !(spec = find_setting(m.substr(begin, end - begin)))) {
+      const size_t dot = m.rfind('.', end - 1);
+      end = dot == std::string::npos || dot < begin ? begin : dot;
+    }
+    if (!spec) continue;
+    const std::string named = "the Training tab's \u201c" + spec->label + "\u201d";
+    m.replace(at, end - at, named);
+    at += named.size() - 1;
+  }
+  return m;
+}
+
+// One sentence: a capital first letter and a full stop.
+QString sentence(const std::string& m) {
+  QString s = QString::fromStdString(with_app_names(m)).trimmed();
+  if (s.isEmpty()) return s;
+  s[0] = s[0].toUpper();
+  if (!s.endsWith('.') && !s.endsWith('?') && !s.endsWith('!')) s += '.';
+  return s;
+}
+
+}  // namespace
+
+QString appProblemText(const RunProblem& problem) {
+  using K = RunProblem::Kind;
+  const QString text = sentence(problem.message);
+  switch (problem.kind) {
+    case K::Memory:
+      if (problem.suggested_batch == 0)
+        return text + QLatin1Char(' ') +
+               QObject::tr("Remove layers or make them narrower in the editor.");
+      return text + QLatin1Char(' ') +
+             QObject::tr("Lower the batch size in the Training tab's Run settings.");
+    case K::Output:
+      if (problem.subject == "checkpoint folder" && !problem.reason.empty())
+        return QObject::tr(
+                   "The checkpoint folder %1 cannot be written to (%2). Choose a writable "
+                   "folder in the Training tab's Checkpoints box.")
+            .arg(QString::fromStdString(problem.path), QString::fromStdString(problem.reason));
+      return text;
+    case K::Device:
+      if (problem.subject == "training.precision")
+        return text + QLatin1Char(' ') +
+               QObject::tr(
+                   "Choose fp32 in the Training tab's Run settings, or a GPU in its "
+                   "Device box.");
+      if (problem.subject == "training.device")
+        return text + QLatin1Char(' ') +
+               (problem.warning
+                    ? QObject::tr("Choose the CPU in the Training tab's Device box to train "
+                                  "there without this note.")
+                    : QObject::tr("Choose the CPU or another GPU in the Training tab's Device "
+                                  "box."));
+      return text;
+    case K::Data:
+      if (problem.subject == "dataset.path")
+        return QObject::tr("The project names no dataset. Choose one in the Dataset tab.");
+      if (problem.subject == "dataset")
+        return QObject::tr("No dataset is loaded. Choose one in the Dataset tab.");
+      return text;
+    case K::Settings:
+    case K::Network:
+      return text;
+  }
+  return text;
+}
+
 ProjectContext::ProjectContext(Project project, QObject* parent)
     : QObject(parent), project_(std::move(project)) {}
 
@@ -269,20 +353,7 @@ LoadedDataset ProjectContext::readDataset(const Project& project, const DatasetS
   LoadedDataset out;
   out.spec = p.dataset;
   out.images = std::move(d.images);
-  const QString where = QString::fromStdString(d.dir);
-  const DatasetSpec& s = out.spec;
-  if (s.path.rfind("sample:", 0) == 0)
-    out.description = tr("bundled sample: %1").arg(QString::fromStdString(s.path.substr(7)));
-  else if (s.kind == "image_folder")
-    out.description = tr("image folder: %1").arg(where);
-  else if (s.kind == "image_csv")
-    out.description = tr("image list: %1").arg(where);
-  else if (s.kind == "csv_sequence")
-    out.description = tr("CSV series: %1").arg(where);
-  else if (s.kind == "text")
-    out.description = tr("text corpus: %1").arg(where);
-  else
-    out.description = tr("IDX folder: %1").arg(where);
+  out.description = QString::fromStdString(describe_dataset(out.spec, d));
   // A shared project's dataset may lead outside its folder; a folder the
   // user has just chosen needs no such warning.
   if (source.kind == DatasetSource::Kind::Project && !d.note.empty())
@@ -295,11 +366,6 @@ LoadedDataset ProjectContext::readDataset(const Project& project, const DatasetS
     out.warnings
         << tr("Folders without a usable image, left out of the classes: %1").arg(names.join(", "));
   }
-  const TrainTest& tt = d.data;
-  if (s.preprocess.active() && !s.is_images() && tt.train.sample_shape.rank() == 3)
-    out.description += tr(" (resized to %1, %2 channels)")
-                           .arg(tt.train.sample_shape[1])
-                           .arg(tt.train.sample_shape[0]);
   out.data = std::move(d.data);
   // Thumbnails: the first few of every class, so each label is seen.
   const Dataset& train = out.data.train;
@@ -351,15 +417,48 @@ QStringList ProjectContext::classNames() const {
   return v;
 }
 
-QStringList ProjectContext::trainingProblems(const TrainConfig& c) const {
-  // The engine's own list (the Trainer refuses the first one), as sentences.
+PreparedRun ProjectContext::prepareRun(const TrainConfig& c, const AppRunCheck& check) const {
+  PrepareOptions o;
+  o.purpose = check.purpose;
+  o.config = c;
+  o.device_requested = check.device_chosen;
+  if (!check.checkpoint_folder.empty())
+    o.outputs.push_back({"checkpoint folder", check.checkpoint_folder, true});
+  o.concurrent = check.concurrent;
+  // The Dataset tab's data is what the run trains on; reading the project's
+  // dataset again would double the memory and could read something else.
+  o.given_data = true;
+  o.train = train_.get();
+  o.test = test_.get();
+  return prepare_run(project_, o);
+}
+
+QStringList ProjectContext::trainingProblems(const TrainConfig& c, const AppRunCheck& check,
+                                             QStringList* notes) const {
   QStringList p;
-  for (const RunProblem& r : run_problems(project_.graph, c, train_.get(), test_.get())) {
-    QString m = QString::fromStdString(r.message);
-    if (!m.isEmpty()) m[0] = m[0].toUpper();
-    p << m + ".";
+  for (const RunProblem& r : prepareRun(c, check).problems) {
+    if (r.message.empty()) continue;
+    // The CPU in place of a missing GPU trains the same network; the data
+    // warnings (fewer classes than outputs) are probably a mistake.
+    if (r.warning && r.kind == RunProblem::Kind::Device) {
+      if (notes) *notes << appProblemText(r);
+      continue;
+    }
+    p << appProblemText(r);
   }
   return p;
+}
+
+QStringList ProjectContext::trainingProblems(const TrainConfig& c) const {
+  AppRunCheck check;
+  check.checkpoint_folder = c.checkpoint_dir;
+  return trainingProblems(c, check);
+}
+
+QStringList ProjectContext::trainingProblems() const {
+  AppRunCheck check;
+  check.device_chosen = false;
+  return trainingProblems(project_.training, check);
 }
 
 void ProjectContext::setAugmentation(const AugmentConfig& a) {

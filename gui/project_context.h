@@ -7,6 +7,7 @@
 
 #include <deepcanvas/data.h>
 #include <deepcanvas/image_data.h>
+#include <deepcanvas/prepare_run.h>
 #include <deepcanvas/project.h>
 
 #include <QImage>
@@ -54,6 +55,24 @@ QString skippedFilesText(const std::vector<SkippedFile>& files, size_t named = 5
 // Images found bad while a run read them (Dataset::images->bad()): one
 // line naming the first few, or "" when none (or not an image dataset).
 QString badImagesText(const Dataset* d);
+
+// What the app tells the engine's prepare_run() about a run it starts, the
+// app's counterpart of the CLI's flags.
+struct AppRunCheck {
+  RunPurpose purpose = RunPurpose::Train;
+  // The folder the run writes its checkpoints into (the Training tab's
+  // Checkpoints box); "" checks none.
+  std::string checkpoint_folder;
+  int concurrent = 1;  // runs training at once (a sweep's parallel trials)
+  // The device comes from the Training tab's Device box, which lists only
+  // this machine's devices: one that is gone blocks. Otherwise (the
+  // project's own settings) a missing GPU falls back to the CPU with a note.
+  bool device_chosen = true;
+};
+
+// A problem of the engine's prepare_run() in the app's words: the engine's
+// sentence, then where in the app to fix it. Names no CLI flag.
+QString appProblemText(const RunProblem& problem);
 
 // A dataset as read from its source, before it replaces the context's.
 struct LoadedDataset {
@@ -146,13 +165,25 @@ class ProjectContext : public QObject {
   QString datasetDescription() const { return description_; }
   QStringList datasetWarnings() const { return warnings_; }
   QStringList classNames() const;
-  // Everything that would stop training, each a sentence naming the cause:
-  // no data, a single class, sample shape vs the Input layer, number of
-  // classes vs the network's outputs, an invalid graph, the settings.
-  // Empty when fine. With the project's training settings, or with c (the
-  // Training tab's, not saved yet).
-  QStringList trainingProblems() const { return trainingProblems(project_.training); }
+  // The engine's prepare_run() for a run of this project with settings c on
+  // the loaded data (not read again): the checks the CLI makes before the
+  // same run, in the same order.
+  PreparedRun prepareRun(const TrainConfig& c, const AppRunCheck& check) const;
+  // Everything that would stop training, each a sentence in the app's
+  // words (appProblemText): the settings, an invalid graph, memory, the
+  // checkpoint folder, the device, no data, a single class, sample shape vs
+  // the Input layer, number of classes vs the network's outputs. The
+  // engine's warnings about the data count too: the app asks for a fix
+  // before it trains. A device that falls back to the CPU does not stop a
+  // run; it goes to *notes. Empty when fine.
+  QStringList trainingProblems(const TrainConfig& c, const AppRunCheck& check,
+                               QStringList* notes = nullptr) const;
+  // With c (the Training tab's, not saved yet): its device is the Device
+  // box's and c.checkpoint_dir, when set, the folder to check.
   QStringList trainingProblems(const TrainConfig& c) const;
+  // With the project's training settings, as the Dataset tab shows them:
+  // the project's device may fall back, and no folder is written yet.
+  QStringList trainingProblems() const;
 
   const ModelWeights& weights() const { return weights_; }
   void setWeights(ModelWeights w);

@@ -285,7 +285,14 @@ void TrainingPanel::startTraining() {
        {},
        tr("The project's dataset could not be loaded: %1"),
        [this] { return settingProblems(); }},
-      [this] { return config(); }, &cfg);
+      [this] {
+        // The engine's prepare_run() checks the folder the run writes
+        // into, as the CLI checks its own checkpoint folder.
+        TrainConfig c = config();
+        c.checkpoint_dir = checkpointDir().toStdString();
+        return c;
+      },
+      &cfg);
   if (!problems.isEmpty()) {
     showProblems(problems);
     return;

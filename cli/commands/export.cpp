@@ -57,7 +57,23 @@ int export_pytorch_project(const Args& a, const std::string& out) {
   o.version = DC_VERSION;
   o.data_path = a.get("data", "");
   o.weights_source = ck;
-  export_pytorch(out, p, plan, o);
+  try {
+    export_pytorch(out, p, plan, o);
+  } catch (const IoError& e) {
+    // The engine refuses before it writes anything and names no flag: the
+    // folder as it still is says which of ours is the remedy.
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path target = fs::path(out).lexically_normal();
+    if (!target.has_filename() && target.has_parent_path()) target = target.parent_path();
+    if (fs::exists(target, ec) && !fs::is_directory(target, ec))
+      throw IoError(out + " exists and is not a folder; choose another -o");
+    if (!o.force && fs::is_directory(target, ec) && !fs::is_empty(target, ec))
+      throw IoError(out +
+                    " exists and is not empty; choose another -o or pass --force to "
+                    "replace it");
+    throw;
+  }
   if (a.flag("json"))
     std::cout << json({{"path", out}, {"format", "pytorch"}, {"parameters", plan.num_parameters()}})
                      .dump()

@@ -158,12 +158,14 @@ void export_pytorch(const std::string& dir, const Project& p, const Plan& plan,
   if (!target.has_filename() && target.has_parent_path()) target = target.parent_path();
   std::error_code ec;
   const bool exists = fs::exists(target, ec);
+  // Worded without any front end's controls: the CLI names its -o and
+  // --force, the app its own choices, after looking at the folder itself.
   if (exists && !fs::is_directory(target, ec))
-    throw IoError(dir + " exists and is not a folder; choose another -o");
+    throw IoError(dir + " exists and is not a folder; choose another folder for the export");
   if (exists && !fs::is_empty(target, ec) && !o.force)
     throw IoError(dir +
-                  " exists and is not empty; choose another folder or pass --force to "
-                  "replace it");
+                  " exists and is not empty; nothing was replaced (choose an empty folder, or "
+                  "ask for its contents to be replaced)");
   const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
   fs::create_directories(parent, ec);
   const std::string stem =

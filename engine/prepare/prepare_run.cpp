@@ -85,7 +85,52 @@ void choose_device(const PrepareOptions& o, PreparedRun& r) {
   }
 }
 
+// The data against the network: shapes, classes, empty splits. Settings
+// were checked before the data was read.
+void check_data(const Project& p, const PrepareOptions& o, const Dataset* train,
+                const Dataset* test, PreparedRun& r) {
+  const bool optional = o.data == DataNeed::Optional;
+  std::vector<RunProblem> data_problems = run_problems(p.graph, r.config, train, test);
+  for (RunProblem& problem : data_problems) {
+    if (problem.kind != RunProblem::Kind::Data) continue;
+    // Augmentation's problem is a setting's, found above for a training
+    // run and irrelevant to the others.
+    if (problem.subject.rfind("training.", 0) == 0) continue;
+    // Evaluation and prediction use the test set alone: an empty training
+    // split (a folder of test/ images only) does not stop them.
+    if (!trains(o.purpose) && o.purpose != RunPurpose::Advise &&
+        problem.message.find("training set") != std::string::npos)
+      problem.warning = true;
+    if (optional) problem.warning = true;
+    r.problems.push_back(std::move(problem));
+  }
+}
+
 }  // namespace
+
+std::string describe_dataset(const DatasetSpec& s, const ProjectData& loaded) {
+  const std::string& where = loaded.dir;
+  std::string text;
+  if (s.path.rfind("sample:", 0) == 0)
+    text = "bundled sample: " + s.path.substr(7);
+  else if (s.kind == "image_folder")
+    text = "image folder: " + where;
+  else if (s.kind == "image_csv")
+    text = "image list: " + where;
+  else if (s.kind == "csv_sequence")
+    text = "CSV series: " + where;
+  else if (s.kind == "text")
+    text = "text corpus: " + where;
+  else
+    text = "IDX folder: " + where;
+  const Shape& shape = loaded.data.train.sample_shape;
+  // Image kinds are always decoded at the Input's size; other images only
+  // when the project asks for preprocessing, which is worth saying.
+  if (s.preprocess.active() && !s.is_images() && shape.rank() == 3)
+    text +=
+        " (resized to " + std::to_string(shape[1]) + ", " + std::to_string(shape[0]) + " channels)";
+  return text;
+}
 
 RunProblem cpu_memory_problem(const Graph& g, const TrainConfig& c, const std::string& what,
                               int concurrent) {
@@ -174,6 +219,10 @@ PreparedRun prepare_run(const Project& p, const PrepareOptions& o) {
       r.problems.push_back(std::move(problem));
 
   if (o.data == DataNeed::None || blocked()) return r;
+  if (o.given_data) {
+    check_data(p, o, o.train, o.test, r);
+    return r;
+  }
   const bool optional = o.data == DataNeed::Optional;
   if (o.data_override.empty() && p.dataset.path.empty()) {
     r.problems.push_back(problem(RunProblem::Kind::Data,
@@ -192,23 +241,7 @@ PreparedRun prepare_run(const Project& p, const PrepareOptions& o) {
     r.problems.push_back(std::move(problem));
     return r;
   }
-  // The data against the network: shapes, classes, empty splits. Settings
-  // were checked above.
-  std::vector<RunProblem> data_problems =
-      run_problems(p.graph, r.config, &r.data.data.train, &r.data.data.test);
-  for (RunProblem& problem : data_problems) {
-    if (problem.kind != RunProblem::Kind::Data) continue;
-    // Augmentation's problem is a setting's, found above for a training
-    // run and irrelevant to the others.
-    if (problem.subject.rfind("training.", 0) == 0) continue;
-    // Evaluation and prediction use the test set alone: an empty training
-    // split (a folder of test/ images only) does not stop them.
-    if (!trains(o.purpose) && o.purpose != RunPurpose::Advise &&
-        problem.message.find("training set") != std::string::npos)
-      problem.warning = true;
-    if (optional) problem.warning = true;
-    r.problems.push_back(std::move(problem));
-  }
+  check_data(p, o, &r.data.data.train, &r.data.data.test, r);
   return r;
 }
 

@@ -55,6 +55,13 @@ struct PrepareOptions {
   // The CPU memory check of Train, Sweep, LrFind and Advise (profiling);
   // an Advise that only estimates turns it off.
   bool check_memory = true;
+  // Data the caller has read already (the app keeps the Dataset tab's
+  // dataset loaded): with given_data, train and test are checked against
+  // the network instead of the project's dataset being read a second time.
+  // A null train is a run without data (a Data problem, subject "dataset").
+  bool given_data = false;
+  const Dataset* train = nullptr;
+  const Dataset* test = nullptr;
 };
 
 struct PreparedRun {
@@ -84,6 +91,11 @@ PreparedRun prepare_run(const Project& p, const PrepareOptions& o);
 // available_bytes, suggested_batch filled in); empty message otherwise.
 RunProblem cpu_memory_problem(const Graph& g, const TrainConfig& c, const std::string& what,
                               int concurrent = 1);
+
+// One line saying what a loaded dataset is and where it came from ("image
+// folder: /data/pets", "bundled sample: fashion-mnist-subset"), for logs and
+// the app's Dataset tab: the front ends do not switch on the dataset kind.
+std::string describe_dataset(const DatasetSpec& spec, const ProjectData& loaded);
 
 // The Output problem of writing `out` (missing parent folders are
 // created): empty message when it can be written.
