@@ -21,7 +21,9 @@ from pytorch_cnn import load, peer_args, timed_step
 def main():
     # --random_classes K: random images of the network's input shape and
     # labels below K instead of Fashion-MNIST (--data is then unused).
-    a = peer_args(export="", steps=50, random_classes=0)
+    # --channels_last 1: the network and its inputs channels last (oneDNN's
+    # layout; PyTorch's fastest CPU form for some networks).
+    a = peer_args(export="", steps=50, random_classes=0, channels_last=0)
     sys.path.insert(0, a.export)
     spec = importlib.util.spec_from_file_location("model", os.path.join(a.export, "model.py"))
     mod = importlib.util.module_from_spec(spec)
@@ -36,6 +38,9 @@ def main():
         mean = xtr.double().mean().item() / 255.0
         std = xtr.double().std().item() / 255.0
     net = mod.Model()
+    fmt = torch.channels_last if a.channels_last else torch.contiguous_format
+    if a.channels_last:
+        net = net.to(memory_format=fmt)
     opt = torch.optim.Adam(net.parameters(), lr=a.lr)
     lossf = nn.CrossEntropyLoss()
     n = xtr.shape[0]
@@ -47,6 +52,8 @@ def main():
         for step in range(a.steps):
             idx = perm[(step * a.batch) % n:][: a.batch]
             xb = ((xtr[idx].float() * (1.0 / 255.0) - mean) / std).view(idx.shape[0], *shape)
+            if a.channels_last:
+                xb = xb.contiguous(memory_format=fmt)
             yb = ytr[idx]
             seconds, loss = timed_step(net, opt, lossf, xb, yb)
             t_epoch += seconds
