@@ -323,6 +323,12 @@ bool ExperimentsPanel::resume() {
 bool ExperimentsPanel::launch(bool fresh) {
   if (!validate().isEmpty()) return false;
   const Project p = currentProject();
+  // Checked as a sweep, as the CLI's sweep is: its state file, and memory
+  // for the trials that train at once.
+  AppRunCheck sweep_check;
+  sweep_check.purpose = RunPurpose::Sweep;
+  sweep_check.state_file = state_path_.toStdString();
+  sweep_check.concurrent = p.training.device.cuda ? 1 : std::max(1, options().parallel);
   const QStringList problems = runStartProblems(
       ctx_,
       {start_blocker_,
@@ -331,7 +337,8 @@ bool ExperimentsPanel::launch(bool fresh) {
           "starting a sweep."),
        ctx_->datasetSource(),
        tr("The sweep needs the project's data: %1. Choose a dataset in the Dataset tab."),
-       {}},
+       {},
+       sweep_check},
       [&p] { return p.training; });
   if (!problems.isEmpty()) {
     setMessage(problems.join("\n"), true);

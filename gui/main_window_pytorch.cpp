@@ -71,7 +71,16 @@ bool MainWindow::writePyTorchExport(const QString& dir, bool force, bool fresh) 
         10000);
     return true;
   } catch (const std::exception& e) {
-    reportError(tr("Could not export the PyTorch project: %1").arg(QString::fromUtf8(e.what())));
+    // The engine says the folder is not empty without naming a way to
+    // replace it; here that is the export dialog's confirmation.
+    const QDir target(dir);
+    const bool occupied =
+        !force && target.exists() && !target.isEmpty(QDir::AllEntries | QDir::NoDotAndDotDot);
+    reportError(tr("Could not export the PyTorch project: %1").arg(QString::fromUtf8(e.what())) +
+                (occupied ? QLatin1Char(' ') +
+                                tr("Choose File → Export → PyTorch Project… again and confirm "
+                                   "Replace, or pick an empty folder.")
+                          : QString()));
     return false;
   }
 }
@@ -151,6 +160,7 @@ bool MainWindow::runWithPyTorch(const PyTorchRunOptions* preset) {
                           "/" + base + "-pytorch";
     PyTorchRunDialog dialog(start, p.training.epochs, p.training.batch, this);
     if (!file_.isEmpty()) dialog.setProjectDir(QFileInfo(file_).absolutePath());
+    dialog.setInferenceWeights(ctx_->weights().valid());
     if (dialog.exec() != QDialog::Accepted) return false;
     o = dialog.options();
     const QDir d(o.export_dir);

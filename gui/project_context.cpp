@@ -281,6 +281,11 @@ QString appProblemText(const RunProblem& problem) {
                    "The checkpoint folder %1 cannot be written to (%2). Choose a writable "
                    "folder in the Training tab's Checkpoints box.")
             .arg(QString::fromStdString(problem.path), QString::fromStdString(problem.reason));
+      if (problem.subject == "sweep state" && !problem.reason.empty())
+        return QObject::tr(
+                   "The sweep's state file %1 cannot be written (%2). Save the project in a "
+                   "writable folder (File → Save As…): the state file goes beside it.")
+            .arg(QString::fromStdString(problem.path), QString::fromStdString(problem.reason));
       return text;
     case K::Device:
       if (problem.subject == "training.precision")
@@ -424,6 +429,7 @@ PreparedRun ProjectContext::prepareRun(const TrainConfig& c, const AppRunCheck& 
   o.device_requested = check.device_chosen;
   if (!check.checkpoint_folder.empty())
     o.outputs.push_back({"checkpoint folder", check.checkpoint_folder, true});
+  if (!check.state_file.empty()) o.outputs.push_back({"sweep state", check.state_file, false});
   o.concurrent = check.concurrent;
   // The Dataset tab's data is what the run trains on; reading the project's
   // dataset again would double the memory and could read something else.

@@ -63,6 +63,8 @@ struct AppRunCheck {
   // The folder the run writes its checkpoints into (the Training tab's
   // Checkpoints box); "" checks none.
   std::string checkpoint_folder;
+  // The sweep's state file (Experiments tab); "" checks none.
+  std::string state_file;
   int concurrent = 1;  // runs training at once (a sweep's parallel trials)
   // The device comes from the Training tab's Device box, which lists only
   // this machine's devices: one that is gone blocks. Otherwise (the

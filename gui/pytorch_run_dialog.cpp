@@ -14,6 +14,7 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QThread>
 #include <functional>
 
@@ -158,6 +159,14 @@ QString PyTorchRunDialog::problem() const {
   if (python_->text().trimmed().isEmpty())
     return tr("Choose the Python that runs train.py (for example /usr/bin/python3).");
   return {};
+}
+
+void PyTorchRunDialog::setInferenceWeights(bool available) {
+  auto* model = qobject_cast<QStandardItemModel*>(start_from_->model());
+  if (model) model->item(0)->setEnabled(available);
+  start_from_->setItemText(0, available ? tr("the Inference tab's weights")
+                                        : tr("the Inference tab's weights (none yet)"));
+  if (!available) start_from_->setCurrentIndex(1);
 }
 
 PyTorchRunOptions PyTorchRunDialog::options() const {

@@ -24,6 +24,10 @@ class PyTorchRunDialog : public QDialog {
   // A relative export folder is taken against `dir`, the project's folder
   // (the home folder until this is called), never the app's working folder.
   void setProjectDir(const QString& dir);
+  // Whether the Inference tab has weights to start from: without any, the
+  // choice says so and fresh weights are what the export gets (they were
+  // used silently before).
+  void setInferenceWeights(bool available);
   PyTorchRunOptions options() const;
   // Why the options cannot run ("" when they can): a blank export folder or
   // Python. Export and Run refuses them with this under the form.

@@ -20,7 +20,7 @@ QStringList runStartProblems(ProjectContext* ctx, const RunStartCheck& check,
   const TrainConfig cfg = settings();
   if (used) *used = cfg;
   if (!problems.isEmpty()) return problems;
-  return ctx->trainingProblems(cfg);
+  return check.run ? ctx->trainingProblems(cfg, *check.run) : ctx->trainingProblems(cfg);
 }
 
 }  // namespace dc::gui

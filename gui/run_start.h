@@ -11,6 +11,7 @@
 #include <QString>
 #include <QStringList>
 #include <functional>
+#include <optional>
 
 namespace dc::gui {
 
@@ -22,6 +23,10 @@ struct RunStartCheck {
   QString data_failed;               // "%1": the loader's reason
   // The tab's own problems with its settings as shown (may be empty).
   std::function<QStringList()> setting_problems;
+  // What the engine checks for this run (a sweep: its state file and
+  // parallel trials); unset: a training run whose checkpoint folder is the
+  // settings' checkpoint_dir.
+  std::optional<AppRunCheck> run = std::nullopt;
 };
 
 // The problems that keep the run from starting (empty: it can start).

@@ -33,7 +33,12 @@ void addMenu(QTreeWidget* table, const QMenu* menu, const QString& path) {
     if (a->shortcuts().isEmpty()) continue;
     QStringList keys;
     for (const QKeySequence& k : a->shortcuts()) keys << k.toString(QKeySequence::NativeText);
-    auto* it = new QTreeWidgetItem(table, {path + " → " + plain(a->text()), keys.join(", ")});
+    // Undo and Redo name the step they would take ("Undo Delete dropout1"):
+    // the list names the action.
+    QString text = plain(a->text());
+    for (const QString& verb : {QObject::tr("Undo"), QObject::tr("Redo")})
+      if (text.startsWith(verb + QLatin1Char(' '))) text = verb;
+    auto* it = new QTreeWidgetItem(table, {path + " → " + text, keys.join(", ")});
     it->setData(0, Qt::UserRole, a->objectName());
   }
 }
@@ -70,6 +75,8 @@ ShortcutsDialog::ShortcutsDialog(const QMenuBar* menus, QWidget* parent) : QDial
       {QT_TR_NOOP("Canvas → Zoom"), QT_TR_NOOP("mouse wheel")},
       {QT_TR_NOOP("Canvas → Pan"), QT_TR_NOOP("middle button drag, or Space + drag")},
       {QT_TR_NOOP("Canvas → Scroll"), QT_TR_NOOP("Shift + wheel")},
+      // The Experiments tab's Start button, not a menu action.
+      {QT_TR_NOOP("Experiments → Start the sweep"), QT_TR_NOOP("Ctrl+Shift+E")},
   };
   for (const auto& [what, keys] : canvas) new QTreeWidgetItem(table_, {tr(what), tr(keys)});
 

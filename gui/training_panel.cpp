@@ -98,7 +98,20 @@ void TrainingPanel::buildUi() {
   auto* ll = new QVBoxLayout(left);
   ll->setContentsMargins(0, 0, 4, 0);
   settings_view_ = new TrainingSettingsView(ctx_, left);
-  ll->addWidget(settings_view_);
+  // The settings scroll on their own when the window is short (1280x720
+  // with a run's diagnosis below them), so Start, Pause, the progress and
+  // the diagnosis stay in view and the page never scrolls.
+  auto* settings_area = new QScrollArea(left);
+  settings_area->setObjectName("trainingSettingsArea");
+  settings_area->setWidget(settings_view_);
+  settings_area->setWidgetResizable(true);
+  settings_area->setFrameShape(QFrame::NoFrame);
+  settings_area->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  settings_area->setMinimumHeight(90);
+  ll->addWidget(settings_area, 0);
+  // Its height follows the settings' (shown or hidden).
+  connect(settings_view_, &TrainingSettingsView::settingsShown, settings_area,
+          [settings_area] { settings_area->updateGeometry(); });
   buildTuningUi(ll);
   connect(settings_view_, &TrainingSettingsView::changed, this,
           [this] { Q_EMIT settingsChanged(); });

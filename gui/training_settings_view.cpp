@@ -101,6 +101,7 @@ void TrainingSettingsView::setSettingsVisible(bool on) {
     const QSignalBlocker block(toggle_);
     toggle_->setChecked(on);
   }
+  Q_EMIT settingsShown(on);
 }
 
 bool TrainingSettingsView::settingsVisible() const {

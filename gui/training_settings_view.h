@@ -46,8 +46,9 @@ class TrainingSettingsView : public QWidget {
   void setRunning(bool active);
 
  signals:
-  void changed();        // any setting was edited
-  void deviceChanged();  // the device list's choice
+  void changed();               // any setting was edited
+  void settingsShown(bool on);  // the settings were shown or hidden (their height changed)
+  void deviceChanged();         // the device list's choice
 
  private:
   void fillDevices();

@@ -547,6 +547,19 @@ TEST_F(EditorWindow, ShortcutsDialogListsEveryMenuActionWithAKey) {
   }
   EXPECT_GE(keyed, 20);
   EXPECT_TRUE(listed.count("actionMode0"));  // Ctrl+1, from the View menu
+  // Keys of buttons outside the menus are listed too (the Experiments tab's
+  // Start), and Undo is listed as Undo, not as the step it would undo.
+  openSample(*w);
+  w->editor()->removeNodes({idOf(w->editor()->graph(), "relu1")}, {});
+  gui::ShortcutsDialog again(w->menuBar());
+  QStringList rows;
+  for (int i = 0; i < again.table()->topLevelItemCount(); ++i)
+    rows << again.table()->topLevelItem(i)->text(0) + " = " +
+                again.table()->topLevelItem(i)->text(1);
+  const QString all = rows.join("\n");
+  EXPECT_TRUE(all.contains("Ctrl+Shift+E")) << all.toStdString();
+  EXPECT_FALSE(all.contains("relu1")) << all.toStdString();
+  EXPECT_TRUE(all.contains(QRegularExpression("→ Undo = "))) << all.toStdString();
 }
 
 TEST_F(EditorWindow, TheWeightsDoNotFitBannerGoesWhenUndoFixesTheNetwork) {

@@ -199,6 +199,39 @@ TEST_F(MainWindowDashboard, DashboardTabsFitA1280By720Window) {
   EXPECT_GE(t->lossPlot()->width(), before);
 }
 
+// Issue 36 item 5: once a run had filled the diagnosis below the settings,
+// the Training page grew taller than a 1280x720 screen's window (676 pixels
+// inside openbox's title bar and borders): a vertical scroll bar, the last
+// plots cut, Start and Pause scrolled away. The settings scroll on their own
+// now and the page fits.
+TEST_F(MainWindowDashboard, TheTrainingTabFitsA1280By720ScreenAfterARun) {
+  gui::MainWindow w;
+  ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+  w.resize(1264, 676);
+  w.show();
+  w.showMode(gui::MainWindow::Mode::Training);
+  QTemporaryDir dir;
+  gui::TrainingPanel* t = w.trainingPanel();
+  t->setEpochs(1);
+  t->setStepsPerEpochLimit(20);
+  t->setCheckpointDir(dir.path());
+  QSignalSpy done(t->session(), &gui::TrainingSession::finished);
+  t->startTraining();
+  ASSERT_TRUE(t->session()->active()) << t->problemText().toStdString();
+  ASSERT_TRUE(done.wait(600000));  // a bound for a stuck run, not a timing check
+  QApplication::processEvents();
+  auto* area = qobject_cast<QScrollArea*>(t->parentWidget()->parentWidget());
+  ASSERT_NE(area, nullptr);
+  EXPECT_FALSE(area->verticalScrollBar()->isVisible())
+      << "page " << t->minimumSizeHint().height() << " px for " << area->viewport()->height();
+  for (const char* name : {"Start", "Pause"})
+    for (QAbstractButton* b : t->findChildren<QAbstractButton*>())
+      if (b->text() == name) {
+        const QRect r(b->mapTo(area->viewport(), QPoint(0, 0)), b->size());
+        EXPECT_TRUE(area->viewport()->rect().contains(r)) << name;
+      }
+}
+
 TEST_F(MainWindowDashboard, ClosingStopsARunningTrainingWhenConfirmed) {
   auto w = std::make_unique<gui::MainWindow>();
   ASSERT_TRUE(w->openFile(sourcePath("sample_data/sample_project.dcproj")));

@@ -22,6 +22,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QTableWidget>
 #include <QTest>
 
@@ -209,6 +210,27 @@ TEST_F(MainWindowPyTorchRun, DialogRefusesBlanksAndResolvesAgainstTheProject) {
   python->clear();
   EXPECT_TRUE(d.problem().contains("Python")) << d.problem().toStdString();
   d.close();
+}
+
+// Without weights in the Inference tab, "the Inference tab's weights" was
+// offered and fresh weights went into the export silently: the choice says
+// none are there, cannot be picked, and fresh weights are chosen.
+TEST_F(MainWindowPyTorchRun, DialogSaysWhenTheInferenceTabHasNoWeights) {
+  const QString dir = tempDir();
+  gui::PyTorchRunDialog d(dir + "/net-pytorch", 1, 32);
+  auto* from = d.findChild<QComboBox*>("pytorchStartFrom");
+  ASSERT_NE(from, nullptr);
+  from->setCurrentIndex(0);
+  d.setInferenceWeights(false);
+  EXPECT_TRUE(d.options().fresh_weights);
+  EXPECT_TRUE(from->itemText(0).contains("none")) << from->itemText(0).toStdString();
+  auto* model = qobject_cast<QStandardItemModel*>(from->model());
+  ASSERT_NE(model, nullptr);
+  EXPECT_FALSE(model->item(0)->isEnabled());
+  d.setInferenceWeights(true);
+  EXPECT_TRUE(model->item(0)->isEnabled());
+  from->setCurrentIndex(0);
+  EXPECT_FALSE(d.options().fresh_weights);
 }
 
 TEST_F(MainWindowPyTorchRun, DialogPrefillsFromTheProjectAndRemembers) {

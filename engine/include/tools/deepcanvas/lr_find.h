@@ -41,7 +41,9 @@ struct LrFindResult {
 // Trains a copy of g on the CPU for o.steps steps with c's optimizer, loss,
 // batch and seed, raising the learning rate exponentially from o.start to
 // o.end, and records the loss of every step. The weights start from
-// `initial` when given (the app's current weights), else from c.seed; the
+// `initial` when given (a caller's own weights; the app and the CLI pass
+// none, so the range test starts from the network's initial weights), else
+// from c.seed; the
 // caller's weights and `train` are never changed (normalisation is computed
 // on a copy, as the Trainer would). progress(step, lr, smoothed) may return
 // false to stop. Throws Error for bad options and what Plan/Loss throw.
