@@ -5,6 +5,7 @@
 #include "gui/experiments_panel.h"
 
 #include <deepcanvas/errors.h>
+#include <deepcanvas/settings.h>
 
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -465,6 +466,23 @@ bool ExperimentsPanel::applyBest() {
     }
     v.value = search_value(p, t.x[i]);
     values.push_back(v);
+  }
+  // The best trial may be the project as it is (trial 0, the baseline):
+  // nothing to apply, no empty undo step, and the project stays unmodified.
+  {
+    const Project cur = currentProject();
+    const bool same = std::all_of(values.begin(), values.end(), [&](const BestValue& v) {
+      if (!v.setting.empty()) {
+        const SettingSpec* spec = find_setting(v.setting);
+        return spec && spec->get(cur.training) == v.value;
+      }
+      const Node* n = cur.graph.find_by_name(v.node);
+      return n && n->attrs.has(v.attr) && n->attrs.get(v.attr) == v.value;
+    });
+    if (same) {
+      setMessage(tr("Trial %1 has the project's own values: nothing to apply.").arg(t.id), false);
+      return true;
+    }
   }
   const QString what = tr("Apply best trial %1").arg(t.id);
   const QString why =

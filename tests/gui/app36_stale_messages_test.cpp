@@ -16,7 +16,6 @@
 #include <deepcanvas/sweep.h>
 #include <gtest/gtest.h>
 
-#include <QCheckBox>
 #include <QSignalSpy>
 #include <QStatusBar>
 #include <QTemporaryDir>
@@ -111,8 +110,8 @@ TEST(App36StaleMessages, AppliedTrialMessageGoesWithItsUndo) {
   p->setConfirmHandler([](const QString&) { return true; });
   p->setSpace({"lr=log:1e-3:1e-2"});
   // A drawn trial, not the project's own values: applying them is an edit.
-  if (auto* base = p->findChild<QCheckBox*>("sweepBaseline")) base->setChecked(false);
   SweepOptions o;
+  o.baseline = false;
   o.trials = 1;
   o.epochs = 1;
   o.seed = 3;

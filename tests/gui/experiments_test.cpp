@@ -502,5 +502,28 @@ TEST_F(ExperimentsTab, RefusedApplyBestLeavesNoHalfStepOnTheUndoStacks) {
   EXPECT_EQ(g().node(idOf(g(), "conv1")).attrs.i("filters"), filters_before);
 }
 
+// When the best trial is the project as it is (trial 0, the baseline),
+// Apply best pushed an empty undo step and marked the project modified: it
+// now says there is nothing to apply and changes nothing.
+TEST_F(ExperimentsTab, ApplyBestOfTheProjectsOwnValuesChangesNothing) {
+  SearchSpace space = parse_search_space({"lr=log:1e-4:1e-2", "conv1.filters=int:8:64"}, g());
+  Trial t;
+  t.x = {w->trainingPanel()->config().optimizer.lr,
+         double(g().node(idOf(g(), "conv1")).attrs.i("filters"))};
+  t.status = Trial::Status::Completed;
+  TrialEpoch e;
+  e.epoch = 1;
+  e.val_accuracy = 0.8;
+  t.epochs = {e};
+  p()->trials()->reset(space, {t});
+  QUndoStack* undo = w->editor()->undoStack();
+  const int count = undo->count();
+  const bool modified = w->isModified();
+  EXPECT_TRUE(p()->applyBest());
+  EXPECT_TRUE(p()->messageText().contains("nothing to apply")) << p()->messageText().toStdString();
+  EXPECT_EQ(undo->count(), count);
+  EXPECT_EQ(w->isModified(), modified);
+}
+
 }  // namespace
 }  // namespace dc::test
