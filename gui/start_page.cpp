@@ -60,6 +60,15 @@ StartPage::StartPage(QAbstractScrollArea* canvas) : QFrame(canvas), viewport_(ca
     it->setData(kFileRole, file);
     it->setToolTip(tr("%1: a new project from %2").arg(name, QFileInfo(file).fileName()));
   }
+  // The transfer-learning templates too, as File → New from Template lists
+  // them (a base not fetched yet is explained when it is chosen).
+  for (const auto& [name, id] : TemplateDialog::transferTemplates()) {
+    auto* it = new QListWidgetItem(name, templates_);
+    it->setData(kFileRole, id);
+    it->setToolTip(tr("%1: a pretrained base, frozen, with a new head to train on your images "
+                      "(installer/fetch-pretrained.sh fetches the base once)")
+                       .arg(name));
+  }
   recent_ = makeList(this, "startRecent");
   auto* open = new QPushButton(tr("Open…"), this);
   open->setObjectName("startOpen");

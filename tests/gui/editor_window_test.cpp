@@ -454,6 +454,8 @@ TEST_F(EditorWindow, StartPageOffersTemplatesAndRecentProjectsUntilTheFirstLayer
   ASSERT_NE(start, nullptr);
   EXPECT_TRUE(start->isVisible());
   EXPECT_GE(start->templateList()->count(), 4);
+  // The transfer-learning templates are offered too, as New from Template has them.
+  EXPECT_FALSE(start->templateList()->findItems("Transfer:", Qt::MatchStartsWith).isEmpty());
   ASSERT_EQ(start->recentList()->count(), 1);  // the missing file is left out
   EXPECT_EQ(start->recentList()->item(0)->text(), "sample_project.dcproj");
 
