@@ -141,7 +141,9 @@ void ExperimentsPanel::refreshPlots() {
   const SearchSpace& space = model_->space();
   const std::vector<Trial>& trials = model_->trials();
   const int n = int(space.params.size());
-  // The metric's range colours the lines (viridis: low dark, high yellow).
+  // The metric's range colours the lines on viridis, reversed: the best
+  // trials dark purple, the worst yellow (the best line was pale yellow on
+  // the white plot, the hardest of all to see).
   double lo = INFINITY, hi = -INFINITY;
   for (const Trial& t : trials) {
     const double a = best_val_accuracy(t);
@@ -151,10 +153,10 @@ void ExperimentsPanel::refreshPlots() {
   // Viridis' stops (not among this QCustomPlot's presets): perceptually even,
   // readable in grey.
   QCPColorGradient gradient;
-  gradient.setColorStopAt(0.0, QColor(68, 1, 84));
-  gradient.setColorStopAt(0.33, QColor(49, 104, 142));
-  gradient.setColorStopAt(0.66, QColor(53, 183, 121));
-  gradient.setColorStopAt(1.0, QColor(253, 231, 37));
+  gradient.setColorStopAt(0.0, QColor(253, 231, 37));
+  gradient.setColorStopAt(0.34, QColor(53, 183, 121));
+  gradient.setColorStopAt(0.67, QColor(49, 104, 142));
+  gradient.setColorStopAt(1.0, QColor(68, 1, 84));
   auto lineColor = [&](const Trial& t) {
     const QColor s = statusColor(t.status);
     if (t.status == Trial::Status::Pruned || t.status == Trial::Status::Failed) return s;
@@ -188,12 +190,16 @@ void ExperimentsPanel::refreshPlots() {
   pc->xAxis->setTicker(ticker);
   pc->xAxis->grid()->setPen(QPen(QColor(80, 80, 80), 1));
   pc->xAxis->grid()->setZeroLinePen(QPen(QColor(80, 80, 80), 1));
+  // On the plot's background, so the axis line through a value does not
+  // strike it through.
   auto label = [pc](double x, double y, const QString& text) {
     auto* t = new QCPItemText(pc);
     t->position->setCoords(x, y);
     t->setText(text);
     t->setFont(QFont(pc->font().family(), 7));
     t->setColor(QColor(90, 90, 90));
+    t->setBrush(QBrush(Qt::white));  // the plots are white in either theme
+    t->setPadding(QMargins(2, 0, 2, 0));
   };
   for (int i = 0; i < n && !trials.empty(); ++i) {
     const SearchParam& p = space.params[size_t(i)];
