@@ -64,6 +64,7 @@ LivePlot::LivePlot(const QString& title, const QString& y_label, QWidget* parent
   plot_->plotLayout()->setRowStretchFactor(0, 0.001);
   // Small enough for six plots beside the settings at 1280×720.
   plot_->setMinimumSize(150, 100);
+  applyPalette();
   plot_->installEventFilter(this);
   plot_->setMouseTracking(true);
   plot_->setContextMenuPolicy(Qt::CustomContextMenu);
@@ -134,7 +135,10 @@ QCPScatterStyle scatter(LivePlot::Marker m, const QColor& c) {
 void LivePlot::applyLooks() {
   plot_->legend->clearItems();
   const QColor current = by_run_ ? runColor(int(overlays_.size())) : QColor();
-  const QColor grey(90, 90, 90);
+  // The keys' grey, between the text and the background of either theme.
+  const QColor t = palette().color(QPalette::Text), b = palette().color(QPalette::Base);
+  const QColor grey((t.red() * 3 + b.red() * 2) / 5, (t.green() * 3 + b.green() * 2) / 5,
+                    (t.blue() * 3 + b.blue() * 2) / 5);
   for (Series& s : series_) {
     const QColor c = by_run_ ? current : s.color;
     const double width = s.style == Style::Line ? 1.5 : 2.0;
@@ -183,6 +187,32 @@ void LivePlot::applyLooks() {
   plot_->legend->setVisible(plot_->legend->itemCount() > 0);
   fitLegend();
   plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void LivePlot::applyPalette() {
+  const QPalette pal = palette();
+  const QColor bg = pal.color(QPalette::Base), fg = pal.color(QPalette::Text);
+  QColor grid = fg;
+  grid.setAlpha(60);
+  plot_->setBackground(QBrush(bg));
+  for (QCPAxis* a : {plot_->xAxis, plot_->yAxis, plot_->xAxis2, plot_->yAxis2}) {
+    a->setBasePen(QPen(fg, 1));
+    a->setTickPen(QPen(fg, 1));
+    a->setSubTickPen(QPen(fg, 1));
+    a->setTickLabelColor(fg);
+    a->setLabelColor(fg);
+    a->grid()->setPen(QPen(grid, 1, Qt::DotLine));
+  }
+  plot_->legend->setTextColor(fg);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void LivePlot::changeEvent(QEvent* e) {
+  QWidget::changeEvent(e);
+  if (e->type() == QEvent::PaletteChange) {
+    applyPalette();
+    applyLooks();
+  }
 }
 
 void LivePlot::fitLegend() {

@@ -93,6 +93,7 @@ class LivePlot : public QWidget {
  protected:
   bool eventFilter(QObject* o, QEvent* e) override;
   void resizeEvent(QResizeEvent* e) override;
+  void changeEvent(QEvent* e) override;
 
  private:
   struct Series {
@@ -119,6 +120,10 @@ class LivePlot : public QWidget {
   // As many legend entries per row as the plot's width holds: a fixed four
   // put a run's entry on a second row, which took the curves' height.
   void fitLegend();
+  // The plot's background, axes, grid and legend text in the palette's
+  // colours: QCustomPlot draws white with black axes, which stayed a white
+  // card in the dark theme.
+  void applyPalette();
   void showContextMenu(const QPoint& pos);
 
   QCustomPlot* plot_;

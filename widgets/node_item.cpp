@@ -215,20 +215,22 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* /*opt*/, QWidg
   p->setPen(Qt::white);
   p->drawText(badge, Qt::AlignCenter, layerGlyph(type_));
 
-  // Name and type · shape.
+  // Name and type · shape. A long name (imported ones: "layer1.0.conv1")
+  // is set a little smaller before it is elided, and then in the middle:
+  // such names differ at both ends; the tooltip has the whole name.
+  const double tx = 34, tw = kWidth - tx - (frozen_ ? 20 : 6);
   QFont nf;
-  nf.setPixelSize(13);
   nf.setBold(true);
+  for (int px = 13; px >= 10; --px) {
+    nf.setPixelSize(px);
+    if (QFontMetricsF(nf).horizontalAdvance(name_) <= tw) break;
+  }
   p->setFont(nf);
   p->setPen(frozen_ ? mix(pal.color(QPalette::Text), fill, 0.35) : pal.color(QPalette::Text));
-  const double tx = 34, tw = kWidth - tx - (frozen_ ? 20 : 6);
   if (frozen_)
     drawLock(p, QRectF(kWidth - 17, 10, 11, 15), mix(pal.color(QPalette::Text), fill, 0.25));
   QFontMetricsF nm(nf);
   p->drawText(QRectF(tx, 9, tw, 18), Qt::AlignLeft | Qt::AlignVCenter,
-              // In the middle: imported names differ at their ends
-              // ("layer1.0.conv1" / "layer1.0.conv2"); the tooltip has
-              // the whole name.
               nm.elidedText(name_, Qt::ElideMiddle, tw));
   QFont df;
   df.setPixelSize(11);

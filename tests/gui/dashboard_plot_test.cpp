@@ -5,8 +5,11 @@
 #include "widgets/top_k_bars.h"
 
 #include <gtest/gtest.h>
+#include <qcustomplot.h>
 
 #include <QFileInfo>
+#include <QImage>
+#include <QPalette>
 #include <QTemporaryDir>
 #include <cmath>
 
@@ -54,6 +57,23 @@ TEST(DashboardPlot, HundredThousandPointsOverlaysHoverAndExport) {
   EXPECT_EQ(QFileInfo(dir.path() + "/p.csv").size(), csv.toUtf8().size());
   plot.clearOverlays();
   EXPECT_EQ(plot.overlayCount(), 0);
+}
+
+// The dark theme kept the plots white with black axes: a plot follows its
+// palette, also when the palette changes while it is shown.
+TEST(DashboardPlot, FollowsTheThemesPalette) {
+  widgets::LivePlot plot("Loss", "loss");
+  plot.resize(400, 300);
+  plot.show();
+  QPalette dark = plot.palette();
+  dark.setColor(QPalette::Base, QColor(30, 30, 30));
+  dark.setColor(QPalette::Text, QColor(230, 230, 230));
+  plot.setPalette(dark);
+  QCustomPlot* cp = plot.customPlot();
+  EXPECT_EQ(cp->xAxis->tickLabelColor(), QColor(230, 230, 230));
+  EXPECT_EQ(cp->yAxis->labelColor(), QColor(230, 230, 230));
+  const QImage img = cp->toPixmap(200, 150).toImage();
+  EXPECT_LT(QColor(img.pixel(3, 3)).lightness(), 80) << "the plot's background is light";
 }
 
 TEST(DashboardPlot, TopKBarsKeepOrder) {
