@@ -128,7 +128,12 @@ void StartPage::center() {
   // Template names in full where the canvas has room ("GRU row classifier
   // (Fashion-MNIST rows)" was cut short at the lists' minimum width).
   const int names = templates_->sizeHintForColumn(0) + 2 * templates_->frameWidth() + 8;
-  templates_->setMinimumWidth(std::clamp(names, 250, std::max(250, viewport_->width() / 2 - 80)));
+  // The recent list keeps 180 pixels; the templates may take the rest of the
+  // canvas' width (half of it left their names cut with the page's room to
+  // spare, issue 36).
+  recent_->setMinimumWidth(180);
+  const int room = viewport_->width() - 24 - 40 - 24 - recent_->minimumWidth();
+  templates_->setMinimumWidth(std::clamp(names, 250, std::max(250, room)));
   const QRect area = viewport_->geometry();
   resize(sizeHint().boundedTo(area.size() - QSize(24, 24)));
   move(area.center() - rect().center());
