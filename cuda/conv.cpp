@@ -289,25 +289,24 @@ class Conv2D : public Op {
   // legacy API, said once per layer, unless DC_CUDA_CONV=graph.
   void plan_graphs(OpContext& c, int n, Algos& a, bool data_grad, bool filter_grad) {
     const std::string what = shapes(n);
-    ConvGeometry g;
-    g.n = n;
-    g.c = C;
-    g.h = H;
-    g.w = W;
-    g.k = OC;
-    g.r = KH;
-    g.s = KW;
-    g.oh = OH;
-    g.ow = OW;
-    g.groups = G;
-    g.pad_h = PH;
-    g.pad_w = PW;
-    g.stride_h = SH;
-    g.stride_w = SW;
-    g.dil_h = DH;
-    g.dil_w = DW;
-    g.channels_last = nhwc_;
-    g.data = dt_;
+    const ConvGeometry g{.n = n,
+                         .c = C,
+                         .h = H,
+                         .w = W,
+                         .k = OC,
+                         .r = KH,
+                         .s = KW,
+                         .oh = OH,
+                         .ow = OW,
+                         .groups = G,
+                         .pad_h = PH,
+                         .pad_w = PW,
+                         .stride_h = SH,
+                         .stride_w = SW,
+                         .dil_h = DH,
+                         .dil_w = DW,
+                         .channels_last = nhwc_,
+                         .data = dt_};
     void* x = x_low_.get<void>();
     void* y = y_low_.get<void>();
     DC_CUDA(cudaMemsetAsync(x, 0x3c, size_t(n) * C * H * W * 2, c.stream), what);

@@ -192,9 +192,10 @@ class Rnn : public Op {
     algo_ = CUDNN_RNN_ALGO_STANDARD;
     if (want == "standard") return;
     std::string why;
+    const bool eligible = H <= 128 && !(dropout > 0.f && L > 1);
     if (H > 128)
       why = "hidden size " + std::to_string(H) + " is over 128";
-    else if (dropout > 0.f && L > 1)
+    else if (!eligible)
       why = "it has dropout between layers";
     else
       why = try_persistent(c, n);
@@ -204,7 +205,8 @@ class Rnn : public Op {
     }
     if (want == "persistent")
       throw DeviceError(shapes(n) + ": cuDNN's persistent RNN algorithm cannot run it: " + why);
-    if (H <= 128 && !(dropout > 0.f && L > 1))
+    // Said only where cuDNN itself refused; the other reasons are the rule.
+    if (eligible)
       std::fprintf(stderr, "%s: cuDNN's persistent RNN algorithm: %s; the standard one runs it\n",
                    label.c_str(), why.c_str());
   }

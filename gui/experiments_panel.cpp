@@ -324,12 +324,13 @@ bool ExperimentsPanel::resume() {
 bool ExperimentsPanel::launch(bool fresh) {
   if (!validate().isEmpty()) return false;
   const Project p = currentProject();
+  SweepOptions o = fresh ? options() : resumeOptions();
   // Checked as a sweep, as the CLI's sweep is: its state file, and memory
-  // for the trials that train at once.
+  // for the trials that train at once (one at a time on CUDA, below).
   AppRunCheck sweep_check;
   sweep_check.purpose = RunPurpose::Sweep;
   sweep_check.state_file = state_path_.toStdString();
-  sweep_check.concurrent = p.training.device.cuda ? 1 : std::max(1, options().parallel);
+  sweep_check.concurrent = p.training.device.cuda ? 1 : std::max(1, o.parallel);
   const QStringList problems = runStartProblems(
       ctx_,
       {start_blocker_,
@@ -356,7 +357,6 @@ bool ExperimentsPanel::launch(bool fresh) {
     // has; trials validate on their split of the training set.
     auto data = std::make_shared<const TrainTest>(
         TrainTest{*ctx_->trainSet(), ctx_->testSet() ? *ctx_->testSet() : Dataset{}});
-    SweepOptions o = fresh ? options() : resumeOptions();
     if (!fresh) {
       if (const QString m = resumeMismatch(o); !m.isEmpty()) {
         setMessage(m, true);
