@@ -2,6 +2,7 @@
 // from the network's initial weights, as deepcanvas-cli lr-find does, even
 // after a training run left its weights in the app, and it loads the
 // project's dataset itself as Start does (no visit to the Dataset tab).
+#include "dashboard_test_util.h"
 #include "gui/lr_finder.h"
 #include "gui/main_window.h"
 #include "gui/project_context.h"
@@ -56,15 +57,7 @@ TEST(App36LrFinder, StartsFromTheInitialWeightsAfterATrainingRun) {
   ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
   gui::TrainingPanel* t = w.trainingPanel();
   QTemporaryDir dir;
-  t->setEpochs(1);
-  t->setStepsPerEpochLimit(80);
-  t->setBatch(64);
-  t->setCheckpointDir(dir.path());
-  QSignalSpy trained(t->session(), &gui::TrainingSession::finished);
-  t->startTraining();
-  ASSERT_TRUE(t->problemText().isEmpty()) << t->problemText().toStdString();
-  ASSERT_TRUE(trained.wait(600000));
-  ASSERT_TRUE(trained.first().at(0).toBool());
+  ASSERT_TRUE(train_briefly(*t, dir.path(), 80));
   const auto trained_weights = w.context()->weights().state;
   ASSERT_FALSE(trained_weights.empty());
 

@@ -35,19 +35,8 @@ TEST(App36StaleMessages, SummaryDropsNotBenchmarkedOnceTheBenchmarkIsCached) {
   gui::SummaryPanel* s = w.summary();
   QTRY_VERIFY_WITH_TIMEOUT(s->adviceIdle() && s->adviceText().contains(kNotBenchmarked), 30000);
   // What Help → Benchmark This Machine (or deepcanvas-cli bench-device)
-  // leaves when it finishes: this machine's entry in the cache.
-  advisor::DeviceBench b;
-  b.name = advisor::cpu_model_name();
-  b.threads = resolved_threads(0);
-  b.fp32_gflops = 80;
-  b.conv_gflops = 40;
-  b.depthwise_gflops = 9;
-  b.depthwise_bwd_gflops = 4;
-  b.mem_bandwidth_gbs = 12;
-  b.step_overhead_s = 1e-4;
-  b.parallel_region_s = 1e-5;
-  b.measured_at = "2026-11-27T00:00:00Z";
-  advisor::store_cached_bench(advisor::bench_key("cpu", b.name, b.threads), b);
+  // leaves when it finishes.
+  cache.seed();
   // No edit of the network: the summary notices the new figures by itself.
   QTRY_VERIFY_WITH_TIMEOUT(!s->adviceText().isEmpty() && !s->adviceText().contains(kNotBenchmarked),
                            30000);

@@ -16,7 +16,11 @@ class ScratchBenchCache {
   explicit ScratchBenchCache(bool seeded, int threads = 0)
       : had_(qEnvironmentVariableIsSet("XDG_CACHE_HOME")), old_(qgetenv("XDG_CACHE_HOME")) {
     qputenv("XDG_CACHE_HOME", dir_.path().toUtf8());
-    if (!seeded) return;
+    if (seeded) seed(threads);
+  }
+  // This machine's entry in the scratch cache, as Help → Benchmark This
+  // Machine (or deepcanvas-cli bench-device) leaves it when it finishes.
+  void seed(int threads = 0) {
     bench.name = advisor::cpu_model_name();
     bench.threads = resolved_threads(threads);  // the key runs with threads 0 use
     bench.fp32_gflops = 77.5;

@@ -475,19 +475,24 @@ TEST_F(ExperimentsTab, TheEpochsColumnShowsFractionsOfAnEpoch) {
   EXPECT_DOUBLE_EQ(m->data(m->index(0, epochs), Qt::UserRole).toDouble(), 0.34);
 }
 
+// A completed trial at x with one epoch's validation accuracy.
+Trial completedTrial(std::vector<double> x, double val_accuracy) {
+  Trial t;
+  t.x = std::move(x);
+  t.status = Trial::Status::Completed;
+  TrialEpoch e;
+  e.epoch = 1;
+  e.val_accuracy = val_accuracy;
+  t.epochs = {e};
+  return t;
+}
+
 TEST_F(ExperimentsTab, RefusedApplyBestLeavesNoHalfStepOnTheUndoStacks) {
   // A completed trial whose attribute value the layer refuses (as after the
   // network changed under the sweep), next to a valid setting.
   SearchSpace space = parse_search_space({"lr=log:1e-3:1e-2", "conv1.filters=int:8:12"}, g());
   space.params[1].lo = space.params[1].hi = -8;
-  Trial t;
-  t.x = {5e-3, -8};
-  t.status = Trial::Status::Completed;
-  TrialEpoch e;
-  e.epoch = 1;
-  e.val_accuracy = 0.5;
-  t.epochs = {e};
-  p()->trials()->reset(space, {t});
+  p()->trials()->reset(space, {completedTrial({5e-3, -8}, 0.5)});
   const double lr_before = w->trainingPanel()->config().optimizer.lr;
   const int64_t filters_before = g().node(idOf(g(), "conv1")).attrs.i("filters");
   QUndoStack* undo = w->editor()->undoStack();
@@ -507,15 +512,10 @@ TEST_F(ExperimentsTab, RefusedApplyBestLeavesNoHalfStepOnTheUndoStacks) {
 // now says there is nothing to apply and changes nothing.
 TEST_F(ExperimentsTab, ApplyBestOfTheProjectsOwnValuesChangesNothing) {
   SearchSpace space = parse_search_space({"lr=log:1e-4:1e-2", "conv1.filters=int:8:64"}, g());
-  Trial t;
-  t.x = {w->trainingPanel()->config().optimizer.lr,
-         double(g().node(idOf(g(), "conv1")).attrs.i("filters"))};
-  t.status = Trial::Status::Completed;
-  TrialEpoch e;
-  e.epoch = 1;
-  e.val_accuracy = 0.8;
-  t.epochs = {e};
-  p()->trials()->reset(space, {t});
+  p()->trials()->reset(space,
+                       {completedTrial({w->trainingPanel()->config().optimizer.lr,
+                                        double(g().node(idOf(g(), "conv1")).attrs.i("filters"))},
+                                       0.8)});
   QUndoStack* undo = w->editor()->undoStack();
   const int count = undo->count();
   const bool modified = w->isModified();

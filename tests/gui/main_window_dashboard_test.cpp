@@ -2,6 +2,7 @@
 // training settings reaching the Training tab and saved back with the
 // project, a short run trained from the window whose weights reach the
 // Inference tab, and a running training guarded against closing or opening.
+#include "dashboard_test_util.h"
 #include "gui/dataset_panel.h"
 #include "gui/inference_panel.h"
 #include "gui/main_window.h"
@@ -212,13 +213,7 @@ TEST_F(MainWindowDashboard, TheTrainingTabFitsA1280By720ScreenAfterARun) {
   w.showMode(gui::MainWindow::Mode::Training);
   QTemporaryDir dir;
   gui::TrainingPanel* t = w.trainingPanel();
-  t->setEpochs(1);
-  t->setStepsPerEpochLimit(20);
-  t->setCheckpointDir(dir.path());
-  QSignalSpy done(t->session(), &gui::TrainingSession::finished);
-  t->startTraining();
-  ASSERT_TRUE(t->session()->active()) << t->problemText().toStdString();
-  ASSERT_TRUE(done.wait(600000));  // a bound for a stuck run, not a timing check
+  ASSERT_TRUE(train_briefly(*t, dir.path(), 20));
   QApplication::processEvents();
   auto* area = qobject_cast<QScrollArea*>(t->parentWidget()->parentWidget());
   ASSERT_NE(area, nullptr);
