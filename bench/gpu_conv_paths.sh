@@ -9,11 +9,15 @@
 # cuDNN takes it). Prints the second epoch's samples/s and the allocator's
 # peak per run; the raw JSON lines go to OUT (default /dev/null). The graph
 # runs log the engines they chose (DC_CUDA_LOG_ALGOS=1) into OUT.algos.
-#   bench/gpu_conv_paths.sh [CLI] [DATA] [ROUNDS] [OUT]
+# SET=fuse instead compares VGG-BN and ResNet (bf16 and fp32, batch 128)
+# with the ReLUs folded into the BatchNorm/Add before them (the default
+# since 2026-11-28) and without (DC_CUDA_FUSE=0).
+#   bench/gpu_conv_paths.sh [CLI] [DATA] [ROUNDS] [OUT] [SET: paths|fuse]
 CLI=${1:-build-gpu/bin/deepcanvas-cli}
 DATA=${2:-carry/fashion-mnist}
 ROUNDS=${3:-1}
 OUT=${4:-/dev/null}
+SET=${5:-paths}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ALGOS=/dev/null
 [ "$OUT" != /dev/null ] && ALGOS=$OUT.algos
@@ -34,6 +38,16 @@ run() {  # NAME PROJECT PRECISION BATCH [VAR=VALUE...]
 }
 for r in $(seq "$ROUNDS"); do
   echo "round $r"
+  if [ "$SET" = fuse ]; then
+    for m in vgg_small resnet_small; do
+      for prec in bf16 fp32; do
+        p=$ROOT/resources/templates/$m.dcproj
+        run unfused "$p" "$prec" 128 DC_CUDA_FUSE=0
+        run relu-folded "$p" "$prec" 128
+      done
+    done
+    continue
+  fi
   for m in vgg_small resnet_small; do
     p=$ROOT/resources/templates/$m.dcproj
     run legacy-nchw "$p" bf16 128 DC_CUDA_CONV=legacy

@@ -13,13 +13,18 @@ class Activation : public Op {
  public:
   Act act;
   float slope = 0.f;
+  // Folded into the op before it (CudaPlan::lower): shares that op's
+  // buffers, which already hold the clamped values, and launches nothing.
+  bool folded = false;
+  bool is_view() const override { return folded; }
   void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) override {
+    if (folded) return;
     act_forward(act, slope, in[0], out, n * out_shape.numel(), c.stream);
     DC_LAUNCHED(label + " on " + dims(n, out_shape));
   }
   void backward(OpContext& c, const std::vector<const float*>& in, const float* out,
                 const float* dout, const std::vector<float*>& din, int n) override {
-    if (!din[0]) return;
+    if (!din[0] || folded) return;
     act_backward(act, slope, in[0], out, dout, din[0], n * out_shape.numel(), c.stream);
     DC_LAUNCHED(label + " backward on " + dims(n, out_shape));
   }
@@ -40,6 +45,21 @@ class Softmax : public Op {
     DC_LAUNCHED(label + " backward on " + dims(n, out_shape));
   }
 };
+
+}  // namespace
+
+bool fold_into(Op& relu, Op& producer) {
+  auto* a = dynamic_cast<Activation*>(&relu);
+  if (!a || (a->act != Act::Relu && a->act != Act::Relu6)) return false;
+  FusedRelu r;
+  r.on = true;
+  if (a->act == Act::Relu6) r.hi = 6.f;
+  if (!producer.fold_relu(r)) return false;
+  a->folded = true;
+  return true;
+}
+
+namespace {
 
 template <Act K>
 std::unique_ptr<Op> make_activation(const PlanStep& s) {

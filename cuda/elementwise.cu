@@ -92,13 +92,52 @@ __global__ void k_act_bwd4(Act a, float slope, const float4* x, const float4* y,
 // Two inputs (every residual connection): the pointers as plain arguments.
 // The k-input kernel indexes its parameter array at run time, which puts
 // the array in local memory and costs a load per element and input.
-__global__ void k_add2(const float* a, const float* b, float* y, int64_t n) {
-  DC_GRID_LOOP(i, n) y[i] = a[i] + b[i];
+// R: a folded ReLU clamps the sum (hi its upper bound).
+template <bool R>
+__device__ inline float add_out(float z, float hi) {
+  if constexpr (R) return relu_clamp(z, hi);
+  return z;
 }
-__global__ void k_add2_4(const float4* a, const float4* b, float4* y, int64_t n4) {
+template <bool R>
+__global__ void k_add2(const float* a, const float* b, float* y, int64_t n, float hi) {
+  DC_GRID_LOOP(i, n) y[i] = add_out<R>(a[i] + b[i], hi);
+}
+template <bool R>
+__global__ void k_add2_4(const float4* a, const float4* b, float4* y, int64_t n4, float hi) {
   DC_GRID_LOOP(i, n4) {
     const float4 u = a[i], v = b[i];
-    y[i] = make_float4(u.x + v.x, u.y + v.y, u.z + v.z, u.w + v.w);
+    y[i] = make_float4(add_out<R>(u.x + v.x, hi), add_out<R>(u.y + v.y, hi),
+                       add_out<R>(u.z + v.z, hi), add_out<R>(u.w + v.w, hi));
+  }
+}
+// The fused Add's backward: the mask from its clamped output, and both
+// inputs' gradients in the pass that reads dy once.
+__device__ inline void split_one(float y, float g, float hi, float* d0, float* d1, int64_t i) {
+  const float v = relu_passes(y, hi) ? g : 0.f;
+  if (d0) d0[i] += v;
+  if (d1) d1[i] += v;
+}
+__global__ void k_relu_split(const float* y, const float* dy, float* d0, float* d1, int64_t n,
+                             float hi) {
+  DC_GRID_LOOP(i, n) split_one(y[i], dy[i], hi, d0, d1, i);
+}
+__device__ inline void add4(float4* d, float4 v) {
+  float4 o = *d;
+  o.x += v.x;
+  o.y += v.y;
+  o.z += v.z;
+  o.w += v.w;
+  *d = o;
+}
+__global__ void k_relu_split4(const float4* y, const float4* dy, float4* d0, float4* d1, int64_t n4,
+                              float hi) {
+  DC_GRID_LOOP(i, n4) {
+    const float4 yv = y[i], g = dy[i];
+    const float4 v =
+        make_float4(relu_passes(yv.x, hi) ? g.x : 0.f, relu_passes(yv.y, hi) ? g.y : 0.f,
+                    relu_passes(yv.z, hi) ? g.z : 0.f, relu_passes(yv.w, hi) ? g.w : 0.f);
+    if (d0) add4(d0 + i, v);
+    if (d1) add4(d1 + i, v);
   }
 }
 __global__ void k_accumulate4(const float4* src, float4* dst, int64_t n4) {
@@ -116,11 +155,11 @@ __global__ void k_accumulate4(const float4* src, float4* dst, int64_t n4) {
 struct Ptrs {
   const float* p[8];
 };
-__global__ void k_add(Ptrs xs, int k, float* y, int64_t n) {
+__global__ void k_add(Ptrs xs, int k, float* y, int64_t n, bool relu, float hi) {
   DC_GRID_LOOP(i, n) {
     float s = xs.p[0][i];
     for (int j = 1; j < k; ++j) s += xs.p[j][i];
-    y[i] = s;
+    y[i] = relu ? relu_clamp(s, hi) : s;
   }
 }
 __global__ void k_accumulate(const float* src, float* dst, int64_t n) {
@@ -185,19 +224,38 @@ void act_backward(Act a, float slope, const float* x, const float* y, const floa
   else
     k_act_bwd<<<blocks_for(n), kThreads, 0, s>>>(a, slope, x, y, dy, dx, n);
 }
-void add_forward(const float* const* xs, int k, float* y, int64_t n, cudaStream_t s) {
+namespace {
+template <bool R>
+void add2(const float* a, const float* b, float* y, int64_t n, float hi, cudaStream_t s) {
+  if (vec4(n, {a, b, y}))
+    k_add2_4<R><<<blocks_for(n / 4), kThreads, 0, s>>>(reinterpret_cast<const float4*>(a),
+                                                       reinterpret_cast<const float4*>(b),
+                                                       reinterpret_cast<float4*>(y), n / 4, hi);
+  else
+    k_add2<R><<<blocks_for(n), kThreads, 0, s>>>(a, b, y, n, hi);
+}
+}  // namespace
+
+void add_forward(const float* const* xs, int k, float* y, int64_t n, FusedRelu r, cudaStream_t s) {
   if (k == 2) {
-    if (vec4(n, {xs[0], xs[1], y}))
-      k_add2_4<<<blocks_for(n / 4), kThreads, 0, s>>>(reinterpret_cast<const float4*>(xs[0]),
-                                                      reinterpret_cast<const float4*>(xs[1]),
-                                                      reinterpret_cast<float4*>(y), n / 4);
+    if (r.on)
+      add2<true>(xs[0], xs[1], y, n, r.hi, s);
     else
-      k_add2<<<blocks_for(n), kThreads, 0, s>>>(xs[0], xs[1], y, n);
+      add2<false>(xs[0], xs[1], y, n, r.hi, s);
     return;
   }
   Ptrs p{};
   for (int j = 0; j < k && j < 8; ++j) p.p[j] = xs[j];
-  k_add<<<blocks_for(n), kThreads, 0, s>>>(p, k, y, n);
+  k_add<<<blocks_for(n), kThreads, 0, s>>>(p, k, y, n, r.on, r.hi);
+}
+void relu_split_accumulate(const float* y, const float* dy, float* d0, float* d1, int64_t n,
+                           float hi, cudaStream_t s) {
+  if (vec4(n, {y, dy, d0, d1}))
+    k_relu_split4<<<blocks_for(n / 4), kThreads, 0, s>>>(
+        reinterpret_cast<const float4*>(y), reinterpret_cast<const float4*>(dy),
+        reinterpret_cast<float4*>(d0), reinterpret_cast<float4*>(d1), n / 4, hi);
+  else
+    k_relu_split<<<blocks_for(n), kThreads, 0, s>>>(y, dy, d0, d1, n, hi);
 }
 void accumulate(const float* src, float* dst, int64_t n, cudaStream_t s) {
   if (vec4(n, {src, dst}))

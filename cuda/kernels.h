@@ -16,7 +16,20 @@ void act_forward(Act a, float slope, const float* x, float* y, int64_t n, cudaSt
 // dx += dy * f'(x) (from x, or from y for Sigmoid/Tanh)
 void act_backward(Act a, float slope, const float* x, const float* y, const float* dy, float* dx,
                   int64_t n, cudaStream_t s);
-void add_forward(const float* const* xs, int k, float* y, int64_t n, cudaStream_t s);
+// A ReLU (hi = +inf) or ReLU6 (hi = 6) folded into the op before it
+// (cuda_relu_fusions, CudaPlan::lower): that op writes
+// y = z > 0 ? min(z, hi) : 0 instead of z, and passes the gradient on only
+// where 0 < z < hi, the CPU ReLU's convention. on = false: no clamp.
+struct FusedRelu {
+  bool on = false;
+  float hi = __builtin_inff();
+};
+// y = sum of the k inputs, clamped by r.
+void add_forward(const float* const* xs, int k, float* y, int64_t n, FusedRelu r, cudaStream_t s);
+// The fused Add's backward: g = dy where 0 < y < r.hi (y its clamped
+// output), else 0; d0 += g and d1 += g (either may be null) in one pass.
+void relu_split_accumulate(const float* y, const float* dy, float* d0, float* d1, int64_t n,
+                           float hi, cudaStream_t s);
 void accumulate(const float* src, float* dst, int64_t n, cudaStream_t s);  // dst += src
 void copy(const float* src, float* dst, int64_t n, cudaStream_t s);
 // y = x * mask(seed ^ salt) / (1-rate); the mask is recomputed in backward.
@@ -52,13 +65,17 @@ void global_avgpool_backward(const float* dy, float* dx, int64_t planes, int64_t
 // `scratch` (batchnorm_scratch_bytes(C), any batch size) holds the partial
 // sums and coefficients between the kernels of one call.
 size_t batchnorm_scratch_bytes(int C);
+// With a folded ReLU (r.on) the forward clamps y, and the backward takes
+// dy as the ReLU's incoming gradient: it rebuilds the clamp's mask from x
+// and the forward's coefficients (kept in scratch between the two calls)
+// instead of reading y again.
 void batchnorm_forward(const float* x, float* y, const float* gamma, const float* beta,
                        float* running_mean, float* running_var, float* mean, float* invstd, int N,
-                       int C, int S, float momentum, float eps, bool training, void* scratch,
-                       cudaStream_t s);
+                       int C, int S, float momentum, float eps, bool training, FusedRelu r,
+                       void* scratch, cudaStream_t s);
 void batchnorm_backward(const float* x, const float* dy, float* dx, const float* gamma,
                         float* dgamma, float* dbeta, const float* mean, const float* invstd, int N,
-                        int C, int S, bool training, void* scratch, cudaStream_t s);
+                        int C, int S, bool training, FusedRelu r, void* scratch, cudaStream_t s);
 
 // softmax.cu: rows of length L
 void softmax_forward(const float* x, float* y, int64_t rows, int L, cudaStream_t s);

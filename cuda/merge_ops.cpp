@@ -10,14 +10,30 @@ namespace {
 
 class AddOp : public Op {
  public:
+  FusedRelu relu;
+  bool fold_relu(FusedRelu r) override {
+    relu = r;
+    return true;
+  }
   void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) override {
-    add_forward(in.data(), int(in.size()), out, n * out_shape.numel(), c.stream);
+    add_forward(in.data(), int(in.size()), out, n * out_shape.numel(), relu, c.stream);
     DC_LAUNCHED(label + " on " + dims(n, out_shape));
   }
-  void backward(OpContext& c, const std::vector<const float*>&, const float*, const float* dout,
+  void backward(OpContext& c, const std::vector<const float*>&, const float* out, const float* dout,
                 const std::vector<float*>& din, int n) override {
-    for (float* d : din)
-      if (d) accumulate(dout, d, n * out_shape.numel(), c.stream);
+    const int64_t total = n * out_shape.numel();
+    if (relu.on) {
+      // The clamp's mask comes from the output; two inputs' gradients a pass.
+      std::vector<float*> d;
+      for (float* p : din)
+        if (p) d.push_back(p);
+      for (size_t k = 0; k < d.size(); k += 2)
+        relu_split_accumulate(out, dout, d[k], k + 1 < d.size() ? d[k + 1] : nullptr, total,
+                              relu.hi, c.stream);
+    } else {
+      for (float* d : din)
+        if (d) accumulate(dout, d, total, c.stream);
+    }
     DC_LAUNCHED(label + " backward on " + dims(n, out_shape));
   }
 };

@@ -34,11 +34,36 @@ struct MomentTerms {
   }
 };
 
-// Sums of dy and dy·x̂ (backward), x̂ = (x − mean)·invstd.
+// The forward's y = (x − m)·scale + shift coefficients, kept for the
+// backward of a folded ReLU: the mask it rebuilds from x is the forward's
+// clamp bit for bit (the same float expression).
+struct ForwardCoef {
+  const float* coef;  // m, scale, shift; C each
+  int C;
+  float hi;
+  __device__ float z(float x, int c) const { return (x - coef[c]) * coef[C + c] + coef[2 * C + c]; }
+  // dy where the folded ReLU passed the gradient on, else 0.
+  __device__ float pass(float dy, float x, int c) const {
+    return relu_passes(z(x, c), hi) ? dy : 0.f;
+  }
+};
+
+// Sums of dy and dy·x̂ (backward), x̂ = (x − mean)·invstd; R: dy first
+// masked by a folded ReLU.
+template <bool R>
 struct GradTerms {
   const float* mean;
   const float* invstd;
+  ForwardCoef f;
   __device__ void operator()(float4 dy, float4 x, int c, int lanes, float& s0, float& s1) const {
+    if constexpr (R) {
+      dy.x = f.pass(dy.x, x.x, c);
+      if (lanes == 4) {
+        dy.y = f.pass(dy.y, x.y, c);
+        dy.z = f.pass(dy.z, x.z, c);
+        dy.w = f.pass(dy.w, x.w, c);
+      }
+    }
     const float m = mean[c], inv = invstd[c];
     s0 += dy.x;
     s1 += dy.x * (x.x - m) * inv;
@@ -106,28 +131,30 @@ __global__ void k_bn_bwd_coef(const double2* parts, int P, const float* gamma, f
   coef[3 * C + c] = training ? float(-k * sdyx / double(M) * inv) : 0.f;
 }
 
-template <int V>
+template <int V, bool R>
 __global__ void k_bn_fwd_apply(const float* x, float* y, const float* coef, ChannelOf ch, int C,
-                               int64_t total) {
+                               int64_t total, float hi) {
+  auto out = [hi](float z) { return R ? relu_clamp(z, hi) : z; };
   DC_GRID_LOOP(i, total) {
     const int c = ch(i);
     const float m = coef[c], scale = coef[C + c], shift = coef[2 * C + c];
     if constexpr (V == 4) {
       float4 v = reinterpret_cast<const float4*>(x)[i];
-      v.x = (v.x - m) * scale + shift;
-      v.y = (v.y - m) * scale + shift;
-      v.z = (v.z - m) * scale + shift;
-      v.w = (v.w - m) * scale + shift;
+      v.x = out((v.x - m) * scale + shift);
+      v.y = out((v.y - m) * scale + shift);
+      v.z = out((v.z - m) * scale + shift);
+      v.w = out((v.w - m) * scale + shift);
       reinterpret_cast<float4*>(y)[i] = v;
     } else {
-      y[i] = (x[i] - m) * scale + shift;
+      y[i] = out((x[i] - m) * scale + shift);
     }
   }
 }
 
-template <int V>
+template <int V, bool R>
 __global__ void k_bn_bwd_apply(const float* x, const float* dy, float* dx, const float* coef,
-                               ChannelOf ch, int C, int64_t total) {
+                               ChannelOf ch, int C, int64_t total, ForwardCoef f) {
+  auto grad = [&f](float g, float xv, int c) { return R ? f.pass(g, xv, c) : g; };
   DC_GRID_LOOP(i, total) {
     const int c = ch(i);
     const float m = coef[c], a = coef[C + c], b0 = coef[2 * C + c], b1 = coef[3 * C + c];
@@ -135,20 +162,25 @@ __global__ void k_bn_bwd_apply(const float* x, const float* dy, float* dx, const
       const float4 xv = reinterpret_cast<const float4*>(x)[i];
       const float4 g = reinterpret_cast<const float4*>(dy)[i];
       float4 d = reinterpret_cast<float4*>(dx)[i];
-      d.x += a * g.x + b0 + b1 * (xv.x - m);
-      d.y += a * g.y + b0 + b1 * (xv.y - m);
-      d.z += a * g.z + b0 + b1 * (xv.z - m);
-      d.w += a * g.w + b0 + b1 * (xv.w - m);
+      d.x += a * grad(g.x, xv.x, c) + b0 + b1 * (xv.x - m);
+      d.y += a * grad(g.y, xv.y, c) + b0 + b1 * (xv.y - m);
+      d.z += a * grad(g.z, xv.z, c) + b0 + b1 * (xv.z - m);
+      d.w += a * grad(g.w, xv.w, c) + b0 + b1 * (xv.w - m);
       reinterpret_cast<float4*>(dx)[i] = d;
     } else {
-      dx[i] += a * dy[i] + b0 + b1 * (x[i] - m);
+      dx[i] += a * grad(dy[i], x[i], c) + b0 + b1 * (x[i] - m);
     }
   }
 }
 
-// The scratch buffer holds the parts, then 4·C per-channel coefficients.
+// The scratch buffer holds the parts, then the backward's 4·C per-channel
+// coefficients, then the forward's 3·C (which the backward of a folded
+// ReLU reads while it overwrites its own).
 float* coefficients(void* scratch, int C) {
   return reinterpret_cast<float*>(static_cast<char*>(scratch) + channel_parts_bytes(C));
+}
+float* forward_coefficients(void* scratch, int C) {
+  return coefficients(scratch, C) + 4 * C;
 }
 
 int per_channel_blocks(int C) {
@@ -158,17 +190,17 @@ int per_channel_blocks(int C) {
 }  // namespace
 
 size_t batchnorm_scratch_bytes(int C) {
-  return channel_parts_bytes(C) + 4 * size_t(C) * sizeof(float);
+  return channel_parts_bytes(C) + 7 * size_t(C) * sizeof(float);
 }
 
 void batchnorm_forward(const float* x, float* y, const float* gamma, const float* beta,
                        float* running_mean, float* running_var, float* mean, float* invstd, int N,
-                       int C, int S, float momentum, float eps, bool training, void* scratch,
-                       cudaStream_t s) {
+                       int C, int S, float momentum, float eps, bool training, FusedRelu r,
+                       void* scratch, cudaStream_t s) {
   const int64_t M = int64_t(N) * S;
   const ChannelParts cp = channel_parts(C, M);
   auto* parts = static_cast<double2*>(scratch);
-  auto* coef = coefficients(scratch, C);
+  auto* coef = forward_coefficients(scratch, C);
   if (training) launch_channel_parts(x, nullptr, MomentTerms{x, S}, parts, N, C, S, cp, s);
   k_bn_fwd_stats<<<per_channel_blocks(C), kThreads, 0, s>>>(parts, cp.count, x, S, gamma, beta,
                                                             running_mean, running_var, mean, invstd,
@@ -176,32 +208,55 @@ void batchnorm_forward(const float* x, float* y, const float* gamma, const float
   const int V = vec4_ok(S, {x, y}) ? 4 : 1;
   const int64_t total = int64_t(N) * C * S / V;
   const ChannelOf ch = channel_of(N, C, S, V);
-  if (V == 4)
-    k_bn_fwd_apply<4><<<blocks_for(total), kThreads, 0, s>>>(x, y, coef, ch, C, total);
+  const dim3 g(unsigned(blocks_for(total))), b(kThreads);
+  if (V == 4 && r.on)
+    k_bn_fwd_apply<4, true><<<g, b, 0, s>>>(x, y, coef, ch, C, total, r.hi);
+  else if (V == 4)
+    k_bn_fwd_apply<4, false><<<g, b, 0, s>>>(x, y, coef, ch, C, total, r.hi);
+  else if (r.on)
+    k_bn_fwd_apply<1, true><<<g, b, 0, s>>>(x, y, coef, ch, C, total, r.hi);
   else
-    k_bn_fwd_apply<1><<<blocks_for(total), kThreads, 0, s>>>(x, y, coef, ch, C, total);
+    k_bn_fwd_apply<1, false><<<g, b, 0, s>>>(x, y, coef, ch, C, total, r.hi);
 }
+
+namespace {
+template <bool R>
+void grad_sums(const float* x, const float* dy, const float* mean, const float* invstd,
+               ForwardCoef f, double2* parts, int N, int C, int S, const ChannelParts& cp,
+               cudaStream_t s) {
+  launch_channel_parts(dy, x, GradTerms<R>{mean, invstd, f}, parts, N, C, S, cp, s);
+}
+}  // namespace
 
 void batchnorm_backward(const float* x, const float* dy, float* dx, const float* gamma,
                         float* dgamma, float* dbeta, const float* mean, const float* invstd, int N,
-                        int C, int S, bool training, void* scratch, cudaStream_t s) {
+                        int C, int S, bool training, FusedRelu r, void* scratch, cudaStream_t s) {
   const int64_t M = int64_t(N) * S;
   const ChannelParts cp = channel_parts(C, M);
   auto* parts = static_cast<double2*>(scratch);
   auto* coef = coefficients(scratch, C);
+  const ForwardCoef f{forward_coefficients(scratch, C), C, r.hi};
   // A frozen layer (inference form, no dgamma) needs neither sum.
   const bool sums = training || dgamma;
-  if (sums) launch_channel_parts(dy, x, GradTerms{mean, invstd}, parts, N, C, S, cp, s);
+  if (sums && r.on)
+    grad_sums<true>(x, dy, mean, invstd, f, parts, N, C, S, cp, s);
+  else if (sums)
+    grad_sums<false>(x, dy, mean, invstd, f, parts, N, C, S, cp, s);
   k_bn_bwd_coef<<<per_channel_blocks(C), kThreads, 0, s>>>(
       parts, cp.count, gamma, dgamma, dbeta, mean, invstd, coef, C, M, training, sums);
   if (!dx) return;
   const int V = vec4_ok(S, {x, dy, dx}) ? 4 : 1;
   const int64_t total = int64_t(N) * C * S / V;
   const ChannelOf ch = channel_of(N, C, S, V);
-  if (V == 4)
-    k_bn_bwd_apply<4><<<blocks_for(total), kThreads, 0, s>>>(x, dy, dx, coef, ch, C, total);
+  const dim3 g(unsigned(blocks_for(total))), b(kThreads);
+  if (V == 4 && r.on)
+    k_bn_bwd_apply<4, true><<<g, b, 0, s>>>(x, dy, dx, coef, ch, C, total, f);
+  else if (V == 4)
+    k_bn_bwd_apply<4, false><<<g, b, 0, s>>>(x, dy, dx, coef, ch, C, total, f);
+  else if (r.on)
+    k_bn_bwd_apply<1, true><<<g, b, 0, s>>>(x, dy, dx, coef, ch, C, total, f);
   else
-    k_bn_bwd_apply<1><<<blocks_for(total), kThreads, 0, s>>>(x, dy, dx, coef, ch, C, total);
+    k_bn_bwd_apply<1, false><<<g, b, 0, s>>>(x, dy, dx, coef, ch, C, total, f);
 }
 
 }  // namespace dc::cuda

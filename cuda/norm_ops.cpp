@@ -13,6 +13,11 @@ class BatchNorm : public Op {
   DeviceBuffer stats;    // mean, invstd of the last forward
   DeviceBuffer scratch;  // the kernels' partial sums and coefficients
   bool training = true;
+  FusedRelu relu;
+  bool fold_relu(FusedRelu r) override {
+    relu = r;
+    return true;
+  }
   void prepare(OpContext& c, int) override {
     if (!stats.bytes()) stats = DeviceBuffer(*c.alloc, 2 * C * sizeof(float), label);
     if (!scratch.bytes())
@@ -24,13 +29,13 @@ class BatchNorm : public Op {
     training = c.training && !frozen;
     batchnorm_forward(in[0], out, params[0].value, params[1].value, params[2].value,
                       params[3].value, stats.get(), stats.get() + C, n, C, S, momentum, eps,
-                      training, scratch.get<void>(), c.stream);
+                      training, relu, scratch.get<void>(), c.stream);
     DC_LAUNCHED(label + " on " + dims(n, in_shapes[0]));
   }
   void backward(OpContext& c, const std::vector<const float*>& in, const float*, const float* dout,
                 const std::vector<float*>& din, int n) override {
     batchnorm_backward(in[0], dout, din[0], params[0].value, params[0].grad, params[1].grad,
-                       stats.get(), stats.get() + C, n, C, S, training, scratch.get<void>(),
+                       stats.get(), stats.get() + C, n, C, S, training, relu, scratch.get<void>(),
                        c.stream);
     DC_LAUNCHED(label + " backward on " + dims(n, in_shapes[0]));
   }

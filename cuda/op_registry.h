@@ -33,6 +33,10 @@ class OpRegistry {
   std::map<std::string, OpFactory> ops_;
 };
 
+// Folds a ReLU/ReLU6 op into the op that feeds it (activation_ops.cpp):
+// false, and nothing changed, where either cannot.
+bool fold_into(Op& relu, Op& producer);
+
 // One per op family, each defined beside its op classes.
 void register_activation_ops(OpRegistry& r);  // activation_ops.cpp: ReLU ... Softmax
 void register_conv_ops(OpRegistry& r);        // conv.cpp: Conv2D

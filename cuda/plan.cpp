@@ -105,6 +105,11 @@ void CudaPlan::lower() {
     nodes_.push_back(std::move(n));
   }
   out_node_ = int(nodes_.size()) - 1;  // lower_graph puts the output last
+  const char* f = std::getenv("DC_CUDA_FUSE");
+  if (f && *f == '0') return;
+  const std::vector<int> fused = cuda_relu_fusions(host_.steps());
+  for (size_t j = 0; j < fused.size(); ++j)
+    if (fused[j] >= 0) fold_into(*nodes_[j].op, *nodes_[size_t(fused[j])].op);
 }
 
 // Activations and their gradients: one allocation each. Only nodes that

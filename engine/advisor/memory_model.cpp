@@ -137,7 +137,12 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
   // in one float32 block, whatever the precision, and in another the
   // gradients of those that backward reaches (CudaPlan::lower: own
   // parameters that train, or such a node upstream) and of the output.
-  auto is_view = [](const PlanStep& s) { return s.type == "Flatten" || s.type == "Reshape"; };
+  // A ReLU folded into the BatchNorm or Add before it (cuda_relu_fusions)
+  // shares that step's buffers, as Flatten and Reshape share theirs.
+  const std::vector<int> folded = cuda_relu_fusions(steps);
+  auto is_view = [&](const PlanStep& s) {
+    return s.type == "Flatten" || s.type == "Reshape" || folded[size_t(&s - steps.data())] >= 0;
+  };
   const std::vector<bool> reached = backward_reach(steps);
   size_t out_src = steps.size() - 1;
   while (is_view(steps[out_src]) && !steps[out_src].inputs.empty())
@@ -188,9 +193,10 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       if (s.attrs.b("bias") && reached[i] && !s.frozen)
         extra += blk(16 * U * cuda_channel_parts(U));  // bias_parts_
     } else if (is_batchnorm(s.type)) {
-      // norm_ops.cpp: mean and 1/std; the partial sums and coefficients.
+      // norm_ops.cpp: mean and 1/std; the partial sums and the backward's
+      // and forward's coefficients (4 and 3 floats a channel).
       const int64_t C = s.in_shapes[0][0];
-      extra += blk(2 * C * 4) + blk(16 * C * cuda_channel_parts(C) + 16 * C);
+      extra += blk(2 * C * 4) + blk(16 * C * cuda_channel_parts(C) + 28 * C);
     } else if (is_recurrent(s.type)) {
       // rnn.cpp: cuDNN's packed weights and their gradients (not for a
       // frozen layer), the input

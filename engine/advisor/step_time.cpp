@@ -168,9 +168,10 @@ StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
   const std::vector<PlanStep> steps = lower_graph(g);
   // The CPU plan runs a ReLU or ReLU6 after a Conv2D inside the convolution,
   // on each sample's output while it is in cache (plan.cpp): no pass of its
-  // own. The GPU runs it as a layer.
+  // own. The GPU folds one after a BatchNorm or Add into that layer's
+  // passes instead (cuda_relu_fusions).
   const std::vector<int> fused =
-      d.im2col_convolutions ? relu_fusions(steps) : std::vector<int>(steps.size(), -1);
+      d.im2col_convolutions ? relu_fusions(steps) : cuda_relu_fusions(steps);
   StepTime st;
   std::vector<bool> needs_grad(steps.size(), false);
   const double n = double(batch), ae = double(activation_elem);

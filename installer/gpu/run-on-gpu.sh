@@ -16,6 +16,7 @@
 #       [--profile vgg:bf16,...]  (each config's kernels under Nsight Compute: bench/kernel_profile.py)
 #       [--ab ROUNDS]  (the plugin's convolution and recurrent paths against each
 #                       other before the peers: bench/gpu_conv_paths.sh)
+#       [--ab-set paths|fuse]  (which variants --ab compares; fuse: ReLUs folded or not)
 # The machine's copy of .git is not this session's latest: pass
 # DC_COMMIT=<hash> in the command, or the raw results name an older commit.
 # --deadline S: the whole script should end within S seconds of its start
@@ -28,7 +29,7 @@ BUILD=${DC_BUILD:-$ROOT/build-gpu}
 LOGS=${DC_LOG_DIR:-$BUILD/logs}
 BENCH=1 ENGINE_TESTS=0 EPOCHS=8 LSTM_EPOCHS=5 FILTER='*' LEGACY=0 SKIP="" PEERS_BUDGET="" DEADLINE=0
 PEERS=eager,graph,compile CONFIGS=cnn:fp32,cnn:bf16,lstm:fp32,lstm:bf16,vgg:bf16,resnet:bf16 REPEATS=3
-TTA_SIDES=deepcanvas,graph,compile PROFILE="" AB=0
+TTA_SIDES=deepcanvas,graph,compile PROFILE="" AB=0 AB_SET=paths
 while [ $# -gt 0 ]; do
   case $1 in
     --no-bench) BENCH=0 ;;
@@ -42,6 +43,7 @@ while [ $# -gt 0 ]; do
     --tta-sides) TTA_SIDES=$2; shift ;;
     --profile) PROFILE=$2; shift ;;
     --ab) AB=$2; shift ;;
+    --ab-set) AB_SET=$2; shift ;;
     --engine-tests) ENGINE_TESTS=1 ;;
     --epochs) EPOCHS=$2; shift ;;
     --lstm-epochs) LSTM_EPOCHS=$2; shift ;;
@@ -140,7 +142,7 @@ for cfg in ${PROFILE//,/ }; do
 done
 if [ "$AB" -gt 0 ] && [ "$BENCH" = 1 ]; then
   step "convolution and recurrent paths A/B ($AB rounds)"
-  "$ROOT/bench/gpu_conv_paths.sh" "$CLI" "$DATA" "$AB" "$LOGS/paths-ab.jsonl" 2>&1 | tee "$LOGS/paths-ab.log"
+  "$ROOT/bench/gpu_conv_paths.sh" "$CLI" "$DATA" "$AB" "$LOGS/paths-ab.jsonl" "$AB_SET" 2>&1 | tee "$LOGS/paths-ab.log"
   RESULT[ab]=${PIPESTATUS[0]}
 fi
 if wanted advisor; then

@@ -30,6 +30,9 @@ struct Case {
   bool pre_bias = true;
   int64_t batch = 6;
   float offset = 0;  // added to the random input
+  // A layer after op ("ReLU", "ReLU6"): the CUDA plan folds it into a
+  // BatchNorm or Add (cuda_relu_fusions); the CPU runs it on its own.
+  std::string post = "";
 };
 
 using test::A;
@@ -55,6 +58,7 @@ Graph build(const Case& c) {
     g.connect(src, b);
     g.connect(b, op, k + 1);
   }
+  if (!c.post.empty()) g.connect(op, g.add_node(c.post, "post", A({})));
   return g;
 }
 
@@ -215,6 +219,34 @@ TEST(CudaParity, FlattenReshape) {
 TEST(CudaParity, AddAndConcat) {
   check_case({"add", {2, 4, 5}, "Conv2D", "Add", A({{"inputs", int64_t(3)}}), 2});
   check_case({"concat", {2, 4, 5}, "Conv2D", "Concat", A({{"inputs", int64_t(2)}}), 1});
+}
+// A ReLU folded into the BatchNorm or Add before it: the clamp in forward,
+// the mask in backward (rebuilt from x for BatchNorm, in both its training
+// and its inference form; from the clamped output for Add), 4-wide and
+// single loads, and an Add of three inputs (one two-destination pass and a
+// one-destination pass).
+TEST(CudaParity, ReluFoldedIntoBatchNormAndAdd) {
+  for (bool training : {true, false}) {
+    Case bn{"bn2d+relu", {3, 5, 4}, "Conv2D", "BatchNorm2D", A({}), 0, false};
+    bn.post = "ReLU";
+    check_case(bn, training);
+    Case wide{"bn2d 28x28+relu", {16, 28, 28}, "Conv2D", "BatchNorm2D", A({}), 0, false, 40};
+    wide.post = "ReLU";
+    check_case(wide, training);
+    Case odd{"bn2d 7x7+relu6", {5, 7, 7}, "Conv2D", "BatchNorm2D", A({}), 0, false, 30};
+    odd.post = "ReLU6";
+    check_case(odd, training);
+    Case one{"bn1d+relu", {7}, "Dense", "BatchNorm1D", A({}), 0, false, 50};
+    one.post = "ReLU";
+    check_case(one, training);
+  }
+  Case add3{"add3+relu", {2, 4, 5}, "Conv2D", "Add", A({{"inputs", int64_t(3)}}), 2};
+  add3.post = "ReLU";
+  check_case(add3);
+  Case add2{"add2+relu6", {4, 8, 8}, "Conv2D", "Add", A({{"inputs", int64_t(2)}}), 1};
+  add2.post = "ReLU6";
+  add2.offset = 4.f;  // some sums above 6, where ReLU6 stops the gradient
+  check_case(add2);
 }
 TEST(CudaParity, DropoutIsIdentityInEvaluation) {
   check_case({"dropout eval", {10}, "Dense", "Dropout", A({{"rate", 0.3}})}, false);

@@ -99,3 +99,61 @@ TEST(Lowering, RefusesAnInvalidGraphNamingTheNode) {
 
 }  // namespace
 }  // namespace dc
+
+namespace dc {
+namespace {
+
+// Which ReLUs each backend folds into the layer before them: the CPU into a
+// Conv2D (relu_fusions), the CUDA plan into a BatchNorm or an Add
+// (cuda_relu_fusions); never where that layer feeds something else too.
+TEST(Lowering, ReluFoldsIntoTheLayerEachBackendFusesWith) {
+  register_builtin_layers();
+  Graph g;
+  auto add = [&](const std::string& type, const std::string& name, Attrs a = {}) {
+    return g.add_node(type, name, std::move(a));
+  };
+  NodeId in = add("Input", "in", attrs({{"shape", std::vector<int64_t>{3, 8, 8}}}));
+  NodeId conv = add("Conv2D", "conv",
+                    attrs({{"filters", int64_t(4)},
+                           {"kernel", std::vector<int64_t>{3, 3}},
+                           {"padding", std::vector<int64_t>{1, 1}}}));
+  NodeId bn = add("BatchNorm2D", "bn");
+  NodeId r_bn = add("ReLU", "r_bn");
+  NodeId bn2 = add("BatchNorm2D", "bn2");  // feeds a ReLU and the Add: not folded
+  NodeId r_bn2 = add("ReLU6", "r_bn2");
+  NodeId sum = add("Add", "sum", attrs({{"inputs", int64_t(2)}}));
+  NodeId r_sum = add("ReLU6", "r_sum");
+  NodeId flat = add("Flatten", "flat");
+  NodeId fc = add("Dense", "fc", attrs({{"units", int64_t(3)}}));
+  NodeId r_fc = add("ReLU", "r_fc");  // after a Dense: neither backend folds it
+  g.connect(in, conv);
+  g.connect(conv, bn);
+  g.connect(bn, r_bn);
+  g.connect(r_bn, bn2);
+  g.connect(bn2, r_bn2);
+  g.connect(r_bn2, sum, 0);
+  g.connect(bn2, sum, 1);
+  g.connect(sum, r_sum);
+  g.connect(r_sum, flat);
+  g.connect(flat, fc);
+  g.connect(fc, r_fc);
+  const std::vector<PlanStep> s = lower_graph(g);
+  auto index = [&](const std::string& name) { return int(&step(s, name) - s.data()); };
+  const std::vector<int> gpu = cuda_relu_fusions(s), cpu = relu_fusions(s);
+  ASSERT_EQ(gpu.size(), s.size());
+  EXPECT_EQ(gpu[size_t(index("r_bn"))], index("bn"));
+  EXPECT_EQ(gpu[size_t(index("r_sum"))], index("sum"));
+  EXPECT_EQ(gpu[size_t(index("r_bn2"))], -1);
+  EXPECT_EQ(gpu[size_t(index("r_fc"))], -1);
+  int gpu_folds = 0, cpu_folds = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    gpu_folds += gpu[i] >= 0;
+    cpu_folds += cpu[i] >= 0;
+  }
+  EXPECT_EQ(gpu_folds, 2);
+  // conv feeds only bn, not a ReLU: the CPU folds nothing here.
+  EXPECT_EQ(cpu_folds, 0);
+}
+
+}  // namespace
+}  // namespace dc

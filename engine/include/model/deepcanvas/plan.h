@@ -96,6 +96,15 @@ std::vector<bool> backward_reach(const std::vector<PlanStep>& steps, bool ignore
 // uses the same rule.
 std::vector<int> relu_fusions(const std::vector<PlanStep>& steps);
 
+// The CUDA plan's counterpart (cuda/plan.cpp, CudaPlan::lower): a ReLU or
+// ReLU6 whose only input is a BatchNorm1D/2D or an Add that feeds nothing
+// else is folded into it. The BatchNorm or Add clamps its own output and
+// masks the incoming gradient, the ReLU step shares its buffers and
+// launches nothing: two kernels and two activation-sized buffers fewer per
+// pair (VGG-BN and ResNet are made of such pairs). The advisor's CUDA memory
+// model uses the same rule; DC_CUDA_FUSE=0 turns it off in the plugin.
+std::vector<int> cuda_relu_fusions(const std::vector<PlanStep>& steps);
+
 class Plan {
  public:
   // Validates the graph (throws GraphError listing every problem) and builds
