@@ -65,9 +65,24 @@ __device__ inline double block_sum_d(double v, double* sh) {
 // float& s0, float& s1) const` adds `lanes` (V) elements' terms to s0 and
 // s1, given a's and b's values there (b is the second array, or a when
 // there is none). Grid: (C, parts.count); V-wide elements throughout.
-template <int V, class F>
+//
+// Fin (optional, with `done`): `__device__ void operator()(int c) const`,
+// run by the block that finishes channel c's last part, after every part
+// of c is written (it reads them with channel_total_cg). That saves the
+// launch of a one-thread-per-channel kernel after the sums, which cost
+// 5-6 us a call on an H100 for a few hundred threads of work (2026-11-28
+// profile: BatchNorm's statistics and coefficient kernels were 6 % of a
+// VGG-BN step). done: C counters, zero before the first launch; the
+// finishing block sets its channel's back to zero, so captured CUDA graphs
+// replay with zeros. Which block finishes varies; the total does not (the
+// parts are added in a fixed order).
+struct NoFinish {
+  __device__ void operator()(int) const {}
+};
+template <int V, class F, class Fin = NoFinish>
 __global__ void k_channel_parts(const float* a, const float* b, F f, double2* out, int C,
-                                int64_t SV, int64_t MV, int64_t chunk, int P) {
+                                int64_t SV, int64_t MV, int64_t chunk, int P, Fin fin = {},
+                                unsigned* done = nullptr) {
   __shared__ double sh[kSumThreads];
   const int c = blockIdx.x, p = blockIdx.y;
   const int64_t lo = p * chunk, hi = lo + chunk < MV ? lo + chunk : MV;
@@ -96,21 +111,33 @@ __global__ void k_channel_parts(const float* a, const float* b, F f, double2* ou
   }
   d0 = block_sum_d(d0, sh);
   d1 = block_sum_d(d1, sh);
-  if (threadIdx.x == 0) out[int64_t(c) * P + p] = make_double2(d0, d1);
+  if (threadIdx.x == 0) {
+    out[int64_t(c) * P + p] = make_double2(d0, d1);
+    if (done) {
+      __threadfence();  // the part is visible device-wide before it is counted
+      if (atomicAdd(&done[c], 1u) == unsigned(P - 1)) {
+        __threadfence();  // and the others' parts before they are read
+        fin(c);
+        done[c] = 0;
+      }
+    }
+  }
 }
 
 // Launches the parts kernel over x viewed as [N, C, S]; parts has room for
-// C · channel_parts(C, N·S).count entries.
-template <class F>
+// C · channel_parts(C, N·S).count entries. With `done` (C zeroed counters),
+// fin runs for each channel once its parts are summed.
+template <class F, class Fin = NoFinish>
 void launch_channel_parts(const float* a, const float* b, F f, double2* parts, int64_t N, int64_t C,
-                          int64_t S, const ChannelParts& cp, cudaStream_t s) {
+                          int64_t S, const ChannelParts& cp, cudaStream_t s, Fin fin = {},
+                          unsigned* done = nullptr) {
   const dim3 grid(unsigned(C), unsigned(cp.count));
   if (vec4_ok(S, {a, b}))
     k_channel_parts<4><<<grid, kSumThreads, 0, s>>>(a, b, f, parts, int(C), S / 4, N * S / 4,
-                                                    cp.chunk / 4, cp.count);
+                                                    cp.chunk / 4, cp.count, fin, done);
   else
-    k_channel_parts<1>
-        <<<grid, kSumThreads, 0, s>>>(a, b, f, parts, int(C), S, N * S, cp.chunk, cp.count);
+    k_channel_parts<1><<<grid, kSumThreads, 0, s>>>(a, b, f, parts, int(C), S, N * S, cp.chunk,
+                                                    cp.count, fin, done);
 }
 
 // The parts buffer for C channels: room for every batch size.
@@ -124,6 +151,17 @@ __device__ inline double2 channel_total(const double2* parts, int c, int P) {
   for (int p = 0; p < P; ++p) {
     t.x += parts[int64_t(c) * P + p].x;
     t.y += parts[int64_t(c) * P + p].y;
+  }
+  return t;
+}
+// The same inside a Fin, where other blocks wrote the parts during this
+// launch: loads that bypass L1 (in L2, where their fenced writes are).
+__device__ inline double2 channel_total_cg(const double2* parts, int c, int P) {
+  double2 t = make_double2(0, 0);
+  for (int p = 0; p < P; ++p) {
+    const double2 v = __ldcg(parts + int64_t(c) * P + p);
+    t.x += v.x;
+    t.y += v.y;
   }
   return t;
 }

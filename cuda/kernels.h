@@ -62,8 +62,8 @@ void global_avgpool_backward(const float* dy, float* dx, int64_t planes, int64_t
 
 // norm.cu: x viewed as [N, C, S]. Training computes batch statistics into
 // mean/invstd and moves the running ones (unbiased variance, as PyTorch).
-// `scratch` (batchnorm_scratch_bytes(C), any batch size) holds the partial
-// sums and coefficients between the kernels of one call.
+// `scratch` (batchnorm_scratch_bytes(C), any batch size, zeroed once when
+// it is made) holds the partial sums, coefficients and counters.
 size_t batchnorm_scratch_bytes(int C);
 // With a folded ReLU (r.on) the forward clamps y, and the backward takes
 // dy as the ReLU's incoming gradient: it rebuilds the clamp's mask from x

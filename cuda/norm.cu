@@ -74,61 +74,84 @@ struct GradTerms {
   }
 };
 
-// One thread per channel: the statistics (batch or running), the running
-// statistics moved, and y = (x − m)·scale + shift's coefficients.
-__global__ void k_bn_fwd_stats(const double2* parts, int P, const float* x, int64_t S,
-                               const float* gamma, const float* beta, float* rm, float* rv,
-                               float* mean_out, float* invstd_out, float* coef, int C, int64_t M,
-                               float momentum, float eps, bool training) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  double mean, var;
-  if (training) {
-    const double2 t = channel_total(parts, c, P);
-    const double d = t.x / double(M);
-    mean = moment_shift(x, S, c) + d;
-    var = t.y / double(M) - d * d;
-    if (var < 0) var = 0;  // rounding, for a constant channel
-    if (M > 1) {
-      rm[c] = float((1.0 - momentum) * rm[c] + momentum * mean);
-      rv[c] = float((1.0 - momentum) * rv[c] + momentum * var * double(M) / double(M - 1));
+// Channel c's statistics (batch or running), the running statistics moved,
+// and y = (x − m)·scale + shift's coefficients. Run as the sums' Fin in
+// training (channel_sums.cuh), by k_bn_fwd_stats in the inference form.
+struct FwdStats {
+  const double2* parts;
+  int P;
+  const float* x;
+  int64_t S;
+  const float* gamma;
+  const float* beta;
+  float *rm, *rv, *mean_out, *invstd_out, *coef;
+  int C;
+  int64_t M;
+  float momentum, eps;
+  bool training;
+  __device__ void operator()(int c) const {
+    double mean, var;
+    if (training) {
+      const double2 t = channel_total_cg(parts, c, P);
+      const double d = t.x / double(M);
+      mean = moment_shift(x, S, c) + d;
+      var = t.y / double(M) - d * d;
+      if (var < 0) var = 0;  // rounding, for a constant channel
+      if (M > 1) {
+        rm[c] = float((1.0 - momentum) * rm[c] + momentum * mean);
+        rv[c] = float((1.0 - momentum) * rv[c] + momentum * var * double(M) / double(M - 1));
+      }
+    } else {
+      mean = rm[c];
+      var = rv[c];
     }
-  } else {
-    mean = rm[c];
-    var = rv[c];
+    const double inv = 1.0 / sqrt(var + double(eps));
+    mean_out[c] = float(mean);
+    invstd_out[c] = float(inv);
+    coef[c] = float(mean);
+    coef[C + c] = float(inv * gamma[c]);
+    coef[2 * C + c] = beta[c];
   }
-  const double inv = 1.0 / sqrt(var + double(eps));
-  mean_out[c] = float(mean);
-  invstd_out[c] = float(inv);
-  coef[c] = float(mean);
-  coef[C + c] = float(inv * gamma[c]);
-  coef[2 * C + c] = beta[c];
-}
+};
 
-// One thread per channel: dgamma, dbeta and dx = a·dy + b0 + b1·(x − m)'s
-// coefficients (b0 = b1 = 0 in the inference form, whose statistics are
-// constants).
-__global__ void k_bn_bwd_coef(const double2* parts, int P, const float* gamma, float* dgamma,
-                              float* dbeta, const float* mean_in, const float* invstd_in,
-                              float* coef, int C, int64_t M, bool training, bool sums) {
+// Channel c's dgamma, dbeta and dx = a·dy + b0 + b1·(x − m)'s coefficients
+// (b0 = b1 = 0 in the inference form, whose statistics are constants). The
+// sums' Fin where there are sums, else run by k_bn_bwd_coef.
+struct BwdCoef {
+  const double2* parts;
+  int P;
+  const float* gamma;
+  float *dgamma, *dbeta;
+  const float *mean_in, *invstd_in;
+  float* coef;
+  int C;
+  int64_t M;
+  bool training, sums;
+  __device__ void operator()(int c) const {
+    const double inv = invstd_in[c];
+    double sdy = 0, sdyx = 0;
+    if (sums) {
+      const double2 t = channel_total_cg(parts, c, P);
+      sdy = t.x;
+      sdyx = t.y;
+    }
+    if (dgamma) {  // null for a frozen layer
+      dgamma[c] += float(sdyx);
+      dbeta[c] += float(sdy);
+    }
+    const double k = gamma[c] * inv;
+    coef[c] = mean_in[c];
+    coef[C + c] = float(k);
+    coef[2 * C + c] = training ? float(-k * sdy / double(M)) : 0.f;
+    coef[3 * C + c] = training ? float(-k * sdyx / double(M) * inv) : 0.f;
+  }
+};
+
+// One thread per channel, where no sums run before.
+template <class Fin>
+__global__ void k_per_channel(Fin fin, int C) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  const double inv = invstd_in[c];
-  double sdy = 0, sdyx = 0;
-  if (sums) {
-    const double2 t = channel_total(parts, c, P);
-    sdy = t.x;
-    sdyx = t.y;
-  }
-  if (dgamma) {  // null for a frozen layer
-    dgamma[c] += float(sdyx);
-    dbeta[c] += float(sdy);
-  }
-  const double k = gamma[c] * inv;
-  coef[c] = mean_in[c];
-  coef[C + c] = float(k);
-  coef[2 * C + c] = training ? float(-k * sdy / double(M)) : 0.f;
-  coef[3 * C + c] = training ? float(-k * sdyx / double(M) * inv) : 0.f;
+  if (c < C) fin(c);
 }
 
 template <int V, bool R>
@@ -175,12 +198,16 @@ __global__ void k_bn_bwd_apply(const float* x, const float* dy, float* dx, const
 
 // The scratch buffer holds the parts, then the backward's 4·C per-channel
 // coefficients, then the forward's 3·C (which the backward of a folded
-// ReLU reads while it overwrites its own).
+// ReLU reads while it overwrites its own), then C counters for the sums'
+// Fin (zeroed when the buffer is made, batchnorm_scratch_zero).
 float* coefficients(void* scratch, int C) {
   return reinterpret_cast<float*>(static_cast<char*>(scratch) + channel_parts_bytes(C));
 }
 float* forward_coefficients(void* scratch, int C) {
   return coefficients(scratch, C) + 4 * C;
+}
+unsigned* counters(void* scratch, int C) {
+  return reinterpret_cast<unsigned*>(coefficients(scratch, C) + 7 * C);
 }
 
 int per_channel_blocks(int C) {
@@ -190,7 +217,7 @@ int per_channel_blocks(int C) {
 }  // namespace
 
 size_t batchnorm_scratch_bytes(int C) {
-  return channel_parts_bytes(C) + 7 * size_t(C) * sizeof(float);
+  return channel_parts_bytes(C) + 7 * size_t(C) * sizeof(float) + size_t(C) * sizeof(unsigned);
 }
 
 void batchnorm_forward(const float* x, float* y, const float* gamma, const float* beta,
@@ -201,10 +228,13 @@ void batchnorm_forward(const float* x, float* y, const float* gamma, const float
   const ChannelParts cp = channel_parts(C, M);
   auto* parts = static_cast<double2*>(scratch);
   auto* coef = forward_coefficients(scratch, C);
-  if (training) launch_channel_parts(x, nullptr, MomentTerms{x, S}, parts, N, C, S, cp, s);
-  k_bn_fwd_stats<<<per_channel_blocks(C), kThreads, 0, s>>>(parts, cp.count, x, S, gamma, beta,
-                                                            running_mean, running_var, mean, invstd,
-                                                            coef, C, M, momentum, eps, training);
+  const FwdStats st{parts, cp.count, x,    S, gamma, beta,     running_mean, running_var,
+                    mean,  invstd,   coef, C, M,     momentum, eps,          training};
+  if (training)
+    launch_channel_parts(x, nullptr, MomentTerms{x, S}, parts, N, C, S, cp, s, st,
+                         counters(scratch, C));
+  else
+    k_per_channel<<<per_channel_blocks(C), kThreads, 0, s>>>(st, C);
   const int V = vec4_ok(S, {x, y}) ? 4 : 1;
   const int64_t total = int64_t(N) * C * S / V;
   const ChannelOf ch = channel_of(N, C, S, V);
@@ -223,8 +253,8 @@ namespace {
 template <bool R>
 void grad_sums(const float* x, const float* dy, const float* mean, const float* invstd,
                ForwardCoef f, double2* parts, int N, int C, int S, const ChannelParts& cp,
-               cudaStream_t s) {
-  launch_channel_parts(dy, x, GradTerms<R>{mean, invstd, f}, parts, N, C, S, cp, s);
+               const BwdCoef& fin, unsigned* done, cudaStream_t s) {
+  launch_channel_parts(dy, x, GradTerms<R>{mean, invstd, f}, parts, N, C, S, cp, s, fin, done);
 }
 }  // namespace
 
@@ -238,12 +268,14 @@ void batchnorm_backward(const float* x, const float* dy, float* dx, const float*
   const ForwardCoef f{forward_coefficients(scratch, C), C, r.hi};
   // A frozen layer (inference form, no dgamma) needs neither sum.
   const bool sums = training || dgamma;
+  const BwdCoef bc{parts, cp.count, gamma, dgamma, dbeta, mean, invstd, coef, C, M, training, sums};
+  unsigned* done = counters(scratch, C);
   if (sums && r.on)
-    grad_sums<true>(x, dy, mean, invstd, f, parts, N, C, S, cp, s);
+    grad_sums<true>(x, dy, mean, invstd, f, parts, N, C, S, cp, bc, done, s);
   else if (sums)
-    grad_sums<false>(x, dy, mean, invstd, f, parts, N, C, S, cp, s);
-  k_bn_bwd_coef<<<per_channel_blocks(C), kThreads, 0, s>>>(
-      parts, cp.count, gamma, dgamma, dbeta, mean, invstd, coef, C, M, training, sums);
+    grad_sums<false>(x, dy, mean, invstd, f, parts, N, C, S, cp, bc, done, s);
+  else
+    k_per_channel<<<per_channel_blocks(C), kThreads, 0, s>>>(bc, C);
   if (!dx) return;
   const int V = vec4_ok(S, {x, dy, dx}) ? 4 : 1;
   const int64_t total = int64_t(N) * C * S / V;

@@ -20,8 +20,12 @@ class BatchNorm : public Op {
   }
   void prepare(OpContext& c, int) override {
     if (!stats.bytes()) stats = DeviceBuffer(*c.alloc, 2 * C * sizeof(float), label);
-    if (!scratch.bytes())
+    if (!scratch.bytes()) {
       scratch = DeviceBuffer(*c.alloc, batchnorm_scratch_bytes(C), label + " partial sums");
+      // Its counters start at zero (and the kernels leave them so).
+      DC_CUDA(cudaMemsetAsync(scratch.get<void>(), 0, scratch.bytes(), c.stream),
+              label + " partial sums");
+    }
   }
   void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) override {
     // A frozen BatchNorm is in its inference form in training steps too:

@@ -193,10 +193,10 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       if (s.attrs.b("bias") && reached[i] && !s.frozen)
         extra += blk(16 * U * cuda_channel_parts(U));  // bias_parts_
     } else if (is_batchnorm(s.type)) {
-      // norm_ops.cpp: mean and 1/std; the partial sums and the backward's
-      // and forward's coefficients (4 and 3 floats a channel).
+      // norm_ops.cpp: mean and 1/std; the partial sums, the backward's and
+      // forward's coefficients (4 and 3 floats a channel) and a counter.
       const int64_t C = s.in_shapes[0][0];
-      extra += blk(2 * C * 4) + blk(16 * C * cuda_channel_parts(C) + 28 * C);
+      extra += blk(2 * C * 4) + blk(16 * C * cuda_channel_parts(C) + 32 * C);
     } else if (is_recurrent(s.type)) {
       // rnn.cpp: cuDNN's packed weights and their gradients (not for a
       // frozen layer), the input
