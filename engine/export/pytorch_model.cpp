@@ -126,6 +126,14 @@ const std::map<std::string, Writer>& writers() {
        }},
       {"BatchNorm2D", [](const NodeCtx& c) { return batch_norm(c, "nn.BatchNorm2d"); }},
       {"BatchNorm1D", [](const NodeCtx& c) { return batch_norm(c, "nn.BatchNorm1d"); }},
+      {"LayerNorm",
+       [](const NodeCtx& c) {
+         const Shape& s = c.in.at(0);
+         return Written{"nn.LayerNorm(" + std::to_string(s[s.rank() - 1]) +
+                            ", eps=" + py_float(c.a.f("eps")) +
+                            ", elementwise_affine=" + py_bool(c.a.b("affine")) + ")",
+                        ""};
+       }},
       {"ReLU",
        [](const NodeCtx&) {
          return Written{"nn.ReLU()", ""};

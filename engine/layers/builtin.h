@@ -11,7 +11,7 @@ void register_activation_layers(LayerRegistry& r);  // ReLU, LeakyReLU, Sigmoid,
 void register_merge_layers(LayerRegistry& r);       // Add, Concat
 void register_conv_layers(LayerRegistry& r);        // Conv2D
 void register_pool_layers(LayerRegistry& r);        // MaxPool2D, AvgPool2D, GlobalAvgPool2D
-void register_norm_layers(LayerRegistry& r);        // BatchNorm1D, BatchNorm2D
+void register_norm_layers(LayerRegistry& r);        // BatchNorm1D, BatchNorm2D, LayerNorm
 void register_dropout_layers(LayerRegistry& r);     // Dropout
 void register_sequence_layers(LayerRegistry& r);    // SequenceInput, TimeDistributedDense, LastStep
 void register_embedding_layers(LayerRegistry& r);   // Embedding

@@ -1,4 +1,4 @@
-// BatchNorm1D and BatchNorm2D, matching torch.nn.BatchNorm*d: training
+// BatchNorm1D, BatchNorm2D and LayerNorm (below). BatchNorm matches torch.nn.BatchNorm*d: training
 // normalises with the batch's biased variance and moves the running variance
 // towards the unbiased one; evaluation uses the running statistics. The input
 // is viewed as [N, C, S] (S = H*W, L or 1) and each channel is reduced on its
@@ -241,6 +241,164 @@ LayerDescriptor batch_norm(const std::string& type, const std::string& help) {
   return d;
 }
 
+// LayerNorm, matching torch.nn.LayerNorm(D) over the last dimension D of
+// each sample (a feature vector, or each time step or token of a
+// sequence): every row of D values is normalised by its own mean and biased
+// variance, then scaled and shifted per position when affine. Rows are
+// independent, so they run in parallel; each row's sums are in double over
+// Lanes, so results do not depend on the thread count. The weight and bias
+// gradients are sums over rows: they run in parallel over the D columns,
+// each column's rows added in order, for the same reason.
+class LayerNorm : public Layer {
+ public:
+  LayerNorm(int64_t D, double eps, bool affine) : D_(D), eps_(eps), affine_(affine) {
+    if (!affine) return;
+    auto make = [&](Param& p, const char* name, float v) {
+      p.name = name;
+      p.value = Tensor(Shape{D});
+      p.value.fill(v);
+      p.trainable = true;
+      p.decay = false;  // norm scales and shifts are not weight-decayed
+      p.grad = Tensor(Shape{D});
+    };
+    make(gamma_, "weight", 1.f);
+    make(beta_, "bias", 0.f);
+  }
+
+  std::vector<Param*> params() override {
+    if (!affine_) return {};
+    return {&gamma_, &beta_};
+  }
+
+  void init(Rng&) override {
+    if (!affine_) return;
+    gamma_.value.fill(1.f);
+    beta_.value.zero();
+  }
+
+  void forward(const std::vector<const Tensor*>& in, Tensor& out, RunContext&) override {
+    const int64_t D = D_, R = in[0]->numel() / D;
+    const float* x = in[0]->f32();
+    float* y = out.f32();
+    mean_.resize(static_cast<size_t>(R));
+    invstd_.resize(static_cast<size_t>(R));
+    const float* g = affine_ ? gamma_.value.f32() : nullptr;
+    const float* b = affine_ ? beta_.value.f32() : nullptr;
+    parallel_for(R, 16, [&](int64_t rb, int64_t re) {
+      for (int64_t r = rb; r < re; ++r) {
+        const float* p = x + r * D;
+        Lanes s;
+        s.add(D, [p](int64_t i) { return double(p[i]); });
+        const double mean = s.total() / double(D);
+        Lanes sq;
+        sq.add(D, [p, mean](int64_t i) {
+          const double d = double(p[i]) - mean;
+          return d * d;
+        });
+        const double inv = 1.0 / std::sqrt(sq.total() / double(D) + eps_);
+        mean_[size_t(r)] = float(mean);
+        invstd_[size_t(r)] = float(inv);
+        const float m = float(mean), k = float(inv);
+        float* q = y + r * D;
+        if (g)
+          for (int64_t i = 0; i < D; ++i) q[i] = (p[i] - m) * k * g[i] + b[i];
+        else
+          for (int64_t i = 0; i < D; ++i) q[i] = (p[i] - m) * k;
+      }
+    });
+  }
+
+  // With x̂ = (x − mean)·inv and g = dy·γ: dx = inv·(g − mean(g) − x̂·mean(g·x̂)).
+  void backward(const std::vector<const Tensor*>& in, const Tensor&, const Tensor& dout,
+                const std::vector<Tensor*>& din, RunContext&) override {
+    const int64_t D = D_, R = in[0]->numel() / D;
+    const float* x = in[0]->f32();
+    const float* dy = dout.f32();
+    float* dx = din[0] ? din[0]->f32() : nullptr;
+    const float* gam = affine_ ? gamma_.value.f32() : nullptr;
+    // Null for a frozen layer, whose plan released its gradients.
+    float* dg = affine_ && gamma_.grad.defined() ? gamma_.grad.f32() : nullptr;
+    float* db = affine_ && beta_.grad.defined() ? beta_.grad.f32() : nullptr;
+    if (dg || db)
+      parallel_for(D, 16, [&](int64_t ib, int64_t ie) {
+        for (int64_t i = ib; i < ie; ++i) {
+          double sg = 0, sb = 0;
+          for (int64_t r = 0; r < R; ++r) {
+            const double d = dy[r * D + i];
+            sg += d * (double(x[r * D + i]) - mean_[size_t(r)]) * invstd_[size_t(r)];
+            sb += d;
+          }
+          if (dg) dg[i] += float(sg);
+          if (db) db[i] += float(sb);
+        }
+      });
+    if (!dx) return;
+    parallel_for(R, 16, [&](int64_t rb, int64_t re) {
+      for (int64_t r = rb; r < re; ++r) {
+        const float* p = x + r * D;
+        const float* d = dy + r * D;
+        const double m = mean_[size_t(r)], inv = invstd_[size_t(r)];
+        Lanes sg, sgx;  // sum(g), sum(g * x̂)
+        sg.add(D, [&](int64_t i) { return double(d[i]) * (gam ? gam[i] : 1.f); });
+        sgx.add(D, [&](int64_t i) {
+          return double(d[i]) * (gam ? gam[i] : 1.f) * (double(p[i]) - m) * inv;
+        });
+        const float a = float(sg.total() / double(D)), c = float(sgx.total() / double(D));
+        const float fm = float(m), fi = float(inv);
+        float* o = dx + r * D;
+        for (int64_t i = 0; i < D; ++i) {
+          const float xh = (p[i] - fm) * fi;
+          o[i] += fi * (d[i] * (gam ? gam[i] : 1.f) - a - xh * c);
+        }
+      }
+    });
+  }
+
+ private:
+  int64_t D_;
+  double eps_;
+  bool affine_;
+  Param gamma_, beta_;
+  ScratchVec<float> mean_, invstd_;  // per row, from the last forward
+};
+
+LayerDescriptor layer_norm() {
+  LayerDescriptor d;
+  d.type = "LayerNorm";
+  d.category = "Normalization";
+  d.help =
+      "Normalises each sample's last dimension (each feature vector, or each step of a "
+      "sequence) by its own mean and variance (like torch.nn.LayerNorm)";
+  d.attrs = {
+      {"eps", AttrType::Float, 1e-5, 0, 1, {}, "Added to the variance for numerical stability"},
+      {"affine",
+       AttrType::Bool,
+       true,
+       -1e18,
+       1e18,
+       {},
+       "Learn a scale and a shift per position of the last dimension"},
+  };
+  d.num_inputs = [](const Attrs&) { return 1; };
+  d.infer = [](const std::vector<Shape>& in, const Attrs&) {
+    if (in.size() != 1) throw ShapeError("expects exactly one input");
+    if (in[0].rank() < 1) throw ShapeError("expects at least one dimension to normalise");
+    return in[0];
+  };
+  // Per value: the subtraction, the scale and, with affine, γ and β.
+  d.cost = [](const std::vector<Shape>& in, const Shape&, const Attrs& a) {
+    const bool affine = LayerRegistry::instance().get("LayerNorm").with_defaults(a).b("affine");
+    const int64_t D = in[0][in[0].rank() - 1];
+    return Cost{affine ? 2 * D : 0, in[0].numel() * (affine ? 2 : 1)};
+  };
+  d.create = [](const Attrs& attrs, const std::vector<Shape>& in, const Shape&) {
+    Attrs a = LayerRegistry::instance().get("LayerNorm").with_defaults(attrs);
+    return std::unique_ptr<Layer>(
+        new LayerNorm(in[0][in[0].rank() - 1], a.f("eps"), a.b("affine")));
+  };
+  return d;
+}
+
 }  // namespace
 
 void register_norm_layers(LayerRegistry& r) {
@@ -249,6 +407,7 @@ void register_norm_layers(LayerRegistry& r) {
   r.add(batch_norm("BatchNorm1D",
                    "Normalises each feature (F) or channel (C×L) over the batch (like "
                    "torch.nn.BatchNorm1d)"));
+  r.add(layer_norm());
 }
 
 }  // namespace dc

@@ -1,5 +1,7 @@
 // BatchNorm1D / BatchNorm2D: gradients in both modes, forward values against
 // statistics computed here, PyTorch's running-statistics update by hand.
+// LayerNorm: gradients with and without affine, rows normalised on their
+// own, the same in training and evaluation.
 #include <deepcanvas/errors.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/rng.h>
@@ -237,6 +239,48 @@ TEST(BatchNorm, ShapeErrorsSayWhatToChange) {
   EXPECT_EQ(shape_error("BatchNorm1D", Shape{16, 10}), "");
   EXPECT_EQ(desc("BatchNorm2D").infer({Shape{8, 5, 5}}, desc("BatchNorm2D").with_defaults({})),
             (Shape{8, 5, 5}));
+}
+
+TEST(LayerNorm, GradientsMatchFiniteDifferences) {
+  for (bool affine : {true, false}) {
+    SCOPED_TRACE(affine ? "affine" : "no affine");
+    const Attrs a = attrs({{"affine", affine}});
+    test::check_layer_gradients("LayerNorm", a, {Shape{9}}, 4);
+    test::check_layer_gradients("LayerNorm", a, {Shape{5, 6}}, 3);  // a sequence of 5 steps
+    test::check_layer_gradients("LayerNorm", attrs({{"eps", 0.1}, {"affine", affine}}),
+                                {Shape{2, 3, 4}}, 2);
+  }
+}
+
+TEST(LayerNorm, EachRowIsNormalisedOnItsOwn) {
+  const Shape s{4, 8};  // 4 steps of 8 features
+  auto l = make("LayerNorm", s, attrs({{"eps", 0.0}}));
+  Tensor x = random_tensor(s.with_batch(3), 5);
+  // One row far from the others: it must not move them.
+  for (int64_t i = 0; i < 8; ++i) x.f32()[8 + i] = 1000.f + float(i);
+  Tensor y(s.with_batch(3));
+  Rng rng(1);
+  for (bool training : {true, false}) {
+    RunContext ctx{training, &rng};
+    l->forward({&x}, y, ctx);
+    for (int64_t r = 0; r < 12; ++r) {
+      double m = 0, v = 0;
+      for (int64_t i = 0; i < 8; ++i) m += y.f32()[r * 8 + i];
+      m /= 8;
+      for (int64_t i = 0; i < 8; ++i) v += (y.f32()[r * 8 + i] - m) * (y.f32()[r * 8 + i] - m);
+      v /= 8;
+      EXPECT_NEAR(m, 0.0, 1e-5) << "row " << r;
+      EXPECT_NEAR(v, 1.0, 1e-3) << "row " << r;
+    }
+    // The far row is 0..7 shifted: normalised to the same values as 0..7.
+    double mean = 3.5, sd = std::sqrt(5.25);
+    for (int64_t i = 0; i < 8; ++i)
+      EXPECT_NEAR(y.f32()[8 + i], (double(i) - mean) / sd, 1e-4) << "position " << i;
+  }
+  ASSERT_EQ(l->params().size(), 2u);
+  EXPECT_EQ(l->params()[0]->value.shape(), Shape{8});
+  EXPECT_TRUE(make("LayerNorm", s, attrs({{"affine", false}}))->params().empty());
+  EXPECT_NE(shape_error("LayerNorm", Shape{}).find("at least one dimension"), std::string::npos);
 }
 
 }  // namespace

@@ -159,6 +159,9 @@ TEST_F(TorchReference, Normalization) {
   compare_with_torch({"BatchNorm2D", {}, {Shape{4, 5, 5}}, 6, true});
   compare_with_torch({"BatchNorm2D", {}, {Shape{4, 5, 5}}, 3, false});
   compare_with_torch({"BatchNorm1D", attrs({{"eps", 1e-3}}), {Shape{7}}, 5, true});
+  compare_with_torch({"LayerNorm", {}, {Shape{16}}, 4, true});
+  compare_with_torch({"LayerNorm", attrs({{"eps", 1e-3}}), {Shape{6, 10}}, 3, false});
+  compare_with_torch({"LayerNorm", attrs({{"affine", false}}), {Shape{3, 4, 5}}, 2, true});
 }
 
 TEST_F(TorchReference, DenseActivationsAndMerges) {

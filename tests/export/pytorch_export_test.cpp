@@ -161,6 +161,7 @@ TEST(PyTorchExport, ForwardEqualsTheEngineForEveryTemplate) {
 
 // Layer forms the templates do not use: same/valid padding with strides,
 // padded pooling, GELU/LeakyReLU/ReLU6/Sigmoid/Softmax, BatchNorm1D on C×L,
+// LayerNorm with and without affine,
 // Concat, Reshape, bidirectional and stacked recurrent layers with learned
 // initial states, TimeDistributedDense, LastStep, and names that are not
 // Python identifiers.
@@ -215,8 +216,12 @@ TEST(PyTorchExport, ForwardEqualsTheEngineForEveryLayerForm) {
   rs.set("shape", std::vector<int64_t>{8, -1});
   int re = g.add_node("Reshape", "reshape", rs);
   g.connect(r6, re);
+  Attrs lnf;
+  lnf.set("affine", false);
+  int ln0 = g.add_node("LayerNorm", "ln plain", lnf);
+  g.connect(re, ln0);
   int b1 = g.add_node("BatchNorm1D", "bn1d", {});
-  g.connect(re, b1);
+  g.connect(ln0, b1);
   int fl = g.add_node("Flatten", "flat", {});
   g.connect(b1, fl);
   Attrs d;
@@ -251,8 +256,12 @@ TEST(PyTorchExport, ForwardEqualsTheEngineForEveryLayerForm) {
   rnn.set("num_layers", int64_t{2});
   rnn.set("nonlinearity", std::string("relu"));
   rnn.set("return_sequences", true);
+  Attrs lne;
+  lne.set("eps", 1e-3);
+  int sln = s.add_node("LayerNorm", "ln", lne);
+  s.connect(s2, sln);
   int s3 = s.add_node("SimpleRNN", "rnn", rnn);
-  s.connect(s2, s3);
+  s.connect(sln, s3);
   Attrs lstm;
   lstm.set("hidden_size", int64_t{5});
   lstm.set("num_layers", int64_t{2});

@@ -75,6 +75,8 @@ def forward(t, a, xs, p, training):
         return xs[0].mean(dim=(2, 3))
     if t in ("BatchNorm1D", "BatchNorm2D"):
         return batchnorm(a, xs, p, training)
+    if t == "LayerNorm":
+        return F.layer_norm(xs[0], (xs[0].shape[-1],), p.get("weight"), p.get("bias"), a.get("eps", 1e-5))
     if t == "Dense":
         return F.linear(xs[0], p["weight"], p.get("bias"))
     if t == "ReLU":
