@@ -111,6 +111,53 @@ void write_batch_norm(Builder& b, const OnnxLayer& l) {
   set_attr(n, "epsilon", float(l.attrs.f("eps")));
 }
 
+// LayerNormalization from opset 17, which needs a scale (and takes a bias):
+// ones and zeros when the layer is not affine. Before 17 the same
+// arithmetic as single ops, as torch.onnx writes it: (x − mean) /
+// sqrt(mean((x − mean)²) + eps) over the last axis, then · weight + bias.
+void write_layer_norm(Builder& b, const OnnxLayer& l) {
+  const std::string& name = l.step.name;
+  const int64_t D = l.in_shapes[0][l.in_shapes[0].rank() - 1];
+  const bool affine = l.attrs.b("affine");
+  auto param = [&](const char* p, float fill) {
+    if (affine) return b.weight(l.param_name(p), l.param(p));
+    Tensor t(Shape{D});
+    t.fill(fill);
+    return b.weight(name + "/" + p, t);
+  };
+  const float eps = float(l.attrs.f("eps"));
+  if (b.opset() >= 17) {
+    auto& n = b.node("LayerNormalization", {l.inputs[0], param("weight", 1.f), param("bias", 0.f)},
+                     l.output, name);
+    set_attr(n, "axis", int64_t(-1));
+    set_attr(n, "epsilon", eps);
+    return;
+  }
+  auto value = [&](const char* what) { return b.fresh(name + "/" + what); };
+  auto reduce_mean = [&](const std::string& x, const std::string& out, const char* what) {
+    auto& n = b.node("ReduceMean", {x}, out, name + "/" + what);
+    // The last axis counted from the front (OpenCV 4.6 refuses -1 here).
+    set_attr(n, "axes", std::vector<int64_t>{int64_t(l.in_shapes[0].rank())});
+    set_attr(n, "keepdims", int64_t(1));
+  };
+  const std::string mean = value("mean"), d = value("centred"), sq = value("squared"),
+                    var = value("variance"), ve = value("variance_eps"), sd = value("std");
+  reduce_mean(l.inputs[0], mean, "mean");
+  b.node("Sub", {l.inputs[0], mean}, d, name + "/sub");
+  b.node("Mul", {d, d}, sq, name + "/square");
+  reduce_mean(sq, var, "variance");
+  b.node("Add", {var, b.scalar(name + "/eps", eps)}, ve, name + "/add_eps");
+  b.node("Sqrt", {ve}, sd, name + "/sqrt");
+  if (!affine) {
+    b.node("Div", {d, sd}, l.output, name);
+    return;
+  }
+  const std::string normed = value("normalised"), scaled = value("scaled");
+  b.node("Div", {d, sd}, normed, name + "/div");
+  b.node("Mul", {normed, param("weight", 1.f)}, scaled, name + "/scale");
+  b.node("Add", {scaled, param("bias", 0.f)}, l.output, name);
+}
+
 // GELU(x) = x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt 2)), the exact form the
 // engine computes; ONNX has a Gelu op only from opset 20.
 void write_gelu(Builder& b, const OnnxLayer& l) {
@@ -195,6 +242,7 @@ void register_basic_writers(std::map<std::string, Writer>& w) {
   add_writer(w, "TimeDistributedDense", {nullptr, write_time_distributed});
   add_writer(w, "BatchNorm1D", {nullptr, write_batch_norm});
   add_writer(w, "BatchNorm2D", {nullptr, write_batch_norm});
+  add_writer(w, "LayerNorm", {nullptr, write_layer_norm});
   add_writer(w, "ReLU", plain("Relu"));
   add_writer(w, "ReLU6", {nullptr, write_relu6});
   add_writer(w, "Sigmoid", plain("Sigmoid"));
