@@ -41,6 +41,7 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       {"Constant", &Importer::op_constant},
       {"Conv", &Importer::op_conv},
       {"BatchNormalization", &Importer::op_bn},
+      {"LayerNormalization", &Importer::op_layer_norm},
       {"Relu", &Importer::op_activation},
       {"LeakyRelu", &Importer::op_activation},
       {"Sigmoid", &Importer::op_activation},

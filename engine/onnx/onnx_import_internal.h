@@ -152,6 +152,7 @@ class Importer {
   // onnx_import_layers.cpp
   void op_conv(const onnx::NodeProto& n);
   void op_bn(const onnx::NodeProto& n);
+  void op_layer_norm(const onnx::NodeProto& n);
   void op_activation(const onnx::NodeProto& n);
   void op_clip(const onnx::NodeProto& n);
   void op_softmax(const onnx::NodeProto& n);

@@ -1,4 +1,4 @@
-// The importer's layer ops: Conv, BatchNormalization, the activations,
+// The importer's layer ops: Conv, BatchNormalization, LayerNormalization, the activations,
 // Softmax, pooling, Gemm/MatMul and Add, each becoming the DeepCanvas layer
 // that computes it, with its weights (a zero Pad before a Conv or an
 // AveragePool folded into its padding).
@@ -97,6 +97,38 @@ void Importer::op_bn(const onnx::NodeProto& n) {
   }
   const NodeId src = materialize(x);
   out(n, 0, plain(add(type, base_name(n, n.input(1), "weight"), a, {src}, std::move(p))));
+}
+
+// LayerNormalization (opset 17) over the last axis only: DeepCanvas's
+// LayerNorm normalises the last dimension, as torch.nn.LayerNorm(D) does.
+void Importer::op_layer_norm(const onnx::NodeProto& n) {
+  const Val& x = layer_in(n, 0);
+  const auto& v = view_of(x);
+  const int64_t rank = int64_t(v.size()) + 1;  // with the batch
+  int64_t axis = attr_i(n, "axis", -1);
+  if (axis < 0) axis += rank;
+  if (axis != rank - 1)
+    throw NotSupported{"LayerNormalization over axes " + std::to_string(axis) + ".." +
+                       std::to_string(rank - 1) + " (only the last axis is supported)"};
+  for (int k = 1; k < n.output_size(); ++k)
+    poison(n, k, "its mean and inverse standard deviation outputs are used");
+  const int64_t D = v.back();
+  Attrs a;
+  a.set("eps", double(attr_f(n, "epsilon", 1e-5f)));
+  a.set("affine", true);
+  std::vector<std::pair<std::string, Tensor>> p;
+  const Const& scale = cin(n, 1, "the scale");
+  if (scale.numel() != D) throw NotSupported{"the scale does not have one value per position"};
+  p.push_back({"weight", to_tensor(scale, {D})});
+  Tensor bias(Shape{D});
+  if (has_in(n, 2)) {
+    const Const& b = cin(n, 2, "the bias");
+    if (b.numel() != D) throw NotSupported{"the bias does not have one value per position"};
+    bias = to_tensor(b, {D});
+  }
+  p.push_back({"bias", std::move(bias)});
+  const NodeId src = materialize(x);
+  out(n, 0, plain(add("LayerNorm", base_name(n, n.input(1), "weight"), a, {src}, std::move(p))));
 }
 
 void Importer::op_activation(const onnx::NodeProto& n) {

@@ -113,6 +113,22 @@ class RecurrentClassifier(nn.Module):
         return self.fc(y[:, -1])
 
 
+class LayerNormMlp(nn.Module):
+    """Linear -> LayerNorm (scale and shift away from 1 and 0) -> ReLU -> Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(12, 16)
+        self.norm = nn.LayerNorm(16, eps=1e-3)
+        with torch.no_grad():
+            self.norm.weight.uniform_(0.5, 1.5)
+            self.norm.bias.uniform_(-0.5, 0.5)
+        self.fc2 = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.norm(self.fc1(x))))
+
+
 class Unsupported(nn.Module):
     """Ops DeepCanvas has no layer for (an Erf and a Sin), for the error test."""
 
@@ -140,6 +156,8 @@ def models():
         "lstm": (lambda: RecurrentClassifier(nn.LSTM), (2, 10, 8), {}),
         "gru": (lambda: RecurrentClassifier(nn.GRU), (2, 10, 8), {}),
         "unsupported": (lambda: Unsupported(), (1, 4), {}),
+        # LayerNormalization exists from opset 17.
+        "layernorm_mlp": (lambda: LayerNormMlp(), (3, 12), {"opset_version": 17}),
         # Other opsets: Clip, Pad, Squeeze and Unsqueeze changed form at 11 and 13.
         "gru_opset11": (lambda: RecurrentClassifier(nn.GRU), (2, 10, 8), {"opset_version": 11}),
         "efficientnet_lite_opset11": (lambda: EfficientNetLiteish(), image,

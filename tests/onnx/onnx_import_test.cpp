@@ -201,6 +201,15 @@ void check_stacked_rnn(const std::string& fixture, const std::string& type) {
   EXPECT_TRUE(has_type(im.graph, "LastStep"));
 }
 
+TEST(OnnxImport, LayerNormalizationMatchesPyTorch) {
+  REQUIRE_FIXTURES("layernorm_mlp");
+  OnnxImport im;
+  EXPECT_LT(imported_vs_pytorch("layernorm_mlp", &im), 1e-4);
+  EXPECT_TRUE(has_type(im.graph, "LayerNorm"));
+  EXPECT_TRUE(has_weight(im, "norm.weight"));
+  EXPECT_TRUE(has_weight(im, "norm.bias"));
+}
+
 TEST(OnnxImport, StackedBidirectionalLstmMatchesPyTorch) {
   REQUIRE_FIXTURES("lstm");
   check_stacked_rnn("lstm", "LSTM");
