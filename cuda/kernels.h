@@ -77,6 +77,18 @@ void batchnorm_backward(const float* x, const float* dy, float* dx, const float*
                         float* dgamma, float* dbeta, const float* mean, const float* invstd, int N,
                         int C, int S, bool training, FusedRelu r, void* scratch, cudaStream_t s);
 
+// layer_norm.cu: `rows` rows of D values, each normalised on its own;
+// mean/invstd (one per row) are kept for backward. gamma/beta null: no
+// affine. Backward accumulates into dx (may be null), dgamma and dbeta (null
+// for none); `scratch` holds layernorm_scratch_bytes(rows, D) for the
+// latter's partial sums.
+void layernorm_forward(const float* x, float* y, const float* gamma, const float* beta, float* mean,
+                       float* invstd, int64_t rows, int D, float eps, cudaStream_t s);
+size_t layernorm_scratch_bytes(int64_t rows, int D);
+void layernorm_backward(const float* x, const float* dy, float* dx, const float* gamma,
+                        float* dgamma, float* dbeta, const float* mean, const float* invstd,
+                        int64_t rows, int D, void* scratch, cudaStream_t s);
+
 // softmax.cu: rows of length L
 void softmax_forward(const float* x, float* y, int64_t rows, int L, cudaStream_t s);
 void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int L,

@@ -1,4 +1,5 @@
-// BatchNorm1D and BatchNorm2D over norm.cu (training and running statistics).
+// BatchNorm1D and BatchNorm2D over norm.cu (training and running statistics),
+// LayerNorm over layer_norm.cu.
 #include "kernels.h"
 #include "op_registry.h"
 
@@ -60,11 +61,59 @@ std::unique_ptr<Op> make_batch_norm(const PlanStep& s) {
   return p;
 }
 
+// LayerNorm over the last dimension D (layer_norm.cu): `rows` rows per
+// sample, each with its own statistics.
+class LayerNorm : public Op {
+ public:
+  int D = 0;
+  int64_t rows = 1;
+  float eps = 1e-5f;
+  bool affine = true;
+  int64_t cap = 0;       // the batch the buffers hold
+  DeviceBuffer stats;    // mean and invstd per row of the last forward
+  DeviceBuffer scratch;  // the weight and bias gradients' partial sums
+  void prepare(OpContext& c, int n) override {
+    if (n <= cap) return;
+    cap = n;
+    stats = DeviceBuffer(*c.alloc, size_t(2 * n * rows) * sizeof(float), label + " statistics");
+    if (affine && needs_backward && !frozen)
+      scratch =
+          DeviceBuffer(*c.alloc, layernorm_scratch_bytes(n * rows, D), label + " partial sums");
+  }
+  void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) override {
+    const int64_t R = n * rows;
+    layernorm_forward(in[0], out, affine ? params[0].value : nullptr,
+                      affine ? params[1].value : nullptr, stats.get(), stats.get() + R, R, D, eps,
+                      c.stream);
+    DC_LAUNCHED(label + " on " + dims(n, in_shapes[0]));
+  }
+  void backward(OpContext& c, const std::vector<const float*>& in, const float*, const float* dout,
+                const std::vector<float*>& din, int n) override {
+    const int64_t R = n * rows;
+    layernorm_backward(in[0], dout, din[0], affine ? params[0].value : nullptr,
+                       affine ? params[0].grad : nullptr, affine ? params[1].grad : nullptr,
+                       stats.get(), stats.get() + R, R, D, scratch.get<void>(), c.stream);
+    DC_LAUNCHED(label + " backward on " + dims(n, in_shapes[0]));
+  }
+};
+
+std::unique_ptr<Op> make_layer_norm(const PlanStep& s) {
+  const Shape& in = s.in_shapes[0];
+  auto p = std::make_unique<LayerNorm>();
+  p->D = int(in[in.rank() - 1]);
+  p->rows = in.numel() / p->D;
+  p->eps = float(s.attrs.f("eps"));
+  p->affine = s.attrs.b("affine");
+  if (p->affine) p->params = {{"weight", Shape{p->D}, true}, {"bias", Shape{p->D}, true}};
+  return p;
+}
+
 }  // namespace
 
 void register_norm_ops(OpRegistry& r) {
   r.add("BatchNorm1D", make_batch_norm);
   r.add("BatchNorm2D", make_batch_norm);
+  r.add("LayerNorm", make_layer_norm);
 }
 
 }  // namespace dc::cuda

@@ -43,7 +43,7 @@ void register_conv_ops(OpRegistry& r);        // conv.cpp: Conv2D
 void register_dense_ops(OpRegistry& r);       // dense.cpp: Dense, TimeDistributedDense
 void register_dropout_ops(OpRegistry& r);     // dropout_ops.cpp
 void register_merge_ops(OpRegistry& r);       // merge_ops.cpp: Add, Concat
-void register_norm_ops(OpRegistry& r);        // norm_ops.cpp: BatchNorm1D/2D
+void register_norm_ops(OpRegistry& r);        // norm_ops.cpp: BatchNorm1D/2D, LayerNorm
 void register_pool_ops(OpRegistry& r);        // pool_ops.cpp: Max/Avg/GlobalAvg pooling
 void register_rnn_ops(OpRegistry& r);         // rnn.cpp: SimpleRNN, LSTM, GRU
 void register_sequence_ops(OpRegistry& r);    // sequence_ops.cpp: Embedding, LastStep

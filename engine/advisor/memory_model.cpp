@@ -100,6 +100,8 @@ void layer_buffers(const PlanStep& s, int64_t n, int threads, bool backward, boo
     internal = n * in0 * 8;  // embedding.cpp ids_, int64 per token
   } else if (is_batchnorm(t)) {
     internal = 2 * s.in_shapes[0][0] * 4;  // norm.cpp mean_, invstd_
+  } else if (t == "LayerNorm") {
+    internal = 2 * n * (in0 / s.in_shapes[0].dims().back()) * 4;  // mean_, invstd_ per row
   } else if (is_recurrent(t)) {
     // recurrent.cpp: per unit (layer × direction) the gate cache and the
     // entering states, the LSTM cell states or GRU's W_hn h, and the gate
@@ -192,6 +194,13 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       const int64_t U = s.attrs.i("units");
       if (s.attrs.b("bias") && reached[i] && !s.frozen)
         extra += blk(16 * U * cuda_channel_parts(U));  // bias_parts_
+    } else if (s.type == "LayerNorm") {
+      // norm_ops.cpp: mean and 1/std per row; the weight and bias
+      // gradients' partial sums (layer_norm.cu: two doubles per column and
+      // chunk of 64 rows).
+      const int64_t D = s.in_shapes[0].dims().back(), rows = n * (in / D);
+      extra += blk(2 * rows * 4);
+      if (s.attrs.b("affine") && reached[i] && !s.frozen) extra += blk(16 * D * ((rows + 63) / 64));
     } else if (is_batchnorm(s.type)) {
       // norm_ops.cpp: mean and 1/std; the partial sums, the backward's and
       // forward's coefficients (4 and 3 floats a channel) and a counter.

@@ -85,13 +85,15 @@ double recurrent_flops(const PlanStep& s, double n, bool training, bool input_gr
 // gradients, saved state all of its size) in forward and in backward.
 // BatchNorm: forward reads x for the mean, again for the variance, again to
 // write y; backward reads dy and x for the two sums, then both again to
-// write dx (norm.cpp). Dropout: x, y and the mask forward; dy, the mask and
+// write dx (norm.cpp); LayerNorm the same. Dropout: x, y and the mask forward; dy, the mask and
 // dx backward. Others: the generic rule of predict_step_time.
 struct Passes {
   double forward = 0, backward = 0;  // 0: the generic rule
 };
 Passes passes_of(const std::string& type, bool input_grad) {
-  if (type == "BatchNorm1D" || type == "BatchNorm2D") return {4, input_grad ? 6.0 : 2.0};
+  // LayerNorm makes the same passes per row (norm.cpp, layer_norm.cu).
+  if (type == "BatchNorm1D" || type == "BatchNorm2D" || type == "LayerNorm")
+    return {4, input_grad ? 6.0 : 2.0};
   if (type == "Dropout") return {3, input_grad ? 4.0 : 0.0};
   return {};
 }

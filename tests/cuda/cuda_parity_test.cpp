@@ -220,6 +220,17 @@ TEST(CudaParity, AddAndConcat) {
   check_case({"add", {2, 4, 5}, "Conv2D", "Add", A({{"inputs", int64_t(3)}}), 2});
   check_case({"concat", {2, 4, 5}, "Conv2D", "Concat", A({{"inputs", int64_t(2)}}), 1});
 }
+// LayerNorm: features after a Dense (the input gradient reaches its
+// weights), without affine, a sequence's steps, rows of 100 (more than a
+// warp's lanes, not a multiple of 32), and enough rows (19,200) that the
+// weight gradients are summed over many parts.
+TEST(CudaParity, LayerNorm) {
+  check_case({"ln", {9}, "Dense", "LayerNorm", A({})});
+  check_case({"ln plain", {9}, "Dense", "LayerNorm", A({{"affine", false}})});
+  check_case({"ln steps", {5, 6}, "", "LayerNorm", A({{"eps", 1e-3}})});
+  check_case({"ln wide", {100}, "Dense", "LayerNorm", A({}), 0, true, 7});
+  check_case({"ln many rows", {64, 32}, "", "LayerNorm", A({}), 0, true, 300});
+}
 // A ReLU folded into the BatchNorm or Add before it: the clamp in forward,
 // the mask in backward (rebuilt from x for BatchNorm, in both its training
 // and its inference form; from the clamped output for Add), 4-wide and
