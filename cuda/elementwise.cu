@@ -4,6 +4,7 @@
 #include <initializer_list>
 
 #include "channel_sums.cuh"
+#include "counter_rng.cuh"
 #include "kernels.h"
 #include "launch.cuh"
 
@@ -169,15 +170,6 @@ __global__ void k_copy(const float* src, float* dst, int64_t n) {
   DC_GRID_LOOP(i, n) dst[i] = src[i];
 }
 
-// splitmix64 of (seed, i): a counter-based generator, so backward rebuilds
-// the forward mask without storing it.
-__device__ inline float uniform01(uint64_t seed, uint64_t i) {
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return float(z >> 40) * (1.0f / 16777216.0f);
-}
 __global__ void k_dropout_fwd(const float* x, float* y, int64_t n, float rate, float scale,
                               uint64_t seed, uint64_t salt, const uint64_t* dseed) {
   const uint64_t s = (dseed ? *dseed : seed) ^ salt;

@@ -89,6 +89,18 @@ void layernorm_backward(const float* x, const float* dy, float* dx, const float*
                         float* dgamma, float* dbeta, const float* mean, const float* invstd,
                         int64_t rows, int D, void* scratch, cudaStream_t s);
 
+// attention.cu: rows of S attention scores, row r for query step r % T.
+// attention_softmax: p = softmax(p) over the keys a causal mask leaves
+// (0 beyond them) in place; w (null without dropout): p with the dropout
+// mask of (seed, or *dseed) ^ salt applied and scaled by 1/(1 − rate).
+// attention_softmax_backward: dp (the weights' gradient) becomes the
+// scores' gradient in place, through the same mask.
+void attention_softmax(float* p, float* w, int64_t rows, int T, int S, bool causal, float rate,
+                       uint64_t seed, uint64_t salt, const uint64_t* dseed, cudaStream_t s);
+void attention_softmax_backward(const float* p, float* dp, int64_t rows, int S, float rate,
+                                uint64_t seed, uint64_t salt, const uint64_t* dseed,
+                                cudaStream_t s);
+
 // softmax.cu: rows of length L
 void softmax_forward(const float* x, float* y, int64_t rows, int L, cudaStream_t s);
 void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int L,

@@ -11,6 +11,7 @@ const OpRegistry& OpRegistry::instance() {
   static const OpRegistry r = [] {
     OpRegistry b;
     register_activation_ops(b);
+    register_attention_ops(b);
     register_conv_ops(b);
     register_dense_ops(b);
     register_dropout_ops(b);

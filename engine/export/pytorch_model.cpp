@@ -126,6 +126,19 @@ const std::map<std::string, Writer>& writers() {
        }},
       {"BatchNorm2D", [](const NodeCtx& c) { return batch_norm(c, "nn.BatchNorm2d"); }},
       {"BatchNorm1D", [](const NodeCtx& c) { return batch_norm(c, "nn.BatchNorm1d"); }},
+      {"MultiHeadAttention",
+       [](const NodeCtx& c) {
+         const Shape& s = c.in.at(0);
+         Written w{"MultiheadAttention(" + std::to_string(s[1]) + ", " +
+                       std::to_string(c.a.i("heads")) + ", dropout=" + py_float(c.a.f("dropout")) +
+                       ", bias=" + py_bool(c.a.b("bias")) + ", causal=" + py_bool(c.a.b("causal")) +
+                       ")",
+                   ""};
+         // Cross-attention: queries, then keys and values.
+         if (c.args.size() == 2)
+           w.expr = "self." + c.name + "(" + c.args[0] + ", " + c.args[1] + ")";
+         return w;
+       }},
       {"LayerNorm",
        [](const NodeCtx& c) {
          const Shape& s = c.in.at(0);
@@ -257,6 +270,7 @@ const std::set<std::string>& reserved() {
                                           "GRU",
                                           "RNN",
                                           "SamePadConv2d",
+                                          "MultiheadAttention",
                                           "RENAMED",
                                           "training",
                                           "forward",

@@ -16,5 +16,6 @@ void register_dropout_layers(LayerRegistry& r);     // Dropout
 void register_sequence_layers(LayerRegistry& r);    // SequenceInput, TimeDistributedDense, LastStep
 void register_embedding_layers(LayerRegistry& r);   // Embedding
 void register_recurrent_layers(LayerRegistry& r);   // SimpleRNN, LSTM, GRU
+void register_attention_layers(LayerRegistry& r);   // MultiHeadAttention
 
 }  // namespace dc

@@ -85,6 +85,7 @@ void register_builtin_layers() {
     register_sequence_layers(r);
     register_embedding_layers(r);
     register_recurrent_layers(r);
+    register_attention_layers(r);
   });
 }
 

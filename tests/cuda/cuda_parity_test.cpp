@@ -20,7 +20,7 @@ namespace {
 struct Case {
   std::string name;
   Shape input;      // per sample
-  std::string pre;  // "Conv2D" (1x1, keeps channels), "Dense" or "" (none)
+  std::string pre;  // "Conv2D" (1x1, keeps channels), "Dense", "TimeDistributedDense" or ""
   std::string type;
   Attrs attrs;
   int extra_inputs = 0;  // Add/Concat: more branches from pre
@@ -46,6 +46,10 @@ Graph build(const Case& c) {
   if (c.pre == "Conv2D") {
     src = g.add_node("Conv2D", "pre",
                      A({{"filters", c.input[0]}, {"kernel", pair(1, 1)}, {"bias", c.pre_bias}}));
+    g.connect(in, src);
+  } else if (c.pre == "TimeDistributedDense") {  // a sequence's features, step by step
+    src =
+        g.add_node("TimeDistributedDense", "pre", A({{"units", c.input[1]}, {"bias", c.pre_bias}}));
     g.connect(in, src);
   } else if (c.pre == "Dense") {
     src = g.add_node("Dense", "pre", A({{"units", c.input[0]}, {"bias", c.pre_bias}}));
@@ -230,6 +234,26 @@ TEST(CudaParity, LayerNorm) {
   check_case({"ln steps", {5, 6}, "", "LayerNorm", A({{"eps", 1e-3}})});
   check_case({"ln wide", {100}, "Dense", "LayerNorm", A({}), 0, true, 7});
   check_case({"ln many rows", {64, 32}, "", "LayerNorm", A({}), 0, true, 300});
+}
+// MultiHeadAttention (no dropout: its masks come from another generator on
+// each side): self-attention, causal without biases over four heads, and
+// cross-attention to a second branch; the input gradients reach the
+// TimeDistributedDense before it.
+TEST(CudaParity, MultiHeadAttention) {
+  const char* mha = "MultiHeadAttention";
+  check_case({"mha", {5, 8}, "TimeDistributedDense", mha, A({{"heads", int64_t(2)}})});
+  check_case({"mha causal",
+              {7, 8},
+              "TimeDistributedDense",
+              mha,
+              A({{"heads", int64_t(4)}, {"causal", true}, {"bias", false}})});
+  check_case({"mha cross",
+              {6, 6},
+              "TimeDistributedDense",
+              mha,
+              A({{"heads", int64_t(3)}, {"mode", std::string("cross")}}),
+              1});
+  check_case({"mha one head, long", {40, 16}, "", mha, A({{"heads", int64_t(1)}}), 0, true, 3});
 }
 // A ReLU folded into the BatchNorm or Add before it: the clamp in forward,
 // the mask in backward (rebuilt from x for BatchNorm, in both its training

@@ -164,6 +164,26 @@ TEST_F(TorchReference, Normalization) {
   compare_with_torch({"LayerNorm", attrs({{"affine", false}}), {Shape{3, 4, 5}}, 2, true});
 }
 
+// torch.nn.MultiheadAttention's arithmetic on the same parameters: self-
+// attention with and without biases, causal, one head and several, and
+// cross-attention to a longer sequence (causal there too).
+TEST_F(TorchReference, MultiHeadAttention) {
+  compare_with_torch({"MultiHeadAttention", attrs({{"heads", int64_t(2)}}), {Shape{5, 8}}});
+  compare_with_torch({"MultiHeadAttention",
+                      attrs({{"heads", int64_t(4)}, {"causal", true}, {"bias", false}}),
+                      {Shape{6, 8}},
+                      2});
+  compare_with_torch({"MultiHeadAttention", attrs({{"heads", int64_t(1)}}), {Shape{3, 6}}});
+  compare_with_torch({"MultiHeadAttention",
+                      attrs({{"heads", int64_t(2)}, {"mode", std::string("cross")}}),
+                      {Shape{4, 6}, Shape{7, 6}}});
+  compare_with_torch(
+      {"MultiHeadAttention",
+       attrs({{"heads", int64_t(3)}, {"mode", std::string("cross")}, {"causal", true}}),
+       {Shape{5, 9}, Shape{6, 9}},
+       2});
+}
+
 TEST_F(TorchReference, DenseActivationsAndMerges) {
   compare_with_torch({"Dense", attrs({{"units", int64_t(7)}}), {Shape{13}}});
   for (const char* t : {"ReLU", "Sigmoid", "Tanh", "GELU", "Softmax"})

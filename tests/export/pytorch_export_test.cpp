@@ -161,7 +161,8 @@ TEST(PyTorchExport, ForwardEqualsTheEngineForEveryTemplate) {
 
 // Layer forms the templates do not use: same/valid padding with strides,
 // padded pooling, GELU/LeakyReLU/ReLU6/Sigmoid/Softmax, BatchNorm1D on C×L,
-// LayerNorm with and without affine,
+// LayerNorm with and without affine, MultiHeadAttention (cross, and causal
+// self-attention without biases),
 // Concat, Reshape, bidirectional and stacked recurrent layers with learned
 // initial states, TimeDistributedDense, LastStep, and names that are not
 // Python identifiers.
@@ -260,8 +261,20 @@ TEST(PyTorchExport, ForwardEqualsTheEngineForEveryLayerForm) {
   lne.set("eps", 1e-3);
   int sln = s.add_node("LayerNorm", "ln", lne);
   s.connect(s2, sln);
+  Attrs cross;
+  cross.set("heads", int64_t{3});
+  cross.set("mode", std::string("cross"));
+  int sx = s.add_node("MultiHeadAttention", "cross attention", cross);
+  s.connect(sln, sx, 0);
+  s.connect(s2, sx, 1);
+  Attrs causal;
+  causal.set("heads", int64_t{2});
+  causal.set("causal", true);
+  causal.set("bias", false);
+  int sa = s.add_node("MultiHeadAttention", "attention", causal);
+  s.connect(sx, sa);
   int s3 = s.add_node("SimpleRNN", "rnn", rnn);
-  s.connect(sln, s3);
+  s.connect(sa, s3);
   Attrs lstm;
   lstm.set("hidden_size", int64_t{5});
   lstm.set("num_layers", int64_t{2});

@@ -64,6 +64,43 @@ class RNN(_DeepCanvasRecurrent, nn.RNN):
     pass
 
 
+class MultiheadAttention(nn.Module):
+    """torch.nn.MultiheadAttention(batch_first=True)'s arithmetic and
+    initialisation with DeepCanvas's parameter names (out_proj_weight for
+    torch's out_proj.weight: in DeepCanvas a dot separates a layer from its
+    parameter), self-attention (one input) or cross-attention (queries, then
+    keys and values), with an optional causal mask. Returns the output only."""
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, causal=False):
+        super().__init__()
+        self.embed_dim, self.num_heads = embed_dim, num_heads
+        self.dropout, self.causal = dropout, causal
+        self.in_proj_weight = nn.Parameter(torch.empty(3 * embed_dim, embed_dim))
+        self.out_proj_weight = nn.Parameter(torch.empty(embed_dim, embed_dim))
+        nn.init.xavier_uniform_(self.in_proj_weight)
+        bound = embed_dim ** -0.5
+        nn.init.uniform_(self.out_proj_weight, -bound, bound)
+        if bias:
+            self.in_proj_bias = nn.Parameter(torch.zeros(3 * embed_dim))
+            self.out_proj_bias = nn.Parameter(torch.zeros(embed_dim))
+        else:
+            self.register_parameter("in_proj_bias", None)
+            self.register_parameter("out_proj_bias", None)
+
+    def forward(self, q, kv=None):
+        kv = q if kv is None else kv
+        mask = None
+        if self.causal:
+            mask = torch.triu(torch.ones(q.shape[1], kv.shape[1], dtype=torch.bool,
+                                         device=q.device), diagonal=1)
+        y, _ = F.multi_head_attention_forward(
+            q.transpose(0, 1), kv.transpose(0, 1), kv.transpose(0, 1), self.embed_dim,
+            self.num_heads, self.in_proj_weight, self.in_proj_bias, None, None, False,
+            self.dropout, self.out_proj_weight, self.out_proj_bias, training=self.training,
+            need_weights=False, attn_mask=mask)
+        return y.transpose(0, 1)
+
+
 def to_deepcanvas(state):
     """A state_dict as DeepCanvas names its tensors: renamed layers get their
     DeepCanvas names back, and BatchNorm's num_batches_tracked (which

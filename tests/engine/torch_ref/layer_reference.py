@@ -62,6 +62,20 @@ def batchnorm(a, xs, p, training):
     return y
 
 
+def attention(a, xs, p):
+    """torch.nn.MultiheadAttention(batch_first=True)'s arithmetic, on our parameters."""
+    q = xs[0]
+    kv = xs[1] if a.get("mode", "self") == "cross" else xs[0]
+    T, S, E = q.shape[1], kv.shape[1], q.shape[2]
+    mask = torch.triu(torch.ones(T, S, dtype=torch.bool), diagonal=1) if a.get("causal") else None
+    y, _ = F.multi_head_attention_forward(
+        q.transpose(0, 1), kv.transpose(0, 1), kv.transpose(0, 1), E, a.get("heads", 4),
+        p["in_proj_weight"], p.get("in_proj_bias"), None, None, False, 0.0,
+        p["out_proj_weight"], p.get("out_proj_bias"), training=False, need_weights=False,
+        attn_mask=mask)
+    return y.transpose(0, 1)
+
+
 def forward(t, a, xs, p, training):
     if t == "Conv2D":
         return conv(a, xs, p)
@@ -75,6 +89,8 @@ def forward(t, a, xs, p, training):
         return xs[0].mean(dim=(2, 3))
     if t in ("BatchNorm1D", "BatchNorm2D"):
         return batchnorm(a, xs, p, training)
+    if t == "MultiHeadAttention":
+        return attention(a, xs, p)
     if t == "LayerNorm":
         return F.layer_norm(xs[0], (xs[0].shape[-1],), p.get("weight"), p.get("bias"), a.get("eps", 1e-5))
     if t == "Dense":
