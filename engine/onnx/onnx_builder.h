@@ -76,5 +76,6 @@ const std::map<std::string, Writer>& writers();
 void add_writer(std::map<std::string, Writer>& w, const std::string& type, Writer writer);
 void register_basic_writers(std::map<std::string, Writer>& w);      // onnx_layers.cpp
 void register_recurrent_writers(std::map<std::string, Writer>& w);  // onnx_recurrent.cpp
+void register_attention_writers(std::map<std::string, Writer>& w);  // onnx_attention.cpp
 
 }  // namespace dc::onnx_export

@@ -128,6 +128,7 @@ const std::map<std::string, Writer>& writers() {
     std::map<std::string, Writer> w;
     register_basic_writers(w);
     register_recurrent_writers(w);
+    register_attention_writers(w);
     return w;
   }();
   return table;

@@ -42,10 +42,13 @@ using test::project_files;
 // OpenCV 4.6 has no LayerNormalization (opset 17), and fails in its shape
 // code on the single-op form (ReduceMean over the last axis then a
 // broadcast Sub) that opsets before 17 get: LayerNorm's ONNX forms are
-// checked by onnxruntime and the ONNX checker instead.
+// checked by onnxruntime and the ONNX checker instead; so are attention's
+// (4-D MatMuls and Transposes that OpenCV 4.6 does not take).
 bool opencv_reads(const Graph& g) {
   for (const auto& [id, n] : g.nodes())
-    if (n.type == "Embedding" || n.type == "SimpleRNN" || n.type == "LayerNorm") return false;
+    if (n.type == "Embedding" || n.type == "SimpleRNN" || n.type == "LayerNorm" ||
+        n.type == "MultiHeadAttention")
+      return false;
   return true;
 }
 
@@ -138,6 +141,11 @@ std::vector<std::pair<std::string, Graph>> layer_form_cases() {
       {"layer norm over each step of a sequence",
        chain({{"SequenceInput", A({{"steps", int64_t(5)}, {"features", int64_t(6)}})},
               {"LayerNorm", {}},
+              {"LastStep", A({{"index", int64_t(-1)}})}})},
+      {"attention: self, then causal without biases",
+       chain({{"SequenceInput", A({{"steps", int64_t(6)}, {"features", int64_t(8)}})},
+              {"MultiHeadAttention", A({{"heads", int64_t(2)}})},
+              {"MultiHeadAttention", A({{"heads", int64_t(4)}, {"causal", true}, {"bias", false}})},
               {"LastStep", A({{"index", int64_t(-1)}})}})},
       {"batch norm 1d", chain({{"Input", A({{"shape", std::vector<int64_t>{12}}})},
                                {"Dense", A({{"units", int64_t(16)}})},

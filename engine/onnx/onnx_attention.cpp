@@ -1,0 +1,101 @@
+// MultiHeadAttention in ONNX as the single ops torch.onnx writes for
+// nn.MultiheadAttention (ONNX has no attention op before opset 23):
+// projections by MatMul with the transposed weights, the heads split by
+// Reshape [N, T, H, D] and Transpose, scores by MatMul, scaled, masked
+// (causal: −inf above the diagonal) and Softmax over the keys, the heads
+// joined again and the output projection. The batch stays dynamic: every
+// Reshape copies dimension 0.
+#include <deepcanvas/layer.h>
+
+#include <cmath>
+#include <limits>
+
+#include "onnx_builder.h"
+
+namespace dc::onnx_export {
+
+namespace {
+
+// Rows [k·E, (k+1)·E) of w [3E, E] (or all of an [E, E] w), transposed: the
+// right operand of x·Wᵀ.
+Tensor transposed_block(const Tensor& w, int64_t k, int64_t E) {
+  Tensor t(Shape{E, E});
+  const float* src = w.f32() + k * E * E;
+  for (int64_t r = 0; r < E; ++r)
+    for (int64_t c = 0; c < E; ++c) t.f32()[c * E + r] = src[r * E + c];
+  return t;
+}
+
+Tensor slice(const Tensor& v, int64_t k, int64_t E) {
+  Tensor t(Shape{E});
+  std::copy(v.f32() + k * E, v.f32() + (k + 1) * E, t.f32());
+  return t;
+}
+
+void write_attention(Builder& b, const OnnxLayer& l) {
+  const std::string& name = l.step.name;
+  const Attrs& a = l.attrs;
+  const bool cross = a.s("mode") == "cross", bias = a.b("bias");
+  const int64_t T = l.in_shapes[0][0], E = l.in_shapes[0][1];
+  const int64_t S = cross ? l.in_shapes[1][0] : T, H = a.i("heads"), D = E / H;
+  const std::string& xq = l.inputs[0];
+  const std::string& xk = cross ? l.inputs[1] : l.inputs[0];
+  auto value = [&](const std::string& what) { return b.fresh(name + "/" + what); };
+  auto node = [&](const char* op, const std::vector<std::string>& in, const std::string& what) {
+    const std::string out = value(what);
+    b.node(op, in, out, name + "/" + what);
+    return out;
+  };
+  auto transpose = [&](const std::string& x, std::vector<int64_t> perm, const std::string& what) {
+    const std::string out = value(what);
+    set_attr(b.node("Transpose", {x}, out, name + "/" + what), "perm", perm);
+    return out;
+  };
+  // x·W_kᵀ + b_k, then [N, rows, H, D] with the heads second.
+  const char* tags[3] = {"q", "k", "v"};
+  auto head_split = [&](const std::string& x, int64_t k, int64_t rows) {
+    const std::string tag = tags[k];
+    const Tensor& w = l.param("in_proj_weight");
+    std::string y =
+        node("MatMul", {x, b.weight(name + "/w_" + tag, transposed_block(w, k, E))}, tag + "_proj");
+    if (bias)
+      y = node("Add", {y, b.weight(name + "/b_" + tag, slice(l.param("in_proj_bias"), k, E))},
+               tag + "_biased");
+    return node("Reshape", {y, b.ints(name + "/" + tag + "_heads", {0, rows, H, D})},
+                tag + "_heads");
+  };
+  const std::string q = transpose(head_split(xq, 0, T), {0, 2, 1, 3}, "q_t");   // N H T D
+  const std::string kt = transpose(head_split(xk, 1, S), {0, 2, 3, 1}, "k_t");  // N H D S
+  const std::string v = transpose(head_split(xk, 2, S), {0, 2, 1, 3}, "v_t");   // N H S D
+  std::string scores = node("MatMul", {q, kt}, "scores");
+  scores = node("Mul", {scores, b.scalar(name + "/scale", 1.f / std::sqrt(float(D)))}, "scaled");
+  if (a.b("causal")) {
+    Tensor mask(Shape{T, S});
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t s = 0; s < S; ++s)
+        mask.f32()[t * S + s] = s > t ? -std::numeric_limits<float>::infinity() : 0.f;
+    scores = node("Add", {scores, b.weight(name + "/causal_mask", mask)}, "masked");
+  }
+  // Axis 3 is the last: the same in the opsets that flatten to 2-D (< 13).
+  const std::string p = value("weights");
+  set_attr(b.node("Softmax", {scores}, p, name + "/softmax"), "axis", int64_t(3));
+  const std::string o = transpose(node("MatMul", {p, v}, "heads"), {0, 2, 1, 3}, "heads_t");
+  const std::string joined = node("Reshape", {o, b.ints(name + "/joined", {0, T, E})}, "joined");
+  const std::string wo =
+      b.weight(name + "/w_out", transposed_block(l.param("out_proj_weight"), 0, E));
+  if (!bias) {
+    b.node("MatMul", {joined, wo}, l.output, name);
+    return;
+  }
+  const std::string y = node("MatMul", {joined, wo}, "out_proj");
+  b.node("Add", {y, b.weight(l.param_name("out_proj_bias"), l.param("out_proj_bias"))}, l.output,
+         name);
+}
+
+}  // namespace
+
+void register_attention_writers(std::map<std::string, Writer>& w) {
+  add_writer(w, "MultiHeadAttention", {nullptr, write_attention});
+}
+
+}  // namespace dc::onnx_export
