@@ -102,6 +102,16 @@ void layer_buffers(const PlanStep& s, int64_t n, int threads, bool backward, boo
     internal = 2 * s.in_shapes[0][0] * 4;  // norm.cpp mean_, invstd_
   } else if (t == "LayerNorm") {
     internal = 2 * n * (in0 / s.in_shapes[0].dims().back()) * 4;  // mean_, invstd_ per row
+  } else if (t == "MultiHeadAttention") {
+    // attention.cpp: the projections q_, k_, v_ and the heads' output o_;
+    // the attention weights p_ [N, heads, T, S] (the T² term), and their
+    // dropout mask in training; backward's dO, dQ, dK, dV and one head's
+    // dP and weights.
+    const int64_t T = s.in_shapes[0][0], E = s.in_shapes[0][1];
+    const int64_t S = s.in_shapes.size() > 1 ? s.in_shapes[1][0] : T, H = s.attrs.i("heads");
+    const int64_t pw = n * H * T * S;
+    internal = (n * (2 * T * E + 2 * S * E) + pw * (s.attrs.f("dropout") > 0 ? 2 : 1)) * 4;
+    if (backward) transient = (n * (2 * T * E + 2 * S * E) + 2 * T * S) * 4;
   } else if (is_recurrent(t)) {
     // recurrent.cpp: per unit (layer × direction) the gate cache and the
     // entering states, the LSTM cell states or GRU's W_hn h, and the gate
@@ -194,6 +204,16 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       const int64_t U = s.attrs.i("units");
       if (s.attrs.b("bias") && reached[i] && !s.frozen)
         extra += blk(16 * U * cuda_channel_parts(U));  // bias_parts_
+    } else if (s.type == "MultiHeadAttention") {
+      // attention_ops.cpp: queries, keys, values, the heads' outputs and the
+      // weights (and their dropped copy); backward's gradients of each.
+      const int64_t T = s.in_shapes[0][0], E = s.in_shapes[0][1];
+      const int64_t S = s.in_shapes.size() > 1 ? s.in_shapes[1][0] : T, H = s.attrs.i("heads");
+      const int64_t q = n * T * E * 4, kv = n * S * E * 4, pw = n * H * T * S * 4;
+      extra += 2 * blk(q) + 2 * blk(kv) + blk(pw) + (s.attrs.f("dropout") > 0 ? blk(pw) : 0);
+      if (reached[i]) extra += 2 * blk(q) + 2 * blk(kv) + blk(pw);
+      if (reached[i] && s.attrs.b("bias") && !s.frozen)
+        extra += blk(16 * E * cuda_channel_parts(E));
     } else if (s.type == "LayerNorm") {
       // norm_ops.cpp: mean and 1/std per row; the weight and bias
       // gradients' partial sums (layer_norm.cu: two doubles per column and
