@@ -17,5 +17,7 @@ void register_sequence_layers(LayerRegistry& r);    // SequenceInput, TimeDistri
 void register_embedding_layers(LayerRegistry& r);   // Embedding
 void register_recurrent_layers(LayerRegistry& r);   // SimpleRNN, LSTM, GRU
 void register_attention_layers(LayerRegistry& r);   // MultiHeadAttention
+// ImageToTokens, PositionalEmbedding, ClassToken, TokenPooling
+void register_token_layers(LayerRegistry& r);
 
 }  // namespace dc

@@ -86,6 +86,7 @@ void register_builtin_layers() {
     register_embedding_layers(r);
     register_recurrent_layers(r);
     register_attention_layers(r);
+    register_token_layers(r);
   });
 }
 

@@ -1,8 +1,8 @@
 // MultiHeadAttention: finite-difference gradients for self- and
 // cross-attention, causal or not, with and without biases; the causal mask
 // hides later steps; dropout acts only in training; shape errors say what
-// to change. (Agreement with torch.nn.MultiheadAttention weight for weight:
-// torch_reference_cnn_test.cpp.)
+// to change. The token layers around it: gradients and shapes.
+// (Agreement with PyTorch for all of them: torch_reference_cnn_test.cpp.)
 #include <deepcanvas/errors.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/rng.h>
@@ -114,6 +114,43 @@ TEST(MultiHeadAttention, ShapesAndErrorsSayWhatToChange) {
       d.cost({Shape{5, 8}}, Shape{5, 8}, d.with_defaults(attrs({{"heads", int64_t(2)}})));
   EXPECT_EQ(c.params, 4 * 8 * 8 + 4 * 8);
   EXPECT_EQ(c.macs, 2 * 5 * 64 + 2 * 5 * 64 + 2 * 5 * 5 * 8);
+}
+
+TEST(TokenLayers, GradientsMatchFiniteDifferences) {
+  test::check_layer_gradients("ImageToTokens", {}, {Shape{3, 2, 4}}, 2);
+  test::check_layer_gradients("PositionalEmbedding", {}, {Shape{5, 4}}, 3);
+  test::check_layer_gradients("PositionalEmbedding", attrs({{"kind", std::string("sinusoidal")}}),
+                              {Shape{5, 4}}, 2);
+  test::check_layer_gradients("ClassToken", {}, {Shape{4, 3}}, 3);
+  test::check_layer_gradients("TokenPooling", {}, {Shape{4, 3}}, 2);
+  test::check_layer_gradients("TokenPooling", attrs({{"mode", std::string("first")}}),
+                              {Shape{4, 3}}, 2);
+}
+
+TEST(TokenLayers, ShapesMakeAVisionTransformerStem) {
+  auto infer = [](const char* type, const Shape& in, const Attrs& at = {}) {
+    const LayerDescriptor& d = desc(type);
+    return d.infer({in}, d.with_defaults(at));
+  };
+  // A 28×28 image through a 7×7 patch Conv2D of 32 filters: 4×4 patches.
+  EXPECT_EQ(infer("ImageToTokens", Shape{32, 4, 4}), (Shape{16, 32}));
+  EXPECT_EQ(infer("ClassToken", Shape{16, 32}), (Shape{17, 32}));
+  EXPECT_EQ(infer("PositionalEmbedding", Shape{17, 32}), (Shape{17, 32}));
+  EXPECT_EQ(infer("TokenPooling", Shape{17, 32}, attrs({{"mode", std::string("first")}})),
+            (Shape{32}));
+  // Learned positions are parameters; sinusoids are not.
+  const LayerDescriptor& pe = desc("PositionalEmbedding");
+  EXPECT_EQ(pe.cost({Shape{17, 32}}, Shape{17, 32}, pe.with_defaults({})).params, 17 * 32);
+  EXPECT_EQ(pe.cost({Shape{17, 32}}, Shape{17, 32},
+                    pe.with_defaults(attrs({{"kind", std::string("sinusoidal")}})))
+                .params,
+            0);
+  try {
+    infer("TokenPooling", Shape{1, 28, 28});
+    ADD_FAILURE() << "an image is not a sequence";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("expects a sequence of tokens"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -89,6 +89,23 @@ def forward(t, a, xs, p, training):
         return xs[0].mean(dim=(2, 3))
     if t in ("BatchNorm1D", "BatchNorm2D"):
         return batchnorm(a, xs, p, training)
+    if t == "ImageToTokens":
+        return xs[0].flatten(2).transpose(1, 2)
+    if t == "PositionalEmbedding":
+        if a.get("kind", "learned") == "learned":
+            return xs[0] + p["weight"]
+        T, E = xs[0].shape[1], xs[0].shape[2]
+        pos = torch.arange(T, dtype=torch.float64).unsqueeze(1)
+        rate = torch.pow(10000.0, torch.arange(0, E, 2, dtype=torch.float64) / E)
+        pe = torch.zeros(T, E, dtype=torch.float64)
+        pe[:, 0::2] = torch.sin(pos / rate)
+        pe[:, 1::2] = torch.cos(pos / rate[: E // 2])
+        return xs[0] + pe.to(xs[0].dtype)
+    if t == "ClassToken":
+        n, e = xs[0].shape[0], xs[0].shape[2]
+        return torch.cat([p["token"].view(1, 1, e).expand(n, 1, e), xs[0]], dim=1)
+    if t == "TokenPooling":
+        return xs[0][:, 0] if a.get("mode", "mean") == "first" else xs[0].mean(dim=1)
     if t == "MultiHeadAttention":
         return attention(a, xs, p)
     if t == "LayerNorm":
