@@ -11,15 +11,19 @@
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/preflight.h>
 #include <deepcanvas/project.h>
+#include <deepcanvas/run_log.h>
 #include <deepcanvas/sequence_data.h>
 #include <deepcanvas/settings.h>
 #include <deepcanvas/trainer.h>
 #include <deepcanvas/transfer.h>
 
 #include <unistd.h>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -70,6 +74,29 @@ int save_interrupted(Trainer& t, const InterruptGuard& stop, const TrainConfig& 
                stop.signal_name().c_str(), (long long)steps_done, epochs_done, path.c_str(),
                path.c_str());
   return kInterruptedExit;
+}
+
+// Where a run without --log-dir or --checkpoint-dir records itself: a new
+// folder in the app's runs folder (~/.local/share/DeepCanvas/runs, as the
+// app's default), so `tensorboard --logdir` on that folder shows every run.
+std::string default_run_dir(const std::string& project) {
+  const char* xdg = std::getenv("XDG_DATA_HOME");
+  const char* home = std::getenv("HOME");
+  std::string base = xdg && *xdg ? xdg : std::string(home && *home ? home : ".") + "/.local/share";
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  std::string name;
+  for (char ch : project) name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return base + "/DeepCanvas/runs/" + stamp + "-" + (name.empty() ? "cli" : name);
+}
+
+// The run's settings as TensorBoard's text tab shows them (Markdown: a
+// JSON block).
+std::string settings_text(const TrainConfig& c) {
+  return "```\n" + settings_json(c, [](const SettingSpec&) { return true; }).dump(2) + "\n```";
 }
 
 int cmd_train(const Args& a) {
@@ -137,6 +164,24 @@ int cmd_train(const Args& a) {
   // the run's own seconds at a test point, the end-to-end time to accuracy.
   const double setup_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - process_start).count();
+  // metrics.jsonl and the TensorBoard event file: problems with them are
+  // said once and never stop the run.
+  std::unique_ptr<RunRecorder> recorder;
+  {
+    RunRecordOptions ro;
+    ro.dir = a.get("log-dir", c.checkpoint_dir);
+    if (ro.dir.empty()) ro.dir = default_run_dir(p.name);
+    ro.tensorboard = !a.flag("no-tensorboard");
+    ro.project = p.name;
+    ro.settings_text = settings_text(c);
+    recorder = std::make_unique<RunRecorder>(ro);
+    if (!quiet) std::fprintf(stderr, "run log: %s\n", ro.dir.c_str());
+  }
+  auto record = [&](const TrainEvent& e) {
+    recorder->add(e);
+    const std::string problem = recorder->take_problem();
+    if (!problem.empty()) std::fprintf(stderr, "deepcanvas-cli: %s\n", problem.c_str());
+  };
   t.start();
   auto last_print = std::chrono::steady_clock::now() - std::chrono::seconds(10);
   int last_pct = -1;
@@ -153,6 +198,7 @@ int cmd_train(const Args& a) {
     if (!ev) continue;
     const TrainEvent& e = *ev;
     timeline.add(e);
+    record(e);
     switch (e.kind) {
       case TrainEvent::Kind::Step: {
         if (std::isnan(first_loss)) first_loss = e.batch_loss;
@@ -292,6 +338,10 @@ const Command& train_command() {
            {"checkpoint-dir", "DIR",
             "write last.safetensors and best.safetensors there every epoch"},
            {"resume", "FILE", "continue from a checkpoint (weights, optimizer state, epoch)"},
+           {"log-dir", "DIR",
+            "write metrics.jsonl and a TensorBoard event file there (default: --checkpoint-dir, "
+            "else a new folder in ~/.local/share/DeepCanvas/runs)"},
+           {"no-tensorboard", "", "no TensorBoard event file (metrics.jsonl is still written)"},
            {"steps-per-epoch", "N", "stop each epoch after N steps (quick looks)"},
            {"freeze-until", "LAYER", "freeze LAYER and everything before it (transfer learning)"},
            {"test-every", "N",

@@ -1,0 +1,56 @@
+// deepcanvas-cli train's run log (issue 35): --log-dir, --no-tensorboard,
+// the default run folder, and an unwritable folder that does not stop the run.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli_util.h"
+
+namespace {
+
+int event_files(const fs::path& dir) {
+  int n = 0;
+  if (!fs::is_directory(dir)) return 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    n += e.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+  return n;
+}
+
+const std::string kQuick = " --epochs 1 --steps-per-epoch 3 --threads 2 ";
+
+TEST(CliTensorBoard, LogDirGetsTheMetricsAndTheEventFile) {
+  Tmp t;
+  CliRun r = cli("train " + kSample + kQuick + "--log-dir " + t.path("run"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::exists(t.path("run/metrics.jsonl"))) << r.out;
+  EXPECT_EQ(event_files(t.path("run")), 1) << r.out;
+  EXPECT_NE(r.out.find("run log: " + t.path("run")), std::string::npos) << r.out;
+
+  CliRun off =
+      cli("train " + kSample + kQuick + "--quiet --no-tensorboard --log-dir " + t.path("off"));
+  ASSERT_EQ(off.code, 0) << off.out;
+  EXPECT_TRUE(fs::exists(t.path("off/metrics.jsonl")));
+  EXPECT_EQ(event_files(t.path("off")), 0);
+}
+
+// Without --log-dir or --checkpoint-dir: a new folder in the runs folder.
+TEST(CliTensorBoard, ByDefaultARunGoesToTheRunsFolder) {
+  Tmp t;
+  CliRun r = cli_command("XDG_DATA_HOME=" + t.path("data") + " " + DC_CLI + " train " + kSample +
+                         kQuick + "--quiet");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(event_files(t.path("data/DeepCanvas/runs")), 1) << r.out;
+}
+
+TEST(CliTensorBoard, AnUnwritableLogFolderIsSaidOnceAndTheRunFinishes) {
+  Tmp t;
+  const std::string file = t.write("a-file", "not a folder");
+  CliRun r = cli("train " + kSample + kQuick + "--quiet --log-dir " + file + "/run");
+  EXPECT_EQ(r.code, 0) << r.out;
+  size_t said = 0;
+  for (size_t at = 0; (at = r.out.find("training goes on", at)) != std::string::npos; ++at) ++said;
+  EXPECT_EQ(said, 2u) << r.out;  // metrics.jsonl and the event file, each once
+  EXPECT_NE(r.out.find("test accuracy"), std::string::npos) << r.out;
+}
+
+}  // namespace
