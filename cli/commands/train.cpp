@@ -18,12 +18,9 @@
 #include <deepcanvas/transfer.h>
 
 #include <unistd.h>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -74,23 +71,6 @@ int save_interrupted(Trainer& t, const InterruptGuard& stop, const TrainConfig& 
                stop.signal_name().c_str(), (long long)steps_done, epochs_done, path.c_str(),
                path.c_str());
   return kInterruptedExit;
-}
-
-// Where a run without --log-dir or --checkpoint-dir records itself: a new
-// folder in the app's runs folder (~/.local/share/DeepCanvas/runs, as the
-// app's default), so `tensorboard --logdir` on that folder shows every run.
-std::string default_run_dir(const std::string& project) {
-  const char* xdg = std::getenv("XDG_DATA_HOME");
-  const char* home = std::getenv("HOME");
-  std::string base = xdg && *xdg ? xdg : std::string(home && *home ? home : ".") + "/.local/share";
-  char stamp[32];
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&now, &tm);
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-  std::string name;
-  for (char ch : project) name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-  return base + "/DeepCanvas/runs/" + stamp + "-" + (name.empty() ? "cli" : name);
 }
 
 // The run's settings as TensorBoard's text tab shows them (Markdown: a
@@ -170,7 +150,7 @@ int cmd_train(const Args& a) {
   {
     RunRecordOptions ro;
     ro.dir = a.get("log-dir", c.checkpoint_dir);
-    if (ro.dir.empty()) ro.dir = default_run_dir(p.name);
+    if (ro.dir.empty()) ro.dir = new_run_folder(p.name);
     ro.tensorboard = !a.flag("no-tensorboard");
     ro.project = p.name;
     ro.settings_text = settings_text(c);

@@ -5,8 +5,11 @@
 #include <deepcanvas/tensorboard_writer.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
@@ -199,6 +202,25 @@ struct Record {
 constexpr double kMiB = 1048576.0;
 
 }  // namespace
+
+std::string default_runs_folder() {
+  const char* xdg = std::getenv("XDG_DATA_HOME");
+  const char* home = std::getenv("HOME");
+  const std::string base =
+      xdg && *xdg ? xdg : std::string(home && *home ? home : ".") + "/.local/share";
+  return base + "/DeepCanvas/runs";
+}
+
+std::string new_run_folder(const std::string& name) {
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  std::string clean;
+  for (char ch : name) clean += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return default_runs_folder() + "/" + stamp + "-" + (clean.empty() ? "run" : clean);
+}
 
 RunRecorder::RunRecorder(RunRecordOptions o) : opt_(std::move(o)) {
   std::error_code ec;

@@ -163,6 +163,75 @@ std::string summary_event(double wall_time, int64_t step, const std::vector<std:
   return e;
 }
 
+namespace {
+
+// google.protobuf.Value of a number (2) or a string (3).
+std::string proto_value(bool numeric, double number, const std::string& text) {
+  std::string v;
+  if (numeric)
+    field_double(v, 2, number);
+  else
+    field_bytes(v, 3, text);
+  return v;
+}
+
+// HParamsPluginData{version 0, `field`: message} as the plugin's summary.
+std::string hparams_value(const char* tag, int field, const std::string& message) {
+  std::string data;
+  field_bytes(data, field, message);
+  return plugin_value(tag, "hparams", data);
+}
+
+}  // namespace
+
+std::string hparams_experiment(const std::vector<HParamInfo>& params,
+                               const std::vector<std::string>& metric_tags, double time_created) {
+  std::string e;
+  field_double(e, 3, time_created);
+  for (const HParamInfo& p : params) {
+    std::string info;
+    field_bytes(info, 1, p.name);
+    field_varint(info, 4, p.numeric ? 3 : 1);  // DATA_TYPE_FLOAT64, DATA_TYPE_STRING
+    if (p.numeric) {
+      std::string interval;
+      field_double(interval, 1, p.lo);
+      field_double(interval, 2, p.hi);
+      field_bytes(info, 6, interval);
+    } else {
+      std::string list;  // google.protobuf.ListValue
+      for (const std::string& c : p.choices) field_bytes(list, 1, proto_value(false, 0, c));
+      field_bytes(info, 5, list);
+    }
+    field_bytes(e, 4, info);
+  }
+  for (const std::string& tag : metric_tags) {
+    std::string name, info;
+    field_bytes(name, 2, tag);  // MetricName{group "" (the session's own run), tag}
+    field_bytes(info, 1, name);
+    field_bytes(e, 5, info);
+  }
+  return hparams_value("_hparams_/experiment", 2, e);
+}
+
+std::string hparams_session_start(const std::vector<HParamValue>& values, double start_time) {
+  std::string s;
+  for (const HParamValue& v : values) {
+    std::string entry;  // map<string, google.protobuf.Value> entry
+    field_bytes(entry, 1, v.name);
+    field_bytes(entry, 2, proto_value(v.numeric, v.number, v.text));
+    field_bytes(s, 1, entry);
+  }
+  field_double(s, 5, start_time);
+  return hparams_value("_hparams_/session_start_info", 3, s);
+}
+
+std::string hparams_session_end(SessionStatus status, double end_time) {
+  std::string s;
+  field_varint(s, 1, uint64_t(status));
+  field_double(s, 2, end_time);
+  return hparams_value("_hparams_/session_end_info", 4, s);
+}
+
 std::string file_version_event(double wall_time) {
   std::string e;
   field_double(e, 1, wall_time);

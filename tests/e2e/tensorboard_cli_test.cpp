@@ -2,10 +2,12 @@
 // the default run folder, and an unwritable folder that does not stop the run.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "cli_util.h"
 
+namespace dc::e2e {
 namespace {
 
 int event_files(const fs::path& dir) {
@@ -53,4 +55,26 @@ TEST(CliTensorBoard, AnUnwritableLogFolderIsSaidOnceAndTheRunFinishes) {
   EXPECT_NE(r.out.find("test accuracy"), std::string::npos) << r.out;
 }
 
+// TensorBoard's HParams data of a 4-trial sweep, read by TensorBoard itself
+// (PyPI's tensorboard, in the environment installer/verify-venv.sh makes).
+TEST(CliTensorBoard, ASweepsTrialsAreHParamsSessions) {
+  const char* env = std::getenv("DC_VERIFY_VENV");
+  const std::string venv = env ? env : src(".venv-verify");
+  const std::string python = venv + "/bin/python";
+  if (!fs::exists(python) || cli_command(python + " -c 'import tensorboard'").code != 0)
+    GTEST_SKIP() << "tensorboard is not installed in " << venv
+                 << ": run installer/verify-venv.sh (downloads it from PyPI)";
+  Tmp t;
+  CliRun r = cli("sweep " + kSample +
+                 " --param lr=log:1e-4:1e-2 --param batch=choice:32,64 --trials 4 --epochs 2 "
+                 "--steps-per-epoch 3 --threads 2 --quiet --state " +
+                 t.path("s.json") + " --log-dir " + t.path("hp"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  CliRun check = cli_command(python + " " + src("tests/e2e/tensorboard_sweep_check.py") + " " +
+                             t.path("hp") + " " + t.path("s.json"));
+  EXPECT_EQ(check.code, 0) << check.out;
+  EXPECT_NE(check.out.find("4 sessions, 4 trials"), std::string::npos) << check.out;
+}
+
 }  // namespace
+}  // namespace dc::e2e

@@ -49,6 +49,13 @@ class RunLogReader {
 
 class TensorBoardWriter;
 
+// The app's runs folder: $XDG_DATA_HOME (else ~/.local/share)/DeepCanvas/runs,
+// where `tensorboard --logdir` finds every run.
+std::string default_runs_folder();
+// A new run's folder there: <yyyymmdd-HHMMSS>-<name>, the name's characters
+// other than letters and digits as '_'.
+std::string new_run_folder(const std::string& name);
+
 // Where and what a run records (RunRecorder).
 struct RunRecordOptions {
   std::string dir;            // the run folder: metrics.jsonl and the event file

@@ -37,6 +37,30 @@ std::string summary_event(double wall_time, int64_t step, const std::vector<std:
 // Event{wall_time, file_version "brain.Event:2"}: every file's first record.
 std::string file_version_event(double wall_time);
 
+// The HParams plugin's summaries (plugin "hparams", content a serialized
+// HParamsPluginData): a sweep's parameters and metrics once, and each
+// trial's values at its start and its status at its end.
+struct HParamInfo {
+  std::string name;
+  bool numeric = true;  // FLOAT64 over [lo, hi], else STRING
+  double lo = 0, hi = 0;
+  std::vector<std::string> choices;  // STRING's discrete domain
+};
+struct HParamValue {
+  std::string name;
+  bool numeric = true;
+  double number = 0;
+  std::string text;
+};
+enum class SessionStatus { Unknown = 0, Success = 1, Failure = 2, Running = 3 };
+// `_hparams_/experiment`; metric_tags are scalar tags of the sessions' runs.
+std::string hparams_experiment(const std::vector<HParamInfo>& params,
+                               const std::vector<std::string>& metric_tags, double time_created);
+// `_hparams_/session_start_info`.
+std::string hparams_session_start(const std::vector<HParamValue>& values, double start_time);
+// `_hparams_/session_end_info`.
+std::string hparams_session_end(SessionStatus status, double end_time);
+
 }  // namespace tb
 
 class TensorBoardWriter {
