@@ -10,7 +10,10 @@
 #include <deepcanvas/trainer.h>
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -233,6 +236,82 @@ TEST(TensorBoardWriter, ATruncatedLastRecordLeavesTheCompleteOnes) {
     EXPECT_EQ(ev[4].step, 4);
     EXPECT_EQ(ev[4].scalars.at(0).second, 0.25f);
   }
+}
+
+// A file that cannot grow (as on a full disk; here RLIMIT_FSIZE): the
+// failure is said, later writes are skipped, and what was written reads up
+// to the cut frame.
+TEST(TensorBoardWriter, AFileThatCannotGrowIsSaidAndStaysReadable) {
+  test::TmpDir dir;
+  std::string path, problem;
+  struct rlimit old {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto* old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  {
+    TensorBoardWriter w(dir.dir.string());
+    path = w.path();
+    struct rlimit small = old;
+    small.rlim_cur = 300;
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+    for (int i = 1; i <= 40; ++i) w.add_scalars({{"step/loss", 1.0 / i}}, i);
+    ::setrlimit(RLIMIT_FSIZE, &old);
+    problem = w.problem();
+    EXPECT_FALSE(w.ok());
+  }
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_NE(problem.find(path), std::string::npos) << problem;
+  EXPECT_NE(problem.find("training goes on"), std::string::npos) << problem;
+  EXPECT_EQ(fs::file_size(path), 300u);
+  const std::vector<Event> ev = read_events(path);
+  ASSERT_GE(ev.size(), 3u);
+  for (size_t i = 1; i < ev.size(); ++i) EXPECT_EQ(ev[i].step, int64_t(i));
+}
+
+// GPU telemetry (4 Hz) goes in at most once per step, at the last step seen,
+// and reads back.
+TEST(TensorBoardWriter, TelemetryIsRecordedOncePerStep) {
+  test::TmpDir dir;
+  {
+    RunRecorder rec({dir.dir.string(), true, "p", ""});
+    TrainEvent e;
+    e.kind = TrainEvent::Kind::Started;
+    e.epochs = 1;
+    rec.add(e);
+    auto telemetry = [&](int util) {
+      TrainEvent t;
+      t.kind = TrainEvent::Kind::Telemetry;
+      t.gpu.utilization_pct = util;
+      t.gpu.memory_used = int64_t(512) << 20;
+      t.device_allocated = int64_t(100) << 20;
+      rec.add(t);
+    };
+    for (int64_t step = 1; step <= 2; ++step) {
+      TrainEvent s;
+      s.kind = TrainEvent::Kind::Step;
+      s.step = step;
+      s.loss = 1.0 / double(step);
+      rec.add(s);
+      telemetry(int(step) * 10);
+      telemetry(99);  // the same step: left out
+    }
+    EXPECT_TRUE(rec.take_problem().empty());
+  }
+  std::map<std::pair<std::string, int64_t>, float> got;
+  for (const Event& e : read_events(event_files(dir.dir).at(0)))
+    for (const auto& [tag, v] : e.scalars) got[{tag, e.step}] = v;
+  EXPECT_EQ(got.at({"gpu/utilization_pct", 1}), 10.0f);
+  EXPECT_EQ(got.at({"gpu/utilization_pct", 2}), 20.0f);
+  EXPECT_EQ(got.at({"gpu/memory_used_mib", 2}), 512.0f);
+  EXPECT_EQ(got.at({"gpu/allocated_mib", 1}), 100.0f);
+  RunLogReader r((dir.dir / "metrics.jsonl").string());
+  int telemetry = 0;
+  for (const TrainEvent& e : r.poll(true))
+    if (e.kind == TrainEvent::Kind::Telemetry) {
+      ++telemetry;
+      EXPECT_EQ(e.gpu.memory_used, int64_t(512) << 20);
+    }
+  EXPECT_EQ(telemetry, 2);
+  EXPECT_TRUE(r.warnings().empty()) << r.warnings().front();
 }
 
 std::shared_ptr<Dataset> toy(int64_t n, uint64_t seed) {
