@@ -149,9 +149,12 @@ int cmd_train(const Args& a) {
   std::unique_ptr<RunRecorder> recorder;
   {
     RunRecordOptions ro;
-    ro.dir = a.get("log-dir", c.checkpoint_dir);
+    // Not --checkpoint-dir by default: that folder holds checkpoints only
+    // (scripts and tests rely on it), and the runs folder gathers every run.
+    ro.dir = a.get("log-dir", "");
     if (ro.dir.empty()) ro.dir = new_run_folder(p.name);
     ro.tensorboard = !a.flag("no-tensorboard");
+    ro.append = !c.resume.empty();
     ro.project = p.name;
     ro.settings_text = settings_text(c);
     recorder = std::make_unique<RunRecorder>(ro);
@@ -319,8 +322,8 @@ const Command& train_command() {
             "write last.safetensors and best.safetensors there every epoch"},
            {"resume", "FILE", "continue from a checkpoint (weights, optimizer state, epoch)"},
            {"log-dir", "DIR",
-            "write metrics.jsonl and a TensorBoard event file there (default: --checkpoint-dir, "
-            "else a new folder in ~/.local/share/DeepCanvas/runs)"},
+            "write metrics.jsonl and a TensorBoard event file there (default: a new folder in "
+            "~/.local/share/DeepCanvas/runs)"},
            {"no-tensorboard", "", "no TensorBoard event file (metrics.jsonl is still written)"},
            {"steps-per-epoch", "N", "stop each epoch after N steps (quick looks)"},
            {"freeze-until", "LAYER", "freeze LAYER and everything before it (transfer learning)"},

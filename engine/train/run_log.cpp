@@ -226,7 +226,7 @@ RunRecorder::RunRecorder(RunRecordOptions o) : opt_(std::move(o)) {
   std::error_code ec;
   std::filesystem::create_directories(opt_.dir, ec);
   const std::string path = opt_.dir + "/metrics.jsonl";
-  if (!ec) jsonl_.open(path, std::ios::binary | std::ios::trunc);
+  if (!ec) jsonl_.open(path, std::ios::binary | (opt_.append ? std::ios::app : std::ios::trunc));
   if (ec || !jsonl_)
     jsonl_problem_ = path + " cannot be written" + (ec ? " (" + ec.message() + ")" : "") +
                      "; training goes on without it";

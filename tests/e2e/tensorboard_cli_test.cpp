@@ -40,13 +40,16 @@ TEST(CliTensorBoard, LogDirGetsTheMetricsAndTheEventFile) {
   EXPECT_EQ(event_files(t.path("off")), 0);
 }
 
-// Without --log-dir or --checkpoint-dir: a new folder in the runs folder.
+// Without --log-dir: a new folder in the runs folder, none in the
+// checkpoint folder (which holds checkpoints only).
 TEST(CliTensorBoard, ByDefaultARunGoesToTheRunsFolder) {
   Tmp t;
   CliRun r = cli_command("XDG_DATA_HOME=" + t.path("data") + " " + DC_CLI + " train " + kSample +
-                         kQuick + "--quiet");
+                         kQuick + "--quiet --checkpoint-dir " + t.path("ck"));
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(event_files(t.path("data/DeepCanvas/runs")), 1) << r.out;
+  EXPECT_EQ(event_files(t.path("ck")), 0);
+  EXPECT_FALSE(fs::exists(t.path("ck/metrics.jsonl")));
 }
 
 TEST(CliTensorBoard, AnUnwritableLogFolderIsSaidOnceAndTheRunFinishes) {

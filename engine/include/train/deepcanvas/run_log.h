@@ -62,6 +62,9 @@ struct RunRecordOptions {
   bool tensorboard = true;    // also an events.out.tfevents.* file
   std::string project;        // for the "start" record
   std::string settings_text;  // the run's settings, as TensorBoard's "settings" text
+  // Add to an existing metrics.jsonl (a resumed run, as train.py --resume)
+  // rather than start it afresh; the event file is always a new one.
+  bool append = false;
 };
 
 // Writing a run's metrics.jsonl, in the records a PyTorch export's train.py
