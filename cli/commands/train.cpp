@@ -11,6 +11,7 @@
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/preflight.h>
 #include <deepcanvas/project.h>
+#include <deepcanvas/run_log.h>
 #include <deepcanvas/sequence_data.h>
 #include <deepcanvas/settings.h>
 #include <deepcanvas/trainer.h>
@@ -70,6 +71,12 @@ int save_interrupted(Trainer& t, const InterruptGuard& stop, const TrainConfig& 
                stop.signal_name().c_str(), (long long)steps_done, epochs_done, path.c_str(),
                path.c_str());
   return kInterruptedExit;
+}
+
+// The run's settings as TensorBoard's text tab shows them (Markdown: a
+// JSON block).
+std::string settings_text(const TrainConfig& c) {
+  return "```\n" + settings_json(c, [](const SettingSpec&) { return true; }).dump(2) + "\n```";
 }
 
 int cmd_train(const Args& a) {
@@ -137,6 +144,27 @@ int cmd_train(const Args& a) {
   // the run's own seconds at a test point, the end-to-end time to accuracy.
   const double setup_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - process_start).count();
+  // metrics.jsonl and the TensorBoard event file: problems with them are
+  // said once and never stop the run.
+  std::unique_ptr<RunRecorder> recorder;
+  {
+    RunRecordOptions ro;
+    // Not --checkpoint-dir by default: that folder holds checkpoints only
+    // (scripts and tests rely on it), and the runs folder gathers every run.
+    ro.dir = a.get("log-dir", "");
+    if (ro.dir.empty()) ro.dir = new_run_folder(p.name);
+    ro.tensorboard = !a.flag("no-tensorboard");
+    ro.append = !c.resume.empty();
+    ro.project = p.name;
+    ro.settings_text = settings_text(c);
+    recorder = std::make_unique<RunRecorder>(ro);
+    if (!quiet) std::fprintf(stderr, "run log: %s\n", ro.dir.c_str());
+  }
+  auto record = [&](const TrainEvent& e) {
+    recorder->add(e);
+    const std::string problem = recorder->take_problem();
+    if (!problem.empty()) std::fprintf(stderr, "deepcanvas-cli: %s\n", problem.c_str());
+  };
   t.start();
   auto last_print = std::chrono::steady_clock::now() - std::chrono::seconds(10);
   int last_pct = -1;
@@ -153,6 +181,7 @@ int cmd_train(const Args& a) {
     if (!ev) continue;
     const TrainEvent& e = *ev;
     timeline.add(e);
+    record(e);
     switch (e.kind) {
       case TrainEvent::Kind::Step: {
         if (std::isnan(first_loss)) first_loss = e.batch_loss;
@@ -292,6 +321,10 @@ const Command& train_command() {
            {"checkpoint-dir", "DIR",
             "write last.safetensors and best.safetensors there every epoch"},
            {"resume", "FILE", "continue from a checkpoint (weights, optimizer state, epoch)"},
+           {"log-dir", "DIR",
+            "write metrics.jsonl and a TensorBoard event file there (default: a new folder in "
+            "~/.local/share/DeepCanvas/runs)"},
+           {"no-tensorboard", "", "no TensorBoard event file (metrics.jsonl is still written)"},
            {"steps-per-epoch", "N", "stop each epoch after N steps (quick looks)"},
            {"freeze-until", "LAYER", "freeze LAYER and everything before it (transfer learning)"},
            {"test-every", "N",

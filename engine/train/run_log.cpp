@@ -2,11 +2,18 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/json_number.h>
 #include <deepcanvas/run_log.h>
+#include <deepcanvas/tensorboard_writer.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
 #include <fstream>
+#include <system_error>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -146,6 +153,23 @@ bool RunLogReader::parse_record(const RunLogRecord& r, const std::string& kind, 
     e.best = j.contains("best") && j["best"].is_boolean() && j["best"].get<bool>();
     return true;
   }
+  if (kind == "validation") {
+    e.kind = TrainEvent::Kind::Validation;
+    e.val_loss = r.num("val_loss");
+    e.val_accuracy = r.num("val_accuracy");
+    e.test_loss = r.num("test_loss");
+    e.test_accuracy = r.num("test_accuracy");
+    return true;
+  }
+  if (kind == "telemetry") {
+    e.kind = TrainEvent::Kind::Telemetry;
+    e.gpu.utilization_pct = int(r.num("utilization_pct", -1, -1, 100));
+    const double used = r.num("memory_used_mib", -1, -1, 1e12);
+    e.gpu.memory_used = used < 0 ? -1 : int64_t(used * 1048576.0);
+    const double alloc = r.num("allocated_mib", -1, -1, 1e12);
+    e.device_allocated = alloc < 0 ? -1 : int64_t(alloc * 1048576.0);
+    return true;
+  }
   if (kind == "end") {
     e.kind = TrainEvent::Kind::Finished;
     finished_ = true;
@@ -157,6 +181,163 @@ bool RunLogReader::parse_record(const RunLogRecord& r, const std::string& kind, 
   }
   warnings_.push_back(where + ": unknown record kind '" + kind + "'; skipped");
   return false;
+}
+
+namespace {
+
+// The record's figures that are finite: into the JSON line, and as the
+// event file's "KIND/FIELD" scalars at `step`.
+struct Record {
+  json line;
+  std::vector<std::pair<std::string, double>> scalars;
+  std::string kind;
+  Record(const std::string& k, int64_t step) : line{{"kind", k}, {"step", step}}, kind(k) {}
+  void figure(const char* field, double v) {
+    if (!std::isfinite(v)) return;
+    line[field] = v;
+    scalars.emplace_back(kind + "/" + field, v);
+  }
+};
+
+constexpr double kMiB = 1048576.0;
+
+}  // namespace
+
+std::string default_runs_folder() {
+  const char* xdg = std::getenv("XDG_DATA_HOME");
+  const char* home = std::getenv("HOME");
+  const std::string base =
+      xdg && *xdg ? xdg : std::string(home && *home ? home : ".") + "/.local/share";
+  return base + "/DeepCanvas/runs";
+}
+
+std::string new_run_folder(const std::string& name) {
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  std::string clean;
+  for (char ch : name) clean += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return default_runs_folder() + "/" + stamp + "-" + (clean.empty() ? "run" : clean);
+}
+
+RunRecorder::RunRecorder(RunRecordOptions o) : opt_(std::move(o)) {
+  std::error_code ec;
+  std::filesystem::create_directories(opt_.dir, ec);
+  const std::string path = opt_.dir + "/metrics.jsonl";
+  if (!ec) jsonl_.open(path, std::ios::binary | (opt_.append ? std::ios::app : std::ios::trunc));
+  if (ec || !jsonl_)
+    jsonl_problem_ = path + " cannot be written" + (ec ? " (" + ec.message() + ")" : "") +
+                     "; training goes on without it";
+  if (opt_.tensorboard) tb_ = std::make_unique<TensorBoardWriter>(opt_.dir);
+}
+
+RunRecorder::~RunRecorder() = default;
+
+std::string RunRecorder::event_file() const {
+  return tb_ && tb_->ok() ? tb_->path() : "";
+}
+
+std::string RunRecorder::take_problem() {
+  std::string out;
+  if (!jsonl_problem_.empty() && !jsonl_reported_) {
+    jsonl_reported_ = true;
+    out = jsonl_problem_;
+  }
+  if (tb_ && !tb_->problem().empty() && !tb_reported_) {
+    tb_reported_ = true;
+    out += (out.empty() ? "" : "\n") + tb_->problem();
+  }
+  return out;
+}
+
+void RunRecorder::write_line(const std::string& line) {
+  if (!jsonl_problem_.empty()) return;
+  jsonl_ << line << '\n';
+  jsonl_.flush();
+  if (!jsonl_)
+    jsonl_problem_ = opt_.dir +
+                     "/metrics.jsonl cannot be written (disk full?); training goes on "
+                     "without it";
+}
+
+void RunRecorder::add(const TrainEvent& e) {
+  using K = TrainEvent::Kind;
+  // Step, Epoch and Validation events carry the step; the others count at
+  // the last one seen.
+  const bool has_step = e.kind == K::Step || e.kind == K::Epoch || e.kind == K::Validation;
+  if (has_step) last_step_ = std::max(last_step_, e.step);
+  Record r(event_kind_name(e.kind), has_step ? e.step : last_step_);
+  switch (e.kind) {
+    case K::Started:
+      r.line["kind"] = "start";
+      r.line["project"] = opt_.project;
+      r.line["epochs"] = e.epochs;
+      if (e.epochs > 0 && e.steps_total % e.epochs == 0)
+        r.line["steps_per_epoch"] = e.steps_total / e.epochs;
+      r.line["written_by"] = "DeepCanvas";
+      r.line["summary"] = e.message;
+      if (tb_) {
+        if (!opt_.settings_text.empty()) tb_->add_text("settings", opt_.settings_text, 0);
+        if (!e.message.empty()) tb_->add_text("run", e.message, 0);
+      }
+      break;
+    case K::Step:
+      r.line["epoch"] = e.epoch;
+      r.line["step_in_epoch"] = e.step_in_epoch;
+      r.line["steps_per_epoch"] = e.steps_per_epoch;
+      r.figure("loss", e.loss);
+      r.figure("accuracy", e.accuracy);
+      r.figure("batch_loss", e.batch_loss);
+      r.figure("batch_accuracy", e.batch_accuracy);
+      r.figure("lr", e.lr);
+      r.figure("samples_per_s", e.samples_per_s);
+      r.line["elapsed_s"] = e.elapsed_s;
+      break;
+    case K::Epoch:
+      r.line["epoch"] = e.epoch;
+      r.figure("train_loss", e.train_loss);
+      r.figure("train_accuracy", e.train_accuracy);
+      r.figure("val_loss", e.val_loss);
+      r.figure("val_accuracy", e.val_accuracy);
+      r.figure("test_loss", e.test_loss);
+      r.figure("test_accuracy", e.test_accuracy);
+      r.line["best"] = e.best;
+      r.line["elapsed_s"] = e.elapsed_s;
+      break;
+    case K::Validation:
+      r.line["epoch"] = e.epoch;
+      r.figure("val_loss", e.val_loss);
+      r.figure("val_accuracy", e.val_accuracy);
+      r.figure("test_loss", e.test_loss);
+      r.figure("test_accuracy", e.test_accuracy);
+      break;
+    case K::Telemetry:
+      // At most one sample per step: the sampler's 4 Hz would otherwise
+      // outweigh the run's own records.
+      if (last_step_ == telemetry_step_) return;
+      telemetry_step_ = last_step_;
+      r.kind = "gpu";
+      r.line["kind"] = "telemetry";
+      if (e.gpu.utilization_pct >= 0) r.figure("utilization_pct", e.gpu.utilization_pct);
+      if (e.gpu.memory_used >= 0) r.figure("memory_used_mib", double(e.gpu.memory_used) / kMiB);
+      if (e.device_allocated >= 0) r.figure("allocated_mib", double(e.device_allocated) / kMiB);
+      if (r.scalars.empty()) return;
+      break;
+    case K::Finished:
+    case K::Failed:
+    case K::Cancelled:
+      r.line["kind"] = "end";
+      r.line["status"] = event_kind_name(e.kind);
+      r.line["elapsed_s"] = e.elapsed_s;
+      if (!e.message.empty()) r.line["message"] = e.message;
+      break;
+    default:
+      return;  // checkpoints, pauses: not figures of the run
+  }
+  write_line(r.line.dump());
+  if (tb_) tb_->add_scalars(r.scalars, r.line["step"].get<int64_t>());
 }
 
 }  // namespace dc

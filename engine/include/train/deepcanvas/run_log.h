@@ -7,6 +7,8 @@
 #include <deepcanvas/training_events.h>
 
 #include <cstdint>
+#include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,58 @@ class RunLogReader {
   int64_t steps_per_epoch_ = 0;
   bool finished_ = false;
   std::vector<std::string> warnings_;
+};
+
+class TensorBoardWriter;
+
+// The app's runs folder: $XDG_DATA_HOME (else ~/.local/share)/DeepCanvas/runs,
+// where `tensorboard --logdir` finds every run.
+std::string default_runs_folder();
+// A new run's folder there: <yyyymmdd-HHMMSS>-<name>, the name's characters
+// other than letters and digits as '_'.
+std::string new_run_folder(const std::string& name);
+
+// Where and what a run records (RunRecorder).
+struct RunRecordOptions {
+  std::string dir;            // the run folder: metrics.jsonl and the event file
+  bool tensorboard = true;    // also an events.out.tfevents.* file
+  std::string project;        // for the "start" record
+  std::string settings_text;  // the run's settings, as TensorBoard's "settings" text
+  // Add to an existing metrics.jsonl (a resumed run, as train.py --resume)
+  // rather than start it afresh; the event file is always a new one.
+  bool append = false;
+};
+
+// Writing a run's metrics.jsonl, in the records a PyTorch export's train.py
+// writes (so RunLogReader and the app read either), and beside it a
+// TensorBoard event file holding every figure of those records as a scalar
+// "KIND/FIELD" (step/loss, epoch/val_accuracy, gpu/utilization_pct) at the
+// record's step. Both are appended and flushed per event, so a killed run
+// leaves readable files. Nothing here throws: a folder that cannot be
+// written or a full disk is described once by take_problem(), and the
+// other file, and training, go on.
+class RunRecorder {
+ public:
+  explicit RunRecorder(RunRecordOptions o);
+  ~RunRecorder();
+  RunRecorder(const RunRecorder&) = delete;
+  RunRecorder& operator=(const RunRecorder&) = delete;
+
+  void add(const TrainEvent& e);
+  // A failure not yet taken, in words naming the file; empty otherwise.
+  std::string take_problem();
+  const std::string& dir() const { return opt_.dir; }
+  std::string event_file() const;  // empty without one
+
+ private:
+  void write_line(const std::string& line);
+
+  RunRecordOptions opt_;
+  std::ofstream jsonl_;
+  std::unique_ptr<TensorBoardWriter> tb_;
+  std::string jsonl_problem_;
+  bool jsonl_reported_ = false, tb_reported_ = false;
+  int64_t last_step_ = 0, telemetry_step_ = -1;
 };
 
 }  // namespace dc
