@@ -101,6 +101,22 @@ void attention_softmax_backward(const float* p, float* dp, int64_t rows, int S, 
                                 uint64_t seed, uint64_t salt, const uint64_t* dseed,
                                 cudaStream_t s);
 
+// tokens.cu: row slabs. slab_copy: dst[o, dst_off + j] = (or +=)
+// src[o, src_off + j] for j < block, rows of src_total and dst_total
+// values; broadcast_row: y[o, offset + j] = row[j]; token_mean(_backward):
+// the mean over T tokens of [N, T, E] and its gradient (accumulated);
+// strided_column_sums: g[j] += sum over o of x[o·total + offset + j].
+void slab_copy(const float* src, float* dst, int64_t outer, int64_t block, int64_t src_total,
+               int64_t src_off, int64_t dst_total, int64_t dst_off, bool accumulate,
+               cudaStream_t s);
+void broadcast_row(const float* row, float* y, int64_t outer, int64_t block, int64_t total,
+                   int64_t offset, cudaStream_t s);
+void token_mean(const float* x, float* y, int64_t N, int64_t T, int64_t E, cudaStream_t s);
+void token_mean_backward(const float* dy, float* dx, int64_t N, int64_t T, int64_t E,
+                         cudaStream_t s);
+void strided_column_sums(const float* x, float* g, int64_t outer, int64_t block, int64_t total,
+                         int64_t offset, cudaStream_t s);
+
 // softmax.cu: rows of length L
 void softmax_forward(const float* x, float* y, int64_t rows, int L, cudaStream_t s);
 void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int L,
@@ -207,6 +223,8 @@ void to_low_transposed(const float* x, void* y, int64_t B, int64_t R, int64_t K,
 void from_low_transposed(const void* x, float* y, int64_t B, int64_t R, int64_t K, Low t,
                          bool accumulate, cudaStream_t s);
 // y [B, K, R] += x [B, R, K], both float32.
+// y[b, k, r] = x[b, r, k] (float32, tiled).
+void transpose(const float* x, float* y, int64_t B, int64_t R, int64_t K, cudaStream_t s);
 void transpose_accumulate(const float* x, float* y, int64_t B, int64_t R, int64_t K,
                           cudaStream_t s);
 // The columns of a channels-last 16-bit input for a GEMM weight gradient:

@@ -21,6 +21,7 @@ const OpRegistry& OpRegistry::instance() {
     register_rnn_ops(b);
     register_sequence_ops(b);
     register_shape_ops(b);
+    register_token_ops(b);
     return b;
   }();
   return r;

@@ -49,5 +49,7 @@ void register_pool_ops(OpRegistry& r);        // pool_ops.cpp: Max/Avg/GlobalAvg
 void register_rnn_ops(OpRegistry& r);         // rnn.cpp: SimpleRNN, LSTM, GRU
 void register_sequence_ops(OpRegistry& r);    // sequence_ops.cpp: Embedding, LastStep
 void register_shape_ops(OpRegistry& r);       // shape_ops.cpp: Flatten, Reshape
+// token_ops.cpp: ImageToTokens, PositionalEmbedding, ClassToken, TokenPooling
+void register_token_ops(OpRegistry& r);
 
 }  // namespace dc::cuda

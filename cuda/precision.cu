@@ -189,6 +189,10 @@ void from_low_transposed(const void* x, float* y, int64_t B, int64_t R, int64_t 
     transpose_convert(static_cast<const __half*>(x), y, B, R, K, accumulate, s);
 }
 
+void transpose(const float* x, float* y, int64_t B, int64_t R, int64_t K, cudaStream_t s) {
+  transpose_convert(x, y, B, R, K, false, s);
+}
+
 void transpose_accumulate(const float* x, float* y, int64_t B, int64_t R, int64_t K,
                           cudaStream_t s) {
   transpose_convert(x, y, B, R, K, true, s);

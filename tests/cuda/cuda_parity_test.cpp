@@ -255,6 +255,24 @@ TEST(CudaParity, MultiHeadAttention) {
               1});
   check_case({"mha one head, long", {40, 16}, "", mha, A({{"heads", int64_t(1)}}), 0, true, 3});
 }
+// The token layers: patches to tokens after a Conv2D, learned and
+// sinusoidal positions, a class token, mean and first-token pooling.
+TEST(CudaParity, TokenLayers) {
+  check_case({"image to tokens", {4, 3, 5}, "Conv2D", "ImageToTokens", A({})});
+  check_case({"learned positions", {5, 6}, "TimeDistributedDense", "PositionalEmbedding", A({})});
+  check_case({"sinusoids",
+              {5, 6},
+              "TimeDistributedDense",
+              "PositionalEmbedding",
+              A({{"kind", std::string("sinusoidal")}})});
+  check_case({"class token", {5, 6}, "TimeDistributedDense", "ClassToken", A({})});
+  check_case({"mean pooling", {5, 6}, "TimeDistributedDense", "TokenPooling", A({})});
+  check_case({"first token",
+              {5, 6},
+              "TimeDistributedDense",
+              "TokenPooling",
+              A({{"mode", std::string("first")}})});
+}
 // A ReLU folded into the BatchNorm or Add before it: the clamp in forward,
 // the mask in backward (rebuilt from x for BatchNorm, in both its training
 // and its inference form; from the clamped output for Add), 4-wide and
