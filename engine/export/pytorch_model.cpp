@@ -139,6 +139,26 @@ const std::map<std::string, Writer>& writers() {
            w.expr = "self." + c.name + "(" + c.args[0] + ", " + c.args[1] + ")";
          return w;
        }},
+      {"ImageToTokens",
+       [](const NodeCtx& c) {
+         return Written{"", c.args.at(0) + ".flatten(2).transpose(1, 2)"};
+       }},
+      {"PositionalEmbedding",
+       [](const NodeCtx& c) {
+         const Shape& s = c.in.at(0);
+         return Written{"PositionalEmbedding(" + std::to_string(s[0]) + ", " +
+                            std::to_string(s[1]) +
+                            ", learned=" + py_bool(c.a.s("kind") == "learned") + ")",
+                        ""};
+       }},
+      {"ClassToken",
+       [](const NodeCtx& c) {
+         return Written{"ClassToken(" + std::to_string(c.in.at(0)[1]) + ")", ""};
+       }},
+      {"TokenPooling",
+       [](const NodeCtx& c) {
+         return Written{"", c.args.at(0) + (c.a.s("mode") == "first" ? "[:, 0]" : ".mean(dim=1)")};
+       }},
       {"LayerNorm",
        [](const NodeCtx& c) {
          const Shape& s = c.in.at(0);
@@ -271,6 +291,9 @@ const std::set<std::string>& reserved() {
                                           "RNN",
                                           "SamePadConv2d",
                                           "MultiheadAttention",
+                                          "PositionalEmbedding",
+                                          "ClassToken",
+                                          "sinusoids",
                                           "RENAMED",
                                           "training",
                                           "forward",

@@ -4,7 +4,7 @@
 // Reshape [N, T, H, D] and Transpose, scores by MatMul, scaled, masked
 // (causal: −inf above the diagonal) and Softmax over the keys, the heads
 // joined again and the output projection. The batch stays dynamic: every
-// Reshape copies dimension 0.
+// Reshape copies dimension 0. Also the token layers around attention.
 #include <deepcanvas/layer.h>
 
 #include <cmath>
@@ -92,10 +92,68 @@ void write_attention(Builder& b, const OnnxLayer& l) {
          name);
 }
 
+// [N, C, H, W] -> [N, H·W, C].
+void write_image_to_tokens(Builder& b, const OnnxLayer& l) {
+  const std::string& name = l.step.name;
+  const Shape& s = l.in_shapes[0];
+  const std::string flat = b.fresh(name + "/flat");
+  b.node("Reshape", {l.inputs[0], b.ints(name + "/shape", {0, s[0], s[1] * s[2]})}, flat,
+         name + "/reshape");
+  set_attr(b.node("Transpose", {flat}, l.output, name), "perm", std::vector<int64_t>{0, 2, 1});
+}
+
+void write_positions(Builder& b, const OnnxLayer& l) {
+  const std::string p = l.attrs.s("kind") == "learned" ? "weight" : "table";
+  b.node("Add", {l.inputs[0], b.weight(l.param_name(p), l.param(p))}, l.output, l.step.name);
+}
+
+// The token [1, 1, E] expanded to [N, 1, E] (N from the input's shape), then
+// the input after it.
+void write_class_token(Builder& b, const OnnxLayer& l) {
+  const std::string& name = l.step.name;
+  const int64_t E = l.in_shapes[0][1];
+  auto value = [&](const char* what) { return b.fresh(name + "/" + what); };
+  const std::string shape = value("input_shape"), n = value("batch"), target = value("target"),
+                    tokens = value("tokens");
+  b.node("Shape", {l.inputs[0]}, shape, name + "/shape");
+  b.node("Slice",
+         {shape, b.ints(name + "/start", {0}), b.ints(name + "/end", {1}),
+          b.ints(name + "/axis", {0})},
+         n, name + "/batch");
+  set_attr(b.node("Concat", {n, b.ints(name + "/one_e", {1, E})}, target, name + "/target"), "axis",
+           int64_t(0));
+  Tensor t = l.param("token").clone();
+  b.node("Expand", {b.weight(l.param_name("token"), t, {1, 1, E}), target}, tokens,
+         name + "/expand");
+  set_attr(b.node("Concat", {tokens, l.inputs[0]}, l.output, name), "axis", int64_t(1));
+}
+
+void write_token_pooling(Builder& b, const OnnxLayer& l) {
+  const std::string& name = l.step.name;
+  if (l.attrs.s("mode") == "first") {
+    auto& n = b.node("Gather", {l.inputs[0], b.index(name + "/index", 0)}, l.output, name);
+    set_attr(n, "axis", int64_t(1));
+    return;
+  }
+  // ReduceMean's axes became an input in opset 18.
+  if (b.opset() >= 18) {
+    auto& n = b.node("ReduceMean", {l.inputs[0], b.ints(name + "/axes", {1})}, l.output, name);
+    set_attr(n, "keepdims", int64_t(0));
+    return;
+  }
+  auto& n = b.node("ReduceMean", {l.inputs[0]}, l.output, name);
+  set_attr(n, "axes", std::vector<int64_t>{1});
+  set_attr(n, "keepdims", int64_t(0));
+}
+
 }  // namespace
 
 void register_attention_writers(std::map<std::string, Writer>& w) {
   add_writer(w, "MultiHeadAttention", {nullptr, write_attention});
+  add_writer(w, "ImageToTokens", {nullptr, write_image_to_tokens});
+  add_writer(w, "PositionalEmbedding", {nullptr, write_positions});
+  add_writer(w, "ClassToken", {nullptr, write_class_token});
+  add_writer(w, "TokenPooling", {nullptr, write_token_pooling});
 }
 
 }  // namespace dc::onnx_export

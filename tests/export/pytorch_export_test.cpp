@@ -162,7 +162,8 @@ TEST(PyTorchExport, ForwardEqualsTheEngineForEveryTemplate) {
 // Layer forms the templates do not use: same/valid padding with strides,
 // padded pooling, GELU/LeakyReLU/ReLU6/Sigmoid/Softmax, BatchNorm1D on C×L,
 // LayerNorm with and without affine, MultiHeadAttention (cross, and causal
-// self-attention without biases),
+// self-attention without biases), ClassToken, PositionalEmbedding (both
+// kinds),
 // Concat, Reshape, bidirectional and stacked recurrent layers with learned
 // initial states, TimeDistributedDense, LastStep, and names that are not
 // Python identifiers.
@@ -273,8 +274,16 @@ TEST(PyTorchExport, ForwardEqualsTheEngineForEveryLayerForm) {
   causal.set("bias", false);
   int sa = s.add_node("MultiHeadAttention", "attention", causal);
   s.connect(sx, sa);
+  int sc = s.add_node("ClassToken", "cls", {});
+  s.connect(sa, sc);
+  Attrs sin;
+  sin.set("kind", std::string("sinusoidal"));
+  int sp = s.add_node("PositionalEmbedding", "sinusoids", sin);
+  s.connect(sc, sp);
+  int sl = s.add_node("PositionalEmbedding", "positions", {});
+  s.connect(sp, sl);
   int s3 = s.add_node("SimpleRNN", "rnn", rnn);
-  s.connect(sa, s3);
+  s.connect(sl, s3);
   Attrs lstm;
   lstm.set("hidden_size", int64_t{5});
   lstm.set("num_layers", int64_t{2});
@@ -288,20 +297,43 @@ TEST(PyTorchExport, ForwardEqualsTheEngineForEveryLayerForm) {
   int s5 = s.add_node("LastStep", "last", ls);
   s.connect(s4, s5);
 
+  // An image's patches as tokens, pooled two ways.
+  Project tok;
+  tok.name = "token forms";
+  Graph& t = tok.graph;
+  Attrs ti;
+  ti.set("shape", std::vector<int64_t>{4, 3, 5});
+  int t0 = t.add_node("Input", "input", ti);
+  int t1 = t.add_node("ImageToTokens", "tokens", {});
+  t.connect(t0, t1);
+  Attrs first;
+  first.set("mode", std::string("first"));
+  int t2 = t.add_node("TokenPooling", "first", first);
+  t.connect(t1, t2);
+  int t3 = t.add_node("TokenPooling", "mean", {});
+  t.connect(t1, t3);
+  Attrs two;
+  two.set("inputs", int64_t{2});
+  int t4 = t.add_node("Add", "both", two);
+  t.connect(t2, t4, 0);
+  t.connect(t3, t4, 1);
+
   TempDir tmp;
   write_case(img, tmp.path / "img", 11);
   write_case(seq, tmp.path / "seq", 12);
+  write_case(tok, tmp.path / "tok", 13);
   const std::string model = read_file((tmp.path / "img" / "model.py").string());
   EXPECT_NE(model.find("\"conv_same\": \"conv same\""), std::string::npos) << model;
   EXPECT_NE(model.find("self.class_ = nn.BatchNorm2d"), std::string::npos) << model;
   int code = 0;
   const std::string out =
       run_command(kPython + " " + std::string(DC_SOURCE_DIR) + "/tests/export/forward_check.py " +
-                      (tmp.path / "img").string() + " " + (tmp.path / "seq").string(),
+                      (tmp.path / "img").string() + " " + (tmp.path / "seq").string() + " " +
+                      (tmp.path / "tok").string(),
                   &code);
   ASSERT_EQ(code, 0) << out;
   json r = json::parse(out.substr(out.find('{')), nullptr, false);
-  ASSERT_EQ(r.size(), 2u) << out;
+  ASSERT_EQ(r.size(), 3u) << out;
   for (auto& [k, v] : r.items()) {
     ASSERT_TRUE(v.is_number()) << k << ": " << v.dump();
     EXPECT_LE(v.get<double>(), 1e-5) << k;

@@ -43,11 +43,12 @@ using test::project_files;
 // code on the single-op form (ReduceMean over the last axis then a
 // broadcast Sub) that opsets before 17 get: LayerNorm's ONNX forms are
 // checked by onnxruntime and the ONNX checker instead; so are attention's
-// (4-D MatMuls and Transposes that OpenCV 4.6 does not take).
+// (4-D MatMuls and Transposes that OpenCV 4.6 does not take), and the class
+// token's and token pooling's (shape arithmetic, a reduction over tokens).
 bool opencv_reads(const Graph& g) {
   for (const auto& [id, n] : g.nodes())
     if (n.type == "Embedding" || n.type == "SimpleRNN" || n.type == "LayerNorm" ||
-        n.type == "MultiHeadAttention")
+        n.type == "MultiHeadAttention" || n.type == "ClassToken" || n.type == "TokenPooling")
       return false;
   return true;
 }
@@ -147,6 +148,19 @@ std::vector<std::pair<std::string, Graph>> layer_form_cases() {
               {"MultiHeadAttention", A({{"heads", int64_t(2)}})},
               {"MultiHeadAttention", A({{"heads", int64_t(4)}, {"causal", true}, {"bias", false}})},
               {"LastStep", A({{"index", int64_t(-1)}})}})},
+      {"vision transformer stem: patches, class token, positions, first token",
+       chain({{"Input", img},
+              {"Conv2D", A({{"filters", int64_t(8)},
+                            {"kernel", std::vector<int64_t>{3, 3}},
+                            {"stride", std::vector<int64_t>{3, 3}}})},
+              {"ImageToTokens", {}},
+              {"ClassToken", {}},
+              {"PositionalEmbedding", {}},
+              {"PositionalEmbedding", A({{"kind", std::string("sinusoidal")}})},
+              {"TokenPooling", A({{"mode", std::string("first")}})}})},
+      {"mean of tokens",
+       chain({{"SequenceInput", A({{"steps", int64_t(5)}, {"features", int64_t(3)}})},
+              {"TokenPooling", {}}})},
       {"batch norm 1d", chain({{"Input", A({{"shape", std::vector<int64_t>{12}}})},
                                {"Dense", A({{"units", int64_t(16)}})},
                                {"BatchNorm1D", {}}})},

@@ -101,6 +101,43 @@ class MultiheadAttention(nn.Module):
         return y.transpose(0, 1)
 
 
+def sinusoids(steps, features):
+    """The original Transformer's fixed positions: sin at even features, cos at odd."""
+    pos = torch.arange(steps, dtype=torch.float64).unsqueeze(1)
+    rate = torch.pow(10000.0, torch.arange(0, features, 2, dtype=torch.float64) / features)
+    pe = torch.zeros(steps, features, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(pos / rate)
+    pe[:, 1::2] = torch.cos(pos / rate[: features // 2])
+    return pe.float()
+
+
+class PositionalEmbedding(nn.Module):
+    """Adds a position signal to every token: a learned `weight` [steps,
+    features] (N(0, 0.02) at first, as ViT's) or the fixed sinusoids (a buffer
+    `table`)."""
+
+    def __init__(self, steps, features, learned=True):
+        super().__init__()
+        if learned:
+            self.weight = nn.Parameter(torch.randn(steps, features) * 0.02)
+        else:
+            self.register_buffer("table", sinusoids(steps, features))
+
+    def forward(self, x):
+        return x + (self.weight if hasattr(self, "weight") else self.table)
+
+
+class ClassToken(nn.Module):
+    """Puts a learned token first in the sequence (a Vision Transformer's class token)."""
+
+    def __init__(self, features):
+        super().__init__()
+        self.token = nn.Parameter(torch.empty(features).uniform_(-0.02, 0.02))
+
+    def forward(self, x):
+        return torch.cat([self.token.view(1, 1, -1).expand(x.shape[0], 1, -1), x], dim=1)
+
+
 def to_deepcanvas(state):
     """A state_dict as DeepCanvas names its tensors: renamed layers get their
     DeepCanvas names back, and BatchNorm's num_batches_tracked (which
