@@ -16,22 +16,6 @@ namespace dc::onnx_export {
 
 namespace {
 
-// Rows [k·E, (k+1)·E) of w [3E, E] (or all of an [E, E] w), transposed: the
-// right operand of x·Wᵀ.
-Tensor transposed_block(const Tensor& w, int64_t k, int64_t E) {
-  Tensor t(Shape{E, E});
-  const float* src = w.f32() + k * E * E;
-  for (int64_t r = 0; r < E; ++r)
-    for (int64_t c = 0; c < E; ++c) t.f32()[c * E + r] = src[r * E + c];
-  return t;
-}
-
-Tensor slice(const Tensor& v, int64_t k, int64_t E) {
-  Tensor t(Shape{E});
-  std::copy(v.f32() + k * E, v.f32() + (k + 1) * E, t.f32());
-  return t;
-}
-
 void write_attention(Builder& b, const OnnxLayer& l) {
   const std::string& name = l.step.name;
   const Attrs& a = l.attrs;
@@ -51,16 +35,29 @@ void write_attention(Builder& b, const OnnxLayer& l) {
     set_attr(b.node("Transpose", {x}, out, name + "/" + what), "perm", perm);
     return out;
   };
+  // The parameters keep their checkpoint names, one initializer each: the
+  // query, key and value parts are slices of in_proj's transpose [E, 3E].
+  auto slice = [&](const std::string& x, int64_t from, int64_t to, int64_t axis,
+                   const std::string& what) {
+    const std::string out = value(what);
+    b.node("Slice",
+           {x, b.ints(name + "/" + what + "_start", {from}),
+            b.ints(name + "/" + what + "_end", {to}), b.ints(name + "/" + what + "_axis", {axis})},
+           out, name + "/" + what);
+    return out;
+  };
+  const std::string w_all = transpose(
+      b.weight(l.param_name("in_proj_weight"), l.param("in_proj_weight")), {1, 0}, "in_proj_t");
+  const std::string b_all =
+      bias ? b.weight(l.param_name("in_proj_bias"), l.param("in_proj_bias")) : std::string();
   // x·W_kᵀ + b_k, then [N, rows, H, D] with the heads second.
   const char* tags[3] = {"q", "k", "v"};
   auto head_split = [&](const std::string& x, int64_t k, int64_t rows) {
     const std::string tag = tags[k];
-    const Tensor& w = l.param("in_proj_weight");
     std::string y =
-        node("MatMul", {x, b.weight(name + "/w_" + tag, transposed_block(w, k, E))}, tag + "_proj");
+        node("MatMul", {x, slice(w_all, k * E, (k + 1) * E, 1, "w_" + tag)}, tag + "_proj");
     if (bias)
-      y = node("Add", {y, b.weight(name + "/b_" + tag, slice(l.param("in_proj_bias"), k, E))},
-               tag + "_biased");
+      y = node("Add", {y, slice(b_all, k * E, (k + 1) * E, 0, "b_" + tag)}, tag + "_biased");
     return node("Reshape", {y, b.ints(name + "/" + tag + "_heads", {0, rows, H, D})},
                 tag + "_heads");
   };
@@ -81,8 +78,8 @@ void write_attention(Builder& b, const OnnxLayer& l) {
   set_attr(b.node("Softmax", {scores}, p, name + "/softmax"), "axis", int64_t(3));
   const std::string o = transpose(node("MatMul", {p, v}, "heads"), {0, 2, 1, 3}, "heads_t");
   const std::string joined = node("Reshape", {o, b.ints(name + "/joined", {0, T, E})}, "joined");
-  const std::string wo =
-      b.weight(name + "/w_out", transposed_block(l.param("out_proj_weight"), 0, E));
+  const std::string wo = transpose(
+      b.weight(l.param_name("out_proj_weight"), l.param("out_proj_weight")), {1, 0}, "out_proj_t");
   if (!bias) {
     b.node("MatMul", {joined, wo}, l.output, name);
     return;
