@@ -16,6 +16,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
+#include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -205,8 +206,23 @@ void DatasetPanel::buildUi() {
   pf->addRow(tr("Normalisation"), normalize_);
   ll->addWidget(prep);
 
-  auto* aug = new QGroupBox(tr("Augmentation (image data)"), left);
-  auto* af = new QFormLayout(aug);
+  // The samples per class and split under the choices that made them, so
+  // the right side's height goes to the samples and the augmentation.
+  table_ = new QTableWidget(0, 3, left);
+  table_->setHorizontalHeaderLabels({tr("Class"), tr("Training"), tr("Test")});
+  table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  table_->verticalHeader()->setVisible(false);
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  ll->addWidget(table_, 1);
+
+  auto* right = new QWidget(split);
+  auto* rl = new QVBoxLayout(right);
+  // The augmentation's options sit beside its preview, under the samples:
+  // stacked under the source, with the class table above the samples, they
+  // made the tab taller than a 1280x720 screen's window (a scroll bar, the
+  // preview cut off at the bottom).
+  auto* aug = new QGroupBox(tr("Augmentation (image data)"), right);
+  auto* af = new QGridLayout(aug);
   // Ranges and help from the engine's settings table, as the CLI has them.
   auto help = [](const char* key) {
     const SettingSpec* sp = find_setting(key);
@@ -250,25 +266,33 @@ void DatasetPanel::buildUi() {
                           ? tr("Brightness, contrast and saturation factors in [1 - j, 1 + j], "
                                "on the picture (torchvision's ColorJitter)")
                           : help("augment.color_jitter"));
-  af->addRow(resized_crop_);
-  af->addRow(tr("Colour jitter ±"), jitter_);
-  af->addRow(hflip_);
-  af->addRow(vflip_);
-  af->addRow(tr("Crop with padding"), pad_);
-  af->addRow(tr("Rotation ±"), rotate_);
-  af->addRow(tr("Translation ±"), translate_);
-  af->addRow(tr("Brightness ±"), brightness_);
+  // Two label-and-field pairs a row: the picture-level draws first, then
+  // the ones on the batch.
+  auto pair = [&](int row, int col, const QString& label, QWidget* field) {
+    auto* l = new QLabel(label, aug);
+    l->setBuddy(field);
+    l->setToolTip(field->toolTip());
+    af->addWidget(l, row, 2 * col);
+    af->addWidget(field, row, 2 * col + 1);
+  };
+  af->addWidget(resized_crop_, 0, 0, 1, 2);
+  pair(0, 1, tr("Colour jitter ±"), jitter_);
+  af->addWidget(hflip_, 1, 0, 1, 2);
+  af->addWidget(vflip_, 1, 2, 1, 2);
+  pair(2, 0, tr("Crop with padding"), pad_);
+  pair(2, 1, tr("Rotation ±"), rotate_);
+  pair(3, 0, tr("Translation ±"), translate_);
+  pair(3, 1, tr("Brightness ±"), brightness_);
   auto* where = new QLabel(tr("Drawn afresh for every training batch, on the CPU or the GPU; "
                               "evaluation sees the images as they are."),
                            aug);
   where->setWordWrap(true);
   where->setStyleSheet("color: palette(mid);");
-  af->addRow(where);
-  ll->addWidget(aug);
-  ll->addStretch();
+  af->addWidget(where, 4, 0, 1, 4);
+  af->setColumnStretch(1, 1);
+  af->setColumnStretch(3, 1);
+  aug->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
 
-  auto* right = new QWidget(split);
-  auto* rl = new QVBoxLayout(right);
   summary_ = new QLabel(tr("No dataset loaded."), right);
   summary_->setWordWrap(true);
   load_progress_ = new QProgressBar(right);
@@ -280,30 +304,30 @@ void DatasetPanel::buildUi() {
   message_->setWordWrap(true);
   message_->setTextFormat(Qt::RichText);
   message_->setVisible(false);
-  table_ = new QTableWidget(0, 3, right);
-  table_->setHorizontalHeaderLabels({tr("Class"), tr("Training"), tr("Test")});
-  table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
-  table_->verticalHeader()->setVisible(false);
-  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  table_->setMaximumHeight(260);
   thumbs_ = new widgets::ImageGrid(right, 56);
+  auto* preview_box = new QWidget(right);
+  auto* pl = new QVBoxLayout(preview_box);
+  pl->setContentsMargins(0, 0, 0, 0);
   auto* prev_head = new QHBoxLayout;
-  prev_head->addWidget(new QLabel(tr("<b>Augmentation preview</b> (click a thumbnail above to "
-                                     "choose the sample)"),
-                                  right),
-                       1);
-  reroll_ = new QPushButton(tr("New draw"), right);
+  auto* prev_title = new QLabel(tr("<b>Augmentation preview</b> (click a sample above to choose "
+                                   "it)"),
+                                preview_box);
+  prev_title->setWordWrap(true);
+  prev_head->addWidget(prev_title, 1);
+  reroll_ = new QPushButton(tr("New draw"), preview_box);
   prev_head->addWidget(reroll_);
-  preview_ = new widgets::ImageGrid(right, 64);
-  preview_->setMaximumHeight(120);
+  preview_ = new widgets::ImageGrid(preview_box, 64);
+  pl->addLayout(prev_head);
+  pl->addWidget(preview_, 1);
+  auto* bottom = new QHBoxLayout;
+  bottom->addWidget(aug, 3);
+  bottom->addWidget(preview_box, 2);
   rl->addWidget(summary_);
   rl->addWidget(load_progress_);
   rl->addWidget(message_);
-  rl->addWidget(table_);
   rl->addWidget(new QLabel(tr("<b>Samples</b>"), right));
   rl->addWidget(thumbs_, 1);
-  rl->addLayout(prev_head);
-  rl->addWidget(preview_);
+  rl->addLayout(bottom);
   split->addWidget(left);
   split->addWidget(right);
   split->setStretchFactor(1, 2);

@@ -42,35 +42,9 @@ std::vector<std::string> toStd(const QStringList& l) {
 
 }  // namespace
 
-namespace {
-
-// "Applied trial N…; Ctrl+Z undoes it." is true only while that step is the
-// last one on the undo stack. The applier pushed it onto the window's
-// editor stack, which this panel is not given: it is the stack whose last
-// step carries `what`. Once that stack's position moves (the step undone,
-// or another edit on top), `stale` runs, once; a later apply replaces the
-// watch.
-void followAppliedStep(QWidget* panel, const QString& what, std::function<void()> stale) {
-  const char* kName = "appliedStepWatch";
-  delete panel->findChild<QObject*>(kName, Qt::FindDirectChildrenOnly);
-  QWidget* top = panel->window();
-  if (!top || top == panel) return;
-  for (QUndoStack* stack : top->findChildren<QUndoStack*>()) {
-    const int index = stack->index();
-    if (index == 0 || stack->text(index - 1) != what) continue;
-    auto* watch = new QObject(panel);
-    watch->setObjectName(kName);
-    QObject::connect(stack, &QUndoStack::indexChanged, watch,
-                     [watch, index, stale = std::move(stale)](int now) {
-                       if (now == index) return;
-                       stale();
-                       watch->deleteLater();
-                     });
-    return;
-  }
+QKeySequence ExperimentsPanel::startShortcut() {
+  return QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E);
 }
-
-}  // namespace
 
 ExperimentsPanel::ExperimentsPanel(ProjectContext* ctx, QWidget* parent)
     : QWidget(parent), ctx_(ctx) {
@@ -119,8 +93,9 @@ void ExperimentsPanel::buildUi() {
   auto* buttons = new QHBoxLayout;
   start_ = new QPushButton(tr("Start"), this);
   start_->setObjectName("sweepStart");
-  start_->setToolTip(tr("Start a new sweep (Ctrl+Shift+E)"));
-  start_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
+  start_->setToolTip(
+      tr("Start a new sweep (%1)").arg(startShortcut().toString(QKeySequence::NativeText)));
+  start_->setShortcut(startShortcut());
   stop_ = new QPushButton(tr("Stop"), this);
   stop_->setObjectName("sweepStop");
   stop_->setToolTip(tr("Stop the sweep; Resume continues it, also after a restart"));
@@ -496,9 +471,18 @@ bool ExperimentsPanel::applyBest() {
                  .arg(100 * best_val_accuracy(t), 0, 'f', 1),
              false);
   Q_EMIT message(message_->text());
-  followAppliedStep(this, what, [this, applied = message_->text()] {
-    if (message_->text() == applied) setMessage({}, false);
-  });
+  // The message is true only while the applier's step is the last one on
+  // the stack: once the position moves (undone, or another edit on top) it
+  // goes, unless another message has replaced it meanwhile.
+  disconnect(applied_watch_);
+  const int index = undo_ ? undo_->index() : 0;
+  if (index > 0 && undo_->text(index - 1) == what)
+    applied_watch_ = connect(undo_, &QUndoStack::indexChanged, this,
+                             [this, index, applied = message_->text()](int now) {
+                               if (now == index) return;
+                               disconnect(applied_watch_);
+                               if (message_->text() == applied) setMessage({}, false);
+                             });
   return true;
 }
 

@@ -15,6 +15,7 @@
 #include <deepcanvas/sweep.h>
 
 #include <QAbstractTableModel>
+#include <QKeySequence>
 #include <QString>
 #include <QStringList>
 #include <QWidget>
@@ -28,6 +29,7 @@ class QPushButton;
 class QSortFilterProxyModel;
 class QTableView;
 class QTableWidget;
+class QUndoStack;
 
 namespace dc::gui {
 
@@ -86,6 +88,12 @@ class ExperimentsPanel : public QWidget {
   void setApplier(std::function<QString(const std::vector<BestValue>&, const QString&)> f) {
     applier_ = std::move(f);
   }
+  // The stack the applier pushes onto (the editor's): "Applied trial N…;
+  // Ctrl+Z undoes it." goes once that step is undone or buried.
+  void setUndoStack(QUndoStack* s) { undo_ = s; }
+  // Start's key (a button's, not a menu action's: Help → Keyboard Shortcuts
+  // lists it from here).
+  static QKeySequence startShortcut();
   // Replaces the question asked before Start replaces a sweep (tests).
   void setConfirmHandler(std::function<bool(const QString&)> f) { confirm_ = std::move(f); }
 
@@ -155,6 +163,8 @@ class ExperimentsPanel : public QWidget {
   std::function<QString(const std::vector<BestValue>&, const QString&)> applier_;
   std::function<bool(const QString&)> confirm_;
   std::function<QString()> start_blocker_;
+  QUndoStack* undo_ = nullptr;
+  QMetaObject::Connection applied_watch_;  // on undo_, while "Applied trial" shows
 
   SearchSpaceEditor* space_ = nullptr;
   SweepOptionsForm* form_ = nullptr;

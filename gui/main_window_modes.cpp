@@ -62,6 +62,7 @@ void MainWindow::createModes() {
   experiments_panel_->setApplier([this](const std::vector<BestValue>& v, const QString& what) {
     return applySweepValues(v, what);
   });
+  experiments_panel_->setUndoStack(editor_->undoStack());  // where the applier pushes
   // The dashboard pages need more room than the canvas; in a scroll area
   // their minimum size stays theirs instead of squeezing the editor's docks.
   auto scrolled = [this](QWidget* page) {

@@ -18,6 +18,7 @@
 
 #include <QDockWidget>
 #include <QMenu>
+#include <algorithm>
 
 #ifndef DC_VERSION
 #define DC_VERSION ""
@@ -115,7 +116,9 @@ void MainWindow::createPyTorchConsole() {
                  QDockWidget::DockWidgetFloatable);
   d->setProperty("everyTab", true);  // stays while the Training tab follows the run
   addDockWidget(Qt::BottomDockWidgetArea, d);
-  resizeDocks({d}, {200}, Qt::Vertical);
+  // A fifth of the window: 200 px of a 1280x720 screen's window left the
+  // Training tab's plots too flat to read while the run is followed.
+  resizeDocks({d}, {std::clamp(height() / 5, 120, 200)}, Qt::Vertical);
   if (view_menu_) view_menu_->addAction(d->toggleViewAction());
   connect(pytorch_run_, &PyTorchRun::launched, this, [this](const QString& out) {
     const QString why = training_panel_->followRun(out);

@@ -1,5 +1,7 @@
 #include "gui/shortcuts_dialog.h"
 
+#include "gui/experiments_panel.h"
+
 #include <deepcanvas/project.h>
 
 #include <QAction>
@@ -75,10 +77,12 @@ ShortcutsDialog::ShortcutsDialog(const QMenuBar* menus, QWidget* parent) : QDial
       {QT_TR_NOOP("Canvas → Zoom"), QT_TR_NOOP("mouse wheel")},
       {QT_TR_NOOP("Canvas → Pan"), QT_TR_NOOP("middle button drag, or Space + drag")},
       {QT_TR_NOOP("Canvas → Scroll"), QT_TR_NOOP("Shift + wheel")},
-      // The Experiments tab's Start button, not a menu action.
-      {QT_TR_NOOP("Experiments → Start the sweep"), QT_TR_NOOP("Ctrl+Shift+E")},
   };
   for (const auto& [what, keys] : canvas) new QTreeWidgetItem(table_, {tr(what), tr(keys)});
+  // The Experiments tab's Start button, not a menu action: its own key.
+  new QTreeWidgetItem(table_,
+                      {tr("Experiments → Start the sweep"),
+                       ExperimentsPanel::startShortcut().toString(QKeySequence::NativeText)});
 
   auto* guide = new QLabel(this);
   guide->setObjectName("guideLink");

@@ -284,20 +284,28 @@ void TrainingPanel::appendLog(const QString& line) {
   log_->appendPlainText(QDateTime::currentDateTime().toString("HH:mm:ss  ") + line);
 }
 
+QStringList TrainingPanel::problemsBeforeRun(const QString& sweep_running,
+                                             const std::function<TrainConfig()>& settings,
+                                             const std::optional<AppRunCheck>& run,
+                                             TrainConfig* used) {
+  RunStartCheck check{start_blocker_,
+                      ProjectContext::BusyOwner::Sweep,
+                      sweep_running,
+                      {},
+                      tr("The project's dataset could not be loaded: %1"),
+                      [this] { return settingProblems(); },
+                      run};
+  return runStartProblems(ctx_, check, settings, used);
+}
+
 void TrainingPanel::startTraining() {
   if (session_->active()) return;
   // The settings as shown (a typed value the table refuses first), then
   // the engine's checks of these settings with this network and data.
   TrainConfig cfg;
-  const QStringList problems = runStartProblems(
-      ctx_,
-      {start_blocker_,
-       ProjectContext::BusyOwner::Sweep,
-       tr("A sweep is running in the Experiments tab. Stop it there (it can be "
-          "resumed later) before starting a training run."),
-       {},
-       tr("The project's dataset could not be loaded: %1"),
-       [this] { return settingProblems(); }},
+  const QStringList problems = problemsBeforeRun(
+      tr("A sweep is running in the Experiments tab. Stop it there (it can be resumed later) "
+         "before starting a training run."),
       [this] {
         // The engine's prepare_run() checks the folder the run writes
         // into, as the CLI checks its own checkpoint folder.
@@ -305,7 +313,7 @@ void TrainingPanel::startTraining() {
         c.checkpoint_dir = checkpointDir().toStdString();
         return c;
       },
-      &cfg);
+      std::nullopt, &cfg);
   if (!problems.isEmpty()) {
     showProblems(problems);
     return;

@@ -13,6 +13,7 @@
 #include <QWidget>
 #include <functional>
 #include <memory>
+#include <optional>
 
 class QPushButton;
 class QProgressBar;
@@ -153,6 +154,13 @@ class TrainingPanel : public QWidget {
   void onFinished(bool ok, const QString& message);
   void onState(TrainingSession::State s);
   void showProblems(const QStringList& problems);
+  // Start's and the LR finder's shared checks (run_start.h): the window's
+  // blocker, a running sweep (`sweep_running` says so), the data loaded on
+  // demand, the settings as shown, then the engine's checks of what
+  // `settings` returns (to *used) for `run` (unset: a training run).
+  QStringList problemsBeforeRun(const QString& sweep_running,
+                                const std::function<TrainConfig()>& settings,
+                                const std::optional<AppRunCheck>& run, TrainConfig* used);
   void appendLog(const QString& line);
   void updateButtons();
   void offerRunCheckpoints(bool finished);

@@ -15,7 +15,6 @@
 #include <QVBoxLayout>
 
 #include "gui/lr_finder.h"
-#include "gui/run_start.h"
 #include "gui/settings_form.h"
 #include "gui/training_panel.h"
 
@@ -178,22 +177,20 @@ LrFinderDialog* TrainingPanel::openLrFinder(const LrFindOptions& options) {
   // Start's own checks and dataset loading (the project's dataset, loaded
   // on demand), so the finder runs whenever Start would train at once.
   TrainConfig c;
-  const QStringList problems = runStartProblems(
-      ctx_,
-      {start_blocker_,
-       ProjectContext::BusyOwner::Sweep,
-       tr("A sweep is running in the Experiments tab. Stop it there (it can be resumed later) "
-          "before running the LR finder."),
-       {},
-       tr("The project's dataset could not be loaded: %1"),
-       [this] { return settingProblems(); }},
+  // Checked as the range test it is (the CLI's lr-find): it writes no
+  // checkpoints, and the memory check names the range test.
+  AppRunCheck run;
+  run.purpose = RunPurpose::LrFind;
+  const QStringList problems = problemsBeforeRun(
+      tr("A sweep is running in the Experiments tab. Stop it there (it can be resumed later) "
+         "before running the LR finder."),
       [this] {
         TrainConfig cfg = config();
         cfg.device = DeviceSpec{};  // the range test runs on the CPU
         cfg.precision = Precision::Fp32;
         return cfg;
       },
-      &c);
+      run, &c);
   if (!problems.isEmpty()) {
     showLrFinderProblems(problems);
     return nullptr;

@@ -37,9 +37,6 @@ std::string nameBase(const std::string& name) {
   return b.empty() ? "node" : b;
 }
 
-// Whether the editor's last status message is still up (not an empty one).
-constexpr const char* kStatusShown = "dcEditorStatusShown";
-
 }  // namespace
 
 GraphEditor::GraphEditor(QObject* parent)
@@ -63,9 +60,9 @@ GraphEditor::GraphEditor(QObject* parent)
   // was: once an undo, redo or new edit changes it, the message is stale.
   // A message the change itself sends comes after indexChanged and stays.
   connect(this, &GraphEditor::statusMessage, this,
-          [this](const QString& m) { setProperty(kStatusShown, !m.isEmpty()); });
+          [this](const QString& m) { status_shown_ = !m.isEmpty(); });
   connect(undo_, &QUndoStack::indexChanged, this, [this] {
-    if (property(kStatusShown).toBool()) Q_EMIT statusMessage(QString());
+    if (status_shown_) Q_EMIT statusMessage(QString());
   });
 }
 

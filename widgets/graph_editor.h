@@ -90,6 +90,7 @@ class GraphEditor : public QObject {
   QUndoStack* undo_;
   NodeScene* scene_;
   int paste_count_ = 0;
+  bool status_shown_ = false;  // the last status message is up (not an empty one)
 };
 
 }  // namespace dc::widgets

@@ -88,5 +88,21 @@ TEST(App36LrFinder, StartsFromTheInitialWeightsAfterATrainingRun) {
   ASSERT_EQ(w.context()->weights().state.size(), trained_weights.size());
 }
 
+// The finder is checked as the range test it is (the engine's
+// RunPurpose::LrFind, as deepcanvas-cli lr-find does), not as a training
+// run: a batch too large for memory is refused in the range test's words.
+TEST(App36LrFinder, IsCheckedAsARangeTestNotATrainingRun) {
+  ensureApp();
+  gui::MainWindow w;
+  ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+  gui::TrainingPanel* t = w.trainingPanel();
+  t->setBatch(1'000'000);
+  EXPECT_EQ(t->openLrFinder(shortTest()), nullptr);
+  const QString text = t->problemText();
+  EXPECT_TRUE(text.contains("LR range test at batch 1000000 needs about")) << text.toStdString();
+  EXPECT_FALSE(text.contains("Training at batch")) << text.toStdString();
+  w.setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
+}
+
 }  // namespace
 }  // namespace dc::test

@@ -23,6 +23,7 @@
 #include <deepcanvas/project.h>
 #include <gtest/gtest.h>
 
+#include <QAbstractButton>
 #include <QAction>
 #include <QApplication>
 #include <QDockWidget>
@@ -560,6 +561,12 @@ TEST_F(EditorWindow, ShortcutsDialogListsEveryMenuActionWithAKey) {
                 again.table()->topLevelItem(i)->text(1);
   const QString all = rows.join("\n");
   EXPECT_TRUE(all.contains("Ctrl+Shift+E")) << all.toStdString();
+  // The key listed is the button's own, not a copy that could drift.
+  auto* start = w->findChild<QAbstractButton*>("sweepStart");
+  ASSERT_NE(start, nullptr);
+  EXPECT_TRUE(all.contains("Experiments → Start the sweep = " +
+                           start->shortcut().toString(QKeySequence::NativeText)))
+      << all.toStdString();
   EXPECT_FALSE(all.contains("relu1")) << all.toStdString();
   EXPECT_TRUE(all.contains(QRegularExpression("→ Undo = "))) << all.toStdString();
 }

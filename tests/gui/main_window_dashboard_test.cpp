@@ -12,6 +12,7 @@
 #include "gui/training_session.h"
 #include "gui_test_util.h"
 #include "widgets/graph_editor.h"
+#include "widgets/image_grid.h"
 #include "widgets/live_plot.h"
 
 #include <deepcanvas/project.h>
@@ -225,6 +226,40 @@ TEST_F(MainWindowDashboard, TheTrainingTabFitsA1280By720ScreenAfterARun) {
         const QRect r(b->mapTo(area->viewport(), QPoint(0, 0)), b->size());
         EXPECT_TRUE(area->viewport()->rect().contains(r)) << name;
       }
+}
+
+// Issue 36: the Dataset tab stacked the augmentation's eight options under
+// the source and preparation, taller than a 1280x720 screen's window inside
+// openbox's title bar and borders (1264x676): a vertical scroll bar, and the
+// augmentation preview below the fold. The options sit beside the preview now.
+TEST_F(MainWindowDashboard, TheDatasetTabFitsA1280By720Screen) {
+  gui::MainWindow w;
+  ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+  w.resize(1264, 676);
+  w.show();
+  w.showMode(gui::MainWindow::Mode::Dataset);
+  gui::DatasetPanel* d = w.datasetPanel();
+  QSignalSpy loaded(d, &gui::DatasetPanel::datasetLoaded);
+  if (!w.context()->hasDataset()) {
+    ASSERT_TRUE(loaded.wait(30000)) << d->messageText().toStdString();
+  }
+  QApplication::processEvents();
+  auto* area = qobject_cast<QScrollArea*>(d->parentWidget()->parentWidget());
+  ASSERT_NE(area, nullptr);
+  EXPECT_FALSE(area->verticalScrollBar()->isVisible())
+      << "page " << d->minimumSizeHint().height() << " px for " << area->viewport()->height();
+  EXPECT_LE(d->minimumSizeHint().height(), area->viewport()->height());
+  // The samples and the preview are on screen, with room for two rows of
+  // samples and a row of draws, captions included.
+  const std::pair<widgets::ImageGrid*, int> grids[] = {{d->thumbnails(), 2},
+                                                       {d->augmentPreview(), 1}};
+  for (const auto& [grid, rows] : grids) {
+    const QRect r(grid->mapTo(area->viewport(), QPoint(0, 0)), grid->size());
+    EXPECT_TRUE(area->viewport()->rect().contains(r)) << rows;
+    EXPECT_GE(grid->viewport()->height(), rows * grid->gridSize().height()) << rows;
+  }
+  EXPECT_GT(d->augmentPreview()->count(), 0);
+  w.setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
 }
 
 TEST_F(MainWindowDashboard, ClosingStopsARunningTrainingWhenConfirmed) {
