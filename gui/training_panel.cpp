@@ -322,6 +322,8 @@ void TrainingPanel::startTraining() {
              QString("-run%1").arg(run_ + 1);
   cfg.checkpoint_dir = run_dir_.toStdString();
   cfg.init_weights = resolve_project_file(ctx_->project(), cfg.init_weights);
+  session_->recordNextRun({cfg.checkpoint_dir, settings_view_->tensorBoard(), ctx_->project().name,
+                           run_settings_text(cfg)});
   try {
     session_->start(ctx_->project().graph, cfg, ctx_->trainSet(), ctx_->testSet());
   } catch (const std::exception& e) {

@@ -69,6 +69,9 @@ void TrainingSession::start(const Graph& g, const TrainConfig& cfg, std::shared_
   if (!cfg.checkpoint_dir.empty()) QDir().mkpath(QString::fromStdString(cfg.checkpoint_dir));
   // The constructor checks graph against data and throws before any thread starts.
   trainer_ = std::make_unique<Trainer>(g, cfg, std::move(train), std::move(test));
+  recorder_.reset();
+  if (record_) recorder_ = std::make_unique<RunRecorder>(std::move(*record_));
+  record_.reset();
   last_checkpoint_.clear();
   fraction_ = 0;
   last_epoch_done_ = 0;
@@ -118,6 +121,12 @@ void TrainingSession::poll() {
     auto ev = trainer_->events().try_pop();
     if (!ev) break;
     TrainEvent& e = *ev;
+    // Before the switch, which moves step events on.
+    if (recorder_) {
+      recorder_->add(e);
+      if (const std::string p = recorder_->take_problem(); !p.empty())
+        Q_EMIT logMessage(QString::fromStdString(p));
+    }
     switch (e.kind) {
       case TrainEvent::Kind::Step:
         last_step_ = e.step;

@@ -4,6 +4,7 @@
 // ~30 Hz without ever blocking, and all step events that arrived since the
 // last tick go out as one batch, so however fast training runs the UI does
 // at most ~30 updates a second and never waits on the trainer.
+#include <deepcanvas/run_log.h>
 #include <deepcanvas/trainer.h>
 
 #include <QObject>
@@ -11,6 +12,7 @@
 #include <QTimer>
 #include <QVector>
 #include <memory>
+#include <optional>
 
 namespace dc::gui {
 
@@ -32,6 +34,9 @@ class TrainingSession : public QObject {
   explicit TrainingSession(QObject* parent = nullptr);
   ~TrainingSession() override;  // cancels a running training and joins its thread
 
+  // The next start() records its run into o.dir (metrics.jsonl and, when
+  // o.tensorboard, a TensorBoard event file), as every CLI run does.
+  void recordNextRun(RunRecordOptions o) { record_ = std::move(o); }
   // Builds the trainer (throws dc::Error with a message for the user when the
   // graph and data do not fit) and starts it. cfg.checkpoint_dir should be
   // set: a checkpoint is written there per epoch and when stopped.
@@ -86,6 +91,10 @@ class TrainingSession : public QObject {
   void forwardTelemetry(const TrainEvent& e);
 
   std::unique_ptr<Trainer> trainer_;
+  // The run folder's metrics.jsonl and TensorBoard event file (issue 35),
+  // fed every event in poll(); options for the next start() (none: no log).
+  std::unique_ptr<RunRecorder> recorder_;
+  std::optional<RunRecordOptions> record_;
   QTimer timer_;
   State state_ = State::Idle;
   QString last_checkpoint_;

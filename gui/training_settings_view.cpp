@@ -3,11 +3,13 @@
 #include <deepcanvas/device.h>
 #include <deepcanvas/settings.h>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLineEdit>
+#include <QSettings>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QStandardPaths>
@@ -80,6 +82,17 @@ TrainingSettingsView::TrainingSettingsView(ProjectContext* ctx, QWidget* parent)
   run_form_->layout()->insertRow(run_form_->layout()->rowCount() - 1, tr("Device"), device_);
   run_form_->layout()->addRow(tr("Steps per epoch"), steps_limit_);
   run_form_->layout()->addRow(tr("Checkpoints"), ckrow);
+  // Each run's folder also gets metrics.jsonl and, with this on, a
+  // TensorBoard event file; remembered per user, not per project.
+  tensorboard_ =
+      new QCheckBox(tr("Also write a TensorBoard log into each run's folder"), run_form_);
+  tensorboard_->setObjectName("tensorboardLog");
+  tensorboard_->setToolTip(
+      tr("View with: tensorboard --logdir \"%1\"").arg(checkpoint_dir_->text()));
+  tensorboard_->setChecked(QSettings().value("training/tensorboard", true).toBool());
+  connect(tensorboard_, &QCheckBox::toggled, this,
+          [](bool on) { QSettings().setValue("training/tensorboard", on); });
+  run_form_->layout()->addRow(tr("Logs"), tensorboard_);
   tabs_->addTab(run_form_, tr("Run"));
   tabs_->addTab(opt_form_, tr("Optimizer"));
   tabs_->addTab(sched_form_, tr("Schedule"));
@@ -166,6 +179,10 @@ void TrainingSettingsView::setCheckpointDir(const QString& dir) {
   // The start of a path says where it is; QLineEdit would show its end.
   checkpoint_dir_->setCursorPosition(0);
 }
+bool TrainingSettingsView::tensorBoard() const {
+  return tensorboard_->isChecked();
+}
+
 QString TrainingSettingsView::checkpointDir() const {
   return checkpoint_dir_->text();
 }

@@ -10,6 +10,7 @@
 #include <QWidget>
 
 class QComboBox;
+class QCheckBox;
 class QLineEdit;
 class QSpinBox;
 class QTabWidget;
@@ -38,6 +39,8 @@ class TrainingSettingsView : public QWidget {
   void setBatch(int n);
   void setCheckpointDir(const QString& dir);
   QString checkpointDir() const;
+  // Whether runs also write a TensorBoard event file (remembered).
+  bool tensorBoard() const;
   QString deviceText() const;  // the device list's current entry
   void setSettingsVisible(bool on);
   bool settingsVisible() const;
@@ -60,6 +63,7 @@ class TrainingSettingsView : public QWidget {
   QComboBox* device_;
   QSpinBox* steps_limit_;
   QLineEdit* checkpoint_dir_;
+  QCheckBox* tensorboard_;
 };
 
 }  // namespace dc::gui

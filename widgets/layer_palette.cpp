@@ -35,8 +35,9 @@ class PaletteTree : public QTreeWidget {
 
 // The order a user builds a network in, rather than alphabetical.
 int categoryOrder(const std::string& c) {
-  static const char* order[] = {"Input",         "Convolution",    "Pooling", "Core",  "Activation",
-                                "Normalization", "Regularization", "Merge",   "Shape", "Recurrent"};
+  static const char* order[] = {"Input",      "Convolution",   "Pooling",        "Core",
+                                "Activation", "Normalization", "Regularization", "Merge",
+                                "Shape",      "Recurrent",     "Attention"};
   for (int i = 0; i < int(std::size(order)); ++i)
     if (c == order[i]) return i;
   return 100;

@@ -19,6 +19,7 @@ QColor categoryColor(const QString& category) {
       {"Activation", QColor(0x43, 0xa0, 0x47)},     {"Normalization", QColor(0xec, 0x40, 0x7a)},
       {"Regularization", QColor(0x78, 0x90, 0x9c)}, {"Merge", QColor(0xd4, 0xa0, 0x17)},
       {"Shape", QColor(0x8d, 0x6e, 0x63)},          {"Recurrent", QColor(0xab, 0x47, 0xbc)},
+      {"Attention", QColor(0x00, 0x97, 0xa7)},
   };
   return colors.value(category, QColor(0x90, 0x90, 0x90));
 }
@@ -30,16 +31,38 @@ QString layerCategory(const QString& type) {
 }
 
 QString layerGlyph(const QString& type) {
-  static const QHash<QString, QString> glyphs = {
-      {"Input", "In"},     {"SequenceInput", "Sq"}, {"Conv2D", "Cv"},
-      {"MaxPool2D", "Mx"}, {"AvgPool2D", "Av"},     {"GlobalAvgPool2D", "Gp"},
-      {"Dense", "De"},     {"ReLU", "Re"},          {"LeakyReLU", "Lr"},
-      {"Sigmoid", "Sg"},   {"Tanh", "Th"},          {"Softmax", "Sm"},
-      {"GELU", "Ge"},      {"BatchNorm2D", "Bn"},   {"BatchNorm1D", "Bn"},
-      {"LayerNorm", "Ln"}, {"Dropout", "Do"},       {"Add", "+"},
-      {"Concat", "Cc"},    {"Flatten", "Fl"},       {"Reshape", "Rs"},
-      {"LSTM", "Ls"},      {"GRU", "Gr"},           {"SimpleRNN", "Rn"},
-      {"Embedding", "Em"}, {"LastStep", "Lt"},      {"TimeDistributedDense", "Td"}};
+  static const QHash<QString, QString> glyphs = {{"Input", "In"},
+                                                 {"SequenceInput", "Sq"},
+                                                 {"Conv2D", "Cv"},
+                                                 {"MaxPool2D", "Mx"},
+                                                 {"AvgPool2D", "Av"},
+                                                 {"GlobalAvgPool2D", "Gp"},
+                                                 {"Dense", "De"},
+                                                 {"ReLU", "Re"},
+                                                 {"LeakyReLU", "Lr"},
+                                                 {"Sigmoid", "Sg"},
+                                                 {"Tanh", "Th"},
+                                                 {"Softmax", "Sm"},
+                                                 {"GELU", "Ge"},
+                                                 {"BatchNorm2D", "Bn"},
+                                                 {"BatchNorm1D", "Bn"},
+                                                 {"LayerNorm", "Ln"},
+                                                 {"Dropout", "Do"},
+                                                 {"Add", "+"},
+                                                 {"Concat", "Cc"},
+                                                 {"Flatten", "Fl"},
+                                                 {"Reshape", "Rs"},
+                                                 {"LSTM", "Ls"},
+                                                 {"GRU", "Gr"},
+                                                 {"SimpleRNN", "Rn"},
+                                                 {"Embedding", "Em"},
+                                                 {"LastStep", "Lt"},
+                                                 {"TimeDistributedDense", "Td"},
+                                                 {"MultiHeadAttention", "At"},
+                                                 {"ImageToTokens", "Tk"},
+                                                 {"PositionalEmbedding", "Po"},
+                                                 {"ClassToken", "Ct"},
+                                                 {"TokenPooling", "Tp"}};
   auto it = glyphs.find(type);
   if (it != glyphs.end()) return *it;
   QString g = type.left(2);

@@ -73,12 +73,6 @@ int save_interrupted(Trainer& t, const InterruptGuard& stop, const TrainConfig& 
   return kInterruptedExit;
 }
 
-// The run's settings as TensorBoard's text tab shows them (Markdown: a
-// JSON block).
-std::string settings_text(const TrainConfig& c) {
-  return "```\n" + settings_json(c, [](const SettingSpec&) { return true; }).dump(2) + "\n```";
-}
-
 int cmd_train(const Args& a) {
   Project p = load_project_operand(a);
   if (a.has("freeze-until")) freeze_until(p.graph, a.get("freeze-until", ""));
@@ -156,7 +150,7 @@ int cmd_train(const Args& a) {
     ro.tensorboard = !a.flag("no-tensorboard");
     ro.append = !c.resume.empty();
     ro.project = p.name;
-    ro.settings_text = settings_text(c);
+    ro.settings_text = run_settings_text(c);
     recorder = std::make_unique<RunRecorder>(ro);
     if (!quiet) std::fprintf(stderr, "run log: %s\n", ro.dir.c_str());
   }

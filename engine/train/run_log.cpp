@@ -2,6 +2,7 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/json_number.h>
 #include <deepcanvas/run_log.h>
+#include <deepcanvas/settings.h>
 #include <deepcanvas/tensorboard_writer.h>
 
 #include <algorithm>
@@ -338,6 +339,10 @@ void RunRecorder::add(const TrainEvent& e) {
   }
   write_line(r.line.dump());
   if (tb_) tb_->add_scalars(r.scalars, r.line["step"].get<int64_t>());
+}
+
+std::string run_settings_text(const TrainConfig& c) {
+  return "```\n" + settings_json(c, [](const SettingSpec&) { return true; }).dump(2) + "\n```";
 }
 
 }  // namespace dc

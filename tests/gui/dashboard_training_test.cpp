@@ -8,10 +8,14 @@
 #include "widgets/live_plot.h"
 
 #include <deepcanvas/errors.h>
+#include <deepcanvas/run_log.h>
 
+#include <QCheckBox>
+#include <QDir>
 #include <QFileInfo>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSettings>
 #include <QTableWidget>
 #include <QTest>
 
@@ -204,6 +208,46 @@ TEST(DashboardTraining, ConfusionMatrixColumnNamesAreDrawnWhole) {
   w.setMatrix(std::vector<std::vector<int64_t>>(3, std::vector<int64_t>(3, 1)), {"a", "b", "c"});
   EXPECT_FALSE(w.columnLabelsRotated());
   EXPECT_EQ(w.columnLabels(), (QStringList{"a", "b", "c"}));
+}
+
+}  // namespace dc::test
+
+namespace dc::test {
+
+// Every app run leaves metrics.jsonl and a TensorBoard event file in its
+// run folder, as CLI runs do (issue 35); the Run tab's box turns the event
+// file off (remembered), the metrics log stays.
+TEST(DashboardTraining, RunsWriteMetricsAndATensorBoardLogIntoTheirFolder) {
+  auto ctx = sample_context();
+  gui::TrainingPanel panel(ctx.get());
+  auto* box = panel.findChild<QCheckBox*>("tensorboardLog");
+  ASSERT_NE(box, nullptr);
+  box->setChecked(true);
+  auto run_folder = [](const QString& root) {
+    const QStringList runs = QDir(root).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    return runs.size() == 1 ? QDir(root).filePath(runs.first()) : QString();
+  };
+  QTemporaryDir on, off;
+  ASSERT_TRUE(train_briefly(panel, on.path(), 12)) << panel.logText().toStdString();
+  const QString run = run_folder(on.path());
+  ASSERT_FALSE(run.isEmpty());
+  RunLogReader log(QDir(run).filePath("metrics.jsonl").toStdString());
+  int steps = 0;
+  for (const TrainEvent& e : log.poll(true)) steps += e.kind == TrainEvent::Kind::Step;
+  EXPECT_TRUE(log.finished());
+  EXPECT_GE(steps, 1);
+  const QFileInfoList events = QDir(run).entryInfoList({"events.out.tfevents.*"}, QDir::Files);
+  ASSERT_EQ(events.size(), 1);
+  EXPECT_GT(events.first().size(), 0);
+
+  box->setChecked(false);
+  EXPECT_FALSE(QSettings().value("training/tensorboard", true).toBool());
+  ASSERT_TRUE(train_briefly(panel, off.path(), 4)) << panel.logText().toStdString();
+  const QString run2 = run_folder(off.path());
+  ASSERT_FALSE(run2.isEmpty());
+  EXPECT_TRUE(QFileInfo::exists(QDir(run2).filePath("metrics.jsonl")));
+  EXPECT_TRUE(QDir(run2).entryList({"events.out.tfevents.*"}, QDir::Files).isEmpty());
+  box->setChecked(true);
 }
 
 }  // namespace dc::test

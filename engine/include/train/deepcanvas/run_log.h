@@ -4,6 +4,7 @@
 // run publishes, so the app plots an imported run like its own. The reader
 // follows a file that is still growing: each poll() reads what was appended
 // since the last one, complete lines only.
+#include <deepcanvas/train_config.h>
 #include <deepcanvas/training_events.h>
 
 #include <cstdint>
@@ -55,6 +56,10 @@ std::string default_runs_folder();
 // A new run's folder there: <yyyymmdd-HHMMSS>-<name>, the name's characters
 // other than letters and digits as '_'.
 std::string new_run_folder(const std::string& name);
+
+// The run's settings as TensorBoard's text tab shows them (Markdown: a JSON
+// block of every setting), for RunRecordOptions::settings_text.
+std::string run_settings_text(const TrainConfig& c);
 
 // Where and what a run records (RunRecorder).
 struct RunRecordOptions {
