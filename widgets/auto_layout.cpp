@@ -45,10 +45,13 @@ Wrap chooseWrap(const std::vector<Column>& cols, const std::vector<bool>& breaka
     Wrap w{per_row, 0, {}, {}, {}};
     double top = 0, width = 0;
     for (size_t first = 0; first < n;) {
-      // The last break within per_row columns, else the first one after.
+      // The last break within per_row columns, else the first one after. A
+      // row of one column (an Input alone, its layer on the next row) is
+      // taken only where per_row asks for it.
+      const size_t least = per_row > 1 ? 2 : 1;
       size_t end = std::min(n, first + per_row);
-      while (end > first + 1 && !breakable[end - 1]) --end;
-      if (!breakable[end - 1])
+      while (end > first + least && !breakable[end - 1]) --end;
+      if (end < n && !breakable[end - 1])
         for (end = first + per_row; end < n && !breakable[end - 1]; ++end) {
         }
       end = std::min(end, n);

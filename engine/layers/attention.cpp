@@ -12,6 +12,7 @@
 // depend on the thread count. The attention weights P [N, heads, T, S]
 // are kept for backward: the T² memory term the advisor counts.
 #include <deepcanvas/errors.h>
+#include <deepcanvas/memstats.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/rng.h>
 
@@ -131,7 +132,8 @@ class MultiHeadAttention : public Layer {
       if (g.bias) column_sums(dy, N * T, E, out_b_.grad.f32());
     }
     // dO = dY·Wo, then per head dP = dO·Vᵀ, dV = Wᵀ·dO, dS = P ⊙ (dP − rowsum(dP ⊙ P)).
-    std::vector<float> dO(size_t(N * T * E)), dQ(size_t(N * T * E), 0.f),
+    // Tracked, as every buffer here, so a run's measured peak sees them.
+    ScratchVec<float> dO(size_t(N * T * E)), dQ(size_t(N * T * E), 0.f),
         dK(size_t(N * S * E), 0.f), dV(size_t(N * S * E), 0.f), dP(size_t(T * S)),
         Wd(size_t(T * S));
     sgemm(false, false, N * T, E, E, 1.f, dy, E, out_w_.value.f32(), E, 0.f, dO.data(), E);
@@ -214,7 +216,7 @@ class MultiHeadAttention : public Layer {
 
   // g[c] += the sum over rows of x[r, c], in double, rows in order.
   static void column_sums(const float* x, int64_t rows, int64_t C, float* g) {
-    std::vector<double> s(size_t(C), 0.0);
+    ScratchVec<double> s(size_t(C), 0.0);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < C; ++c) s[size_t(c)] += x[r * C + c];
     for (int64_t c = 0; c < C; ++c) g[c] += float(s[size_t(c)]);
@@ -224,7 +226,7 @@ class MultiHeadAttention : public Layer {
   Param in_w_, in_b_, out_w_, out_b_;
   // From the last forward, for backward: projections, the heads' outputs,
   // the softmax weights and the dropout mask (scaled keep factors).
-  std::vector<float> q_, k_, v_, o_, p_, mask_, drop_buf_;
+  ScratchVec<float> q_, k_, v_, o_, p_, mask_, drop_buf_;
   bool dropped_ = false;
 };
 

@@ -59,7 +59,10 @@ TEST(Advisor, MemoryPredictionMatchesMeasuredPeak) {
       TrainConfig c = p.training;
       c.batch = batch;
       c.epochs = 1;
-      c.steps_per_epoch_limit = 1;  // every buffer exists after the first step
+      // Two steps: the LSTM + attention template reaches its steady peak
+      // only in its second (50.1 MiB after one step at batch 256, 56.2 after
+      // two or three, what the model predicts); the others in their first.
+      c.steps_per_epoch_limit = 2;
       c.val_split = 0;
       c.checkpoint_dir.clear();
       c.resume.clear();
@@ -87,7 +90,7 @@ TEST(Advisor, MemoryPredictionMatchesMeasuredPeak) {
                   long(batch), long(predicted), long(r.peak_tensor_bytes), ratio);
     }
   }
-  EXPECT_EQ(n, 8);
+  EXPECT_EQ(n, 11);
 }
 
 // Trains one step of g at the batch and returns the measured peak beside

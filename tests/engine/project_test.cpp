@@ -46,9 +46,9 @@ TEST(Project, EveryTemplateLoadsValidatesAndRoundTrips) {
     Project p = load_project(f.path().string());
     EXPECT_NO_THROW(p.graph.validate()) << f.path();
     Plan plan(p.graph, 2);
-    // Classifiers end in the 10 Fashion-MNIST classes; the character model
-    // predicts the next character over its corpus's vocabulary.
-    const bool text = f.path().stem() == "char_lstm";
+    // Classifiers end in the 10 Fashion-MNIST classes; the character models
+    // predict the next character over their corpus's vocabulary.
+    const bool text = f.path().stem() == "char_lstm" || f.path().stem() == "char_transformer";
     EXPECT_EQ(plan.output_shape().rank(), 1u) << f.path();
     if (!text) {
       EXPECT_EQ(plan.output_shape(), (Shape{10})) << f.path();
@@ -57,7 +57,8 @@ TEST(Project, EveryTemplateLoadsValidatesAndRoundTrips) {
     EXPECT_TRUE(q.graph == p.graph) << f.path();
     EXPECT_EQ(project_to_json(q), project_to_json(p)) << f.path();
   }
-  EXPECT_EQ(n, 8);  // four CNN and four recurrent templates
+  // Four CNN, four recurrent and three attention templates.
+  EXPECT_EQ(n, 11);
 }
 
 // The allocation-free count agrees with the built Plan on every template,
@@ -71,7 +72,7 @@ TEST(Project, ParameterCountWithoutAllocatingMatchesThePlan) {
     EXPECT_EQ(count_parameters(p.graph), plan.num_parameters()) << f.path();
     ++n;
   }
-  EXPECT_EQ(n, 8);
+  EXPECT_EQ(n, 11);
   Project p = load_project(templates() + "two_conv_cnn.dcproj");
   p.graph.set_attr(p.graph.find_by_name("conv2")->id, "kernel", std::vector<int64_t>{40, 40});
   EXPECT_EQ(count_parameters(p.graph), -1);
