@@ -279,7 +279,7 @@ TEST(Plan, AnInferencePlanSharesOutputBuffersAndComputesTheSameOutputs) {
        std::filesystem::directory_iterator(std::string(DC_SOURCE_DIR) + "/resources/templates"))
     if (f.path().extension() == ".dcproj")
       nets.emplace_back(f.path().stem().string(), load_project(f.path().string()).graph);
-  ASSERT_EQ(nets.size(), 9u);  // the eight templates
+  ASSERT_EQ(nets.size(), 12u);  // the eleven templates
   for (auto& [name, g] : nets) {
     SCOPED_TRACE(name);
     Plan train(g, 3), infer(g, 3, Plan::Use::Inference);
