@@ -498,10 +498,13 @@ std::string resolve_dataset_dir(const Project& p, const std::string& override_pa
         "(sample_data/fashion-mnist-subset)");
   }
   if (path.rfind("sample:", 0) == 0) {
-    // Bundled sample data, wherever the app is installed or built; a name,
-    // not a path, so it cannot lead out of the sample folder.
+    // Bundled sample data, wherever the app is installed or built: a name
+    // or a path of plain names inside the sample folder
+    // (sample:text/corpus.txt), never one that could lead out of it.
     const fs::path name(path.substr(7));
-    if (name.empty() || name.is_absolute() || name.has_parent_path() || name == ".." || name == ".")
+    bool plain = !name.empty() && !name.is_absolute();
+    for (const fs::path& part : name) plain = plain && part != ".." && part != "." && !part.empty();
+    if (!plain)
       throw IoError("bundled sample data '" + escape::line_text(path) +
                     "' is not a sample's name (sample:NAME, e.g. sample:fashion-mnist-subset)");
     fs::path d = fs::path(resource_dir()) / "sample_data" / name;

@@ -254,7 +254,8 @@ TEST(Project, ADatasetOutsideTheProjectFolderIsNamedAndASampleNameStaysASample) 
   p.dataset.path = "/tmp/evil\x1b[2Jname";
   EXPECT_NE(dataset_location_note(p).find("/tmp/evil\\x1B[2Jname"), std::string::npos)
       << dataset_location_note(p);
-  for (const char* bad : {"sample:../../../etc", "sample:/etc", "sample:..", "sample:"}) {
+  for (const char* bad : {"sample:../../../etc", "sample:/etc", "sample:..",
+                          "sample:", "sample:text/../../etc", "sample:text/./corpus.txt"}) {
     p.dataset.path = bad;
     try {
       resolve_dataset_dir(p);
@@ -264,6 +265,9 @@ TEST(Project, ADatasetOutsideTheProjectFolderIsNamedAndASampleNameStaysASample) 
           << e.what();
     }
   }
+  // A file inside the sample folder, as the character templates name their corpus.
+  p.dataset.path = "sample:text/corpus.txt";
+  EXPECT_EQ(fs::path(resolve_dataset_dir(p)).filename(), "corpus.txt");
 }
 
 }  // namespace
