@@ -90,6 +90,17 @@ __global__ void k_act_bwd4(Act a, float slope, const float4* x, const float4* y,
     dx[i] = d;
   }
 }
+__device__ inline void add4(float4* d, float4 v) {
+  float4 o = *d;
+  o.x += v.x;
+  o.y += v.y;
+  o.z += v.z;
+  o.w += v.w;
+  *d = o;
+}
+__global__ void k_accumulate4(const float4* src, float4* dst, int64_t n4) {
+  DC_GRID_LOOP(i, n4) add4(dst + i, src[i]);
+}
 // Two inputs (every residual connection): the pointers as plain arguments.
 // The k-input kernel indexes its parameter array at run time, which puts
 // the array in local memory and costs a load per element and input.
@@ -122,14 +133,6 @@ __global__ void k_relu_split(const float* y, const float* dy, float* d0, float* 
                              float hi) {
   DC_GRID_LOOP(i, n) split_one(y[i], dy[i], hi, d0, d1, i);
 }
-__device__ inline void add4(float4* d, float4 v) {
-  float4 o = *d;
-  o.x += v.x;
-  o.y += v.y;
-  o.z += v.z;
-  o.w += v.w;
-  *d = o;
-}
 __global__ void k_relu_split4(const float4* y, const float4* dy, float4* d0, float4* d1, int64_t n4,
                               float hi) {
   DC_GRID_LOOP(i, n4) {
@@ -139,17 +142,6 @@ __global__ void k_relu_split4(const float4* y, const float4* dy, float4* d0, flo
                     relu_passes(yv.z, hi) ? g.z : 0.f, relu_passes(yv.w, hi) ? g.w : 0.f);
     if (d0) add4(d0 + i, v);
     if (d1) add4(d1 + i, v);
-  }
-}
-__global__ void k_accumulate4(const float4* src, float4* dst, int64_t n4) {
-  DC_GRID_LOOP(i, n4) {
-    const float4 u = src[i];
-    float4 d = dst[i];
-    d.x += u.x;
-    d.y += u.y;
-    d.z += u.z;
-    d.w += u.w;
-    dst[i] = d;
   }
 }
 

@@ -129,13 +129,12 @@ class MultiHeadAttention : public Layer {
     const bool weights = in_w_.grad.defined();  // false for a frozen layer
     if (weights) {
       sgemm(true, false, E, E, N * T, 1.f, dy, E, o_.data(), E, 1.f, out_w_.grad.f32(), E);
-      if (g.bias) column_sums(dy, N * T, E, out_b_.grad.f32());
+      if (g.bias) add_column_sums(dy, N * T, E, E, out_b_.grad.f32());
     }
     // dO = dY·Wo, then per head dP = dO·Vᵀ, dV = Wᵀ·dO, dS = P ⊙ (dP − rowsum(dP ⊙ P)).
     // Tracked, as every buffer here, so a run's measured peak sees them.
-    ScratchVec<float> dO(size_t(N * T * E)), dQ(size_t(N * T * E), 0.f),
-        dK(size_t(N * S * E), 0.f), dV(size_t(N * S * E), 0.f), dP(size_t(T * S)),
-        Wd(size_t(T * S));
+    ScratchVec<float> dO(size_t(N * T * E)), dQ(size_t(N * T * E), 0.f), dK(size_t(N * S * E), 0.f),
+        dV(size_t(N * S * E), 0.f), dP(size_t(T * S)), Wd(size_t(T * S));
     sgemm(false, false, N * T, E, E, 1.f, dy, E, out_w_.value.f32(), E, 0.f, dO.data(), E);
     const float scale = 1.f / std::sqrt(float(D));
     for (int64_t n = 0; n < N; ++n)
@@ -177,7 +176,7 @@ class MultiHeadAttention : public Layer {
       if (weights) {
         sgemm(true, false, E, E, rows, 1.f, dproj[size_t(k)], E, x, E, 1.f,
               in_w_.grad.f32() + k * E * E, E);
-        if (g.bias) column_sums(dproj[size_t(k)], rows, E, in_b_.grad.f32() + k * E);
+        if (g.bias) add_column_sums(dproj[size_t(k)], rows, E, E, in_b_.grad.f32() + k * E);
       }
       Tensor* dx = din[k == 0 || !g.cross ? 0 : 1];
       if (dx)
@@ -212,14 +211,6 @@ class MultiHeadAttention : public Layer {
     const float inv = float(1.0 / sum);
     for (int64_t s = 0; s < valid; ++s) p[s] *= inv;
     for (int64_t s = valid; s < g_.S; ++s) p[s] = 0.f;
-  }
-
-  // g[c] += the sum over rows of x[r, c], in double, rows in order.
-  static void column_sums(const float* x, int64_t rows, int64_t C, float* g) {
-    ScratchVec<double> s(size_t(C), 0.0);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < C; ++c) s[size_t(c)] += x[r * C + c];
-    for (int64_t c = 0; c < C; ++c) g[c] += float(s[size_t(c)]);
   }
 
   AttnGeom g_;

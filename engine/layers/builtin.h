@@ -1,6 +1,10 @@
 #pragma once
-// One registration function per layer family (one file each in this folder).
+// One registration function per layer family (one file each in this folder),
+// and the one small kernel several families share.
 #include <deepcanvas/layer.h>
+#include <deepcanvas/memstats.h>
+
+#include <cstdint>
 
 namespace dc {
 
@@ -19,5 +23,15 @@ void register_recurrent_layers(LayerRegistry& r);   // SimpleRNN, LSTM, GRU
 void register_attention_layers(LayerRegistry& r);   // MultiHeadAttention
 // ImageToTokens, PositionalEmbedding, ClassToken, TokenPooling
 void register_token_layers(LayerRegistry& r);
+
+// g[c] += the sum over rows r of x[r·ld + c], c < cols: a parameter's
+// gradient summed over the batch (or the rows of a sequence), in double and
+// rows in order, so the result does not depend on threads.
+inline void add_column_sums(const float* x, int64_t rows, int64_t cols, int64_t ld, float* g) {
+  ScratchVec<double> s(size_t(cols), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) s[size_t(c)] += x[r * ld + c];
+  for (int64_t c = 0; c < cols; ++c) g[c] += float(s[size_t(c)]);
+}
 
 }  // namespace dc

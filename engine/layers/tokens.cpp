@@ -96,11 +96,7 @@ class PositionalEmbedding : public Layer {
     if (din[0])
       for (int64_t i = 0; i < N * TE; ++i) din[0]->f32()[i] += dy[i];
     if (!learned_ || !table_.grad.defined()) return;
-    // Summed over the batch in double, samples in order.
-    ScratchVec<double> s(size_t(TE), 0.0);
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t i = 0; i < TE; ++i) s[size_t(i)] += dy[n * TE + i];
-    for (int64_t i = 0; i < TE; ++i) table_.grad.f32()[i] += float(s[size_t(i)]);
+    add_column_sums(dy, N, TE, TE, table_.grad.f32());
   }
 
  private:
@@ -148,10 +144,7 @@ class ClassToken : public Layer {
       for (int64_t n = 0; n < N; ++n)
         for (int64_t i = 0; i < TE; ++i) din[0]->f32()[n * TE + i] += dy[n * OE + E_ + i];
     if (!token_.grad.defined()) return;
-    ScratchVec<double> s(size_t(E_), 0.0);
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t e = 0; e < E_; ++e) s[size_t(e)] += dy[n * OE + e];
-    for (int64_t e = 0; e < E_; ++e) token_.grad.f32()[e] += float(s[size_t(e)]);
+    add_column_sums(dy, N, E_, OE, token_.grad.f32());  // each sample's first row
   }
 
  private:
