@@ -7,7 +7,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   qt6-base-dev libqt6svg6 qt6-image-formats-plugins libqcustomplot-dev
-  libopencv-dev nlohmann-json3-dev libgtest-dev libgmock-dev
+  libopencv-dev libjpeg-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libopenblas-openmp-dev libdnnl-dev zlib1g-dev
   clang-14 libclang-rt-14-dev
   dataset-fashion-mnist python3 python3-torch python3-numpy

@@ -142,6 +142,14 @@ Tensor Tensor::from(Shape shape, const std::vector<float>& values) {
   return t;
 }
 
+bool Tensor::sole_owner() const {
+  if (!storage_ || storage_.use_count() != 1) return false;
+  // The last other owner's release (its reference count decrement) happens
+  // before our writes into the storage.
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return true;
+}
+
 Tensor Tensor::narrow_batch(int64_t n) const {
   if (shape_.rank() == 0 || n > shape_[0] || n < 0)
     throw Error("Tensor::narrow_batch: " + std::to_string(n) + " rows of " + shape_.str(true));

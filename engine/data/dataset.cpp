@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "work_pool.h"
@@ -47,42 +48,53 @@ int64_t gather_samples(const Dataset& d, const int64_t* idx, int64_t n, float* x
       for (int v = 0; v < 256; ++v)
         luts[size_t(k * 256 + v)] = norm::apply(np, float(v) / 255.0f, k * plane);
   }
-  // Pictures are decoded first, on the pool when there is one.
-  std::vector<uint8_t> decoded;
-  std::vector<char> ok(size_t(n), 1);
+  auto convert = [&](const uint8_t* src, float* dst) {
+    // Plane by plane, each with its table (one plane of the whole sample and
+    // one table without per-channel statistics).
+    for (int64_t t = 0; t < tables; ++t) {
+      const float* lut = luts.data() + t * 256;
+      for (int64_t k = t * plane; k < (t + 1) * plane; ++k) dst[k] = lut[src[k]];
+    }
+  };
   if (d.images) {
-    decoded.resize(size_t(n * per));
+    // Each picture is drawn and converted on the pool (when there is one)
+    // into its own place in the batch, through a per-thread scratch sample:
+    // the conversion was the loader thread's serial share of every batch,
+    // and a fresh batch-sized staging buffer cost page faults each time.
+    std::vector<char> ok(size_t(n), 1);
     auto one = [&](int64_t i) {
-      ok[size_t(i)] = d.images->sample(idx[i], draw_seed, decoded.data() + i * per) ? 1 : 0;
+      thread_local std::vector<uint8_t> scratch;
+      if (int64_t(scratch.size()) < per) scratch.resize(size_t(per));
+      ok[size_t(i)] = d.images->sample(idx[i], draw_seed, scratch.data()) ? 1 : 0;
+      convert(scratch.data(), x + i * per);
     };
     if (pool)
       pool->run(n, one);
     else
       for (int64_t i = 0; i < n; ++i) one(i);
+    int64_t out = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (drop && !ok[size_t(i)]) continue;
+      if (out != i) std::memmove(x + out * per, x + i * per, size_t(per) * sizeof(float));
+      if (out_labels) out_labels[out] = d.labels[static_cast<size_t>(idx[i])];
+      ++out;
+    }
+    return out;
   }
-  int64_t out = 0;
   for (int64_t i = 0; i < n; ++i) {
-    if (drop && !ok[size_t(i)]) continue;
     const int64_t s = idx[i];
-    float* dst = x + out * per;
+    float* dst = x + i * per;
     if (u8) {
-      // Plane by plane, each with its table (one plane of the whole sample
-      // and one table without per-channel statistics).
-      const uint8_t* src = d.images ? decoded.data() + i * per : d.pixels.data() + s * per;
-      for (int64_t t = 0; t < tables; ++t) {
-        const float* lut = luts.data() + t * 256;
-        for (int64_t k = t * plane; k < (t + 1) * plane; ++k) dst[k] = lut[src[k]];
-      }
+      convert(d.pixels.data() + s * per, dst);
     } else {
       // normalisation() keeps float data on the shared form.
       const float* src = d.values.data() + s * per;
       const float m = np.mean, inv = np.inv_std;
       for (int64_t k = 0; k < per; ++k) dst[k] = (src[k] - m) * inv;
     }
-    if (out_labels) out_labels[out] = d.labels[static_cast<size_t>(s)];
-    ++out;
+    if (out_labels) out_labels[i] = d.labels[static_cast<size_t>(s)];
   }
-  return out;
+  return n;
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 // that is listed, so it reads only the few bytes it needs.
 #include <deepcanvas/image_data.h>
 
+#include "jpeg_decode.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -595,15 +597,27 @@ Picture to_picture(cv::Mat img, int channels, const std::string& name) {
 }
 }  // namespace
 
-Picture decode_image_bytes(const uint8_t* data, size_t size, int channels,
-                           const std::string& name) {
+Picture decode_image_bytes(const uint8_t* data, size_t size, int channels, const std::string& name,
+                           int at_least) {
   if (channels != 1 && channels != 3)
     throw DataError("images are decoded to 1 or 3 channels, not " + std::to_string(channels));
   if (int64_t(size) > kMaxImageFileBytes)
     fail(name, ImageFault::TooLarge,
          "is larger than " + std::to_string(kMaxImageFileBytes >> 20) +
              " MB; DeepCanvas does not read image files that large");
-  sniff_image(data, size, name);
+  const ImageHeader header = sniff_image(data, size, name);
+  if (header.format == "jpeg") {
+    Picture p;
+    std::string error;
+    switch (decode_jpeg(data, size, channels, at_least, p, error)) {
+      case JpegResult::Decoded:
+        return p;
+      case JpegResult::Corrupt:
+        fail(name, ImageFault::Corrupt, "cannot be decoded (" + error + ")");
+      case JpegResult::Unsupported:
+        break;  // OpenCV's
+    }
+  }
   // ANYCOLOR keeps grey files grey and alpha for to_picture to drop (the
   // conversions are then the same for every format); ANYDEPTH keeps 16 bits
   // for an exact scaling. Without IMREAD_IGNORE_ORIENTATION (and not
@@ -622,11 +636,11 @@ Picture decode_image_bytes(const uint8_t* data, size_t size, int channels,
   }
 }
 
-Picture decode_image(const std::string& path, int channels) {
+Picture decode_image(const std::string& path, int channels, int at_least) {
   if (channels != 1 && channels != 3)
     throw DataError("images are decoded to 1 or 3 channels, not " + std::to_string(channels));
   std::vector<uint8_t> b = read_bytes(path);
-  return decode_image_bytes(b.data(), b.size(), channels, path);
+  return decode_image_bytes(b.data(), b.size(), channels, path, at_least);
 }
 
 std::vector<uint8_t> capture_camera_chw(int index, const Shape& in) {
@@ -655,10 +669,10 @@ std::vector<uint8_t> capture_camera_chw(int index, const Shape& in) {
 bool image_decoding_supported() {
   return false;
 }
-Picture decode_image_bytes(const uint8_t*, size_t, int, const std::string& name) {
+Picture decode_image_bytes(const uint8_t*, size_t, int, const std::string& name, int) {
   throw IoError("cannot read " + name + ": this build of DeepCanvas has no OpenCV");
 }
-Picture decode_image(const std::string& path, int) {
+Picture decode_image(const std::string& path, int, int) {
   throw IoError("cannot read " + path + ": this build of DeepCanvas has no OpenCV");
 }
 std::vector<uint8_t> capture_camera_chw(int, const Shape&) {

@@ -87,13 +87,26 @@ void BatchLoader::start_epoch(int epoch) {
                         training_draws_ ? epoch_draw_seed(seed_, epoch) : uint64_t(0));
 }
 
+// A batch of image samples at 224 px is tens of MB: a fresh one each step
+// cost its zero fill and a page fault per 4 kB, a quarter of a cached epoch
+// (perf). At most the batches that can be alive at once are kept (the
+// queue, the one being filled and the consumer's), so the peak is as before.
+Tensor BatchLoader::batch_tensor(int64_t n) {
+  const Shape shape = ds_.sample_shape.with_batch(n);
+  for (const Tensor& t : made_)
+    if (t.shape() == shape && t.sole_owner()) return t;
+  Tensor t(shape);
+  if (made_.size() < prefetch_ + 2) made_.push_back(t);
+  return t;
+}
+
 void BatchLoader::produce(std::vector<int64_t> order, uint64_t draw_seed) {
   try {
     const int64_t total = samples_per_epoch();
     for (int64_t b = 0; b < total; b += batch_) {
       Batch out;
       out.n = std::min(batch_, total - b);
-      out.x = Tensor(ds_.sample_shape.with_batch(out.n));
+      out.x = batch_tensor(out.n);
       out.labels.resize(static_cast<size_t>(out.n));
       const int64_t kept = ds_.gather(order.data() + b, out.n, out.x.f32(), out.labels.data(),
                                       draw_seed, pool_.get());

@@ -27,7 +27,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr char kHead[8] = {'D', 'C', 'P', 'I', 'C', 'S', '0', '1'};
+// 02: JPEGs are decoded at a DCT-reduced scale when the stored side allows
+// it, so pictures stored by 01 differ from what a decode gives now.
+constexpr char kHead[8] = {'D', 'C', 'P', 'I', 'C', 'S', '0', '2'};
 constexpr uint32_t kRecordMagic = 0x52435044;  // "DPCR"
 constexpr uint64_t kFooterMagic = 0x31534349504344ull;
 

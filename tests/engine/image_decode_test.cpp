@@ -9,6 +9,11 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#ifdef DC_TEST_HAVE_OPENCV
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#endif
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -360,6 +365,104 @@ TEST(ImageDecode, NonAsciiFileNamesAreRead) {
   EXPECT_EQ(check_image_file(p).w, 3);
   EXPECT_EQ(decode_image(p, 1).px[0], 0x22);
 }
+
+#ifdef DC_TEST_HAVE_OPENCV
+// The engine decodes JPEGs with libjpeg directly (engine/data/jpeg_decode.h)
+// and must give exactly OpenCV's bytes (RGB, grey, each EXIF orientation),
+// so datasets, caches and predictions do not change with the decoder.
+Bytes with_orientation(const Bytes& jpeg, int orientation) {
+  Bytes exif("Exif\0\0II*\0\x08\0\0\0\x01\0", 16);
+  exif += Bytes("\x12\x01\x03\0\x01\0\0\0", 8);
+  exif += char(orientation);
+  exif += Bytes(3, '\0');
+  exif += Bytes(4, '\0');
+  Bytes seg("\xff\xe1", 2);
+  seg += char(0);
+  seg += char(exif.size() + 2);
+  return jpeg.substr(0, 2) + seg + exif + jpeg.substr(2);
+}
+
+std::vector<uint8_t> opencv_decode(const Bytes& b, int channels) {
+  const cv::Mat buf(1, int(b.size()), CV_8U, const_cast<char*>(b.data()));
+  cv::Mat img = cv::imdecode(buf, cv::IMREAD_ANYCOLOR | cv::IMREAD_ANYDEPTH), out;
+  if (channels == 1 && img.channels() == 1)
+    out = img;
+  else if (channels == 1)
+    cv::cvtColor(img, out, cv::COLOR_BGR2GRAY);
+  else
+    cv::cvtColor(img, out, img.channels() == 1 ? cv::COLOR_GRAY2RGB : cv::COLOR_BGR2RGB);
+  out = out.clone();
+  return std::vector<uint8_t>(out.data, out.data + out.total() * out.elemSize());
+}
+
+Bytes encode_jpeg(const cv::Mat& m, int quality = 90) {
+  std::vector<uchar> out;
+  cv::imencode(".jpg", m, out, {cv::IMWRITE_JPEG_QUALITY, quality});
+  return Bytes(out.begin(), out.end());
+}
+
+// A seeded noisy gradient, so every DCT block has detail.
+cv::Mat test_photo(int h, int w, int type) {
+  cv::Mat m(h, w, type);
+  cv::randu(m, 0, 64);
+  cv::Mat ramp(h, w, type);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int c = 0; c < m.channels(); ++c)
+        ramp.ptr<uint8_t>(y)[x * m.channels() + c] = uint8_t((x * 3 + y * 2 + c * 50) % 192);
+  return m + ramp;
+}
+
+TEST(ImageDecode, JpegsComeOutAsOpenCvDecodesThemInEveryOrientation) {
+  cv::theRNG().state = 7;
+  const Bytes colour = encode_jpeg(test_photo(37, 53, CV_8UC3));
+  const Bytes grey = encode_jpeg(test_photo(37, 53, CV_8UC1));
+  const Bytes corner = fixture("corner_32x16.jpg");
+  for (const Bytes* file : {&colour, &grey, &corner})
+    for (int o = 1; o <= 8; ++o) {
+      const Bytes b = with_orientation(*file, o);
+      for (int c : {1, 3}) {
+        const Picture p = decode_image_bytes(u8(b), b.size(), c, "o.jpg");
+        const bool turned = o >= 5;
+        const cv::Mat ref = cv::imdecode(
+            cv::Mat(1, int(b.size()), CV_8U, const_cast<char*>(b.data())), cv::IMREAD_ANYCOLOR);
+        EXPECT_EQ(p.w, ref.cols) << o;
+        EXPECT_EQ(p.h, ref.rows) << o;
+        EXPECT_EQ(turned ? p.w < p.h : p.w > p.h, true) << o;
+        EXPECT_EQ(p.px, opencv_decode(b, c)) << "orientation " << o << ", channels " << c;
+      }
+    }
+}
+
+TEST(ImageDecode, LargeJpegsAreDecodedSmallerInTheDctWhenAsked) {
+  cv::theRNG().state = 11;
+  // Smoothed: a photo's detail, not per-pixel noise, which the DCT and area
+  // averaging discard differently.
+  cv::Mat photo;
+  cv::GaussianBlur(test_photo(800, 1200, CV_8UC3), photo, cv::Size(5, 5), 1.5);
+  const Bytes b = encode_jpeg(photo);
+  const Picture full = decode_image_bytes(u8(b), b.size(), 3, "big.jpg");
+  EXPECT_EQ(full.w, 1200);
+  EXPECT_EQ(decode_image_bytes(u8(b), b.size(), 3, "big.jpg", 801).w, 1200);  // 800 < 801
+  // 800 / 2 = 400 >= 300 but 800 / 4 = 200 < 300: half size.
+  const Picture half = decode_image_bytes(u8(b), b.size(), 3, "big.jpg", 300);
+  ASSERT_EQ(half.w, 600);
+  ASSERT_EQ(half.h, 400);
+  EXPECT_EQ(decode_image_bytes(u8(b), b.size(), 3, "big.jpg", 100).h, 100);  // an eighth
+  EXPECT_EQ(decode_image_bytes(u8(b), b.size(), 1, "big.jpg", 200).h, 200);  // a quarter, grey
+  // The same picture as the full decode shrunk by area averaging, give or
+  // take the DCT's rounding.
+  cv::Mat shrunk;
+  cv::resize(cv::Mat(full.h, full.w, CV_8UC3, const_cast<uint8_t*>(full.px.data())), shrunk,
+             cv::Size(600, 400), 0, 0, cv::INTER_AREA);
+  const cv::Mat got(400, 600, CV_8UC3, const_cast<uint8_t*>(half.px.data()));
+  EXPECT_LT(cv::norm(got, shrunk, cv::NORM_L1) / double(got.total() * 3), 2.0);
+  // Other formats ignore the request.
+  std::vector<uchar> png;
+  cv::imencode(".png", photo, png);
+  EXPECT_EQ(decode_image_bytes(png.data(), png.size(), 3, "big.png", 100).w, 1200);
+}
+#endif
 
 }  // namespace
 }  // namespace dc

@@ -87,6 +87,9 @@ class Tensor {
   // counting buffers once.
   const void* storage_id() const { return storage_.get(); }
   size_t storage_bytes() const { return storage_ ? storage_->bytes : 0; }
+  // True when no other tensor or view shares this storage, so its owner may
+  // write into it again (the batch loader reuses its batches this way).
+  bool sole_owner() const;
 
  private:
   Shape shape_;

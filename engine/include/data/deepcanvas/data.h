@@ -191,6 +191,7 @@ class BatchLoader {
  private:
   void stop();
   void produce(std::vector<int64_t> order, uint64_t draw_seed);
+  Tensor batch_tensor(int64_t n);
 
   const Dataset& ds_;
   std::vector<int64_t> indices_;
@@ -200,6 +201,9 @@ class BatchLoader {
   size_t prefetch_;
   bool training_draws_;
   std::unique_ptr<WorkPool> pool_;  // image datasets only
+  // The batch tensors made so far, reused once their consumer let go of
+  // them (producer thread only).
+  std::vector<Tensor> made_;
 
   std::thread worker_;
   std::mutex mu_;

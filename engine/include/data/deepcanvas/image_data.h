@@ -80,9 +80,14 @@ ImageHeader sniff_image(const uint8_t* data, size_t size, const std::string& nam
 
 // Reads one file and decodes it to `channels` (1 grey, 3 RGB): EXIF
 // orientation applied, 16-bit scaled to 8-bit, alpha dropped, CMYK and
-// palettes converted. Throws ImageError.
-Picture decode_image(const std::string& path, int channels);
-Picture decode_image_bytes(const uint8_t* data, size_t size, int channels, const std::string& name);
+// palettes converted. Throws ImageError. With `at_least` > 0 a JPEG may be
+// decoded 2, 4 or 8 times smaller (scaled in the DCT, several times faster)
+// while its shorter side stays at least that many pixels: what the loaders
+// pass is the stored side, so a 12-megapixel photo for a 224-pixel Input is
+// decoded at 1/8 scale.
+Picture decode_image(const std::string& path, int channels, int at_least = 0);
+Picture decode_image_bytes(const uint8_t* data, size_t size, int channels, const std::string& name,
+                           int at_least = 0);
 // Checks one file as decode_image would before decoding (open, size,
 // sniff_image): cheap enough to run on every file when a folder is listed.
 // Throws ImageError.
