@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace dc {
 namespace {
@@ -167,6 +168,33 @@ TEST(BatchLoader, BatchesStayValidAfterLaterOnes) {
   ASSERT_TRUE(l.next(b1));
   EXPECT_EQ(decode(b0, 0), 0);  // not overwritten by the batches prefetched since
   EXPECT_EQ(decode(b1, 0), 4);
+}
+
+// Batches are reused once their consumer lets go of them, and only then: a
+// batch (or a view of it) still held keeps its samples through the epoch.
+TEST(BatchLoader, ReusesOnlyTheBatchesNobodyHolds) {
+  Dataset d = numbered(400);
+  BatchLoader l(d, iota(400), 4, false, false, 0);
+  l.start_epoch(0);
+  Batch held, b;
+  ASSERT_TRUE(l.next(held));
+  const Tensor view = held.x.narrow_batch(2);
+  const void* held_storage = held.x.storage_id();
+  held = Batch();  // only the view keeps it now
+  std::set<const void*> storages;
+  int64_t batches = 1;
+  while (l.next(b)) {
+    EXPECT_NE(b.x.storage_id(), held_storage) << "batch " << batches;
+    EXPECT_EQ(decode(b, 0), batches * 4);
+    storages.insert(b.x.storage_id());
+    ++batches;
+  }
+  EXPECT_EQ(batches, 100);
+  EXPECT_EQ(std::lround(view.f32()[0] * 255.0f), 0);
+  EXPECT_EQ(std::lround(view.f32()[2] * 255.0f), 1);
+  // 99 batches went through a few buffers (new ones only while every kept
+  // one was in the queue or held).
+  EXPECT_LE(storages.size(), 25u);
 }
 
 TEST(BatchLoader, Errors) {
