@@ -303,6 +303,12 @@ void TrainingPanel::startTraining() {
   // The settings as shown (a typed value the table refuses first), then
   // the engine's checks of these settings with this network and data.
   TrainConfig cfg;
+  // The project's GPU missing here is a fallback, not a refusal: it was not
+  // chosen in this session.
+  const bool missing = settings_view_->missingDevice().cuda;
+  AppRunCheck fallback;
+  fallback.checkpoint_folder = checkpointDir().toStdString();
+  fallback.device_chosen = false;
   const QStringList problems = problemsBeforeRun(
       tr("A sweep is running in the Experiments tab. Stop it there (it can be resumed later) "
          "before starting a training run."),
@@ -313,10 +319,19 @@ void TrainingPanel::startTraining() {
         c.checkpoint_dir = checkpointDir().toStdString();
         return c;
       },
-      std::nullopt, &cfg);
+      missing ? std::optional<AppRunCheck>(fallback) : std::nullopt, &cfg);
   if (!problems.isEmpty()) {
     showProblems(problems);
     return;
+  }
+  if (missing) {
+    // As the CLI does with a project's GPU this machine lacks (the engine's
+    // prepare_run); the project keeps asking for it.
+    appendLog(tr("This project asks for %1, which this machine does not have: training on the "
+                 "CPU in fp32.")
+                  .arg(QString::fromStdString(cfg.device.str())));
+    cfg.device = DeviceSpec{};
+    cfg.precision = Precision::Fp32;
   }
   run_dir_ = checkpointDir() + "/" + QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss") +
              QString("-run%1").arg(run_ + 1);

@@ -8,6 +8,7 @@
 #include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
+#include <QLabel>
 #include <QLineEdit>
 #include <QSettings>
 #include <QSignalBlocker>
@@ -56,6 +57,7 @@ TrainingSettingsView::TrainingSettingsView(ProjectContext* ctx, QWidget* parent)
   opt_form_ = new SettingsForm("Optimizer", {}, tabs_);
   sched_form_ = new SettingsForm("Schedule", {}, tabs_);
   device_ = new QComboBox(run_form_);
+  device_->setObjectName("deviceList");
   device_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   device_->setMinimumContentsLength(8);
   steps_limit_ = new QSpinBox(run_form_);
@@ -79,7 +81,13 @@ TrainingSettingsView::TrainingSettingsView(ProjectContext* ctx, QWidget* parent)
   ckrow->addWidget(browse);
   if (const SettingSpec* d = find_setting("device"))
     device_->setToolTip(QString::fromStdString(d->attr.help));
-  run_form_->layout()->insertRow(run_form_->layout()->rowCount() - 1, tr("Device"), device_);
+  device_note_ = new QLabel(run_form_);
+  device_note_->setObjectName("deviceNote");
+  device_note_->setVisible(false);
+  auto* device_row = new QHBoxLayout;
+  device_row->addWidget(device_, 1);
+  device_row->addWidget(device_note_);
+  run_form_->layout()->insertRow(run_form_->layout()->rowCount() - 1, tr("Device"), device_row);
   run_form_->layout()->addRow(tr("Steps per epoch"), steps_limit_);
   run_form_->layout()->addRow(tr("Checkpoints"), ckrow);
   // Each run's folder also gets metrics.jsonl and, with this on, a
@@ -103,7 +111,12 @@ TrainingSettingsView::TrainingSettingsView(ProjectContext* ctx, QWidget* parent)
   for (SettingsForm* f : {run_form_, opt_form_, sched_form_})
     connect(f, &SettingsForm::changed, this, &TrainingSettingsView::changed);
   connect(device_, &QComboBox::currentIndexChanged, this, &TrainingSettingsView::changed);
-  connect(device_, &QComboBox::currentIndexChanged, this, &TrainingSettingsView::deviceChanged);
+  connect(device_, &QComboBox::currentIndexChanged, this, [this] {
+    // A device the user picks replaces the project's missing GPU.
+    missing_ = DeviceSpec{};
+    device_note_->setVisible(false);
+    Q_EMIT deviceChanged();
+  });
   connect(steps_limit_, &QSpinBox::valueChanged, this, &TrainingSettingsView::changed);
 }
 
@@ -141,6 +154,17 @@ void TrainingSettingsView::loadSettings(const TrainConfig& c) {
   steps_limit_->setValue(int(c.steps_per_epoch_limit));
   int d = device_->findData(QString::fromStdString(c.device.str()));
   device_->setCurrentIndex(d >= 0 ? d : 0);
+  // A project made on a machine with a GPU, opened on one without (or
+  // with fewer): say so where the device is chosen, instead of silently
+  // showing the CPU and rewriting the project on the next save.
+  missing_ = d < 0 && c.device.cuda ? c.device : DeviceSpec{};
+  const QString name = QString::fromStdString(c.device.str());
+  device_note_->setText(tr("⚠ %1 not here").arg(name));
+  device_note_->setToolTip(
+      tr("This project asks for %1, which this machine does not have: runs train on the CPU "
+         "here, in fp32. The project keeps %1 unless you choose another device.")
+          .arg(name));
+  device_note_->setVisible(missing_.cuda);
 }
 
 TrainConfig TrainingSettingsView::config() const {
@@ -150,7 +174,10 @@ TrainConfig TrainingSettingsView::config() const {
   for (SettingsForm* f : {run_form_, opt_form_, sched_form_}) f->applyTo(c);
   c.steps_per_epoch_limit = steps_limit_->value();
   c.device = parse_device(device_->currentData().toString().toStdString());
-  if (!c.device.cuda) c.precision = Precision::Fp32;  // the CPU computes in fp32 only
+  if (missing_.cuda)
+    c.device = missing_;  // with the project's precision
+  else if (!c.device.cuda)
+    c.precision = Precision::Fp32;  // the CPU computes in fp32 only
   c.resume.clear();
   return c;
 }
@@ -198,7 +225,8 @@ void TrainingSettingsView::setRunning(bool active) {
   if (QWidget* precision = run_form_->control("precision"); precision && !active) {
     const bool gpu = device_->currentData().toString() != "cpu";
     precision->setEnabled(gpu);
-    if (!gpu) run_form_->setValue("precision", std::string("fp32"));
+    // The project's precision stays while its GPU is only missing here.
+    if (!gpu && !missing_.cuda) run_form_->setValue("precision", std::string("fp32"));
   }
 }
 

@@ -11,6 +11,7 @@
 
 class QComboBox;
 class QCheckBox;
+class QLabel;
 class QLineEdit;
 class QSpinBox;
 class QTabWidget;
@@ -42,6 +43,11 @@ class TrainingSettingsView : public QWidget {
   // Whether runs also write a TensorBoard event file (remembered).
   bool tensorBoard() const;
   QString deviceText() const;  // the device list's current entry
+  // The GPU the project asks for when this machine lacks it (the list then
+  // shows the CPU and a note): config() keeps it, so saving does not
+  // rewrite the project, and runs fall back to the CPU as the CLI's do.
+  // Cleared when the user picks a device.
+  DeviceSpec missingDevice() const { return missing_; }
   void setSettingsVisible(bool on);
   bool settingsVisible() const;
   // Greys out the forms (not their tabs: a run's settings stay readable)
@@ -61,6 +67,8 @@ class TrainingSettingsView : public QWidget {
   QTabWidget* tabs_;
   SettingsForm *run_form_, *opt_form_, *sched_form_;
   QComboBox* device_;
+  QLabel* device_note_;
+  DeviceSpec missing_;
   QSpinBox* steps_limit_;
   QLineEdit* checkpoint_dir_;
   QCheckBox* tensorboard_;

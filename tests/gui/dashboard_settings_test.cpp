@@ -5,11 +5,14 @@
 
 #include "gui/settings_form.h"
 
+#include <deepcanvas/device.h>
 #include <deepcanvas/settings.h>
 
 #include <QComboBox>
+#include <QLabel>
 #include <QLineEdit>
 #include <QSpinBox>
+#include <QTemporaryDir>
 
 namespace dc::test {
 
@@ -129,6 +132,38 @@ TEST(DashboardSettings, OnlySettingsThatApplyToTheChosenOptimizerAndScheduleAreS
   int conditional = 0;
   for (const SettingSpec& s : training_settings()) conditional += s.applies ? 1 : 0;
   EXPECT_GE(conditional, 12);
+}
+
+// A project saved on a machine with a GPU, opened on this one (CI has none):
+// the Device box says the GPU is missing, the project keeps asking for it
+// (saving does not rewrite it) and Start trains on the CPU, as the CLI does.
+TEST(DashboardSettings, AProjectsMissingGpuIsNotedKeptAndTrainsOnTheCpu) {
+  if (!list_gpus().empty()) GTEST_SKIP() << "this machine has a GPU: nothing is missing";
+  auto ctx = sample_context();
+  ctx->project().training.device = parse_device("cuda:0");
+  ctx->project().training.precision = Precision::Bf16;
+  gui::TrainingPanel panel(ctx.get());
+  auto* note = panel.findChild<QLabel*>("deviceNote");
+  ASSERT_NE(note, nullptr);
+  EXPECT_FALSE(note->isHidden());
+  EXPECT_TRUE(note->text().contains("cuda:0")) << note->text().toStdString();
+  EXPECT_TRUE(note->toolTip().contains("CPU")) << note->toolTip().toStdString();
+  EXPECT_EQ(panel.config().device.str(), "cuda:0");
+  EXPECT_EQ(panel.config().precision, Precision::Bf16);
+
+  QTemporaryDir dir;
+  ASSERT_TRUE(train_briefly(panel, dir.path(), 2));
+  EXPECT_TRUE(panel.logText().contains("asks for cuda:0")) << panel.logText().toStdString();
+  EXPECT_EQ(panel.config().device.str(), "cuda:0");  // still the project's
+
+  // Choosing a device replaces it.
+  auto* device = panel.findChild<QComboBox*>("deviceList");
+  ASSERT_NE(device, nullptr);
+  device->setCurrentIndex(-1);
+  device->setCurrentIndex(0);
+  EXPECT_TRUE(note->isHidden());
+  EXPECT_FALSE(panel.config().device.cuda);
+  EXPECT_EQ(panel.config().precision, Precision::Fp32);
 }
 
 }  // namespace dc::test
