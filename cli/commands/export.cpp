@@ -188,6 +188,7 @@ int export_deployment(const Args& a, const std::string& out, const std::string& 
     QuantizeOptions qo;
     qo.method = *method;
     qo.calibrate = calibrate_n;
+    qo.percentile = a.get_double("percentile", 99.99, 50.0, 100.0);
     qo.seed = p.training.seed;
     QuantNetwork net = fold_batch_norms(plan->steps(), plan->state());
     const std::vector<int64_t> idx = calibration_indices(train, calibrate_n, qo.seed);
@@ -320,6 +321,9 @@ const Command& export_command() {
            {"calibration", "METHOD",
             "int8: minmax, percentile (99.99 % of |x|, default) or entropy (TensorRT's KL "
             "divergence)"},
+           {"percentile", "P",
+            "int8 with --calibration percentile: the share of |x| kept, 50 to 100 (default "
+            "99.99)"},
            {"max-drop", "POINTS",
             "int8: refuse (and write nothing) when the test accuracy drops by more (default 1.0)"},
            {"include-preprocessing", "",

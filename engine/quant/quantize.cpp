@@ -94,8 +94,14 @@ void ActivationStats::add_histogram(const float* x, int64_t n) {
 // P is the histogram up to i with everything beyond folded into its last
 // bin; Q merges those i bins into 128 levels and spreads each level back
 // over its non-empty bins. The threshold with the least KL(P || Q) wins.
-double entropy_threshold(const std::vector<double>& hist, double bin_width) {
-  const int bins = int(hist.size()), levels = 128;
+double entropy_threshold(const std::vector<double>& counts, double bin_width) {
+  const int bins = int(counts.size()), levels = 128;
+  // The exact zeros a ReLU leaves (a spike in the first bin, often most of
+  // the values) would otherwise dominate both distributions and pull the
+  // threshold far down; NVIDIA's pytorch-quantization levels that bin with
+  // its neighbour before the search, and so does this.
+  std::vector<double> hist = counts;
+  if (bins > 1) hist[0] = hist[1];
   if (bins <= levels) return bins * bin_width;
   double best = std::numeric_limits<double>::infinity();
   int best_i = bins;
