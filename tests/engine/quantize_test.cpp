@@ -4,6 +4,7 @@
 // hand computation, and the refusals (one class, NaN).
 #include <deepcanvas/errors.h>
 #include <deepcanvas/plan.h>
+#include <deepcanvas/project.h>
 #include <deepcanvas/quantize.h>
 #include <deepcanvas/rng.h>
 #include <gtest/gtest.h>
@@ -115,8 +116,13 @@ Graph bn_net(bool conv_bias) {
 
 void randomise_bn(Plan& plan, uint64_t seed) {
   Rng rng(seed);
+  std::vector<std::string> bns;
+  for (const PlanStep& s : plan.steps())
+    if (s.type.rfind("BatchNorm", 0) == 0) bns.push_back(s.name + ".");
   for (NamedParam& p : plan.params()) {
-    if (p.name.find("bn") != 0) continue;
+    bool bn = false;
+    for (const std::string& b : bns) bn = bn || p.name.rfind(b, 0) == 0;
+    if (!bn) continue;
     float* v = p.param->value.f32();
     for (int64_t i = 0; i < p.param->value.numel(); ++i)
       v[i] = p.param->name == "running_var" ? rng.uniform(0.2f, 3.f) : rng.uniform(-1.5f, 1.5f);
@@ -149,6 +155,29 @@ TEST(Quantize, BatchNormFoldingKeepsTheOutputs) {
     QuantRunner run(net, 8);
     const Tensor& got = run.forward(x);
     ASSERT_EQ(got.numel(), want.numel());
+    for (int64_t i = 0; i < got.numel(); ++i)
+      EXPECT_NEAR(got.f32()[i], want.f32()[i], 1e-5 * std::max(1.f, std::fabs(want.f32()[i])));
+  }
+}
+
+TEST(Quantize, FoldingKeepsTheVggAndResNetTemplates) {
+  for (const char* name : {"vgg_small", "resnet_small"}) {
+    SCOPED_TRACE(name);
+    Project p =
+        load_project(std::string(DC_SOURCE_DIR) + "/resources/templates/" + name + ".dcproj");
+    Plan plan(p.graph, 2, Plan::Use::Inference);
+    plan.init_params(3);
+    randomise_bn(plan, 4);
+    QuantNetwork net = fold_batch_norms(plan.steps(), plan.state());
+    int bns = 0;
+    for (const PlanStep& s : plan.steps()) bns += s.type.rfind("BatchNorm", 0) == 0;
+    EXPECT_GT(bns, 0);
+    EXPECT_EQ(int(net.folded.size()), bns);
+    Tensor x = random_batch(plan.input_shape(), 2, 8);
+    RunContext ctx{false, nullptr};
+    const Tensor& want = plan.forward(x, ctx);
+    QuantRunner run(net, 2);
+    const Tensor& got = run.forward(x);
     for (int64_t i = 0; i < got.numel(); ++i)
       EXPECT_NEAR(got.f32()[i], want.f32()[i], 1e-5 * std::max(1.f, std::fabs(want.f32()[i])));
   }
