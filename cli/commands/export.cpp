@@ -171,6 +171,10 @@ int export_deployment(const Args& a, const std::string& out, const std::string& 
       d->stddev = metadata_float(meta, "stddev", ck);
     }
     const Dataset& test = prepared->data.data.test;
+    const PlanStep& input = plan->steps().front();
+    if (pre.enabled && input.out_shape.rank() != 3)
+      throw Error("--include-preprocessing needs an image input (channels×height×width); " +
+                  input.name + " is " + input.out_shape.str(true));
     if (pre.enabled && test.pixels.empty() && !test.images)
       throw Error("--include-preprocessing is for image datasets (bytes in); " + test.source +
                   " holds float values");
