@@ -224,11 +224,13 @@ int export_deployment(const Args& a, const std::string& out, const std::string& 
       std::fprintf(stderr, "test accuracy: fp32 %.2f%%, int8 (simulated) %.2f%% on %lld samples\n",
                    100 * acc.fp32, 100 * acc.int8, (long long)acc.samples);
       for (const auto& f : q.net.folded) std::fprintf(stderr, "folded: %s\n", f.c_str());
-      if (!q.left_in_float.empty()) {
-        std::string l;
-        for (const auto& s : q.left_in_float) l += (l.empty() ? "" : ", ") + s;
-        std::fprintf(stderr, "left in float: %s\n", l.c_str());
-      }
+      std::string quantized, left;
+      for (const QuantOp& op : q.ops)
+        quantized += (quantized.empty() ? "" : ", ") + q.net.steps[size_t(op.step)].name;
+      for (const auto& s : q.left_in_float) left += (left.empty() ? "" : ", ") + s;
+      std::fprintf(stderr, "int8 (%s calibration): %s; left in float: %s\n",
+                   calibration_name(*method), quantized.empty() ? "nothing" : quantized.c_str(),
+                   left.empty() ? "no layer with weights" : left.c_str());
     }
   } else {
     bytes = onnx_float_model_bytes(plan->steps(), weights, o, precision == "fp16", pre);
@@ -310,7 +312,9 @@ const Command& export_command() {
            {"output", "MODEL.onnx|DIR",
             "where the model or the PyTorch project is written (also -o)"},
            {"force", "", "pytorch: replace DIR even when it is not empty"},
-           {"data", "PATH", "pytorch: train.py's default --data (default: the project's dataset)"},
+           {"data", "PATH",
+            "pytorch: train.py's default --data; int8: the dataset that calibrates (its training "
+            "part) and measures (its test part) (default: the project's dataset)"},
            {"opset", "N",
             "ONNX opset, 10 to 18 (default 17; 12 or lower for OpenCV 4.6's recurrent layers)"},
            {"batch", "N",
