@@ -13,12 +13,12 @@
 namespace dc::e2e {
 namespace {
 
-// One checkpoint of the sample CNN for every test here: a short run.
+// One checkpoint of the sample CNN for every test here: a short run, in a
+// folder removed when the tests end.
 const std::string& sample_checkpoint() {
+  static const Tmp dir;
   static const std::string path = [] {
-    const std::string p =
-        (fs::temp_directory_path() / ("dc_quant_ck_" + std::to_string(::getpid()) + ".safetensors"))
-            .string();
+    const std::string p = dir.path("sample.safetensors");
     CliRun r =
         cli("train " + kSample + " --epochs 1 --steps-per-epoch 60 --quiet --checkpoint " + p);
     EXPECT_EQ(r.code, 0) << r.out;
