@@ -2,18 +2,25 @@
 // as a PyTorch project.
 #include "commands.h"
 
+#include <deepcanvas/device.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/format.h>
 #include <deepcanvas/project.h>
 #include <deepcanvas/pytorch_export.h>
 
+#include <deepcanvas/io.h>
+#include <deepcanvas/quantize.h>
+
 #ifdef DC_HAVE_ONNX
 #include <deepcanvas/onnx.h>
+#include <deepcanvas/onnx_quantize.h>
 #endif
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -33,13 +40,18 @@ namespace {
 using json = nlohmann::json;
 
 // What an export writes: the project's network (refused with the reason
-// when it cannot be built) with --checkpoint's weights or the seed's.
-std::unique_ptr<Plan> export_plan(const Args& a, const Project& p) {
+// when it cannot be built) with --checkpoint's weights or the seed's. A
+// checkpoint of another network is refused naming its first tensor that
+// does not fit; its metadata (the input normalisation) goes to `metadata`.
+std::unique_ptr<Plan> export_plan(const Args& a, const Project& p,
+                                  std::map<std::string, std::string>* metadata = nullptr) {
   check_network_builds(p);
   auto plan = std::make_unique<Plan>(p.graph, 1);
   const std::string ck = a.get("checkpoint", "");
   if (!ck.empty()) {
-    plan->load_state(read_checkpoint(ck).model, ck);
+    CheckpointInfo info = read_checkpoint(ck);
+    plan->load_state(info.model, ck);
+    if (metadata) *metadata = info.metadata;
   } else {
     plan->init_params(p.training.seed);
   }
@@ -86,6 +98,160 @@ int export_pytorch_project(const Args& a, const std::string& out) {
   return 0;
 }
 
+#ifdef DC_HAVE_ONNX
+float metadata_float(const std::map<std::string, std::string>& m, const char* key,
+                     const std::string& ck) {
+  try {
+    return std::stof(m.at(key));
+  } catch (const std::exception&) {
+    throw IoError(ck + ": checkpoint metadata lacks the input normalisation (mean/stddev)");
+  }
+}
+
+// fp16 and int8 models, and any precision with the preprocessing inside.
+// int8 is measured before anything is written: the engine simulates the
+// QDQ arithmetic on the test set and refuses above --max-drop.
+int export_deployment(const Args& a, const std::string& out, const std::string& precision,
+                      int opset) {
+  const bool json_out = a.flag("json"), quiet = a.flag("quiet") || json_out;
+  const std::string ck = a.get("checkpoint", "");
+  if (precision == "int8" && ck.empty())
+    throw Error(
+        "--precision int8 needs --checkpoint FILE: it is calibrated and measured on "
+        "trained weights");
+  if (precision == "int8" && opset < kOnnxQdqMinOpset)
+    throw Error("--precision int8 needs --opset " + std::to_string(kOnnxQdqMinOpset) +
+                " or later (per-channel DequantizeLinear)");
+  const std::string method_name = a.get("calibration", "percentile");
+  const auto method = parse_calibration(method_name);
+  if (!method)
+    throw Error("--calibration " + method_name +
+                " is not known; use minmax, percentile or entropy");
+  const int64_t calibrate_n = a.get_int("calibrate", 256, 1, 1 << 20);
+  const double max_drop = a.get_double("max-drop", 1.0, 0.0, 100.0);
+  const std::string layout = a.get("input-layout", "nchw");
+  if (layout != "nchw" && layout != "nhwc")
+    throw Error("--input-layout " + layout + " is not known; use nchw or nhwc");
+  check_writable("-o", out, false);
+  Project p = load_project_operand(a);
+  std::map<std::string, std::string> meta;
+  const std::unique_ptr<Plan> plan = export_plan(a, p, &meta);
+  if (ck.empty() && !quiet)
+    std::fprintf(stderr, "note: no --checkpoint: the model holds freshly initialised weights\n");
+  OnnxExportOptions o;
+  o.opset = opset;
+  o.model_name = p.name;
+  o.batch = a.get_int("batch", 0, 0, 1 << 20);
+  std::map<std::string, Tensor> weights;
+  for (auto& [name, t] : plan->state()) weights.emplace(name, t);
+  const int64_t fp32_bytes = int64_t(onnx_model_bytes(p.graph, *plan, o).size());
+
+  OnnxPreprocessing pre;
+  pre.enabled = a.flag("include-preprocessing");
+  pre.nhwc = layout == "nhwc";
+  // The datasets: calibration and the gate (int8), and the per-channel
+  // normalisation a pretrained base's project names.
+  std::unique_ptr<PreparedRun> prepared;
+  if (precision == "int8" || pre.enabled) {
+    if (pre.enabled && ck.empty())
+      throw Error(
+          "--include-preprocessing needs --checkpoint FILE (it holds the input "
+          "normalisation)");
+    CliPrepare cp;
+    cp.purpose = RunPurpose::Evaluate;
+    cp.config = p.training;
+    cp.config.device = parse_device("cpu");
+    cp.config.precision = Precision::Fp32;
+    cp.config.augment = {};
+    cp.device_requested = 1;
+    cp.quiet = quiet;
+    prepared = std::make_unique<PreparedRun>(prepare(p, a, cp));
+    for (Dataset* d : {&prepared->data.data.train, &prepared->data.data.test}) {
+      d->mean = metadata_float(meta, "mean", ck);
+      d->stddev = metadata_float(meta, "stddev", ck);
+    }
+    const Dataset& test = prepared->data.data.test;
+    const PlanStep& input = plan->steps().front();
+    if (pre.enabled && input.out_shape.rank() != 3)
+      throw Error("--include-preprocessing needs an image input (channels×height×width); " +
+                  input.name + " is " + input.out_shape.str(true));
+    if (pre.enabled && test.pixels.empty() && !test.images)
+      throw Error("--include-preprocessing is for image datasets (bytes in); " + test.source +
+                  " holds float values");
+    pre.mean = test.mean;
+    pre.stddev = test.stddev;
+    pre.channel_mean = test.channel_mean;
+    pre.channel_std = test.channel_std;
+  }
+
+  json j = {{"path", out}, {"precision", precision}, {"opset", opset}, {"fp32_bytes", fp32_bytes}};
+  std::string bytes;
+  if (precision == "int8") {
+    Dataset& train = prepared->data.data.train;
+    const Dataset& test = prepared->data.data.test;
+    QuantizeOptions qo;
+    qo.method = *method;
+    qo.calibrate = calibrate_n;
+    qo.percentile = a.get_double("percentile", 99.99, 50.0, 100.0);
+    qo.seed = p.training.seed;
+    QuantNetwork net = fold_batch_norms(plan->steps(), plan->state());
+    const std::vector<int64_t> idx = calibration_indices(train, calibrate_n, qo.seed);
+    if (!quiet)
+      std::fprintf(stderr, "calibrating on %zu training samples (%s)...\n", idx.size(),
+                   calibration_name(*method));
+    QuantizedNetwork q = calibrate(net, train, idx, qo);
+    if (!quiet)
+      std::fprintf(stderr, "measuring fp32 and simulated int8 on %lld test samples...\n",
+                   (long long)test.size());
+    const QuantAccuracy acc = evaluate_quantized(q, test, {}, 64);
+    j["calibration"] = calibration_name(*method);
+    j["calibration_samples"] = idx.size();
+    j["fp32_accuracy"] = acc.fp32;
+    j["int8_accuracy"] = acc.int8;
+    j["test_samples"] = acc.samples;
+    j["left_in_float"] = q.left_in_float;
+    j["folded"] = q.net.folded;
+    if (acc.drop_points() > max_drop) {
+      char m[256];
+      std::snprintf(m, sizeof m,
+                    "the int8 model's test accuracy is %.2f%% against %.2f%% in fp32, %.2f "
+                    "points lower (more than --max-drop %.2f); nothing written. ",
+                    100 * acc.int8, 100 * acc.fp32, acc.drop_points(), max_drop);
+      throw Error(m + quantization_gate_advice(*method, calibrate_n));
+    }
+    bytes = onnx_qdq_model_bytes(q, o, pre);
+    if (!quiet) {
+      std::fprintf(stderr, "test accuracy: fp32 %.2f%%, int8 (simulated) %.2f%% on %lld samples\n",
+                   100 * acc.fp32, 100 * acc.int8, (long long)acc.samples);
+      for (const auto& f : q.net.folded) std::fprintf(stderr, "folded: %s\n", f.c_str());
+      std::string quantized, left;
+      for (const QuantOp& op : q.ops)
+        quantized += (quantized.empty() ? "" : ", ") + q.net.steps[size_t(op.step)].name;
+      for (const auto& s : q.left_in_float) left += (left.empty() ? "" : ", ") + s;
+      std::fprintf(stderr, "int8 (%s calibration): %s; left in float: %s\n",
+                   calibration_name(*method), quantized.empty() ? "nothing" : quantized.c_str(),
+                   left.empty() ? "no layer with weights" : left.c_str());
+    }
+  } else {
+    bytes = onnx_float_model_bytes(plan->steps(), weights, o, precision == "fp16", pre);
+  }
+  write_file_atomic(out, bytes);
+  j["bytes"] = bytes.size();
+  j["include_preprocessing"] = pre.enabled;
+  if (json_out) {
+    std::cout << j.dump() << std::endl;
+  } else if (!a.flag("quiet")) {
+    std::fprintf(stderr, "%s ONNX model (opset %d%s) written to %s: %s (fp32: %s, %.0f%%)\n",
+                 precision.c_str(), opset,
+                 pre.enabled ? (pre.nhwc ? ", uint8 NHWC input" : ", uint8 NCHW input") : "",
+                 out.c_str(), human_bytes(double(bytes.size())).c_str(),
+                 human_bytes(double(fp32_bytes)).c_str(),
+                 100.0 * double(bytes.size()) / double(std::max<int64_t>(fp32_bytes, 1)));
+  }
+  return 0;
+}
+#endif
+
 int cmd_export(const Args& a) {
   const std::string out = a.get("output", "");
   if (out.empty())
@@ -98,6 +264,11 @@ int cmd_export(const Args& a) {
   if (format == "pytorch") return export_pytorch_project(a, out);
 #ifdef DC_HAVE_ONNX
   const int opset = int(a.get_int("opset", 17, kOnnxMinOpset, kOnnxMaxOpset));
+  const std::string precision = a.get("precision", "fp32");
+  if (precision != "fp32" && precision != "fp16" && precision != "int8")
+    throw Error("--precision " + precision + " is not supported; use fp32, fp16 or int8");
+  if (precision != "fp32" || a.flag("include-preprocessing"))
+    return export_deployment(a, out, precision, opset);
   check_writable("-o", out, false);
   Project p = load_project_operand(a);
   const std::unique_ptr<Plan> owned = export_plan(a, p);
@@ -141,12 +312,32 @@ const Command& export_command() {
            {"output", "MODEL.onnx|DIR",
             "where the model or the PyTorch project is written (also -o)"},
            {"force", "", "pytorch: replace DIR even when it is not empty"},
-           {"data", "PATH", "pytorch: train.py's default --data (default: the project's dataset)"},
+           {"data", "PATH",
+            "pytorch: train.py's default --data; int8: the dataset that calibrates (its training "
+            "part) and measures (its test part) (default: the project's dataset)"},
            {"opset", "N",
             "ONNX opset, 10 to 18 (default 17; 12 or lower for OpenCV 4.6's recurrent layers)"},
            {"batch", "N",
             "fix the batch dimension to N (default: any batch; OpenCV 4.6 needs a fixed one for "
             "recurrent layers)"},
+           {"precision", "P",
+            "onnx: fp32 (default), fp16 (float16 weights and compute, float32 in and out) or "
+            "int8 (QDQ: int8 weights per channel, calibrated int8 activations; measured on the "
+            "test set first)"},
+           {"calibrate", "N",
+            "int8: training samples that calibrate the activations (default 256)"},
+           {"calibration", "METHOD",
+            "int8: minmax, percentile (99.99 % of |x|, default) or entropy (TensorRT's KL "
+            "divergence)"},
+           {"percentile", "P",
+            "int8 with --calibration percentile: the share of |x| kept, 50 to 100 (default "
+            "99.99)"},
+           {"max-drop", "POINTS",
+            "int8: refuse (and write nothing) when the test accuracy drops by more (default 1.0)"},
+           {"include-preprocessing", "",
+            "onnx: the model takes the picture's uint8 bytes at the Input's size and normalises "
+            "them itself"},
+           {"input-layout", "L", "with --include-preprocessing: nchw (default) or nhwc"},
            {"json", "", "print one JSON object"}},
       .run = cmd_export};
   return cmd;

@@ -4,6 +4,7 @@
 // plan step: attributes with defaults, shapes; input value names, weights).
 #include <deepcanvas/attrs.h>
 #include <deepcanvas/graph.h>
+#include <deepcanvas/onnx.h>
 #include <deepcanvas/plan.h>
 #include <deepcanvas/tensor.h>
 
@@ -21,6 +22,7 @@ class Builder {
   Builder(onnx::GraphProto& g, int opset, int64_t batch) : g_(g), opset_(opset), batch_(batch) {}
   int opset() const { return opset_; }
   int64_t batch() const { return batch_; }  // 0: dynamic
+  onnx::GraphProto& graph() { return g_; }
 
   // A node; `name` is also the base of any generated names.
   onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& in,
@@ -35,6 +37,11 @@ class Builder {
   std::string ints(const std::string& name, const std::vector<int64_t>& v);  // int64 1-D
   std::string scalar(const std::string& name, float v);                      // float32 0-D
   std::string index(const std::string& name, int64_t v);                     // int64 0-D
+
+  // Weights the caller writes itself (the quantized export's int8 weights
+  // behind a DequantizeLinear): weight(name, ...) returns the value named
+  // here instead of adding a float initializer.
+  std::map<std::string, std::string> provided;
 
  private:
   onnx::GraphProto& g_;
@@ -74,6 +81,16 @@ struct Writer {
 // Layer type -> its writer; registered beside each family's code.
 const std::map<std::string, Writer>& writers();
 void add_writer(std::map<std::string, Writer>& w, const std::string& type, Writer writer);
+// The graph of `steps` with `weights` (opset, IR version, inputs, one
+// writer per layer, the output), not yet checked. before_layer may rewrite
+// a layer's input names or set Builder::provided before its writer runs.
+onnx::ModelProto build_model(const std::vector<PlanStep>& steps,
+                             const std::map<std::string, Tensor>& weights,
+                             const OnnxExportOptions& o,
+                             const std::function<void(Builder&, OnnxLayer&)>& before_layer = {});
+// Runs the ONNX checker (its complaint is a bug of ours) and serializes.
+std::string checked_bytes(const onnx::ModelProto& model);
+
 void register_basic_writers(std::map<std::string, Writer>& w);      // onnx_layers.cpp
 void register_recurrent_writers(std::map<std::string, Writer>& w);  // onnx_recurrent.cpp
 void register_attention_writers(std::map<std::string, Writer>& w);  // onnx_attention.cpp

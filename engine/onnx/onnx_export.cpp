@@ -39,6 +39,7 @@ std::string Builder::fresh(const std::string& base) {
 }
 
 std::string Builder::weight(const std::string& name, const Tensor& t, std::vector<int64_t> dims) {
+  if (auto it = provided.find(name); it != provided.end()) return it->second;
   if (dims.empty()) dims = t.shape().dims();
   onnx::TensorProto& p = *g_.add_initializer();
   p.set_name(fresh(name));
@@ -183,19 +184,17 @@ std::vector<std::string> onnx_unsupported(const Graph& g, int opset) {
   return onnx_export::unsupported(lower_graph(g), opset);
 }
 
-// The plan's steps carry everything written (order, port order, shapes,
-// attributes with defaults); g is the graph it was built from.
-std::string onnx_model_bytes(const Graph& /*g*/, const Plan& plan, const OnnxExportOptions& o) {
-  using namespace onnx_export;
-  const std::vector<PlanStep>& steps = plan.steps();
+namespace onnx_export {
+
+onnx::ModelProto build_model(const std::vector<PlanStep>& steps,
+                             const std::map<std::string, Tensor>& weights,
+                             const OnnxExportOptions& o,
+                             const std::function<void(Builder&, OnnxLayer&)>& before_layer) {
   if (auto bad = unsupported(steps, o.opset); !bad.empty()) {
     std::string m = "cannot export to ONNX at opset " + std::to_string(o.opset) + ":";
     for (const auto& b : bad) m += "\n  " + b;
     throw Error(m);
   }
-  std::map<std::string, Tensor> weights;
-  for (auto& [name, t] : plan.state()) weights.emplace(name, t);
-
   onnx::ModelProto model;
   model.set_ir_version(ir_version_for(o.opset));
   model.set_producer_name("DeepCanvas");
@@ -217,11 +216,16 @@ std::string onnx_model_bytes(const Graph& /*g*/, const Plan& plan, const OnnxExp
     }
     OnnxLayer layer{s, s.attrs, {}, s.in_shapes, s.out_shape, s.name, weights};
     for (int i : s.inputs) layer.inputs.push_back(steps[size_t(i)].name);
+    b.provided.clear();
+    if (before_layer) before_layer(b, layer);
     writers().at(s.type).write(b, layer);
   }
   // The plan ends with the network's one output.
   set_shape(*graph.add_output(), steps.back().name, steps.back().out_shape, o.batch);
+  return model;
+}
 
+std::string checked_bytes(const onnx::ModelProto& model) {
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {
@@ -232,6 +236,16 @@ std::string onnx_model_bytes(const Graph& /*g*/, const Plan& plan, const OnnxExp
   std::string bytes;
   if (!model.SerializeToString(&bytes)) throw Error("ONNX export: the model could not be encoded");
   return bytes;
+}
+
+}  // namespace onnx_export
+
+// The plan's steps carry everything written (order, port order, shapes,
+// attributes with defaults); g is the graph it was built from.
+std::string onnx_model_bytes(const Graph& /*g*/, const Plan& plan, const OnnxExportOptions& o) {
+  std::map<std::string, Tensor> weights;
+  for (auto& [name, t] : plan.state()) weights.emplace(name, t);
+  return onnx_export::checked_bytes(onnx_export::build_model(plan.steps(), weights, o));
 }
 
 void export_onnx(const std::string& path, const Graph& g, const Plan& plan,
