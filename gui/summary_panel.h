@@ -70,6 +70,10 @@ class SummaryPanel : public QWidget {
   int64_t resident_bytes_ = 0;
   void requestAdvice();
   void showTotals();
+  // Keeps the totals as tall as their wrapped text at the label's width, so
+  // the table above gives way rather than the last line being cut off.
+  void fitTotals();
+  void resizeEvent(QResizeEvent* e) override;
   int64_t batch_ = 64;
   int64_t total_params_ = 0;
   int64_t trainable_params_ = 0, frozen_params_ = 0;
