@@ -84,9 +84,12 @@ SummaryPanel::SummaryPanel(widgets::GraphModel* model, QWidget* parent)
   lay->setSpacing(0);
   lay->addWidget(table_, 1);
   lay->addLayout(footer);
-  // The header and a row: below that the table scrolls, and a short dock
-  // (1280x720 with a title bar) still shows every line of the totals.
-  table_->setMinimumHeight(table_->header()->sizeHint().height() + 2 * fontMetrics().height());
+  // In a short dock (1280x720 with a title bar) the table's own minimum,
+  // about four rows, left the totals too little height and cut their last
+  // line off. The table keeps its header and a row and scrolls; the totals
+  // keep the height of their text (fitTotals, on each width and text).
+  table_->setMinimumHeight(table_->header()->sizeHint().height() + fontMetrics().height() + 6);
+  totals_->installEventFilter(this);
 
   timer_ = new QTimer(this);
   timer_->setSingleShot(true);
@@ -204,16 +207,19 @@ void SummaryPanel::showTotals() {
 }
 
 void SummaryPanel::fitTotals() {
+  // Only at a real width: before the panel is laid out the label's default
+  // width would ask for a line per word and stretch the window.
   const int width = totals_->width();
-  if (width <= 0) return;
-  const int need = totals_->heightForWidth(width);
-  if (need > 0 && totals_->minimumHeight() != need) totals_->setMinimumHeight(need);
+  const int need = isVisible() && width >= 300 ? totals_->heightForWidth(width) : 0;
+  if (need >= 0 && totals_->minimumHeight() != need) totals_->setMinimumHeight(need);
 }
 
-void SummaryPanel::resizeEvent(QResizeEvent* e) {
-  QWidget::resizeEvent(e);
-  // The layout has already given the label its new width.
-  if (e->size().width() != e->oldSize().width()) fitTotals();
+bool SummaryPanel::eventFilter(QObject* watched, QEvent* e) {
+  if (watched == totals_ && (e->type() == QEvent::Resize || e->type() == QEvent::Show)) {
+    const auto* r = e->type() == QEvent::Resize ? static_cast<QResizeEvent*>(e) : nullptr;
+    if (!r || r->size().width() != r->oldSize().width()) fitTotals();
+  }
+  return QWidget::eventFilter(watched, e);
 }
 
 void SummaryPanel::scheduleRefresh() {
