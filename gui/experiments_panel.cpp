@@ -375,7 +375,11 @@ bool ExperimentsPanel::launch(bool fresh) {
                     tr("No baseline trial: the project's %1.").arg(QString::fromStdString(why));
   log_dir_.clear();
   if (form_->tensorBoard()) {
-    log_dir_ = QString::fromStdString(new_run_folder(p.name + "-sweep"));
+    // A folder of its own: two sweeps started in the same second would
+    // otherwise write their trial-NNN sessions into one.
+    const QString base = QString::fromStdString(new_run_folder(p.name + "-sweep"));
+    log_dir_ = base;
+    for (int n = 2; QFileInfo::exists(log_dir_); ++n) log_dir_ = base + QString("-%1").arg(n);
     running_text += QLatin1Char(' ') + tr("TensorBoard HParams: %1").arg(log_dir_);
   }
   setMessage(running_text, false);

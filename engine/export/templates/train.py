@@ -728,7 +728,6 @@ def evaluate(model, data, idx, device, batch, autocast, workers=0):
     return loss / n, correct / n
 
 
-
 # ---------------------------------------------------------------- TensorBoard
 # The event file DeepCanvas's own runs write (engine/train/tensorboard_writer.cpp),
 # encoded here by hand rather than through torch.utils.tensorboard: that needs
