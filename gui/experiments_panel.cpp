@@ -435,6 +435,7 @@ void ExperimentsPanel::onFinished(const QString& error) {
   }
   // Trials read the same images: those found bad were skipped in each.
   if (const QString bad = badImagesText(ctx_->trainSet().get()); !bad.isEmpty()) text += "\n" + bad;
+  if (!log_dir_.isEmpty()) text += "\n" + tr("TensorBoard HParams: %1").arg(log_dir_);
   setMessage(text, !error.isEmpty());
   Q_EMIT message(text.section('\n', 0, 0));
   updateButtons();

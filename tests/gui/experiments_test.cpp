@@ -344,6 +344,7 @@ TEST_F(ExperimentsTab, ASweepWritesTensorBoardsHParamsDataUnlessTurnedOff) {
   EXPECT_TRUE(p()->messageText().contains(log)) << p()->messageText().toStdString();
   ASSERT_TRUE(waitFinished(p()));
   ASSERT_EQ(p()->trials()->trials().size(), 2u);
+  EXPECT_TRUE(p()->messageText().contains(log)) << p()->messageText().toStdString();
   const std::string experiment = eventBytes(log);
   EXPECT_NE(experiment.find("hparams"), std::string::npos);
   EXPECT_NE(experiment.find("_hparams_/experiment"), std::string::npos);
