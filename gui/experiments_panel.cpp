@@ -5,7 +5,9 @@
 #include "gui/experiments_panel.h"
 
 #include <deepcanvas/errors.h>
+#include <deepcanvas/run_log.h>
 #include <deepcanvas/settings.h>
+#include <deepcanvas/sweep_board.h>
 
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -51,6 +53,9 @@ ExperimentsPanel::ExperimentsPanel(ProjectContext* ctx, QWidget* parent)
   runner_ = new SweepRunner(this);
   connect(runner_, &SweepRunner::trialUpdated, this, &ExperimentsPanel::onTrial);
   connect(runner_, &SweepRunner::finished, this, &ExperimentsPanel::onFinished);
+  connect(runner_, &SweepRunner::logProblem, this, [this](const QString& text) {
+    setMessage(messageText() + QLatin1Char('\n') + text, message_->property("error").toBool());
+  });
   buildUi();
   // The user's last space and options (per machine; the state file is per project).
   QSettings s;
@@ -306,7 +311,15 @@ bool ExperimentsPanel::launch(bool fresh) {
   sweep_check.purpose = RunPurpose::Sweep;
   sweep_check.state_file = state_path_.toStdString();
   sweep_check.concurrent = p.training.device.cuda ? 1 : std::max(1, o.parallel);
-  const QStringList problems = runStartProblems(
+  // Memory for the sweep's largest batch, as the CLI checks it: the space
+  // may range over the batch size. validate() has parsed the space already.
+  const SearchParam* batch_param = nullptr;
+  SearchSpace checked_space;
+  try {
+    checked_space = parse_search_space(toStd(specs()), p.graph);
+  } catch (const std::exception&) {
+  }
+  QStringList problems = runStartProblems(
       ctx_,
       {start_blocker_,
        ProjectContext::BusyOwner::Training,
@@ -316,7 +329,15 @@ bool ExperimentsPanel::launch(bool fresh) {
        tr("The sweep needs the project's data: %1. Choose a dataset in the Dataset tab."),
        {},
        sweep_check},
-      [&p] { return p.training; });
+      [&] { return largest_batch_config(p.training, checked_space, &batch_param); });
+  if (batch_param) {
+    // The remedy is the space's batch values, not the Training tab's batch.
+    const QString training_tab =
+        QObject::tr("Lower the batch size in the Training tab's Run settings.");
+    const QString here = tr("Lower the largest batch in the search space (%1).")
+                             .arg(QString::fromStdString(batch_param->spec_text()));
+    for (QString& line : problems) line.replace(training_tab, here);
+  }
   if (!problems.isEmpty()) {
     setMessage(problems.join("\n"), true);
     return false;
@@ -352,8 +373,17 @@ bool ExperimentsPanel::launch(bool fresh) {
   if (const std::string why = st.baseline_skipped; !why.empty())
     running_text += QLatin1Char(' ') +
                     tr("No baseline trial: the project's %1.").arg(QString::fromStdString(why));
+  log_dir_.clear();
+  if (form_->tensorBoard()) {
+    // A folder of its own: two sweeps started in the same second would
+    // otherwise write their trial-NNN sessions into one.
+    const QString base = QString::fromStdString(new_run_folder(p.name + "-sweep"));
+    log_dir_ = base;
+    for (int n = 2; QFileInfo::exists(log_dir_); ++n) log_dir_ = base + QString("-%1").arg(n);
+    running_text += QLatin1Char(' ') + tr("TensorBoard HParams: %1").arg(log_dir_);
+  }
   setMessage(running_text, false);
-  runner_->start(std::move(sweep));
+  runner_->start(std::move(sweep), log_dir_.toStdString());
   // After the worker exists: busyChanged's receivers ask running().
   ctx_->setBusy(ProjectContext::BusyOwner::Sweep, true);
   updateButtons();
@@ -405,6 +435,7 @@ void ExperimentsPanel::onFinished(const QString& error) {
   }
   // Trials read the same images: those found bad were skipped in each.
   if (const QString bad = badImagesText(ctx_->trainSet().get()); !bad.isEmpty()) text += "\n" + bad;
+  if (!log_dir_.isEmpty()) text += "\n" + tr("TensorBoard HParams: %1").arg(log_dir_);
   setMessage(text, !error.isEmpty());
   Q_EMIT message(text.section('\n', 0, 0));
   updateButtons();

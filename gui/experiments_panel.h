@@ -135,6 +135,9 @@ class ExperimentsPanel : public QWidget {
   QPushButton* resumeButton() const { return resume_; }
   QPushButton* applyBestButton() const { return apply_; }
   QString statePath() const { return state_path_; }
+  // The current or last sweep's TensorBoard HParams folder ("" : none was
+  // written): a new folder of the runs folder per Start or Resume.
+  QString logDir() const { return log_dir_; }
   // Tests and the screenshot: epochs cut to this many steps (0: whole).
   void setStepsPerEpochLimit(int64_t n) { steps_limit_ = n; }
 
@@ -158,7 +161,7 @@ class ExperimentsPanel : public QWidget {
   QString resumeMismatch(const SweepOptions& o) const;
 
   ProjectContext* ctx_;
-  QString file_, state_path_;
+  QString file_, state_path_, log_dir_;
   std::function<Project()> project_source_;
   std::function<QString(const std::vector<BestValue>&, const QString&)> applier_;
   std::function<bool(const QString&)> confirm_;

@@ -18,6 +18,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QResizeEvent>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QTimer>
@@ -60,6 +61,7 @@ SummaryPanel::SummaryPanel(widgets::GraphModel* model, QWidget* parent)
   totals_->setWordWrap(true);
   totals_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   totals_->setContentsMargins(8, 4, 8, 6);
+
   // What-if batch size for the memory estimate ("does 256 fit?"); it
   // starts at the project's batch and does not change the project.
   batch_box_ = new QSpinBox(this);
@@ -82,6 +84,12 @@ SummaryPanel::SummaryPanel(widgets::GraphModel* model, QWidget* parent)
   lay->setSpacing(0);
   lay->addWidget(table_, 1);
   lay->addLayout(footer);
+  // In a short dock (1280x720 with a title bar) the table's own minimum,
+  // about four rows, left the totals too little height and cut their last
+  // line off. The table keeps its header and a row and scrolls; the totals
+  // keep the height of their text (fitTotals, on each width and text).
+  table_->setMinimumHeight(table_->header()->sizeHint().height() + fontMetrics().height() + 6);
+  totals_->installEventFilter(this);
 
   timer_ = new QTimer(this);
   timer_->setSingleShot(true);
@@ -195,6 +203,23 @@ void SummaryPanel::requestAdvice() {
 
 void SummaryPanel::showTotals() {
   totals_->setText(advice_text_.isEmpty() ? totals_text_ : totals_text_ + "<br>" + advice_text_);
+  fitTotals();
+}
+
+void SummaryPanel::fitTotals() {
+  // Only at a real width: before the panel is laid out the label's default
+  // width would ask for a line per word and stretch the window.
+  const int width = totals_->width();
+  const int need = isVisible() && width >= 300 ? totals_->heightForWidth(width) : 0;
+  if (need >= 0 && totals_->minimumHeight() != need) totals_->setMinimumHeight(need);
+}
+
+bool SummaryPanel::eventFilter(QObject* watched, QEvent* e) {
+  if (watched == totals_ && (e->type() == QEvent::Resize || e->type() == QEvent::Show)) {
+    const auto* r = e->type() == QEvent::Resize ? static_cast<QResizeEvent*>(e) : nullptr;
+    if (!r || r->size().width() != r->oldSize().width()) fitTotals();
+  }
+  return QWidget::eventFilter(watched, e);
 }
 
 void SummaryPanel::scheduleRefresh() {
@@ -219,6 +244,7 @@ void SummaryPanel::refresh() {
   if (g.empty()) {
     totals_text_ = tr("The network is empty: add an Input layer from the palette.");
     totals_->setText(totals_text_);
+    fitTotals();
     return;
   }
   // A Plan allocates every weight: a network too large for this machine is
@@ -230,6 +256,7 @@ void SummaryPanel::refresh() {
                        .arg(humanCount(double(counted)), humanBytes(double(counted) * 4),
                             humanBytes(double(available)));
     totals_->setText(totals_text_);
+    fitTotals();
     total_params_ = counted;
     return;
   }
@@ -281,11 +308,16 @@ void SummaryPanel::refresh() {
                             humanCount(double(macs)), humanBytes(double(act)))
                        .arg(batch_)
                        .arg(humanBytes(double(train)));
+    // What freezing saves, in the tooltip: one line fewer in a short dock.
+    totals_->setToolTip(
+        fz.frozen_nodes > 0
+            ? tr("Freezing saves the frozen layers' gradients and optimizer state, and the "
+                 "backward pass of the frozen layers before the first trained one")
+            : QString());
     if (fz.frozen_nodes > 0)
       totals_text_ +=
           tr("<br><b>%1</b> trainable · <b>%2</b> frozen parameters · freezing saves about "
-             "<b>%3</b> at batch %4 (gradients, optimizer state and the frozen prefix's "
-             "backward) and %5 backward MACs per sample")
+             "<b>%3</b> at batch %4 and %5 backward MACs per sample")
               .arg(humanCount(double(fz.trainable_params)), humanCount(double(fz.frozen_params)),
                    humanBytes(double(fz.bytes_saved(batch_))))
               .arg(batch_)
@@ -294,6 +326,7 @@ void SummaryPanel::refresh() {
   } catch (const std::bad_alloc&) {
     totals_text_ = tr("Out of memory while sizing the network: make it smaller.");
     totals_->setText(totals_text_);
+    fitTotals();
   } catch (const Error& e) {
     // Invalid: list what is known, in topological order when there is one.
     std::vector<NodeId> order;

@@ -70,6 +70,12 @@ class SummaryPanel : public QWidget {
   int64_t resident_bytes_ = 0;
   void requestAdvice();
   void showTotals();
+  // Keeps the totals at least as tall as their wrapped text at the label's
+  // width, so a short dock makes the table give way (or the dock grow)
+  // rather than cut the last line off.
+  void fitTotals();
+  bool eventFilter(QObject* watched, QEvent* e) override;
+
   int64_t batch_ = 64;
   int64_t total_params_ = 0;
   int64_t trainable_params_ = 0, frozen_params_ = 0;

@@ -7,6 +7,7 @@
 #include <QLineEdit>
 #include <QRegularExpression>
 #include <QRegularExpressionValidator>
+#include <QSettings>
 #include <QSpinBox>
 
 namespace dc::gui {
@@ -52,6 +53,15 @@ SweepOptionsForm::SweepOptionsForm(QWidget* parent) : QWidget(parent) {
       tr("Train the project's current values of the parameters first, so the sweep's best is "
          "never a setting that validates worse than what you have"));
   form->addRow(QString(), baseline_check_);
+  tensorboard_check_ = new QCheckBox(tr("TensorBoard log (HParams: every trial)"), this);
+  tensorboard_check_->setObjectName("sweepTensorBoard");
+  tensorboard_check_->setToolTip(
+      tr("Write each trial's parameters and measurements for TensorBoard's HParams tab into a "
+         "new folder of the runs folder, as deepcanvas-cli sweep does"));
+  tensorboard_check_->setChecked(QSettings().value("experiments/tensorboard", true).toBool());
+  connect(tensorboard_check_, &QCheckBox::toggled, this,
+          [](bool on) { QSettings().setValue("experiments/tensorboard", on); });
+  form->addRow(QString(), tensorboard_check_);
 
   for (QSpinBox* s : {trials_spin_, epochs_spin_, parallel_spin_})
     connect(s, &QSpinBox::valueChanged, this, &SweepOptionsForm::changed);
@@ -88,8 +98,9 @@ bool SweepOptionsForm::seedValid() const {
 }
 
 void SweepOptionsForm::setEditable(bool on) {
-  for (QWidget* w : std::initializer_list<QWidget*>{trials_spin_, epochs_spin_, sampler_, pruner_,
-                                                    seed_edit_, parallel_spin_, baseline_check_})
+  for (QWidget* w :
+       std::initializer_list<QWidget*>{trials_spin_, epochs_spin_, sampler_, pruner_, seed_edit_,
+                                       parallel_spin_, baseline_check_, tensorboard_check_})
     w->setEnabled(on);
 }
 
@@ -119,6 +130,14 @@ QString sweepDifferenceText(const SweepDifference& d) {
 
 int SweepOptionsForm::trials() const {
   return trials_spin_->value();
+}
+
+bool SweepOptionsForm::tensorBoard() const {
+  return tensorboard_check_->isChecked();
+}
+
+void SweepOptionsForm::setTensorBoard(bool on) {
+  tensorboard_check_->setChecked(on);
 }
 
 QString sweepMismatchText(const QString& stateFile, const QStringList& differences) {

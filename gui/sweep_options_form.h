@@ -1,6 +1,8 @@
 #pragma once
 // The sweep options the Experiments tab shows: trials, epochs per trial,
-// sampler, pruner, seed, trials at once and the baseline trial. The others
+// sampler, pruner, seed, trials at once, the baseline trial, and whether
+// the sweep writes TensorBoard's HParams log (remembered per user, as the
+// Training tab's Logs box is, not in the state file). The others
 // (ASHA's eta and first rung, the validation split, TPE's start-up trials)
 // keep the engine's defaults for a new sweep and the state file's values
 // for a resumed one.
@@ -30,6 +32,8 @@ class SweepOptionsForm : public QWidget {
   // False when the seed is empty or above 2^64 - 1.
   bool seedValid() const;
   int trials() const;
+  bool tensorBoard() const;
+  void setTensorBoard(bool on);
   // Enables or greys out the fields (not their labels) while a sweep runs.
   void setEditable(bool on);
 
@@ -38,7 +42,7 @@ class SweepOptionsForm : public QWidget {
 
  private:
   QSpinBox *trials_spin_ = nullptr, *epochs_spin_ = nullptr, *parallel_spin_ = nullptr;
-  QCheckBox* baseline_check_ = nullptr;
+  QCheckBox *baseline_check_ = nullptr, *tensorboard_check_ = nullptr;
   QLineEdit* seed_edit_ = nullptr;  // a line edit: seeds are unsigned 64-bit
   QComboBox *sampler_ = nullptr, *pruner_ = nullptr;
 };

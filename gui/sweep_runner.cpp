@@ -9,21 +9,42 @@ SweepRunner::~SweepRunner() {
   join();
 }
 
-void SweepRunner::start(std::unique_ptr<Sweep> sweep) {
+void SweepRunner::start(std::unique_ptr<Sweep> sweep, const std::string& log_dir) {
   join();
   sweep_ = std::move(sweep);
+  board_.reset();
+  if (!log_dir.empty()) {
+    board_ = std::make_unique<SweepBoard>(log_dir, sweep_->space());
+    for (const Trial& t : sweep_->state().trials) board_->update(t);
+    if (const std::string why = board_->take_problem(); !why.empty())
+      QMetaObject::invokeMethod(
+          this, [this, text = QString::fromStdString(why)] { Q_EMIT logProblem(text); },
+          Qt::QueuedConnection);
+  }
   stop_flag_ = false;
   finished_ = false;
   worker_error_.clear();
   Sweep* s = sweep_.get();
+  SweepBoard* board = board_.get();
   const int gen = ++generation_;
-  worker_ = std::thread([this, s, gen] {
+  worker_ = std::thread([this, s, board, gen] {
     QString error;
     try {
       // Each update is a copy, shown on the GUI thread; the context object
-      // (this) drops them when the runner is gone.
+      // (this) drops them when the runner is gone. The log is written here,
+      // on the worker, so a slow disk never stalls the window.
       s->run(
-          [this, gen](const Trial& t) {
+          [this, board, gen](const Trial& t) {
+            if (board) {
+              board->update(t);
+              if (const std::string why = board->take_problem(); !why.empty())
+                QMetaObject::invokeMethod(
+                    this,
+                    [this, gen, text = QString::fromStdString(why)] {
+                      if (gen == generation_) Q_EMIT logProblem(text);
+                    },
+                    Qt::QueuedConnection);
+            }
             QMetaObject::invokeMethod(
                 this,
                 [this, t, gen] {

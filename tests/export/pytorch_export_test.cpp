@@ -4,7 +4,10 @@
 // refused with a message; the Kubernetes manifests have what Kubeflow's
 // PyTorchJob requires; torchrun with 2 gloo processes trains a few dozen
 // steps, keeps the replicas identical and leaves a checkpoint that
-// `deepcanvas-cli eval` reads; metrics.jsonl reads back, bad lines skipped.
+// `deepcanvas-cli eval` reads; metrics.jsonl reads back, bad lines skipped;
+// train.py's TensorBoard event file (rank 0's only) has whole frames with
+// good CRCs and, read by TensorBoard's EventAccumulator when the verify venv
+// has it, every figure of metrics.jsonl at its step.
 #include <deepcanvas/checkpoint.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/escape.h>
@@ -16,6 +19,7 @@
 #include <deepcanvas/pytorch_export.h>
 #include <deepcanvas/rng.h>
 #include <deepcanvas/run_log.h>
+#include <deepcanvas/tensorboard_writer.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -66,6 +70,79 @@ struct TempDir {
     return c;
   }
 };
+
+// The event files train.py left in `out`.
+std::vector<fs::path> event_files(const fs::path& out) {
+  std::vector<fs::path> v;
+  for (const auto& e : fs::directory_iterator(out))
+    if (e.path().filename().string().rfind("events.out.tfevents.", 0) == 0) v.push_back(e.path());
+  return v;
+}
+
+// The records of an event file; every frame whole, both its CRCs checked
+// with the engine's CRC-32C (train.py computes its own in Python).
+std::vector<std::string> event_records(const fs::path& file) {
+  const std::string s = read_file(file.string());
+  auto le = [&s](size_t at, size_t n) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; ++i) v |= uint64_t(uint8_t(s[at + i])) << (8 * i);
+    return v;
+  };
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at < s.size()) {
+    if (s.size() - at < 12) {
+      ADD_FAILURE() << file << ": a frame cut short at " << at;
+      break;
+    }
+    const uint64_t n = le(at, 8);
+    EXPECT_EQ(le(at + 8, 4), tfrecord_masked_crc(s.data() + at, 8)) << "length CRC at " << at;
+    if (s.size() - at - 12 < n + 4) {
+      ADD_FAILURE() << file << ": a frame cut short at " << at;
+      break;
+    }
+    EXPECT_EQ(le(at + 12 + n, 4), tfrecord_masked_crc(s.data() + at + 12, size_t(n)))
+        << "data CRC at " << at;
+    out.push_back(s.substr(at + 12, size_t(n)));
+    at += 16 + size_t(n);
+  }
+  return out;
+}
+
+// train.py's event file in `out`: the frames, the tags DeepCanvas's runs
+// use, and TensorBoard's own reader (tests/engine/tensorboard_check.py: every
+// figure of metrics.jsonl a scalar at its step, the settings text) when the
+// verify venv has it; a note says when it was not there to ask.
+void expect_event_file_like_metrics(const fs::path& out) {
+  const std::vector<fs::path> files = event_files(out);
+  ASSERT_EQ(files.size(), 1u) << "one event file, rank 0's";
+  const std::vector<std::string> records = event_records(files[0]);
+  ASSERT_GT(records.size(), 2u);
+  EXPECT_NE(records[0].find("brain.Event:2"), std::string::npos);
+  auto any = [&records](const std::string& what) {
+    return std::any_of(records.begin(), records.end(),
+                       [&](const std::string& r) { return r.find(what) != std::string::npos; });
+  };
+  for (const char* tag : {"step/loss", "step/lr", "step/samples_per_s", "epoch/train_loss",
+                          "epoch/test_accuracy", "settings"})
+    EXPECT_TRUE(any(tag)) << tag;
+  const char* env = std::getenv("DC_VERIFY_VENV");
+  const std::string venv = env ? env : std::string(DC_SOURCE_DIR) + "/.venv-verify";
+  int code = 0;
+  run_command(venv + "/bin/python -c 'import tensorboard'", &code);
+  if (code != 0) {
+    std::printf(
+        "note: TensorBoard's reader not run: tensorboard is not installed in %s "
+        "(installer/verify-venv.sh installs it from PyPI)\n",
+        venv.c_str());
+    return;
+  }
+  const std::string log = run_command(
+      venv + "/bin/python " + DC_SOURCE_DIR + "/tests/engine/tensorboard_check.py " + out.string(),
+      &code);
+  EXPECT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("scalars in the event file"), std::string::npos) << log;
+}
 
 // Weights that make every path count: the seed's initialisation, then
 // BatchNorm statistics and scales away from their identity values.
@@ -528,6 +605,7 @@ TEST(PyTorchExport, TorchrunTwoProcessesThenDeepCanvasEval) {
   EXPECT_EQ(steps, 30);
   EXPECT_EQ(epochs, 1);
   EXPECT_EQ(end, "replicas identical") << log;
+  expect_event_file_like_metrics(out);
   ASSERT_TRUE(fs::exists(out + "/last.safetensors"));
   ASSERT_TRUE(fs::exists(out + "/best.safetensors"));
   log = run_command(std::string(DC_CLI) + " eval " + project + " --checkpoint " + out +
@@ -658,6 +736,9 @@ sys.exit(1 if foreign else 0)
                           [](const TrainEvent& e) { return e.kind == TrainEvent::Kind::Step; }),
             8);
   EXPECT_TRUE(fs::exists(out / "last.safetensors"));
+  // Written by train.py's own writer, so `python3 -I` with torch and numpy
+  // alone has one, and it reads back as TensorBoard reads it.
+  expect_event_file_like_metrics(out);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Frozen layers and Replace Head in the editor: Layer → Freeze / Unfreeze on
 // a selection is one undo step, frozen nodes are drawn locked, the
 // Properties panel's Trainable box, the summary's trainable and frozen
-// counts, and Replace Head as one undo step.
+// counts, and Replace Head as one undo step; at 1280x720 the summary's
+// last line stays on screen with frozen layers (issue 36).
 #include "gui/main_window.h"
 #include "gui/summary_panel.h"
 #include "gui_test_util.h"
@@ -14,7 +15,11 @@
 #include <gtest/gtest.h>
 
 #include <QAction>
+#include <QApplication>
 #include <QCheckBox>
+#include <QLabel>
+#include <QTest>
+#include <QTreeWidget>
 #include <QUndoStack>
 
 namespace dc::test {
@@ -170,6 +175,37 @@ TEST_F(EditorFreeze, ReplaceHeadKeepsTheBaseAndIsOneUndoStep) {
   ASSERT_GT(fc3, 0);
   EXPECT_EQ(g().node(fc3).attrs.i("units"), 10);
   EXPECT_NO_THROW(g().validate());
+}
+
+// Issue 36: in a 1280x720 screen's window (1264x676 inside openbox's title
+// bar and borders) the Model Summary dock's totals grew by the frozen line
+// and the advice's "fits on: …" line was cut off at the dock's bottom. The
+// totals now keep the height their text needs, the layer table gives way.
+TEST_F(EditorFreeze, TheSummarysLastLineShowsAt1280By720WithFrozenLayers) {
+  w->resize(1264, 676);
+  w->show();
+  scene()->selectNodes({id("conv1"), id("relu1"), id("pool1"), id("conv2")});
+  w->action("actionFreeze")->trigger();
+  gui::SummaryPanel* s = w->summary();
+  s->refresh();
+  QTRY_VERIFY_WITH_TIMEOUT(s->adviceIdle() && !s->adviceText().isEmpty(), 30000);
+  QApplication::processEvents();
+  auto* totals = s->findChild<QLabel*>("summaryTotals");
+  ASSERT_NE(totals, nullptr);
+  ASSERT_TRUE(totals->text().contains("frozen"));
+  ASSERT_TRUE(totals->text().contains("fits on:"));
+  ASSERT_TRUE(totals->isVisible());
+  // The whole text: as tall as the label needs at its width, and inside
+  // the panel and the window.
+  EXPECT_GE(totals->height(), totals->heightForWidth(totals->width()))
+      << "label " << totals->width() << "x" << totals->height() << ", panel " << s->height();
+  const QRect in_panel(totals->mapTo(s, QPoint(0, 0)), totals->size());
+  EXPECT_TRUE(s->rect().contains(in_panel));
+  const QRect in_window(totals->mapTo(w.get(), QPoint(0, 0)), totals->size());
+  EXPECT_TRUE(w->rect().contains(in_window));
+  // Still a row or more of the table above it.
+  EXPECT_GT(s->table()->viewport()->height(), 0);
+  w->setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
 }
 
 TEST_F(EditorFreeze, ReplaceHeadRefusesANodeWithoutAShape) {

@@ -1,7 +1,9 @@
 // The Experiments tab (issue 15): the space editor's messages, a tiny sweep
 // run from the tab to completion, Apply best as one undoable step, a
 // stopped sweep resumed (also by a new window, as after a killed app), and
-// a diverging trial marked failed while the sweep goes on.
+// a diverging trial marked failed while the sweep goes on; the tab's sweeps
+// write TensorBoard's HParams data as the CLI's do (issue 35) and check
+// memory with the space's largest batch (issue 31).
 #include "gui/experiments_panel.h"
 
 #include "gui/main_window.h"
@@ -18,14 +20,19 @@
 
 #include <QAction>
 #include <QCheckBox>
+#include <QDir>
 #include <QFileInfo>
 #include <QLineEdit>
+#include <QProcess>
 #include <QPushButton>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QStatusBar>
 #include <QTableView>
 #include <QUndoStack>
 #include <cmath>
+#include <fstream>
+#include <sstream>
 
 namespace dc::test {
 namespace {
@@ -307,6 +314,97 @@ TEST_F(ExperimentsTab, SweepRunsWithoutATestSplit) {
   EXPECT_EQ(trials[0].status, Trial::Status::Completed) << trials[0].error;
   EXPECT_TRUE(p()->messageText().startsWith("Sweep finished: 1 completed"))
       << p()->messageText().toStdString();
+}
+
+// The bytes of every events.out.tfevents.* file in `dir` (not below it).
+std::string eventBytes(const QString& dir) {
+  std::string all;
+  for (const QFileInfo& f : QDir(dir).entryInfoList({"events.out.tfevents.*"}, QDir::Files)) {
+    std::ifstream in(f.filePath().toStdString(), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    all += ss.str();
+  }
+  return all;
+}
+
+// A sweep of 2 tiny trials started in the tab: the HParams plugin's
+// experiment in its log folder, and each trial a session with its start
+// (the parameter's value) and end, as deepcanvas-cli sweep writes them;
+// TensorBoard's own reader agrees when the verify venv has it. The box
+// off: no log at all.
+TEST_F(ExperimentsTab, ASweepWritesTensorBoardsHParamsDataUnlessTurnedOff) {
+  auto* box = p()->findChild<QCheckBox*>("sweepTensorBoard");
+  ASSERT_NE(box, nullptr);
+  box->setChecked(true);
+  setSweep({"lr=log:1e-3:1e-2"}, 2, 1);
+  ASSERT_TRUE(p()->start()) << p()->messageText().toStdString();
+  const QString log = p()->logDir();
+  ASSERT_FALSE(log.isEmpty());
+  EXPECT_TRUE(p()->messageText().contains(log)) << p()->messageText().toStdString();
+  ASSERT_TRUE(waitFinished(p()));
+  ASSERT_EQ(p()->trials()->trials().size(), 2u);
+  EXPECT_TRUE(p()->messageText().contains(log)) << p()->messageText().toStdString();
+  const std::string experiment = eventBytes(log);
+  EXPECT_NE(experiment.find("hparams"), std::string::npos);
+  EXPECT_NE(experiment.find("_hparams_/experiment"), std::string::npos);
+  EXPECT_NE(experiment.find("epoch/val_accuracy"), std::string::npos);  // a metric
+  for (const char* trial : {"trial-000", "trial-001"}) {
+    const std::string session = eventBytes(QDir(log).filePath(trial));
+    EXPECT_NE(session.find("_hparams_/session_start_info"), std::string::npos) << trial;
+    EXPECT_NE(session.find("_hparams_/session_end_info"), std::string::npos) << trial;
+    EXPECT_NE(session.find("lr"), std::string::npos) << trial;
+    EXPECT_NE(session.find("epoch/val_accuracy"), std::string::npos) << trial;
+  }
+  const QByteArray venv = qEnvironmentVariableIsSet("DC_VERIFY_VENV")
+                              ? qgetenv("DC_VERIFY_VENV")
+                              : sourcePath(".venv-verify").toUtf8();
+  QProcess py;
+  py.setProcessChannelMode(QProcess::MergedChannels);
+  py.start(QString::fromUtf8(venv) + "/bin/python",
+           {sourcePath("tests/e2e/tensorboard_sweep_check.py"), log, p()->statePath()});
+  if (py.waitForStarted() && py.waitForFinished(120000) && py.exitCode() != 77) {
+    const QString out = QString::fromUtf8(py.readAll());
+    EXPECT_EQ(py.exitCode(), 0) << out.toStdString();
+    EXPECT_TRUE(out.contains("2 sessions, 2 trials")) << out.toStdString();
+  } else {
+    std::printf(
+        "note: TensorBoard's HParams reader not run: no tensorboard in %s "
+        "(installer/verify-venv.sh installs it)\n",
+        venv.constData());
+  }
+
+  box->setChecked(false);
+  EXPECT_FALSE(QSettings().value("experiments/tensorboard", true).toBool());
+  ASSERT_TRUE(p()->start()) << p()->messageText().toStdString();
+  EXPECT_TRUE(p()->logDir().isEmpty());
+  ASSERT_TRUE(waitFinished(p()));
+  box->setChecked(true);
+}
+
+// The space may range over the batch size: the memory check holds the
+// largest (as deepcanvas-cli sweep's does), not the Training tab's batch,
+// and names the space's values as the thing to lower.
+TEST_F(ExperimentsTab, MemoryIsCheckedWithTheSpacesLargestBatch) {
+  ASSERT_LE(w->context()->project().training.batch, 256);
+  setSweep({"lr=log:1e-3:1e-2", "batch=choice:32,1000000"}, 2, 1);
+  EXPECT_FALSE(p()->start());
+  EXPECT_FALSE(p()->running());
+  const QString text = p()->messageText();
+  EXPECT_TRUE(text.contains("batch 1000000 needs about")) << text.toStdString();
+  EXPECT_TRUE(
+      text.contains("Lower the largest batch in the search space (batch=choice:32,1000000)"))
+      << text.toStdString();
+  EXPECT_FALSE(text.contains("Training tab")) << text.toStdString();
+  // A range's top counts as its largest.
+  setSweep({"batch=int:16:1000000"}, 2, 1);
+  EXPECT_FALSE(p()->start());
+  EXPECT_TRUE(p()->messageText().contains("batch 1000000 needs about"))
+      << p()->messageText().toStdString();
+  // Small batches start.
+  setSweep({"batch=choice:16,32"}, 1, 1);
+  ASSERT_TRUE(p()->start()) << p()->messageText().toStdString();
+  ASSERT_TRUE(waitFinished(p()));
 }
 
 TEST(ProjectContextBusy, StaysSetUntilBothOwnersEnd) {
