@@ -6,7 +6,7 @@
 #include <deepcanvas/project.h>
 #include <deepcanvas/run_log.h>
 #include <deepcanvas/sweep.h>
-#include <deepcanvas/tensorboard_writer.h>
+#include <deepcanvas/sweep_board.h>
 
 #include <algorithm>
 #include <atomic>
@@ -54,117 +54,6 @@ double min_epochs_flag(const Args& a) {
   return x;
 }
 
-// The sweep's largest batch (the space's batch values: a choice's largest,
-// a range's top; else the project's), which the memory check holds against
-// `parallel` trials training at once, and the flag that set it.
-TrainConfig largest_batch_config(const Project& p, const SearchSpace& space, std::string& option) {
-  TrainConfig c = p.training;
-  option = "--batch";
-  for (const SearchParam& sp : space.params) {
-    if (!sp.setting || sp.setting->attr.name != "batch") continue;
-    option = "the batch in --param " + sp.spec_text();
-    if (sp.kind != SearchParam::Kind::Choice) {
-      c.batch = std::get<int64_t>(search_value(sp, sp.hi));
-      continue;
-    }
-    c.batch = 0;
-    for (size_t i = 0; i < sp.choices.size(); ++i)
-      c.batch = std::max(c.batch, std::get<int64_t>(search_value(sp, double(i))));
-  }
-  return c;
-}
-
-// The sweep for TensorBoard's HParams tab: the experiment (parameters and
-// their domains, the metrics) in DIR, and each trial as a run of its own in
-// DIR/trial-NNN: its values at its start, its measurements as scalars at
-// hundredths of an epoch (ASHA's rungs fall inside epochs), and at its end
-// its status (failed: FAILURE) and trial/pruned (1 for a pruned trial,
-// which HParams' statuses cannot say). Problems are said once; the sweep
-// goes on.
-class SweepBoard {
- public:
-  SweepBoard(std::string dir, const SearchSpace& space) : dir_(std::move(dir)), space_(space) {
-    std::vector<tb::HParamInfo> infos;
-    for (const SearchParam& p : space.params) {
-      tb::HParamInfo h;
-      h.name = p.name;
-      h.numeric = p.kind != SearchParam::Kind::Choice;
-      h.lo = p.lo;
-      h.hi = p.hi;
-      h.choices = p.choices;
-      infos.push_back(h);
-    }
-    experiment_ = std::make_unique<TensorBoardWriter>(dir_);
-    experiment_->add_values({tb::hparams_experiment(infos, kMetrics, TensorBoardWriter::now())}, 0);
-    say(*experiment_);
-  }
-
-  void update(const Trial& t) {
-    if (t.status == Trial::Status::Pending) return;
-    Session& s = sessions_[t.id];
-    if (!s.w) {
-      char name[32];
-      std::snprintf(name, sizeof name, "/trial-%03d", t.id);
-      s.w = std::make_unique<TensorBoardWriter>(dir_ + name);
-      std::vector<tb::HParamValue> values;
-      for (size_t i = 0; i < space_.params.size(); ++i) {
-        const SearchParam& p = space_.params[i];
-        const AttrValue v = search_value(p, t.x[i]);
-        tb::HParamValue h;
-        h.name = p.name;
-        h.numeric = p.kind != SearchParam::Kind::Choice;
-        if (const auto* d = std::get_if<double>(&v)) h.number = *d;
-        if (const auto* n = std::get_if<int64_t>(&v)) h.number = double(*n);
-        h.text = p.kind == SearchParam::Kind::Choice ? p.choices.at(size_t(t.x[i])) : "";
-        values.push_back(h);
-      }
-      s.w->add_values({tb::hparams_session_start(values, TensorBoardWriter::now())}, 0);
-    }
-    for (; s.measured < t.epochs.size(); ++s.measured) {
-      const TrialEpoch& e = t.epochs[s.measured];
-      std::vector<std::pair<std::string, double>> v;
-      for (auto [tag, x] : {std::pair{"epoch/train_loss", e.train_loss},
-                            {"epoch/val_loss", e.val_loss},
-                            {"epoch/val_accuracy", e.val_accuracy},
-                            {"epoch/test_loss", e.test_loss},
-                            {"epoch/test_accuracy", e.test_accuracy}})
-        if (std::isfinite(x)) v.emplace_back(tag, x);
-      s.w->add_scalars(v, std::llround(e.trained * 100));
-    }
-    if (t.status != Trial::Status::Running && !s.ended) {
-      s.ended = true;
-      const int64_t step = t.epochs.empty() ? 0 : std::llround(t.epochs.back().trained * 100);
-      s.w->add_scalars({{"trial/pruned", t.status == Trial::Status::Pruned ? 1.0 : 0.0}}, step);
-      s.w->add_values(
-          {tb::hparams_session_end(t.status == Trial::Status::Failed ? tb::SessionStatus::Failure
-                                                                     : tb::SessionStatus::Success,
-                                   TensorBoardWriter::now())},
-          step);
-    }
-    say(*s.w);
-  }
-
- private:
-  struct Session {
-    std::unique_ptr<TensorBoardWriter> w;
-    size_t measured = 0;
-    bool ended = false;
-  };
-  void say(const TensorBoardWriter& w) {
-    if (w.problem().empty() || said_) return;
-    said_ = true;
-    std::fprintf(stderr, "deepcanvas-cli: %s\n", w.problem().c_str());
-  }
-  static inline const std::vector<std::string> kMetrics = {"epoch/val_accuracy", "epoch/val_loss",
-                                                           "epoch/test_accuracy", "trial/pruned"};
-
-  std::string dir_;
-  const SearchSpace& space_;
-  std::unique_ptr<TensorBoardWriter> experiment_;
-  std::map<int, Session> sessions_;
-  bool said_ = false;
-};
-
 int cmd_sweep(const Args& a) {
   Project p = load_project_operand(a);
   // --seed is the sampler's: every trial trains with the project's seed, so
@@ -210,7 +99,9 @@ int cmd_sweep(const Args& a) {
   const std::string state = a.get("state", sweep_state_path(a.positional[0]));
   CliPrepare prep;
   prep.purpose = RunPurpose::Sweep;
-  prep.config = largest_batch_config(p, space, prep.batch_option);
+  const SearchParam* batch_param = nullptr;
+  prep.config = largest_batch_config(p.training, space, &batch_param);
+  if (batch_param) prep.batch_option = "the batch in --param " + batch_param->spec_text();
   prep.concurrent = o.parallel;
   prep.outputs = {{"--state", state, false}};
   prep.quiet = a.flag("quiet") || a.flag("json");
@@ -256,6 +147,8 @@ int cmd_sweep(const Args& a) {
     if (!quiet) std::fprintf(stderr, "TensorBoard HParams: %s\n", dir.c_str());
     // Trials of an earlier run of this sweep, finished or cut short.
     for (const Trial& t : sweep.state().trials) board->update(t);
+    if (const std::string why = board->take_problem(); !why.empty())
+      std::fprintf(stderr, "deepcanvas-cli: %s\n", why.c_str());
   }
   std::atomic<bool> stop{false};
   InterruptGuard guard;
@@ -266,7 +159,11 @@ int cmd_sweep(const Args& a) {
     }
   });
   auto on_update = [&](const Trial& t) {
-    if (board) board->update(t);
+    if (board) {
+      board->update(t);
+      if (const std::string why = board->take_problem(); !why.empty())
+        std::fprintf(stderr, "deepcanvas-cli: %s\n", why.c_str());
+    }
     if (quiet) return;
     std::string params;
     for (size_t i = 0; i < space.params.size(); ++i)
