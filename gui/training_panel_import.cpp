@@ -26,7 +26,8 @@ QString TrainingPanel::beginImport(const QString& dir, bool wait) {
   const QString metrics = QDir(dir).filePath("metrics.jsonl");
   const bool there = QFileInfo(metrics).isFile();
   if (!there && !wait)
-    return tr("%1 has no metrics.jsonl; choose the --out folder of an exported train.py run")
+    return tr("%1 has no metrics.jsonl; choose a run's own folder (one the app, deepcanvas-cli "
+              "train or an exported train.py wrote)")
         .arg(QDir::toNativeSeparators(dir));
   if (session_->active()) return tr("a run is training here; open the run when it has ended");
   // A run that cannot be read leaves the one being followed alone.
