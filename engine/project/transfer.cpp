@@ -1,4 +1,5 @@
 #include <deepcanvas/errors.h>
+#include <deepcanvas/image_data.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/transfer.h>
 
@@ -123,6 +124,10 @@ Project transfer_project_from(const Project& base, const std::string& weights,
   // The bundled subset: 12k images are 1.8 GB at 3x224x224 (images are
   // resized once, as bytes); the full set (fashion-mnist) is 70k.
   if (p.dataset.path.empty()) p.dataset.path = "sample:fashion-mnist-subset";
+  // A folder of photos (what transfer learning is for) is recorded as one,
+  // so the project reads it without a --data override.
+  if (p.dataset.kind == "idx" && looks_like_image_folder(p.dataset.path))
+    p.dataset.kind = "image_folder";
   p.dataset.preprocess.size = size;
   p.dataset.preprocess.channels = 3;
   p.dataset.preprocess.mean = b.mean;

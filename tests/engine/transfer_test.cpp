@@ -118,6 +118,15 @@ TEST(TransferTemplate, PresentBaseGivesAFrozenBaseAndANewHead) {
   const Project q = parse_project(project_to_json(p), "t.dcproj");
   EXPECT_EQ(q.graph, p.graph);
   EXPECT_EQ(q.training.init_weights, p.training.init_weights);
+
+  // A folder of photos, what transfer learning is for, is recorded as an
+  // image folder (it was recorded as IDX, which then failed to read).
+  for (const char* c : {"cats", "dogs"}) {
+    std::filesystem::create_directories(tmp.dir / "photos" / c);
+    tmp.write(std::string("photos/") + c + "/a.png", std::string("\x89PNG\r\n\x1a\n", 8));
+  }
+  o.dataset.path = tmp.path("photos");
+  EXPECT_EQ(transfer_project(b, o).dataset.kind, "image_folder");
 }
 
 }  // namespace
