@@ -837,7 +837,26 @@ class EventWriter:
 
 # The figures of metrics.jsonl's records, scalars "KIND/FIELD" in the event file.
 FIGURES = {"step": ("loss", "accuracy", "batch_loss", "batch_accuracy", "lr", "samples_per_s"),
-           "epoch": ("train_loss", "train_accuracy", "val_loss", "val_accuracy", "test_loss", "test_accuracy")}
+           "epoch": ("train_loss", "train_accuracy", "val_loss", "val_accuracy", "test_loss", "test_accuracy"),
+           "telemetry": ("utilization_pct", "memory_used_mib", "allocated_mib")}
+# The event-file prefix of a record's figures; telemetry is "gpu/..." as in DeepCanvas's own runs.
+BOARD_PREFIX = {"telemetry": "gpu"}
+
+
+def gpu_telemetry(device, step):
+    """This process's GPU at `step`, as DeepCanvas's runs record it: what torch allocated, what the
+    device has in use, and its utilisation when torch can read it (pynvml)."""
+    rec = {"kind": "telemetry", "step": step, "allocated_mib": torch.cuda.memory_allocated(device) / 2**20}
+    try:
+        free, total = torch.cuda.mem_get_info(device)
+        rec["memory_used_mib"] = (total - free) / 2**20
+    except (RuntimeError, AttributeError):
+        pass
+    try:
+        rec["utilization_pct"] = int(torch.cuda.utilization(device))
+    except Exception:  # no pynvml, or a driver that does not say: the figure is left out
+        pass
+    return rec
 
 
 def checkpoint(model, path, train, epoch, step, test_accuracy=None):
@@ -986,12 +1005,13 @@ def main():
             log.flush()
             say(rec)
         if board and rec["kind"] in FIGURES:
-            board.scalars(rec["step"], [(f"{rec['kind']}/{k}", float(rec[k])) for k in FIGURES[rec["kind"]] if k in rec])
+            prefix = BOARD_PREFIX.get(rec["kind"], rec["kind"])
+            board.scalars(rec["step"], [(f"{prefix}/{k}", float(rec[k])) for k in FIGURES[rec["kind"]] if k in rec])
 
     def say(rec):
         """A line on stdout for people (the console, a pod's log); every 50th step."""
         k = rec["kind"]
-        if k == "step" and rec["step"] % 50 and rec["step"] != total:
+        if k == "telemetry" or (k == "step" and rec["step"] % 50 and rec["step"] != total):
             return
         if k == "start":
             line = f"start: {world} process(es) on {args.device}, {total} steps, torch {torch.__version__}"
@@ -1030,6 +1050,7 @@ def main():
     emit(start)
     best = None
     began = time.time()
+    last_telemetry = 0.0
     for epoch in range(start_epoch, args.epochs):
         if step >= total:
             break
@@ -1076,6 +1097,10 @@ def main():
                   "steps_per_epoch": steps_per_epoch, "loss": run_loss / run_n, "accuracy": run_hits / run_n,
                   "batch_loss": s[0].item() / s[2].item(), "batch_accuracy": s[1].item() / s[2].item(),
                   "lr": lr, "samples_per_s": s[2].item() / dt, "elapsed_s": time.time() - began})
+            # The GPU's figures about once a second, as the app samples them.
+            if device.type == "cuda" and rank == 0 and time.time() - last_telemetry >= 1.0:
+                last_telemetry = time.time()
+                emit(gpu_telemetry(device, step))
             t0 = time.time()
         # Model selection and checkpoints on rank 0 only; the others wait.
         if rank == 0:
