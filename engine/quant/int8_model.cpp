@@ -59,8 +59,9 @@ std::string int8_model_json(const QuantizedNetwork& q, const Int8ModelInfo& info
   }
   json j = {{"format", kFormat},
             {"version", kVersion},
-            {"scheme", "int8 symmetric (zero point 0): activations per tensor in [-128, 127], "
-                       "weights per output channel in [-127, 127], bias float"},
+            {"scheme",
+             "int8 symmetric (zero point 0): activations per tensor in [-128, 127], "
+             "weights per output channel in [-127, 127], bias float"},
             {"calibration", calibration_name(q.method)},
             {"calibration_samples", info.calibration_samples},
             {"folded", q.net.folded},
@@ -144,8 +145,7 @@ QuantizedNetwork parse_int8_model(const std::string& text, const QuantNetwork& n
   for (size_t i = 0; i < q.net.steps.size(); ++i) {
     const PlanStep& s = q.net.steps[i];
     if (!s.is_input && quantizable_type(s.type) && s.inputs.size() == 1 && !q.op_for(int(i)))
-      throw Error(path + " was written for another network: it has no input scale for " +
-                  s.label);
+      throw Error(path + " was written for another network: it has no input scale for " + s.label);
   }
   return q;
 }

@@ -275,9 +275,9 @@ struct Int8Runner::Impl {
       p.impl = pd.impl_info_str();
       p.prim = dnnl::convolution_forward(pd);
     } else {
-      dnnl::inner_product_forward::desc d(
-          dnnl::prop_kind::forward_inference, memory::desc(src_dims(o, n), dt::s8, tag::nc),
-          wei_any, bias_md, memory::desc(dst_dims(o, n), dt::f32, tag::nc));
+      dnnl::inner_product_forward::desc d(dnnl::prop_kind::forward_inference,
+                                          memory::desc(src_dims(o, n), dt::s8, tag::nc), wei_any,
+                                          bias_md, memory::desc(dst_dims(o, n), dt::f32, tag::nc));
       dnnl::inner_product_forward::primitive_desc pd(d, attr, eng);
       src_md = pd.src_desc();
       wei_md = pd.weights_desc();
@@ -337,9 +337,8 @@ struct Int8Runner::Impl {
         }
       });
     } else {
-      parallel_for(n * C * HW, 4096, [&](int64_t b, int64_t e) {
-        quantize_s8(xf + b, s + b, e - b, scale);
-      });
+      parallel_for(n * C * HW, 4096,
+                   [&](int64_t b, int64_t e) { quantize_s8(xf + b, s + b, e - b, scale); });
     }
     if (!p.src_direct) p.src_reorder.execute(strm, p.src_user, p.src);
     if (p.dst_direct)

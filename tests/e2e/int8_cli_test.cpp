@@ -43,8 +43,8 @@ TEST(Int8Cli, ExportWritesTheInt8FileAndRunAndPredictUseIt) {
   auto j = last_json_line(r.out);
   EXPECT_EQ(j["precision"], "int8");
   EXPECT_EQ(j["int8_kernels"].size(), 4u) << r.out;  // conv1, conv2, fc1, fc2
-  r = cli("run " + kSample + " --checkpoint " + ck + " --input " + t.path("x.npy") +
-          " --output " + t.path("y32.npy") + " --json");
+  r = cli("run " + kSample + " --checkpoint " + ck + " --input " + t.path("x.npy") + " --output " +
+          t.path("y32.npy") + " --json");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(last_json_line(r.out)["precision"], "fp32");
   const NpyArray y8 = load_npy(t.path("y8.npy")), y32 = load_npy(t.path("y32.npy"));
@@ -72,8 +72,7 @@ TEST(Int8Cli, ExportWritesTheInt8FileAndRunAndPredictUseIt) {
   r = cli("run " + kSample + " --checkpoint " + ck + " --int8 " + t.path("other.int8.json") +
           " --input " + t.path("x.npy") + " --output " + t.path("y.npy"));
   EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.out.find("was calibrated with other weights than these"), std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find("was calibrated with other weights than these"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(t.path("y.npy")));
 }
 
