@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -389,6 +390,10 @@ TEST(Int8, SampleCnnMatchesTheSimulationAtBatchOneAndN) {
   }
   for (const Tensor* t : {&got, &got1}) {
     const Agreement a = compare(*t, want, k, 1e-5);
+    std::printf(
+        "int8 against the simulation at batch %s: max |diff| %.3g, %lld of %lld within "
+        "1e-5\n",
+        t == &got ? "64" : "1", a.max_diff, (long long)a.close, (long long)a.values);
     EXPECT_EQ(a.argmax_differs, 0);
     EXPECT_GE(a.close, a.values * 99 / 100) << "max diff " << a.max_diff;
     EXPECT_LT(a.max_diff, 0.05);
