@@ -29,10 +29,7 @@ int cmd_predict(const Args& a) {
   if (!int8_path.empty()) {
     quantized = std::make_unique<QuantizedNetwork>(load_int8_model(int8_path, *l.plan));
     int8 = std::make_unique<Int8Runner>(*quantized, 1);
-    if (!int8_exact_on_this_cpu())
-      print_note("oneDNN runs int8 here with " + int8_cpu_isa() +
-                 " (no VNNI), which halves the weights first: the outputs differ slightly from "
-                 "the int8 arithmetic export measured");
+    print_note(int8_cpu_note());
   }
   int top = int(a.get_int("top", 5, 1, 1000));
   std::vector<std::pair<std::string, Tensor>> inputs;  // label, [1, ...input]

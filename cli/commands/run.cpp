@@ -46,10 +46,7 @@ int cmd_run(const Args& a) {
   if (!int8_path.empty()) {
     quantized = std::make_unique<QuantizedNetwork>(load_int8_model(int8_path, *l.plan));
     int8 = std::make_unique<Int8Runner>(*quantized, batch);
-    if (!int8_exact_on_this_cpu() && !a.flag("quiet"))
-      print_note("oneDNN runs int8 here with " + int8_cpu_isa() +
-                 " (no VNNI), which halves the weights first: the outputs differ slightly from "
-                 "the int8 arithmetic export measured");
+    if (!a.flag("quiet")) print_note(int8_cpu_note());
   }
   const Shape& in = l.plan->input_shape();
   const std::vector<int64_t>& dims = x.data.shape().dims();

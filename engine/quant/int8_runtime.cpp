@@ -72,6 +72,13 @@ bool int8_exact_on_this_cpu() {
          isa == "avx512_core_amx";
 }
 
+std::string int8_cpu_note() {
+  if (!int8_inference_available() || int8_exact_on_this_cpu()) return "";
+  return "oneDNN runs int8 here with " + int8_cpu_isa() +
+         " (no VNNI), whose kernels halve the weights first: the outputs are not the int8 "
+         "arithmetic export measured, and some predictions may change";
+}
+
 void quantize_s8(const float* x, int8_t* q, int64_t n, float scale) {
   for (int64_t i = 0; i < n; ++i) q[i] = quantize_s8_value(x[i], scale);
 }
@@ -143,7 +150,7 @@ struct Int8Op {
   dnnl::algorithm post = dnnl::algorithm::undef;
   float cap = 0;
   std::map<int64_t, Prim> prims;
-  std::string last_impl;
+  const std::string* last_impl = nullptr;  // Prim::impl of the last run
   int64_t last_batch = 0;
 };
 
@@ -337,7 +344,7 @@ struct Int8Runner::Impl {
                           {DNNL_ARG_DST, p.dst}});
     if (!p.dst_direct) p.dst_reorder.execute(strm, p.dst, p.dst_user);
     strm.wait();
-    o.last_impl = p.impl;
+    o.last_impl = &p.impl;
     o.last_batch = n;
   }
 };
@@ -376,8 +383,8 @@ int64_t Int8Runner::max_batch() const {
 std::vector<std::string> Int8Runner::kernels() const {
   std::vector<std::string> r;
   for (const Int8Op& o : impl_->ops)
-    if (!o.last_impl.empty())
-      r.push_back(impl_->q.net.steps[size_t(o.step)].name + ": " + o.last_impl + " (batch " +
+    if (o.last_impl)
+      r.push_back(impl_->q.net.steps[size_t(o.step)].name + ": " + *o.last_impl + " (batch " +
                   std::to_string(o.last_batch) + ")");
   return r;
 }

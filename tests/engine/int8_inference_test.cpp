@@ -72,6 +72,9 @@ TEST(Int8, QuantizeS8IsQuantizeValue) {
 TEST(Int8, WithoutOneDnnTheRunnerSaysSo) {
   if (int8_inference_available()) {
     EXPECT_NE(int8_cpu_isa(), "none");
+    // The note names the ISA exactly where the kernels are not exact.
+    EXPECT_EQ(int8_cpu_note().find(int8_cpu_isa()) == std::string::npos, int8_exact_on_this_cpu())
+        << int8_cpu_note();
     return;
   }
   QuantizedNetwork q;

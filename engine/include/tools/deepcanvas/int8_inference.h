@@ -65,6 +65,9 @@ std::string int8_cpu_isa();
 // saturating, and the results then differ from the simulated arithmetic by
 // up to half a weight step per product.
 bool int8_exact_on_this_cpu();
+// What to tell a user where that is not so (empty where it is, or without
+// oneDNN).
+std::string int8_cpu_note();
 
 // quantize_value(x, scale) saturated to int8, in a form loops vectorise:
 // after the clamp the value is within [-128, 127], where adding and
