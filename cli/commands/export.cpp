@@ -8,6 +8,7 @@
 #include <deepcanvas/project.h>
 #include <deepcanvas/pytorch_export.h>
 
+#include <deepcanvas/int8_inference.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/quantize.h>
 
@@ -185,7 +186,9 @@ int export_deployment(const Args& a, const std::string& out, const std::string& 
   }
 
   json j = {{"path", out}, {"precision", precision}, {"opset", opset}, {"fp32_bytes", fp32_bytes}};
-  std::string bytes;
+  std::string bytes, int8_text;
+  const std::string int8_file = int8_model_path_for(out);
+  if (precision == "int8") check_writable("-o", int8_file, false);
   if (precision == "int8") {
     Dataset& train = prepared->data.data.train;
     const Dataset& test = prepared->data.data.test;
@@ -220,6 +223,14 @@ int export_deployment(const Args& a, const std::string& out, const std::string& 
       throw Error(m + quantization_gate_advice(*method, calibrate_n));
     }
     bytes = onnx_qdq_model_bytes(q, o, pre);
+    // The engine's own int8 model (run/predict --int8): the same scales,
+    // the weights quantized again from the checkpoint when it is loaded.
+    Int8ModelInfo info;
+    info.calibration_samples = int64_t(idx.size());
+    info.percentile = qo.percentile;
+    info.checkpoint = ck;
+    int8_text = int8_model_json(q, info);
+    j["int8_file"] = int8_file;
     if (!quiet) {
       std::fprintf(stderr, "test accuracy: fp32 %.2f%%, int8 (simulated) %.2f%% on %lld samples\n",
                    100 * acc.fp32, 100 * acc.int8, (long long)acc.samples);
@@ -236,6 +247,7 @@ int export_deployment(const Args& a, const std::string& out, const std::string& 
     bytes = onnx_float_model_bytes(plan->steps(), weights, o, precision == "fp16", pre);
   }
   write_file_atomic(out, bytes);
+  if (!int8_text.empty()) write_file_atomic(int8_file, int8_text);
   j["bytes"] = bytes.size();
   j["include_preprocessing"] = pre.enabled;
   if (json_out) {
@@ -247,6 +259,11 @@ int export_deployment(const Args& a, const std::string& out, const std::string& 
                  out.c_str(), human_bytes(double(bytes.size())).c_str(),
                  human_bytes(double(fp32_bytes)).c_str(),
                  100.0 * double(bytes.size()) / double(std::max<int64_t>(fp32_bytes, 1)));
+    if (!int8_text.empty())
+      std::fprintf(stderr,
+                   "int8 scales for the engine written to %s (deepcanvas-cli run/predict --int8 "
+                   "%s --checkpoint %s)\n",
+                   int8_file.c_str(), int8_file.c_str(), ck.c_str());
   }
   return 0;
 }
@@ -323,7 +340,7 @@ const Command& export_command() {
            {"precision", "P",
             "onnx: fp32 (default), fp16 (float16 weights and compute, float32 in and out) or "
             "int8 (QDQ: int8 weights per channel, calibrated int8 activations; measured on the "
-            "test set first)"},
+            "test set first; also writes MODEL.int8.json for run/predict --int8)"},
            {"calibrate", "N",
             "int8: training samples that calibrate the activations (default 256)"},
            {"calibration", "METHOD",

@@ -3,10 +3,12 @@
 #include "commands.h"
 
 #include <deepcanvas/errors.h>
+#include <deepcanvas/int8_inference.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +23,14 @@ namespace {
 
 int cmd_predict(const Args& a) {
   Loaded l = load_trained(a, 1);
+  const std::string int8_path = a.get("int8", "");
+  std::unique_ptr<QuantizedNetwork> quantized;
+  std::unique_ptr<Int8Runner> int8;
+  if (!int8_path.empty()) {
+    quantized = std::make_unique<QuantizedNetwork>(load_int8_model(int8_path, *l.plan));
+    int8 = std::make_unique<Int8Runner>(*quantized, 1);
+    print_note(int8_cpu_note());
+  }
   int top = int(a.get_int("top", 5, 1, 1000));
   std::vector<std::pair<std::string, Tensor>> inputs;  // label, [1, ...input]
   const Shape& in = l.plan->input_shape();
@@ -53,7 +63,7 @@ int cmd_predict(const Args& a) {
   if (inputs.empty()) throw Error("nothing to predict: give image files or --index N");
   RunContext ctx{false, nullptr};
   for (auto& [what, x] : inputs) {
-    const Tensor& out = l.plan->forward(x, ctx);
+    const Tensor& out = int8 ? int8->forward(x) : l.plan->forward(x, ctx);
     int c = int(out.numel());
     std::vector<double> prob(c);
     double mx = -1e30, sum = 0;
@@ -83,7 +93,10 @@ const Command& predict_command() {
       .options = {{"checkpoint", "FILE", "the trained model"},
                   {"index", "N", "predict test sample N instead of image files"},
                   {"data", "DIR", "dataset folder for --index"},
-                  {"top", "K", "classes to show (default 5)"}},
+                  {"top", "K", "classes to show (default 5)"},
+                  {"int8", "FILE",
+                   "classify with the int8 model (the .int8.json export --precision int8 "
+                   "writes) on oneDNN's int8 kernels"}},
       .max_operands = -1,
       .run = cmd_predict};
   return cmd;

@@ -3,6 +3,7 @@
 #include "commands.h"
 
 #include <deepcanvas/errors.h>
+#include <deepcanvas/int8_inference.h>
 #include <deepcanvas/npy.h>
 #include <deepcanvas/parallel.h>
 
@@ -10,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,14 @@ int cmd_run(const Args& a) {
   // input would reserve memory that one sample never uses.
   if (x.data.shape().rank() > 0) batch = std::clamp<int64_t>(x.data.shape()[0], 1, batch);
   Loaded l = load_trained(a, batch);
+  const std::string int8_path = a.get("int8", "");
+  std::unique_ptr<QuantizedNetwork> quantized;
+  std::unique_ptr<Int8Runner> int8;
+  if (!int8_path.empty()) {
+    quantized = std::make_unique<QuantizedNetwork>(load_int8_model(int8_path, *l.plan));
+    int8 = std::make_unique<Int8Runner>(*quantized, batch);
+    if (!a.flag("quiet")) print_note(int8_cpu_note());
+  }
   const Shape& in = l.plan->input_shape();
   const std::vector<int64_t>& dims = x.data.shape().dims();
   if (dims.size() != in.rank() + 1 ||
@@ -61,7 +71,7 @@ int cmd_run(const Args& a) {
       const int64_t b = std::min(batch, n - at);
       Tensor xb(in.with_batch(b));
       std::copy_n(x.data.f32() + at * in_row, b * in_row, xb.f32());
-      const Tensor& out = l.plan->forward(xb, ctx);
+      const Tensor& out = int8 ? int8->forward(xb) : l.plan->forward(xb, ctx);
       std::copy_n(out.f32(), b * out_row, y.f32() + at * out_row);
     }
     pass_seconds.push_back(
@@ -79,12 +89,16 @@ int cmd_run(const Args& a) {
                        {"batch", batch},
                        {"threads", num_threads()},
                        {"pass_seconds", pass_seconds},
-                       {"samples_per_s", median > 0 ? double(n) / median : 0.0}})
+                       {"samples_per_s", median > 0 ? double(n) / median : 0.0},
+                       {"precision", int8 ? "int8" : "fp32"},
+                       {"int8_kernels", int8 ? int8->kernels() : std::vector<std::string>{}},
+                       {"cpu_isa", int8 ? int8_cpu_isa() : std::string()}})
                      .dump()
               << std::endl;
   } else if (!a.flag("quiet"))
-    std::fprintf(stderr, "%lld samples %s -> %s written to %s\n", (long long)n,
-                 x.data.shape().str(true).c_str(), y.shape().str(true).c_str(), out_path.c_str());
+    std::fprintf(stderr, "%lld samples %s -> %s written to %s%s\n", (long long)n,
+                 x.data.shape().str(true).c_str(), y.shape().str(true).c_str(), out_path.c_str(),
+                 int8 ? " (int8)" : "");
   return 0;
 }
 
@@ -103,6 +117,9 @@ const Command& run_command() {
            {"output", "Y.npy", "where the float32 output [N, ...] is written"},
            {"batch", "N", "samples per forward pass (default 64)"},
            {"threads", "N", "CPU threads (0: every core)"},
+           {"int8", "FILE",
+            "run the int8 model (the .int8.json export --precision int8 writes beside the .onnx, "
+            "for this checkpoint) with oneDNN's int8 kernels"},
            {"repeat", "N",
             "run the whole array N times (benchmarking: --json lists each pass's seconds; the "
             "output is the last pass's)"},

@@ -5,6 +5,8 @@
 #include <deepcanvas/quantize.h>
 #include <deepcanvas/rng.h>
 
+#include "step_loop.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -246,45 +248,79 @@ const QuantOp* QuantizedNetwork::op_for(int step) const {
   return nullptr;
 }
 
+namespace quant_detail {
+
+StepLoop::StepLoop(const QuantNetwork& net, int64_t max_batch, const std::vector<bool>& own,
+                   const std::vector<int>& alias)
+    : net_(net), max_batch_(max_batch), alias_(alias) {
+  alias_.resize(net.steps.size(), -1);
+  for (size_t i = 0; i < net.steps.size(); ++i) {
+    const PlanStep& s = net.steps[i];
+    const bool owned = i < own.size() && own[i];
+    const bool aliased = alias_[i] >= 0;
+    out_.emplace_back(aliased ? Tensor() : Tensor(s.out_shape.with_batch(max_batch)));
+    if (s.is_input || owned || aliased) {
+      layers_.emplace_back();
+      continue;
+    }
+    layers_.push_back(s.desc->create(s.attrs, s.in_shapes, s.out_shape));
+  }
+  load_float();
+}
+
+void StepLoop::load_float() {
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (!layers_[i]) continue;
+    for (Param* p : layers_[i]->params()) {
+      const std::string name = net_.steps[i].name + "." + p->name;
+      const Tensor& t = need(net_.weights, name);
+      if (t.numel() != p->value.numel())
+        throw Error("quantization: tensor '" + name + "' has another size than its layer");
+      p->value.copy_from(t);
+    }
+  }
+}
+
+const Tensor& StepLoop::forward(const Tensor& x, const Hook& hook,
+                                const std::function<void(int, const Tensor&)>& observe) {
+  const int64_t n = x.dim(0);
+  if (n > max_batch_) throw Error("quantization: a batch larger than the runner's");
+  RunContext ctx{false, nullptr};
+  cur_.assign(out_.size(), Tensor());
+  std::vector<const Tensor*> in;
+  for (size_t i = 0; i < net_.steps.size(); ++i) {
+    const PlanStep& s = net_.steps[i];
+    if (alias_[i] >= 0) {
+      cur_[i] = cur_[size_t(alias_[i])];
+    } else {
+      cur_[i] = out_[i].narrow_batch(n);
+      if (s.is_input) {
+        cur_[i].copy_from(x);
+      } else {
+        in.clear();
+        for (int k : s.inputs) in.push_back(&cur_[size_t(k)]);
+        if (!(hook && hook(i, in, cur_[i]))) layers_[i]->forward(in, cur_[i], ctx);
+      }
+    }
+    if (observe) observe(int(i), cur_[i]);
+  }
+  return cur_.back();
+}
+
+}  // namespace quant_detail
+
 struct QuantRunner::Impl {
-  const QuantNetwork& net;
-  int64_t max_batch;
-  std::vector<std::unique_ptr<Layer>> layers;  // null for inputs
-  std::vector<Tensor> out;                     // at max_batch
-  std::vector<Tensor> qin;                     // fake-quantized inputs of quantized ops
-  std::vector<Tensor> cur;                     // views of out for the current batch
+  quant_detail::StepLoop loop;
+  std::vector<Tensor> qin;  // fake-quantized inputs of quantized ops, at max_batch
   const QuantizedNetwork* q = nullptr;
 
-  Impl(const QuantNetwork& n, int64_t mb) : net(n), max_batch(mb) {
-    for (const PlanStep& s : net.steps) {
-      out.emplace_back(s.out_shape.with_batch(max_batch));
-      qin.emplace_back();
-      if (s.is_input) {
-        layers.emplace_back();
-        continue;
-      }
-      layers.push_back(s.desc->create(s.attrs, s.in_shapes, s.out_shape));
-    }
-    load_float();
-  }
-
-  void load_float() {
-    for (size_t i = 0; i < layers.size(); ++i) {
-      if (!layers[i]) continue;
-      for (Param* p : layers[i]->params()) {
-        const std::string name = net.steps[i].name + "." + p->name;
-        const Tensor& t = need(net.weights, name);
-        if (t.numel() != p->value.numel())
-          throw Error("quantization: tensor '" + name + "' has another size than its layer");
-        p->value.copy_from(t);
-      }
-    }
-  }
+  Impl(const QuantNetwork& n, int64_t mb) : loop(n, mb), qin(n.steps.size()) {}
 
   void load_quantized() {
-    load_float();
+    loop.load_float();
+    const QuantNetwork& net = loop.net();
     for (const QuantOp& o : q->ops) {
-      for (Param* p : layers[size_t(o.step)]->params()) {
+      for (Param* p : loop.layer(size_t(o.step))->params()) {
         if (p->name != "weight") continue;
         const int64_t C = int64_t(o.weight.scale.size()), per = p->value.numel() / C;
         float* w = p->value.f32();
@@ -295,7 +331,7 @@ struct QuantRunner::Impl {
       }
       const PlanStep& in = net.steps[size_t(o.input_step)];
       if (!qin[size_t(o.step)].defined())
-        qin[size_t(o.step)] = Tensor(in.out_shape.with_batch(max_batch));
+        qin[size_t(o.step)] = Tensor(in.out_shape.with_batch(loop.max_batch()));
     }
   }
 };
@@ -309,42 +345,28 @@ void QuantRunner::set_quantized(const QuantizedNetwork* q) {
   if (q)
     impl_->load_quantized();
   else
-    impl_->load_float();
+    impl_->loop.load_float();
 }
 
 const Tensor& QuantRunner::forward(const Tensor& x,
                                    const std::function<void(int, const Tensor&)>& observe) {
   Impl& m = *impl_;
-  const int64_t n = x.dim(0);
-  if (n > m.max_batch) throw Error("quantization: a batch larger than the runner's");
+  if (!m.q) return m.loop.forward(x, {}, observe);
   RunContext ctx{false, nullptr};
-  std::vector<Tensor>& outs = m.cur;
-  outs.assign(m.out.size(), Tensor());
-  for (size_t i = 0; i < m.net.steps.size(); ++i) {
-    const PlanStep& s = m.net.steps[i];
-    outs[i] = m.out[i].narrow_batch(n);
-    if (s.is_input) {
-      outs[i].copy_from(x);
-    } else {
-      std::vector<const Tensor*> in;
-      std::vector<Tensor> staged;
-      staged.reserve(s.inputs.size());
-      const QuantOp* op = m.q ? m.q->op_for(int(i)) : nullptr;
-      for (int k : s.inputs) {
-        if (op) {
-          staged.push_back(m.qin[i].narrow_batch(n));
-          staged.back().copy_from(outs[size_t(k)]);
-          fake_quantize(staged.back().f32(), staged.back().numel(), op->input_scale);
-          in.push_back(&staged.back());
-        } else {
-          in.push_back(&outs[size_t(k)]);
-        }
-      }
-      m.layers[i]->forward(in, outs[i], ctx);
-    }
-    if (observe) observe(int(i), outs[i]);
-  }
-  return outs.back();
+  return m.loop.forward(
+      x,
+      [&](size_t i, const std::vector<const Tensor*>& in, Tensor& out) {
+        const QuantOp* op = m.q->op_for(int(i));
+        if (!op) return false;
+        // The QDQ pair on the op's (single) input, then the float layer
+        // with the dequantized weights set_quantized loaded.
+        Tensor staged = m.qin[i].narrow_batch(in[0]->dim(0));
+        staged.copy_from(*in[0]);
+        fake_quantize(staged.f32(), staged.numel(), op->input_scale);
+        m.loop.layer(i)->forward({&staged}, out, ctx);
+        return true;
+      },
+      observe);
 }
 
 std::vector<int64_t> calibration_indices(const Dataset& ds, int64_t count, uint64_t seed) {
