@@ -94,13 +94,17 @@ PoolGeom pool_geom(const std::vector<Shape>& in, const Attrs& a) {
 // faster than the general loop (it was a fifth of a two-conv CNN's step).
 // Same tie and NaN rules as the general loop: scan order, first maximum
 // wins, a NaN is taken.
+// Without kArgmax (inference: no backward follows) the positions are not
+// kept; writing them cost about as much as the int8 convolutions around the
+// pools in a profile of int8 inference.
+template <bool kArgmax>
 void max_pool_2x2(const PoolGeom& g, const float* x, float* y, int32_t* am) {
   const int64_t W = g.W, OW = g.OW;
   for (int64_t oh = 0; oh < g.OH; ++oh) {
     const float* r0 = x + 2 * oh * W;
     const float* r1 = r0 + W;
     float* yr = y + oh * OW;
-    int32_t* ar = am + oh * OW;
+    int32_t* ar = kArgmax ? am + oh * OW : nullptr;
     const int32_t base = static_cast<int32_t>(2 * oh * W);
     for (int64_t ow = 0; ow < OW; ++ow) {
       float m = r0[2 * ow];
@@ -114,7 +118,7 @@ void max_pool_2x2(const PoolGeom& g, const float* x, float* y, int32_t* am) {
       take(r1[2 * ow], static_cast<int32_t>(W));
       take(r1[2 * ow + 1], static_cast<int32_t>(W + 1));
       yr[ow] = m;
-      ar[ow] = base + static_cast<int32_t>(2 * ow) + at;
+      if constexpr (kArgmax) ar[ow] = base + static_cast<int32_t>(2 * ow) + at;
     }
   }
 }
@@ -130,19 +134,33 @@ class MaxPool2D : public Layer {
  public:
   explicit MaxPool2D(const PoolGeom& g) : g_(g) {}
 
-  void forward(const std::vector<const Tensor*>& in, Tensor& out, RunContext&) override {
+  void forward(const std::vector<const Tensor*>& in, Tensor& out, RunContext& ctx) override {
     const int64_t planes = in[0]->dim(0) * g_.C;
     const float* x = in[0]->f32();
     float* y = out.f32();
+    // (Not for a ceil_mode window clipped at the edge, which the unrolled
+    // loop would read past.)
+    if (is_2x2(g_) && !ctx.training) {
+      const PoolGeom g = g_;
+      have_argmax_ = false;
+      parallel_for(planes, 4, [=](int64_t b, int64_t e) {
+        for (int64_t p = b; p < e; ++p)
+          max_pool_2x2<false>(g, x + p * g.HW(), y + p * g.OHW(), nullptr);
+      });
+      return;
+    }
+    forward_keeping_argmax(x, y, planes);
+  }
+
+  void forward_keeping_argmax(const float* x, float* y, int64_t planes) {
+    have_argmax_ = true;
     argmax_.resize(static_cast<size_t>(planes * g_.OHW()));
     int32_t* am = argmax_.data();
     const PoolGeom g = g_;
-    // (Not for a ceil_mode window clipped at the edge, which the unrolled
-    // loop would read past.)
     if (is_2x2(g)) {
       parallel_for(planes, 4, [=](int64_t b, int64_t e) {
         for (int64_t p = b; p < e; ++p)
-          max_pool_2x2(g, x + p * g.HW(), y + p * g.OHW(), am + p * g.OHW());
+          max_pool_2x2<true>(g, x + p * g.HW(), y + p * g.OHW(), am + p * g.OHW());
       });
       return;
     }
@@ -182,6 +200,12 @@ class MaxPool2D : public Layer {
                 const std::vector<Tensor*>& din, RunContext& ctx) override {
     if (!din[0]) return;
     const int64_t planes = in[0]->dim(0) * g_.C;
+    if (!have_argmax_) {
+      // A backward after an inference forward (none of the app's paths do
+      // this, but a layer must not depend on it): find the maxima again.
+      std::vector<float> y(static_cast<size_t>(planes * g_.OHW()));
+      forward_keeping_argmax(in[0]->f32(), y.data(), planes);
+    }
     const float* dy = dout.f32();
     float* dx = din[0]->f32();
     const int32_t* am = argmax_.data();
@@ -218,6 +242,7 @@ class MaxPool2D : public Layer {
  private:
   PoolGeom g_;
   ScratchVec<int32_t> argmax_;  // index within the input plane, per output
+  bool have_argmax_ = false;    // argmax_ is the last forward's
 };
 
 class AvgPool2D : public Layer {

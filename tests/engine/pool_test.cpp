@@ -312,5 +312,27 @@ TEST(Pool2D, SchemaAndCost) {
   EXPECT_EQ(desc("GlobalAvgPool2D").category, "Pooling");
 }
 
+// Inference keeps no argmax (the int8 path's cost); the outputs are the
+// training forward's, and a backward after it still finds the maxima.
+TEST(Pool, MaxPoolInferenceMatchesTrainingAndBackwardStillWorks) {
+  const Tensor x = random_input(Shape{2, 3, 8, 8}, 5);
+  const LayerDescriptor& d = desc("MaxPool2D");
+  const Attrs a = d.with_defaults({});
+  const Shape out = d.infer({x.shape().without_batch()}, a);
+  auto train = d.create(a, {x.shape().without_batch()}, out);
+  auto infer = d.create(a, {x.shape().without_batch()}, out);
+  Tensor yt(out.with_batch(2)), yi(out.with_batch(2));
+  RunContext tc, ic;
+  ic.training = false;
+  train->forward({&x}, yt, tc);
+  infer->forward({&x}, yi, ic);
+  for (int64_t i = 0; i < yt.numel(); ++i) ASSERT_EQ(yt.f32()[i], yi.f32()[i]) << i;
+  Tensor dy = random_input(out.with_batch(2), 6), dxt(x.shape()), dxi(x.shape());
+  tc.fresh_din = ic.fresh_din = 1;
+  train->backward({&x}, yt, dy, {&dxt}, tc);
+  infer->backward({&x}, yi, dy, {&dxi}, ic);
+  for (int64_t i = 0; i < dxt.numel(); ++i) ASSERT_EQ(dxt.f32()[i], dxi.f32()[i]) << i;
+}
+
 }  // namespace
 }  // namespace dc
