@@ -194,6 +194,13 @@ DeployDialog::DeployDialog(ProjectContext* ctx, QWidget* parent) : QDialog(paren
   method_->setToolTip(
       tr("How each activation's int8 range is chosen: minmax (the largest value), percentile "
          "(99.99 % of the values) or entropy (TensorRT's KL divergence)"));
+  percentile_ = new QDoubleSpinBox(box);
+  percentile_->setObjectName("deployPercentile");
+  percentile_->setRange(50, 100);
+  percentile_->setDecimals(3);
+  percentile_->setSingleStep(0.01);
+  percentile_->setSuffix(" %");
+  percentile_->setToolTip(tr("With percentile calibration: the share of |x| kept in range"));
   calibrate_ = new QSpinBox(box);
   calibrate_->setObjectName("deployCalibrate");
   calibrate_->setRange(1, 1 << 20);
@@ -219,13 +226,15 @@ DeployDialog::DeployDialog(ProjectContext* ctx, QWidget* parent) : QDialog(paren
          "so the device needs no code of ours"));
   g->addWidget(new QLabel(tr("Calibration:"), box), 0, 0);
   g->addWidget(method_, 0, 1);
-  g->addWidget(new QLabel(tr("Calibration samples:"), box), 0, 2);
-  g->addWidget(calibrate_, 0, 3);
-  g->addWidget(new QLabel(tr("Test samples:"), box), 0, 4);
-  g->addWidget(test_samples_, 0, 5);
+  g->addWidget(new QLabel(tr("Percentile:"), box), 0, 2);
+  g->addWidget(percentile_, 0, 3);
+  g->addWidget(new QLabel(tr("Calibration samples:"), box), 0, 4);
+  g->addWidget(calibrate_, 0, 5);
   g->addWidget(new QLabel(tr("Max drop:"), box), 1, 0);
   g->addWidget(max_drop_, 1, 1);
-  g->addWidget(preprocessing_, 1, 2, 1, 4);
+  g->addWidget(new QLabel(tr("Test samples:"), box), 1, 2);
+  g->addWidget(test_samples_, 1, 3);
+  g->addWidget(preprocessing_, 1, 4, 1, 2);
   g->setColumnStretch(6, 1);
   l->addWidget(box);
 
@@ -233,6 +242,7 @@ DeployDialog::DeployDialog(ProjectContext* ctx, QWidget* parent) : QDialog(paren
   Options o;
   o.method = parse_calibration(s.value("deploy/calibration", "percentile").toString().toStdString())
                  .value_or(CalibrationMethod::Percentile);
+  o.percentile = s.value("deploy/percentile", 99.99).toDouble();
   o.calibrate = s.value("deploy/calibrate", 256).toInt();
   o.test_samples = s.value("deploy/testSamples", 0).toInt();
   o.max_drop = s.value("deploy/maxDrop", 1.0).toDouble();
@@ -243,13 +253,15 @@ DeployDialog::DeployDialog(ProjectContext* ctx, QWidget* parent) : QDialog(paren
       saveOptions();
       fillTable();
     });
-  connect(max_drop_, &QDoubleSpinBox::valueChanged, this, [this] {
-    saveOptions();
-    fillTable();
-  });
+  for (QDoubleSpinBox* sb : {percentile_, max_drop_})
+    connect(sb, &QDoubleSpinBox::valueChanged, this, [this] {
+      saveOptions();
+      fillTable();
+    });
   connect(method_, &QComboBox::currentIndexChanged, this, [this] {
     saveOptions();
     fillTable();
+    updateControls();
   });
   connect(preprocessing_, &QCheckBox::toggled, this, [this] { saveOptions(); });
 
@@ -324,6 +336,7 @@ DeployDialog::~DeployDialog() {
 DeployDialog::Options DeployDialog::options() const {
   Options o;
   o.method = CalibrationMethod(method_->currentData().toInt());
+  o.percentile = percentile_->value();
   o.calibrate = calibrate_->value();
   o.test_samples = test_samples_->value();
   o.max_drop = max_drop_->value();
@@ -333,6 +346,7 @@ DeployDialog::Options DeployDialog::options() const {
 
 void DeployDialog::setOptions(const Options& o) {
   method_->setCurrentIndex(std::max(0, method_->findData(int(o.method))));
+  percentile_->setValue(o.percentile);
   calibrate_->setValue(o.calibrate);
   test_samples_->setValue(o.test_samples);
   max_drop_->setValue(o.max_drop);
@@ -344,6 +358,7 @@ void DeployDialog::saveOptions() {
   const Options o = options();
   QSettings s;
   s.setValue("deploy/calibration", QString::fromUtf8(calibration_name(o.method)));
+  s.setValue("deploy/percentile", o.percentile);
   s.setValue("deploy/calibrate", o.calibrate);
   s.setValue("deploy/testSamples", o.test_samples);
   s.setValue("deploy/maxDrop", o.max_drop);
@@ -431,6 +446,7 @@ bool DeployDialog::measure() {
       QuantNetwork net = fold_batch_norms(plan.steps(), plan.state());
       QuantizeOptions qo;
       qo.method = o.method;
+      qo.percentile = o.percentile;
       qo.calibrate = o.calibrate;
       qo.seed = job->seed;
       const std::vector<int64_t> idx = calibration_indices(*train, o.calibrate, qo.seed);
@@ -661,6 +677,8 @@ void DeployDialog::updateControls() {
   cancel_->setEnabled(busy && !cancel_flag_);
   for (QWidget* w : std::initializer_list<QWidget*>{method_, calibrate_, test_samples_})
     w->setEnabled(!busy);
+  percentile_->setEnabled(!busy && CalibrationMethod(method_->currentData().toInt()) ==
+                                       CalibrationMethod::Percentile);
 #ifdef DC_HAVE_ONNX
   const bool weights = ctx_->weights().valid();
   export_[0]->setEnabled(!busy && weights);
@@ -700,6 +718,7 @@ bool DeployDialog::exportModel(Format f, QString path) {
           tr("The weights, the network or the dataset changed since the measurement: "
              "Measure again."));
     if (o.method != result_.options.method || o.calibrate != result_.options.calibrate ||
+        o.percentile != result_.options.percentile ||
         o.test_samples != result_.options.test_samples)
       return fail(tr("The calibration options changed since the measurement: Measure again."));
     const QString refusal = int8Refusal();

@@ -37,8 +37,9 @@ class DeployDialog : public QDialog {
 
   struct Options {
     CalibrationMethod method = CalibrationMethod::Percentile;
-    int calibrate = 256;    // training samples
-    double max_drop = 1.0;  // points
+    double percentile = 99.99;  // the share of |x| kept, with Percentile
+    int calibrate = 256;        // training samples
+    double max_drop = 1.0;      // points
     bool preprocessing = false;
     int test_samples = 0;  // 0: the whole test set
   };
@@ -115,7 +116,7 @@ class DeployDialog : public QDialog {
 
   QComboBox* method_;
   QSpinBox *calibrate_, *test_samples_;
-  QDoubleSpinBox* max_drop_;
+  QDoubleSpinBox *percentile_, *max_drop_;
   QCheckBox* preprocessing_;
   QLabel* status_;
   QProgressBar* progress_;
