@@ -419,7 +419,6 @@ bool DeployDialog::measure() {
   done_ = false;
   progress_->setValue(0);
   setStatus(tr("Calibrating…"), false);
-  updateControls();
 
   worker_ = std::thread([this, job] {
     auto post = [this](int permille, const QString& stage) {
@@ -538,6 +537,7 @@ bool DeployDialog::measure() {
         },
         Qt::QueuedConnection);
   });
+  updateControls();  // running() now
   return true;
 }
 
