@@ -173,7 +173,7 @@ std::map<std::string, Tensor> weightMap(const Plan& plan) {
 DeployDialog::DeployDialog(ProjectContext* ctx, QWidget* parent) : QDialog(parent), ctx_(ctx) {
   setWindowTitle(tr("Export for Deployment"));
   setObjectName("deployDialog");
-  resize(1060, 560);
+  resize(1180, 470);
   auto* l = new QVBoxLayout(this);
   auto* intro = new QLabel(
       tr("The trained network as an ONNX model for a device (onnxruntime, TensorRT, OpenCV): "
@@ -284,9 +284,13 @@ DeployDialog::DeployDialog(ProjectContext* ctx, QWidget* parent) : QDialog(paren
   table_->verticalHeader()->setVisible(false);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->setSelectionMode(QAbstractItemView::NoSelection);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
-  table_->horizontalHeader()->setSectionResizeMode(kPrecision, QHeaderView::ResizeToContents);
-  l->addWidget(table_, 1);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->horizontalHeader()->setStretchLastSection(true);
+  // Three rows: the table takes their height, not the dialog's.
+  table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
+  table_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  l->addWidget(table_);
+  l->addStretch(1);
 
   auto* row = new QHBoxLayout;
   measure_ = new QPushButton(tr("&Measure"), this);
@@ -567,12 +571,20 @@ void DeployDialog::onDone(bool ok, bool cancelled, const QString& error, Result 
                        .arg(QString::fromUtf8(calibration_name(result_.options.method)));
     const QString refusal = int8Refusal();
     if (!refusal.isEmpty()) text += "\n" + refusal;
-    const std::vector<std::string>& left = result_.quantized->left_in_float;
-    if (!left.empty()) {
-      QStringList names;
-      for (const auto& n : left) names << QString::fromStdString(n);
-      text += "\n" + tr("Left in float (no int8 form): %1").arg(names.join(", "));
-    }
+    // What the int8 model is made of, as the CLI's export prints it.
+    const QuantizedNetwork& q = *result_.quantized;
+    QStringList quantized, left, folded;
+    for (const QuantOp& op : q.ops)
+      quantized << QString::fromStdString(q.net.steps[size_t(op.step)].name);
+    for (const auto& n : q.left_in_float) left << QString::fromStdString(n);
+    for (const auto& n : q.net.folded) folded << QString::fromStdString(n);
+    text +=
+        "\n" + tr("int8: %1; left in float: %2%3. The argmax agrees with fp32 on %4 of the "
+                  "test samples.")
+                   .arg(quantized.isEmpty() ? tr("nothing") : quantized.join(", "),
+                        left.isEmpty() ? tr("no layer with weights") : left.join(", "),
+                        folded.isEmpty() ? QString() : tr("; folded: %1").arg(folded.join(", ")),
+                        percent(result_.accuracy.agreement));
     setStatus(text, !refusal.isEmpty());
   } else if (cancelled) {
     progress_->setValue(0);
@@ -642,7 +654,7 @@ void DeployDialog::fillTable() {
     acc16 = tr("≈ %1 (fp32)").arg(percent(r.accuracy.fp32));
     acc8 = tr("%1 (%2 points, simulated)")
                .arg(percent(r.accuracy.int8))
-               .arg(-r.accuracy.drop_points(), 0, 'f', 2);
+               .arg(QString::asprintf("%+.2f", -r.accuracy.drop_points()));
     acc8_tip = tr("The engine's exact simulation of the QDQ arithmetic; the argmax agrees with "
                   "fp32 on %1 of the samples")
                    .arg(percent(r.accuracy.agreement));
