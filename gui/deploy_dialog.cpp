@@ -420,7 +420,7 @@ bool DeployDialog::measure() {
   job->seed = ctx_->project().training.seed;
   measured_graph_ = job->graph;
   cancel_flag_ = false;
-  done_ = false;
+  busy_ = true;
   progress_->setValue(0);
   setStatus(tr("Calibrating…"), false);
 
@@ -533,7 +533,6 @@ bool DeployDialog::measure() {
       error = QString::fromUtf8(e.what());
     }
     set_num_threads(threads_before);
-    done_ = true;
     QMetaObject::invokeMethod(
         this,
         [this, ok = error.isEmpty() && !cancelled, cancelled, error, r = std::move(r)]() mutable {
@@ -559,7 +558,8 @@ void DeployDialog::onProgress(int permille, const QString& stage) {
 }
 
 void DeployDialog::onDone(bool ok, bool cancelled, const QString& error, Result r) {
-  if (worker_.joinable()) worker_.join();
+  if (worker_.joinable()) worker_.join();  // it posted this as its last act
+  busy_ = false;
   if (ok) {
     result_ = std::move(r);
     have_ = true;

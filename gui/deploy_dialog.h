@@ -67,7 +67,8 @@ class DeployDialog : public QDialog {
   // running; false with the reason in statusText() when it cannot start.
   bool measure();
   void cancel();
-  bool running() const { return worker_.joinable() && !done_; }
+  // From measure() until its result (or cancellation) has been shown.
+  bool running() const { return busy_; }
   // A reason measuring must not start now (training shares the cores and
   // the engine's thread count); empty: it may.
   void setBlocked(const QString& why);
@@ -108,10 +109,10 @@ class DeployDialog : public QDialog {
 
   ProjectContext* ctx_;
   std::thread worker_;
-  std::atomic<bool> cancel_flag_{false}, done_{false};
+  std::atomic<bool> cancel_flag_{false};
   Graph measured_graph_;  // the network the result describes
   Result result_;
-  bool have_ = false, stale_ = false, quiet_ = false;
+  bool have_ = false, stale_ = false, quiet_ = false, busy_ = false;
   QString blocked_;
 
   QComboBox* method_;

@@ -97,6 +97,13 @@ TEST_F(DeployDialogTest, MenuOpensItAndItSaysWhatIsMissing) {
   EXPECT_FALSE(w->context()->hasDataset());
   EXPECT_FALSE(d->measure());
   EXPECT_TRUE(d->statusText().contains("Dataset tab")) << d->statusText().toStdString();
+  // Blocked (the window does this while training runs): refused with the reason.
+  d->setBlocked("Not while training runs");
+  EXPECT_FALSE(d->measureButton()->isEnabled());
+  EXPECT_FALSE(d->measure());
+  EXPECT_EQ(d->statusText(), "Not while training runs");
+  d->setBlocked({});
+  EXPECT_TRUE(d->measureButton()->isEnabled());
   // int8 needs a measurement; fp32 does not.
   EXPECT_FALSE(d->exportModel(Format::Int8, dir.path() + "/m8.onnx"));
   EXPECT_TRUE(d->statusText().contains("Measure first")) << d->statusText().toStdString();
