@@ -350,6 +350,12 @@ void MainWindow::createMenus() {
   torch_export->setStatusTip(
       tr("Write model.py, train.py (torchrun/DDP), a Dockerfile and Kubernetes manifests that "
          "train this project on GPUs and clusters"));
+  QAction* deploy =
+      file->addAction(tr("Export for &Deployment…"), this, [this] { openDeployDialog(); });
+  deploy->setObjectName("actionExportDeployment");
+  deploy->setStatusTip(
+      tr("Compare the trained network in fp32, fp16 and int8 (size, test accuracy, CPU "
+         "latency) and write the one for your device as ONNX"));
   QAction* torch_run =
       file->addAction(tr("Run with P&yTorch…"), this, [this] { runWithPyTorch(); });
   torch_run->setObjectName("actionRunWithPyTorch");

@@ -34,6 +34,7 @@ namespace dc::gui {
 
 class Autosaver;
 class BenchmarkDialog;
+class DeployDialog;
 class DatasetPanel;
 class ExperimentsPanel;
 struct BestValue;
@@ -140,6 +141,9 @@ class MainWindow : public QMainWindow {
   ProjectContext* context() const { return ctx_; }
   DatasetPanel* datasetPanel() const { return dataset_panel_; }
   TrainingPanel* trainingPanel() const { return training_panel_; }
+  // File → Export for Deployment…: opens (or raises) the dialog comparing
+  // fp32, fp16 and int8 and writing one; it measures when asked.
+  DeployDialog* openDeployDialog();
   // Help → Benchmark This Machine…: opens (or raises) the dialog; it
   // measures on the first visit and shows the cached result after.
   BenchmarkDialog* openBenchmark();
@@ -227,6 +231,7 @@ class MainWindow : public QMainWindow {
   DatasetPanel* dataset_panel_ = nullptr;
   TrainingPanel* training_panel_ = nullptr;
   QPointer<BenchmarkDialog> benchmark_;
+  QPointer<DeployDialog> deploy_;
   InferencePanel* inference_panel_ = nullptr;
   PyTorchRun* pytorch_run_ = nullptr;  // with its console dock, made on first use
   PyTorchConsole* pytorch_console_ = nullptr;

@@ -2,6 +2,7 @@
 // the Help menu (keyboard shortcuts, the user guide) and projects dropped
 // onto the window.
 #include "gui/benchmark_dialog.h"
+#include "gui/deploy_dialog.h"
 #include "gui/main_window.h"
 #include "gui/project_context.h"
 #include "gui/shortcuts_dialog.h"
@@ -126,6 +127,26 @@ BenchmarkDialog* MainWindow::openBenchmark() {
   benchmark_->raise();
   benchmark_->activateWindow();
   return benchmark_;
+}
+
+DeployDialog* MainWindow::openDeployDialog() {
+  // Its latency runs set the engine's thread count and share the cores.
+  auto block = [this] {
+    if (deploy_)
+      deploy_->setBlocked(trainingActive() ? tr("Not while training runs: the latencies would "
+                                                "be too high and the run slower")
+                                           : QString());
+  };
+  if (!deploy_) {
+    deploy_ = new DeployDialog(ctx_, this);
+    deploy_->setAttribute(Qt::WA_DeleteOnClose);
+    connect(ctx_, &ProjectContext::busyChanged, deploy_, block);
+  }
+  block();
+  deploy_->show();
+  deploy_->raise();
+  deploy_->activateWindow();
+  return deploy_;
 }
 
 namespace {

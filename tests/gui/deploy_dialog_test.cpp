@@ -1,0 +1,271 @@
+// File → Export for Deployment…: the menu opens the dialog; with the sample
+// project and a briefly trained checkpoint a measurement fills the fp32 /
+// fp16 / int8 table, Export writes the int8 QDQ model, cancelling writes
+// nothing, and the engine's accuracy gate refuses an int8 model that drops
+// more than allowed. Few calibration and test samples keep it short.
+#include "gui/deploy_dialog.h"
+#include "dashboard_test_util.h"
+#include "gui/main_window.h"
+#include "gui/project_context.h"
+#include "gui_test_util.h"
+
+#include <deepcanvas/quantize.h>
+#include <gtest/gtest.h>
+
+#include <QAction>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QTableWidget>
+#include <QTemporaryDir>
+
+namespace dc::test {
+namespace {
+
+using Format = gui::DeployDialog::Format;
+
+class DeployDialogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ensureApp();
+    w = std::make_unique<gui::MainWindow>();
+    w->setErrorHandler([](const QString&) {});
+    ASSERT_TRUE(w->openFile(sourcePath("sample_data/sample_project.dcproj")));
+  }
+  void loadData() {
+    gui::DatasetSource s;
+    s.kind = gui::DatasetSource::Kind::Sample;
+    w->context()->loadDataset(s);
+  }
+  bool loadTrained() {
+    TrainedRun& run = TrainedRun::get();
+    if (!run.ok) return false;
+    w->context()->setWeights(gui::weights_from_checkpoint(run.checkpoint));
+    return true;
+  }
+  gui::DeployDialog* open() {
+    QAction* a = w->action("actionExportDeployment");
+    if (!a) return nullptr;
+    a->trigger();
+    auto* d = w->findChild<gui::DeployDialog*>();
+    if (d) d->setQuietErrors(true);
+    return d;
+  }
+  static gui::DeployDialog::Options small() {
+    gui::DeployDialog::Options o;
+    o.method = CalibrationMethod::Percentile;
+    o.calibrate = 64;
+    o.test_samples = 200;
+    o.max_drop = 100;
+    return o;
+  }
+  static bool measureAndWait(gui::DeployDialog* d) {
+    QSignalSpy done(d, &gui::DeployDialog::measured);
+    if (!d->measure()) return false;
+    // A bound for a stuck worker, not a timing check.
+    if (!done.wait(300000)) return false;
+    return done.first().at(0).toBool();
+  }
+  std::unique_ptr<gui::MainWindow> w;
+};
+
+TEST_F(DeployDialogTest, MenuOpensItAndItSaysWhatIsMissing) {
+  gui::DeployDialog* d = open();
+  ASSERT_NE(d, nullptr);
+  EXPECT_TRUE(d->isVisible());
+  EXPECT_EQ(w->openDeployDialog(), d);  // raised, not a second one
+  // Fits the 1280×720 screen the app is designed for.
+  EXPECT_LE(d->width(), 1280);
+  EXPECT_LE(d->height(), 720);
+  EXPECT_LE(d->minimumSizeHint().height(), 600);
+
+  // No trained weights: refused, saying what to do.
+  EXPECT_FALSE(d->measure());
+  EXPECT_TRUE(d->statusText().contains("no trained weights")) << d->statusText().toStdString();
+  EXPECT_TRUE(d->statusText().contains("Training tab")) << d->statusText().toStdString();
+  EXPECT_FALSE(d->exportButton(Format::Fp32)->isEnabled());
+  QTemporaryDir dir;
+  EXPECT_FALSE(d->exportModel(Format::Fp32, dir.path() + "/m.onnx"));
+  EXPECT_FALSE(QFileInfo::exists(dir.path() + "/m.onnx"));
+
+  // Weights but no dataset.
+  ASSERT_TRUE(loadTrained());
+  EXPECT_FALSE(w->context()->hasDataset());
+  EXPECT_FALSE(d->measure());
+  EXPECT_TRUE(d->statusText().contains("Dataset tab")) << d->statusText().toStdString();
+  // Blocked (the window does this while training runs): refused with the reason.
+  d->setBlocked("Not while training runs");
+  EXPECT_FALSE(d->measureButton()->isEnabled());
+  EXPECT_FALSE(d->measure());
+  EXPECT_EQ(d->statusText(), "Not while training runs");
+  d->setBlocked({});
+  EXPECT_TRUE(d->measureButton()->isEnabled());
+  // int8 needs a measurement; fp32 does not.
+  EXPECT_FALSE(d->exportModel(Format::Int8, dir.path() + "/m8.onnx"));
+  EXPECT_TRUE(d->statusText().contains("Measure first")) << d->statusText().toStdString();
+  EXPECT_FALSE(QFileInfo::exists(dir.path() + "/m8.onnx"));
+  EXPECT_TRUE(d->exportModel(Format::Fp32, dir.path() + "/m.onnx"))
+      << d->statusText().toStdString();
+  EXPECT_GT(QFileInfo(dir.path() + "/m.onnx").size(), 0);
+}
+
+TEST_F(DeployDialogTest, OptionsAreRemembered) {
+  gui::DeployDialog* d = open();
+  ASSERT_NE(d, nullptr);
+  gui::DeployDialog::Options o;
+  o.method = CalibrationMethod::Entropy;
+  o.calibrate = 77;
+  o.test_samples = 123;
+  o.max_drop = 0.5;
+  o.preprocessing = true;
+  d->setOptions(o);
+  d->close();  // deleted on close
+  QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
+  gui::DeployDialog again(w->context());
+  const auto r = again.options();
+  EXPECT_EQ(r.method, CalibrationMethod::Entropy);
+  EXPECT_EQ(r.calibrate, 77);
+  EXPECT_EQ(r.test_samples, 123);
+  EXPECT_DOUBLE_EQ(r.max_drop, 0.5);
+  EXPECT_TRUE(r.preprocessing);
+  again.setOptions(small());
+}
+
+TEST_F(DeployDialogTest, MeasuresTheThreeAndExportsInt8) {
+  ASSERT_TRUE(loadTrained());
+  loadData();
+  gui::DeployDialog* d = open();
+  ASSERT_NE(d, nullptr);
+  d->setOptions(small());
+  ASSERT_TRUE(measureAndWait(d)) << d->statusText().toStdString();
+  ASSERT_TRUE(d->hasResult());
+  const auto& r = d->result();
+  EXPECT_EQ(r.accuracy.samples, 200);
+  EXPECT_EQ(r.calibrated, 64);
+  EXPECT_GT(r.accuracy.fp32, 0.3);  // trained: well above chance (10 classes)
+  EXPECT_GT(r.accuracy.int8, 0.3);
+#ifdef DC_HAVE_ONNX
+  ASSERT_GT(r.bytes[0], 0);
+  EXPECT_LT(double(r.bytes[2]), 0.30 * double(r.bytes[0]));
+  EXPECT_LT(r.bytes[1], r.bytes[0]);
+#endif
+  EXPECT_GT(r.latency1[0], 0);
+  EXPECT_GT(r.latency_batch[0], 0);
+  EXPECT_GT(r.latency1[2], 0);
+  EXPECT_EQ(r.latency1[1], 0);  // fp16: not measured on the CPU
+  EXPECT_EQ(d->progress()->value(), 1000);
+
+  const QTableWidget* t = d->table();
+  ASSERT_EQ(t->rowCount(), 3);
+  for (int row = 0; row < 3; ++row)
+    for (int c = 0; c < t->columnCount(); ++c) ASSERT_NE(t->item(row, c), nullptr);
+  EXPECT_EQ(t->item(2, gui::DeployDialog::kPrecision)->text(), "int8");
+  EXPECT_TRUE(t->item(0, gui::DeployDialog::kAccuracy)->text().endsWith("%"));
+  EXPECT_TRUE(t->item(1, gui::DeployDialog::kAccuracy)->text().startsWith("≈"));
+  EXPECT_TRUE(t->item(1, gui::DeployDialog::kAccuracy)->toolTip().contains("no fp16 executor"));
+  EXPECT_TRUE(t->item(2, gui::DeployDialog::kAccuracy)->text().contains("simulated"));
+  EXPECT_TRUE(t->item(2, gui::DeployDialog::kLatency1)->text().contains("no int8 runtime yet"));
+  EXPECT_EQ(t->item(1, gui::DeployDialog::kLatency1)->text(), "—");
+  EXPECT_TRUE(t->item(1, gui::DeployDialog::kLatency1)->toolTip().contains("GPUs"));
+  EXPECT_TRUE(t->item(0, gui::DeployDialog::kLatency1)->text().endsWith("ms"));
+  EXPECT_TRUE(t->horizontalHeaderItem(gui::DeployDialog::kLatencyBatch)
+                  ->text()
+                  .contains(QString("batch %1").arg(r.batch)));
+
+#ifdef DC_HAVE_ONNX
+  QTemporaryDir dir;
+  const QString out = dir.path() + "/model_int8.onnx";
+  ASSERT_TRUE(d->exportButton(Format::Int8)->isEnabled());
+  ASSERT_TRUE(d->exportModel(Format::Int8, out)) << d->statusText().toStdString();
+  QFile f(out);
+  ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+  const QByteArray bytes = f.readAll();
+  EXPECT_EQ(bytes.size(), r.bytes[2]);  // what the table showed
+  EXPECT_TRUE(bytes.contains("QuantizeLinear"));
+  EXPECT_TRUE(bytes.contains("DequantizeLinear"));
+  // fp16, and the preprocessing inside (uint8 in).
+  gui::DeployDialog::Options o = small();
+  o.preprocessing = true;
+  d->setOptions(o);
+  ASSERT_TRUE(d->exportModel(Format::Fp16, dir.path() + "/model_fp16.onnx"))
+      << d->statusText().toStdString();
+  EXPECT_GT(QFileInfo(dir.path() + "/model_fp16.onnx").size(), 0);
+
+  // Another calibration than the one measured: measure again first.
+  o.method = CalibrationMethod::MinMax;
+  d->setOptions(o);
+  EXPECT_FALSE(d->exportModel(Format::Int8, dir.path() + "/again.onnx"));
+  EXPECT_TRUE(d->statusText().contains("Measure again")) << d->statusText().toStdString();
+  EXPECT_FALSE(QFileInfo::exists(dir.path() + "/again.onnx"));
+  d->setOptions(small());
+#endif
+  // New weights make the measurement stale.
+  ASSERT_TRUE(loadTrained());
+  EXPECT_FALSE(d->exportButton(Format::Int8)->isEnabled());
+}
+
+TEST_F(DeployDialogTest, CancelStopsWithoutWriting) {
+  ASSERT_TRUE(loadTrained());
+  loadData();
+  gui::DeployDialog* d = open();
+  ASSERT_NE(d, nullptr);
+  gui::DeployDialog::Options o = small();
+  o.calibrate = 100000;  // more than the set: all of it, so there is time to cancel
+  o.test_samples = 0;
+  d->setOptions(o);
+  QTemporaryDir dir;
+  QSettings().setValue("exportDir", dir.path());
+  QSignalSpy done(d, &gui::DeployDialog::measured);
+  ASSERT_TRUE(d->measure());
+  EXPECT_TRUE(d->running());
+  EXPECT_TRUE(d->cancelButton()->isEnabled());
+  EXPECT_FALSE(d->measureButton()->isEnabled());
+  d->cancel();
+  ASSERT_TRUE(done.wait(300000));
+  EXPECT_FALSE(done.first().at(0).toBool());
+  EXPECT_FALSE(d->running());
+  EXPECT_FALSE(d->hasResult());
+  EXPECT_TRUE(d->statusText().contains("Cancelled")) << d->statusText().toStdString();
+  EXPECT_TRUE(QDir(dir.path()).entryList(QDir::NoDotAndDotDot | QDir::AllEntries).isEmpty());
+  EXPECT_FALSE(d->exportButton(Format::Int8)->isEnabled());
+  EXPECT_TRUE(d->measureButton()->isEnabled());
+  d->setOptions(small());
+}
+
+TEST_F(DeployDialogTest, TheGateRefusesAnInt8ModelThatDropsTooMuch) {
+  ASSERT_TRUE(loadTrained());
+  loadData();
+  gui::DeployDialog* d = open();
+  ASSERT_NE(d, nullptr);
+  // A percentile that clips nearly everything, as the CLI's test of the gate.
+  gui::DeployDialog::Options o = small();
+  o.percentile = 50;
+  o.calibrate = 32;
+  o.max_drop = 1.0;
+  d->setOptions(o);
+  ASSERT_TRUE(measureAndWait(d)) << d->statusText().toStdString();
+  ASSERT_GT(d->result().accuracy.drop_points(), 1.0);
+  const QString refusal = d->int8Refusal();
+  EXPECT_TRUE(refusal.contains("points lower")) << refusal.toStdString();
+  const QString advice =
+      QString::fromStdString(quantization_gate_advice(CalibrationMethod::Percentile, o.calibrate));
+  EXPECT_TRUE(refusal.contains(advice)) << refusal.toStdString();
+  EXPECT_TRUE(d->statusText().contains(advice)) << d->statusText().toStdString();
+  QTemporaryDir dir;
+  const QString out = dir.path() + "/refused.onnx";
+  EXPECT_FALSE(d->exportModel(Format::Int8, out));
+  EXPECT_TRUE(d->statusText().contains(advice)) << d->statusText().toStdString();
+  EXPECT_FALSE(QFileInfo::exists(out));
+  // The same measurement under a looser maximum passes the gate.
+  o.max_drop = 100;
+  d->setOptions(o);
+  EXPECT_TRUE(d->int8Refusal().isEmpty());
+  d->setOptions(small());
+}
+
+}  // namespace
+}  // namespace dc::test
