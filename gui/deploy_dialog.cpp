@@ -3,6 +3,7 @@
 #include "gui/format.h"
 
 #include <deepcanvas/errors.h>
+#include <deepcanvas/int8_inference.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/plan.h>
@@ -84,11 +85,21 @@ struct Int8Latency {
 Int8Latency measureInt8Latency(const QuantizedNetwork& q, const Tensor& x, int threads,
                                const std::function<void()>& check) {
   set_num_threads(threads);
+  Int8Latency r;
+  if (int8_inference_available()) {
+    // What `deepcanvas-cli run --int8` runs: oneDNN's int8 kernels.
+    Int8Runner run(q, x.dim(0));
+    r.seconds = medianSeconds([&] { run.forward(x); }, check);
+    r.note = QObject::tr("oneDNN int8 (%1)").arg(QString::fromStdString(int8_cpu_isa()));
+    if (!int8_exact_on_this_cpu())
+      r.note += QStringLiteral("; ") + QString::fromStdString(int8_cpu_note());
+    return r;
+  }
+  // A build without oneDNN: the simulation's time, which says little.
   QuantRunner run(q.net, x.dim(0));
   run.set_quantized(&q);
-  Int8Latency r;
   r.seconds = medianSeconds([&] { run.forward(x); }, check);
-  r.note = QObject::tr("simulated (no int8 runtime yet)");
+  r.note = QObject::tr("simulated (this build has no int8 runtime)");
   return r;
 }
 
@@ -619,8 +630,17 @@ QString DeployDialog::int8Refusal() const {
       .arg(100 * a.fp32, 0, 'f', 2)
       .arg(a.drop_points(), 0, 'f', 2)
       .arg(max_drop, 0, 'f', 2)
-      .arg(QString::fromStdString(
-          quantization_gate_advice(result_.options.method, result_.options.calibrate)));
+      .arg(gateAdvice(result_.options.method, result_.options.calibrate));
+}
+
+QString DeployDialog::gateAdvice(CalibrationMethod used, int64_t calibrate) {
+  const GateAdvice g = quantization_gate_advice(used, calibrate);
+  QStringList others;
+  for (const std::string& o : g.other_methods) others << QString::fromStdString(o);
+  return tr("Try another calibration method (%1), more calibration samples (%2), or the fp16 "
+            "model; quantization-aware training is not available yet.")
+      .arg(others.join(tr(" or ")))
+      .arg(g.more_samples);
 }
 
 void DeployDialog::fillTable() {

@@ -77,6 +77,9 @@ class DeployDialog : public QDialog {
   // The int8 model's drop above the maximum: the engine's gate, refused
   // with its advice; empty when int8 may be exported.
   QString int8Refusal() const;
+  // The engine's gate advice in the dialog's words (its controls, no CLI
+  // flags).
+  static QString gateAdvice(CalibrationMethod used, int64_t calibrate);
 
   // Writes the model to path (asked for when empty). False with the
   // reason in statusText() (and an error box unless quiet handling is set).

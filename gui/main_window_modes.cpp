@@ -8,6 +8,8 @@
 #include "gui/inference_panel.h"
 #include "gui/main_window.h"
 
+#include "gui/deploy_dialog.h"
+
 #include "gui/benchmark_dialog.h"
 #include "gui/project_context.h"
 #include "gui/training_panel.h"
@@ -40,6 +42,10 @@ void MainWindow::createModes() {
   // The benchmark would measure a machine busy with the run, and the run
   // would share its cores: both would be off.
   training_panel_->setStartBlocker([this] {
+    if (deploy_ && deploy_->running())
+      return tr(
+          "Export for Deployment is measuring the models: start the run when it has "
+          "finished, or cancel it there.");
     return benchmarkMeasuring()
                ? tr("The machine benchmark (Help → Benchmark This Machine) is measuring: start "
                     "the run when it has finished, in a few seconds.")
@@ -52,6 +58,10 @@ void MainWindow::createModes() {
   inference_panel_ = new InferencePanel(ctx_, modes_);
   experiments_panel_ = new ExperimentsPanel(ctx_, modes_);
   experiments_panel_->setStartBlocker([this] {
+    if (deploy_ && deploy_->running())
+      return tr(
+          "Export for Deployment is measuring the models: start the sweep when it has "
+          "finished, or cancel it there.");
     return benchmarkMeasuring()
                ? tr("The machine benchmark (Help → Benchmark This Machine) is measuring: start "
                     "the sweep when it has finished, in a few seconds.")

@@ -220,7 +220,13 @@ int export_deployment(const Args& a, const std::string& out, const std::string& 
                     "the int8 model's test accuracy is %.2f%% against %.2f%% in fp32, %.2f "
                     "points lower (more than --max-drop %.2f); nothing written. ",
                     100 * acc.int8, 100 * acc.fp32, acc.drop_points(), max_drop);
-      throw Error(m + quantization_gate_advice(*method, calibrate_n));
+      const GateAdvice g = quantization_gate_advice(*method, calibrate_n);
+      std::string others;
+      for (const std::string& o : g.other_methods) others += (others.empty() ? "" : " or ") + o;
+      throw Error(m + std::string("try another calibration (--calibration ") + others +
+                  "), more calibration samples (--calibrate " + std::to_string(g.more_samples) +
+                  "), or --precision fp16; quantization-aware training (train --qat) is not "
+                  "available yet");
     }
     bytes = onnx_qdq_model_bytes(q, o, pre);
     // The engine's own int8 model (run/predict --int8): the same scales,

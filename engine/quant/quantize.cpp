@@ -509,15 +509,13 @@ QuantAccuracy evaluate_quantized(const QuantizedNetwork& q, const Dataset& ds,
   return r;
 }
 
-std::string quantization_gate_advice(CalibrationMethod used, int64_t calibrate) {
-  std::string others;
+GateAdvice quantization_gate_advice(CalibrationMethod used, int64_t calibrate) {
+  GateAdvice a;
   for (CalibrationMethod m :
        {CalibrationMethod::Entropy, CalibrationMethod::Percentile, CalibrationMethod::MinMax})
-    if (m != used) others += std::string(others.empty() ? "" : " or ") + calibration_name(m);
-  return "try another calibration (--calibration " + others +
-         "), more calibration samples (--calibrate " +
-         std::to_string(std::max<int64_t>(2 * calibrate, 512)) +
-         "), or --precision fp16; quantization-aware training (train --qat) is not available yet";
+    if (m != used) a.other_methods.push_back(calibration_name(m));
+  a.more_samples = std::max<int64_t>(2 * calibrate, 512);
+  return a;
 }
 
 }  // namespace dc

@@ -9,6 +9,7 @@
 #include "gui/project_context.h"
 #include "gui_test_util.h"
 
+#include <deepcanvas/int8_inference.h>
 #include <deepcanvas/quantize.h>
 #include <gtest/gtest.h>
 
@@ -168,7 +169,11 @@ TEST_F(DeployDialogTest, MeasuresTheThreeAndExportsInt8) {
   EXPECT_TRUE(t->item(1, gui::DeployDialog::kAccuracy)->text().startsWith("≈"));
   EXPECT_TRUE(t->item(1, gui::DeployDialog::kAccuracy)->toolTip().contains("no fp16 executor"));
   EXPECT_TRUE(t->item(2, gui::DeployDialog::kAccuracy)->text().contains("simulated"));
-  EXPECT_TRUE(t->item(2, gui::DeployDialog::kLatency1)->text().contains("no int8 runtime yet"));
+  // The real int8 kernels where the build has them (oneDNN), named.
+  EXPECT_TRUE(t->item(2, gui::DeployDialog::kLatency1)
+                  ->text()
+                  .contains(int8_inference_available() ? "oneDNN int8" : "no int8 runtime"))
+      << t->item(2, gui::DeployDialog::kLatency1)->text().toStdString();
   EXPECT_EQ(t->item(1, gui::DeployDialog::kLatency1)->text(), "—");
   EXPECT_TRUE(t->item(1, gui::DeployDialog::kLatency1)->toolTip().contains("GPUs"));
   EXPECT_TRUE(t->item(0, gui::DeployDialog::kLatency1)->text().endsWith("ms"));
@@ -251,8 +256,10 @@ TEST_F(DeployDialogTest, TheGateRefusesAnInt8ModelThatDropsTooMuch) {
   ASSERT_GT(d->result().accuracy.drop_points(), 1.0);
   const QString refusal = d->int8Refusal();
   EXPECT_TRUE(refusal.contains("points lower")) << refusal.toStdString();
-  const QString advice =
-      QString::fromStdString(quantization_gate_advice(CalibrationMethod::Percentile, o.calibrate));
+  const QString advice = gui::DeployDialog::gateAdvice(CalibrationMethod::Percentile, o.calibrate);
+  // In the dialog's words: no CLI flags.
+  EXPECT_FALSE(advice.contains("--")) << advice.toStdString();
+  EXPECT_TRUE(advice.contains("entropy or minmax")) << advice.toStdString();
   EXPECT_TRUE(refusal.contains(advice)) << refusal.toStdString();
   EXPECT_TRUE(d->statusText().contains(advice)) << d->statusText().toStdString();
   QTemporaryDir dir;

@@ -154,7 +154,14 @@ struct QuantAccuracy {
 QuantAccuracy evaluate_quantized(const QuantizedNetwork& q, const Dataset& ds,
                                  const std::vector<int64_t>& indices, int64_t batch);
 
-// What to say when the gate refuses.
-std::string quantization_gate_advice(CalibrationMethod used, int64_t calibrate);
+// What to try when the gate refuses, for the CLI and the app to word with
+// their own controls: the other calibration methods, and a larger number
+// of calibration samples. (fp16 is the other way out; quantization-aware
+// training does not exist yet.)
+struct GateAdvice {
+  std::vector<std::string> other_methods;  // "entropy", "minmax"
+  int64_t more_samples = 512;
+};
+GateAdvice quantization_gate_advice(CalibrationMethod used, int64_t calibrate);
 
 }  // namespace dc
