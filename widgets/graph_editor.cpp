@@ -290,6 +290,77 @@ void GraphEditor::deleteSelection() {
   removeNodes(scene_->selectedNodes(), scene_->selectedEdges());
 }
 
+bool GraphEditor::pushGraph(Graph after, const QString& text, QString* why) {
+  return push(new ReplaceGraphCommand(model_, std::move(after), text), why);
+}
+
+namespace {
+// Runs an engine block edit, turning its refusal into *why.
+template <typename F>
+bool tryEdit(F&& f, QString* why, GraphEditor* e) {
+  try {
+    f();
+    return true;
+  } catch (const Error& ex) {
+    if (why) *why = QString::fromUtf8(ex.what());
+    Q_EMIT e->statusMessage(QString::fromUtf8(ex.what()));
+    return false;
+  }
+}
+}  // namespace
+
+NodeId GraphEditor::groupSelection(const QString& name, QString* why) {
+  Graph g = model_->graph();
+  NodeId id = -1;
+  if (!tryEdit([&] { id = group_as_block(g, scene_->selectedNodes(), name.toStdString()); }, why,
+               this))
+    return -1;
+  if (!pushGraph(std::move(g), tr("Group as Block %1").arg(name), why)) return -1;
+  scene_->selectNodes({id});
+  return id;
+}
+
+bool GraphEditor::ungroup(NodeId block, QString* why) {
+  Graph g = model_->graph();
+  std::vector<NodeId> ids;
+  if (!tryEdit([&] { ids = ungroup_block(g, block); }, why, this)) return false;
+  const QString name = QString::fromStdString(model_->graph().node(block).name);
+  if (!pushGraph(std::move(g), tr("Ungroup %1").arg(name), why)) return false;
+  scene_->selectNodes(ids);
+  return true;
+}
+
+bool GraphEditor::repeatBlock(NodeId block, int count, QString* why) {
+  Graph g = model_->graph();
+  std::vector<NodeId> ids;
+  if (!tryEdit([&] { ids = repeat_block(g, block, count); }, why, this)) return false;
+  if (!pushGraph(std::move(g), tr("Repeat block \u00d7%1").arg(count), why)) return false;
+  ids.insert(ids.begin(), block);
+  scene_->selectNodes(ids);
+  return true;
+}
+
+bool GraphEditor::renameBlockDefinition(const QString& from, const QString& to, QString* why) {
+  Graph g = model_->graph();
+  if (!tryEdit([&] { rename_block_definition(g, from.toStdString(), to.toStdString()); }, why,
+               this))
+    return false;
+  return pushGraph(std::move(g), tr("Rename block %1 to %2").arg(from, to), why);
+}
+
+bool GraphEditor::setBlockDefinition(const BlockDef& d, QString* why) {
+  Graph g = model_->graph();
+  if (!tryEdit(
+          [&] {
+            check_block_definition(d);
+            if (replace_block_definition(g, d.name, d) == 0)
+              throw GraphError("no block named '" + d.name + "'");
+          },
+          why, this))
+    return false;
+  return pushGraph(std::move(g), tr("Edit block %1").arg(QString::fromStdString(d.name)), why);
+}
+
 void GraphEditor::selectAll() {
   for (QGraphicsItem* i : scene_->items()) i->setSelected(true);
 }

@@ -4,6 +4,7 @@
 // attribute, rename, delete, copy, cut, paste, select all, auto-layout).
 // Menus, the palette, the property editor and tests all go through these
 // methods, and each one pushes exactly one QUndoCommand.
+#include <deepcanvas/blocks.h>
 #include <deepcanvas/graph.h>
 
 #include <QObject>
@@ -80,11 +81,26 @@ class GraphEditor : public QObject {
   // to read on this canvas once fitted; true when it moved them.
   bool wrapLongLine(QSizeF canvas);
 
+  // Blocks (deepcanvas/blocks.h), each one undo step; false or -1, with
+  // *why, when refused (the graph is then unchanged).
+  // The selection becomes one Block node of a new definition `name`.
+  NodeId groupSelection(const QString& name, QString* why = nullptr);
+  // Expands a Block node back into its layers, selected afterwards.
+  bool ungroup(NodeId block, QString* why = nullptr);
+  // Stacks `count` instances of a one-input Block node in a chain.
+  bool repeatBlock(NodeId block, int count, QString* why = nullptr);
+  bool renameBlockDefinition(const QString& from, const QString& to, QString* why = nullptr);
+  // Gives definition d.name new layers: every instance changes (an edit
+  // inside a block).
+  bool setBlockDefinition(const BlockDef& d, QString* why = nullptr);
+
  signals:
   void statusMessage(const QString& text);
 
  private:
   bool push(QUndoCommand* c, QString* why);
+  // Runs a block edit on a copy and pushes the result as one step.
+  bool pushGraph(Graph after, const QString& text, QString* why);
 
   GraphModel* model_;
   QUndoStack* undo_;

@@ -5,6 +5,8 @@
 #include "widgets/layer_style.h"
 #include "widgets/node_scene.h"
 
+#include <deepcanvas/blocks.h>
+#include <deepcanvas/errors.h>
 #include <deepcanvas/layer.h>
 
 #include <QFontMetricsF>
@@ -40,6 +42,17 @@ bool NodeItem::refresh() {
   const Node& n = model_->graph().node(id_);
   QString name = QString::fromStdString(n.name);
   QString type = QString::fromStdString(n.type);
+  block_ = n.type == kBlockType;
+  if (block_) {
+    // "Block encoder · 8 layers": which definition, and how much it holds.
+    int layers = 0;
+    try {
+      layers = int(block_definition_of(n)->graph.nodes().size());
+    } catch (const Error&) {
+    }
+    type = QObject::tr("Block %1 \u00b7 %n layer(s)", nullptr, layers)
+               .arg(QString::fromStdString(n.attrs.has("block") ? n.attrs.s("block") : ""));
+  }
   const LayerDescriptor* d = LayerRegistry::instance().find(n.type);
   int inputs = d ? d->num_inputs(n.attrs) : 0;
   // The shape itself is on the outgoing edges and in the tooltip; the card
@@ -164,6 +177,12 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* /*opt*/, QWidg
   const QRectF body(0, 0, kWidth, height());
   p->setRenderHint(QPainter::Antialiasing);
 
+  // A block is a stack of cards: one more behind it, offset.
+  if (block_) {
+    p->setPen(QPen(mix(pal.color(QPalette::Text), pal.color(QPalette::Base), 0.6), 1));
+    p->setBrush(mix(pal.color(QPalette::Base), accent, 0.25));
+    p->drawRoundedRect(body.translated(4, 4), kRadius, kRadius);
+  }
   // Soft shadow, then the card.
   p->setPen(Qt::NoPen);
   p->setBrush(QColor(0, 0, 0, dark ? 90 : 28));
