@@ -6,6 +6,7 @@
 #include "gui/summary_panel.h"
 #include "gui/template_dialog.h"
 #include "gui/tool_icons.h"
+#include "widgets/block_breadcrumb.h"
 #include "widgets/graph_editor.h"
 #include "widgets/graph_model.h"
 #include "widgets/layer_palette.h"
@@ -42,7 +43,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   editor_ = new widgets::GraphEditor(this);
   view_ = new widgets::NodeView(editor_->scene(), this);
   view_->setObjectName("canvas");
-  new widgets::OverviewMap(view_);  // a child of the view, in its corner
+  new widgets::OverviewMap(view_);               // a child of the view, in its corner
+  new widgets::BlockBreadcrumb(editor_, view_);  // while a block is open
   setDocumentMode(true);
   setDockOptions(AnimatedDocks | AllowTabbedDocks);
   createPanels();

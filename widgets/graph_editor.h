@@ -11,6 +11,7 @@
 #include <QPointF>
 #include <QSizeF>
 #include <QString>
+#include <QStringList>
 #include <map>
 #include <vector>
 
@@ -21,6 +22,20 @@ namespace dc::widgets {
 
 class GraphModel;
 class NodeScene;
+
+// An open block (GraphEditor::openBlock): what the canvas shows inside it,
+// and what closing it writes back.
+struct BlockFrame {
+  std::string block;          // the definition's name
+  Graph outer;                // the graph it was opened from
+  std::vector<NodeId> ports;  // per block input, the Input node standing for it
+  NodeId output = -1;         // the layer whose output is the block's
+};
+// Where the editor is: the open blocks, outermost first, and the graph shown.
+struct EditorLevel {
+  std::vector<BlockFrame> frames;
+  Graph shown;
+};
 
 // The clipboard MIME type; the text flavour carries the same JSON.
 inline constexpr const char* kGraphMimeType = "application/x-deepcanvas-graph";
@@ -94,8 +109,27 @@ class GraphEditor : public QObject {
   // inside a block).
   bool setBlockDefinition(const BlockDef& d, QString* why = nullptr);
 
+  // Opening a block (double-click, Enter) shows its definition's layers on
+  // the canvas, each block input as an Input layer shaped as the instance's
+  // input, so shapes stay live inside. Closing it (the breadcrumb, Esc)
+  // writes the layers back into the definition: every instance changes.
+  // Both are steps of the undo history, so undo walks back across them
+  // into the block and out again.
+  bool openBlock(NodeId block, QString* why = nullptr);
+  bool closeBlock(QString* why = nullptr);
+  int blockDepth() const { return int(frames_.size()); }
+  // The open blocks' names, outermost first.
+  QStringList openBlocks() const;
+  // The project's graph: what the canvas shows, folded back into the
+  // blocks it is inside (what saving and training use).
+  Graph projectGraph() const;
+  // Navigation's undo command restores a level; not for other callers.
+  void setLevel(const EditorLevel& level);
+  EditorLevel level() const;
+
  signals:
   void statusMessage(const QString& text);
+  void levelChanged();  // a block was opened or closed
 
  private:
   bool push(QUndoCommand* c, QString* why);
@@ -106,6 +140,7 @@ class GraphEditor : public QObject {
   QUndoStack* undo_;
   NodeScene* scene_;
   int paste_count_ = 0;
+  std::vector<BlockFrame> frames_;
   bool status_shown_ = false;  // the last status message is up (not an empty one)
 };
 

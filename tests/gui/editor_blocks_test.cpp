@@ -1,6 +1,7 @@
 // Blocks in the editor (issue 33): group, shared edit, repeat, ungroup and
 // rename, each one undo step, on the ViT template, offscreen and through
 // the GraphEditor the Edit menu calls.
+#include "widgets/block_breadcrumb.h"
 #include "widgets/graph_editor.h"
 #include "widgets/graph_model.h"
 #include "widgets/node_item.h"
@@ -12,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QToolButton>
 #include <QUndoStack>
 
 namespace dc::widgets {
@@ -145,6 +147,78 @@ TEST_F(EditorBlocks, UngroupAndRenameAreOneStepEach) {
   ed.undoStack()->undo();
   ed.undoStack()->undo();
   EXPECT_TRUE(g() == two);
+}
+
+int64_t unitsIn(const Graph& g, const char* block) {
+  const auto def = block_definition_of(*g.find_by_name(block));
+  return def->graph.find_by_name("mlp1")->attrs.i("units");
+}
+
+TEST_F(EditorBlocks, OpenABlockEditItAndEveryInstanceChangesWithUndoAcross) {
+  buildTwoInstances();
+  const Graph outside = g();
+  const int64_t units = unitsIn(g(), "block1");
+  const int steps = ed.undoStack()->count();
+  QWidget view;
+  BlockBreadcrumb crumbs(&ed, &view);
+  EXPECT_FALSE(crumbs.isVisibleTo(&view));
+
+  QString why;
+  ASSERT_TRUE(ed.openBlock(id("block1"), &why)) << why.toStdString();
+  EXPECT_EQ(ed.blockDepth(), 1);
+  EXPECT_EQ(ed.openBlocks(), QStringList{"encoder"});
+  EXPECT_TRUE(crumbs.isVisibleTo(&view));
+  auto* project = crumbs.findChild<QToolButton*>("breadcrumb0");
+  ASSERT_NE(project, nullptr);
+  EXPECT_EQ(project->text(), "Project");
+  // Inside: the definition's layers, fed by an Input shaped as the
+  // instance's input, so every shape is live.
+  EXPECT_FALSE(has_block_nodes(g()));
+  EXPECT_NE(g().find_by_name("mlp1"), nullptr);
+  for (const auto& [i, s] : ed.model()->shapes()) EXPECT_TRUE(s.ok()) << s.error;
+  ASSERT_TRUE(ed.setAttr(id("mlp1"), "units", units * 2, &why)) << why.toStdString();
+  // Saving now saves the project with the edited definition.
+  EXPECT_EQ(unitsIn(ed.projectGraph(), "block2"), units * 2);
+
+  project->click();  // back to the project
+  EXPECT_EQ(ed.blockDepth(), 0);
+  EXPECT_EQ(unitsIn(g(), "block1"), units * 2);
+  EXPECT_EQ(unitsIn(g(), "block2"), units * 2);   // the shared definition
+  EXPECT_EQ(ed.undoStack()->count(), steps + 3);  // open, edit, close
+
+  ed.undoStack()->undo();  // back inside, with the edit
+  EXPECT_EQ(ed.blockDepth(), 1);
+  EXPECT_EQ(g().find_by_name("mlp1")->attrs.i("units"), units * 2);
+  ed.undoStack()->undo();  // the edit
+  EXPECT_EQ(g().find_by_name("mlp1")->attrs.i("units"), units);
+  ed.undoStack()->undo();  // out again, unchanged
+  EXPECT_EQ(ed.blockDepth(), 0);
+  EXPECT_TRUE(g() == outside);
+  for (int k = 0; k < 3; ++k) ed.undoStack()->redo();
+  EXPECT_EQ(ed.blockDepth(), 0);
+  EXPECT_EQ(unitsIn(g(), "block2"), units * 2);
+}
+
+TEST_F(EditorBlocks, OpeningAndClosingWithoutEditsLeavesNoStep) {
+  buildTwoInstances();
+  const int steps = ed.undoStack()->count();
+  const Graph outside = g();
+  ASSERT_TRUE(ed.openBlock(id("block2")));
+  ASSERT_TRUE(ed.closeBlock());
+  EXPECT_EQ(ed.undoStack()->count(), steps);
+  EXPECT_TRUE(g() == outside);
+}
+
+TEST_F(EditorBlocks, ClosingABlockThatLostItsOutputIsRefused) {
+  buildTwoInstances();
+  ASSERT_TRUE(ed.openBlock(id("block1")));
+  ASSERT_TRUE(ed.removeNodes({id("add2")}));
+  QString why;
+  EXPECT_FALSE(ed.closeBlock(&why));
+  EXPECT_TRUE(why.contains("output")) << why.toStdString();
+  EXPECT_EQ(ed.blockDepth(), 1);
+  ed.undoStack()->undo();
+  EXPECT_TRUE(ed.closeBlock(&why)) << why.toStdString();
 }
 
 }  // namespace
