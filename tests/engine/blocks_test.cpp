@@ -15,7 +15,12 @@
 namespace dc {
 namespace {
 
+// The ViT template as it was written before blocks: every layer by hand.
 std::string vit_path() {
+  return std::string(DC_SOURCE_DIR) + "/tests/engine/blocks_vit_flat.dcproj";
+}
+
+std::string vit_template() {
   return std::string(DC_SOURCE_DIR) + "/resources/templates/vit_tiny.dcproj";
 }
 
@@ -82,6 +87,37 @@ TEST(Blocks, VitFromOneDefinitionMatchesTheFlatNetwork) {
   const Tensor& yb = b.forward(x, ctx);
   ASSERT_EQ(ya.shape(), yb.shape());
   for (int64_t i = 0; i < ya.numel(); ++i) EXPECT_FLOAT_EQ(ya.f32()[i], yb.f32()[i]) << i;
+}
+
+// The template builds its encoder from one definition; flattened, it is
+// the hand-written network: same layers, names, initial weights from the
+// same seed (so the BENCHMARKS figures hold) and outputs.
+TEST(Blocks, VitTemplateIsTheFlatNetworkBuiltFromOneBlock) {
+  const Project t = load_project(vit_template());
+  const Project f = load_project(vit_path());
+  EXPECT_EQ(block_instance_counts(t.graph), (std::map<std::string, int>{{"encoder", 2}}));
+  EXPECT_EQ(node_names(flatten_blocks(t.graph)), node_names(f.graph));
+  EXPECT_EQ(edge_names(flatten_blocks(t.graph)), edge_names(f.graph));
+  Plan a(f.graph, 2), b(t.graph, 2);
+  ASSERT_EQ(a.steps().size(), b.steps().size());
+  for (size_t i = 0; i < a.steps().size(); ++i) EXPECT_EQ(a.steps()[i].name, b.steps()[i].name);
+  a.init_params(42);
+  b.init_params(42);
+  const auto sa = a.state(), sb = b.state();
+  ASSERT_EQ(sa.size(), sb.size());
+  for (size_t i = 0; i < sa.size(); ++i) {
+    EXPECT_EQ(sa[i].first, sb[i].first);
+    ASSERT_EQ(sa[i].second.numel(), sb[i].second.numel()) << sa[i].first;
+    for (int64_t k = 0; k < sa[i].second.numel(); ++k)
+      ASSERT_EQ(sa[i].second.f32()[k], sb[i].second.f32()[k]) << sa[i].first << " " << k;
+  }
+  Tensor x(a.input_shape().with_batch(2));
+  Rng r(5);
+  for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = r.uniform(0.f, 1.f);
+  RunContext ctx{false, nullptr};
+  const Tensor ya = a.forward(x, ctx);
+  const Tensor& yb = b.forward(x, ctx);
+  for (int64_t i = 0; i < ya.numel(); ++i) EXPECT_EQ(ya.f32()[i], yb.f32()[i]) << i;
 }
 
 TEST(Blocks, BlockNodeCostIsItsLayers) {

@@ -22,7 +22,8 @@ namespace {
 class EditorBlocks : public ::testing::Test {
  protected:
   void SetUp() override {
-    flat = load_project(std::string(DC_SOURCE_DIR) + "/resources/templates/vit_tiny.dcproj").graph;
+    // The ViT template as written before blocks, every layer by hand.
+    flat = load_project(std::string(DC_SOURCE_DIR) + "/tests/engine/blocks_vit_flat.dcproj").graph;
     ed.loadGraph(flat);
   }
   const Graph& g() const { return ed.graph(); }
