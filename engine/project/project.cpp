@@ -392,7 +392,8 @@ void read_blocks(const json& j, Project& p, const std::string& src) {
         }
         d.inputs.push_back(std::move(in));
       }
-      raw.emplace(d.name, std::make_pair(std::move(d), where));
+      const std::string name = d.name;  // before d is moved from
+      raw.emplace(name, std::make_pair(std::move(d), where));
     }
   }
   std::map<std::string, std::string> text;  // resolved definitions
