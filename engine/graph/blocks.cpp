@@ -165,6 +165,7 @@ void register_block_layer() {
       const auto& reg = LayerRegistry::instance();
       for (const auto& [id, n] : def->graph.nodes()) {
         const LayerDescriptor& desc = reg.get(n.type);
+        if (!desc.cost) continue;
         std::vector<Shape> s(size_t(std::max(desc.num_inputs(n.attrs), 0)));
         for (const Edge& e : def->graph.in_edges(id))
           if (size_t(e.dst_port) < s.size()) s[size_t(e.dst_port)] = shapes.at(e.src);
