@@ -17,6 +17,7 @@ BlockBreadcrumb::BlockBreadcrumb(GraphEditor* editor, QWidget* view)
   setAutoFillBackground(true);
   row_->setContentsMargins(6, 2, 6, 2);
   row_->setSpacing(2);
+  row_->setSizeConstraint(QLayout::SetFixedSize);  // the bar is as wide as its parts
   move(8, 8);
   auto* out = new QShortcut(QKeySequence(Qt::Key_Escape), view);
   out->setContext(Qt::WidgetWithChildrenShortcut);
@@ -58,7 +59,11 @@ void BlockBreadcrumb::rebuild() {
   QStringList parts{tr("Project")};
   parts << names;
   for (int k = 0; k < parts.size(); ++k) {
-    if (k > 0) row_->addWidget(new QLabel(QStringLiteral("\u203a"), this));
+    if (k > 0) {
+      auto* sep = new QLabel(QStringLiteral("\u203a"), this);
+      row_->addWidget(sep);
+      sep->show();
+    }
     auto* b = new QToolButton(this);
     b->setObjectName(QStringLiteral("breadcrumb%1").arg(k));
     b->setText(parts[k]);
@@ -75,6 +80,7 @@ void BlockBreadcrumb::rebuild() {
       connect(b, &QToolButton::clicked, this, [this, k] { goTo(k); });
     }
     row_->addWidget(b);
+    b->show();  // a widget added to a shown parent stays hidden until shown
   }
   adjustSize();
   raise();

@@ -72,6 +72,7 @@ class NodeItem : public QGraphicsItem {
   int inputs_ = 0;
   bool has_output_ = true;
   bool block_ = false;  // a Block node: drawn as a stack of cards
+  QString block_line_;  // a Block's second line: "8-layer block"
   bool frozen_ = false;
   bool hovered_ = false;
   int hover_port_ = -1;
