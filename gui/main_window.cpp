@@ -339,6 +339,11 @@ void MainWindow::createLayerActions() {
     action("actionFreeze")->setEnabled(any_trainable);
     action("actionUnfreeze")->setEnabled(any_frozen);
     action("actionReplaceHead")->setEnabled(sel.size() == 1);
+    const Node* one = sel.size() == 1 ? editor_->graph().find(sel[0]) : nullptr;
+    const bool block = one && one->type == kBlockType;
+    action("actionGroupBlock")->setEnabled(!sel.empty());
+    for (const char* n : {"actionUngroupBlock", "actionRepeatBlock", "actionRenameBlock"})
+      action(n)->setEnabled(block);
   };
   connect(editor_->scene(), &QGraphicsScene::selectionChanged, this, sync);
   connect(editor_->model(), &widgets::GraphModel::nodeChanged, this, sync);
