@@ -6,6 +6,7 @@
 #include "gui/summary_panel.h"
 #include "gui/template_dialog.h"
 #include "gui/tool_icons.h"
+#include "widgets/block_breadcrumb.h"
 #include "widgets/graph_editor.h"
 #include "widgets/graph_model.h"
 #include "widgets/layer_palette.h"
@@ -24,6 +25,7 @@
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenuBar>
@@ -41,7 +43,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   editor_ = new widgets::GraphEditor(this);
   view_ = new widgets::NodeView(editor_->scene(), this);
   view_->setObjectName("canvas");
-  new widgets::OverviewMap(view_);  // a child of the view, in its corner
+  new widgets::OverviewMap(view_);               // a child of the view, in its corner
+  new widgets::BlockBreadcrumb(editor_, view_);  // while a block is open
   setDocumentMode(true);
   setDockOptions(AnimatedDocks | AllowTabbedDocks);
   createPanels();
@@ -221,6 +224,45 @@ void MainWindow::createActions() {
   connect(del, &QAction::triggered, editor_, &widgets::GraphEditor::deleteSelection);
   connect(makeAction("actionSelectAll", tr("Select &All"), QKeySequence::SelectAll),
           &QAction::triggered, editor_, &widgets::GraphEditor::selectAll);
+  // Blocks: the selected layers as one reusable node, and back.
+  auto selectedBlock = [this]() -> NodeId {
+    const auto sel = editor_->scene()->selectedNodes();
+    if (sel.size() != 1) return -1;
+    const Node* n = editor_->graph().find(sel[0]);
+    return n && n->type == kBlockType ? n->id : -1;
+  };
+  connect(makeAction("actionGroupBlock", tr("&Group as Block\u2026"), QKeySequence(tr("Ctrl+G"))),
+          &QAction::triggered, this, [this] {
+            bool ok = false;
+            const QString name = QInputDialog::getText(
+                this, tr("Group as Block"), tr("Block name:"), QLineEdit::Normal,
+                QStringLiteral("Block%1").arg(block_definitions(editor_->graph()).size() + 1), &ok);
+            if (ok && !name.trimmed().isEmpty()) editor_->groupSelection(name.trimmed());
+          });
+  connect(makeAction("actionUngroupBlock", tr("&Ungroup Block"), QKeySequence(tr("Ctrl+Shift+G"))),
+          &QAction::triggered, this, [this, selectedBlock] {
+            if (NodeId b = selectedBlock(); b >= 0) editor_->ungroup(b);
+          });
+  connect(makeAction("actionRepeatBlock", tr("&Repeat Block \u00d7N\u2026"), QKeySequence()),
+          &QAction::triggered, this, [this, selectedBlock] {
+            const NodeId b = selectedBlock();
+            if (b < 0) return;
+            bool ok = false;
+            const int n = QInputDialog::getInt(this, tr("Repeat Block"),
+                                               tr("Instances in the chain:"), 3, 2, 1000, 1, &ok);
+            if (ok) editor_->repeatBlock(b, n);
+          });
+  connect(makeAction("actionRenameBlock", tr("Re&name Block\u2026"), QKeySequence()),
+          &QAction::triggered, this, [this, selectedBlock] {
+            const NodeId b = selectedBlock();
+            if (b < 0) return;
+            const QString from = QString::fromStdString(editor_->graph().node(b).attrs.s("block"));
+            bool ok = false;
+            const QString to =
+                QInputDialog::getText(this, tr("Rename Block"), tr("New name for every instance:"),
+                                      QLineEdit::Normal, from, &ok);
+            if (ok && !to.trimmed().isEmpty()) editor_->renameBlockDefinition(from, to.trimmed());
+          });
 
   connect(makeAction("actionZoomIn", tr("Zoom &In"), QKeySequence::ZoomIn, "zoom-in"),
           &QAction::triggered, view_, &widgets::NodeView::zoomIn);
@@ -297,6 +339,11 @@ void MainWindow::createLayerActions() {
     action("actionFreeze")->setEnabled(any_trainable);
     action("actionUnfreeze")->setEnabled(any_frozen);
     action("actionReplaceHead")->setEnabled(sel.size() == 1);
+    const Node* one = sel.size() == 1 ? editor_->graph().find(sel[0]) : nullptr;
+    const bool block = one && one->type == kBlockType;
+    action("actionGroupBlock")->setEnabled(!sel.empty());
+    for (const char* n : {"actionUngroupBlock", "actionRepeatBlock", "actionRenameBlock"})
+      action(n)->setEnabled(block);
   };
   connect(editor_->scene(), &QGraphicsScene::selectionChanged, this, sync);
   connect(editor_->model(), &widgets::GraphModel::nodeChanged, this, sync);
@@ -375,6 +422,10 @@ void MainWindow::createMenus() {
     edit->addAction(action(n));
   edit->addSeparator();
   edit->addAction(action("actionSelectAll"));
+  edit->addSeparator();
+  for (const char* n :
+       {"actionGroupBlock", "actionUngroupBlock", "actionRepeatBlock", "actionRenameBlock"})
+    edit->addAction(action(n));
 
   QMenu* layer = menuBar()->addMenu(tr("&Layer"));
   layer->setObjectName("menuLayer");

@@ -40,7 +40,7 @@ constexpr int kOpenHintMs = 10000;  // how long the large-network hint stays
 
 Project MainWindow::project() const {
   Project p = project_;
-  p.graph = editor_->graph();
+  p.graph = editor_->projectGraph();  // also while a block is open
   p.file = file_.toStdString();
   // The Training and Dataset tabs edit the training settings; they are
   // saved with the project.

@@ -8,6 +8,7 @@
 
 #include <deepcanvas/advisor/device_bench.h>
 #include <deepcanvas/advisor/memory_model.h>
+#include <deepcanvas/blocks.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/plan.h>
@@ -24,12 +25,14 @@
 #include <QTimer>
 #include <QTreeWidget>
 #include <QVBoxLayout>
+#include <map>
 
 namespace dc::gui {
 
 namespace {
 enum Col { kName, kType, kOutput, kParams, kMacs, kAct, kCols };
 constexpr int kIdRole = Qt::UserRole + 1;
+constexpr int kBlockRole = Qt::UserRole + 2;  // a block definition's totals row: its name
 
 // The benchmark cache as it stands (written atomically, so a new result is
 // a new modification time or size); "" when there is none.
@@ -291,6 +294,40 @@ void SummaryPanel::refresh() {
         for (int c = 0; c < kCols; ++c)
           it->setForeground(c, palette().color(QPalette::Disabled, QPalette::Text));
       }
+    }
+    // Per block definition: the totals of its instances' layers (flattened
+    // as "<instance>_<layer>"), one line each, after the layers.
+    struct BlockTotal {
+      NodeId first = -1;
+      int instances = 0;
+      Cost cost;
+    };
+    std::map<std::string, BlockTotal> blocks;
+    const std::vector<LayerSummary> rows = plan.summary();
+    for (const auto& [id, n] : g.nodes()) {
+      if (n.type != kBlockType) continue;
+      BlockTotal& t = blocks[n.attrs.has("block") ? n.attrs.s("block") : ""];
+      if (t.first < 0) t.first = id;
+      ++t.instances;
+      const std::string prefix = n.name + "_";
+      for (const LayerSummary& r : rows)
+        if (r.name.rfind(prefix, 0) == 0) {
+          t.cost.params += r.cost.params;
+          t.cost.macs += r.cost.macs;
+        }
+    }
+    for (const auto& [name, t] : blocks) {
+      auto* it =
+          row(t.first, tr("Block %1 (\u00d7%2)").arg(QString::fromStdString(name)).arg(t.instances),
+              QString::fromUtf8(kBlockType), QString());
+      it->setData(0, kBlockRole, QString::fromStdString(name));
+      it->setText(kParams, humanCount(double(t.cost.params)));
+      it->setText(kMacs, humanCount(double(t.cost.macs)));
+      it->setToolTip(kName, tr("All %n instance(s) of block %1 together", nullptr, t.instances)
+                                .arg(QString::fromStdString(name)));
+      QFont f = it->font(0);
+      f.setBold(true);
+      for (int c = 0; c < kCols; ++c) it->setFont(c, f);
     }
     total_params_ = params;
     const FreezeSavings fz = plan.freeze_savings();

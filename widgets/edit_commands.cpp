@@ -176,4 +176,15 @@ void RenameCommand::undo() {
   model_->rename(node_, old_);
 }
 
+ReplaceGraphCommand::ReplaceGraphCommand(GraphModel* m, Graph after, const QString& text)
+    : QUndoCommand(text), model_(m), before_(m->graph()), after_(std::move(after)) {}
+
+void ReplaceGraphCommand::redo() {
+  model_->reset(after_);
+}
+
+void ReplaceGraphCommand::undo() {
+  model_->reset(before_);
+}
+
 }  // namespace dc::widgets

@@ -116,4 +116,18 @@ class RenameCommand : public QUndoCommand {
   std::string old_, new_;
 };
 
+// Replaces the whole graph by another and back: the block edits (group,
+// ungroup, repeat, a definition's rename or new layers), which change many
+// nodes and every instance of a definition at once.
+class ReplaceGraphCommand : public QUndoCommand {
+ public:
+  ReplaceGraphCommand(GraphModel* m, Graph after, const QString& text);
+  void redo() override;
+  void undo() override;
+
+ private:
+  GraphModel* model_;
+  Graph before_, after_;
+};
+
 }  // namespace dc::widgets

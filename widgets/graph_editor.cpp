@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <tuple>
 
 namespace dc::widgets {
 
@@ -55,6 +56,9 @@ GraphEditor::GraphEditor(QObject* parent)
                                              tr("Move %n layer(s)", nullptr, int(to.size()))));
           });
   connect(scene_, &NodeScene::statusMessage, this, &GraphEditor::statusMessage);
+  connect(scene_, &NodeScene::nodeDoubleClicked, this, [this](NodeId id) {
+    if (const Node* n = model_->graph().find(id); n && n->type == kBlockType) openBlock(id);
+  });
   // A message of the editor's ("Cannot connect: …", a refused value, "Laid
   // out in rows…; Edit → Undo restores the line") describes the graph as it
   // was: once an undo, redo or new edit changes it, the message is stale.
@@ -77,6 +81,10 @@ const Graph& GraphEditor::graph() const {
 
 void GraphEditor::loadGraph(Graph g) {
   undo_->clear();
+  if (!frames_.empty()) {
+    frames_.clear();
+    Q_EMIT levelChanged();
+  }
   model_->reset(std::move(g));
   undo_->setClean();
   paste_count_ = 0;
@@ -288,6 +296,223 @@ NodeId GraphEditor::appendLayer(const QString& type) {
 
 void GraphEditor::deleteSelection() {
   removeNodes(scene_->selectedNodes(), scene_->selectedEdges());
+}
+
+bool GraphEditor::pushGraph(Graph after, const QString& text, QString* why) {
+  return push(new ReplaceGraphCommand(model_, std::move(after), text), why);
+}
+
+namespace {
+// Runs an engine block edit, turning its refusal into *why.
+template <typename F>
+bool tryEdit(F&& f, QString* why, GraphEditor* e) {
+  try {
+    f();
+    return true;
+  } catch (const Error& ex) {
+    if (why) *why = QString::fromUtf8(ex.what());
+    Q_EMIT e->statusMessage(QString::fromUtf8(ex.what()));
+    return false;
+  }
+}
+}  // namespace
+
+NodeId GraphEditor::groupSelection(const QString& name, QString* why) {
+  Graph g = model_->graph();
+  NodeId id = -1;
+  if (!tryEdit([&] { id = group_as_block(g, scene_->selectedNodes(), name.toStdString()); }, why,
+               this))
+    return -1;
+  if (!pushGraph(std::move(g), tr("Group as Block %1").arg(name), why)) return -1;
+  scene_->selectNodes({id});
+  return id;
+}
+
+bool GraphEditor::ungroup(NodeId block, QString* why) {
+  Graph g = model_->graph();
+  std::vector<NodeId> ids;
+  if (!tryEdit([&] { ids = ungroup_block(g, block); }, why, this)) return false;
+  const QString name = QString::fromStdString(model_->graph().node(block).name);
+  if (!pushGraph(std::move(g), tr("Ungroup %1").arg(name), why)) return false;
+  scene_->selectNodes(ids);
+  return true;
+}
+
+bool GraphEditor::repeatBlock(NodeId block, int count, QString* why) {
+  Graph g = model_->graph();
+  std::vector<NodeId> ids;
+  if (!tryEdit([&] { ids = repeat_block(g, block, count); }, why, this)) return false;
+  if (!pushGraph(std::move(g), tr("Repeat block \u00d7%1").arg(count), why)) return false;
+  ids.insert(ids.begin(), block);
+  scene_->selectNodes(ids);
+  return true;
+}
+
+bool GraphEditor::renameBlockDefinition(const QString& from, const QString& to, QString* why) {
+  Graph g = model_->graph();
+  if (!tryEdit([&] { rename_block_definition(g, from.toStdString(), to.toStdString()); }, why,
+               this))
+    return false;
+  return pushGraph(std::move(g), tr("Rename block %1 to %2").arg(from, to), why);
+}
+
+bool GraphEditor::setBlockDefinition(const BlockDef& d, QString* why) {
+  Graph g = model_->graph();
+  if (!tryEdit(
+          [&] {
+            check_block_definition(d);
+            if (replace_block_definition(g, d.name, d) == 0)
+              throw GraphError("no block named '" + d.name + "'");
+          },
+          why, this))
+    return false;
+  return pushGraph(std::move(g), tr("Edit block %1").arg(QString::fromStdString(d.name)), why);
+}
+
+namespace {
+
+// Opening or closing a block: restores the editor's level both ways.
+// Consecutive ones merge (open, then close with no edit between, leaves
+// nothing in the history).
+class NavigateCommand : public QUndoCommand {
+ public:
+  NavigateCommand(GraphEditor* e, EditorLevel after, const QString& text)
+      : QUndoCommand(text), editor_(e), before_(e->level()), after_(std::move(after)) {}
+  void redo() override { editor_->setLevel(after_); }
+  void undo() override { editor_->setLevel(before_); }
+  int id() const override { return kNavigateCommandId; }
+  bool mergeWith(const QUndoCommand* other) override {
+    const auto* o = dynamic_cast<const NavigateCommand*>(other);
+    if (!o) return false;
+    after_ = o->after_;
+    if (after_.frames.size() == before_.frames.size() && after_.shown == before_.shown)
+      setObsolete(true);
+    return true;
+  }
+
+ private:
+  static constexpr int kNavigateCommandId = 1003;
+  GraphEditor* editor_;
+  EditorLevel before_, after_;
+};
+
+// The definition that frame f's shown graph `inner` stands for; throws
+// GraphError when it is no longer one (its output deleted, an input that
+// feeds nothing).
+BlockDef definitionInside(const BlockFrame& f, const Graph& inner) {
+  BlockDef d;
+  d.name = f.block;
+  d.graph = inner;
+  for (NodeId p : f.ports) {
+    std::vector<BlockPort> ports;
+    if (inner.find(p)) {
+      for (const Edge& e : inner.out_edges(p))
+        ports.push_back({inner.node(e.dst).name, e.dst_port});
+      d.graph.remove_node(p);
+    }
+    std::sort(ports.begin(), ports.end(), [](const BlockPort& a, const BlockPort& b) {
+      return std::tie(a.node, a.port) < std::tie(b.node, b.port);
+    });
+    d.inputs.push_back(std::move(ports));
+  }
+  const Node* out = inner.find(f.output);
+  if (!out) throw GraphError("block '" + f.block + "' lost its output layer; undo or add it back");
+  d.output = out->name;
+  check_block_definition(d);
+  return d;
+}
+
+}  // namespace
+
+EditorLevel GraphEditor::level() const {
+  return {frames_, model_->graph()};
+}
+
+void GraphEditor::setLevel(const EditorLevel& level) {
+  const bool changed = level.frames.size() != frames_.size() ||
+                       (!frames_.empty() && frames_.back().block != level.frames.back().block);
+  frames_ = level.frames;
+  model_->reset(level.shown);
+  if (changed) Q_EMIT levelChanged();
+}
+
+QStringList GraphEditor::openBlocks() const {
+  QStringList names;
+  for (const BlockFrame& f : frames_) names << QString::fromStdString(f.block);
+  return names;
+}
+
+bool GraphEditor::openBlock(NodeId block, QString* why) {
+  const Graph& g = model_->graph();
+  EditorLevel after{frames_, {}};
+  BlockFrame f;
+  if (!tryEdit(
+          [&] {
+            const Node& n = g.node(block);
+            const auto def = block_definition_of(n);
+            std::vector<Shape> in(def->inputs.size());
+            for (const Edge& e : g.in_edges(block)) {
+              const NodeShape* s = model_->shape(e.src);
+              if (size_t(e.dst_port) < in.size() && s && s->ok())
+                in[size_t(e.dst_port)] = *s->shape;
+            }
+            for (size_t i = 0; i < in.size(); ++i)
+              if (in[i].rank() == 0)
+                throw GraphError("connect " + node_label(n) + "'s input " + std::to_string(i) +
+                                 " to a layer with a valid shape to open it");
+            f.block = def->name;
+            f.outer = g;
+            after.shown = def->graph;
+            Graph& shown = after.shown;
+            double x0 = 1e300;
+            for (const auto& [id, m] : shown.nodes()) x0 = std::min(x0, m.x);
+            for (size_t i = 0; i < in.size(); ++i) {
+              Attrs a;
+              a.set("shape", in[i].dims());
+              const NodeId p = shown.add_node("Input", shown.unique_name("block_input"), a,
+                                              x0 - 240, 120.0 * double(i));
+              for (const BlockPort& t : def->inputs[i])
+                shown.connect(p, shown.find_by_name(t.node)->id, t.port);
+              f.ports.push_back(p);
+            }
+            f.output = shown.find_by_name(def->output)->id;
+          },
+          why, this))
+    return false;
+  const QString text = tr("Open block %1").arg(QString::fromStdString(f.block));
+  after.frames.push_back(std::move(f));
+  return push(new NavigateCommand(this, std::move(after), text), why);
+}
+
+bool GraphEditor::closeBlock(QString* why) {
+  if (frames_.empty()) return false;
+  EditorLevel after{frames_, {}};
+  after.frames.pop_back();
+  const BlockFrame& f = frames_.back();
+  if (!tryEdit(
+          [&] {
+            const BlockDef d = definitionInside(f, model_->graph());
+            after.shown = f.outer;
+            replace_block_definition(after.shown, f.block, d);
+          },
+          why, this))
+    return false;
+  const QString text = tr("Close block %1").arg(QString::fromStdString(f.block));
+  return push(new NavigateCommand(this, std::move(after), text), why);
+}
+
+Graph GraphEditor::projectGraph() const {
+  Graph g = model_->graph();
+  for (auto it = frames_.rbegin(); it != frames_.rend(); ++it) {
+    Graph outer = it->outer;
+    try {
+      replace_block_definition(outer, it->block, definitionInside(*it, g));
+    } catch (const Error&) {
+      // Not a block as it stands (closing says why): the last good one.
+    }
+    g = std::move(outer);
+  }
+  return g;
 }
 
 void GraphEditor::selectAll() {

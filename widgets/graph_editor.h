@@ -4,12 +4,14 @@
 // attribute, rename, delete, copy, cut, paste, select all, auto-layout).
 // Menus, the palette, the property editor and tests all go through these
 // methods, and each one pushes exactly one QUndoCommand.
+#include <deepcanvas/blocks.h>
 #include <deepcanvas/graph.h>
 
 #include <QObject>
 #include <QPointF>
 #include <QSizeF>
 #include <QString>
+#include <QStringList>
 #include <map>
 #include <vector>
 
@@ -20,6 +22,20 @@ namespace dc::widgets {
 
 class GraphModel;
 class NodeScene;
+
+// An open block (GraphEditor::openBlock): what the canvas shows inside it,
+// and what closing it writes back.
+struct BlockFrame {
+  std::string block;          // the definition's name
+  Graph outer;                // the graph it was opened from
+  std::vector<NodeId> ports;  // per block input, the Input node standing for it
+  NodeId output = -1;         // the layer whose output is the block's
+};
+// Where the editor is: the open blocks, outermost first, and the graph shown.
+struct EditorLevel {
+  std::vector<BlockFrame> frames;
+  Graph shown;
+};
 
 // The clipboard MIME type; the text flavour carries the same JSON.
 inline constexpr const char* kGraphMimeType = "application/x-deepcanvas-graph";
@@ -80,16 +96,51 @@ class GraphEditor : public QObject {
   // to read on this canvas once fitted; true when it moved them.
   bool wrapLongLine(QSizeF canvas);
 
+  // Blocks (deepcanvas/blocks.h), each one undo step; false or -1, with
+  // *why, when refused (the graph is then unchanged).
+  // The selection becomes one Block node of a new definition `name`.
+  NodeId groupSelection(const QString& name, QString* why = nullptr);
+  // Expands a Block node back into its layers, selected afterwards.
+  bool ungroup(NodeId block, QString* why = nullptr);
+  // Stacks `count` instances of a one-input Block node in a chain.
+  bool repeatBlock(NodeId block, int count, QString* why = nullptr);
+  bool renameBlockDefinition(const QString& from, const QString& to, QString* why = nullptr);
+  // Gives definition d.name new layers: every instance changes (an edit
+  // inside a block).
+  bool setBlockDefinition(const BlockDef& d, QString* why = nullptr);
+
+  // Opening a block (double-click, Enter) shows its definition's layers on
+  // the canvas, each block input as an Input layer shaped as the instance's
+  // input, so shapes stay live inside. Closing it (the breadcrumb, Esc)
+  // writes the layers back into the definition: every instance changes.
+  // Both are steps of the undo history, so undo walks back across them
+  // into the block and out again.
+  bool openBlock(NodeId block, QString* why = nullptr);
+  bool closeBlock(QString* why = nullptr);
+  int blockDepth() const { return int(frames_.size()); }
+  // The open blocks' names, outermost first.
+  QStringList openBlocks() const;
+  // The project's graph: what the canvas shows, folded back into the
+  // blocks it is inside (what saving and training use).
+  Graph projectGraph() const;
+  // Navigation's undo command restores a level; not for other callers.
+  void setLevel(const EditorLevel& level);
+  EditorLevel level() const;
+
  signals:
   void statusMessage(const QString& text);
+  void levelChanged();  // a block was opened or closed
 
  private:
   bool push(QUndoCommand* c, QString* why);
+  // Runs a block edit on a copy and pushes the result as one step.
+  bool pushGraph(Graph after, const QString& text, QString* why);
 
   GraphModel* model_;
   QUndoStack* undo_;
   NodeScene* scene_;
   int paste_count_ = 0;
+  std::vector<BlockFrame> frames_;
   bool status_shown_ = false;  // the last status message is up (not an empty one)
 };
 

@@ -3,6 +3,7 @@
 #include "widgets/layer_style.h"
 #include "widgets/node_view.h"
 
+#include <deepcanvas/blocks.h>
 #include <deepcanvas/layer.h>
 
 #include <QHeaderView>
@@ -73,6 +74,8 @@ LayerPalette::LayerPalette(QWidget* parent) : QWidget(parent) {
   });
   QTreeWidgetItem* group = nullptr;
   for (const LayerDescriptor* d : all) {
+    // A Block comes from grouping layers (Edit > Group as Block), never empty.
+    if (d->type == kBlockType) continue;
     QString cat = QString::fromStdString(d->category);
     if (!group || group->text(0) != cat) {
       group = new QTreeWidgetItem(tree_, {cat});

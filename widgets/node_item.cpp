@@ -5,6 +5,8 @@
 #include "widgets/layer_style.h"
 #include "widgets/node_scene.h"
 
+#include <deepcanvas/blocks.h>
+#include <deepcanvas/errors.h>
 #include <deepcanvas/layer.h>
 
 #include <QFontMetricsF>
@@ -39,7 +41,22 @@ NodeItem::NodeItem(const GraphModel* model, NodeId id) : model_(model), id_(id) 
 bool NodeItem::refresh() {
   const Node& n = model_->graph().node(id_);
   QString name = QString::fromStdString(n.name);
-  QString type = QString::fromStdString(n.type);
+  QString type = QString::fromStdString(n.type), block_line;
+  block_ = n.type == kBlockType;
+  if (block_) {
+    // "Block encoder · 8 layers": which definition, and how much it holds.
+    int layers = 0;
+    try {
+      layers = int(block_definition_of(n)->graph.nodes().size());
+    } catch (const Error&) {
+      // No definition: the card shows the shape error that says so.
+    }
+    const QString def = QString::fromStdString(n.attrs.has("block") ? n.attrs.s("block") : "");
+    type = QObject::tr("Block %1 \u00b7 %n layer(s)", nullptr, layers).arg(def);
+    // The card's second line is narrow: what it is and its size; the
+    // definition's name is in the tooltip and the properties.
+    block_line = QObject::tr("%n-layer block", nullptr, layers);
+  }
   const LayerDescriptor* d = LayerRegistry::instance().find(n.type);
   int inputs = d ? d->num_inputs(n.attrs) : 0;
   // The shape itself is on the outgoing edges and in the tooltip; the card
@@ -63,6 +80,7 @@ bool NodeItem::refresh() {
   inputs_ = inputs;
   detail_ = detail;
   error_ = error;
+  block_line_ = block_line;
   QString tip = QStringLiteral("<b>%1</b> (%2)").arg(name_.toHtmlEscaped(), type_);
   if (!shape.isEmpty()) tip += QObject::tr("<br>output %1").arg(shape);
   if (d && !d->help.empty()) tip += "<br>" + QString::fromStdString(d->help).toHtmlEscaped();
@@ -164,6 +182,12 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* /*opt*/, QWidg
   const QRectF body(0, 0, kWidth, height());
   p->setRenderHint(QPainter::Antialiasing);
 
+  // A block is a stack of cards: one more behind it, offset.
+  if (block_) {
+    p->setPen(QPen(mix(pal.color(QPalette::Text), pal.color(QPalette::Base), 0.6), 1));
+    p->setBrush(mix(pal.color(QPalette::Base), accent, 0.25));
+    p->drawRoundedRect(body.translated(4, 4), kRadius, kRadius);
+  }
   // Soft shadow, then the card.
   p->setPen(Qt::NoPen);
   p->setBrush(QColor(0, 0, 0, dark ? 90 : 28));
@@ -237,7 +261,7 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* /*opt*/, QWidg
   p->setFont(df);
   p->setPen(error_.isEmpty() ? mix(pal.color(QPalette::Text), fill, 0.4) : problem);
   QFontMetricsF dm(df);
-  QString second = error_.isEmpty() ? type_
+  QString second = error_.isEmpty() ? (block_ ? block_line_ : type_)
                    : inherited      ? QObject::tr("no input shape")
                                     : QObject::tr("invalid");
   p->drawText(QRectF(tx, 27, tw, 16), Qt::AlignLeft | Qt::AlignVCenter,

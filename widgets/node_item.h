@@ -71,6 +71,8 @@ class NodeItem : public QGraphicsItem {
   QString name_, type_, category_, detail_, error_;
   int inputs_ = 0;
   bool has_output_ = true;
+  bool block_ = false;  // a Block node: drawn as a stack of cards
+  QString block_line_;  // a Block's second line: "8-layer block"
   bool frozen_ = false;
   bool hovered_ = false;
   int hover_port_ = -1;

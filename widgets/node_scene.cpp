@@ -192,6 +192,16 @@ NodeItem* NodeScene::nodeAt(QPointF pos) const {
   return nullptr;
 }
 
+void NodeScene::mouseDoubleClickEvent(QGraphicsSceneMouseEvent* e) {
+  if (e->button() == Qt::LeftButton)
+    if (NodeItem* n = nodeAt(e->scenePos())) {
+      Q_EMIT nodeDoubleClicked(n->nodeId());
+      e->accept();
+      return;
+    }
+  QGraphicsScene::mouseDoubleClickEvent(e);
+}
+
 void NodeScene::mousePressEvent(QGraphicsSceneMouseEvent* e) {
   if (!read_only_ && e->button() == Qt::LeftButton) {
     if (NodeItem* n = nodeAt(e->scenePos())) {

@@ -53,8 +53,11 @@ class NodeScene : public QGraphicsScene {
   void moveRequested(const std::map<dc::NodeId, QPointF>& from,
                      const std::map<dc::NodeId, QPointF>& to);
   void statusMessage(const QString& text);
+  // A node was double-clicked (a Block node opens).
+  void nodeDoubleClicked(dc::NodeId id);
 
  protected:
+  void mouseDoubleClickEvent(QGraphicsSceneMouseEvent* e) override;
   void mousePressEvent(QGraphicsSceneMouseEvent* e) override;
   void mouseMoveEvent(QGraphicsSceneMouseEvent* e) override;
   void mouseReleaseEvent(QGraphicsSceneMouseEvent* e) override;

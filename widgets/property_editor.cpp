@@ -5,6 +5,7 @@
 #include "widgets/layer_style.h"
 #include "widgets/node_scene.h"
 
+#include <deepcanvas/blocks.h>
 #include <deepcanvas/layer.h>
 
 #include <QCheckBox>
@@ -161,7 +162,22 @@ void PropertyEditor::rebuild() {
     if (!editor_->setTrainable({node_}, on)) syncValues();
   });
   form->addRow(tr("Trainable"), trainable_);
+  if (d.type == kBlockType) {
+    // A block's attributes are its definition's, shared by every instance:
+    // it is edited by opening it, not field by field here.
+    const Node& n = editor_->graph().node(node_);
+    const std::string def = n.attrs.has("block") ? n.attrs.s("block") : "";
+    auto* name = new QLabel(QString::fromStdString(def), body_);
+    name->setObjectName("blockDefinition");
+    form->addRow(tr("Block"), name);
+    const auto counts = block_instance_counts(editor_->graph());
+    auto* count = new QLabel(QString::number(counts.count(def) ? counts.at(def) : 0), body_);
+    count->setObjectName("blockInstances");
+    count->setToolTip(tr("Instances of this block in the network; they share its layers"));
+    form->addRow(tr("Instances"), count);
+  }
   for (const AttrSpec& s : d.attrs) {
+    if (d.type == kBlockType) break;
     QWidget* w = makeEditor(s);
     QString tip = QString::fromStdString(s.help);
     QString range = rangeText(s);

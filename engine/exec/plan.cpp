@@ -1,3 +1,4 @@
+#include <deepcanvas/blocks.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/plan.h>
@@ -13,6 +14,9 @@ namespace dc {
 
 std::vector<PlanStep> lower_graph(const Graph& g) {
   register_builtin_layers();
+  // Training, the exports and the summaries all lower here: they see the
+  // blocks' layers, never a Block node.
+  if (has_block_nodes(g)) return lower_graph(flatten_blocks(g));
   g.validate();
   const auto shapes = g.infer_shapes();
   std::vector<PlanStep> steps;

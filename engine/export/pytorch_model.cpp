@@ -1,6 +1,7 @@
 // model.py from a graph: one writer per layer type (the table below) turns a
 // node into an nn.Module attribute (or an expression, for layers without
 // parameters or state that torch has no module for) and one forward line.
+#include <deepcanvas/blocks.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/escape.h>
 #include <deepcanvas/layer.h>
@@ -388,7 +389,8 @@ std::string pytorch_model_py(const Project& p, const std::vector<PlanStep>& step
                              const std::string& version) {
   if (auto bad = pytorch_unsupported(steps); !bad.empty())
     throw Error("cannot export to PyTorch:\n  " + joined(bad, "\n  "));
-  const auto names = pytorch_attribute_names(p.graph);
+  // The steps are the flattened graph's (lower_graph), blocks' layers too.
+  const auto names = pytorch_attribute_names(flatten_blocks(p.graph));
   const bool tokens = input_is_tokens(steps);
   Shape in_shape;
 

@@ -7,6 +7,8 @@
 
 #include "builtin.h"
 
+#include <deepcanvas/blocks.h>
+
 namespace dc {
 
 const AttrSpec* LayerDescriptor::find_attr(const std::string& name) const {
@@ -87,6 +89,7 @@ void register_builtin_layers() {
     register_recurrent_layers(r);
     register_attention_layers(r);
     register_token_layers(r);
+    register_block_layer();
   });
 }
 

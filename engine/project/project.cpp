@@ -1,3 +1,4 @@
+#include <deepcanvas/blocks.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/escape.h>
 #include <deepcanvas/io.h>
@@ -8,6 +9,7 @@
 
 #include <cfloat>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -82,11 +84,14 @@ json attr_to_json(const AttrValue& v) {
   return std::visit([](const auto& x) -> json { return json(x); }, v);
 }
 
-json graph_json(const Graph& g) {
+// `file_form`: a Block node names its definition, which the project file
+// holds once ("blocks"), instead of carrying it.
+json graph_json(const Graph& g, bool file_form = false) {
   json nodes = json::array(), edges = json::array();
   for (const auto& [id, n] : g.nodes()) {
     json a = json::object();
-    for (const auto& [k, v] : n.attrs.values()) a[k] = attr_to_json(v);
+    for (const auto& [k, v] : n.attrs.values())
+      if (!file_form || n.type != kBlockType || k != "definition") a[k] = attr_to_json(v);
     json node = {{"id", id}, {"type", n.type}, {"name", n.name}, {"attrs", a}, {"pos", {n.x, n.y}}};
     // Written only when frozen, so projects without frozen layers keep the
     // form older versions read and write.
@@ -99,15 +104,15 @@ json graph_json(const Graph& g) {
   return {{"nodes", nodes}, {"edges", edges}};
 }
 
-Graph graph_from(const json& j, const std::string& src) {
+Graph graph_from(const json& j, const std::string& src, const std::string& at = "graph") {
   register_builtin_layers();
   Graph g;
-  if (!j.is_object()) fail(src, "graph", "must be an object with 'nodes' and 'edges'");
+  if (!j.is_object()) fail(src, at, "must be an object with 'nodes' and 'edges'");
   if (!j.contains("nodes") || !j["nodes"].is_array())
-    fail(src, "graph.nodes", "missing or not a list");
+    fail(src, at + ".nodes", "missing or not a list");
   int k = 0;
   for (const auto& n : j["nodes"]) {
-    std::string where = "graph.nodes[" + std::to_string(k++) + "]";
+    std::string where = at + ".nodes[" + std::to_string(k++) + "]";
     if (!n.is_object()) fail(src, where, "must be an object");
     if (!n.contains("type") || !n["type"].is_string()) fail(src, where, "has no 'type'");
     std::string type = n["type"];
@@ -166,10 +171,10 @@ Graph graph_from(const json& j, const std::string& src) {
     }
   }
   if (j.contains("edges")) {
-    if (!j["edges"].is_array()) fail(src, "graph.edges", "must be a list");
+    if (!j["edges"].is_array()) fail(src, at + ".edges", "must be a list");
     k = 0;
     for (const auto& e : j["edges"]) {
-      std::string where = "graph.edges[" + std::to_string(k++) + "]";
+      std::string where = at + ".edges[" + std::to_string(k++) + "]";
       if (!e.is_object() || !e.contains("from") || !e.contains("to") || !e["from"].is_string() ||
           !e["to"].is_string())
         fail(src, where, "must be {\"from\": name, \"to\": name, \"port\": n}");
@@ -190,7 +195,7 @@ Graph graph_from(const json& j, const std::string& src) {
     try {
       g.topo_order();
     } catch (const GraphError& ex) {
-      fail(src, "graph.edges", std::string(ex.what()) + "; networks must flow one way");
+      fail(src, at + ".edges", std::string(ex.what()) + "; networks must flow one way");
     }
   }
   return g;
@@ -312,7 +317,7 @@ std::string project_to_json(const Project& p) {
   json j = {{"format", "deepcanvas-project"},
             {"version", kProjectVersion},
             {"name", p.name},
-            {"graph", graph_json(p.graph)},
+            {"graph", graph_json(p.graph, true)},
             {"dataset", {{"kind", p.dataset.kind}, {"path", p.dataset.path}}},
             {"training", training_json(p.training)}};
   if (p.dataset.kind != "idx") {
@@ -333,10 +338,115 @@ std::string project_to_json(const Project& p) {
   }
   if (p.dataset.preprocess.active())
     j["dataset"]["preprocess"] = preprocess_json(p.dataset.preprocess);
+  // Written only when there are any, so projects without blocks keep the
+  // form older versions read and write. By name: the file is the same for
+  // the same definitions.
+  std::map<std::string, BlockDef> defs = block_definitions(p.graph);
+  for (const BlockDef& d : p.unused_blocks) {
+    defs.emplace(d.name, d);
+    for (auto& [name, nested] : block_definitions(d.graph)) defs.emplace(name, nested);
+  }
+  if (!defs.empty()) {
+    json blocks = json::array();
+    for (const auto& [name, d] : defs)
+      blocks.push_back(json::parse(block_definition_json(d, false)));
+    j["blocks"] = std::move(blocks);
+  }
   return j.dump(2) + "\n";
 }
 
 namespace {
+
+// The project's block definitions ("blocks"), each checked, and every Block
+// node (in the graph and inside definitions) given its definition's text.
+void read_blocks(const json& j, Project& p, const std::string& src) {
+  std::map<std::string, std::pair<BlockDef, std::string>> raw;  // name -> definition, where
+  if (j.contains("blocks")) {
+    if (!j["blocks"].is_array()) fail(src, "blocks", "must be a list");
+    int k = 0;
+    for (const json& b : j["blocks"]) {
+      std::string where = "blocks[" + std::to_string(k++) + "]";
+      only_keys(b, {"name", "graph", "inputs", "output"}, src, where);
+      BlockDef d;
+      field(b, "name", d.name, src, where);
+      if (d.name.empty()) fail(src, where, "has no name");
+      where += " ('" + d.name + "')";
+      if (raw.count(d.name)) fail(src, where, "a second block named '" + d.name + "'");
+      if (!b.contains("graph")) fail(src, where, "has no 'graph'");
+      d.graph = graph_from(b["graph"], src, where + ".graph");
+      field(b, "output", d.output, src, where);
+      if (!b.contains("inputs") || !b["inputs"].is_array())
+        fail(src, where + ".inputs", "missing or not a list");
+      for (const json& ports : b["inputs"]) {
+        if (!ports.is_array())
+          fail(src, where + ".inputs", "must be lists of {\"node\", \"port\"}");
+        std::vector<BlockPort> in;
+        for (const json& t : ports) {
+          if (!t.is_object() || !t.contains("node") || !t["node"].is_string())
+            fail(src, where + ".inputs", "must be lists of {\"node\", \"port\"}");
+          BlockPort bp;
+          bp.node = t["node"];
+          if (t.contains("port"))
+            bp.port = json_int32(t["port"], field_name(src, where + ".inputs"), 0, 1 << 20);
+          in.push_back(bp);
+        }
+        d.inputs.push_back(std::move(in));
+      }
+      const std::string name = d.name;  // before d is moved from
+      raw.emplace(name, std::make_pair(std::move(d), where));
+    }
+  }
+  std::map<std::string, std::string> text;  // resolved definitions
+  std::vector<std::string> stack;
+  // Gives g's Block nodes their definitions; `where` names g in messages.
+  std::function<void(Graph&, const std::string&)> resolve_graph;
+  auto resolve = [&](const std::string& name) {
+    auto& [d, where] = raw.at(name);
+    if (text.count(name)) return;
+    if (std::find(stack.begin(), stack.end(), name) != stack.end()) {
+      std::string path;
+      for (auto it = std::find(stack.begin(), stack.end(), name); it != stack.end(); ++it)
+        path += *it + " > ";
+      fail(src, where, "block '" + name + "' contains itself (" + path + name + ")");
+    }
+    stack.push_back(name);
+    resolve_graph(d.graph, where);
+    stack.pop_back();
+    try {
+      check_block_definition(d);
+    } catch (const GraphError& e) {
+      fail(src, where, e.what());
+    }
+    text[name] = block_definition_json(d);
+  };
+  std::set<std::string> used;
+  resolve_graph = [&](Graph& g, const std::string& where) {
+    for (const auto& [id, n] : g.nodes()) {
+      if (n.type != kBlockType) continue;
+      const std::string name = n.attrs.has("block") ? n.attrs.s("block") : "";
+      const std::string who = where + ": " + node_label(n);
+      if (!raw.count(name)) fail(src, who, "uses an unknown block definition '" + name + "'");
+      used.insert(name);
+      const BlockDef& d = raw.at(name).first;
+      if (g.num_inputs(id) != int(d.inputs.size()))
+        fail(src, who,
+             "has " + std::to_string(g.num_inputs(id)) + " input port(s) but block '" + name +
+                 "' has " + std::to_string(d.inputs.size()));
+      resolve(name);
+      g.node(id).attrs.set("definition", text.at(name));
+    }
+  };
+  resolve_graph(p.graph, "graph");
+  for (auto& [name, d] : raw) {
+    if (used.count(name)) continue;
+    resolve(name);
+    BlockDef kept = d.first;
+    for (const auto& [id, n] : kept.graph.nodes())
+      if (n.type == kBlockType)
+        kept.graph.node(id).attrs.set("definition", text.at(n.attrs.s("block")));
+    p.unused_blocks.push_back(std::move(kept));
+  }
+}
 
 Project parse_project_json(const std::string& text, const std::string& src) {
   json j = json::parse(text, nullptr, false);
@@ -356,11 +466,13 @@ Project parse_project_json(const std::string& text, const std::string& src) {
              "); this version reads format " + std::to_string(kProjectVersion) +
              " and older. Update DeepCanvas to open it");
   if (version < 1) fail(src, "version", "must be at least 1");
-  only_keys(j, {"format", "version", "name", "graph", "dataset", "training"}, src, "project");
+  only_keys(j, {"format", "version", "name", "graph", "dataset", "training", "blocks"}, src,
+            "project");
   Project p;
   field(j, "name", p.name, src, "project");
   if (!j.contains("graph")) fail(src, "", "has no 'graph'");
   p.graph = graph_from(j["graph"], src);
+  read_blocks(j, p, src);
   if (j.contains("dataset")) {
     const json& d = j["dataset"];
     only_keys(d,

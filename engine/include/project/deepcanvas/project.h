@@ -3,6 +3,7 @@
 // (nodes, attributes, positions, edges), the dataset and the training
 // settings. Loading validates every field against the layer registry and
 // names the file and field on error; saving is atomic.
+#include <deepcanvas/blocks.h>
 #include <deepcanvas/data.h>
 #include <deepcanvas/graph.h>
 #include <deepcanvas/image_data.h>
@@ -49,6 +50,9 @@ struct Project {
   DatasetSpec dataset;
   TrainConfig training;
   std::string file;  // where it was loaded from / saved to ("" if new)
+  // Block definitions the file holds that no Block node uses; the graph's
+  // nodes carry the used ones (blocks.h). Kept so that the file round-trips.
+  std::vector<BlockDef> unused_blocks;
 };
 
 Project parse_project(const std::string& json_text, const std::string& source);
