@@ -48,11 +48,8 @@ std::vector<PlanStep> lower_graph(const Graph& g) {
   return steps;
 }
 
-namespace {
-// For each ReLU/ReLU6 step whose only input is a step that `folds` accepts
-// and that feeds nothing else, that step's index; else -1.
-template <class Folds>
-std::vector<int> fold_relus(const std::vector<PlanStep>& steps, Folds folds) {
+std::vector<int> relu_fusions_into(const std::vector<PlanStep>& steps,
+                                   const std::function<bool(int)>& folds) {
   std::vector<int> consumers(steps.size(), 0), fused(steps.size(), -1);
   for (const PlanStep& s : steps)
     for (int i : s.inputs) ++consumers[size_t(i)];
@@ -60,20 +57,19 @@ std::vector<int> fold_relus(const std::vector<PlanStep>& steps, Folds folds) {
     const PlanStep& s = steps[j];
     if ((s.type != "ReLU" && s.type != "ReLU6") || s.inputs.size() != 1) continue;
     const int i = s.inputs[0];
-    if (!steps[size_t(i)].is_input && folds(steps[size_t(i)]) && consumers[size_t(i)] == 1)
-      fused[j] = i;
+    if (!steps[size_t(i)].is_input && folds(i) && consumers[size_t(i)] == 1) fused[j] = i;
   }
   return fused;
 }
-}  // namespace
 
 std::vector<int> relu_fusions(const std::vector<PlanStep>& steps) {
-  return fold_relus(steps, [](const PlanStep& p) { return p.type == "Conv2D"; });
+  return relu_fusions_into(steps, [&](int i) { return steps[size_t(i)].type == "Conv2D"; });
 }
 
 std::vector<int> cuda_relu_fusions(const std::vector<PlanStep>& steps) {
-  return fold_relus(steps, [](const PlanStep& p) {
-    return p.type == "BatchNorm2D" || p.type == "BatchNorm1D" || p.type == "Add";
+  return relu_fusions_into(steps, [&](int i) {
+    const std::string& t = steps[size_t(i)].type;
+    return t == "BatchNorm2D" || t == "BatchNorm1D" || t == "Add";
   });
 }
 

@@ -101,17 +101,7 @@ namespace {
 // applied by the int8 kernel as a post-op (the rule of relu_fusions, for
 // Dense as well as Conv2D).
 [[maybe_unused]] std::vector<int> int8_relu_fusions(const QuantizedNetwork& q) {
-  const std::vector<PlanStep>& steps = q.net.steps;
-  std::vector<int> consumers(steps.size(), 0), fused(steps.size(), -1);
-  for (const PlanStep& s : steps)
-    for (int i : s.inputs) ++consumers[size_t(i)];
-  for (size_t j = 0; j < steps.size(); ++j) {
-    const PlanStep& s = steps[j];
-    if ((s.type != "ReLU" && s.type != "ReLU6") || s.inputs.size() != 1) continue;
-    const int i = s.inputs[0];
-    if (q.op_for(i) && consumers[size_t(i)] == 1) fused[j] = i;
-  }
-  return fused;
+  return relu_fusions_into(q.net.steps, [&](int i) { return q.op_for(i) != nullptr; });
 }
 
 }  // namespace

@@ -89,18 +89,6 @@ Tensor random_batch(const Shape& s, int64_t n, uint64_t seed, float lo = -2.f, f
   return x;
 }
 
-Dataset toy_data(const Shape& shape, int64_t n, int classes, uint64_t seed) {
-  Rng rng(seed);
-  Dataset d;
-  d.sample_shape = shape;
-  d.values.resize(size_t(n * shape.numel()));
-  for (float& v : d.values) v = rng.uniform(-1.f, 1.f);
-  for (int64_t i = 0; i < n; ++i) d.labels.push_back(int32_t(i % classes));
-  d.num_classes = classes;
-  d.source = "toy";
-  return d;
-}
-
 // A network of `g` with seeded weights, calibrated (minmax) on toy data.
 struct Calibrated {
   std::unique_ptr<Plan> plan;
@@ -112,7 +100,7 @@ Calibrated calibrated(const Graph& g, uint64_t seed, int64_t samples = 48) {
   c.plan = std::make_unique<Plan>(g, 8, Plan::Use::Inference);
   c.plan->init_params(seed);
   QuantNetwork net = fold_batch_norms(c.plan->steps(), c.plan->state());
-  Dataset d = toy_data(c.plan->input_shape(), samples, 3, seed + 1);
+  Dataset d = test::toy_data(c.plan->input_shape(), samples, 3, seed + 1);
   QuantizeOptions o;
   o.method = CalibrationMethod::MinMax;
   o.batch = 16;

@@ -201,19 +201,6 @@ TEST(Quantize, BatchNormIsNotFoldedWhenTheConvolutionFeedsAnotherLayer) {
   EXPECT_EQ(net.steps.size(), plan.steps().size());
 }
 
-// Samples of `shape` drawn uniformly, labels cycling through `classes`.
-Dataset toy_data(const Shape& shape, int64_t n, int classes, uint64_t seed) {
-  Rng rng(seed);
-  Dataset d;
-  d.sample_shape = shape;
-  d.values.resize(size_t(n * shape.numel()));
-  for (float& v : d.values) v = rng.uniform(-1.f, 1.f);
-  for (int64_t i = 0; i < n; ++i) d.labels.push_back(int32_t(i % classes));
-  d.num_classes = classes;
-  d.source = "toy";
-  return d;
-}
-
 TEST(Quantize, SimulationIsTheQdqArithmetic) {
   // A single Dense layer: the simulated output is the float product of the
   // fake-quantized input and the per-channel dequantized weight.
@@ -225,7 +212,7 @@ TEST(Quantize, SimulationIsTheQdqArithmetic) {
   Plan plan(g, 4, Plan::Use::Inference);
   plan.init_params(2);
   QuantNetwork net = fold_batch_norms(plan.steps(), plan.state());
-  Dataset d = toy_data(Shape{6}, 40, 3, 4);
+  Dataset d = test::toy_data(Shape{6}, 40, 3, 4);
   QuantizeOptions o;
   o.method = CalibrationMethod::MinMax;
   QuantizedNetwork q = calibrate(net, d, calibration_indices(d, 40, 1), o);
@@ -276,7 +263,7 @@ TEST(Quantize, LayersWithoutAnInt8FormAreNamed) {
   Plan plan(g, 4, Plan::Use::Inference);
   plan.init_params(3);
   QuantNetwork net = fold_batch_norms(plan.steps(), plan.state());
-  Dataset d = toy_data(Shape{5, 4}, 16, 2, 5);
+  Dataset d = test::toy_data(Shape{5, 4}, 16, 2, 5);
   QuantizedNetwork q = calibrate(net, d, calibration_indices(d, 16, 1), QuantizeOptions{});
   ASSERT_EQ(q.left_in_float.size(), 1u);
   EXPECT_EQ(q.left_in_float[0], "lstm1 (LSTM)");
@@ -285,7 +272,7 @@ TEST(Quantize, LayersWithoutAnInt8FormAreNamed) {
 }
 
 TEST(Quantize, RefusesOneClassAndNaNActivations) {
-  Dataset one = toy_data(Shape{6}, 30, 1, 4);
+  Dataset one = test::toy_data(Shape{6}, 30, 1, 4);
   one.num_classes = 3;
   one.class_names = {"cat", "dog", "bird"};
   const std::string m = test::error_of([&] { calibration_indices(one, 20, 1); });
@@ -297,7 +284,7 @@ TEST(Quantize, RefusesOneClassAndNaNActivations) {
   for (NamedParam& p : plan.params())
     if (p.name == "fc.weight") p.param->value.f32()[3] = NAN;
   QuantNetwork net = fold_batch_norms(plan.steps(), plan.state());
-  Dataset d = toy_data(Shape{2, 5, 5}, 8, 2, 4);
+  Dataset d = test::toy_data(Shape{2, 5, 5}, 8, 2, 4);
   const std::string n =
       test::error_of([&] { calibrate(net, d, calibration_indices(d, 8, 1), QuantizeOptions{}); });
   // bn2 is folded into fc: the Dense is where the NaN appears.

@@ -167,4 +167,18 @@ class ScratchXdg {
   std::filesystem::path dir_;
 };
 
+// Float samples of `shape` drawn uniformly in [-1, 1], labels cycling
+// through `classes` (the quantization tests' calibration and test sets).
+inline Dataset toy_data(const Shape& shape, int64_t n, int classes, uint64_t seed) {
+  Rng rng(seed);
+  Dataset d;
+  d.sample_shape = shape;
+  d.values.resize(size_t(n * shape.numel()));
+  for (float& v : d.values) v = rng.uniform(-1.f, 1.f);
+  for (int64_t i = 0; i < n; ++i) d.labels.push_back(int32_t(i % classes));
+  d.num_classes = classes;
+  d.source = "toy";
+  return d;
+}
+
 }  // namespace dc::test

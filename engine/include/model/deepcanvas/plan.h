@@ -7,6 +7,7 @@
 #include <deepcanvas/layer.h>
 #include <deepcanvas/rng.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -95,6 +96,12 @@ std::vector<bool> backward_reach(const std::vector<PlanStep>& steps, bool ignore
 // Conv2D a ReLU step is fused into, else -1. The advisor's memory model
 // uses the same rule.
 std::vector<int> relu_fusions(const std::vector<PlanStep>& steps);
+
+// The rule under both (and the int8 runtime's post-op ReLU): for each ReLU or
+// ReLU6 step whose only input is a step (not an Input) that `folds(index)`
+// accepts and that feeds nothing else, that step's index; else -1.
+std::vector<int> relu_fusions_into(const std::vector<PlanStep>& steps,
+                                   const std::function<bool(int)>& folds);
 
 // The CUDA plan's counterpart (cuda/plan.cpp, CudaPlan::lower): a ReLU or
 // ReLU6 whose only input is a BatchNorm1D/2D or an Add that feeds nothing
