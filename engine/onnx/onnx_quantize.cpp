@@ -17,12 +17,33 @@ using onnx_export::Builder;
 using onnx_export::OnnxLayer;
 using onnx_export::set_attr;
 
+// IEEE binary16 bits of f, rounded half to even as numpy and onnxruntime
+// convert. Written out rather than through _Float16, which clang 14 (the
+// sanitizer builds) does not support on x86.
 uint16_t half_bits(float f) {
-  // GCC converts with round-half-to-even, as numpy and onnxruntime do.
-  const _Float16 h = static_cast<_Float16>(f);
-  uint16_t b;
-  std::memcpy(&b, &h, 2);
-  return b;
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t abs = x & 0x7FFFFFFFu;
+  if (abs >= 0x7F800000u)  // inf stays inf; NaN stays a (quiet) NaN
+    return uint16_t(sign | 0x7C00u | (abs > 0x7F800000u ? 0x0200u | ((abs >> 13) & 0x3FFu) : 0));
+  if (abs >= 0x477FF000u) return uint16_t(sign | 0x7C00u);  // rounds to above 65504: inf
+  if (abs < 0x38800000u) {
+    // A subnormal half (or zero): the value in units of 2^-24, rounded.
+    if (abs < 0x33000000u) return uint16_t(sign);  // below half of 2^-24: zero
+    const uint32_t exp = abs >> 23, mant = (abs & 0x7FFFFFu) | 0x800000u;
+    const uint32_t shift = 126 - exp;  // 14 + (113 - exp) - 1 ... in [14, 24]
+    uint32_t h = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (h & 1u))) ++h;
+    return uint16_t(sign | h);
+  }
+  // A normal half: rebias the exponent, keep 10 mantissa bits, round the
+  // 13 dropped ones to even (a carry may step into the exponent, correctly).
+  uint32_t h = ((abs - 0x38000000u) >> 13);
+  const uint32_t rem = abs & 0x1FFFu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
+  return uint16_t(sign | h);
 }
 
 // Every float initializer as float16.
