@@ -394,7 +394,7 @@ std::string pytorch_model_py(const Project& p, const std::vector<PlanStep>& step
   const bool tokens = input_is_tokens(steps);
   Shape in_shape;
 
-  std::string init, fwd, renamed;
+  std::string init, fwd, renamed, frozen;
   for (const PlanStep& s : steps) {
     NodeCtx c{s.attrs, s.in_shapes, {}, names.at(s.id)};
     for (int i : s.inputs) c.args.push_back(names.at(steps[size_t(i)].id));
@@ -409,6 +409,9 @@ std::string pytorch_model_py(const Project& p, const std::vector<PlanStep>& step
     }
     Written w = writers().at(s.type)(c);
     if (!w.module.empty()) init += "        self." + c.name + " = " + w.module + "\n";
+    // A frozen layer: the engine neither updates its parameters nor
+    // re-estimates its running statistics (a transfer-learning base).
+    if (s.frozen && !w.module.empty()) frozen += "    " + escape::py_str(c.name) + ",\n";
     std::string expr = w.expr.empty() ? "self." + c.name + "(" + c.args.at(0) + ")" : w.expr;
     fwd += "        " + c.name + " = " + expr + comment + "\n";
   }
@@ -437,13 +440,31 @@ std::string pytorch_model_py(const Project& p, const std::vector<PlanStep>& step
         "  # token ids (int64) rather than values\n"
         "# Layers whose DeepCanvas name is not a usable Python name: attribute -> name.\n"
         "RENAMED = {\n" +
-        renamed + "}\n";
+        renamed +
+        "}\n"
+        "# Layers frozen in DeepCanvas (not trainable): their parameters take no\n"
+        "# gradient, and their BatchNorms normalise with the running statistics and\n"
+        "# keep them in training too, as the engine does for a frozen layer.\n"
+        "FROZEN = (\n" +
+        frozen + ")\n";
   py += template_text("model_support.py");
   py +=
       "\n\nclass Model(nn.Module):\n"
       "    def __init__(self):\n"
       "        super().__init__()\n" +
-      (init.empty() ? "        pass\n" : init) + "\n    def forward(self, x):\n" + fwd;
+      (init.empty() ? "        pass\n" : init) +
+      "        for name in FROZEN:\n"
+      "            getattr(self, name).requires_grad_(False)\n"
+      "\n    def train(self, mode=True):\n"
+      "        super().train(mode)\n"
+      "        for name in FROZEN:\n"
+      "            m = getattr(self, name)\n"
+      "            # Only layers with state: a frozen Dropout still drops.\n"
+      "            if any(True for _ in m.parameters()) or any(True for _ in m.buffers()):\n"
+      "                m.eval()\n"
+      "        return self\n"
+      "\n    def forward(self, x):\n" +
+      fwd;
   return py;
 }
 

@@ -419,6 +419,71 @@ TEST(PyTorchExport, ForwardEqualsTheEngineForEveryLayerForm) {
   }
 }
 
+// A transfer-learning project's frozen base stays frozen in model.py: its
+// parameters take no gradient, its BatchNorm normalises with the running
+// statistics in training and keeps them (the engine's training-mode forward
+// is matched), while the trainable BatchNorm after it re-estimates its own
+// and a frozen Dropout would still drop.
+TEST(PyTorchExport, FrozenLayersStayFrozenInTraining) {
+  if (auto why = python_missing("torch, numpy"); !why.empty()) GTEST_SKIP() << why;
+  register_builtin_layers();
+  Project p;
+  p.name = "frozen";
+  Graph& g = p.graph;
+  Attrs in;
+  in.set("shape", std::vector<int64_t>{2, 6, 6});
+  int i = g.add_node("Input", "input", in);
+  Attrs c;
+  c.set("filters", int64_t{3});
+  int conv = g.add_node("Conv2D", "base_conv", c);
+  g.connect(i, conv);
+  int bn = g.add_node("BatchNorm2D", "base_bn", {});
+  g.connect(conv, bn);
+  int c2 = g.add_node("Conv2D", "head_conv", c);
+  g.connect(bn, c2);
+  int bn2 = g.add_node("BatchNorm2D", "head_bn", {});
+  g.connect(c2, bn2);
+  int fl = g.add_node("Flatten", "flat", {});
+  g.connect(bn2, fl);
+  Attrs d;
+  d.set("units", int64_t{4});
+  int dense = g.add_node("Dense", "head", d);
+  g.connect(fl, dense);
+  g.set_trainable(conv, false);
+  g.set_trainable(bn, false);
+
+  TempDir tmp;
+  const int64_t n = 5;
+  Plan plan(p.graph, n);
+  randomise_state(plan, 11);
+  PyTorchExportOptions o;
+  o.data_path = "/nonexistent";
+  export_pytorch(tmp.path.string(), p, plan, o);
+  Tensor x(plan.input_shape().with_batch(n));
+  Rng rng(13);
+  for (int64_t k = 0; k < x.numel(); ++k) x.f32()[k] = rng.uniform(-2.0f, 2.0f);
+  RunContext ctx{true, &rng};
+  save_npy((tmp.path / "x.npy").string(), x);
+  save_npy((tmp.path / "y_train.npy").string(), plan.forward(x, ctx));
+
+  int code = 0;
+  const std::string out = run_command(kPython + " " + std::string(DC_SOURCE_DIR) +
+                                          "/tests/export/frozen_check.py " + tmp.path.string(),
+                                      &code);
+  ASSERT_EQ(code, 0) << out;
+  json r = json::parse(out.substr(out.find('{')), nullptr, false);
+  ASSERT_TRUE(r.is_object()) << out;
+  EXPECT_EQ(r["frozen"], json({"base_conv", "base_bn"}));
+  EXPECT_LE(r["training_forward_err"].get<double>(), 1e-5) << out;
+  EXPECT_EQ(r["no_grad"],
+            json({"base_bn.bias", "base_bn.weight", "base_conv.bias", "base_conv.weight"}));
+  EXPECT_EQ(r["with_grad"], json({"head.bias", "head.weight", "head_bn.bias", "head_bn.weight",
+                                  "head_conv.bias", "head_conv.weight"}));
+  // Only the trainable BatchNorm re-estimated its running statistics.
+  EXPECT_EQ(r["changed_buffers"], json({"head_bn.running_mean", "head_bn.running_var"}));
+  EXPECT_EQ(r["in_eval"], json({"base_bn", "base_conv"}));
+}
+
 TEST(PyTorchExport, RefusesANonEmptyFolderUnlessForced) {
   Project p = load_project(std::string(DC_SOURCE_DIR) + "/sample_data/sample_project.dcproj");
   Plan plan(p.graph, 1);
