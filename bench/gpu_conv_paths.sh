@@ -12,7 +12,14 @@
 # SET=fuse instead compares VGG-BN and ResNet (bf16 and fp32, batch 128)
 # with the ReLUs folded into the BatchNorm/Add before them (the default
 # since 2026-11-28) and without (DC_CUDA_FUSE=0).
-#   bench/gpu_conv_paths.sh [CLI] [DATA] [ROUNDS] [OUT] [SET: paths|fuse]
+# SET=new compares this session's paths with what they replace:
+# depthwise convolutions in the plugin's own kernels (the default) against
+# cuDNN (DC_CUDA_DEPTHWISE=cudnn) on the EfficientNet-Lite0 transfer
+# project (frozen base, 224 px, batch 64) and MobileNetV2 (96 px, batch
+# 128), both on bench/make_synthetic_idx.py's seeded noise; and the LSTM
+# rows in bf16 with 16-bit data (the default where cuDNN takes it) against
+# float32 data (DC_CUDA_RNN_DATA=float).
+#   bench/gpu_conv_paths.sh [CLI] [DATA] [ROUNDS] [OUT] [SET: paths|fuse|new]
 CLI=${1:-build-gpu/bin/deepcanvas-cli}
 DATA=${2:-carry/fashion-mnist}
 ROUNDS=${3:-1}
@@ -21,12 +28,13 @@ SET=${5:-paths}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ALGOS=/dev/null
 [ "$OUT" != /dev/null ] && ALGOS=$OUT.algos
-run() {  # NAME PROJECT PRECISION BATCH [VAR=VALUE...]
+run() {  # NAME PROJECT PRECISION BATCH [VAR=VALUE...]  (RUN_DATA: another dataset)
   local name=$1 project=$2 prec=$3 batch=$4
+  local data=${RUN_DATA:-$DATA}
   shift 4
   printf '%-14s %-16s %-5s ' "$name" "$(basename "$project" .dcproj)" "$prec"
   local line
-  line=$(env "$@" "$CLI" train "$project" --data "$DATA" --device cuda --batch "$batch" \
+  line=$(env "$@" "$CLI" train "$project" --data "$data" --device cuda --batch "$batch" \
     --epochs 2 --precision "$prec" --optimizer adam --lr 0.001 --schedule constant \
     --json --quiet 2>>"$ALGOS" | tail -1)
   if [ -z "$line" ]; then
@@ -36,8 +44,26 @@ run() {  # NAME PROJECT PRECISION BATCH [VAR=VALUE...]
   echo "{\"variant\": \"$name\", \"project\": \"$project\", \"precision\": \"$prec\", \"run\": $line}" >>"$OUT"
   python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print("%8.0f samples/s, peak %5.0f MiB" % (j["history"][-1]["train_samples_per_s"], j["peak_device_bytes"] / 2**20))' "$line"
 }
+if [ "$SET" = new ]; then
+  # The same folders bench/gpu_peers.py makes (SYNTHETIC there), so a run of
+  # both makes them once.
+  SYN=${DC_SYNTHETIC_DIR:-/tmp/dc-gpu-peers}
+  python3 "$ROOT/bench/make_synthetic_idx.py" "$SYN/synthetic-rgb224-6400" --side 224 --train 6400 --test 640 >/dev/null
+  python3 "$ROOT/bench/make_synthetic_idx.py" "$SYN/synthetic-rgb96-12800" --side 96 --train 12800 --test 1280 >/dev/null
+fi
 for r in $(seq "$ROUNDS"); do
   echo "round $r"
+  if [ "$SET" = new ]; then
+    for v in cudnn kernel; do
+      env=(); [ $v = cudnn ] && env=(DC_CUDA_DEPTHWISE=cudnn)
+      RUN_DATA=$SYN/synthetic-rgb224-6400 run "dw-$v" "$ROOT/bench/lite0_transfer.dcproj" bf16 64 "${env[@]}"
+      RUN_DATA=$SYN/synthetic-rgb96-12800 run "dw-$v" "$ROOT/bench/mobilenet_v2.dcproj" bf16 128 "${env[@]}"
+      RUN_DATA=$SYN/synthetic-rgb96-12800 run "dw-$v" "$ROOT/bench/mobilenet_v2.dcproj" fp32 128 "${env[@]}"
+    done
+    run rnn-data-float "$ROOT/bench/lstm_rows_adam.dcproj" bf16 64 DC_CUDA_RNN_DATA=float
+    run rnn-data-16 "$ROOT/bench/lstm_rows_adam.dcproj" bf16 64
+    continue
+  fi
   if [ "$SET" = fuse ]; then
     for m in vgg_small resnet_small; do
       for prec in bf16 fp32; do
