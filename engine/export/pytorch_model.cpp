@@ -363,21 +363,163 @@ bool input_is_tokens(const std::vector<PlanStep>& steps) {
   return false;
 }
 
+namespace {
+
+// A Python identifier for a layer name, unique within `taken`: never
+// starting with an underscore (so the block classes' "_in0" arguments cannot
+// be hit) and never a name Python, torch or nn.Module already means.
+std::string py_identifier(const std::string& name, std::set<std::string>& taken) {
+  std::string s;
+  for (char c : name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "layer_" + s;
+  // Dunder names are Python's; a leading underscore would hide the layer.
+  while (s[0] == '_') s = "layer" + s;
+  if (reserved().count(s)) s += "_";
+  std::string u = s;
+  for (int k = 2; taken.count(u); ++k) u = s + "_" + std::to_string(k);
+  taken.insert(u);
+  return u;
+}
+
+// model.py's classes: Model for the project's graph and one nn.Module class
+// per block definition (issue 33), whose instances are attributes of the
+// graph that uses them. A class's text depends only on its definition and
+// the shapes it is used with, so instances of one definition share a
+// class; an instance whose input shapes differ gets a class of its own. The
+// layers' arguments, shapes and frozen flags come from the flattened steps
+// (lower_graph's), found by their flattened names ("<instance>_<layer>",
+// blocks.h); the state_dict keys of layers inside blocks are module paths
+// ("enc1.ln1.weight"), mapped to the checkpoint names ("enc1_ln1.weight") by
+// RENAMED.
+class ModelWriter {
+ public:
+  explicit ModelWriter(const std::vector<PlanStep>& steps) {
+    for (const PlanStep& s : steps) by_name_[s.name] = &s;
+  }
+
+  struct Body {
+    std::string init, fwd;
+  };
+
+  // The body of the module for graph g. prefix: the flattened names' prefix
+  // of its layers; path: the module path of this graph's module from Model
+  // ("" or "enc1."); outside(node, port): the variable feeding a port that
+  // no edge inside g feeds (a block's input).
+  Body body(const Graph& g, const std::string& prefix, const std::string& path,
+            const std::function<std::string(const std::string&, int)>& outside,
+            std::string* out_var) {
+    Body b;
+    std::set<std::string> taken;
+    std::map<NodeId, std::string> var;
+    for (const auto& [id, n] : g.nodes()) var[id] = py_identifier(n.name, taken);
+    for (NodeId id : g.topo_order()) {
+      const Node& n = g.node(id);
+      const std::string& name = var.at(id);
+      std::vector<std::string> args(size_t(std::max(0, g.num_inputs(id))));
+      std::vector<bool> fed(args.size(), false);
+      for (const Edge& e : g.in_edges(id))
+        if (size_t(e.dst_port) < args.size()) {
+          args[size_t(e.dst_port)] = var.at(e.src);
+          fed[size_t(e.dst_port)] = true;
+        }
+      for (size_t k = 0; k < args.size(); ++k)
+        if (!fed[k]) args[k] = outside(n.name, int(k));
+      if (n.type == kBlockType) {
+        const auto def = block_definition_of(n);
+        std::string inner_out;
+        const Body inner = body(
+            def->graph, prefix + n.name + "_", path + name + ".",
+            [&def](const std::string& node, int port) {
+              for (size_t i = 0; i < def->inputs.size(); ++i)
+                for (const BlockPort& t : def->inputs[i])
+                  if (t.node == node && t.port == port) return "_in" + std::to_string(i);
+              throw Error("block '" + def->name + "': nothing feeds input " + std::to_string(port) +
+                          " of layer '" + node + "'");
+            },
+            &inner_out);
+        std::string params;
+        for (size_t i = 0; i < def->inputs.size(); ++i) params += ", _in" + std::to_string(i);
+        const std::string cls = block_class(*def, inner, params, inner_out);
+        b.init += "        self." + name + " = " + cls + "()\n";
+        b.fwd += "        " + name + " = self." + name + "(" + joined(args, ", ") + ")  # block " +
+                 escape::py_str(def->name) + "\n";
+        continue;
+      }
+      const std::string flat = prefix + n.name;
+      auto it = by_name_.find(flat);
+      if (it == by_name_.end())
+        throw Error("layer '" + flat + "' is missing from the lowered graph");
+      const PlanStep& s = *it->second;
+      if (path + name != s.name)
+        renamed_ += "    " + escape::py_str(path + name) + ": " + escape::py_str(s.name) + ",\n";
+      const std::string comment =
+          "  # " + s.type + " " + escape::py_str(n.name) + ": " + s.out_shape.str(true);
+      if (s.is_input) {
+        in_shape_ = s.out_shape;
+        tokens_ = s.type == "SequenceInput" && s.attrs.s("kind") == "tokens";
+        b.fwd += "        " + name + " = " + (tokens_ ? "x.long()" : "x") + comment + "\n";
+        continue;
+      }
+      NodeCtx c{s.attrs, s.in_shapes, args, name};
+      Written w = writers().at(s.type)(c);
+      if (!w.module.empty()) b.init += "        self." + name + " = " + w.module + "\n";
+      // A frozen layer: the engine neither updates its parameters nor
+      // re-estimates its running statistics (a transfer-learning base).
+      if (s.frozen && !w.module.empty()) frozen_ += "    " + escape::py_str(path + name) + ",\n";
+      std::string expr = w.expr.empty() ? "self." + name + "(" + c.args.at(0) + ")" : w.expr;
+      b.fwd += "        " + name + " = " + expr + comment + "\n";
+    }
+    if (out_var) {
+      // The output: the one layer nothing inside consumes (Graph::validate
+      // and check_block_definition hold that there is exactly one).
+      *out_var = "";
+      for (const auto& [id, n] : g.nodes())
+        if (g.out_edges(id).empty()) *out_var = var.at(id);
+    }
+    return b;
+  }
+
+  const std::string& classes() const { return classes_; }
+  const std::string& renamed() const { return renamed_; }
+  const std::string& frozen() const { return frozen_; }
+  const Shape& in_shape() const { return in_shape_; }
+  bool tokens() const { return tokens_; }
+
+ private:
+  // The class for a definition with this body: an existing one when the
+  // text is the same, else a new one named after the definition.
+  std::string block_class(const BlockDef& def, const Body& b, const std::string& params,
+                          const std::string& out) {
+    const std::string text = "    def __init__(self):\n        super().__init__()\n" +
+                             (b.init.empty() ? "        pass\n" : b.init) +
+                             "\n    def forward(self" + params + "):\n" + b.fwd +
+                             "        return " + out + "\n";
+    if (auto it = class_of_.find(text); it != class_of_.end()) return it->second;
+    std::string base = "Block_";
+    for (char c : def.name) base += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    std::string cls = base;
+    for (int k = 2; class_names_.count(cls); ++k) cls = base + "_" + std::to_string(k);
+    class_names_.insert(cls);
+    class_of_[text] = cls;
+    classes_ += "\n\nclass " + cls + "(nn.Module):\n    \"\"\"Block " + escape::py_text(def.name) +
+                "\"\"\"\n\n" + text;
+    return cls;
+  }
+
+  std::map<std::string, const PlanStep*> by_name_;
+  std::map<std::string, std::string> class_of_;
+  std::set<std::string> class_names_;
+  std::string classes_, renamed_, frozen_;
+  Shape in_shape_;
+  bool tokens_ = false;
+};
+
+}  // namespace
+
 std::map<NodeId, std::string> pytorch_attribute_names(const Graph& g) {
   std::map<NodeId, std::string> out;
   std::set<std::string> taken;
-  for (const auto& [id, n] : g.nodes()) {
-    std::string s;
-    for (char c : n.name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
-    if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "layer_" + s;
-    // Dunder names are Python's; a leading underscore would hide the layer.
-    while (s[0] == '_') s = "layer" + s;
-    if (reserved().count(s)) s += "_";
-    std::string u = s;
-    for (int k = 2; taken.count(u); ++k) u = s + "_" + std::to_string(k);
-    taken.insert(u);
-    out[id] = u;
-  }
+  for (const auto& [id, n] : g.nodes()) out[id] = py_identifier(n.name, taken);
   return out;
 }
 
@@ -389,33 +531,18 @@ std::string pytorch_model_py(const Project& p, const std::vector<PlanStep>& step
                              const std::string& version) {
   if (auto bad = pytorch_unsupported(steps); !bad.empty())
     throw Error("cannot export to PyTorch:\n  " + joined(bad, "\n  "));
-  // The steps are the flattened graph's (lower_graph), blocks' layers too.
-  const auto names = pytorch_attribute_names(flatten_blocks(p.graph));
-  const bool tokens = input_is_tokens(steps);
-  Shape in_shape;
-
-  std::string init, fwd, renamed, frozen;
-  for (const PlanStep& s : steps) {
-    NodeCtx c{s.attrs, s.in_shapes, {}, names.at(s.id)};
-    for (int i : s.inputs) c.args.push_back(names.at(steps[size_t(i)].id));
-    if (c.name != s.name)
-      renamed += "    " + escape::py_str(c.name) + ": " + escape::py_str(s.name) + ",\n";
-    const std::string comment =
-        "  # " + s.type + " " + escape::py_str(s.name) + ": " + s.out_shape.str(true);
-    if (s.is_input) {
-      in_shape = s.out_shape;
-      fwd += "        " + c.name + " = " + (tokens ? "x.long()" : "x") + comment + "\n";
-      continue;
-    }
-    Written w = writers().at(s.type)(c);
-    if (!w.module.empty()) init += "        self." + c.name + " = " + w.module + "\n";
-    // A frozen layer: the engine neither updates its parameters nor
-    // re-estimates its running statistics (a transfer-learning base).
-    if (s.frozen && !w.module.empty()) frozen += "    " + escape::py_str(c.name) + ",\n";
-    std::string expr = w.expr.empty() ? "self." + c.name + "(" + c.args.at(0) + ")" : w.expr;
-    fwd += "        " + c.name + " = " + expr + comment + "\n";
-  }
-  fwd += "        return " + names.at(steps.back().id) + "\n";
+  ModelWriter mw(steps);
+  std::string out;
+  const ModelWriter::Body top = mw.body(
+      p.graph, "", "",
+      [](const std::string& node, int) -> std::string {
+        throw Error("layer '" + node + "' has an input port nothing feeds");
+      },
+      &out);
+  const bool tokens = mw.tokens();
+  const Shape in_shape = mw.in_shape();
+  const std::string &init = top.init, &renamed = mw.renamed(), &frozen = mw.frozen();
+  const std::string fwd = top.fwd + "        return " + out + "\n";
 
   std::string dims;
   for (int64_t d : in_shape.dims()) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
@@ -438,7 +565,8 @@ std::string pytorch_model_py(const Project& p, const std::vector<PlanStep>& step
         "INPUT_SHAPE = (" +
         dims + ")\n" + "INPUT_IS_TOKENS = " + py_bool(tokens) +
         "  # token ids (int64) rather than values\n"
-        "# Layers whose DeepCanvas name is not a usable Python name: attribute -> name.\n"
+        "# Layers whose DeepCanvas name is not their module path (a name that is not\n"
+        "# a usable Python name, or a layer inside a block): path -> name.\n"
         "RENAMED = {\n" +
         renamed +
         "}\n"
@@ -448,17 +576,18 @@ std::string pytorch_model_py(const Project& p, const std::vector<PlanStep>& step
         "FROZEN = (\n" +
         frozen + ")\n";
   py += template_text("model_support.py");
+  py += mw.classes();
   py +=
       "\n\nclass Model(nn.Module):\n"
       "    def __init__(self):\n"
       "        super().__init__()\n" +
       (init.empty() ? "        pass\n" : init) +
       "        for name in FROZEN:\n"
-      "            getattr(self, name).requires_grad_(False)\n"
+      "            self.get_submodule(name).requires_grad_(False)\n"
       "\n    def train(self, mode=True):\n"
       "        super().train(mode)\n"
       "        for name in FROZEN:\n"
-      "            m = getattr(self, name)\n"
+      "            m = self.get_submodule(name)\n"
       "            # Only layers with state: a frozen Dropout still drops.\n"
       "            if any(True for _ in m.parameters()) or any(True for _ in m.buffers()):\n"
       "                m.eval()\n"

@@ -8,6 +8,7 @@
 // train.py's TensorBoard event file (rank 0's only) has whole frames with
 // good CRCs and, read by TensorBoard's EventAccumulator when the verify venv
 // has it, every figure of metrics.jsonl at its step.
+#include <deepcanvas/blocks.h>
 #include <deepcanvas/checkpoint.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/escape.h>
@@ -189,6 +190,12 @@ void write_case(const Project& p, const fs::path& dir, uint64_t seed) {
   save_npy((dir / "y.npy").string(), y);
 }
 
+int count_of(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 TEST(PyTorchExport, EveryTemplateExportsWithLayerNamesAndFiles) {
   for (const std::string& file : project_files()) {
     SCOPED_TRACE(file);
@@ -199,11 +206,21 @@ TEST(PyTorchExport, EveryTemplateExportsWithLayerNamesAndFiles) {
       ASSERT_TRUE(files.count(name)) << name;
       EXPECT_EQ(files[name].find('@' + std::string("PROJECT_NAME@")), std::string::npos) << name;
     }
-    // One attribute per layer with parameters, named as the layer.
+    // One attribute per layer with parameters, named as the layer; a layer
+    // inside a block is an attribute of its block's module, its module path
+    // mapped to its name in RENAMED.
     Plan plan(p.graph, 1);
+    const std::string& py = files["model.py"];
     for (const NamedParam& np : plan.params()) {
       const std::string layer = np.name.substr(0, np.name.rfind('.'));
-      EXPECT_NE(files["model.py"].find("self." + layer + " = "), std::string::npos) << layer;
+      EXPECT_TRUE(py.find("self." + layer + " = ") != std::string::npos ||
+                  py.find(": \"" + layer + "\",") != std::string::npos)
+          << layer;
+    }
+    // One class per block definition, shared by its instances.
+    for (const auto& [name, count] : block_instance_counts(p.graph)) {
+      EXPECT_EQ(count_of(py, "\nclass Block_" + name + "(nn.Module):"), 1) << name;
+      EXPECT_EQ(count_of(py, " = Block_" + name + "()\n"), count) << name;
     }
     EXPECT_NE(files["README.md"].find("--redirects 2 --tee 1"), std::string::npos);
     EXPECT_NE(files["train.py"].find("\"epochs\": " + std::to_string(p.training.epochs)),
@@ -482,6 +499,74 @@ TEST(PyTorchExport, FrozenLayersStayFrozenInTraining) {
   // Only the trainable BatchNorm re-estimated its running statistics.
   EXPECT_EQ(r["changed_buffers"], json({"head_bn.running_mean", "head_bn.running_var"}));
   EXPECT_EQ(r["in_eval"], json({"base_bn", "base_conv"}));
+}
+
+// Blocks become one nn.Module class per definition: a residual block (one
+// block input feeding two layers) nested in another with a second input,
+// the outer instance frozen. The forward equals the engine's,
+// the checkpoint's names load through the module paths, and the frozen
+// instance's layers are listed by path.
+TEST(PyTorchExport, BlocksBecomeOneClassPerDefinition) {
+  if (auto why = python_missing("torch, numpy"); !why.empty()) GTEST_SKIP() << why;
+  register_builtin_layers();
+  Project p;
+  p.name = "blocks";
+  Graph& g = p.graph;
+  Attrs in;
+  in.set("shape", std::vector<int64_t>{4, 6, 6});
+  const NodeId i = g.add_node("Input", "input", in);
+  Attrs c;
+  c.set("filters", int64_t{4});
+  c.set("padding_mode", std::string("same"));
+  const NodeId stem = g.add_node("Conv2D", "stem", c);
+  g.connect(i, stem);
+  const NodeId c1 = g.add_node("Conv2D", "r_conv", c);
+  g.connect(stem, c1);
+  const NodeId bn = g.add_node("BatchNorm2D", "r_bn", {});
+  g.connect(c1, bn);
+  Attrs two;
+  two.set("inputs", int64_t{2});
+  const NodeId add = g.add_node("Add", "r_add", two);
+  g.connect(stem, add, 0);
+  g.connect(bn, add, 1);
+  const NodeId mix = g.add_node("Add", "mix", two);
+  g.connect(add, mix, 0);
+  g.connect(i, mix, 1);
+  const NodeId relu = g.add_node("ReLU", "relu", {});
+  g.connect(mix, relu);
+  const NodeId fl = g.add_node("Flatten", "flat", {});
+  g.connect(relu, fl);
+  Attrs d;
+  d.set("units", int64_t{3});
+  const NodeId head = g.add_node("Dense", "head", d);
+  g.connect(fl, head);
+  const NodeId r = group_as_block(g, {c1, bn, add}, "res");
+  ASSERT_EQ(g.node(r).name, "r");  // the selection's common prefix
+  const NodeId o = group_as_block(g, {r, mix, relu}, "outer");
+  EXPECT_EQ(g.num_inputs(o), 2);
+  const std::string outer = g.node(o).name;
+  g.set_trainable(o, false);
+
+  TempDir tmp;
+  write_case(p, tmp.path, 21);
+  int code = 0;
+  const std::string out = run_command(kPython + " " + std::string(DC_SOURCE_DIR) +
+                                          "/tests/export/forward_check.py " + tmp.path.string(),
+                                      &code);
+  ASSERT_EQ(code, 0) << out;
+  json res = json::parse(out.substr(out.find('{')), nullptr, false);
+  ASSERT_TRUE(res.is_object()) << out;
+  ASSERT_TRUE(res[tmp.path.string()].is_number()) << out;
+  EXPECT_LE(res[tmp.path.string()].get<double>(), 1e-5) << out;
+
+  const std::string py = read_file((tmp.path / "model.py").string());
+  EXPECT_EQ(count_of(py, "\nclass Block_res(nn.Module):"), 1) << py;
+  EXPECT_EQ(count_of(py, "\nclass Block_outer(nn.Module):"), 1) << py;
+  EXPECT_NE(py.find("self.r = Block_res()"), std::string::npos) << py;
+  EXPECT_NE(py.find("def forward(self, _in0, _in1):"), std::string::npos) << py;
+  EXPECT_NE(py.find("\"" + outer + ".r.conv\": \"" + outer + "_r_conv\""), std::string::npos) << py;
+  EXPECT_NE(py.find("    \"" + outer + ".r.bn\",\n"), std::string::npos)
+      << "frozen by path: " << py;
 }
 
 TEST(PyTorchExport, RefusesANonEmptyFolderUnlessForced) {

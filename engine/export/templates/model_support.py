@@ -146,8 +146,15 @@ def to_deepcanvas(state):
     for key, value in state.items():
         if key.endswith("num_batches_tracked"):
             continue
-        attr, _, rest = key.partition(".")
-        out[RENAMED.get(attr, attr) + "." + rest] = value
+        # The longest module path RENAMED knows (a layer inside a block is
+        # "block.layer"); a layer under its own name keeps its key.
+        parts = key.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            path = ".".join(parts[:i])
+            if path in RENAMED:
+                key = RENAMED[path] + "." + ".".join(parts[i:])
+                break
+        out[key] = value
     return out
 
 
