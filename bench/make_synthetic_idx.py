@@ -30,7 +30,7 @@ def write_idx(path, array):
     with open(tmp, "wb") as f:
         f.write(struct.pack(">BBBB", 0, 0, 8, a.ndim))
         f.write(struct.pack(">" + "I" * a.ndim, *a.shape))
-        f.write(a.tobytes())
+        f.write(a.data)  # no copy of up to a gigabyte
     os.replace(tmp, path)
 
 

@@ -13,6 +13,10 @@
 #   installer/gpu/run-on-gpu.sh [--no-bench] [--engine-tests] [--gtest-filter PATTERN]
 #       [--deadline S] [--peers-budget S] [--skip tests,advisor,peers,tta]
 #       [--peers eager,graph,compile] [--configs cnn:fp32,...] [--repeats N] [--tta-sides LIST]
+#       (--configs also takes lite0:bf16 (the EfficientNet-Lite0 transfer template, frozen
+#        base, 224 px, batch 64) and mnv2:bf16 (MobileNetV2, 96 px, batch 128), on seeded
+#        noise that bench/make_synthetic_idx.py makes once into $BUILD/synthetic: 1.3 GB,
+#        a few seconds; their accuracy means nothing, their samples/s does)
 #       [--profile vgg:bf16,...]  (each config's kernels under Nsight Compute: bench/kernel_profile.py)
 #       [--ab ROUNDS]  (the plugin's convolution and recurrent paths against each
 #                       other before the peers: bench/gpu_conv_paths.sh)
@@ -161,7 +165,7 @@ if wanted peers; then
   # The time to accuracy after it needs about 2 minutes; a process started
   # just inside the budget may run 40 s past it.
   PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu_peers.py" --cli "$CLI" --data "$DATA" \
-    --peers "$PEERS" --configs "$CONFIGS" --repeats "$REPEATS" \
+    --peers "$PEERS" --configs "$CONFIGS" --repeats "$REPEATS" --synthetic-dir "$BUILD/synthetic" \
     --budget-s "${PEERS_BUDGET:-$(left "$(wanted tta && echo 170 || echo 25)")}" --out "$LOGS" 2>&1 | tee "$LOGS/peers.log"
   RESULT[peers]=${PIPESTATUS[0]}
 fi
