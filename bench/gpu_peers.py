@@ -264,8 +264,11 @@ def torch_worker(spec):
         net.eval()
         with torch.no_grad(), torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
             correct = 0
-            for i in range(0, xte.shape[0], 1000):
-                idx = torch.arange(i, min(i + 1000, xte.shape[0]), device=dev)
+            # In training batches, as the engine evaluates: larger ones would
+            # set PyTorch's peak memory (10x the training peak of the frozen
+            # Lite0, whose training step is a forward pass too).
+            for i in range(0, xte.shape[0], B):
+                idx = torch.arange(i, min(i + B, xte.shape[0]), device=dev)
                 correct += (net(batch(xte, idx)).argmax(1) == yte[idx]).sum().item()
         train_mode()
         return correct / xte.shape[0]
