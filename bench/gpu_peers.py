@@ -526,6 +526,10 @@ def main():
             ratio = f"{med / best:11.2f}x" if best else ""
             print(f"{model:6} {prec:4} {bs:5} {side:11} {len(ok):2} {med:9.0f} [{lo:5.0f}..{hi:5.0f}] "
                   f"{ratio:>12} {100 * acc:6.2f}% {peak:9.0f} {warm:9.1f}")
+    synth = sorted({m for m, _, _ in configs if m in SYNTHETIC})
+    if synth:
+        print(f"{', '.join(synth)}: trained on noise (bench/make_synthetic_idx.py); their accuracy "
+              f"means nothing, only samples/s and memory do")
 
 
 if __name__ == "__main__":
