@@ -14,10 +14,10 @@ ONNX, BatchNorms folded, 3x96x96, all layers trained) on seeded noise
 accuracy means nothing, their samples/s and memory do.
 The PyTorch network is the one `deepcanvas-cli export --format pytorch`
 writes for the same project (model.py: same layers, same shapes), so both
-sides train exactly the same graph; layers the project freezes
-(trainable: false) get requires_grad False, no optimizer state and
-eval() (a frozen BatchNorm uses its running statistics, as the engine's
-does). Both sides: Adam lr 1e-3 constant,
+sides train exactly the same graph; layers the project freezes stay frozen
+there (model.py's FROZEN: no gradient, BatchNorm on its running statistics
+in training too, as the engine's), and the optimizer gets only the
+trainable parameters. Both sides: Adam lr 1e-3 constant,
 softmax cross-entropy, the training images resident on the GPU as uint8 and
 normalised per batch (one dataset mean/std, or the project's per-channel
 dataset.preprocess mean/std), no TF32 in float32, bf16 with
@@ -123,18 +123,16 @@ def run_deepcanvas(a, model, precision, seed, tta=None, batch=None):
 
 # ------------------------------------------------------------------- PyTorch
 
-def project_recipe(path):
-    """What the PyTorch side needs from the project beyond model.py: the
-    frozen layers' names and the input normalisation ("dataset": the
-    training set's mean/std; "channel": fixed per-channel values; "none")."""
+def input_normalisation(path):
+    """The project's input normalisation: ("channel", mean, std) with its
+    fixed per-channel values (dataset.preprocess, a pretrained base's),
+    ("dataset", None, None) with the training set's, or ("none", ...)."""
     with open(path) as f:
         p = json.load(f)
-    frozen = [n["name"] for n in p["graph"]["nodes"] if n.get("trainable", True) is False]
     pre = p.get("dataset", {}).get("preprocess", {})
     if pre.get("mean"):
-        return frozen, ("channel", pre["mean"], pre["std"])
-    return frozen, ("dataset" if p.get("training", {}).get("normalize", True) else "none",
-                    None, None)
+        return "channel", pre["mean"], pre["std"]
+    return ("dataset" if p.get("training", {}).get("normalize", True) else "none"), None, None
 
 
 def torch_worker(spec):
@@ -163,7 +161,7 @@ def torch_worker(spec):
     ytr = torch.from_numpy(read_idx(find(data, "train-labels-idx1-ubyte")).astype("int64")).to(dev)
     xte = torch.from_numpy(read_idx(find(data, "t10k-images-idx3-ubyte")).copy()).to(dev)
     yte = torch.from_numpy(read_idx(find(data, "t10k-labels-idx1-ubyte")).astype("int64")).to(dev)
-    frozen_names, (norm, ch_mean, ch_std) = project_recipe(spec["project"])
+    norm, ch_mean, ch_std = input_normalisation(spec["project"])
     conv = len(shape) == 3
     if norm == "channel":
         view = (1, len(ch_mean)) + (1,) * (len(shape) - 1)
@@ -193,21 +191,13 @@ def torch_worker(spec):
     net = mod.Model().to(dev)
     if conv and bf16:
         net = net.to(memory_format=torch.channels_last)
-    # The project's frozen layers: no gradient, no optimizer state, and in
-    # their inference form while the rest trains (the engine's frozen
-    # BatchNorm normalises with its running statistics and leaves them be).
-    renamed = {v: k for k, v in getattr(mod, "RENAMED", {}).items()}
-    frozen = [getattr(net, renamed.get(n, n), None) for n in frozen_names]
-    frozen = [m for m in frozen if isinstance(m, nn.Module)]  # Input, Add: no module
-    for m in frozen:
-        m.requires_grad_(False)
-
-    def train_mode():
-        net.train()
-        for m in frozen:
-            m.eval()
-
-    train_mode()
+    # model.py freezes the project's frozen layers itself (FROZEN: no
+    # gradient; its train() keeps their BatchNorms on running statistics);
+    # Adam gets no state for them, as the engine keeps none.
+    frozen = getattr(mod, "FROZEN", None)
+    if frozen is None:
+        sys.exit(f"{export_dir}/model.py has no FROZEN: an export older than the CLI's")
+    net.train()
     capturable = peer == "graph"
     params = [p for p in net.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=1e-3, fused=cuda, capturable=capturable)
@@ -270,7 +260,7 @@ def torch_worker(spec):
             for i in range(0, xte.shape[0], B):
                 idx = torch.arange(i, min(i + B, xte.shape[0]), device=dev)
                 correct += (net(batch(xte, idx)).argmax(1) == yte[idx]).sum().item()
-        train_mode()
+        net.train()
         return correct / xte.shape[0]
 
     tta = spec.get("tta")
@@ -279,7 +269,7 @@ def torch_worker(spec):
         # in neither figure; stop at the target.
         train_s = eval_s = 0.0
         curve, done, k = [], False, 0
-        train_mode()
+        net.train()
         for epoch in range(1, epochs + 1):
             perm = torch.randperm(n, device=dev)
             sync()
@@ -309,7 +299,7 @@ def torch_worker(spec):
 
     history = []
     for epoch in range(1, epochs + 1):
-        train_mode()
+        net.train()
         perm = torch.randperm(n, device=dev)
         sync()
         t0 = time.perf_counter()
@@ -439,8 +429,9 @@ def main():
     ap.add_argument("--target", type=float, default=0.91)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--tmp", default="/tmp/dc-gpu-peers")
-    ap.add_argument("--synthetic-dir", default="",
-                    help="where the synthetic sets of lite0 and mnv2 are made (default: --tmp)")
+    ap.add_argument("--synthetic-dir", default=os.environ.get("DC_SYNTHETIC_DIR", ""),
+                    help="where the synthetic sets of lite0 and mnv2 are made (default: "
+                         "$DC_SYNTHETIC_DIR, else --tmp; bench/gpu_conv_paths.sh uses the same)")
     ap.add_argument("--synthetic-train", type=int, default=0,
                     help="training images of the synthetic sets (default: SYNTHETIC's)")
     ap.add_argument("--synthetic-test", type=int, default=0)
