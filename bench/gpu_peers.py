@@ -3,12 +3,24 @@
 its own process, alternating, repeated.
 
 Networks: the two-conv CNN (bench/two_conv_adam.dcproj), the LSTM row
-classifier (bench/lstm_rows_adam.dcproj), the VGG-BN and ResNet templates.
+classifier (bench/lstm_rows_adam.dcproj), the VGG-BN and ResNet templates
+on Fashion-MNIST (--data); the EfficientNet-Lite0 transfer template
+(bench/lite0_transfer.dcproj, `deepcanvas-cli transfer`'s graph: frozen base,
+new GlobalAvgPool2D + Dense head, 3x224x224, ImageNet's per-channel
+normalisation; random initialisation, as weights do not change the cost)
+and MobileNetV2 (bench/mobilenet_v2.dcproj, torchvision's imported through
+ONNX, BatchNorms folded, 3x96x96, all layers trained) on seeded noise
+(bench/make_synthetic_idx.py, made once into --synthetic-dir): their
+accuracy means nothing, their samples/s and memory do.
 The PyTorch network is the one `deepcanvas-cli export --format pytorch`
 writes for the same project (model.py: same layers, same shapes), so both
-sides train exactly the same graph. Both sides: Adam lr 1e-3 constant,
+sides train exactly the same graph; layers the project freezes stay frozen
+there (model.py's FROZEN: no gradient, BatchNorm on its running statistics
+in training too, as the engine's), and the optimizer gets only the
+trainable parameters. Both sides: Adam lr 1e-3 constant,
 softmax cross-entropy, the training images resident on the GPU as uint8 and
-normalised per batch (one dataset mean/std), no TF32 in float32, bf16 with
+normalised per batch (one dataset mean/std, or the project's per-channel
+dataset.preprocess mean/std), no TF32 in float32, bf16 with
 float32 master weights.
 
 PyTorch peers (each in a fresh process):
@@ -29,10 +41,12 @@ excluded on both sides; steady state is the samples/s of the epochs after
 it. Compile/capture seconds and peak GPU memory (torch.cuda.max_memory_allocated
 against DeepCanvas's allocator peak, peak_device_bytes) are reported.
 
-  python3 bench/gpu_peers.py --cli build-gpu/bin/deepcanvas-cli --data DIR
+  python3 bench/gpu_peers.py --cli build-gpu/bin/deepcanvas-cli [--data DIR]
       [--configs cnn:fp32,cnn:bf16:2048,...]  (model:precision[:batch])
       [--peers eager,graph,compile] [--repeats 3] [--epochs 2] [--budget-s S]
-      [--out DIR]
+      [--out DIR] [--synthetic-dir DIR]
+  (--device cpu --peers eager with a small --synthetic-train: a check of the
+  script's own logic on a machine without a GPU; its figures mean nothing)
 Prints a table of medians [min..max]; writes every run's raw JSON to
 OUT/gpu-peers-<time>-<commit>.json.
 """
@@ -55,15 +69,36 @@ PROJECTS = {
     "lstm": os.path.join(HERE, "lstm_rows_adam.dcproj"),
     "vgg": os.path.join(ROOT, "resources", "templates", "vgg_small.dcproj"),
     "resnet": os.path.join(ROOT, "resources", "templates", "resnet_small.dcproj"),
+    "lite0": os.path.join(HERE, "lite0_transfer.dcproj"),
+    "mnv2": os.path.join(HERE, "mobilenet_v2.dcproj"),
 }
-BATCH = {"cnn": 128, "lstm": 64, "vgg": 128, "resnet": 128}
+BATCH = {"cnn": 128, "lstm": 64, "vgg": 128, "resnet": 128, "lite0": 64, "mnv2": 128}
+# Networks on synthetic RGB data: (side, training images, test images). 100
+# steps an epoch at the default batch; 0.96 GB (Lite0) and 0.35 GB (MNv2) of
+# bytes, resident on the GPU on both sides.
+SYNTHETIC = {"lite0": (224, 6400, 640), "mnv2": (96, 12800, 1280)}
 DEFAULT_CONFIGS = "cnn:fp32,cnn:bf16,lstm:fp32,lstm:bf16,vgg:bf16,resnet:bf16"
 
 
 # ---------------------------------------------------------------- DeepCanvas
 
+def data_for(a, model):
+    """--data, or the network's synthetic set (made on first use)."""
+    if model not in SYNTHETIC:
+        if not a.data:
+            sys.exit(f"--data DIR (Fashion-MNIST) is needed for {model}")
+        return a.data
+    from make_synthetic_idx import make
+    side, train, test = SYNTHETIC[model]
+    train, test = a.synthetic_train or train, a.synthetic_test or test
+    # The folder's name must not contain "fashion" (the engine would name
+    # Fashion-MNIST's classes); its parameters are checked by make().
+    return make(os.path.join(a.synthetic_dir or a.tmp, f"synthetic-rgb{side}-{train}"),
+                side, train, test)
+
+
 def run_deepcanvas(a, model, precision, seed, tta=None, batch=None):
-    cmd = [a.cli, "train", PROJECTS[model], "--data", a.data, "--device", "cuda",
+    cmd = [a.cli, "train", PROJECTS[model], "--data", data_for(a, model), "--device", a.device,
            "--batch", str(batch or BATCH[model]), "--epochs", str(tta["epochs"] if tta else a.epochs),
            "--precision", precision, "--optimizer", "adam", "--lr", "0.001", "--schedule",
            "constant", "--seed", str(seed), "--json", "--quiet"]
@@ -88,6 +123,18 @@ def run_deepcanvas(a, model, precision, seed, tta=None, batch=None):
 
 # ------------------------------------------------------------------- PyTorch
 
+def input_normalisation(path):
+    """The project's input normalisation: ("channel", mean, std) with its
+    fixed per-channel values (dataset.preprocess, a pretrained base's),
+    ("dataset", None, None) with the training set's, or ("none", ...)."""
+    with open(path) as f:
+        p = json.load(f)
+    pre = p.get("dataset", {}).get("preprocess", {})
+    if pre.get("mean"):
+        return "channel", pre["mean"], pre["std"]
+    return ("dataset" if p.get("training", {}).get("normalize", True) else "none"), None, None
+
+
 def torch_worker(spec):
     """One PyTorch configuration, in this (fresh) process."""
     import importlib.util
@@ -97,7 +144,9 @@ def torch_worker(spec):
         spec["model"], spec["precision"], spec["peer"], spec["data"], spec["epochs"],
         spec["seed"], spec["export_dir"])
     t_start = PROCESS_T0
-    dev = torch.device("cuda")
+    dev = torch.device(spec.get("device", "cuda"))
+    cuda = dev.type == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -112,23 +161,46 @@ def torch_worker(spec):
     ytr = torch.from_numpy(read_idx(find(data, "train-labels-idx1-ubyte")).astype("int64")).to(dev)
     xte = torch.from_numpy(read_idx(find(data, "t10k-images-idx3-ubyte")).copy()).to(dev)
     yte = torch.from_numpy(read_idx(find(data, "t10k-labels-idx1-ubyte")).astype("int64")).to(dev)
-    f = xtr.float()
-    mean, std = f.mean() / 255, f.std() / 255
-    del f
+    norm, ch_mean, ch_std = input_normalisation(spec["project"])
     conv = len(shape) == 3
+    if norm == "channel":
+        view = (1, len(ch_mean)) + (1,) * (len(shape) - 1)
+        mean = torch.tensor(ch_mean, device=dev).view(view)
+        std = torch.tensor(ch_std, device=dev).view(view)
+    elif norm == "dataset":
+        # In chunks: a float copy of 0.96 GB of 224 px bytes would be 3.9 GB.
+        s1 = s2 = 0.0
+        for i in range(0, xtr.shape[0], 1024):
+            c = xtr[i:i + 1024].double()
+            s1, s2 = s1 + c.sum().item(), s2 + c.square().sum().item()
+        cnt = xtr.numel()
+        var = max(s2 / cnt - (s1 / cnt) ** 2, 0.0) * cnt / max(cnt - 1, 1)
+        mean, std = s1 / cnt / 255, var ** 0.5 / 255
+    else:
+        mean, std = 0.0, 1.0
     bf16 = precision == "bf16"
     fmt = torch.channels_last if (conv and bf16) else torch.contiguous_format
 
     def batch(src, idx):
-        x = src[idx].float().div_(255).sub_(mean).div_(std).view(idx.shape[0], *shape)
+        # Shaped first, so that per-channel statistics broadcast over [N, C, H, W].
+        x = src[idx].view(idx.shape[0], *shape).float().div_(255).sub_(mean).div_(std)
         return x.contiguous(memory_format=fmt) if conv else x
 
-    torch.cuda.reset_peak_memory_stats()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
     net = mod.Model().to(dev)
     if conv and bf16:
         net = net.to(memory_format=torch.channels_last)
+    # model.py freezes the project's frozen layers itself (FROZEN: no
+    # gradient; its train() keeps their BatchNorms on running statistics);
+    # Adam gets no state for them, as the engine keeps none.
+    frozen = getattr(mod, "FROZEN", None)
+    if frozen is None:
+        sys.exit(f"{export_dir}/model.py has no FROZEN: an export older than the CLI's")
+    net.train()
     capturable = peer == "graph"
-    opt = torch.optim.Adam(net.parameters(), lr=1e-3, fused=True, capturable=capturable)
+    params = [p for p in net.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=1e-3, fused=cuda, capturable=capturable)
     lossf = nn.CrossEntropyLoss()
     fwd = net
     if peer == "compile":
@@ -138,7 +210,7 @@ def torch_worker(spec):
 
     def step(idx):
         x, y = batch(xtr, idx), ytr[idx]
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
             loss = lossf(fwd(x), y)
         loss.backward()
         opt.step()
@@ -164,7 +236,7 @@ def torch_worker(spec):
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             step(static_idx)
-        torch.cuda.synchronize()
+        sync()
         warm_s = time.perf_counter() - t0
 
         def run(idx):
@@ -175,15 +247,18 @@ def torch_worker(spec):
         for _ in range(3):
             static_idx.copy_(torch.randperm(n, device=dev)[:B])
             step(static_idx)
-        torch.cuda.synchronize()
+        sync()
         warm_s = time.perf_counter() - t0
 
     def test_accuracy():
         net.eval()
-        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+        with torch.no_grad(), torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
             correct = 0
-            for i in range(0, xte.shape[0], 1000):
-                idx = torch.arange(i, min(i + 1000, xte.shape[0]), device=dev)
+            # In training batches, as the engine evaluates: larger ones would
+            # set PyTorch's peak memory (10x the training peak of the frozen
+            # Lite0, whose training step is a forward pass too).
+            for i in range(0, xte.shape[0], B):
+                idx = torch.arange(i, min(i + B, xte.shape[0]), device=dev)
                 correct += (net(batch(xte, idx)).argmax(1) == yte[idx]).sum().item()
         net.train()
         return correct / xte.shape[0]
@@ -197,14 +272,14 @@ def torch_worker(spec):
         net.train()
         for epoch in range(1, epochs + 1):
             perm = torch.randperm(n, device=dev)
-            torch.cuda.synchronize()
+            sync()
             t0 = time.perf_counter()
             for i in range(steps):
                 run(perm[i * B:(i + 1) * B])
                 k += 1
                 if k % tta["every"]:
                     continue
-                torch.cuda.synchronize()
+                sync()
                 t1 = time.perf_counter()
                 train_s += t1 - t0
                 acc = test_accuracy()
@@ -217,31 +292,35 @@ def torch_worker(spec):
                 t0 = time.perf_counter()
             if done:
                 break
-            torch.cuda.synchronize()
+            sync()
             train_s += time.perf_counter() - t0
         return {"test_curve": curve, "warmup_s": warm_s, "torch": torch.__version__,
-                "peak_gpu_bytes": torch.cuda.max_memory_allocated()}
+                "peak_gpu_bytes": torch.cuda.max_memory_allocated() if cuda else None}
 
     history = []
     for epoch in range(1, epochs + 1):
         net.train()
         perm = torch.randperm(n, device=dev)
-        torch.cuda.synchronize()
+        sync()
         t0 = time.perf_counter()
         for i in range(steps):
             run(perm[i * B:(i + 1) * B])
-        torch.cuda.synchronize()
+        sync()
         dt = time.perf_counter() - t0
         history.append({"epoch": epoch, "train_samples_per_s": steps * B / dt,
                         "test_accuracy": test_accuracy()})
     return {"steady_samples_per_s": steady(history), "test_accuracy": history[-1]["test_accuracy"],
-            "warmup_s": warm_s, "peak_gpu_bytes": torch.cuda.max_memory_allocated(),
+            "trainable_parameters": sum(p.numel() for p in params),
+            "frozen_modules": len(frozen),
+            "warmup_s": warm_s,
+            "peak_gpu_bytes": torch.cuda.max_memory_allocated() if cuda else None,
             "process_s": time.perf_counter() - t_start, "history": history,
             "torch": torch.__version__}
 
 
 def run_torch(a, model, precision, peer, seed, export_dir, tta=None, batch=None):
-    spec = {"model": model, "precision": precision, "peer": peer, "data": a.data,
+    spec = {"model": model, "precision": precision, "peer": peer, "data": data_for(a, model),
+            "project": PROJECTS[model], "device": a.device,
             "epochs": tta["epochs"] if tta else a.epochs, "seed": seed,
             "export_dir": export_dir, "batch": batch or BATCH[model], "tta": tta}
     t0 = time.time()
@@ -334,7 +413,7 @@ def main():
         return
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
-    ap.add_argument("--data", required=True)
+    ap.add_argument("--data", default="", help="Fashion-MNIST's folder (all but lite0, mnv2)")
     ap.add_argument("--configs", default=DEFAULT_CONFIGS, help="model:precision[:batch],... (batch: the network's default)")
     ap.add_argument("--peers", default="eager,graph,compile")
     ap.add_argument("--repeats", type=int, default=3)
@@ -350,9 +429,17 @@ def main():
     ap.add_argument("--target", type=float, default=0.91)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--tmp", default="/tmp/dc-gpu-peers")
+    ap.add_argument("--synthetic-dir", default=os.environ.get("DC_SYNTHETIC_DIR", ""),
+                    help="where the synthetic sets of lite0 and mnv2 are made (default: "
+                         "$DC_SYNTHETIC_DIR, else --tmp; bench/gpu_conv_paths.sh uses the same)")
+    ap.add_argument("--synthetic-train", type=int, default=0,
+                    help="training images of the synthetic sets (default: SYNTHETIC's)")
+    ap.add_argument("--synthetic-test", type=int, default=0)
+    ap.add_argument("--device", default="cuda",
+                    help="cpu: checks this script's logic without a GPU (eager peer only)")
     a = ap.parse_args()
     import torch
-    gpu = torch.cuda.get_device_name(0)
+    gpu = torch.cuda.get_device_name(0) if a.device == "cuda" else a.device
     os.makedirs(a.tmp, exist_ok=True)
     os.makedirs(a.out, exist_ok=True)
     if a.tta_sides:
@@ -365,6 +452,10 @@ def main():
             configs.append((f[0], f[1], int(f[2]) if len(f) > 2 else BATCH[f[0]]))
     peers = [p for p in a.peers.split(",") if p]
     exports = {m: export_model(a, m, a.tmp) for m, _, _ in configs}
+    for m in {m for m, _, _ in configs if m in SYNTHETIC}:  # made before the clock starts
+        t0 = time.time()
+        print(f"{m}: synthetic data in {data_for(a, m)} ({time.time() - t0:.1f} s; noise, "
+              f"its accuracy means nothing)", flush=True)
     commit = commit_of()
     runs = []
     t_begin = time.time()
@@ -426,6 +517,10 @@ def main():
             ratio = f"{med / best:11.2f}x" if best else ""
             print(f"{model:6} {prec:4} {bs:5} {side:11} {len(ok):2} {med:9.0f} [{lo:5.0f}..{hi:5.0f}] "
                   f"{ratio:>12} {100 * acc:6.2f}% {peak:9.0f} {warm:9.1f}")
+    synth = sorted({m for m, _, _ in configs if m in SYNTHETIC})
+    if synth:
+        print(f"{', '.join(synth)}: trained on noise (bench/make_synthetic_idx.py); their accuracy "
+              f"means nothing, only samples/s and memory do")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,11 @@
 #   installer/gpu/run-on-gpu.sh [--no-bench] [--engine-tests] [--gtest-filter PATTERN]
 #       [--deadline S] [--peers-budget S] [--skip tests,advisor,peers,tta]
 #       [--peers eager,graph,compile] [--configs cnn:fp32,...] [--repeats N] [--tta-sides LIST]
+#       (--configs also takes lite0:bf16 (the EfficientNet-Lite0 transfer template, frozen
+#        base, 224 px, batch 64) and mnv2:bf16 (MobileNetV2, 96 px, batch 128), on seeded
+#        noise that bench/make_synthetic_idx.py makes once into $DC_SYNTHETIC_DIR (default
+#        $BUILD/synthetic; --ab set new reads the same): 1.3 GB, a few seconds; their
+#        accuracy means nothing, their samples/s does)
 #       [--profile vgg:bf16,...]  (each config's kernels under Nsight Compute: bench/kernel_profile.py)
 #       [--ab ROUNDS]  (the plugin's convolution and recurrent paths against each
 #                       other before the peers: bench/gpu_conv_paths.sh)
@@ -127,6 +132,9 @@ DATA=$CARRY/fashion-mnist
 ls "$DATA"/train-images* >/dev/null 2>&1 || DATA=$ROOT/sample_data/fashion-mnist-subset
 wanted() { [ "$BENCH" = 1 ] && [[ ",$SKIP," != *",$1,"* ]]; }
 CLI=$BUILD/bin/deepcanvas-cli
+# The synthetic RGB sets (lite0, mnv2) of gpu_peers.py and gpu_conv_paths.sh:
+# in the build folder, out of the logs that come back.
+export DC_SYNTHETIC_DIR=${DC_SYNTHETIC_DIR:-$BUILD/synthetic}
 # The catalog row of the GPU here (the advisor predicts from its datasheet figures).
 GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 case $GPU_NAME in
@@ -161,7 +169,7 @@ if wanted peers; then
   # The time to accuracy after it needs about 2 minutes; a process started
   # just inside the budget may run 40 s past it.
   PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu_peers.py" --cli "$CLI" --data "$DATA" \
-    --peers "$PEERS" --configs "$CONFIGS" --repeats "$REPEATS" \
+    --peers "$PEERS" --configs "$CONFIGS" --repeats "$REPEATS" --synthetic-dir "$DC_SYNTHETIC_DIR" \
     --budget-s "${PEERS_BUDGET:-$(left "$(wanted tta && echo 170 || echo 25)")}" --out "$LOGS" 2>&1 | tee "$LOGS/peers.log"
   RESULT[peers]=${PIPESTATUS[0]}
 fi
