@@ -32,7 +32,7 @@ from collections import defaultdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from gpu_peers import BATCH, PROJECTS  # noqa: E402
+from gpu_peers import BATCH, PROJECTS, data_for  # noqa: E402
 
 
 def short(name):
@@ -64,13 +64,16 @@ def main():
     ap.add_argument("--ncu", default=shutil.which("ncu") or "/usr/local/cuda/bin/ncu")
     ap.add_argument("--json")
     ap.add_argument("--graphs", action="store_true", help="keep CUDA graphs on")
+    # What gpu_peers.data_for reads: the synthetic sets' folder and sizes.
+    ap.set_defaults(synthetic_dir=os.environ.get("DC_SYNTHETIC_DIR", ""), synthetic_train=0,
+                    synthetic_test=0, tmp="/tmp/dc-gpu-peers")
     a = ap.parse_args()
     parts = a.config.split(":")
     model, precision = parts[0], parts[1]
     batch = int(parts[2]) if len(parts) > 2 else BATCH[model]
     cmd = [a.ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv",
            "--print-units", "base", "--graph-profiling", "node", "--launch-skip", str(a.skip),
-           "--launch-count", str(a.count), a.cli, "train", PROJECTS[model], "--data", a.data,
+           "--launch-count", str(a.count), a.cli, "train", PROJECTS[model], "--data", data_for(a, model),
            "--device", "cuda", "--batch", str(batch), "--epochs", "1", "--precision", precision,
            "--optimizer", "adam", "--lr", "0.001", "--schedule", "constant", "--quiet"]
     env = dict(os.environ)
