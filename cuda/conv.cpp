@@ -288,10 +288,13 @@ class Conv2D : public Op {
   // good, or refuses it where cuDNN cannot run it either.
   bool prepare_depthwise(OpContext& c, int n) {
     if (!depthwise_fits(dw_dims(n))) {
-      if (uneven)
-        throw DeviceError(shapes(n) +
-                          ": too large for the depthwise kernels, and its uneven 'same' padding "
-                          "is not possible with cuDNN; use explicit padding");
+      // Once a smaller batch has run on the kernels it has no cuDNN
+      // algorithms; switching now would leave it without any.
+      if (uneven || dw_prepared_)
+        throw DeviceError(shapes(n) + ": too large for the depthwise kernels" +
+                          (uneven ? ", and its uneven 'same' padding is not possible with cuDNN; "
+                                    "use explicit padding"
+                                  : std::string("; use a smaller batch")));
       std::fprintf(stderr, "%s: too large for the depthwise kernels; cuDNN runs it\n",
                    shapes(n).c_str());
       depthwise = false;
@@ -308,7 +311,7 @@ class Conv2D : public Op {
                     .c_str()
               : "general");
     }
-    dw_said_ = true;
+    dw_said_ = dw_prepared_ = true;
     return true;
   }
 
@@ -459,7 +462,8 @@ class Conv2D : public Op {
   }
 
   bool reduced_ = false, nhwc_ = false, wgrad_gemm_ = false;
-  bool graph_ = false, graph_required_ = false, fallback_said_ = false, dw_said_ = false;
+  bool graph_ = false, graph_required_ = false, fallback_said_ = false, dw_said_ = false,
+       dw_prepared_ = false;
   cudnnDataType_t dt_ = CUDNN_DATA_FLOAT;
   int cap_ = 0;
   DeviceBuffer x_low_, y_low_, dw_low_, w_nhwc_, bias_parts_, cols_, dw32_, dw_parts_;
