@@ -244,6 +244,8 @@ class Conv2D : public Op {
       const DwDims d = dw_dims(n);
       float* db = bias ? params[1].grad : nullptr;
       if (params[0].grad || db) {
+        if (!dw_parts_.bytes())
+          throw DeviceError(shapes(n) + ": weight gradients asked of a layer prepared as frozen");
         depthwise_backward_weight(d, in[0], dout, params[0].grad, db, dw_parts_.get<void>(),
                                   c.reduced, c.low, c.stream);
         DC_LAUNCHED(shapes(n));
