@@ -30,6 +30,15 @@
 // [pixels, taps·channels] columns (in chunks of samples, at most 128 MiB),
 // times the NHWC output gradient, into a float32 KRSC gradient that is
 // added into the KCRS one.
+//
+// Depthwise layers (groups = input channels: MobileNetV2, EfficientNet-Lite0)
+// run on depthwise.cu's own kernels in every precision, straight on the
+// float32 NCHW tensors: they are memory bound, so the conversion passes of
+// the 16-bit path and cuDNN's grouped kernels cost more than the
+// convolution itself. They also take the uneven padding of 'same' with a
+// stride, which cuDNN cannot. DC_CUDA_DEPTHWISE=cudnn keeps them on cuDNN
+// (A/B runs, tests); with DC_CUDA_LOG_ALGOS=1 the layer says which kernel
+// it runs.
 #include <deepcanvas/layer.h>
 
 #include <algorithm>
@@ -74,6 +83,9 @@ class Conv2D : public Op {
  public:
   int64_t C, H, W, OC, KH, KW, SH, SW, DH, DW, G, PH, PW, OH, OW;
   bool bias;
+  // Depthwise kernels (depthwise.cu) instead of cuDNN; uneven: 'same'
+  // padding with more at the bottom or right, which only they can run.
+  bool depthwise = false, uneven = false;
 
   template <typename Perf>
   static decltype(Perf::algo) pick(const Perf* p, int got, size_t& ws, const std::string& what,
@@ -101,6 +113,7 @@ class Conv2D : public Op {
   }
 
   void prepare(OpContext& c, int n) override {
+    if (depthwise && prepare_depthwise(c, n)) return;
     if (!conv_) {
       reduced_ = c.reduced;
       dt_ = !c.reduced ? CUDNN_DATA_FLOAT
@@ -187,6 +200,12 @@ class Conv2D : public Op {
   }
 
   void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) override {
+    if (depthwise) {
+      depthwise_forward(dw_dims(n), in[0], params[0].value, bias ? params[1].value : nullptr, out,
+                        c.reduced, c.low, c.stream);
+      DC_LAUNCHED(shapes(n));
+      return;
+    }
     Algos& a = algos_.at(n);
     const float one = 1.f, zero = 0.f;
     if (reduced_) {
@@ -221,6 +240,22 @@ class Conv2D : public Op {
 
   void backward(OpContext& c, const std::vector<const float*>& in, const float*, const float* dout,
                 const std::vector<float*>& din, int n) override {
+    if (depthwise) {
+      const DwDims d = dw_dims(n);
+      float* db = bias ? params[1].grad : nullptr;
+      if (params[0].grad || db) {
+        if (!dw_parts_.bytes())
+          throw DeviceError(shapes(n) + ": weight gradients asked of a layer prepared as frozen");
+        depthwise_backward_weight(d, in[0], dout, params[0].grad, db, dw_parts_.get<void>(),
+                                  c.reduced, c.low, c.stream);
+        DC_LAUNCHED(shapes(n));
+      }
+      if (din[0]) {
+        depthwise_backward_data(d, dout, params[0].value, din[0], c.reduced, c.low, c.stream);
+        DC_LAUNCHED(shapes(n));
+      }
+      return;
+    }
     Algos& a = algos_.at(n);
     const float one = 1.f;
     // A frozen layer (null gradients) only passes the gradient on.
@@ -245,6 +280,43 @@ class Conv2D : public Op {
   }
 
  private:
+  DwDims dw_dims(int n) const {
+    return DwDims{n,       int(C),  int(OC / C), int(H),  int(W),  int(OH), int(OW), int(KH),
+                  int(KW), int(SH), int(SW),     int(DH), int(DW), int(PH), int(PW)};
+  }
+
+  // The depthwise kernels' scratch, once; false when a batch of n is past
+  // their index range (depthwise_fits), which sends the layer to cuDNN for
+  // good, or refuses it where cuDNN cannot run it either.
+  bool prepare_depthwise(OpContext& c, int n) {
+    if (!depthwise_fits(dw_dims(n))) {
+      // Once a smaller batch has run on the kernels it has no cuDNN
+      // algorithms; switching now would leave it without any.
+      if (uneven || dw_prepared_)
+        throw DeviceError(shapes(n) + ": too large for the depthwise kernels" +
+                          (uneven ? ", and its uneven 'same' padding is not possible with cuDNN; "
+                                    "use explicit padding"
+                                  : std::string("; use a smaller batch")));
+      std::fprintf(stderr, "%s: too large for the depthwise kernels; cuDNN runs it\n",
+                   shapes(n).c_str());
+      depthwise = false;
+      return false;
+    }
+    if (!dw_parts_.bytes() && needs_backward && !frozen)
+      dw_parts_ = DeviceBuffer(*c.alloc, depthwise_wgrad_scratch_bytes(dw_dims(n)),
+                               label + " depthwise weight-gradient partial sums");
+    if (!dw_said_ && env("DC_CUDA_LOG_ALGOS") == "1") {
+      const DwVariant v = dw_variant(dw_dims(n));
+      std::fprintf(
+          stderr, "%s: depthwise kernels (%s)\n", shapes(n).c_str(),
+          v.k ? (std::to_string(v.k) + "x" + std::to_string(v.k) + " stride " + std::to_string(v.s))
+                    .c_str()
+              : "general");
+    }
+    dw_said_ = dw_prepared_ = true;
+    return true;
+  }
+
   // dy to 16 bits (into y_low_, free after forward), dw through dw_low_, then
   // dx into x_low_: the weight gradient has read the 16-bit input by then.
   void backward_low(OpContext& c, Algos& a, const float* dout, float* din, int n) {
@@ -392,10 +464,11 @@ class Conv2D : public Op {
   }
 
   bool reduced_ = false, nhwc_ = false, wgrad_gemm_ = false;
-  bool graph_ = false, graph_required_ = false, fallback_said_ = false;
+  bool graph_ = false, graph_required_ = false, fallback_said_ = false, dw_said_ = false,
+       dw_prepared_ = false;
   cudnnDataType_t dt_ = CUDNN_DATA_FLOAT;
   int cap_ = 0;
-  DeviceBuffer x_low_, y_low_, dw_low_, w_nhwc_, bias_parts_, cols_, dw32_;
+  DeviceBuffer x_low_, y_low_, dw_low_, w_nhwc_, bias_parts_, cols_, dw32_, dw_parts_;
   FilterDesc wdesc_;
   ConvDesc conv_;
   std::map<int, Algos> algos_;
@@ -428,7 +501,9 @@ std::unique_ptr<Op> make_conv(const PlanStep& s) {
     dc::same_padding(g.H, g.KH, g.SH, g.DH, pt, pb, "height");
     dc::same_padding(g.W, g.KW, g.SW, g.DW, pl, pr, "width");
   }
-  if (pt != pb || pl != pr)
+  g.depthwise = is_depthwise(g.C, g.OC, g.G) && env("DC_CUDA_DEPTHWISE") != "cudnn";
+  g.uneven = pt != pb || pl != pr;
+  if (g.uneven && !g.depthwise)
     throw Error("padding 'same' needs uneven padding here (" + std::to_string(pt) + "/" +
                 std::to_string(pb) + " rows, " + std::to_string(pl) + "/" + std::to_string(pr) +
                 " columns), which cuDNN cannot do; use an odd kernel, stride 1, or explicit "

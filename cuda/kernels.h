@@ -248,3 +248,19 @@ void amp_unscale_check(float* g, int64_t n, AmpState* st, cudaStream_t s);
 void amp_update(AmpState* st, int growth_interval, cudaStream_t s);
 
 }  // namespace dc::cuda
+
+// depthwise.cu: depthwise Conv2D (groups = channels) on float32 NCHW, in
+// every precision (reduced: bf16/fp16 rounding of the operands and
+// results, float32 sums). Forward writes y (+ bias, may be null); the
+// backward functions accumulate into dx, dw and db (dw or db may be null).
+// scratch: depthwise_wgrad_scratch_bytes(d), any batch size.
+#include "depthwise.h"
+
+namespace dc::cuda {
+void depthwise_forward(const DwDims& d, const float* x, const float* w, const float* b, float* y,
+                       bool reduced, Low low, cudaStream_t s);
+void depthwise_backward_data(const DwDims& d, const float* dy, const float* w, float* dx,
+                             bool reduced, Low low, cudaStream_t s);
+void depthwise_backward_weight(const DwDims& d, const float* x, const float* dy, float* dw,
+                               float* db, void* scratch, bool reduced, Low low, cudaStream_t s);
+}  // namespace dc::cuda
