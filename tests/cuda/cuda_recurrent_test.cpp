@@ -309,12 +309,13 @@ TEST(CudaRecurrentTraining, LstmRowClassifierReachesTheCpuAccuracy) {
 // instead of falling back to float32 data: forward output and every
 // gradient against the CPU's float32, within 16-bit error, at the full batch
 // and again at half the batch through the same plan (forward and backward:
-// the final-state gradient buffers are per batch size). bf16 keeps 8
-// significant bits, so its tolerance is that of the bf16 precision tests'
-// layers whose errors compound (8e-2); fp16, with 11, that of the rest
-// (2e-2). An error in the conversions or the weight layout is of order 1.
+// the final-state gradient buffers are per batch size). Measured on an
+// H200 (cuDNN 9.14): bf16 (8 significant bits) at most 3.5e-3 on outputs
+// and 2.1e-2 on gradients, fp16 (11 bits) 4e-4 and 2.3e-3; the tolerances
+// leave 2.5x and 4x of that. An error in the conversions or the weight
+// layout is of order 1.
 double low_tol(const std::string& prec) {
-  return prec == "bf16" ? 8e-2 : 2e-2;
+  return prec == "bf16" ? 5e-2 : 1e-2;
 }
 
 void check_low(const SeqCase& c, const std::string& prec, int64_t N = 8) {
