@@ -247,6 +247,22 @@ void amp_scale(float* x, int64_t n, const AmpState* st, cudaStream_t s);  // x *
 void amp_unscale_check(float* g, int64_t n, AmpState* st, cudaStream_t s);
 void amp_update(AmpState* st, int growth_interval, cudaStream_t s);
 
+// sequence.cu: the RNN weight space as cuDNN's data type (float32 or 16
+// bits) against the float32 parameters, one launch over a table of
+// segments. pack: w = f (rounded to nearest even in 16 bits). unpack:
+// f += w, then w = 0, so cuDNN's weight gradient, which only accumulates
+// (CUDNN_WGRAD_MODE_ADD), starts from zero at the next step without a memset.
+struct WeightSegment {
+  float* f;  // parameter (pack) or parameter gradient (unpack)
+  void* w;   // its place in cuDNN's weight space or weight-gradient space
+  int64_t n;
+};
+enum class SpaceType : int { F32, Bf16, Fp16 };
+void pack_weights(const WeightSegment* segs, int count, int64_t longest, SpaceType t,
+                  cudaStream_t s);
+void unpack_weight_grads(const WeightSegment* segs, int count, int64_t longest, SpaceType t,
+                         cudaStream_t s);
+
 }  // namespace dc::cuda
 
 // depthwise.cu: depthwise Conv2D (groups = channels) on float32 NCHW, in

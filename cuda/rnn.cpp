@@ -1,19 +1,39 @@
 // SimpleRNN, LSTM and GRU through cuDNN's RNN API (v8 calls, cuDNN 9).
 //
 // Layout: the engine's sequences are [N, T, F] batch first, which is cuDNN's
-// CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, so inputs and outputs are used
-// in place. cuDNN's gate orders are PyTorch's (LSTM i,f,g,o; GRU r,z,n), its
-// GRU with CUDNN_RNN_DOUBLE_BIAS puts b_hn inside r * (W_hn h + b_hn) as
-// PyTorch does, and every gate matrix in its weight space is row-major
-// [H, in], one gate block of PyTorch's weight_ih / weight_hh.
+// CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, so float32 inputs and outputs
+// are used in place. cuDNN's gate orders are PyTorch's (LSTM i,f,g,o; GRU
+// r,z,n), its GRU with CUDNN_RNN_DOUBLE_BIAS puts b_hn inside
+// r * (W_hn h + b_hn) as PyTorch does, and every gate matrix in its weight
+// space is row-major [H, in], one gate block of PyTorch's weight_ih /
+// weight_hh.
+//
+// Data type: float32, or in bf16/fp16 (OpContext::reduced) 16-bit data and
+// weights with float32 math on tensor cores (mathPrec float), as PyTorch's
+// autocast LSTM runs; bf16 needs cuDNN 9.13 (the first release whose RNN
+// takes bf16 data; PyTorch gates on the same version), except that bf16
+// keeps float32 data where cuDNN's persistent algorithm runs it, which is
+// faster there (measured, see choose_data). The input sequence
+// is converted to 16 bits in one pass and the outputs back to float32, the
+// gradients the other way. Where the version is older or cuDNN refuses the
+// configuration (tried once on scratch buffers), float32 data runs it and
+// the reason is printed once. DC_CUDA_RNN_DATA=float keeps float32 data (A/B
+// runs); DC_CUDA_RNN_DATA=low makes a refusal an error (tests).
 //
 // Weights: the plan keeps every parameter in its own contiguous buffer (one
-// fused optimizer launch), so the op copies the PyTorch-layout parameters
-// into cuDNN's weight space before each forward and adds cuDNN's weight
-// gradients back into the parameter gradients after backward. Both copies
-// are one launch each over a table of (source, destination, length)
-// segments found once with cudnnGetRNNWeightParams, about 80k floats for
-// the benchmark's LSTM: negligible next to the recurrence.
+// fused optimizer launch), so the op writes the PyTorch-layout parameters
+// into cuDNN's weight space (converting to 16 bits there) before each
+// forward and adds cuDNN's weight gradients back into the parameter
+// gradients after backward, zeroing them as it reads them: cuDNN's weight
+// gradient only accumulates (CUDNN_WGRAD_MODE_ADD), and this leaves the
+// space at zero for the next step without a memset. Both passes are one
+// launch each over a table of segments found once with
+// cudnnGetRNNWeightParams, about 80k values for the benchmark's LSTM.
+//
+// Last-state outputs come from cuDNN's final states (hy) of the last layer,
+// not from the output sequence; their gradient enters as dhy, with an
+// output-sequence gradient of zeros that is written once, so no step
+// memsets or scatters a [N, T, D*H] buffer.
 //
 // Algorithm: cuDNN's persistent kernel for small hidden sizes
 // (CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H, which keeps the recurrent weights
@@ -65,6 +85,7 @@ class Rnn : public Op {
 
   void prepare(OpContext& c, int n) override {
     if (!rnn_) {
+      choose_data(c, n);
       choose_algo(c, n);
       setup(c, n);
     }
@@ -75,88 +96,164 @@ class Rnn : public Op {
   void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) override {
     const PerBatch& b = per_.at(n);
     const std::string what = shapes(n);
-    copy_segments(pack_.get<CopySegment>(), npack_, longest_, false, c.stream);
+    const int64_t xn = int64_t(n) * T * F, yn = int64_t(n) * T * D * H, hn = L * D * n * H;
+    pack_weights(pack_.get<WeightSegment>(), npack_, longest_, space_, c.stream);
     DC_LAUNCHED(what + ": packing the weights");
-    const float* hx = nullptr;
-    const float* cx = nullptr;
+    const void* x = in[0];
+    if (low()) {
+      to_low(in[0], xlow_.get<void>(), xn, c.low, c.stream);
+      DC_LAUNCHED(what + ": 16-bit input");
+      x = xlow_.get<void>();
+    }
+    const void* hx = nullptr;
+    const void* cx = nullptr;
     if (learned) {
       broadcast_states(h0_.get<const float*>(), hx_.get(), int(L * D), n, H, c.stream);
-      hx = hx_.get();
-      if (mode == CUDNN_LSTM) {
+      if (mode == CUDNN_LSTM)
         broadcast_states(c0_.get<const float*>(), cx_.get(), int(L * D), n, H, c.stream);
-        cx = cx_.get();
+      hx = hx_.get();
+      cx = mode == CUDNN_LSTM ? cx_.get() : nullptr;
+      if (low()) {
+        to_low(hx_.get(), hxl_.get<void>(), hn, c.low, c.stream);
+        hx = hxl_.get<void>();
+        if (mode == CUDNN_LSTM) {
+          to_low(cx_.get(), cxl_.get<void>(), hn, c.low, c.stream);
+          cx = cxl_.get<void>();
+        }
       }
       DC_LAUNCHED(what + ": initial states");
     }
     used_ = c.training && rnn_drop_ ? rnn_drop_.get() : rnn_.get();
-    float* y = seq ? out : ybuf_.get();
+    // The output sequence straight into out where it is the output in
+    // float32; otherwise into ybuf_ (also what backward reads).
+    void* y = seq && !low() ? static_cast<void*>(out) : ybuf_.get<void>();
     // Inference mode (no reserve space written) when no backward follows:
     // pure inference, or a layer in a frozen prefix.
     const cudnnForwardMode_t fm =
         c.need_backward && needs_backward ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
-    // One layer, one direction, last state only: cuDNN writes the final
-    // state (hy) straight into the output.
-    float* hy = final_state_from_cudnn() ? out : nullptr;
+    // Last state only: cuDNN's final states, straight into the output where
+    // they are all of it (one layer, one direction, float32).
+    void* hy = nullptr;
+    if (!seq) hy = hy_is_out() ? static_cast<void*>(out) : hybuf_.get<void>();
     DC_CUDNN(
-        cudnnRNNForward(c.dnn, used_, fm, seqlen_.get<int32_t>(), b.x.get(), in[0], b.y.get(), y,
+        cudnnRNNForward(c.dnn, used_, fm, seqlen_.get<int32_t>(), b.x.get(), x, b.y.get(), y,
                         b.h.get(), hx, hy, b.h.get(), cx, nullptr, wbytes_, wspace_.get(), b.ws,
                         c.workspace->get(), fm == CUDNN_FWD_MODE_TRAINING ? b.reserve : 0,
                         fm == CUDNN_FWD_MODE_TRAINING ? reserve_.get() : nullptr),
         what);
-    if (!seq && !hy) {
-      // The final state of each direction: forward at t = T-1, reverse at t = 0.
-      step_select(y, out, n, T, T - 1, D * H, H, D * H, c.stream);
-      if (D == 2) step_select(y + H, out + H, n, T, 0, D * H, H, D * H, c.stream);
-      DC_LAUNCHED(what + ": final states");
+    if (seq) {
+      if (low()) {
+        from_low(ybuf_.get<void>(), out, yn, c.low, false, c.stream);
+        DC_LAUNCHED(what + ": float32 output");
+      }
+      return;
     }
+    if (hy_is_out()) return;
+    // The last layer's final states, forward then reverse, each [n, H]:
+    // the output rows [n, D*H] hold them side by side.
+    const char* last = hybuf_.get<char>() + size_t((L - 1) * D * n * H) * es_;
+    const float* src = reinterpret_cast<const float*>(last);
+    if (low()) {
+      float* dst = D == 1 ? out : hyf_.get();
+      from_low(last, dst, D * n * H, c.low, false, c.stream);
+      DC_LAUNCHED(what + ": float32 final states");
+      if (D == 1) return;
+      src = hyf_.get();
+    }
+    if (D == 1) {
+      DC_CUDA(cudaMemcpyAsync(out, src, size_t(n * H) * 4, cudaMemcpyDeviceToDevice, c.stream),
+              what + ": final states");
+      return;
+    }
+    for (int64_t d = 0; d < 2; ++d)
+      DC_CUDA(cudaMemcpy2DAsync(out + d * H, size_t(2 * H) * 4, src + d * n * H, size_t(H) * 4,
+                                size_t(H) * 4, size_t(n), cudaMemcpyDeviceToDevice, c.stream),
+              what + ": final states");
   }
 
   void backward(OpContext& c, const std::vector<const float*>& in, const float* out,
                 const float* dout, const std::vector<float*>& din, int n) override {
     const PerBatch& b = per_.at(n);
     const std::string what = shapes(n) + " backward";
-    const float* y = seq ? out : ybuf_.get();
-    const float* dy = dout;
-    const float* dhy = nullptr;
-    if (final_state_from_cudnn()) {
-      // The gradient enters through the final state; the output sequence's
-      // gradient is the zeros dybuf_ was given when allocated.
-      dhy = dout;
-      dy = dybuf_.get();
-    } else if (!seq) {
-      DC_CUDA(cudaMemsetAsync(dybuf_.get(), 0, size_t(n * T * D * H) * 4, c.stream), what);
-      step_select_backward(dout, dybuf_.get(), n, T, T - 1, D * H, H, D * H, c.stream);
-      if (D == 2)
-        step_select_backward(dout + H, dybuf_.get() + H, n, T, 0, D * H, H, D * H, c.stream);
-      DC_LAUNCHED(what + ": final states");
-      dy = dybuf_.get();
+    const int64_t xn = int64_t(n) * T * F, yn = int64_t(n) * T * D * H, hn = L * D * n * H;
+    const void* y = seq && !low() ? static_cast<const void*>(out) : ybuf_.get<void>();
+    const void* dy = dout;
+    const void* dhy = nullptr;
+    if (seq) {
+      if (low()) {
+        to_low(dout, dybuf_.get<void>(), yn, c.low, c.stream);
+        DC_LAUNCHED(what + ": 16-bit output gradient");
+        dy = dybuf_.get<void>();
+      }
+    } else {
+      // The gradient enters through the last layer's final states; the
+      // output sequence's gradient is the zeros dybuf_ was given when
+      // allocated, and the other layers' dhy the zeros of b.dhy.
+      dy = dybuf_.get<void>();
+      if (hy_is_out()) {
+        dhy = dout;
+      } else {
+        char* last = b.dhy.get<char>() + size_t((L - 1) * D * n * H) * es_;
+        float* dst = low() ? hyf_.get() : reinterpret_cast<float*>(last);
+        if (low() && D == 1) {
+          to_low(dout, last, n * H, c.low, c.stream);
+        } else if (D == 1) {
+          DC_CUDA(cudaMemcpyAsync(dst, dout, size_t(n * H) * 4, cudaMemcpyDeviceToDevice, c.stream),
+                  what + ": final state gradients");
+        } else {
+          for (int64_t d = 0; d < 2; ++d)
+            DC_CUDA(
+                cudaMemcpy2DAsync(dst + d * n * H, size_t(H) * 4, dout + d * H, size_t(2 * H) * 4,
+                                  size_t(H) * 4, size_t(n), cudaMemcpyDeviceToDevice, c.stream),
+                what + ": final state gradients");
+          if (low()) to_low(dst, last, 2 * n * H, c.low, c.stream);
+        }
+        DC_LAUNCHED(what + ": final state gradients");
+        dhy = b.dhy.get<void>();
+      }
     }
-    const float* hx = learned ? hx_.get() : nullptr;
-    const float* cx = learned && mode == CUDNN_LSTM ? cx_.get() : nullptr;
-    float* dhx = learned ? dhx_.get() : nullptr;
-    float* dcx = learned && mode == CUDNN_LSTM ? dcx_.get() : nullptr;
+    const void* x = low() ? xlow_.get<void>() : static_cast<const void*>(in[0]);
+    const void* hx = nullptr;
+    const void* cx = nullptr;
+    void* dhx = nullptr;
+    void* dcx = nullptr;
+    if (learned) {
+      hx = low() ? hxl_.get<void>() : hx_.get<void>();
+      dhx = low() ? dhxl_.get<void>() : dhx_.get<void>();
+      if (mode == CUDNN_LSTM) {
+        cx = low() ? cxl_.get<void>() : cx_.get<void>();
+        dcx = low() ? dcxl_.get<void>() : dcx_.get<void>();
+      }
+    }
     // cuDNN writes dx (it does not accumulate), so it goes through scratch.
     DC_CUDNN(cudnnRNNBackwardData_v8(c.dnn, used_, seqlen_.get<int32_t>(), b.y.get(), y, dy,
-                                     b.x.get(), dxbuf_.get(), b.h.get(), hx, dhy, dhx, b.h.get(),
-                                     cx, nullptr, dcx, wbytes_, wspace_.get(), b.ws,
+                                     b.x.get(), dxbuf_.get<void>(), b.h.get(), hx, dhy, dhx,
+                                     b.h.get(), cx, nullptr, dcx, wbytes_, wspace_.get(), b.ws,
                                      c.workspace->get(), b.reserve, reserve_.get()),
              what);
     if (din[0]) {
-      accumulate(dxbuf_.get(), din[0], n * T * F, c.stream);
+      if (low())
+        from_low(dxbuf_.get<void>(), din[0], xn, c.low, true, c.stream);
+      else
+        accumulate(dxbuf_.get(), din[0], xn, c.stream);
       DC_LAUNCHED(what + ": input gradient");
     }
     if (frozen) return;  // no weight or initial state gradients
     // Weights after data: cuDNN's backward-weights reads what backward-data
-    // left in the reserve space.
-    DC_CUDA(cudaMemsetAsync(dwspace_.get(), 0, wbytes_, c.stream), what);
+    // left in the reserve space. It adds into dwspace_, which the unpack of
+    // the previous step (or the allocation) left at zero.
     DC_CUDNN(cudnnRNNBackwardWeights_v8(c.dnn, used_, CUDNN_WGRAD_MODE_ADD, seqlen_.get<int32_t>(),
-                                        b.x.get(), in[0], b.h.get(), hx, b.y.get(), y, wbytes_,
+                                        b.x.get(), x, b.h.get(), hx, b.y.get(), y, wbytes_,
                                         dwspace_.get(), b.ws, c.workspace->get(), b.reserve,
                                         reserve_.get()),
              what);
-    copy_segments(unpack_.get<CopySegment>(), npack_, longest_, true, c.stream);
+    unpack_weight_grads(unpack_.get<WeightSegment>(), npack_, longest_, space_, c.stream);
     DC_LAUNCHED(what + ": weight gradients");
     if (learned) {
+      if (low()) {
+        from_low(dhxl_.get<void>(), dhx_.get(), hn, c.low, false, c.stream);
+        if (mode == CUDNN_LSTM) from_low(dcxl_.get<void>(), dcx_.get(), hn, c.low, false, c.stream);
+      }
       reduce_states(dhx_.get(), h0g_.get<float* const>(), int(L * D), n, H, c.stream);
       if (mode == CUDNN_LSTM)
         reduce_states(dcx_.get(), c0g_.get<float* const>(), int(L * D), n, H, c.stream);
@@ -169,6 +266,9 @@ class Rnn : public Op {
     RnnDataDesc x, y;
     TensorDesc h;
     size_t ws = 0, reserve = 0;
+    // Last-state outputs: the final-state gradient [L*D, n, H] of this batch
+    // size; only the last layer's part is written, the rest stays zero.
+    DeviceBuffer dhy;
   };
 
   ParamSlot& param(const std::string& name) {
@@ -177,12 +277,58 @@ class Rnn : public Op {
     throw Error(label + ": no parameter " + name);
   }
 
-  // Whether the output (the last state, one layer, one direction) is cuDNN's
-  // final state hy: no selection of the last step after forward, and in
-  // backward the gradient goes in as dhy with an output-sequence gradient
-  // of zeros, instead of a memset and a scatter every step. (PyTorch's
-  // h_n is hy too.)
-  bool final_state_from_cudnn() const { return !seq && D == 1 && L == 1; }
+  bool low() const { return dtype_ != CUDNN_DATA_FLOAT; }
+  // Whether a last-state output is all of cuDNN's hy (one layer, one
+  // direction, float32), so hy and dhy are the output and its gradient.
+  bool hy_is_out() const { return !seq && D == 1 && L == 1 && !low(); }
+
+  // 16-bit data where the precision asks for it and cuDNN runs it on this
+  // shape; otherwise float32.
+  void choose_data(OpContext& c, int n) {
+    dtype_ = CUDNN_DATA_FLOAT;
+    es_ = 4;
+    space_ = SpaceType::F32;
+    if (!c.reduced) return;
+    const char* e = std::getenv("DC_CUDA_RNN_DATA");
+    const std::string want = e ? e : "";
+    if (want == "float") return;
+    const bool bf16 = c.low == Low::Bf16;
+    const cudnnDataType_t t = bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+    // bf16 data never runs cuDNN's persistent kernel at full speed (cuDNN
+    // 9.14 on an H200, LSTM rows at batch 64: 174k samples/s with bf16 data
+    // under either algorithm, 240k with float32 data under the persistent
+    // one, 107k under the standard one), so the persistent algorithm in
+    // float32 wins where it runs; fp16 data is the faster in both (314k vs
+    // 304k persistent, 174k vs 167k standard).
+    if (bf16 && want != "low" && persistent_eligible() &&
+        try_config(c, n, CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H, CUDNN_DATA_FLOAT).empty())
+      return;
+    const size_t v = cudnnGetVersion();
+    std::string why;
+    if (bf16 && v < kBf16RnnVersion)
+      why = "cuDNN " + std::to_string(v) + " is older than 9.13, the first with bf16 RNN data";
+    else
+      why = try_config(c, n, CUDNN_RNN_ALGO_STANDARD, t);
+    if (why.empty()) {
+      dtype_ = t;
+      es_ = 2;
+      space_ = bf16 ? SpaceType::Bf16 : SpaceType::Fp16;
+      return;
+    }
+    const char* name = bf16 ? "bf16" : "fp16";
+    if (want == "low")
+      throw DeviceError(shapes(n) + ": cuDNN's RNN cannot run " + name + " data: " + why);
+    std::fprintf(stderr, "%s: %s data in cuDNN's RNN: %s; float32 data runs it\n", label.c_str(),
+                 name, why.c_str());
+  }
+
+  // Whether the persistent algorithm may apply: hidden size at most 128, no
+  // dropout between layers, and not turned off (DC_CUDA_RNN_ALGO=standard).
+  bool persistent_eligible() const {
+    const char* e = std::getenv("DC_CUDA_RNN_ALGO");
+    if (e && std::string(e) == "standard") return false;
+    return H <= 128 && !(dropout > 0.f && L > 1);
+  }
 
   // The persistent algorithm where it may apply and cuDNN runs it on this
   // shape; otherwise the standard one.
@@ -192,13 +338,13 @@ class Rnn : public Op {
     algo_ = CUDNN_RNN_ALGO_STANDARD;
     if (want == "standard") return;
     std::string why;
-    const bool eligible = H <= 128 && !(dropout > 0.f && L > 1);
+    const bool eligible = persistent_eligible();
     if (H > 128)
       why = "hidden size " + std::to_string(H) + " is over 128";
     else if (!eligible)
       why = "it has dropout between layers";
     else
-      why = try_persistent(c, n);
+      why = try_config(c, n, CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H, dtype_);
     if (why.empty()) {
       algo_ = CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H;
       return;
@@ -211,30 +357,34 @@ class Rnn : public Op {
                    label.c_str(), why.c_str());
   }
 
-  // Runs the persistent algorithm once on scratch buffers of a batch of n:
-  // an empty string when every call succeeded, else cuDNN's error. Checked
-  // here rather than met at the first training step, where a refusal could
-  // only stop the run.
-  std::string try_persistent(OpContext& c, int n) {
+  // Runs an algorithm and data type once on scratch buffers of a batch of
+  // n: an empty string when every call succeeded, else cuDNN's error.
+  // Checked here rather than met at the first training step, where a
+  // refusal could only stop the run.
+  std::string try_config(OpContext& c, int n, cudnnRNNAlgo_t algo, cudnnDataType_t dtype) {
     try {
-      const std::string what = shapes(n) + ": trying the persistent algorithm";
+      const std::string what =
+          shapes(n) + ": trying " +
+          (algo == CUDNN_RNN_ALGO_STANDARD ? "the standard" : "the persistent") + " algorithm";
       RnnDesc d;
       DC_CUDNN(cudnnCreateRNNDescriptor(d.out()), what);
-      describe(c, d.get(), nullptr, n, CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H);
+      describe(c, d.get(), nullptr, n, algo, dtype);
       PerBatch b;
-      describe_batch(b, n, what);
+      describe_batch(b, n, dtype, what);
       size_t wbytes = 0, ws = 0, rs = 0;
       DC_CUDNN(cudnnGetRNNWeightSpaceSize(c.dnn, d.get(), &wbytes), what);
       DC_CUDNN(
           cudnnGetRNNTempSpaceSizes(c.dnn, d.get(), CUDNN_FWD_MODE_TRAINING, b.x.get(), &ws, &rs),
           what);
-      const size_t xs = size_t(n * T * F) * 4, ys = size_t(n * T * D * H) * 4;
+      const size_t es = dtype == CUDNN_DATA_FLOAT ? 4 : 2;
+      const size_t xs = size_t(n * T * F) * es, ys = size_t(n * T * D * H) * es;
       DeviceBuffer w(*c.alloc, wbytes, what), dw(*c.alloc, wbytes, what), work(*c.alloc, ws, what),
           reserve(*c.alloc, rs, what), x(*c.alloc, xs, what), dx(*c.alloc, xs, what),
           y(*c.alloc, ys, what), dy(*c.alloc, ys, what), len;
       std::vector<int32_t> lengths(static_cast<size_t>(n), static_cast<int32_t>(T));
       upload(c, len, lengths.data(), lengths.size() * 4, what);
-      // Small non-zero values (0x3c bytes), never NaN.
+      // Small non-zero values (0x3c bytes: about 0.01 in float32 and bf16,
+      // 1.06 in fp16), never NaN.
       for (DeviceBuffer* buf : {&w, &x, &dy})
         DC_CUDA(cudaMemsetAsync(buf->get<void>(), 0x3c, buf->bytes(), c.stream), what);
       DC_CUDA(cudaMemsetAsync(dw.get<void>(), 0, dw.bytes(), c.stream), what);
@@ -266,20 +416,24 @@ class Rnn : public Op {
   }
 
   void describe(OpContext& c, cudnnRNNDescriptor_t d, cudnnDropoutDescriptor_t drop, int n) {
-    describe(c, d, drop, n, algo_);
+    describe(c, d, drop, n, algo_, dtype_);
   }
   void describe(OpContext& c, cudnnRNNDescriptor_t d, cudnnDropoutDescriptor_t drop, int n,
-                cudnnRNNAlgo_t algo) {
-    // fp16: cuDNN converts inputs and weights to 16 bits inside its
-    // tensor-core GEMMs (ALLOW_CONVERSION); bf16 has no such path in cuDNN's
-    // RNN, so the recurrence stays float32 there.
+                cudnnRNNAlgo_t algo, cudnnDataType_t dtype) {
+    // 16-bit data: tensor cores with float32 accumulation and state math.
+    // float32 data in fp16: cuDNN converts inputs and weights to 16 bits
+    // inside its tensor-core GEMMs (ALLOW_CONVERSION); in bf16 (no such
+    // path) the recurrence stays float32.
     cudnnMathType_t math = c.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
-    if (c.reduced && c.low == Low::Fp16) math = CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    if (dtype != CUDNN_DATA_FLOAT)
+      math = CUDNN_TENSOR_OP_MATH;
+    else if (c.reduced && c.low == Low::Fp16)
+      math = CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
     DC_CUDNN(cudnnSetRNNDescriptor_v8(
                  d, algo, mode, bias ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_NO_BIAS,
-                 D == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT,
-                 CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, math, int32_t(F), int32_t(H), int32_t(H),
-                 int32_t(L), drop, CUDNN_RNN_PADDED_IO_ENABLED),
+                 D == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, dtype,
+                 CUDNN_DATA_FLOAT, math, int32_t(F), int32_t(H), int32_t(H), int32_t(L), drop,
+                 CUDNN_RNN_PADDED_IO_ENABLED),
              shapes(n));
   }
 
@@ -301,9 +455,14 @@ class Rnn : public Op {
     }
     DC_CUDNN(cudnnGetRNNWeightSpaceSize(c.dnn, rnn_.get(), &wbytes_), what);
     wspace_ = DeviceBuffer(*c.alloc, wbytes_, label + " weights");
-    if (!frozen) dwspace_ = DeviceBuffer(*c.alloc, wbytes_, label + " weight gradients");
-    // cuDNN leaves no gaps we rely on, but zero the space so any padding is defined.
+    // cuDNN leaves no gaps we rely on, but zero the space so any padding is
+    // defined; the gradient space must start at zero (cuDNN adds into it,
+    // and the unpack after every backward zeroes what it read).
     DC_CUDA(cudaMemsetAsync(wspace_.get(), 0, wbytes_, c.stream), what);
+    if (!frozen) {
+      dwspace_ = DeviceBuffer(*c.alloc, wbytes_, label + " weight gradients");
+      DC_CUDA(cudaMemsetAsync(dwspace_.get(), 0, wbytes_, c.stream), what);
+    }
     map_weights(c, n);
     if (learned) {
       const int64_t U = L * D;
@@ -345,7 +504,7 @@ class Rnn : public Op {
     TensorDesc md, bd;
     DC_CUDNN(cudnnCreateTensorDescriptor(md.out()), what);
     DC_CUDNN(cudnnCreateTensorDescriptor(bd.out()), what);
-    std::vector<CopySegment> pack, unpack;
+    std::vector<WeightSegment> pack, unpack;
     auto numel = [&](cudnnTensorDescriptor_t t) {
       cudnnDataType_t dt;
       int rank = 0, dims[8] = {}, strides[8] = {};
@@ -377,52 +536,47 @@ class Rnn : public Op {
           ParamSlot& w = rec ? whh : wih;
           const int64_t off = gate * H * cols;
           const int64_t moff = static_cast<char*>(m) - base;
-          pack.push_back({w.value + off, reinterpret_cast<float*>(base + moff), H * cols});
-          if (!frozen)
-            unpack.push_back(
-                {reinterpret_cast<const float*>(dbase + moff), w.grad + off, H * cols});
+          pack.push_back({w.value + off, base + moff, H * cols});
+          if (!frozen) unpack.push_back({w.grad + off, dbase + moff, H * cols});
           if (!bias) continue;
           if (!bptr || numel(bd.get()) != H)
             throw DeviceError(what + ": cuDNN's bias " + std::to_string(id) + " of layer " +
                               std::to_string(l) + " is not " + std::to_string(H) + " long");
           ParamSlot& b = param((rec ? "bias_hh" : "bias_ih") + sfx);
           const int64_t boff = static_cast<char*>(bptr) - base;
-          pack.push_back({b.value + gate * H, reinterpret_cast<float*>(base + boff), H});
-          if (!frozen)
-            unpack.push_back({reinterpret_cast<const float*>(dbase + boff), b.grad + gate * H, H});
+          pack.push_back({b.value + gate * H, base + boff, H});
+          if (!frozen) unpack.push_back({b.grad + gate * H, dbase + boff, H});
         }
       }
     npack_ = int(pack.size());
     longest_ = 0;
-    for (const CopySegment& s : pack) longest_ = std::max(longest_, s.n);
-    upload(c, pack_, pack.data(), pack.size() * sizeof(CopySegment), what);
+    for (const WeightSegment& s : pack) longest_ = std::max(longest_, s.n);
+    upload(c, pack_, pack.data(), pack.size() * sizeof(WeightSegment), what);
     if (!unpack.empty())
-      upload(c, unpack_, unpack.data(), unpack.size() * sizeof(CopySegment), what);
+      upload(c, unpack_, unpack.data(), unpack.size() * sizeof(WeightSegment), what);
   }
 
   // The data and state descriptors of a batch of n.
-  void describe_batch(PerBatch& b, int n, const std::string& what) const {
+  void describe_batch(PerBatch& b, int n, cudnnDataType_t dtype, const std::string& what) const {
     std::vector<int> lengths(static_cast<size_t>(n), static_cast<int>(T));
     DC_CUDNN(cudnnCreateRNNDataDescriptor(b.x.out()), what);
     DC_CUDNN(cudnnCreateRNNDataDescriptor(b.y.out()), what);
     DC_CUDNN(cudnnCreateTensorDescriptor(b.h.out()), what);
-    DC_CUDNN(cudnnSetRNNDataDescriptor(b.x.get(), CUDNN_DATA_FLOAT,
-                                       CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, int(T), n,
-                                       int(F), lengths.data(), nullptr),
+    DC_CUDNN(cudnnSetRNNDataDescriptor(b.x.get(), dtype, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                       int(T), n, int(F), lengths.data(), nullptr),
              what);
-    DC_CUDNN(cudnnSetRNNDataDescriptor(b.y.get(), CUDNN_DATA_FLOAT,
-                                       CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, int(T), n,
-                                       int(D * H), lengths.data(), nullptr),
+    DC_CUDNN(cudnnSetRNNDataDescriptor(b.y.get(), dtype, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                       int(T), n, int(D * H), lengths.data(), nullptr),
              what);
     const int hd[3] = {int(L * D), n, int(H)};
     const int hs[3] = {n * int(H), int(H), 1};
-    DC_CUDNN(cudnnSetTensorNdDescriptor(b.h.get(), CUDNN_DATA_FLOAT, 3, hd, hs), what);
+    DC_CUDNN(cudnnSetTensorNdDescriptor(b.h.get(), dtype, 3, hd, hs), what);
   }
 
   void per_batch(OpContext& c, int n) {
     const std::string what = shapes(n);
     PerBatch b;
-    describe_batch(b, n, what);
+    describe_batch(b, n, dtype_, what);
     for (cudnnRNNDescriptor_t d : {rnn_.get(), rnn_drop_.get()}) {
       if (!d) continue;
       size_t ws = 0, rs = 0;
@@ -431,26 +585,47 @@ class Rnn : public Op {
       b.ws = std::max(b.ws, ws);
       b.reserve = std::max(b.reserve, rs);
     }
+    const size_t hb = size_t(L * D * n * H);
+    if (!seq && !hy_is_out()) {
+      b.dhy = DeviceBuffer(*c.alloc, hb * es_, what + " final state gradients");
+      DC_CUDA(cudaMemsetAsync(b.dhy.get<void>(), 0, b.dhy.bytes(), c.stream), what);
+    }
     const PerBatch& kept = per_[n] = std::move(b);
     // Buffers sized for the largest batch seen (the plan prepares its
     // maximum first, so this grows once).
     if (n > cap_) {
       cap_ = n;
+      const size_t xn = size_t(n * T * F), yn = size_t(n * T * D * H), hn = size_t(L * D * n * H);
       std::vector<int32_t> len(static_cast<size_t>(n), static_cast<int32_t>(T));
       upload(c, seqlen_, len.data(), len.size() * 4, what);
-      dxbuf_ = DeviceBuffer(*c.alloc, size_t(n * T * F) * 4, what + " input gradient");
-      if (!seq) {
-        ybuf_ = DeviceBuffer(*c.alloc, size_t(n * T * D * H) * 4, what + " outputs");
-        dybuf_ = DeviceBuffer(*c.alloc, size_t(n * T * D * H) * 4, what + " output gradients");
+      dxbuf_ = DeviceBuffer(*c.alloc, xn * es_, what + " input gradient");
+      if (low()) xlow_ = DeviceBuffer(*c.alloc, xn * es_, what + " 16-bit input");
+      if (!seq || low()) ybuf_ = DeviceBuffer(*c.alloc, yn * es_, what + " outputs");
+      // Last state: zeros, the output sequence's gradient, written once.
+      // Sequence in 16 bits: the output gradient converted each step.
+      if (!seq || low()) {
+        dybuf_ = DeviceBuffer(*c.alloc, yn * es_, what + " output gradients");
         DC_CUDA(cudaMemsetAsync(dybuf_.get(), 0, dybuf_.bytes(), c.stream), what);
       }
+      if (!seq && !hy_is_out()) {
+        hybuf_ = DeviceBuffer(*c.alloc, hn * es_, what + " final states");
+        if (low() && D == 2)
+          hyf_ = DeviceBuffer(*c.alloc, size_t(D * n * H) * 4, what + " final states");
+      }
       if (learned) {
-        const size_t hb = size_t(L * D * n * H) * 4;
-        hx_ = DeviceBuffer(*c.alloc, hb, what + " initial states");
-        dhx_ = DeviceBuffer(*c.alloc, hb, what + " initial state gradients");
+        hx_ = DeviceBuffer(*c.alloc, hn * 4, what + " initial states");
+        dhx_ = DeviceBuffer(*c.alloc, hn * 4, what + " initial state gradients");
         if (mode == CUDNN_LSTM) {
-          cx_ = DeviceBuffer(*c.alloc, hb, what + " initial cell states");
-          dcx_ = DeviceBuffer(*c.alloc, hb, what + " initial cell state gradients");
+          cx_ = DeviceBuffer(*c.alloc, hn * 4, what + " initial cell states");
+          dcx_ = DeviceBuffer(*c.alloc, hn * 4, what + " initial cell state gradients");
+        }
+        if (low()) {
+          hxl_ = DeviceBuffer(*c.alloc, hn * 2, what + " 16-bit initial states");
+          dhxl_ = DeviceBuffer(*c.alloc, hn * 2, what + " 16-bit initial state gradients");
+          if (mode == CUDNN_LSTM) {
+            cxl_ = DeviceBuffer(*c.alloc, hn * 2, what + " 16-bit initial cell states");
+            dcxl_ = DeviceBuffer(*c.alloc, hn * 2, what + " 16-bit initial cell state gradients");
+          }
         }
       }
     }
@@ -460,13 +635,20 @@ class Rnn : public Op {
     }
   }
 
+  // cudnnGetVersion() of cuDNN 9.13.0, the first whose RNN takes bf16 data.
+  static constexpr size_t kBf16RnnVersion = 91300;
+
   cudnnRNNAlgo_t algo_ = CUDNN_RNN_ALGO_STANDARD;
+  cudnnDataType_t dtype_ = CUDNN_DATA_FLOAT;  // data, weights and states
+  size_t es_ = 4;                             // its element size
+  SpaceType space_ = SpaceType::F32;
   size_t wbytes_ = 0;
   int npack_ = 0;
   int64_t longest_ = 0;
   int cap_ = 0;
   DeviceBuffer wspace_, dwspace_, reserve_, drop_states_, pack_, unpack_, seqlen_, ybuf_, dybuf_,
-      dxbuf_, hx_, cx_, dhx_, dcx_, h0_, c0_, h0g_, c0g_;
+      dxbuf_, xlow_, hybuf_, hyf_, hx_, cx_, dhx_, dcx_, hxl_, cxl_, dhxl_, dcxl_, h0_, c0_, h0g_,
+      c0g_;
   // After the buffers, so destroyed before them (drop_ uses drop_states_),
   // and rnn_drop_, which refers to drop_, after drop_ so destroyed first.
   DropoutDesc drop_;

@@ -2,6 +2,9 @@
 // step of a [N, T, F] sequence, broadcasting learned initial states over the
 // batch, and the table-driven copies that move PyTorch-layout parameters in
 // and out of cuDNN's RNN weight space.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "kernels.h"
 #include "launch.cuh"
 
@@ -79,6 +82,50 @@ __global__ void k_copy_segments(const CopySegment* segs, bool acc) {
   }
 }
 
+__device__ inline float widen(float v) {
+  return v;
+}
+__device__ inline float widen(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+__device__ inline float widen(__half v) {
+  return __half2float(v);
+}
+__device__ inline void narrow(float v, float& d) {
+  d = v;
+}
+__device__ inline void narrow(float v, __nv_bfloat16& d) {
+  d = __float2bfloat16_rn(v);
+}
+__device__ inline void narrow(float v, __half& d) {
+  d = __float2half_rn(v);
+}
+
+template <typename W>
+__global__ void k_pack_weights(const WeightSegment* segs) {
+  const WeightSegment sg = segs[blockIdx.y];
+  W* w = static_cast<W*>(sg.w);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < sg.n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    narrow(sg.f[i], w[i]);
+}
+
+template <typename W>
+__global__ void k_unpack_weight_grads(const WeightSegment* segs) {
+  const WeightSegment sg = segs[blockIdx.y];
+  W* w = static_cast<W*>(sg.w);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < sg.n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    sg.f[i] += widen(w[i]);
+    narrow(0.f, w[i]);
+  }
+}
+
+dim3 segment_grid(int count, int64_t longest) {
+  int64_t bx = (longest + kThreads - 1) / kThreads;
+  return dim3(unsigned(bx < 1024 ? (bx > 0 ? bx : 1) : 1024), unsigned(count));
+}
+
 }  // namespace
 
 void embedding_forward(const float* ids, const float* w, float* y, int64_t rows, int64_t D,
@@ -117,6 +164,30 @@ void copy_segments(const CopySegment* segs, int count, int64_t longest, bool acc
   int64_t bx = (longest + kThreads - 1) / kThreads;
   dim3 grid(unsigned(bx < 1024 ? (bx > 0 ? bx : 1) : 1024), unsigned(count));
   k_copy_segments<<<grid, kThreads, 0, s>>>(segs, accumulate);
+}
+
+void pack_weights(const WeightSegment* segs, int count, int64_t longest, SpaceType t,
+                  cudaStream_t s) {
+  if (count == 0) return;
+  const dim3 grid = segment_grid(count, longest);
+  if (t == SpaceType::Bf16)
+    k_pack_weights<__nv_bfloat16><<<grid, kThreads, 0, s>>>(segs);
+  else if (t == SpaceType::Fp16)
+    k_pack_weights<__half><<<grid, kThreads, 0, s>>>(segs);
+  else
+    k_pack_weights<float><<<grid, kThreads, 0, s>>>(segs);
+}
+
+void unpack_weight_grads(const WeightSegment* segs, int count, int64_t longest, SpaceType t,
+                         cudaStream_t s) {
+  if (count == 0) return;
+  const dim3 grid = segment_grid(count, longest);
+  if (t == SpaceType::Bf16)
+    k_unpack_weight_grads<__nv_bfloat16><<<grid, kThreads, 0, s>>>(segs);
+  else if (t == SpaceType::Fp16)
+    k_unpack_weight_grads<__half><<<grid, kThreads, 0, s>>>(segs);
+  else
+    k_unpack_weight_grads<float><<<grid, kThreads, 0, s>>>(segs);
 }
 
 }  // namespace dc::cuda
