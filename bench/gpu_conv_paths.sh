@@ -16,9 +16,7 @@
 # depthwise convolutions in the plugin's own kernels (the default) against
 # cuDNN (DC_CUDA_DEPTHWISE=cudnn) on the EfficientNet-Lite0 transfer
 # project (frozen base, 224 px, batch 64) and MobileNetV2 (96 px, batch
-# 128), both on bench/make_synthetic_idx.py's seeded noise; and the LSTM
-# rows in bf16 with 16-bit data (the default where cuDNN takes it) against
-# float32 data (DC_CUDA_RNN_DATA=float).
+# 128), both on bench/make_synthetic_idx.py's seeded noise.
 #   bench/gpu_conv_paths.sh [CLI] [DATA] [ROUNDS] [OUT] [SET: paths|fuse|new]
 CLI=${1:-build-gpu/bin/deepcanvas-cli}
 DATA=${2:-carry/fashion-mnist}
@@ -60,8 +58,6 @@ for r in $(seq "$ROUNDS"); do
       RUN_DATA=$SYN/synthetic-rgb96-12800 run "dw-$v" "$ROOT/bench/mobilenet_v2.dcproj" bf16 128 "${env[@]}"
       RUN_DATA=$SYN/synthetic-rgb96-12800 run "dw-$v" "$ROOT/bench/mobilenet_v2.dcproj" fp32 128 "${env[@]}"
     done
-    run rnn-data-float "$ROOT/bench/lstm_rows_adam.dcproj" bf16 64 DC_CUDA_RNN_DATA=float
-    run rnn-data-16 "$ROOT/bench/lstm_rows_adam.dcproj" bf16 64
     continue
   fi
   if [ "$SET" = fuse ]; then
