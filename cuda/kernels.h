@@ -199,15 +199,6 @@ void broadcast_states(const float* const* src, float* dst, int U, int64_t N, int
                       cudaStream_t s);
 void reduce_states(const float* src, float* const* dst, int U, int64_t N, int64_t H,
                    cudaStream_t s);
-// Many small copies in one launch: segs is a device array of `count`
-// segments; dst = src, or dst += src when accumulate.
-struct CopySegment {
-  const float* src;
-  float* dst;
-  int64_t n;
-};
-void copy_segments(const CopySegment* segs, int count, int64_t longest, bool accumulate,
-                   cudaStream_t s);
 
 // precision.cu: the 16-bit copies that tensor-core GEMMs and convolutions read.
 enum class Low : int { Bf16, Fp16 };

@@ -70,18 +70,6 @@ __global__ void k_reduce_states(const float* src, float* const* dst, int U, int6
   }
 }
 
-// blockIdx.y picks the segment; x strides over its elements.
-__global__ void k_copy_segments(const CopySegment* segs, bool acc) {
-  const CopySegment sg = segs[blockIdx.y];
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < sg.n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    if (acc)
-      sg.dst[i] += sg.src[i];
-    else
-      sg.dst[i] = sg.src[i];
-  }
-}
-
 __device__ inline float widen(float v) {
   return v;
 }
@@ -156,14 +144,6 @@ void broadcast_states(const float* const* src, float* dst, int U, int64_t N, int
 void reduce_states(const float* src, float* const* dst, int U, int64_t N, int64_t H,
                    cudaStream_t s) {
   k_reduce_states<<<blocks_for(U * H), kThreads, 0, s>>>(src, dst, U, N, H);
-}
-
-void copy_segments(const CopySegment* segs, int count, int64_t longest, bool accumulate,
-                   cudaStream_t s) {
-  if (count == 0) return;
-  int64_t bx = (longest + kThreads - 1) / kThreads;
-  dim3 grid(unsigned(bx < 1024 ? (bx > 0 ? bx : 1) : 1024), unsigned(count));
-  k_copy_segments<<<grid, kThreads, 0, s>>>(segs, accumulate);
 }
 
 void pack_weights(const WeightSegment* segs, int count, int64_t longest, SpaceType t,

@@ -13,6 +13,13 @@ namespace dc::advisor {
 
 namespace {
 
+// What cuda/conv.cpp sends to its own depthwise kernels (depthwise.h's
+// is_depthwise): one input channel per group, more than one group.
+bool is_depthwise_conv(const PlanStep& s) {
+  const int64_t C = s.in_shapes[0][0], OC = s.out_shape[0], G = s.attrs.i("groups");
+  return G > 1 && G == C && OC % C == 0;
+}
+
 // dc::Storage rounds every block up to 64 bytes (core/tensor.cpp).
 int64_t tensor_bytes(int64_t numel, int64_t elem = 4) {
   return std::max<int64_t>(64, (numel * elem + 63) / 64 * 64);
@@ -172,7 +179,18 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
     (s.frozen ? frozen : trainable) += p.trainable;
     buffers += p.buffers;
     const int64_t in = s.in_shapes[0].numel(), out = s.out_shape.numel();
-    if (s.type == "Conv2D") {
+    if (s.type == "Conv2D" && is_depthwise_conv(s)) {
+      // cuda/depthwise.cu reads and writes the float32 activations itself:
+      // no 16-bit copies, no cuDNN workspace; its weight gradient sums
+      // into parts of (taps + bias) per output channel (depthwise.h's
+      // depthwise_wgrad_scratch_bytes). DC_CUDA_DEPTHWISE=cudnn is not
+      // modelled.
+      if (reached[i] && !s.frozen) {
+        const auto& k = s.attrs.ints("kernel");
+        const int64_t OC = s.out_shape[0];
+        extra += blk(4 * OC * (k[0] * k[1] + 1) * cuda_channel_parts(OC));
+      }
+    } else if (s.type == "Conv2D") {
       // conv.cpp: 16-bit copies of x, y and the weights for tensor cores.
       // (A frozen one keeps no 16-bit weight gradient.)
       if (reduced)
@@ -236,8 +254,20 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       const int64_t T = s.in_shapes[0][0], H = s.attrs.i("hidden_size");
       const int64_t L = s.attrs.i("num_layers"), D = s.attrs.b("bidirectional") ? 2 : 1;
       const int64_t G = s.type == "LSTM" ? 4 : s.type == "GRU" ? 3 : 1;
-      extra += (s.frozen ? 1 : 2) * blk(4 * p.trainable) + blk(4 * n * in);
-      if (!s.attrs.b("return_sequences")) extra += 2 * blk(4 * n * T * D * H);
+      // 16-bit data (rnn.cpp): fp16 always; bf16 only where the persistent
+      // algorithm does not run (hidden size over 128, or dropout between
+      // layers), as it was faster with float32 data there.
+      const bool persistent = H <= 128 && !(s.attrs.f("dropout") > 0 && L > 1);
+      const bool low =
+          o.precision == Precision::Fp16 || (o.precision == Precision::Bf16 && !persistent);
+      const int64_t es = low ? 2 : 4;
+      const bool seq = s.attrs.b("return_sequences");
+      extra += (s.frozen ? 1 : 2) * blk(es * p.trainable) + blk(es * n * in);
+      if (low) extra += blk(2 * n * T * s.in_shapes[0][1]);  // the 16-bit input
+      if (low && seq) extra += 2 * blk(2 * n * T * D * H);   // 16-bit y and dy
+      if (!seq) extra += 2 * blk(es * n * T * D * H);
+      // The last state from cuDNN's hy, its gradient through dhy.
+      if (!seq && L * D > 1) extra += 2 * blk(es * L * D * n * H);
       extra += blk(4 * L * D * n * T * (G + 2) * H);
       // Its forward's workspace (cudnnGetRNNTempSpaceSizes): a layer's gate
       // pre-activations for every time step, in the shared workspace.
