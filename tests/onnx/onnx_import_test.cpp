@@ -13,7 +13,10 @@
 #include <deepcanvas/onnx.h>
 #include <deepcanvas/optim.h>
 #include <deepcanvas/project.h>
+#include <deepcanvas/pytorch_export.h>
+#include <deepcanvas/rng.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 #include <algorithm>
@@ -235,6 +238,25 @@ int count_type(const Graph& g, const std::string& type) {
   return k;
 }
 
+// max|ours - ref| / max|ref|: randomly initialised classifiers give small
+// logits, which relative_diff's floor of 1 would hide.
+double error_of_scale(const std::string& name, OnnxImport* keep) {
+  const fs::path d = fixture_dir();
+  *keep = onnx_import_file((d / (name + ".onnx")).string());
+  const NpyArray x = load_npy((d / (name + ".input.npy")).string());
+  const NpyArray y = load_npy((d / (name + ".output.npy")).string());
+  const Tensor ours = run(keep->graph, keep->weights, x.data);
+  EXPECT_EQ(ours.numel(), y.data.numel());
+  double diff = 0, scale = 0;
+  for (int64_t i = 0; i < std::min(ours.numel(), y.data.numel()); ++i) {
+    diff = std::max(diff, double(std::fabs(ours.f32()[i] - y.data.f32()[i])));
+    scale = std::max(scale, double(std::fabs(y.data.f32()[i])));
+  }
+  std::printf("%s: max error %.3g, %.3g of the largest output (%.3g)\n", name.c_str(), diff,
+              diff / scale, scale);
+  return scale > 0 ? diff / scale : diff;
+}
+
 // torchvision's mobile bases, random weights, 2×3×64×64: EfficientNet-B0's
 // SiLU (x·Sigmoid(x)) and squeeze-and-excitation (a [C, 1, 1] gate times
 // the values), MobileNetV3's HardSwish (x·HardSigmoid(x) before opset 14,
@@ -244,32 +266,64 @@ TEST(OnnxImport, MobileCnnBasesMatchPyTorch) {
   REQUIRE_FIXTURES("efficientnet_b0", "mobilenet_v3_small", "mobilenet_v3_small_opset14",
                    "shufflenet_v2_x0_5");
   OnnxImport im;
-  double e = imported_vs_pytorch("efficientnet_b0", &im);
-  std::printf("efficientnet_b0: max error %.3g of the output's scale\n", e);
-  EXPECT_LT(e, 1e-3);
+  EXPECT_LT(error_of_scale("efficientnet_b0", &im), 1e-3);
   EXPECT_EQ(count_type(im.graph, "ChannelScale"), 16);  // one per MBConv block
   EXPECT_EQ(count_type(im.graph, "Sigmoid"), 16);       // their gates
   EXPECT_EQ(count_type(im.graph, "SiLU"), 49);
   EXPECT_TRUE(has_weight(im, "features.1.0.block.1.fc1.weight"));
 
   for (const char* name : {"mobilenet_v3_small", "mobilenet_v3_small_opset14"}) {
-    e = imported_vs_pytorch(name, &im);
-    std::printf("%s: max error %.3g of the output's scale\n", name, e);
-    EXPECT_LT(e, 1e-3) << name;
+    EXPECT_LT(error_of_scale(name, &im), 1e-3) << name;
     EXPECT_EQ(count_type(im.graph, "ChannelScale"), 9) << name;
     EXPECT_EQ(count_type(im.graph, "HardSigmoid"), 9) << name;
     EXPECT_EQ(count_type(im.graph, "HardSwish"), 19) << name;
   }
 
-  e = imported_vs_pytorch("shufflenet_v2_x0_5", &im);
-  std::printf("shufflenet_v2_x0_5: max error %.3g of the output's scale\n", e);
-  EXPECT_LT(e, 1e-3);
+  EXPECT_LT(error_of_scale("shufflenet_v2_x0_5", &im), 1e-3);
   EXPECT_EQ(count_type(im.graph, "ChannelShuffle"), 16);  // one per block
   EXPECT_EQ(count_type(im.graph, "ChannelSlice"), 26);    // both halves of 13 stride-1 blocks
   for (const auto& [id, n] : im.graph.nodes())
     if (n.type == "ChannelShuffle") {
       EXPECT_EQ(n.attrs.i("groups"), 2) << n.name;
     }
+}
+
+// The imported networks through DeepCanvas's PyTorch export: model.py
+// (nn.SiLU, nn.Hardswish, nn.Hardsigmoid, the gate's broadcast multiply, the
+// shuffle's reshape/transpose, channel slices) reproduces the engine.
+TEST(OnnxImport, ImportedMobileBasesExportToPyTorch) {
+  REQUIRE_FIXTURES("efficientnet_b0", "mobilenet_v3_small", "shufflenet_v2_x0_5");
+  test::TmpDir tmp;
+  std::string dirs;
+  for (const char* name : {"efficientnet_b0", "mobilenet_v3_small", "shufflenet_v2_x0_5"}) {
+    Project p;
+    p.name = name;
+    OnnxImport im = onnx_import_file((fixture_dir() / (std::string(name) + ".onnx")).string());
+    p.graph = std::move(im.graph);
+    const NpyArray x = load_npy((fixture_dir() / (std::string(name) + ".input.npy")).string());
+    Plan plan(p.graph, x.data.dim(0));
+    plan.load_state(im.weights, name);
+    PyTorchExportOptions o;
+    o.data_path = "/nonexistent";  // forward only
+    const fs::path dir = tmp.dir / name;
+    export_pytorch(dir.string(), p, plan, o);
+    RunContext ctx{false, nullptr};
+    save_npy((dir / "x.npy").string(), x.data);
+    save_npy((dir / "y.npy").string(), plan.forward(x.data, ctx));
+    dirs += " " + dir.string();
+  }
+  int code = 0;
+  const std::string out = run_command(
+      kPython + " " + std::string(DC_SOURCE_DIR) + "/tests/export/forward_check.py" + dirs, &code);
+  ASSERT_EQ(code, 0) << out;
+  const auto r = nlohmann::json::parse(out.substr(out.rfind('{')), nullptr, false);
+  ASSERT_EQ(r.size(), 3u) << out;
+  for (auto& [k, v] : r.items()) {
+    ASSERT_TRUE(v.is_number()) << k << ": " << v.dump();
+    std::printf("model.py vs the engine, %s: %.3g\n", fs::path(k).filename().c_str(),
+                v.get<double>());
+    EXPECT_LE(v.get<double>(), 1e-5) << k;
+  }
 }
 
 // One SGD step on the CPU from the imported weights: finite loss and
