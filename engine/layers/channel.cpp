@@ -29,7 +29,7 @@ int64_t spatial(const Shape& s) {
 // and sample: [C], or [C, 1, ..., 1] as a 1×1 convolution leaves it.
 class ChannelScale : public Layer {
  public:
-  ChannelScale(int64_t C, int64_t S) : C_(C), S_(S) {}
+  explicit ChannelScale(int64_t S) : S_(S) {}
 
   void forward(const std::vector<const Tensor*>& in, Tensor& out, RunContext&) override {
     const float* x = in[0]->f32();
@@ -71,7 +71,7 @@ class ChannelScale : public Layer {
   }
 
  private:
-  int64_t C_, S_;
+  int64_t S_;  // values per channel
 };
 
 Shape channel_scale_rule(const std::vector<Shape>& in, const Attrs&) {
@@ -207,7 +207,7 @@ void register_channel_layers(LayerRegistry& r) {
     return Cost{0, out.numel()};
   };
   scale.create = [](const Attrs&, const std::vector<Shape>& in, const Shape&) {
-    return std::unique_ptr<Layer>(new ChannelScale(in[0][0], spatial(in[0])));
+    return std::unique_ptr<Layer>(new ChannelScale(spatial(in[0])));
   };
   r.add(std::move(scale));
 
