@@ -71,13 +71,21 @@ std::unique_ptr<Op> make_activation(const PlanStep& s) {
 
 }  // namespace
 
+// channel_ops.cpp: ChannelScale, ChannelShuffle, ChannelSlice; registered
+// from here so that the op list in op_registry.cpp need not change.
+void register_channel_ops(OpRegistry& r);
+
 void register_activation_ops(OpRegistry& r) {
+  register_channel_ops(r);
   r.add("ReLU", make_activation<Act::Relu>);
   r.add("ReLU6", make_activation<Act::Relu6>);
   r.add("LeakyReLU", make_activation<Act::LeakyRelu>);
   r.add("Sigmoid", make_activation<Act::Sigmoid>);
   r.add("Tanh", make_activation<Act::Tanh>);
   r.add("GELU", make_activation<Act::Gelu>);
+  r.add("SiLU", make_activation<Act::Silu>);
+  r.add("HardSwish", make_activation<Act::HardSwish>);
+  r.add("HardSigmoid", make_activation<Act::HardSigmoid>);
   r.add("Softmax",
         [](const PlanStep&) -> std::unique_ptr<Op> { return std::make_unique<Softmax>(); });
 }

@@ -25,6 +25,13 @@ __device__ inline float act_f(Act a, float slope, float x) {
       return tanhf(x);
     case Act::Gelu:
       return 0.5f * x * erfcf(-x * 0.70710678118654752f);
+    case Act::Silu:
+      return x / (1.f + expf(-x));
+    // fminf/fmaxf would turn NaN into a bound; PyTorch keeps it.
+    case Act::HardSwish:
+      return x != x ? x : x * fminf(fmaxf(x + 3.f, 0.f), 6.f) * (1.f / 6.f);
+    case Act::HardSigmoid:
+      return x != x ? x : fminf(fmaxf(x + 3.f, 0.f), 6.f) * (1.f / 6.f);
   }
   return x;
 }
@@ -46,6 +53,15 @@ __device__ inline float act_df(Act a, float slope, float x, float y) {
       float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
       return cdf + x * pdf;
     }
+    case Act::Silu: {
+      const float sg = 1.f / (1.f + expf(-x));
+      return sg * (1.f + x * (1.f - sg));
+    }
+    // PyTorch's backward formulas (the CPU layers'): the kinks as it takes them.
+    case Act::HardSwish:
+      return x < -3.f ? 0.f : x <= 3.f ? x * (1.f / 3.f) + 0.5f : 1.f;
+    case Act::HardSigmoid:
+      return x > -3.f && x < 3.f ? 1.f / 6.f : 0.f;
   }
   return 1.f;
 }

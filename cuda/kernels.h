@@ -11,7 +11,7 @@
 namespace dc::cuda {
 
 // elementwise.cu
-enum class Act : int { Relu, LeakyRelu, Sigmoid, Tanh, Gelu, Relu6 };
+enum class Act : int { Relu, LeakyRelu, Sigmoid, Tanh, Gelu, Relu6, Silu, HardSwish, HardSigmoid };
 void act_forward(Act a, float slope, const float* x, float* y, int64_t n, cudaStream_t s);
 // dx += dy * f'(x) (from x, or from y for Sigmoid/Tanh)
 void act_backward(Act a, float slope, const float* x, const float* y, const float* dy, float* dx,
@@ -270,4 +270,25 @@ void depthwise_backward_data(const DwDims& d, const float* dy, const float* w, f
                              bool reduced, Low low, cudaStream_t s);
 void depthwise_backward_weight(const DwDims& d, const float* x, const float* dy, float* dw,
                                float* db, void* scratch, bool reduced, Low low, cudaStream_t s);
+
+// channel.cu: each sample [C, S] (S the values per channel, NC = N·C rows).
+// y[r, s] = x[r, s] · g[r]
+void channel_scale_forward(const float* x, const float* g, float* y, int64_t NC, int64_t S,
+                           cudaStream_t s);
+// dx[r, s] += dy[r, s] · g[r] and dg[r] += sum over s of dy · x (either may be null).
+void channel_scale_backward(const float* x, const float* g, const float* dy, float* dx, float* dg,
+                            int64_t NC, int64_t S, cudaStream_t s);
+// ShuffleNet's shuffle: output channel j·G + i is input channel i·(C/G) + j.
+// Forward writes y; backward accumulates dx from dy.
+void channel_shuffle_forward(const float* x, float* y, int64_t N, int64_t C, int64_t S, int64_t G,
+                             cudaStream_t s);
+void channel_shuffle_backward(const float* dy, float* dx, int64_t N, int64_t C, int64_t S,
+                              int64_t G, cudaStream_t s);
+// Channels [start, start + count) of [N, C, S]: forward writes y [N, count, S],
+// backward accumulates into the range of dx.
+void channel_slice_forward(const float* x, float* y, int64_t N, int64_t C, int64_t S, int64_t start,
+                           int64_t count, cudaStream_t s);
+void channel_slice_backward(const float* dy, float* dx, int64_t N, int64_t C, int64_t S,
+                            int64_t start, int64_t count, cudaStream_t s);
+
 }  // namespace dc::cuda

@@ -199,6 +199,42 @@ const std::map<std::string, Writer>& writers() {
        [](const NodeCtx&) {
          return Written{"nn.Softmax(dim=-1)", ""};
        }},
+      {"SiLU",
+       [](const NodeCtx&) {
+         return Written{"nn.SiLU()", ""};
+       }},
+      {"HardSwish",
+       [](const NodeCtx&) {
+         return Written{"nn.Hardswish()", ""};
+       }},
+      {"HardSigmoid",
+       [](const NodeCtx&) {
+         return Written{"nn.Hardsigmoid()", ""};
+       }},
+      // The gate [N, C] or [N, C, 1, 1] broadcast over the values' other
+      // dimensions (squeeze-and-excitation's scale * x).
+      {"ChannelScale",
+       [](const NodeCtx& c) {
+         std::string ones;
+         for (size_t i = 1; i < c.in.at(0).rank(); ++i) ones += ", 1";
+         return Written{"", c.args.at(0) + " * " + c.args.at(1) + ".reshape(" + c.args.at(1) +
+                                ".shape[0], " + std::to_string(c.in.at(0)[0]) + ones + ")"};
+       }},
+      // torchvision's channel_shuffle: groups × C/groups, transposed.
+      {"ChannelShuffle",
+       [](const NodeCtx& c) {
+         const std::string& x = c.args.at(0);
+         const int64_t C = c.in.at(0)[0], g = c.a.i("groups");
+         return Written{"", x + ".reshape(" + x + ".shape[0], " + std::to_string(g) + ", " +
+                                std::to_string(C / g) + ", -1).transpose(1, 2).reshape(" + x +
+                                ".shape)"};
+       }},
+      {"ChannelSlice",
+       [](const NodeCtx& c) {
+         const int64_t start = c.a.i("start");
+         return Written{"", c.args.at(0) + "[:, " + std::to_string(start) + ":" +
+                                std::to_string(start + c.a.i("count")) + "]"};
+       }},
       {"Dropout",
        [](const NodeCtx& c) {
          return Written{"nn.Dropout(p=" + py_float(c.a.f("rate")) + ")", ""};

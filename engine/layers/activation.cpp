@@ -1,4 +1,5 @@
-// Activations: ReLU, LeakyReLU, Sigmoid, Tanh, GELU and Softmax.
+// Activations: ReLU, ReLU6, LeakyReLU, Sigmoid, Tanh, GELU, SiLU, HardSwish,
+// HardSigmoid and Softmax.
 //
 // libm's expf/erff/tanhf are opaque calls that keep GCC from vectorising the
 // loops (glibc only exposes its vector variants under -ffast-math), so exp is
@@ -138,6 +139,40 @@ struct GeluOp {
   static constexpr bool kNeedsOutput = false;
   float f(float x) const { return x * normal_cdf(x); }
   float df(float x, float) const { return normal_cdf(x) + x * normal_pdf(x); }
+};
+
+// x·sigmoid(x), torch.nn.SiLU (Swish): EfficientNet's activation.
+struct SiluOp {
+  static constexpr bool kNeedsOutput = false;
+  float f(float x) const { return x * sigmoid(x); }
+  float df(float x, float) const {
+    const float s = sigmoid(x);
+    return s * (1.0f + x * (1.0f - s));
+  }
+};
+
+// min(max(x + 3, 0), 6) / 6, torch.nn.Hardsigmoid: MobileNetV3's gate (ONNX
+// HardSigmoid with alpha 1/6, beta 0.5).
+struct HardSigmoidOp {
+  static constexpr bool kNeedsOutput = false;
+  // NaN stays NaN, as in PyTorch.
+  float f(float x) const {
+    return x != x ? x : std::min(std::max(x + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f);
+  }
+  // 1/6 strictly inside (-3, 3), as PyTorch's hardsigmoid_backward.
+  float df(float x, float) const { return x > -3.0f && x < 3.0f ? 1.0f / 6.0f : 0.0f; }
+};
+
+// x·min(max(x + 3, 0), 6) / 6, torch.nn.Hardswish: MobileNetV3's activation.
+struct HardSwishOp {
+  static constexpr bool kNeedsOutput = false;
+  float f(float x) const {
+    return x != x ? x : x * std::min(std::max(x + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f);
+  }
+  // PyTorch's hardswish_backward: 0 below -3, x/3 + 1/2 on [-3, 3], 1 above.
+  float df(float x, float) const {
+    return x < -3.0f ? 0.0f : x <= 3.0f ? x * (1.0f / 3.0f) + 0.5f : 1.0f;
+  }
 };
 
 template <class Op>
@@ -282,6 +317,17 @@ void register_activation_layers(LayerRegistry& r) {
   r.add(pointwise_desc<TanhOp>("Tanh", "Hyperbolic tangent: squashes values into (-1, 1)"));
   r.add(pointwise_desc<GeluOp>(
       "GELU", "x·Φ(x), a smooth ReLU used in transformers (exact form, like torch.nn.GELU)"));
+
+  r.add(pointwise_desc<SiluOp>(
+      "SiLU",
+      "x·sigmoid(x) (Swish): a smooth ReLU, EfficientNet's activation (like torch.nn.SiLU)"));
+  r.add(pointwise_desc<HardSwishOp>(
+      "HardSwish",
+      "x·ReLU6(x + 3)/6: a cheap SiLU, MobileNetV3's activation (like torch.nn.Hardswish)"));
+  r.add(pointwise_desc<HardSigmoidOp>(
+      "HardSigmoid",
+      "ReLU6(x + 3)/6: a cheap sigmoid, as in MobileNetV3's squeeze-and-excitation gate (like "
+      "torch.nn.Hardsigmoid)"));
 
   LayerDescriptor sm = activation_desc(
       "Softmax",

@@ -89,6 +89,7 @@ void register_builtin_layers() {
     register_recurrent_layers(r);
     register_attention_layers(r);
     register_token_layers(r);
+    register_channel_layers(r);
     register_block_layer();
   });
 }

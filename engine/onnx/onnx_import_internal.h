@@ -174,6 +174,17 @@ class Importer {
   void op_pad(const onnx::NodeProto& n);
   // onnx_import_recurrent.cpp
   void op_recurrent(const onnx::NodeProto& n);
+  // onnx_import_cnn.cpp
+  void op_hard_activation(const onnx::NodeProto& n);
+  void op_mul(const onnx::NodeProto& n);
+  void op_split(const onnx::NodeProto& n);
+  bool fuse_gated(const onnx::NodeProto& n, const Val& x, const Val& s, const std::string& s_name);
+  // For op_transpose: false where x and perm are not a channel shuffle.
+  bool channel_shuffle(const onnx::NodeProto& n, const Val& x, const std::vector<int64_t>& perm);
+  // Channels [start, start + count) of x (x itself when that is all of
+  // them); name "" for the op's own.
+  Val channel_slice(const onnx::NodeProto& n, const Val& x, int64_t start, int64_t count,
+                    const std::string& name);
 
   std::vector<int64_t> axes_of(const onnx::NodeProto& n, int input, int rank);
   Val last_step(const onnx::NodeProto& n, const Val& x, int64_t index, bool keep_dim);

@@ -251,9 +251,12 @@ void Importer::op_transpose(const onnx::NodeProto& n) {
     o.layout = Layout::RnnYTNDH;
   } else if (x.layout == Layout::RnnY && perm == P{2, 0, 1, 3}) {
     o.layout = Layout::RnnYNTDH;
+  } else if (channel_shuffle(n, x, perm)) {
+    return;
   } else {
     throw NotSupported{"Transpose with perm " + dims_str(perm) +
-                       " (only the transposes around recurrent layers are supported)"};
+                       " (only the transposes around recurrent layers and a channel shuffle's are "
+                       "supported)"};
   }
   out(n, 0, o);
 }
@@ -397,6 +400,20 @@ void Importer::op_slice(const onnx::NodeProto& n) {
       o.push_from(c, s);
     }
     out(n, 0, constant(o));
+    return;
+  }
+  // A range of channels (the first per-sample axis), step 1, every other
+  // axis whole: ShuffleNetV2's chunk(2, dim=1). One step of a sequence is
+  // the LastStep below.
+  bool channels = rank >= 2 && take[1].count > 0 && (take[1].step == 1 || take[1].count == 1) &&
+                  !(rank == 3 && take[1].count == 1);
+  for (int k = 0; k < rank && channels; ++k) {
+    const Range& t = take[size_t(k)];
+    if (k != 1 && (t.count != dims[size_t(k)] || (t.count > 1 && (t.start != 0 || t.step != 1))))
+      channels = false;
+  }
+  if (channels) {
+    out(n, 0, channel_slice(n, x, take[1].start, take[1].count, ""));
     return;
   }
   // One step of a sequence, x[:, t:t+1]; every other axis whole and in order.

@@ -186,6 +186,79 @@ void write_relu6(Builder& b, const OnnxLayer& l) {
   set_attr(n, "max", 6.f);
 }
 
+// SiLU as torch.onnx writes it: x · Sigmoid(x) (no SiLU op in ONNX).
+void write_silu(Builder& b, const OnnxLayer& l) {
+  const std::string sig = b.fresh(l.step.name + "/sigmoid");
+  b.node("Sigmoid", l.inputs, sig, l.step.name + "/sigmoid");
+  b.node("Mul", {l.inputs[0], sig}, l.output, l.step.name);
+}
+
+// PyTorch's Hardsigmoid, ReLU6(x + 3)/6, is ONNX's HardSigmoid with
+// alpha 1/6 (ONNX's default is Keras's 0.2).
+onnx::NodeProto& hard_sigmoid(Builder& b, const std::string& x, const std::string& out,
+                              const std::string& name) {
+  auto& n = b.node("HardSigmoid", {x}, out, name);
+  set_attr(n, "alpha", 1.f / 6.f);
+  set_attr(n, "beta", 0.5f);
+  return n;
+}
+
+// HardSwish is an op from opset 14; before, x · HardSigmoid(x), as
+// torch.onnx writes it.
+void write_hard_swish(Builder& b, const OnnxLayer& l) {
+  if (b.opset() >= 14) {
+    b.node("HardSwish", l.inputs, l.output, l.step.name);
+    return;
+  }
+  const std::string gate = b.fresh(l.step.name + "/hardsigmoid");
+  hard_sigmoid(b, l.inputs[0], gate, l.step.name + "/hardsigmoid");
+  b.node("Mul", {l.inputs[0], gate}, l.output, l.step.name);
+}
+
+// The gate reshaped to [N, C, 1, ...] (a Conv's [N, C, 1, 1] already is)
+// and multiplied with broadcasting.
+void write_channel_scale(Builder& b, const OnnxLayer& l) {
+  const Shape& x = l.in_shapes[0];
+  std::string gate = l.inputs[1];
+  if (l.in_shapes[1].rank() != x.rank()) {
+    std::vector<int64_t> dims = {0, x[0]};  // 0: the batch, copied
+    dims.resize(x.rank() + 1, 1);
+    gate = b.fresh(l.step.name + "/gate");
+    b.node("Reshape", {l.inputs[1], b.ints(l.step.name + "/gate_shape", dims)}, gate,
+           l.step.name + "/gate");
+  }
+  b.node("Mul", {l.inputs[0], gate}, l.output, l.step.name);
+}
+
+// torchvision's channel_shuffle as torch.onnx writes it: Reshape to
+// [N, groups, C/groups, rest], swap the two, Reshape back.
+void write_channel_shuffle(Builder& b, const OnnxLayer& l) {
+  const Shape& x = l.in_shapes[0];
+  const int64_t g = l.attrs.i("groups");
+  std::vector<int64_t> split = {0, g, x[0] / g}, back = {0};
+  for (size_t i = 1; i < x.rank(); ++i) split.push_back(x[i]);
+  for (size_t i = 0; i < x.rank(); ++i) back.push_back(x[i]);
+  std::vector<int64_t> perm = {0, 2, 1};
+  for (size_t i = 1; i < x.rank(); ++i) perm.push_back(int64_t(i) + 2);
+  const std::string& name = l.step.name;
+  const std::string grouped = b.fresh(name + "/grouped"), swapped = b.fresh(name + "/swapped");
+  b.node("Reshape", {l.inputs[0], b.ints(name + "/group_shape", split)}, grouped, name + "/group");
+  auto& t = b.node("Transpose", {grouped}, swapped, name + "/transpose");
+  set_attr(t, "perm", perm);
+  b.node("Reshape", {swapped, b.ints(name + "/shape", back)}, l.output, name);
+}
+
+// Slice along axis 1 (its bounds are inputs from opset 10, the lowest
+// exported).
+void write_channel_slice(Builder& b, const OnnxLayer& l) {
+  const int64_t start = l.attrs.i("start"), end = start + l.attrs.i("count");
+  const std::string& name = l.step.name;
+  b.node("Slice",
+         {l.inputs[0], b.ints(name + "/starts", {start}), b.ints(name + "/ends", {end}),
+          b.ints(name + "/axes", {1})},
+         l.output, name);
+}
+
 void write_softmax(Builder& b, const OnnxLayer& l) {
   auto& n = b.node("Softmax", l.inputs, l.output, l.step.name);
   // The last dimension. Before opset 13 Softmax works on the input folded to
@@ -253,6 +326,14 @@ void register_basic_writers(std::map<std::string, Writer>& w) {
                               }});
   add_writer(w, "GELU", {nullptr, write_gelu});
   add_writer(w, "Softmax", {nullptr, write_softmax});
+  add_writer(w, "SiLU", {nullptr, write_silu});
+  add_writer(w, "HardSwish", {nullptr, write_hard_swish});
+  add_writer(w, "HardSigmoid", {nullptr, [](Builder& b, const OnnxLayer& l) {
+                                  hard_sigmoid(b, l.inputs[0], l.output, l.step.name);
+                                }});
+  add_writer(w, "ChannelScale", {nullptr, write_channel_scale});
+  add_writer(w, "ChannelShuffle", {nullptr, write_channel_shuffle});
+  add_writer(w, "ChannelSlice", {nullptr, write_channel_slice});
   add_writer(w, "Add", plain("Sum"));
   add_writer(w, "Concat", {nullptr, write_concat});
   add_writer(w, "Flatten", {nullptr, write_flatten});

@@ -305,5 +305,84 @@ TEST(CudaParity, DropoutIsIdentityInEvaluation) {
   check_case({"dropout eval", {10}, "Dense", "Dropout", A({{"rate", 0.3}})}, false);
 }
 
+// The mobile CNNs' activations, over inputs that reach past ±3 (where
+// HardSwish and HardSigmoid bend).
+TEST(CudaParity, MobileActivations) {
+  for (const char* t : {"SiLU", "HardSwish", "HardSigmoid"}) {
+    check_case({t, {13}, "Dense", t, A({})});
+    // Inputs in [2, 4] into 13-wide dot products: outputs well past ±3.
+    Case wide{std::string(t) + " wide", {13}, "Dense", t, A({})};
+    wide.offset = 3.f;
+    check_case(wide);
+  }
+}
+TEST(CudaParity, ChannelShuffleAndSlice) {
+  check_case({"shuffle", {6, 3, 4}, "Conv2D", "ChannelShuffle", A({{"groups", int64_t(3)}})});
+  check_case({"shuffle 2", {8, 2, 2}, "Conv2D", "ChannelShuffle", A({{"groups", int64_t(2)}})});
+  check_case({"slice",
+              {6, 3, 4},
+              "Conv2D",
+              "ChannelSlice",
+              A({{"start", int64_t(1)}, {"count", int64_t(4)}})});
+}
+// Squeeze-and-excitation: the values from a 1×1 convolution, the gate from
+// them through GlobalAvgPool2D → Dense → Sigmoid, so both gradients reach
+// the convolution's weights; a gate of [C] and of [C, 1, 1] (a Reshape).
+TEST(CudaParity, ChannelScaleSqueezeExcitation) {
+  DeviceBackend* be = test::gpu_or_skip();
+  if (!be) GTEST_SKIP() << test::skip_reason();
+  for (bool reshaped : {false, true}) {
+    SCOPED_TRACE(reshaped ? "gate C×1×1" : "gate C");
+    register_builtin_layers();
+    Graph g;
+    const int64_t C = 6, N = 5;
+    NodeId in = g.add_node("Input", "input", A({{"shape", std::vector<int64_t>{C, 7, 9}}}));
+    NodeId conv = g.add_node("Conv2D", "pre", A({{"filters", C}, {"kernel", pair(1, 1)}}));
+    NodeId pool = g.add_node("GlobalAvgPool2D", "pool", A({}));
+    NodeId fc = g.add_node("Dense", "fc", A({{"units", C}}));
+    NodeId sig = g.add_node("Sigmoid", "sig", A({}));
+    NodeId op = g.add_node("ChannelScale", "op", A({}));
+    g.connect(in, conv);
+    g.connect(conv, pool);
+    g.connect(pool, fc);
+    g.connect(fc, sig);
+    g.connect(conv, op, 0);
+    if (reshaped) {
+      NodeId r = g.add_node("Reshape", "gate", A({{"shape", std::vector<int64_t>{C, 1, 1}}}));
+      g.connect(sig, r);
+      g.connect(r, op, 1);
+    } else {
+      g.connect(sig, op, 1);
+    }
+    Plan host(g, N);
+    host.init_params(7);
+    DevicePlanOptions o;
+    o.max_batch = N;
+    auto dev = be->create_plan(g, host, o);
+    dev->upload_params();
+    Tensor x = random(Shape{N, C, 7, 9}, 11);
+    Tensor dout = random(host.output_shape().with_batch(N), 13);
+    Rng rng(5);
+    RunContext ctx{true, &rng};
+    Tensor cpu_out = host.forward(x, ctx).clone();
+    host.zero_grad();
+    host.backward(dout, ctx);
+    std::vector<Tensor> cpu_grads;
+    for (auto& p : host.params())
+      if (p.param->trainable) cpu_grads.push_back(p.param->grad.clone());
+    Tensor gpu_out(host.output_shape().with_batch(N));
+    dev->zero_grad();
+    dev->forward(x, gpu_out, true, 1);
+    dev->backward(dout);
+    dev->download_grads();
+    EXPECT_LE(rel_err(gpu_out, cpu_out), 1e-4) << "forward output";
+    size_t k = 0;
+    for (auto& p : host.params())
+      if (p.param->trainable) {
+        EXPECT_LE(rel_err(p.param->grad, cpu_grads[k++]), 1e-4) << "gradient of " << p.name;
+      }
+  }
+}
+
 }  // namespace
 }  // namespace dc

@@ -211,5 +211,16 @@ TEST_F(TorchReference, DenseActivationsAndMerges) {
   compare_with_torch({"Concat", {}, {Shape{2, 3, 3}, Shape{4, 3, 3}}});
 }
 
+// The mobile CNNs' layers (EfficientNet, MobileNetV3, ShuffleNetV2).
+TEST_F(TorchReference, MobileActivationsAndChannelLayers) {
+  for (const char* t : {"SiLU", "HardSwish", "HardSigmoid"})
+    compare_with_torch({t, {}, {Shape{4, 5, 6}}});
+  compare_with_torch({"ChannelScale", {}, {Shape{5, 3, 4}, Shape{5, 1, 1}}});
+  compare_with_torch({"ChannelScale", {}, {Shape{5, 3, 4}, Shape{5}}});
+  compare_with_torch({"ChannelShuffle", attrs({{"groups", int64_t(3)}}), {Shape{6, 3, 2}}});
+  compare_with_torch(
+      {"ChannelSlice", attrs({{"start", int64_t(2)}, {"count", int64_t(3)}}), {Shape{6, 3, 2}}});
+}
+
 }  // namespace
 }  // namespace dc

@@ -164,6 +164,14 @@ def models():
                                       {"opset_version": 11}),
         "efficientnet_lite_opset17": (lambda: EfficientNetLiteish(), image,
                                       {"opset_version": 17}),
+        # Today's mobile bases: SiLU and squeeze-and-excitation (EfficientNet),
+        # HardSwish/HardSigmoid gates (MobileNetV3; HardSwish an op of its
+        # own from opset 14), channel split, shuffle and concat (ShuffleNetV2).
+        "efficientnet_b0": (lambda: tv.efficientnet_b0(weights=None), (2, 3, 64, 64), {}),
+        "mobilenet_v3_small": (lambda: tv.mobilenet_v3_small(weights=None), (2, 3, 64, 64), {}),
+        "mobilenet_v3_small_opset14": (lambda: tv.mobilenet_v3_small(weights=None),
+                                       (2, 3, 64, 64), {"opset_version": 14}),
+        "shufflenet_v2_x0_5": (lambda: tv.shufflenet_v2_x0_5(weights=None), (2, 3, 64, 64), {}),
     }
 
 

@@ -8,10 +8,15 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/layer.h>
+#include <deepcanvas/loss.h>
 #include <deepcanvas/npy.h>
 #include <deepcanvas/onnx.h>
+#include <deepcanvas/optim.h>
 #include <deepcanvas/project.h>
+#include <deepcanvas/pytorch_export.h>
+#include <deepcanvas/rng.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 #include <algorithm>
@@ -225,6 +230,248 @@ TEST(OnnxImport, OlderAndNewerOpsetsMatchPyTorch) {
   REQUIRE_FIXTURES("gru_opset11", "efficientnet_lite_opset11", "efficientnet_lite_opset17");
   for (const char* name : {"gru_opset11", "efficientnet_lite_opset11", "efficientnet_lite_opset17"})
     EXPECT_LT(imported_vs_pytorch(name), 1e-4) << name;
+}
+
+int count_type(const Graph& g, const std::string& type) {
+  int k = 0;
+  for (const auto& [id, n] : g.nodes()) k += n.type == type;
+  return k;
+}
+
+// max|ours - ref| / max|ref|: randomly initialised classifiers give small
+// logits, which relative_diff's floor of 1 would hide.
+double error_of_scale(const std::string& name, OnnxImport* keep) {
+  const fs::path d = fixture_dir();
+  *keep = onnx_import_file((d / (name + ".onnx")).string());
+  const NpyArray x = load_npy((d / (name + ".input.npy")).string());
+  const NpyArray y = load_npy((d / (name + ".output.npy")).string());
+  const Tensor ours = run(keep->graph, keep->weights, x.data);
+  EXPECT_EQ(ours.numel(), y.data.numel());
+  double diff = 0, scale = 0;
+  for (int64_t i = 0; i < std::min(ours.numel(), y.data.numel()); ++i) {
+    diff = std::max(diff, double(std::fabs(ours.f32()[i] - y.data.f32()[i])));
+    scale = std::max(scale, double(std::fabs(y.data.f32()[i])));
+  }
+  std::printf("%s: max error %.3g, %.3g of the largest output (%.3g)\n", name.c_str(), diff,
+              diff / scale, scale);
+  return scale > 0 ? diff / scale : diff;
+}
+
+// torchvision's mobile bases, random weights, 2×3×64×64: EfficientNet-B0's
+// SiLU (x·Sigmoid(x)) and squeeze-and-excitation (a [C, 1, 1] gate times
+// the values), MobileNetV3's HardSwish (x·HardSigmoid(x) before opset 14,
+// the op from 14) and HardSigmoid gates, ShuffleNetV2's channel split
+// (Slice), shuffle (Reshape, Transpose, Reshape) and Concat.
+TEST(OnnxImport, MobileCnnBasesMatchPyTorch) {
+  REQUIRE_FIXTURES("efficientnet_b0", "mobilenet_v3_small", "mobilenet_v3_small_opset14",
+                   "shufflenet_v2_x0_5");
+  OnnxImport im;
+  EXPECT_LT(error_of_scale("efficientnet_b0", &im), 1e-3);
+  EXPECT_EQ(count_type(im.graph, "ChannelScale"), 16);  // one per MBConv block
+  EXPECT_EQ(count_type(im.graph, "Sigmoid"), 16);       // their gates
+  EXPECT_EQ(count_type(im.graph, "SiLU"), 49);
+  EXPECT_TRUE(has_weight(im, "features.1.0.block.1.fc1.weight"));
+
+  for (const char* name : {"mobilenet_v3_small", "mobilenet_v3_small_opset14"}) {
+    EXPECT_LT(error_of_scale(name, &im), 1e-3) << name;
+    EXPECT_EQ(count_type(im.graph, "ChannelScale"), 9) << name;
+    EXPECT_EQ(count_type(im.graph, "HardSigmoid"), 9) << name;
+    EXPECT_EQ(count_type(im.graph, "HardSwish"), 19) << name;
+  }
+
+  EXPECT_LT(error_of_scale("shufflenet_v2_x0_5", &im), 1e-3);
+  EXPECT_EQ(count_type(im.graph, "ChannelShuffle"), 16);  // one per block
+  EXPECT_EQ(count_type(im.graph, "ChannelSlice"), 26);    // both halves of 13 stride-1 blocks
+  for (const auto& [id, n] : im.graph.nodes())
+    if (n.type == "ChannelShuffle") {
+      EXPECT_EQ(n.attrs.i("groups"), 2) << n.name;
+    }
+}
+
+// The imported networks through DeepCanvas's PyTorch export: model.py
+// (nn.SiLU, nn.Hardswish, nn.Hardsigmoid, the gate's broadcast multiply, the
+// shuffle's reshape/transpose, channel slices) reproduces the engine.
+TEST(OnnxImport, ImportedMobileBasesExportToPyTorch) {
+  REQUIRE_FIXTURES("efficientnet_b0", "mobilenet_v3_small", "shufflenet_v2_x0_5");
+  test::TmpDir tmp;
+  std::string dirs;
+  for (const char* name : {"efficientnet_b0", "mobilenet_v3_small", "shufflenet_v2_x0_5"}) {
+    Project p;
+    p.name = name;
+    OnnxImport im = onnx_import_file((fixture_dir() / (std::string(name) + ".onnx")).string());
+    p.graph = std::move(im.graph);
+    const NpyArray x = load_npy((fixture_dir() / (std::string(name) + ".input.npy")).string());
+    Plan plan(p.graph, x.data.dim(0));
+    plan.load_state(im.weights, name);
+    PyTorchExportOptions o;
+    o.data_path = "/nonexistent";  // forward only
+    const fs::path dir = tmp.dir / name;
+    export_pytorch(dir.string(), p, plan, o);
+    RunContext ctx{false, nullptr};
+    save_npy((dir / "x.npy").string(), x.data);
+    save_npy((dir / "y.npy").string(), plan.forward(x.data, ctx));
+    dirs += " " + dir.string();
+  }
+  int code = 0;
+  const std::string out = run_command(
+      kPython + " " + std::string(DC_SOURCE_DIR) + "/tests/export/forward_check.py" + dirs, &code);
+  ASSERT_EQ(code, 0) << out;
+  const auto r = nlohmann::json::parse(out.substr(out.rfind('{')), nullptr, false);
+  ASSERT_EQ(r.size(), 3u) << out;
+  for (auto& [k, v] : r.items()) {
+    ASSERT_TRUE(v.is_number()) << k << ": " << v.dump();
+    std::printf("model.py vs the engine, %s: %.3g\n", fs::path(k).filename().c_str(),
+                v.get<double>());
+    EXPECT_LE(v.get<double>(), 1e-5) << k;
+  }
+}
+
+// One SGD step on the CPU from the imported weights: finite loss and
+// gradients, every layer reached, and the loss moves.
+TEST(OnnxImport, ImportedMobileBasesTrainOnTheCpu) {
+  REQUIRE_FIXTURES("mobilenet_v3_small", "shufflenet_v2_x0_5");
+  for (const char* name : {"mobilenet_v3_small", "shufflenet_v2_x0_5"}) {
+    SCOPED_TRACE(name);
+    OnnxImport im = onnx_import_file((fixture_dir() / (std::string(name) + ".onnx")).string());
+    const NpyArray x = load_npy((fixture_dir() / (std::string(name) + ".input.npy")).string());
+    const int64_t N = x.data.dim(0);
+    Plan plan(im.graph, N);
+    plan.load_state(im.weights, name);
+    const int32_t labels[] = {3, 7};
+    auto loss = make_loss(LossType::SoftmaxCrossEntropy);
+    OptimizerConfig oc;
+    oc.type = OptimizerType::Sgd;
+    oc.lr = 0.05;
+    auto opt = make_optimizer(oc);
+    std::vector<Param*> params;
+    for (auto& p : plan.params())
+      if (p.param->trainable) params.push_back(p.param);
+    Rng rng(1);
+    float losses[2];
+    for (int step = 0; step < 2; ++step) {
+      RunContext ctx{true, &rng};
+      const Tensor& out = plan.forward(x.data, ctx);
+      Tensor dout(out.shape());
+      losses[step] = loss->compute(out, Targets{labels, nullptr}, dout);
+      ASSERT_TRUE(std::isfinite(losses[step]));
+      plan.zero_grad();
+      plan.backward(dout, ctx);
+      int nonzero = 0;
+      for (Param* p : params) {
+        bool any = false;
+        for (int64_t i = 0; i < p->grad.numel(); ++i) {
+          ASSERT_TRUE(std::isfinite(p->grad.f32()[i])) << p->name;
+          any |= p->grad.f32()[i] != 0.f;
+        }
+        nonzero += any;
+      }
+      EXPECT_GT(nonzero, int(params.size()) / 2);
+      opt->step(params, oc.lr);
+    }
+    EXPECT_NE(losses[0], losses[1]);
+  }
+}
+
+// SiLU, HardSwish, HardSigmoid and the channel layers through DeepCanvas's
+// own export and back, at opsets before and after HardSwish became an op:
+// the same layers, names and outputs.
+TEST(OnnxImport, MobileLayersRoundTripThroughExport) {
+  register_builtin_layers();
+  Graph g;
+  auto A = [](std::initializer_list<std::pair<const char*, AttrValue>> kv) {
+    return test::attrs(kv);
+  };
+  const NodeId in = g.add_node("Input", "input", A({{"shape", std::vector<int64_t>{3, 6, 6}}}));
+  const NodeId conv = g.add_node("Conv2D", "conv",
+                                 A({{"filters", int64_t(8)},
+                                    {"kernel", std::vector<int64_t>{3, 3}},
+                                    {"padding", std::vector<int64_t>{1, 1}}}));
+  const NodeId silu = g.add_node("SiLU", "silu", {});
+  const NodeId hswish = g.add_node("HardSwish", "hswish", {});
+  const NodeId pool = g.add_node("GlobalAvgPool2D", "pool", {});
+  const NodeId fc = g.add_node("Dense", "fc", A({{"units", int64_t(8)}}));
+  const NodeId gate = g.add_node("HardSigmoid", "gate", {});
+  const NodeId scale = g.add_node("ChannelScale", "scale", {});
+  const NodeId shuffle = g.add_node("ChannelShuffle", "shuffle", A({{"groups", int64_t(4)}}));
+  const NodeId slice =
+      g.add_node("ChannelSlice", "slice", A({{"start", int64_t(2)}, {"count", int64_t(5)}}));
+  const NodeId flat = g.add_node("Flatten", "flat", {});
+  const NodeId head = g.add_node("Dense", "head", A({{"units", int64_t(3)}}));
+  g.connect(in, conv);
+  g.connect(conv, silu);
+  g.connect(silu, hswish);
+  g.connect(hswish, pool);
+  g.connect(pool, fc);
+  g.connect(fc, gate);
+  g.connect(hswish, scale, 0);
+  g.connect(gate, scale, 1);
+  g.connect(scale, shuffle);
+  g.connect(shuffle, slice);
+  g.connect(slice, flat);
+  g.connect(flat, head);
+  Plan plan(g, 2);
+  plan.init_params(5);
+  Tensor x(Shape{2, 3, 6, 6});
+  Rng rng(3);
+  for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = rng.uniform(-3.f, 3.f);
+  RunContext ctx{false, nullptr};
+  const Tensor ref = plan.forward(x, ctx).clone();
+  std::vector<std::pair<std::string, Tensor>> weights;
+  for (auto& p : plan.params()) weights.emplace_back(p.name, p.param->value.clone());
+  for (int opset : {11, 13, 14, 17}) {
+    SCOPED_TRACE(opset);
+    OnnxExportOptions o;
+    o.opset = opset;
+    OnnxImport b = onnx_import_bytes(onnx_model_bytes(g, plan, o), "mobile layers");
+    ASSERT_EQ(b.graph.nodes().size(), g.nodes().size());
+    for (const auto& [id, n] : g.nodes()) {
+      const Node* m = b.graph.find_by_name(n.name);
+      ASSERT_NE(m, nullptr) << n.name;
+      EXPECT_EQ(m->type, n.type) << n.name;
+    }
+    EXPECT_LT(relative_diff(run(b.graph, b.weights, x), ref), 1e-6);
+  }
+}
+
+// A Mul the importer has no layer for names the op, node and shapes.
+TEST(OnnxImportErrors, MulOfUnrelatedShapesIsNamed) {
+  onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  auto* gr = m.mutable_graph();
+  gr->set_name("g");
+  auto add_io = [](onnx::ValueInfoProto* v, const char* name, std::vector<int64_t> dims) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  add_io(gr->add_input(), "x", {1, 4, 3, 3});
+  add_io(gr->add_output(), "y", {1, 4, 3, 3});
+  auto* relu = gr->add_node();
+  relu->set_op_type("Relu");
+  relu->set_name("r");
+  relu->add_input("x");
+  relu->add_output("a");
+  auto* tanh = gr->add_node();
+  tanh->set_op_type("Tanh");
+  tanh->set_name("t");
+  tanh->add_input("x");
+  tanh->add_output("b");
+  auto* mul = gr->add_node();
+  mul->set_op_type("Mul");
+  mul->set_name("product");
+  mul->add_input("a");
+  mul->add_input("b");
+  mul->add_output("y");
+  try {
+    onnx_import_bytes(m.SerializeAsString(), "mul");
+    FAIL() << "imported a product of two [4, 3, 3] values";
+  } catch (const Error& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("Mul 'product'"), std::string::npos) << w;
+    EXPECT_NE(w.find("[4, 3, 3] and [4, 3, 3]"), std::string::npos) << w;
+  }
 }
 
 TEST(OnnxImport, UnsupportedOpsAreListedWithTheirNodeNames) {

@@ -126,6 +126,22 @@ def forward(t, a, xs, p, training):
         return F.gelu(xs[0])
     if t == "Softmax":
         return F.softmax(xs[0], dim=-1)
+    if t == "SiLU":
+        return F.silu(xs[0])
+    if t == "HardSwish":
+        return F.hardswish(xs[0])
+    if t == "HardSigmoid":
+        return F.hardsigmoid(xs[0])
+    if t == "ChannelScale":
+        x, g = xs
+        return x * g.reshape(x.shape[0], x.shape[1], *([1] * (x.dim() - 2)))
+    if t == "ChannelShuffle":
+        x, g = xs[0], a.get("groups", 2)
+        n, c = x.shape[0], x.shape[1]
+        return x.reshape(n, g, c // g, -1).transpose(1, 2).reshape(x.shape)
+    if t == "ChannelSlice":
+        s = a.get("start", 0)
+        return xs[0][:, s:s + a.get("count", 1)]
     if t == "Add":
         return sum(xs)
     if t == "Concat":
