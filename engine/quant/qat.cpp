@@ -301,20 +301,17 @@ QuantizedNetwork train_qat(const QuantizedNetwork& start, const Dataset& train, 
   const std::vector<Param*> scales = net.scale_params();
   std::unique_ptr<Optimizer> opt = make_optimizer(o.optimizer);
   // Adam's step is about lr whatever the gradient's size, so a scale (often
-  // 0.01 to 0.1) would move by a large share of itself each step; its
-  // learning rate is lr times its starting value, so the step is relative.
-  // SGD keeps LSQ's own gradient scaling and the plain lr. Each scale has
-  // its own optimizer so its moments are its own.
+  // 0.01 to 0.1, or 2 where an outlier set it) would move by a fixed amount
+  // each step, too much for small scales and far too little for large
+  // ones: its learning rate is lr · scale_lr_factor times its current
+  // value, so each step changes it by a share of itself. SGD keeps LSQ's
+  // own gradient scaling and the plain lr. Each scale has its own
+  // optimizer, so its moments are its own.
   OptimizerConfig sc = o.optimizer;
   sc.weight_decay = 0;
+  const bool adaptive = o.optimizer.type != OptimizerType::Sgd;
   std::vector<std::unique_ptr<Optimizer>> scale_opt;
-  std::vector<double> scale_lr;
-  for (Param* s : scales) {
-    scale_opt.push_back(make_optimizer(sc));
-    scale_lr.push_back(o.optimizer.type == OptimizerType::Sgd
-                           ? o.optimizer.lr
-                           : o.optimizer.lr * double(s->value.f32()[0]));
-  }
+  for (size_t k = 0; k < scales.size(); ++k) scale_opt.push_back(make_optimizer(sc));
   std::unique_ptr<Loss> loss = make_loss(o.loss, float(o.label_smoothing));
   const Shape in_shape = start.net.steps.front().out_shape;
   Tensor x(in_shape.with_batch(o.batch));
@@ -359,8 +356,9 @@ QuantizedNetwork train_qat(const QuantizedNetwork& start, const Dataset& train, 
       net.backward(dy);
       opt->step(weights, o.optimizer.lr);
       for (size_t k = 0; k < scales.size(); ++k) {
-        scale_opt[k]->step({scales[k]}, scale_lr[k]);
         float& s = scales[k]->value.f32()[0];
+        scale_opt[k]->step({scales[k]}, adaptive ? o.optimizer.lr * o.scale_lr_factor * double(s)
+                                                 : o.optimizer.lr);
         if (!(s > kMinScale)) s = kMinScale;
       }
       sum += l;

@@ -70,6 +70,9 @@ struct QatOptions {
   double label_smoothing = 0.0;
   uint64_t seed = 42;
   int64_t steps_per_epoch_limit = 0;  // 0: the whole training set each epoch
+  // With Adam or AdamW, a scale's learning rate is lr · this · the scale
+  // (each step moves it by a share of itself; qat.cpp says why).
+  double scale_lr_factor = 100.0;
 };
 
 struct QatEpoch {
