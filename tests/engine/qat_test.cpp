@@ -5,6 +5,7 @@
 // back to exactly the fine-tuned weights and refuses another network.
 #include <deepcanvas/checkpoint.h>
 #include <deepcanvas/errors.h>
+#include <deepcanvas/int8_inference.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/plan.h>
@@ -350,6 +351,9 @@ TEST(Qat, CheckpointFoldsBackExactlyAndRefusesAnotherNetwork) {
   a.set_quantized(&q);
   b.set_quantized(&back);
   expect_same(b.forward(x), a.forward(x).clone());
+  // run/predict --int8 files written from it check out against it: their
+  // fingerprints are of these folded weights.
+  EXPECT_NO_THROW(parse_int8_model(int8_model_json(back), net));
   // An fp32 checkpoint is not a QAT one.
   EXPECT_THROW(load_qat_scales({{"format", "deepcanvas-checkpoint"}}, net, "fp32.safetensors"),
                Error);
