@@ -7,6 +7,7 @@
 #include <deepcanvas/io.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/plan.h>
+#include <deepcanvas/qat.h>
 #ifdef DC_HAVE_ONNX
 #include <deepcanvas/onnx.h>
 #include <deepcanvas/onnx_quantize.h>
@@ -315,6 +316,10 @@ DeployDialog::DeployDialog(ProjectContext* ctx, QWidget* parent) : QDialog(paren
   cancel_->setObjectName("deployCancel");
   connect(cancel_, &QPushButton::clicked, this, &DeployDialog::cancel);
   row->addWidget(cancel_);
+  qat_ = new QPushButton(tr("Fine-tune for int8 (&QAT)…"), this);
+  qat_->setObjectName("deployQat");
+  connect(qat_, &QPushButton::clicked, this, [this] { fineTuneInt8(); });
+  row->addWidget(qat_);
   row->addStretch(1);
   for (int f = 0; f < 3; ++f) {
     export_[size_t(f)] =
@@ -555,6 +560,120 @@ bool DeployDialog::measure() {
   return true;
 }
 
+bool DeployDialog::fineTuneInt8(int epochs, int64_t steps_per_epoch) {
+  if (running()) return false;
+  if (!blocked_.isEmpty()) {
+    setStatus(blocked_, true);
+    return false;
+  }
+  if (!have_ || stale_ || !result_.quantized) {
+    setStatus(tr("Measure first: fine-tuning starts from the calibrated int8 model."), true);
+    return false;
+  }
+  const QString missing = missingInputs(true);
+  if (!missing.isEmpty()) {
+    setStatus(missing, true);
+    return false;
+  }
+  if (worker_.joinable()) worker_.join();
+  const TrainConfig& c = ctx_->project().training;
+  auto qo = std::make_shared<QatOptions>();
+  qo->epochs = epochs > 0 ? epochs : 3;
+  qo->steps_per_epoch_limit = steps_per_epoch;
+  qo->batch = std::max<int64_t>(1, c.batch);
+  qo->optimizer = c.optimizer;
+  qo->optimizer.lr = c.optimizer.lr / 10;  // as train --qat
+  qo->loss = c.loss;
+  qo->label_smoothing = c.label_smoothing;
+  qo->seed = c.seed;
+  const ModelWeights& w = ctx_->weights();
+  const auto train = normalisedFor(ctx_->trainSet(), w.mean, w.stddev);
+  const auto test = normalisedFor(ctx_->testSet(), w.mean, w.stddev);
+  Result base = result_;
+  cancel_flag_ = false;
+  busy_ = true;
+  progress_->setValue(0);
+  setStatus(tr("Fine-tuning for int8…"), false);
+  worker_ = std::thread([this, qo, train, test, base] {
+    auto post = [this](int permille, const QString& stage) {
+      QMetaObject::invokeMethod(
+          this, [this, permille, stage] { onProgress(permille, stage); }, Qt::QueuedConnection);
+    };
+    Result r = base;
+    QString error;
+    bool cancelled = false;
+    const int threads_before = num_threads();
+    try {
+      set_num_threads(0);
+      // A QAT result fine-tunes on from its learned ranges.
+      const QuantizedNetwork& start = *base.quantized;
+      const int64_t steps_per_epoch =
+          std::min<int64_t>((train->size() + qo->batch - 1) / qo->batch,
+                            qo->steps_per_epoch_limit > 0 ? qo->steps_per_epoch_limit : INT64_MAX);
+      auto q = std::make_shared<QuantizedNetwork>(train_qat(
+          start, *train, Dataset{}, *qo, {},
+          [&](int64_t step, int64_t total) {
+            const int64_t epoch = (step - 1) / std::max<int64_t>(steps_per_epoch, 1) + 1;
+            post(int(900 * step / std::max<int64_t>(total, 1)),
+                 tr("Fine-tuning for int8, epoch %1 of %2").arg(epoch).arg(qo->epochs));
+          },
+          [this] { return cancel_flag_.load(); }, &cancelled));
+      if (!cancelled) {
+        // Measured on the samples the calibrated model was, against the
+        // fp32 weights as they are (the fine-tuned float weights exist only
+        // inside the int8 model).
+        post(900, tr("Measuring the accuracy"));
+        const std::vector<int64_t> idx = testIndices(test->size(), base.options.test_samples);
+        const QuantAccuracy a = evaluate_quantized(*q, *test, idx, 64);
+        r.ptq_int8 = base.qat_epochs > 0 ? base.ptq_int8 : base.accuracy.int8;
+        r.qat_epochs = base.qat_epochs + qo->epochs;
+        r.accuracy.int8 = a.int8;
+        r.accuracy.agreement = a.agreement;
+        r.quantized = std::move(q);
+      }
+    } catch (const std::exception& e) {
+      error = QString::fromUtf8(e.what());
+    }
+    set_num_threads(threads_before);
+    QMetaObject::invokeMethod(
+        this,
+        [this, ok = error.isEmpty() && !cancelled, cancelled, error, r = std::move(r)]() mutable {
+          onQatDone(ok, cancelled, error, std::move(r));
+        },
+        Qt::QueuedConnection);
+  });
+  updateControls();
+  return true;
+}
+
+void DeployDialog::onQatDone(bool ok, bool cancelled, const QString& error, Result r) {
+  if (worker_.joinable()) worker_.join();
+  busy_ = false;
+  if (ok) {
+    result_ = std::move(r);
+    progress_->setValue(1000);
+    QString text = tr("Fine-tuned for int8 (QAT, %1 epochs): int8 test accuracy %2 (calibrated: "
+                      "%3; fp32: %4) on %5 test samples. Export int8 writes the fine-tuned "
+                      "model with its learned ranges.")
+                       .arg(result_.qat_epochs)
+                       .arg(percent(result_.accuracy.int8), percent(result_.ptq_int8),
+                            percent(result_.accuracy.fp32))
+                       .arg(result_.accuracy.samples);
+    const QString refusal = int8Refusal();
+    if (!refusal.isEmpty()) text += "\n" + refusal;
+    setStatus(text, !refusal.isEmpty());
+  } else if (cancelled) {
+    progress_->setValue(0);
+    setStatus(tr("Fine-tuning cancelled; the int8 model is as before."), false);
+  } else {
+    progress_->setValue(0);
+    setStatus(tr("Could not fine-tune: %1").arg(error), true);
+  }
+  fillTable();
+  updateControls();
+  Q_EMIT fineTuned(ok);
+}
+
 void DeployDialog::cancel() {
   if (!running()) return;
   cancel_flag_ = true;
@@ -637,8 +756,8 @@ QString DeployDialog::gateAdvice(CalibrationMethod used, int64_t calibrate) {
   const GateAdvice g = quantization_gate_advice(used, calibrate);
   QStringList others;
   for (const std::string& o : g.other_methods) others << QString::fromStdString(o);
-  return tr("Try another calibration method (%1), more calibration samples (%2), or the fp16 "
-            "model; quantization-aware training is not available yet.")
+  return tr("Try another calibration method (%1), more calibration samples (%2), Fine-tune "
+            "for int8 (QAT), or the fp16 model.")
       .arg(others.join(tr(" or ")))
       .arg(g.more_samples);
 }
@@ -672,9 +791,10 @@ void DeployDialog::fillTable() {
   if (show) {
     acc32 = percent(r.accuracy.fp32);
     acc16 = tr("≈ %1 (fp32)").arg(percent(r.accuracy.fp32));
-    acc8 = tr("%1 (%2 points, simulated)")
-               .arg(percent(r.accuracy.int8))
-               .arg(QString::asprintf("%+.2f", -r.accuracy.drop_points()));
+    acc8 =
+        (r.qat_epochs > 0 ? tr("%1 (%2 points, simulated, QAT)") : tr("%1 (%2 points, simulated)"))
+            .arg(percent(r.accuracy.int8))
+            .arg(QString::asprintf("%+.2f", -r.accuracy.drop_points()));
     acc8_tip = tr("The engine's exact simulation of the QDQ arithmetic; the argmax agrees with "
                   "fp32 on %1 of the samples")
                    .arg(percent(r.accuracy.agreement));
@@ -707,6 +827,13 @@ void DeployDialog::updateControls() {
   measure_->setEnabled(!busy && blocked_.isEmpty());
   measure_->setText(have_ ? tr("Re-&measure") : tr("&Measure"));
   cancel_->setEnabled(busy && !cancel_flag_);
+  qat_->setEnabled(!busy && blocked_.isEmpty() && have_ && !stale_);
+  qat_->setToolTip(
+      have_ ? tr("Quantization-aware training: fine-tunes the measured int8 model for a few "
+                 "epochs on the CPU with its int8 arithmetic in the loop and learns its ranges "
+                 "(as deepcanvas-cli train --qat); the result replaces the int8 model that "
+                 "Export int8 writes")
+            : tr("Measure first: fine-tuning starts from the calibrated int8 model"));
   for (QWidget* w : std::initializer_list<QWidget*>{method_, calibrate_, test_samples_})
     w->setEnabled(!busy);
   percentile_->setEnabled(!busy && CalibrationMethod(method_->currentData().toInt()) ==

@@ -6,6 +6,9 @@
 // int8 model is the engine's (deepcanvas/quantize.h): calibrated on the
 // training set, its QDQ arithmetic simulated on the test set, and refused
 // above the maximum drop, as `deepcanvas-cli export --precision int8` does.
+// "Fine-tune for int8 (QAT)…" then trains that int8 model with its
+// arithmetic in the loop (deepcanvas/qat.h, as `train --qat`), on the same
+// worker, and the fine-tuned model replaces it for the int8 export.
 #include "gui/project_context.h"
 
 #include <deepcanvas/graph.h>
@@ -55,6 +58,11 @@ class DeployDialog : public QDialog {
     int64_t calibrated = 0;
     Options options;  // those it was measured with
     std::shared_ptr<const QuantizedNetwork> quantized;
+    // > 0: `quantized` was fine-tuned for int8 (QAT) for these epochs;
+    // accuracy.int8 is then the fine-tuned model's, ptq_int8 the
+    // calibrated one's it started from.
+    int qat_epochs = 0;
+    double ptq_int8 = 0;
   };
 
   explicit DeployDialog(ProjectContext* ctx, QWidget* parent = nullptr);
@@ -67,6 +75,12 @@ class DeployDialog : public QDialog {
   // running; false with the reason in statusText() when it cannot start.
   bool measure();
   void cancel();
+  // Fine-tunes the measured int8 model (quantization-aware training on the
+  // CPU, as `train --qat`): `epochs` (0: 3) at a tenth of the project's
+  // learning rate, `steps_per_epoch` (0: all) batches each, with progress
+  // and Cancel; the result replaces the int8 model Export writes. False
+  // with the reason in statusText() when it cannot start.
+  bool fineTuneInt8(int epochs = 0, int64_t steps_per_epoch = 0);
   // From measure() until its result (or cancellation) has been shown.
   bool running() const { return busy_; }
   // A reason measuring must not start now (training shares the cores and
@@ -92,10 +106,12 @@ class DeployDialog : public QDialog {
   QProgressBar* progress() const { return progress_; }
   QPushButton* measureButton() const { return measure_; }
   QPushButton* cancelButton() const { return cancel_; }
+  QPushButton* qatButton() const { return qat_; }
   QPushButton* exportButton(Format f) const { return export_[size_t(f)]; }
 
  signals:
   void measured(bool ok);
+  void fineTuned(bool ok);
 
  private:
   struct Job;
@@ -104,6 +120,7 @@ class DeployDialog : public QDialog {
   QString missingInputs(bool need_dataset) const;
   void onProgress(int permille, const QString& stage);
   void onDone(bool ok, bool cancelled, const QString& error, Result r);
+  void onQatDone(bool ok, bool cancelled, const QString& error, Result r);
   void fillTable();
   void updateControls();
   void markStale();
@@ -125,7 +142,7 @@ class DeployDialog : public QDialog {
   QLabel* status_;
   QProgressBar* progress_;
   QTableWidget* table_;
-  QPushButton *measure_, *cancel_;
+  QPushButton *measure_, *cancel_, *qat_;
   std::array<QPushButton*, 3> export_{};
 };
 

@@ -7,6 +7,7 @@
 #include <deepcanvas/format.h>
 #include <deepcanvas/project.h>
 #include <deepcanvas/pytorch_export.h>
+#include <deepcanvas/qat.h>
 
 #include <deepcanvas/int8_inference.h>
 #include <deepcanvas/io.h>
@@ -198,16 +199,35 @@ int export_deployment(const Args& a, const std::string& out, const std::string& 
     qo.percentile = a.get_double("percentile", 99.99, 50.0, 100.0);
     qo.seed = p.training.seed;
     QuantNetwork net = fold_batch_norms(plan->steps(), plan->state());
-    const std::vector<int64_t> idx = calibration_indices(train, calibrate_n, qo.seed);
-    if (!quiet)
-      std::fprintf(stderr, "calibrating on %zu training samples (%s)...\n", idx.size(),
-                   calibration_name(*method));
-    QuantizedNetwork q = calibrate(net, train, idx, qo);
+    // A QAT checkpoint brings the ranges it learned: calibrating again
+    // would throw them away, so the flags that ask for it are refused.
+    const bool qat = is_qat_checkpoint(meta);
+    if (qat && (a.has("calibration") || a.has("calibrate") || a.has("percentile")))
+      throw Error(ck +
+                  " is a quantization-aware (QAT) checkpoint: its int8 ranges are learned and "
+                  "kept, so --calibration/--calibrate/--percentile do not apply; drop them (or "
+                  "export the fp32 checkpoint to calibrate); nothing written");
+    std::vector<int64_t> idx;
+    QuantizedNetwork q;
+    if (qat) {
+      q = load_qat_scales(meta, net, ck);
+      if (!quiet)
+        std::fprintf(stderr,
+                     "using the %zu int8 input ranges learned by quantization-aware fine-tuning "
+                     "in %s (no calibration)\n",
+                     q.ops.size(), ck.c_str());
+    } else {
+      idx = calibration_indices(train, calibrate_n, qo.seed);
+      if (!quiet)
+        std::fprintf(stderr, "calibrating on %zu training samples (%s)...\n", idx.size(),
+                     calibration_name(*method));
+      q = calibrate(net, train, idx, qo);
+    }
     if (!quiet)
       std::fprintf(stderr, "measuring fp32 and simulated int8 on %lld test samples...\n",
                    (long long)test.size());
     const QuantAccuracy acc = evaluate_quantized(q, test, {}, 64);
-    j["calibration"] = calibration_name(*method);
+    j["calibration"] = qat ? "qat" : calibration_name(*method);
     j["calibration_samples"] = idx.size();
     j["fp32_accuracy"] = acc.fp32;
     j["int8_accuracy"] = acc.int8;
@@ -220,13 +240,16 @@ int export_deployment(const Args& a, const std::string& out, const std::string& 
                     "the int8 model's test accuracy is %.2f%% against %.2f%% in fp32, %.2f "
                     "points lower (more than --max-drop %.2f); nothing written. ",
                     100 * acc.int8, 100 * acc.fp32, acc.drop_points(), max_drop);
+      if (qat)
+        throw Error(m + std::string("fine-tune longer (train --qat --init-weights ") + ck +
+                    " --epochs N), or use --precision fp16");
       const GateAdvice g = quantization_gate_advice(*method, calibrate_n);
       std::string others;
       for (const std::string& o : g.other_methods) others += (others.empty() ? "" : " or ") + o;
       throw Error(m + std::string("try another calibration (--calibration ") + others +
                   "), more calibration samples (--calibrate " + std::to_string(g.more_samples) +
-                  "), or --precision fp16; quantization-aware training (train --qat) is not "
-                  "available yet");
+                  "), quantization-aware fine-tuning (train --qat --init-weights " + ck +
+                  " --checkpoint QAT_FILE, then export QAT_FILE), or --precision fp16");
     }
     bytes = onnx_qdq_model_bytes(q, o, pre);
     // The engine's own int8 model (run/predict --int8): the same scales,
@@ -245,8 +268,10 @@ int export_deployment(const Args& a, const std::string& out, const std::string& 
       for (const QuantOp& op : q.ops)
         quantized += (quantized.empty() ? "" : ", ") + q.net.steps[size_t(op.step)].name;
       for (const auto& s : q.left_in_float) left += (left.empty() ? "" : ", ") + s;
-      std::fprintf(stderr, "int8 (%s calibration): %s; left in float: %s\n",
-                   calibration_name(*method), quantized.empty() ? "nothing" : quantized.c_str(),
+      std::fprintf(stderr, "int8 (%s): %s; left in float: %s\n",
+                   qat ? "ranges learned by QAT"
+                       : (calibration_name(*method) + std::string(" calibration")).c_str(),
+                   quantized.empty() ? "nothing" : quantized.c_str(),
                    left.empty() ? "no layer with weights" : left.c_str());
     }
   } else {

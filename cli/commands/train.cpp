@@ -8,9 +8,12 @@
 #include <deepcanvas/device.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/format.h>
+#include <deepcanvas/io.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/preflight.h>
 #include <deepcanvas/project.h>
+#include <deepcanvas/qat.h>
+#include <deepcanvas/quantize.h>
 #include <deepcanvas/run_log.h>
 #include <deepcanvas/sequence_data.h>
 #include <deepcanvas/settings.h>
@@ -21,6 +24,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -73,7 +77,196 @@ int save_interrupted(Trainer& t, const InterruptGuard& stop, const TrainConfig& 
   return kInterruptedExit;
 }
 
+// A checkpoint's metadata without its tensors' checks, for telling a QAT
+// checkpoint apart; a file that cannot be read is the run's to report.
+bool names_qat_checkpoint(const std::string& path) {
+  if (path.empty()) return false;
+  try {
+    return is_qat_checkpoint(load_safetensors(path).metadata);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// train --qat: quantization-aware fine-tuning of an fp32 checkpoint on the
+// CPU (quant/qat.cpp), written as a QAT checkpoint whose learned int8
+// ranges export --precision int8 keeps.
+int cmd_train_qat(const Args& a) {
+  const bool as_json = a.flag("json"), quiet = a.flag("quiet") || as_json;
+  Project p = load_project_operand(a);
+  TrainConfig c = p.training;
+  apply_setting_flags(a, c);
+  // --init-weights is how train takes starting weights; the project's own
+  // (a pretrained base for transfer learning) is not an fp32 model of this
+  // network, so the flag is required.
+  const std::string init = a.get("init-weights", "");
+  const std::string out = a.get("checkpoint", "");
+  if (init.empty())
+    throw Error(
+        "train --qat needs --init-weights FP32_CHECKPOINT: the trained fp32 model it fine-tunes "
+        "(and --checkpoint OUT, where the QAT model goes)");
+  if (out.empty())
+    throw Error(
+        "train --qat needs --checkpoint OUT: where the quantization-aware model is written");
+  for (const char* f : {"resume", "checkpoint-dir", "test-every", "freeze-until"})
+    if (a.has(f))
+      throw Error(std::string("train --qat does not take --") + f +
+                  " (it fine-tunes every layer of --init-weights and writes --checkpoint)");
+  {
+    std::error_code ec;
+    if (std::filesystem::equivalent(init, out, ec))
+      throw Error("--checkpoint " + out +
+                  " is the fp32 model --init-weights reads; write the QAT model elsewhere");
+    if (std::filesystem::exists(out, ec) && !a.flag("overwrite"))
+      throw Error("--checkpoint " + out + " exists; choose another file or pass --overwrite");
+  }
+  if (c.device.cuda) {
+    if (a.has("device"))
+      throw Error(
+          "train --qat runs on the CPU only (its fake quantization has no CUDA kernels); use "
+          "--device cpu");
+    if (!quiet)
+      std::fprintf(stderr,
+                   "note: the project trains on %s; quantization-aware fine-tuning runs on the "
+                   "CPU\n",
+                   c.device.str().c_str());
+  }
+  const std::string method_name = a.get("calibration", "percentile");
+  const auto method = parse_calibration(method_name);
+  if (!method)
+    throw Error("--calibration " + method_name +
+                " is not known; use minmax, percentile or entropy");
+  QuantizeOptions qo;
+  qo.method = *method;
+  qo.calibrate = a.get_int("calibrate", 256, 1, 1 << 20);
+  qo.percentile = a.get_double("percentile", 99.99, 50.0, 100.0);
+  qo.seed = c.seed;
+  check_writable("--checkpoint", out, false);
+
+  // The network first: a checkpoint of another one is refused before any
+  // data is read.
+  check_network_builds(p);
+  CheckpointInfo info = read_checkpoint(init);
+  Plan plan(p.graph, 1);
+  plan.load_state(info.model, init);
+  const bool from_qat = is_qat_checkpoint(info.metadata);
+  if (from_qat && (a.has("calibration") || a.has("calibrate") || a.has("percentile")))
+    throw Error(init +
+                " is a QAT checkpoint: fine-tuning goes on from its learned ranges, which "
+                "--calibration/--calibrate would replace; drop them, or start from the fp32 "
+                "checkpoint");
+
+  c.device = parse_device("cpu");
+  c.precision = Precision::Fp32;
+  c.augment = {};
+  CliPrepare cp;
+  cp.purpose = RunPurpose::Evaluate;
+  cp.config = c;
+  cp.device_requested = 1;
+  cp.quiet = quiet;
+  PreparedRun prepared = prepare(p, a, cp);
+  Dataset& train = prepared.data.data.train;
+  Dataset& test = prepared.data.data.test;
+  // The inputs normalised as the checkpoint was trained, as export does.
+  for (Dataset* d : {&train, &test}) {
+    try {
+      d->mean = std::stof(info.metadata.at("mean"));
+      d->stddev = std::stof(info.metadata.at("stddev"));
+    } catch (const std::exception&) {
+      throw IoError(init + ": checkpoint metadata lacks the input normalisation (mean/stddev)");
+    }
+  }
+  set_num_threads(c.threads);
+
+  const QuantNetwork net = fold_batch_norms(plan.steps(), plan.state());
+  QuantizedNetwork start;
+  if (from_qat) {
+    start = load_qat_scales(info.metadata, net, init);
+    if (!quiet)
+      std::fprintf(stderr, "continuing from the learned int8 ranges of %s\n", init.c_str());
+  } else {
+    const std::vector<int64_t> idx = calibration_indices(train, qo.calibrate, qo.seed);
+    if (!quiet)
+      std::fprintf(stderr, "calibrating the starting int8 ranges on %zu training samples (%s)...\n",
+                   idx.size(), calibration_name(qo.method));
+    start = calibrate(net, train, idx, qo);
+  }
+  if (start.ops.empty())
+    throw Error("the network has no Conv2D or Dense layer to quantize; nothing to fine-tune");
+
+  QatOptions o;
+  // A fine-tuning, not a training run: few epochs at a tenth of the
+  // project's learning rate unless the flags say otherwise.
+  o.epochs = a.has("epochs") ? c.epochs : 3;
+  o.optimizer = c.optimizer;
+  if (!a.has("lr")) o.optimizer.lr = c.optimizer.lr / 10;
+  o.batch = c.batch;
+  o.loss = c.loss;
+  o.label_smoothing = c.label_smoothing;
+  o.seed = c.seed;
+  o.steps_per_epoch_limit = a.get_int("steps-per-epoch", 0, 0, INT64_MAX);
+  if (!quiet) {
+    for (const auto& f : net.folded) std::fprintf(stderr, "folded: %s\n", f.c_str());
+    std::fprintf(stderr,
+                 "Quantization-aware fine-tuning of '%s' on the CPU: %d epochs, lr %g (%s), batch "
+                 "%lld, %lld train / %lld test samples\n",
+                 p.name.c_str(), o.epochs, o.optimizer.lr, enum_name(o.optimizer.type),
+                 (long long)o.batch, (long long)train.size(), (long long)test.size());
+  }
+  json history = json::array();
+  QuantAccuracy first, last;
+  auto on_epoch = [&](const QatEpoch& e) {
+    if (e.epoch == 0) first = e.test;
+    last = e.test;
+    history.push_back({{"epoch", e.epoch},
+                       {"train_loss", std::isfinite(e.train_loss) ? e.train_loss : -1.0},
+                       {"fp32_accuracy", e.test.fp32},
+                       {"int8_accuracy", e.test.int8}});
+    if (quiet) return;
+    if (e.epoch == 0)
+      std::fprintf(stderr, "start (%s): test fp32 %.2f%%, int8 (simulated) %.2f%%\n",
+                   from_qat ? "learned ranges" : calibration_name(qo.method), 100 * e.test.fp32,
+                   100 * e.test.int8);
+    else
+      std::fprintf(stderr, "epoch %d/%d: train loss %.4f | test fp32 %.2f%%, int8 %.2f%%\n",
+                   e.epoch, e.epochs, e.train_loss, 100 * e.test.fp32, 100 * e.test.int8);
+  };
+  InterruptGuard stop;
+  bool cancelled = false;
+  const QuantizedNetwork q = train_qat(
+      start, train, test, o, on_epoch, {}, [&] { return stop.requested(); }, &cancelled);
+  if (cancelled) {
+    std::fprintf(stderr,
+                 "deepcanvas-cli: %s: quantization-aware fine-tuning stopped; nothing written\n",
+                 stop.signal_name().c_str());
+    return kInterruptedExit;
+  }
+  write_qat_checkpoint(out, plan.steps(), plan.state(), q, info.metadata, init, o.epochs,
+                       last.samples > 0 ? last.int8 : NAN);
+  if (as_json) {
+    std::cout << json({{"checkpoint", out},
+                       {"start_int8_accuracy", first.int8},
+                       {"fp32_accuracy", last.fp32},
+                       {"int8_accuracy", last.int8},
+                       {"test_samples", last.samples},
+                       {"epochs", o.epochs},
+                       {"start", from_qat ? std::string("qat") : calibration_name(qo.method)},
+                       {"history", history}})
+                     .dump()
+              << std::endl;
+  } else if (!a.flag("quiet")) {
+    std::fprintf(stderr,
+                 "QAT model saved to %s (int8 test accuracy %.2f%%, from %.2f%% at the start); "
+                 "export it with its learned ranges:\n  deepcanvas-cli export %s --checkpoint %s "
+                 "--format onnx --precision int8 -o model.onnx\n",
+                 out.c_str(), 100 * last.int8, 100 * first.int8, a.positional.at(0).c_str(),
+                 out.c_str());
+  }
+  return 0;
+}
+
 int cmd_train(const Args& a) {
+  if (a.flag("qat")) return cmd_train_qat(a);
   Project p = load_project_operand(a);
   if (a.has("freeze-until")) freeze_until(p.graph, a.get("freeze-until", ""));
   TrainConfig c = p.training;
@@ -85,6 +278,13 @@ int cmd_train(const Args& a) {
   // The project names its base relative to itself; a flag is relative to
   // where the command runs, as every other path on the command line.
   if (!a.has("init-weights")) c.init_weights = resolve_project_file(p, c.init_weights);
+  for (const std::string& f : {c.init_weights, c.resume})
+    if (names_qat_checkpoint(f))
+      throw Error(f +
+                  " is a quantization-aware (QAT) checkpoint: its BatchNorms are folded into "
+                  "the convolutions and its int8 ranges are learned; fine-tune it further with "
+                  "train --qat --init-weights " +
+                  f + ", or train from the fp32 checkpoint");
   std::string out_ckpt = a.get("checkpoint", "");
   bool as_json = a.flag("json"), quiet = a.flag("quiet");
   // What would fail late fails first: bad settings, a network that cannot
@@ -311,6 +511,14 @@ const Command& train_command() {
           {{"data", "DIR",
             "dataset folder ('fashion-mnist': Debian's full set) instead of the project's"},
            {"checkpoint", "FILE", "save the trained model (safetensors) there"},
+           {"qat", "",
+            "quantization-aware fine-tuning for int8 (CPU): from the fp32 model --init-weights, "
+            "BatchNorms folded, int8 ranges calibrated then learned; writes --checkpoint for "
+            "export --precision int8 (default 3 epochs at a tenth of the learning rate)"},
+           {"calibrate", "N", "--qat: training samples that calibrate the starting ranges (256)"},
+           {"calibration", "METHOD",
+            "--qat: minmax, percentile (default) or entropy, for the starting ranges"},
+           {"percentile", "P", "--qat with --calibration percentile: 50 to 100 (99.99)"},
            {"overwrite", "", "replace --checkpoint even with a worse or diverged model"},
            {"checkpoint-dir", "DIR",
             "write last.safetensors and best.safetensors there every epoch"},

@@ -1,12 +1,15 @@
 // deepcanvas-cli export --precision int8|fp16: what it prints, and each bad
 // input refused with its message and nothing written (a checkpoint of
 // another network, a calibration set of one class, activations that
-// overflow, the accuracy gate).
+// overflow, the accuracy gate); train --qat and the export of its
+// checkpoint, which keeps the learned ranges.
 #include <deepcanvas/checkpoint.h>
 #include <deepcanvas/errors.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <fstream>
+#include <map>
 
 #include "cli_util.h"
 
@@ -117,6 +120,92 @@ TEST(QuantizeCli, BadInputIsRefusedAndNothingWritten) {
   expect_refused(cli("export " + kSample + " --checkpoint " + ck + " -o " + out +
                      " --precision int8 --data " + t.path("one")),
                  out, "are all of class 3");
+}
+
+// The input scales a QAT checkpoint's metadata holds, by layer.
+std::map<std::string, double> qat_scales(const std::string& ck) {
+  const CheckpointInfo info = read_checkpoint(ck);
+  std::map<std::string, double> r;
+  const auto j = nlohmann::json::parse(info.metadata.at("qat"));
+  for (const auto& op : j.at("ops")) r[op.at("layer")] = op.at("input_scale").get<double>();
+  return r;
+}
+
+TEST(QuantizeCli, QatFineTunesAndItsExportKeepsTheLearnedRanges) {
+  if (!has_onnx()) GTEST_SKIP() << "this deepcanvas-cli has no ONNX support";
+  Tmp t;
+  const std::string ck = sample_checkpoint();
+  const std::string qat = t.path("qat.safetensors");
+  CliRun r = cli("train " + kSample + " --qat --init-weights " + ck + " --checkpoint " + qat +
+                 " --epochs 1 --steps-per-epoch 20 --calibrate 64 --calibration minmax --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = last_json_line(r.out);
+  EXPECT_EQ(j["start"], "minmax");
+  ASSERT_EQ(j["history"].size(), 2u);
+  const double qat_int8 = j["int8_accuracy"].get<double>();
+  EXPECT_GT(qat_int8, 0.5);
+  const std::map<std::string, double> learned = qat_scales(qat);
+  ASSERT_EQ(learned.size(), 4u);  // conv1, conv2, dense1, dense2
+
+  // The export reads the scales, calibrates nothing, and its gate measures
+  // what the fine-tuning measured last.
+  const std::string out = t.path("m.onnx");
+  r = cli("export " + kSample + " --checkpoint " + qat + " -o " + out + " --precision int8");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("learned by quantization-aware fine-tuning"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(no calibration)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("calibrating on"), std::string::npos) << r.out;
+  r = cli("export " + kSample + " --checkpoint " + qat + " -o " + out + " --precision int8 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  j = last_json_line(r.out);
+  EXPECT_EQ(j["calibration"], "qat");
+  EXPECT_DOUBLE_EQ(j["int8_accuracy"].get<double>(), qat_int8);
+  std::ifstream f(t.path("m.int8.json"));
+  const auto int8 = nlohmann::json::parse(f);
+  ASSERT_EQ(int8["ops"].size(), learned.size());
+  for (const auto& op : int8["ops"])
+    EXPECT_EQ(op["input_scale"].get<double>(), learned.at(op["layer"])) << op.dump();
+}
+
+TEST(QuantizeCli, QatRefusesMismatchesAndWritesNothing) {
+  if (!has_onnx()) GTEST_SKIP() << "this deepcanvas-cli has no ONNX support";
+  Tmp t;
+  const std::string ck = sample_checkpoint();
+  const std::string qat = t.path("qat.safetensors"), out = t.path("out.safetensors");
+  const std::string onnx = t.path("m.onnx");
+  // Another network: the fp32 checkpoint does not fit it.
+  const std::string other =
+      project_in(t, replaced(sample_text(), "\"filters\": 32", "\"filters\": 16"));
+  expect_refused(cli("train " + other + " --qat --init-weights " + ck + " --checkpoint " + out),
+                 out, "conv1.weight");
+  expect_refused(cli("train " + kSample + " --qat --checkpoint " + out), out,
+                 "train --qat needs --init-weights FP32_CHECKPOINT");
+  expect_refused(cli("train " + kSample + " --qat --init-weights " + ck + " --checkpoint " + out +
+                     " --device cuda"),
+                 out, "runs on the CPU only");
+  ASSERT_EQ(cli("train " + kSample + " --qat --init-weights " + ck + " --checkpoint " + qat +
+                " --epochs 1 --steps-per-epoch 5 --calibrate 32 --quiet")
+                .code,
+            0);
+  // A QAT checkpoint where an fp32 one is expected, and the other way.
+  expect_refused(cli("train " + kSample + " --init-weights " + qat + " --checkpoint " + out), out,
+                 "is a quantization-aware (QAT) checkpoint");
+  expect_refused(cli("export " + kSample + " --checkpoint " + qat + " -o " + onnx +
+                     " --precision int8 --calibration entropy"),
+                 onnx, "its int8 ranges are learned and kept");
+  // Its network changed since: the tensors no longer fit.
+  expect_refused(
+      cli("export " + other + " --checkpoint " + qat + " -o " + onnx + " --precision int8"), onnx,
+      "conv1.weight");
+  // The layers the scales name are not the network's (a Dense renamed,
+  // its tensors renamed with it).
+  CheckpointInfo info = read_checkpoint(qat);
+  auto meta = info.metadata;
+  meta["qat"] = replaced(meta["qat"], "\"dense2\"", "\"head\"");
+  save_safetensors(t.path("renamed.safetensors"), info.model, meta);
+  expect_refused(cli("export " + kSample + " --checkpoint " + t.path("renamed.safetensors") +
+                     " -o " + onnx + " --precision int8"),
+                 onnx, "learned for another network");
 }
 
 }  // namespace

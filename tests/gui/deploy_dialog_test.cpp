@@ -2,7 +2,9 @@
 // project and a briefly trained checkpoint a measurement fills the fp32 /
 // fp16 / int8 table, Export writes the int8 QDQ model, cancelling writes
 // nothing, and the engine's accuracy gate refuses an int8 model that drops
-// more than allowed. Few calibration and test samples keep it short.
+// more than allowed, and fine-tuning for int8 (QAT) replaces the int8 model
+// (or, cancelled, leaves it). Few calibration and test samples keep it
+// short.
 #include "gui/deploy_dialog.h"
 #include "dashboard_test_util.h"
 #include "gui/main_window.h"
@@ -238,6 +240,68 @@ TEST_F(DeployDialogTest, CancelStopsWithoutWriting) {
   EXPECT_TRUE(QDir(dir.path()).entryList(QDir::NoDotAndDotDot | QDir::AllEntries).isEmpty());
   EXPECT_FALSE(d->exportButton(Format::Int8)->isEnabled());
   EXPECT_TRUE(d->measureButton()->isEnabled());
+  d->setOptions(small());
+}
+
+TEST_F(DeployDialogTest, FineTunesTheInt8ModelAndExportsIt) {
+  ASSERT_TRUE(loadTrained());
+  loadData();
+  gui::DeployDialog* d = open();
+  ASSERT_NE(d, nullptr);
+  gui::DeployDialog::Options o = small();
+  o.method = CalibrationMethod::MinMax;
+  d->setOptions(o);
+  // Fine-tuning starts from a measurement.
+  EXPECT_FALSE(d->qatButton()->isEnabled());
+  EXPECT_FALSE(d->fineTuneInt8(1, 10));
+  EXPECT_TRUE(d->statusText().contains("Measure first")) << d->statusText().toStdString();
+  ASSERT_TRUE(measureAndWait(d)) << d->statusText().toStdString();
+  EXPECT_TRUE(d->qatButton()->isEnabled());
+  const double ptq = d->result().accuracy.int8;
+  const double fp32 = d->result().accuracy.fp32;
+  const auto calibrated = d->result().quantized;
+
+  // Cancelled: the calibrated model stays.
+  {
+    QSignalSpy done(d, &gui::DeployDialog::fineTuned);
+    ASSERT_TRUE(d->fineTuneInt8(50));
+    EXPECT_TRUE(d->running());
+    EXPECT_FALSE(d->qatButton()->isEnabled());
+    EXPECT_TRUE(d->cancelButton()->isEnabled());
+    d->cancel();
+    ASSERT_TRUE(done.wait(300000));
+    EXPECT_FALSE(done.first().at(0).toBool());
+    EXPECT_TRUE(d->statusText().contains("cancelled")) << d->statusText().toStdString();
+    EXPECT_EQ(d->result().qat_epochs, 0);
+    EXPECT_EQ(d->result().quantized, calibrated);
+  }
+
+  QSignalSpy done(d, &gui::DeployDialog::fineTuned);
+  ASSERT_TRUE(d->fineTuneInt8(1, 10));
+  ASSERT_TRUE(done.wait(300000));
+  ASSERT_TRUE(done.first().at(0).toBool()) << d->statusText().toStdString();
+  const auto& r = d->result();
+  EXPECT_EQ(r.qat_epochs, 1);
+  EXPECT_EQ(r.ptq_int8, ptq);
+  EXPECT_EQ(r.accuracy.fp32, fp32);  // the fp32 model is the one loaded
+  EXPECT_EQ(r.accuracy.samples, 200);
+  EXPECT_GT(r.accuracy.int8, 0.3);
+  ASSERT_NE(r.quantized, calibrated);
+  ASSERT_EQ(r.quantized->ops.size(), calibrated->ops.size());
+  bool moved = false;
+  for (size_t k = 0; k < calibrated->ops.size(); ++k)
+    moved = moved || r.quantized->ops[k].input_scale != calibrated->ops[k].input_scale;
+  EXPECT_TRUE(moved) << "no learned range moved";
+  EXPECT_TRUE(d->table()->item(2, gui::DeployDialog::kAccuracy)->text().contains("QAT"));
+  EXPECT_TRUE(d->statusText().contains("Fine-tuned for int8")) << d->statusText().toStdString();
+  std::printf("deploy dialog: fp32 %.2f%%, minmax int8 %.2f%%, after 10 QAT steps %.2f%%\n",
+              100 * fp32, 100 * ptq, 100 * r.accuracy.int8);
+#ifdef DC_HAVE_ONNX
+  QTemporaryDir dir;
+  EXPECT_TRUE(d->exportModel(Format::Int8, dir.path() + "/qat.onnx"))
+      << d->statusText().toStdString();
+  EXPECT_GT(QFileInfo(dir.path() + "/qat.onnx").size(), 0);
+#endif
   d->setOptions(small());
 }
 

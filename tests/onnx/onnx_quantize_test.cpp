@@ -8,6 +8,7 @@
 #include <deepcanvas/npy.h>
 #include <deepcanvas/onnx_quantize.h>
 #include <deepcanvas/project.h>
+#include <deepcanvas/qat.h>
 #include <deepcanvas/quantize.h>
 #include <deepcanvas/trainer.h>
 #include <gtest/gtest.h>
@@ -163,6 +164,62 @@ TEST(OnnxQuantize, QdqModelPassesTheCheckerWithInt8Weights) {
     return std::string("(no error)");
   }();
   EXPECT_NE(why.find("needs opset 13"), std::string::npos) << why;
+}
+
+// A QAT checkpoint's export: the scales of its QuantizeLinear nodes are the
+// ones the checkpoint stored, not a calibration's (export does what this
+// does: read, load into the project's network, fold, take the scales).
+TEST(OnnxQuantize, QatCheckpointExportsItsLearnedScales) {
+  const Trained& t = trained();
+  QuantizeOptions o;
+  o.method = CalibrationMethod::MinMax;
+  const QuantizedNetwork ptq = calibrate(fold_batch_norms(t.steps, t.state), *t.train,
+                                         calibration_indices(*t.train, 64, 1), o);
+  QatOptions qo;
+  qo.epochs = 1;
+  qo.steps_per_epoch_limit = 5;
+  qo.batch = 32;
+  const QuantizedNetwork q = train_qat(ptq, *t.train, Dataset{}, qo);
+  const fs::path dir = fs::temp_directory_path() / ("dc_qat_onnx_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "qat.safetensors").string();
+  write_qat_checkpoint(path, t.steps, t.state, q,
+                       {{"format", "deepcanvas-checkpoint"},
+                        {"format_version", "1"},
+                        {"epoch", "1"},
+                        {"step", "0"},
+                        {"input_shape", "1x28x28"},
+                        {"num_classes", "10"},
+                        {"mean", "0.28"},
+                        {"stddev", "0.35"},
+                        {"class_names", "[]"}},
+                       "fp32.safetensors", 1, NAN);
+  const CheckpointInfo info = read_checkpoint(path);
+  Plan plan(t.project.graph, 1);
+  plan.load_state(info.model, path);
+  const QuantizedNetwork back =
+      load_qat_scales(info.metadata, fold_batch_norms(plan.steps(), plan.state()), path);
+  std::map<std::string, float> stored;
+  for (const QuantOp& op : q.ops) stored[q.net.steps[size_t(op.step)].name] = op.input_scale;
+  // The fine-tuning moved them, so the comparison tells them apart.
+  for (const QuantOp& op : ptq.ops)
+    EXPECT_NE(stored.at(ptq.net.steps[size_t(op.step)].name), op.input_scale);
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(onnx_qdq_model_bytes(back, OnnxExportOptions{})));
+  std::map<std::string, float> init;
+  for (const auto& i : m.graph().initializer())
+    if (i.data_type() == onnx::TensorProto::FLOAT && i.float_data_size() == 1)
+      init[i.name()] = i.float_data(0);
+  int quantize = 0;
+  for (const auto& n : m.graph().node()) {
+    if (n.op_type() != "QuantizeLinear") continue;
+    ++quantize;
+    const std::string layer = n.name().substr(0, n.name().find('/'));
+    ASSERT_TRUE(init.count(n.input(1))) << n.input(1);
+    EXPECT_EQ(init.at(n.input(1)), stored.at(layer)) << layer;
+  }
+  EXPECT_EQ(quantize, int(stored.size()));
+  fs::remove_all(dir);
 }
 
 TEST(OnnxQuantize, OnnxRuntimeAgreesWithTheSimulation) {

@@ -156,8 +156,8 @@ QuantAccuracy evaluate_quantized(const QuantizedNetwork& q, const Dataset& ds,
 
 // What to try when the gate refuses, for the CLI and the app to word with
 // their own controls: the other calibration methods, and a larger number
-// of calibration samples. (fp16 is the other way out; quantization-aware
-// training does not exist yet.)
+// of calibration samples. (fp16 and quantization-aware fine-tuning,
+// qat.h, are the other ways out.)
 struct GateAdvice {
   std::vector<std::string> other_methods;  // "entropy", "minmax"
   int64_t more_samples = 512;
