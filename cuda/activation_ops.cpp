@@ -71,12 +71,7 @@ std::unique_ptr<Op> make_activation(const PlanStep& s) {
 
 }  // namespace
 
-// channel_ops.cpp: ChannelScale, ChannelShuffle, ChannelSlice; registered
-// from here so that the op list in op_registry.cpp need not change.
-void register_channel_ops(OpRegistry& r);
-
 void register_activation_ops(OpRegistry& r) {
-  register_channel_ops(r);
   r.add("ReLU", make_activation<Act::Relu>);
   r.add("ReLU6", make_activation<Act::Relu6>);
   r.add("LeakyReLU", make_activation<Act::LeakyRelu>);

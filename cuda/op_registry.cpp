@@ -12,6 +12,7 @@ const OpRegistry& OpRegistry::instance() {
     OpRegistry b;
     register_activation_ops(b);
     register_attention_ops(b);
+    register_channel_ops(b);
     register_conv_ops(b);
     register_dense_ops(b);
     register_dropout_ops(b);

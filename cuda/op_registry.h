@@ -40,6 +40,7 @@ bool fold_into(Op& relu, Op& producer);
 // One per op family, each defined beside its op classes.
 void register_activation_ops(OpRegistry& r);  // activation_ops.cpp: ReLU ... Softmax
 void register_attention_ops(OpRegistry& r);   // attention_ops.cpp: MultiHeadAttention
+void register_channel_ops(OpRegistry& r);     // channel_ops.cpp: ChannelScale/Shuffle/Slice
 void register_conv_ops(OpRegistry& r);        // conv.cpp: Conv2D
 void register_dense_ops(OpRegistry& r);       // dense.cpp: Dense, TimeDistributedDense
 void register_dropout_ops(OpRegistry& r);     // dropout_ops.cpp
