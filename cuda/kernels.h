@@ -271,3 +271,14 @@ void depthwise_backward_data(const DwDims& d, const float* dy, const float* w, f
 void depthwise_backward_weight(const DwDims& d, const float* x, const float* dy, float* dw,
                                float* db, void* scratch, bool reduced, Low low, cudaStream_t s);
 }  // namespace dc::cuda
+
+// pad.cu: planes (NCHW: N·C of them) of h × w float32 into a zero-padded
+// copy of ph × pw with the original at row `top`, column `left` (every
+// element of y written), and the way back: x += y's interior, for an input
+// gradient computed on the copy (conv.cpp's uneven 'same' padding).
+namespace dc::cuda {
+void pad_planes(const float* x, float* y, int64_t planes, int64_t h, int64_t w, int64_t top,
+                int64_t left, int64_t ph, int64_t pw, cudaStream_t s);
+void crop_planes_add(const float* y, float* x, int64_t planes, int64_t h, int64_t w, int64_t top,
+                     int64_t left, int64_t ph, int64_t pw, cudaStream_t s);
+}  // namespace dc::cuda
