@@ -16,7 +16,8 @@
 // channels last with the graph API required and the GEMM weight gradient;
 // a depthwise layer kept on cuDNN (DC_CUDA_DEPTHWISE=cudnn); and a frozen
 // op, first behind the input (no backward reaches it) and then behind a
-// trainable layer (input gradient, no weight gradient).
+// trainable layer (input gradient, no weight gradient); training steps
+// replayed from a captured CUDA graph against eager ones.
 #include <deepcanvas/advisor/memory_model.h>
 #include <deepcanvas/device.h>
 #include <deepcanvas/enum_names.h>
@@ -26,6 +27,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -439,6 +442,93 @@ TEST(CudaConvPadding, FrozenLayerRunsInEveryPrecision) {
     EXPECT_NO_THROW(check(be, pad_graph(c, true, true), c, prec, tol, pre_tol,
                           "frozen behind a trainable layer", "op."));
   }
+}
+
+// Training steps replayed from a captured CUDA graph against the same steps
+// run eagerly (DC_CUDA_GRAPHS=0): a stem-like convolution and a grouped one,
+// both with uneven padding, so the pad and crop kernels are in the graph,
+// and a last partial batch (another batch size, the copy already larger).
+// Errors from a stale pointer or a host value baked into the graph are of
+// order one; 1e-3 leaves room for cuDNN timing its algorithms again in the
+// second plan.
+TEST(CudaConvPadding, ReplayedGraphStepsMatchEagerSteps) {
+  DeviceBackend* be = test::gpu_or_skip();
+  if (!be) GTEST_SKIP() << test::skip_reason();
+  const test::ScopedEnv tf32("DC_CUDA_TF32", "0");
+  register_builtin_layers();
+  Graph g;
+  NodeId in = g.add_node("Input", "input", A({{"shape", std::vector<int64_t>{3, 12, 12}}}));
+  NodeId stem = g.add_node("Conv2D", "stem",
+                           A({{"filters", int64_t(8)},
+                              {"kernel", pair(3, 3)},
+                              {"stride", pair(2, 2)},
+                              {"padding_mode", std::string("same")}}));
+  NodeId r = g.add_node("ReLU", "relu");
+  NodeId grouped = g.add_node("Conv2D", "grouped",
+                              A({{"filters", int64_t(8)},
+                                 {"kernel", pair(3, 3)},
+                                 {"stride", pair(2, 2)},
+                                 {"groups", int64_t(2)},
+                                 {"padding_mode", std::string("same")}}));
+  NodeId gap = g.add_node("GlobalAvgPool2D", "gap");
+  NodeId fc = g.add_node("Dense", "fc", A({{"units", int64_t(10)}}));
+  g.connect(in, stem);
+  g.connect(stem, r);
+  g.connect(r, grouped);
+  g.connect(grouped, gap);
+  g.connect(gap, fc);
+  const int64_t B = 16, S = 100;
+  Dataset ds;
+  ds.sample_shape = Shape{3, 12, 12};
+  Rng rng(2);
+  for (int64_t i = 0; i < S * 432; ++i) ds.pixels.push_back(uint8_t(rng.below(256)));
+  for (int64_t i = 0; i < S; ++i) ds.labels.push_back(int32_t(rng.below(10)));
+  ds.num_classes = 10;
+  ds.mean = 0.5f;
+  ds.stddev = 0.3f;
+  struct Result {
+    std::vector<Tensor> state;
+    double loss = 0;
+    int64_t graph_steps = 0;
+  };
+  auto train = [&](bool graphs) {
+    if (!graphs) setenv("DC_CUDA_GRAPHS", "0", 1);
+    Plan host(g, B);
+    host.init_params(5);
+    DevicePlanOptions o;
+    o.max_batch = B;
+    auto dev = be->create_plan(g, host, o);
+    unsetenv("DC_CUDA_GRAPHS");
+    dev->upload_params();
+    const int h = dev->add_dataset(ds);
+    Result out;
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      std::vector<int64_t> order(S);
+      for (int64_t i = 0; i < S; ++i) order[size_t(i)] = (i * 37 + epoch * 11) % S;
+      for (int64_t b0 = 0; b0 < S; b0 += B) {
+        const int64_t n = std::min(B, S - b0);
+        dev->train_step(h, order.data() + b0, n, 1e-2 / double(1 + b0 / B + epoch * 7),
+                        uint64_t(b0));
+      }
+      const DeviceStepStats st = dev->take_stats();
+      out.loss += st.loss_sum;
+      out.graph_steps += st.graph_steps;
+    }
+    dev->download_params();
+    for (auto& [k, t] : host.state()) out.state.push_back(t.clone());
+    return out;
+  };
+  const Result eager = train(false);
+  testing::internal::CaptureStderr();
+  const Result graph = train(true);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("capture failed"), std::string::npos) << err;
+  EXPECT_EQ(eager.graph_steps, 0);
+  EXPECT_GT(graph.graph_steps, 0) << "no step was replayed from a graph";
+  EXPECT_NEAR(graph.loss, eager.loss, 1e-3 * std::fabs(eager.loss));
+  ASSERT_EQ(graph.state.size(), eager.state.size());
+  for (size_t i = 0; i < eager.state.size(); ++i)
+    EXPECT_LE(rel_err(graph.state[i], eager.state[i]), 1e-3) << "state " << i;
 }
 
 }  // namespace
