@@ -36,9 +36,19 @@
 // float32 NCHW tensors: they are memory bound, so the conversion passes of
 // the 16-bit path and cuDNN's grouped kernels cost more than the
 // convolution itself. They also take the uneven padding of 'same' with a
-// stride, which cuDNN cannot. DC_CUDA_DEPTHWISE=cudnn keeps them on cuDNN
-// (A/B runs, tests); with DC_CUDA_LOG_ALGOS=1 the layer says which kernel
-// it runs.
+// stride as it is (cuDNN needs the padded copy below). DC_CUDA_DEPTHWISE=
+// cudnn keeps them on cuDNN (A/B runs, tests); with DC_CUDA_LOG_ALGOS=1 the
+// layer says which kernel it runs.
+//
+// Uneven 'same' padding on cuDNN (a strided convolution on an even plane:
+// EfficientNet-Lite0's stem): cuDNN pads both sides alike, so the op pads
+// the float32 input into a copy with the extra zero rows and columns
+// (conv_layout.h's ConvPadCopy, pad.cu) and every direction runs on the
+// copy with the symmetric rest. The input gradient comes out as the
+// copy's (beta 0, into the copy's own buffer, free by then), and its
+// interior is added into dx. One rule for both APIs and all three
+// precisions rather than the graph API's pre/post paddings, which the
+// float32 and fallback legacy paths do not have.
 #include <deepcanvas/layer.h>
 
 #include <algorithm>
@@ -50,6 +60,7 @@
 #include <utility>
 
 #include "conv_graph.h"
+#include "conv_layout.h"
 #include "handles.h"
 #include "kernels.h"
 #include "op_registry.h"
@@ -83,9 +94,12 @@ class Conv2D : public Op {
  public:
   int64_t C, H, W, OC, KH, KW, SH, SW, DH, DW, G, PH, PW, OH, OW;
   bool bias;
-  // Depthwise kernels (depthwise.cu) instead of cuDNN; uneven: 'same'
-  // padding with more at the bottom or right, which only they can run.
-  bool depthwise = false, uneven = false;
+  // Depthwise kernels (depthwise.cu) instead of cuDNN (PH, PW: the top and
+  // left padding they take, the rest follows from OH, OW).
+  bool depthwise = false;
+  // What cuDNN runs on: the input itself, or its padded copy (pc.needed()),
+  // padded by pc.pad_h, pc.pad_w on each side.
+  ConvPadCopy pc;
 
   template <typename Perf>
   static decltype(Perf::algo) pick(const Perf* p, int got, size_t& ws, const std::string& what,
@@ -130,10 +144,10 @@ class Conv2D : public Op {
                shapes(n));
       DC_CUDNN(cudnnCreateConvolutionDescriptor(conv_.out()), label);
       // The compute type stays float32 in every precision.
-      DC_CUDNN(
-          cudnnSetConvolution2dDescriptor(conv_.get(), int(PH), int(PW), int(SH), int(SW), int(DH),
-                                          int(DW), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-          shapes(n));
+      DC_CUDNN(cudnnSetConvolution2dDescriptor(conv_.get(), int(pc.pad_h), int(pc.pad_w), int(SH),
+                                               int(SW), int(DH), int(DW), CUDNN_CROSS_CORRELATION,
+                                               CUDNN_DATA_FLOAT),
+               shapes(n));
       DC_CUDNN(cudnnSetConvolutionGroupCount(conv_.get(), int(G)), shapes(n));
       const cudnnMathType_t math = c.reduced || c.tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
       DC_CUDNN(cudnnSetConvolutionMathType(conv_.get(), math), shapes(n));
@@ -147,9 +161,16 @@ class Conv2D : public Op {
         bias_parts_ = DeviceBuffer(*c.alloc, bias_grad_scratch_bytes(OC),
                                    label + " bias gradient partial sums");
     }
+    // The padded copy, which backward reuses for the copy's input gradient:
+    // nothing more for a layer backward reaches.
+    if (pc.needed() && n > pad_cap_) {
+      pad_cap_ = n;
+      xpad_ = DeviceBuffer(*c.alloc, size_t(n) * C * pc.h * pc.w * 4,
+                           label + " zero-padded input (uneven 'same' padding)");
+    }
     if (reduced_ && n > cap_) {
       cap_ = n;
-      x_low_ = DeviceBuffer(*c.alloc, size_t(n) * C * H * W * 2, label + " 16-bit input");
+      x_low_ = DeviceBuffer(*c.alloc, size_t(n) * C * pc.h * pc.w * 2, label + " 16-bit input");
       y_low_ = DeviceBuffer(*c.alloc, size_t(n) * OC * OH * OW * 2, label + " 16-bit output");
       if (wgrad_gemm_) {
         cols_ = DeviceBuffer(*c.alloc, size_t(cols_samples(n)) * OH * OW * KH * KW * C * 2,
@@ -170,7 +191,7 @@ class Conv2D : public Op {
     const cudnnTensorDescriptor_t x = a.x.get(), y = a.y.get();
     const cudnnFilterDescriptor_t w = wdesc_.get();
     const cudnnConvolutionDescriptor_t conv = conv_.get();
-    DC_CUDNN(cudnnSetTensor4dDescriptor(x, format(), dt_, n, int(C), int(H), int(W)), what);
+    DC_CUDNN(cudnnSetTensor4dDescriptor(x, format(), dt_, n, int(C), int(pc.h), int(pc.w)), what);
     DC_CUDNN(cudnnSetTensor4dDescriptor(y, format(), dt_, n, int(OC), int(OH), int(OW)), what);
     // Only what backward will run: nothing for a layer it never reaches,
     // no weight gradient for a frozen one.
@@ -208,12 +229,13 @@ class Conv2D : public Op {
     }
     Algos& a = algos_.at(n);
     const float one = 1.f, zero = 0.f;
+    const float* x = padded_input(c, in[0], n);
     if (reduced_) {
       // Channels last: the KRSC copy from the float32 weights, each step
       // (they are small); the optimizer keeps the KCRS 16-bit copy current,
       // not this one.
       if (nhwc_) to_low_layout(c, params[0].value, w_nhwc_.get<void>(), OC, C, KH * KW);
-      to_low_layout(c, in[0], x_low_.get<void>(), n, C, H * W);
+      to_low_layout(c, x, x_low_.get<void>(), n, C, pc.h * pc.w);
       DC_LAUNCHED(shapes(n));
       if (a.g_fwd)
         a.g_fwd->run(c.dnn, x_low_.get<void>(), low_weight(), y_low_.get<void>(),
@@ -227,7 +249,7 @@ class Conv2D : public Op {
       from_low_layout(c, y_low_.get<void>(), out, n, OC, OH * OW, false);
       DC_LAUNCHED(shapes(n));
     } else {
-      DC_CUDNN(cudnnConvolutionForward(c.dnn, &one, a.x.get(), in[0], wdesc_.get(), params[0].value,
+      DC_CUDNN(cudnnConvolutionForward(c.dnn, &one, a.x.get(), x, wdesc_.get(), params[0].value,
                                        conv_.get(), a.fwd, c.workspace->get(), c.workspace->bytes(),
                                        &zero, a.y.get(), out),
                shapes(n));
@@ -267,16 +289,25 @@ class Conv2D : public Op {
       backward_low(c, a, dout, din[0], n);
       return;
     }
+    // The padded copy is made again rather than trusted to hold this
+    // input still: one pass over a plane, where it is needed at all.
     if (params[0].grad)
-      DC_CUDNN(cudnnConvolutionBackwardFilter(
-                   c.dnn, &one, a.x.get(), in[0], a.y.get(), dout, conv_.get(), a.bwd_filter,
-                   c.workspace->get(), c.workspace->bytes(), &one, wdesc_.get(), params[0].grad),
+      DC_CUDNN(cudnnConvolutionBackwardFilter(c.dnn, &one, a.x.get(), padded_input(c, in[0], n),
+                                              a.y.get(), dout, conv_.get(), a.bwd_filter,
+                                              c.workspace->get(), c.workspace->bytes(), &one,
+                                              wdesc_.get(), params[0].grad),
                shapes(n));
-    if (din[0])
-      DC_CUDNN(cudnnConvolutionBackwardData(c.dnn, &one, wdesc_.get(), params[0].value, a.y.get(),
-                                            dout, conv_.get(), a.bwd_data, c.workspace->get(),
-                                            c.workspace->bytes(), &one, a.x.get(), din[0]),
-               shapes(n));
+    if (!din[0]) return;
+    // With a padded copy, its gradient (beta 0) into the copy's buffer,
+    // which the weight gradient has read by now, then the interior onto dx.
+    const float zero = 0.f;
+    const bool via_copy = pc.needed();
+    DC_CUDNN(cudnnConvolutionBackwardData(c.dnn, &one, wdesc_.get(), params[0].value, a.y.get(),
+                                          dout, conv_.get(), a.bwd_data, c.workspace->get(),
+                                          c.workspace->bytes(), via_copy ? &zero : &one, a.x.get(),
+                                          via_copy ? xpad_.get<float>() : din[0]),
+             shapes(n));
+    if (via_copy) crop_grad_add(c, din[0], n);
   }
 
  private:
@@ -287,16 +318,14 @@ class Conv2D : public Op {
 
   // The depthwise kernels' scratch, once; false when a batch of n is past
   // their index range (depthwise_fits), which sends the layer to cuDNN for
-  // good, or refuses it where cuDNN cannot run it either.
+  // good (uneven 'same' padding through the padded copy), or refuses it
+  // once a smaller batch has run on them.
   bool prepare_depthwise(OpContext& c, int n) {
     if (!depthwise_fits(dw_dims(n))) {
       // Once a smaller batch has run on the kernels it has no cuDNN
       // algorithms; switching now would leave it without any.
-      if (uneven || dw_prepared_)
-        throw DeviceError(shapes(n) + ": too large for the depthwise kernels" +
-                          (uneven ? ", and its uneven 'same' padding is not possible with cuDNN; "
-                                    "use explicit padding"
-                                  : std::string("; use a smaller batch")));
+      if (dw_prepared_)
+        throw DeviceError(shapes(n) + ": too large for the depthwise kernels; use a smaller batch");
       std::fprintf(stderr, "%s: too large for the depthwise kernels; cuDNN runs it\n",
                    shapes(n).c_str());
       depthwise = false;
@@ -350,8 +379,30 @@ class Conv2D : public Op {
                                             c.workspace->get(), c.workspace->bytes(), &zero,
                                             a.x.get(), x_low_.get<void>()),
                what);
-    from_low_layout(c, x_low_.get<void>(), din, n, C, H * W, true);
+    if (!pc.needed()) {
+      from_low_layout(c, x_low_.get<void>(), din, n, C, H * W, true);
+      DC_LAUNCHED(what);
+      return;
+    }
+    // The copy's gradient to float32 in the copy's buffer, then its
+    // interior onto dx.
+    from_low_layout(c, x_low_.get<void>(), xpad_.get<float>(), n, C, pc.h * pc.w, false);
     DC_LAUNCHED(what);
+    crop_grad_add(c, din, n);
+  }
+
+  // The input cuDNN convolves: x itself, or its padded copy, made now.
+  const float* padded_input(OpContext& c, const float* x, int n) {
+    if (!pc.needed()) return x;
+    pad_planes(x, xpad_.get<float>(), int64_t(n) * C, H, W, pc.top, pc.left, pc.h, pc.w, c.stream);
+    DC_LAUNCHED(shapes(n));
+    return xpad_.get<float>();
+  }
+  // dx += the interior of the copy's float32 gradient (in xpad_).
+  void crop_grad_add(OpContext& c, float* dx, int n) {
+    crop_planes_add(xpad_.get<float>(), dx, int64_t(n) * C, H, W, pc.top, pc.left, pc.h, pc.w,
+                    c.stream);
+    DC_LAUNCHED(shapes(n));
   }
 
   // The 16-bit convolutions of a batch of n through the graph API. The
@@ -363,16 +414,16 @@ class Conv2D : public Op {
     const std::string what = shapes(n);
     const ConvGeometry g{.n = n,
                          .c = C,
-                         .h = H,
-                         .w = W,
+                         .h = pc.h,
+                         .w = pc.w,
                          .k = OC,
                          .r = KH,
                          .s = KW,
                          .oh = OH,
                          .ow = OW,
                          .groups = G,
-                         .pad_h = PH,
-                         .pad_w = PW,
+                         .pad_h = pc.pad_h,
+                         .pad_w = pc.pad_w,
                          .stride_h = SH,
                          .stride_w = SW,
                          .dil_h = DH,
@@ -381,7 +432,7 @@ class Conv2D : public Op {
                          .data = dt_};
     void* x = x_low_.get<void>();
     void* y = y_low_.get<void>();
-    DC_CUDA(cudaMemsetAsync(x, 0x3c, size_t(n) * C * H * W * 2, c.stream), what);
+    DC_CUDA(cudaMemsetAsync(x, 0x3c, size_t(n) * C * pc.h * pc.w * 2, c.stream), what);
     DC_CUDA(cudaMemsetAsync(y, 0x3c, size_t(n) * OC * OH * OW * 2, c.stream), what);
     if (nhwc_) DC_CUDA(cudaMemsetAsync(w_nhwc_.get<void>(), 0x3c, w_nhwc_.bytes(), c.stream), what);
     auto attempt = [&](std::optional<ConvGraph>& slot, ConvDir d, const void* w) {
@@ -445,13 +496,13 @@ class Conv2D : public Op {
     const float one = 1.f, zero = 0.f;
     const cudaDataType_t t = c.low == Low::Bf16 ? CUDA_R_16BF : CUDA_R_16F;
     const int64_t K = KH * KW * C, per = cols_samples(n);
-    const Im2colDims d{int(C),  int(H),  int(W),  int(KH), int(KW), int(SH), int(SW),
-                       int(PH), int(PW), int(DH), int(DW), int(OH), int(OW)};
+    const Im2colDims d{int(C),        int(pc.h),     int(pc.w), int(KH), int(KW), int(SH), int(SW),
+                       int(pc.pad_h), int(pc.pad_w), int(DH),   int(DW), int(OH), int(OW)};
     const auto* x = x_low_.get<uint16_t>();
     const auto* dy = y_low_.get<uint16_t>();
     for (int64_t n0 = 0; n0 < n; n0 += per) {
       const int64_t cnt = std::min<int64_t>(per, n - n0), M = cnt * OH * OW;
-      im2col_nhwc_low(x + n0 * H * W * C, cols_.get<void>(), cnt, d, c.stream);
+      im2col_nhwc_low(x + n0 * pc.h * pc.w * C, cols_.get<void>(), cnt, d, c.stream);
       DC_LAUNCHED(shapes(n));
       DC_CUBLAS(cublasGemmEx(c.blas, CUBLAS_OP_N, CUBLAS_OP_T, int(K), int(OC), int(M), &one,
                              cols_.get<void>(), t, int(K), dy + n0 * OH * OW * OC, t, int(OC),
@@ -467,8 +518,8 @@ class Conv2D : public Op {
   bool graph_ = false, graph_required_ = false, fallback_said_ = false, dw_said_ = false,
        dw_prepared_ = false;
   cudnnDataType_t dt_ = CUDNN_DATA_FLOAT;
-  int cap_ = 0;
-  DeviceBuffer x_low_, y_low_, dw_low_, w_nhwc_, bias_parts_, cols_, dw32_, dw_parts_;
+  int cap_ = 0, pad_cap_ = 0;
+  DeviceBuffer x_low_, y_low_, dw_low_, w_nhwc_, bias_parts_, cols_, dw32_, dw_parts_, xpad_;
   FilterDesc wdesc_;
   ConvDesc conv_;
   std::map<int, Algos> algos_;
@@ -502,12 +553,7 @@ std::unique_ptr<Op> make_conv(const PlanStep& s) {
     dc::same_padding(g.W, g.KW, g.SW, g.DW, pl, pr, "width");
   }
   g.depthwise = is_depthwise(g.C, g.OC, g.G) && env("DC_CUDA_DEPTHWISE") != "cudnn";
-  g.uneven = pt != pb || pl != pr;
-  if (g.uneven && !g.depthwise)
-    throw Error("padding 'same' needs uneven padding here (" + std::to_string(pt) + "/" +
-                std::to_string(pb) + " rows, " + std::to_string(pl) + "/" + std::to_string(pr) +
-                " columns), which cuDNN cannot do; use an odd kernel, stride 1, or explicit "
-                "padding to train on CUDA");
+  g.pc = conv_pad_copy(g.H, g.W, pt, pb, pl, pr);
   g.PH = pt;
   g.PW = pl;
   g.OH = out[1];

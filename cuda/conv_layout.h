@@ -1,6 +1,7 @@
 #pragma once
-// Host-only layout arithmetic for the graph-API convolutions (conv_graph.cpp),
+// Host-only layout arithmetic for the convolutions (conv.cpp, conv_graph.cpp),
 // kept free of CUDA headers so a host test checks it without a GPU.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -25,6 +26,37 @@ inline int64_t pointer_alignment(const void* p) {
   int64_t a = 16;
   while (a > 1 && v % uintptr_t(a) != 0) a /= 2;
   return a;
+}
+
+// cuDNN takes one padding per side pair (the legacy API; conv.cpp runs every
+// precision's convolutions through a padded copy rather than the graph
+// API's pre/post paddings, so that one rule serves both APIs). 'same'
+// padding with a stride can ask for more on one side (the engine's rule,
+// same_padding: the odd row at the bottom, the odd column at the right).
+// Such a convolution runs on a copy of the input with the difference added
+// as zero rows and columns on the side that needs more, and cuDNN pads the
+// copy by the part both sides share. Zero extra everywhere: no copy.
+struct ConvPadCopy {
+  int64_t top = 0, bottom = 0, left = 0, right = 0;  // zero rows/columns the copy adds
+  int64_t pad_h = 0, pad_w = 0;                      // what cuDNN pads the copy by, each side
+  int64_t h = 0, w = 0;                              // the copy's plane (the input's without one)
+  bool needed() const { return top + bottom + left + right > 0; }
+};
+
+// For an input plane h × w padded by pt/pb rows (top/bottom) and pl/pr
+// columns (left/right), none negative.
+inline ConvPadCopy conv_pad_copy(int64_t h, int64_t w, int64_t pt, int64_t pb, int64_t pl,
+                                 int64_t pr) {
+  ConvPadCopy p;
+  p.pad_h = std::min(pt, pb);
+  p.pad_w = std::min(pl, pr);
+  p.top = pt - p.pad_h;
+  p.bottom = pb - p.pad_h;
+  p.left = pl - p.pad_w;
+  p.right = pr - p.pad_w;
+  p.h = h + p.top + p.bottom;
+  p.w = w + p.left + p.right;
+  return p;
 }
 
 }  // namespace dc::cuda

@@ -292,3 +292,14 @@ void channel_slice_backward(const float* dy, float* dx, int64_t N, int64_t C, in
                             int64_t start, int64_t count, cudaStream_t s);
 
 }  // namespace dc::cuda
+
+// pad.cu: planes (NCHW: N·C of them) of h × w float32 into a zero-padded
+// copy of ph × pw with the original at row `top`, column `left` (every
+// element of y written), and the way back: x += y's interior, for an input
+// gradient computed on the copy (conv.cpp's uneven 'same' padding).
+namespace dc::cuda {
+void pad_planes(const float* x, float* y, int64_t planes, int64_t h, int64_t w, int64_t top,
+                int64_t left, int64_t ph, int64_t pw, cudaStream_t s);
+void crop_planes_add(const float* y, float* x, int64_t planes, int64_t h, int64_t w, int64_t top,
+                     int64_t left, int64_t ph, int64_t pw, cudaStream_t s);
+}  // namespace dc::cuda

@@ -4,6 +4,7 @@
 // Advisor.MemoryPredictionMatchesMeasuredPeak test rather than as a silent drift.
 #include <deepcanvas/advisor/memory_model.h>
 #include <deepcanvas/data.h>
+#include <deepcanvas/layer.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/plan.h>
 
@@ -191,10 +192,29 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
         extra += blk(4 * OC * (k[0] * k[1] + 1) * cuda_channel_parts(OC));
       }
     } else if (s.type == "Conv2D") {
-      // conv.cpp: 16-bit copies of x, y and the weights for tensor cores.
-      // (A frozen one keeps no 16-bit weight gradient.)
+      // conv.cpp: 'same' padding with more on one side than the other runs
+      // on a float32 copy of x with the difference added as zero rows and
+      // columns (conv_layout.h's ConvPadCopy); backward reuses it for the
+      // copy's input gradient, and the 16-bit copy of x is of its size.
+      int64_t xin = in;
+      if (s.attrs.s("padding_mode") == "same") {
+        const Shape& x = s.in_shapes[0];
+        const auto& k = s.attrs.ints("kernel");
+        const auto& st = s.attrs.ints("stride");
+        const auto& dl = s.attrs.ints("dilation");
+        int64_t pt = 0, pb = 0, pl = 0, pr = 0;
+        same_padding(x[1], k[0], st[0], dl[0], pt, pb, "height");
+        same_padding(x[2], k[1], st[1], dl[1], pl, pr, "width");
+        if (pt != pb || pl != pr) {
+          xin = x[0] * (x[1] + std::max(pt, pb) - std::min(pt, pb)) *
+                (x[2] + std::max(pl, pr) - std::min(pl, pr));
+          extra += blk(4 * n * xin);
+        }
+      }
+      // 16-bit copies of x, y and the weights for tensor cores. (A frozen
+      // one keeps no 16-bit weight gradient.)
       if (reduced)
-        extra += blk(2 * n * in) + blk(2 * n * out) + (s.frozen ? 0 : blk(2 * p.trainable));
+        extra += blk(2 * n * xin) + blk(2 * n * out) + (s.frozen ? 0 : blk(2 * p.trainable));
       // Channels last (the default of the graph-API path where there is
       // one group and both channel counts are multiples of 8) adds a 16-bit
       // KRSC copy of the weight. (DC_CUDA_WGRAD=gemm's columns and the
