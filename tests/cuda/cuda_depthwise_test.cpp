@@ -11,10 +11,10 @@
 // and bias gradients) -> "op", against the CPU plan, forward and backward:
 // float32 to 1e-5, bf16/fp16 within the precision tests' 16-bit error and
 // close to cuDNN's own reduced path (DC_CUDA_DEPTHWISE=cudnn). The layer's
-// log line (DC_CUDA_LOG_ALGOS=1) must name the kernel variant, and
-// 'same' padding with more at the bottom and right, which cuDNN cannot
-// run, must train here and be refused under DC_CUDA_DEPTHWISE=cudnn, so a
-// silent fall back to cuDNN fails. Also: the weight gradient repeats bit
+// log line (DC_CUDA_LOG_ALGOS=1) must name the kernel variant, so a silent
+// fall back to cuDNN fails; 'same' padding with more at the bottom and
+// right trains on the kernels as it is and under DC_CUDA_DEPTHWISE=cudnn
+// through conv.cpp's padded copy. Also: the weight gradient repeats bit
 // for bit, and replayed CUDA-graph steps match eager ones.
 #include <deepcanvas/device.h>
 #include <deepcanvas/layer.h>
@@ -83,14 +83,6 @@ Attrs conv_attrs(const DwCase& c) {
   else
     a.set("padding", pair(c.ph, c.pw));
   return a;
-}
-
-bool uneven(const DwCase& c) {
-  if (!c.same) return false;
-  int64_t t, b, l, r;
-  same_padding(c.H, c.kh, c.sh, c.dh, t, b);
-  same_padding(c.W, c.kw, c.sw, c.dw, l, r);
-  return t != b || l != r;
 }
 
 cuda::DwDims dims_of(const DwCase& c, const Shape& out) {
@@ -440,7 +432,6 @@ void reduced(const std::string& prec) {
     EXPECT_TRUE(ran_kernels(dev.log, c.variant)) << "no depthwise kernel log line:\n" << dev.log;
     expect_close(dev, cpu.out, cpu.grads, 2e-2, pre_tol, prec + " against the CPU");
     EXPECT_GT(rel_err(dev.out, cpu.out), 1e-6) << "no 16-bit rounding: was " << prec << " used?";
-    if (uneven(c)) continue;  // cuDNN cannot run it
     const test::ScopedEnv cudnn("DC_CUDA_DEPTHWISE", "cudnn");
     DeviceRun ref;
     try {
@@ -465,8 +456,8 @@ TEST(CudaDepthwise, Fp16MatchesTheCpuLayerAndCudnn) {
 }
 
 // DC_CUDA_DEPTHWISE=cudnn: the grouped cuDNN path, still right, and the
-// uneven padding only the kernels run is refused.
-TEST(CudaDepthwise, CudnnSwitchKeepsCudnnAndRefusesUnevenPadding) {
+// uneven padding through conv.cpp's zero-padded copy.
+TEST(CudaDepthwise, CudnnSwitchKeepsCudnnAndPadsUnevenPadding) {
   DeviceBackend* be = test::gpu_or_skip();
   if (!be) GTEST_SKIP() << test::skip_reason();
   const test::ScopedEnv cudnn("DC_CUDA_DEPTHWISE", "cudnn");
@@ -478,10 +469,6 @@ TEST(CudaDepthwise, CudnnSwitchKeepsCudnnAndRefusesUnevenPadding) {
     const Tensor x = test::uniform_tensor(Shape{c.C, c.H, c.W}.with_batch(c.N), 11, -1.f, 1.f);
     const Tensor dout = test::uniform_tensor(host.output_shape().with_batch(c.N), 13, -1.f, 1.f);
     const CpuRun cpu = cpu_run(host, x, dout);
-    if (uneven(c)) {
-      EXPECT_ANY_THROW(device_run(be, g, host, x, dout, "fp32"));
-      continue;
-    }
     const DeviceRun dev = device_run(be, g, host, x, dout, "fp32");
     EXPECT_EQ(dev.log.find("depthwise kernels"), std::string::npos) << dev.log;
     expect_close(dev, cpu.out, cpu.grads, 1e-4, 1e-4, "cuDNN fp32");
