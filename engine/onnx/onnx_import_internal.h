@@ -196,6 +196,17 @@ class Importer {
   Const filled(const Const& shape, const Const& value);
   int problem(const onnx::NodeProto& n, const std::string& why);
 
+  // --- patterns matched before the walk (onnx_import_attention.cpp) ---
+  struct Fusion {
+    std::string type, input, base;  // the layer, the ONNX value it reads, its name
+    Attrs attrs;
+    std::vector<std::pair<std::string, Tensor>> params;
+  };
+  void find_fusions();
+  void emit_fusion(const onnx::NodeProto& n, const Fusion& f);
+  std::map<const onnx::NodeProto*, Fusion> fusions_;  // by the pattern's last node
+  std::set<const onnx::NodeProto*> skipped_;          // the pattern's other nodes
+
   // --- graph clean-up (onnx_import.cpp) ---
   void add_input(const onnx::ValueInfoProto& vi);
   void merge_recurrent();
