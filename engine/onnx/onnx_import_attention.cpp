@@ -36,6 +36,10 @@ static const Const* known(const std::map<std::string, Val>& vals, const Net& net
   auto c = cache.find(name);
   if (c != cache.end()) return &c->second;
   auto p = net.producer.find(name);
+  // torch.onnx shares equal initializers through Identity (a cloned layer's
+  // weights).
+  if (p != net.producer.end() && p->second->op_type() == "Identity")
+    return known(vals, net, cache, p->second->input(0));
   if (p == net.producer.end() || p->second->op_type() != "Constant") return nullptr;
   const auto* t = find_attr(*p->second, "value");
   if (!t || !t->has_t()) return nullptr;
