@@ -96,8 +96,16 @@ void Importer::find_fusions() {
     if (mask) {
       take(mask);
       const onnx::NodeProto* a = made(mask->input(0), "MatMul");
-      const std::string mname = a ? mask->input(1) : mask->input(0);
+      std::string mname = a ? mask->input(1) : mask->input(0);
       if (!a) a = made(mask->input(1), "MatMul");
+      // With attn_mask, torch writes baddbmm: the scores times 1, then + mask.
+      const onnx::NodeProto* one = made(mask->input(0), "Mul");
+      if (!a && one && !cst(mask->input(0))) {
+        mname = mask->input(1);
+        a = made(one->input(0), "MatMul");
+        if (!a || !scalar(one->input(1), 1) || uses_[one->output(0)] != 1) continue;
+        take(one);
+      }
       const Const* m = cst(mname);
       if (!a || !m || m->integer || m->numel() < 1) continue;
       const int64_t T = m->dims.empty() ? 0 : m->dims.back();

@@ -983,10 +983,15 @@ class Mha(nn.Module):
     def __init__(s):
         super().__init__(); s.mha = nn.MultiheadAttention(16, 4, batch_first=True)
     def forward(s, x): return s.mha(x, x, x, need_weights=False)[0]
+class Causal(Mha):
+    def __init__(s):
+        super().__init__()
+        s.register_buffer("mask", torch.triu(torch.full((5, 5), float("-inf")), 1))
+    def forward(s, x): return s.mha(x, x, x, attn_mask=s.mask, need_weights=False)[0]
 def layer(norm_first, act):
     return nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, activation=act, batch_first=True,
                                       norm_first=norm_first)
-models = {"mha": Mha(), "post_relu": layer(False, "relu"), "post_gelu": layer(False, "gelu"),
+models = {"mha": Mha(), "causal": Causal(), "post_relu": layer(False, "relu"), "post_gelu": layer(False, "gelu"),
           "pre_relu": layer(True, "relu"), "pre_gelu": layer(True, "gelu"),
           "encoder2": nn.TransformerEncoder(layer(False, "relu"), 2, enable_nested_tensor=False)}
 for name, m in models.items():
@@ -1057,6 +1062,17 @@ TEST(OnnxImportAttention, MultiheadAttentionIsOneLayerAndMatchesPyTorch) {
     if (n.type == "MultiHeadAttention") {
       EXPECT_EQ(n.attrs.i("heads"), 4);
       EXPECT_FALSE(n.attrs.b("causal"));
+    }
+}
+
+TEST(OnnxImportAttention, CausalMaskBecomesTheCausalAttribute) {
+  REQUIRE_ATTENTION_FIXTURES(d);
+  OnnxImport im;
+  EXPECT_LT(attention_vs_pytorch(d, "causal", &im), 1e-4);
+  ASSERT_EQ(count_type(im.graph, "MultiHeadAttention"), 1);
+  for (const auto& [id, n] : im.graph.nodes())
+    if (n.type == "MultiHeadAttention") {
+      EXPECT_TRUE(n.attrs.b("causal"));
     }
 }
 
