@@ -261,6 +261,7 @@ OnnxImport Importer::run() {
       // message lists every unsupported op at once.
       if (!handlers().count(n.op_type()))
         inherited.insert(problem(n, "no DeepCanvas layer for this op"));
+      if (attention_miss_.count(&n)) inherited.insert(problem(n, kAttentionMiss));
       for (const auto& o : n.output()) {
         Val v;
         v.problems = inherited;

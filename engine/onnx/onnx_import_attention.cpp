@@ -82,8 +82,7 @@ void Importer::find_fusions() {
     return n->input(0) == one ? n->input(1) : n->input(0);
   };
 
-  for (const auto& sm : m_.graph().node()) {
-    if (sm.op_type() != "Softmax") continue;
+  auto attention = [&](const onnx::NodeProto& sm) {
     std::vector<const onnx::NodeProto*> core = {&sm};
     auto take = [&](const onnx::NodeProto* n) {
       if (n) core.push_back(n);
@@ -103,34 +102,34 @@ void Importer::find_fusions() {
       if (!a && one && !cst(mask->input(0))) {
         mname = mask->input(1);
         a = made(one->input(0), "MatMul");
-        if (!a || !scalar(one->input(1), 1) || uses_[one->output(0)] != 1) continue;
+        if (!a || !scalar(one->input(1), 1) || uses_[one->output(0)] != 1) return false;
         take(one);
       }
       const Const* m = cst(mname);
-      if (!a || !m || m->integer || m->numel() < 1) continue;
+      if (!a || !m || m->integer || m->numel() < 1) return false;
       const int64_t T = m->dims.empty() ? 0 : m->dims.back();
-      if (T * T != m->numel()) continue;
+      if (T * T != m->numel()) return false;
       bool ok = true;
       for (int64_t t = 0; t < T; ++t)
         for (int64_t u = 0; u < T; ++u) {
           const double v = m->at(t * T + u);
           ok = ok && (u > t ? std::isinf(v) && v < 0 : v == 0);
         }
-      if (!ok) continue;  // another mask than the causal one
+      if (!ok) return false;  // another mask than the causal one
       causal = true;
       s = a;
-      if (uses_[s->output(0)] != 1) continue;
+      if (uses_[s->output(0)] != 1) return false;
     }
-    if (!take(s) || (attr_i(sm, "axis", -1) != -1 && attr_i(sm, "axis", -1) != 2)) continue;
+    if (!take(s) || (attr_i(sm, "axis", -1) != -1 && attr_i(sm, "axis", -1) != 2)) return false;
     // Query: Div(Transpose[1,0,2](Reshape(Slice)), √D); key: Transpose[1,2,0].
     const onnx::NodeProto* dq = made(s->input(0), "Div");
     const onnx::NodeProto* tk = take(made(s->input(1), "Transpose"));
-    if (!take(dq) || !perm(tk, {1, 2, 0})) continue;
+    if (!take(dq) || !perm(tk, {1, 2, 0})) return false;
     const onnx::NodeProto* tq = take(made(dq->input(0), "Transpose"));
     const onnx::NodeProto* o = take(next(&sm, "MatMul"));
-    if (!perm(tq, {1, 0, 2}) || !o || o->input(0) != sm.output(0)) continue;
+    if (!perm(tq, {1, 0, 2}) || !o || o->input(0) != sm.output(0)) return false;
     const onnx::NodeProto* tv = take(made(o->input(1), "Transpose"));
-    if (!perm(tv, {1, 0, 2})) continue;
+    if (!perm(tv, {1, 0, 2})) return false;
     const onnx::NodeProto* r[3] = {made(tq->input(0), "Reshape"), made(tk->input(0), "Reshape"),
                                    made(tv->input(0), "Reshape")};
     const onnx::NodeProto* sl[3] = {};
@@ -148,29 +147,29 @@ void Importer::find_fusions() {
     const Const* q0 = ok ? cst(sl[0]->input(1)) : nullptr;
     if (!ok || !q0 || q0->numel() != 1 || q0->int_at(0) != 0 ||
         sl[1]->input(1) != sl[0]->input(2) || sl[2]->input(1) != sl[1]->input(2))
-      continue;
+      return false;
     // In-projection: Add(bias, MatMul(Transpose[1,0,2](x), W [E, 3E])).
     const onnx::NodeProto* ab = take(made(sl[0]->input(0), "Add"));
-    if (!ab) continue;
+    if (!ab) return false;
     const onnx::NodeProto* mm = made(ab->input(0), "MatMul");
     if (!mm) mm = made(ab->input(1), "MatMul");
-    if (!take(mm)) continue;
+    if (!take(mm)) return false;
     const Const* bin = cst(other(ab, mm->output(0)));
     const Const* win = cst(mm->input(1));
     const onnx::NodeProto* tx = take(made(mm->input(0), "Transpose"));
     if (!bin || !win || !perm(tx, {1, 0, 2}) || win->integer || bin->integer ||
         win->dims.size() != 2 || win->dims[1] != 3 * win->dims[0] || bin->numel() != win->dims[1])
-      continue;
+      return false;
     const int64_t E = win->dims[0];
     // The heads: [T, N·H, D] with D from the Reshape.
     const Const* rs = cst(r[0]->input(1));
-    if (!rs || rs->numel() != 3 || rs->int_at(2) <= 0 || E % rs->int_at(2) != 0) continue;
+    if (!rs || rs->numel() != 3 || rs->int_at(2) <= 0 || E % rs->int_at(2) != 0) return false;
     const int64_t D = rs->int_at(2), H = E / D;
     for (int k = 1; k < 3; ++k) {
       const Const* c = cst(r[k]->input(1));
       ok = ok && c && c->numel() == 3 && c->int_at(2) == D;
     }
-    if (!ok || !scalar(dq->input(1), std::sqrt(double(D)))) continue;
+    if (!ok || !scalar(dq->input(1), std::sqrt(double(D)))) return false;
     // Heads joined, out-projection, back to [N, T, E].
     const onnx::NodeProto* to = take(next(o, "Transpose"));
     const onnx::NodeProto* ro = take(next(to, "Reshape"));
@@ -181,12 +180,12 @@ void Importer::find_fusions() {
         gm->input(0) != ro->output(0) || gm->input_size() < 3 || attr_i(*gm, "transA", 0) != 0 ||
         attr_i(*gm, "transB", 0) != 1 || attr_f(*gm, "alpha", 1) != 1 ||
         attr_f(*gm, "beta", 1) != 1)
-      continue;
+      return false;
     const Const* wout = cst(gm->input(1));
     const Const* bout = cst(gm->input(2));
     if (!wout || !bout || wout->integer || bout->integer || wout->dims != std::vector{E, E} ||
         bout->numel() != E)
-      continue;
+      return false;
     // Every value inside is used inside only (the input-projection's also by
     // the Shape arithmetic of the Slices, which goes with it).
     std::set<const onnx::NodeProto*> inside(core.begin(), core.end());
@@ -198,7 +197,7 @@ void Importer::find_fusions() {
           ok = ok && n == ab;
         }
     }
-    if (!ok) continue;
+    if (!ok) return false;
 
     Fusion f;
     f.type = "MultiHeadAttention";
@@ -243,6 +242,21 @@ void Importer::find_fusions() {
     }
     skipped_.insert(skip.begin(), skip.end());
     fusions_[ty] = std::move(f);
+    return true;
+  };
+
+  // A MatMul of two computed values before a Softmax is attention of a form
+  // not matched above: named as such, so the refusal says why.
+  for (const auto& sm : m_.graph().node()) {
+    if (sm.op_type() != "Softmax" || attention(sm)) continue;
+    const onnx::NodeProto* p =
+        net.producer.count(sm.input(0)) ? net.producer[sm.input(0)] : nullptr;
+    for (int hop = 0; hop < 3 && p && p->op_type() != "MatMul"; ++hop) {
+      auto q = net.producer.find(p->input(0));
+      p = q == net.producer.end() ? nullptr : q->second;
+    }
+    if (p && p->op_type() == "MatMul" && !cst(p->input(0)) && !cst(p->input(1)))
+      attention_miss_.insert(&sm);
   }
 
   // GELU, exact: Mul(Mul(x, Add(Erf(Div(x, √2)), 1)), 0.5).

@@ -38,6 +38,12 @@ constexpr int64_t kBatch = -987654321;
 // import run for minutes.
 constexpr int64_t kMaxFolded = int64_t{1} << 24;
 
+// Why a Softmax over the product of two computed tensors is refused.
+inline constexpr const char* kAttentionMiss =
+    "attention in a form the importer does not recognise: it reads the ops torch.onnx writes for "
+    "nn.MultiheadAttention used as self-attention (batch_first, opset 17, no mask or a causal "
+    "-inf mask) as one MultiHeadAttention layer";
+
 // A tensor known at import time: an initializer, a Constant, or folded.
 struct Const {
   std::vector<int64_t> dims;
@@ -206,6 +212,7 @@ class Importer {
   void emit_fusion(const onnx::NodeProto& n, const Fusion& f);
   std::map<const onnx::NodeProto*, Fusion> fusions_;  // by the pattern's last node
   std::set<const onnx::NodeProto*> skipped_;          // the pattern's other nodes
+  std::set<const onnx::NodeProto*> attention_miss_;   // Softmaxes of unmatched attention
 
   // --- graph clean-up (onnx_import.cpp) ---
   void add_input(const onnx::ValueInfoProto& vi);

@@ -984,14 +984,15 @@ class Mha(nn.Module):
         super().__init__(); s.mha = nn.MultiheadAttention(16, 4, batch_first=True)
     def forward(s, x): return s.mha(x, x, x, need_weights=False)[0]
 class Causal(Mha):
-    def __init__(s):
+    def __init__(s, upper=True):
         super().__init__()
-        s.register_buffer("mask", torch.triu(torch.full((5, 5), float("-inf")), 1))
+        inf = torch.full((5, 5), float("-inf"))
+        s.register_buffer("mask", torch.triu(inf, 1) if upper else torch.tril(inf, -1))
     def forward(s, x): return s.mha(x, x, x, attn_mask=s.mask, need_weights=False)[0]
 def layer(norm_first, act):
     return nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, activation=act, batch_first=True,
                                       norm_first=norm_first)
-models = {"mha": Mha(), "causal": Causal(), "post_relu": layer(False, "relu"), "post_gelu": layer(False, "gelu"),
+models = {"mha": Mha(), "causal": Causal(), "anticausal": Causal(False),"post_relu": layer(False, "relu"), "post_gelu": layer(False, "gelu"),
           "pre_relu": layer(True, "relu"), "pre_gelu": layer(True, "gelu"),
           "encoder2": nn.TransformerEncoder(layer(False, "relu"), 2, enable_nested_tensor=False)}
 for name, m in models.items():
@@ -1074,6 +1075,18 @@ TEST(OnnxImportAttention, CausalMaskBecomesTheCausalAttribute) {
     if (n.type == "MultiHeadAttention") {
       EXPECT_TRUE(n.attrs.b("causal"));
     }
+}
+
+TEST(OnnxImportAttention, OtherMaskIsRefusedNamingTheSoftmax) {
+  REQUIRE_ATTENTION_FIXTURES(d);
+  try {
+    onnx_import_file((d / "anticausal.onnx").string());
+    FAIL() << "imported";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("Softmax '/mha/Softmax'"), std::string::npos) << m;
+    EXPECT_NE(m.find("does not recognise"), std::string::npos) << m;
+  }
 }
 
 TEST(OnnxImportAttention, TransformerEncoderLayersMatchPyTorch) {
