@@ -992,7 +992,8 @@ class Causal(Mha):
 def layer(norm_first, act):
     return nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, activation=act, batch_first=True,
                                       norm_first=norm_first)
-models = {"mha": Mha(), "causal": Causal(), "anticausal": Causal(False),"post_relu": layer(False, "relu"), "post_gelu": layer(False, "gelu"),
+models = {"mha": Mha(), "mha14": Mha(), "causal": Causal(), "anticausal": Causal(False),
+          "post_relu": layer(False, "relu"), "post_gelu": layer(False, "gelu"),
           "pre_relu": layer(True, "relu"), "pre_gelu": layer(True, "gelu"),
           "encoder2": nn.TransformerEncoder(layer(False, "relu"), 2, enable_nested_tensor=False)}
 for name, m in models.items():
@@ -1001,8 +1002,9 @@ for name, m in models.items():
         if p.dim() == 1: nn.init.uniform_(p, -0.5, 0.5)
     x = torch.randn(2, 5, 16)
     with torch.no_grad(): y = m(x)
-    torch.onnx.export(m, (x,), os.path.join(out, name + ".onnx"), opset_version=17,
-                      input_names=["x"], output_names=["y"])
+    torch.onnx.export(m, (x,), os.path.join(out, name + ".onnx"),
+                      opset_version=14 if name == "mha14" else 17, input_names=["x"],
+                      output_names=["y"])
     np.save(os.path.join(out, name + ".input.npy"), x.numpy())
     np.save(os.path.join(out, name + ".output.npy"), y.numpy())
 )PY";
@@ -1054,6 +1056,8 @@ double attention_vs_pytorch(const fs::path& d, const std::string& name, OnnxImpo
 TEST(OnnxImportAttention, MultiheadAttentionIsOneLayerAndMatchesPyTorch) {
   REQUIRE_ATTENTION_FIXTURES(d);
   OnnxImport im;
+  EXPECT_LT(attention_vs_pytorch(d, "mha14", &im), 1e-4);  // torch 1.13's default opset
+  EXPECT_EQ(count_type(im.graph, "MultiHeadAttention"), 1);
   EXPECT_LT(attention_vs_pytorch(d, "mha", &im), 1e-4);
   EXPECT_EQ(count_type(im.graph, "MultiHeadAttention"), 1);
   EXPECT_EQ(im.graph.nodes().size(), 2u);  // the input and the attention
