@@ -62,13 +62,19 @@ void Importer::find_fusions() {
     auto p = net.producer.find(name);
     return p != net.producer.end() && p->second->op_type() == op ? p->second : nullptr;
   };
-  // The single consumer of n's output, of type op.
+  // The single consumer of n's output, of type op, but for Shapes (with a
+  // dynamic batch, torch.onnx reads the sizes from the values).
   auto next = [&](const onnx::NodeProto* n, const char* op) -> const onnx::NodeProto* {
-    if (!n || n->output_size() != 1 || uses_[n->output(0)] != 1) return nullptr;
+    if (!n || n->output_size() != 1) return nullptr;
     auto c = net.consumers.find(n->output(0));
-    if (c == net.consumers.end() || c->second.size() != 1 || c->second[0]->op_type() != op)
-      return nullptr;
-    return c->second[0];
+    if (c == net.consumers.end() || uses_[n->output(0)] != int(c->second.size())) return nullptr;
+    const onnx::NodeProto* found = nullptr;
+    for (const auto* u : c->second) {
+      if (u->op_type() == "Shape") continue;
+      if (found || u->op_type() != op) return nullptr;
+      found = u;
+    }
+    return found;
   };
   auto perm = [](const onnx::NodeProto* n, std::vector<int64_t> p) {
     return n && attr_ints(*n, "perm") == p;
@@ -161,15 +167,17 @@ void Importer::find_fusions() {
         win->dims.size() != 2 || win->dims[1] != 3 * win->dims[0] || bin->numel() != win->dims[1])
       return false;
     const int64_t E = win->dims[0];
-    // The heads: [T, N·H, D] with D from the Reshape.
-    const Const* rs = cst(r[0]->input(1));
-    if (!rs || rs->numel() != 3 || rs->int_at(2) <= 0 || E % rs->int_at(2) != 0) return false;
-    const int64_t D = rs->int_at(2), H = E / D;
-    for (int k = 1; k < 3; ++k) {
-      const Const* c = cst(r[k]->input(1));
-      ok = ok && c && c->numel() == 3 && c->int_at(2) == D;
-    }
-    if (!ok || !scalar(dq->input(1), std::sqrt(double(D)))) return false;
+    // The heads: D from the scale √D; the Reshapes' [T, N·H, D] are
+    // constants with a fixed batch, else computed from Shapes (which go
+    // with the pattern).
+    const Const* sc = cst(dq->input(1));
+    if (!sc || sc->integer || sc->numel() != 1) return false;
+    const int64_t D = std::llround(sc->at(0) * sc->at(0));
+    if (D <= 0 || E % D != 0 || !scalar(dq->input(1), std::sqrt(double(D)))) return false;
+    const int64_t H = E / D;
+    for (int k = 0; k < 3; ++k)
+      if (const Const* c = cst(r[k]->input(1))) ok = ok && c->numel() == 3 && c->int_at(2) == D;
+    if (!ok) return false;
     // Heads joined, out-projection, back to [N, T, E].
     const onnx::NodeProto* to = take(next(o, "Transpose"));
     const onnx::NodeProto* ro = take(next(to, "Reshape"));
@@ -186,15 +194,15 @@ void Importer::find_fusions() {
     if (!wout || !bout || wout->integer || bout->integer || wout->dims != std::vector{E, E} ||
         bout->numel() != E)
       return false;
-    // Every value inside is used inside only (the input-projection's also by
-    // the Shape arithmetic of the Slices, which goes with it).
+    // Every value inside is used inside only, or by Shape (the arithmetic
+    // of the Slices and Reshapes, which goes with it).
     std::set<const onnx::NodeProto*> inside(core.begin(), core.end());
     for (const auto* n : core) {
       if (n == ty) continue;
       for (const auto& out : n->output())
         for (const auto* c : net.consumers[out]) {
-          if (inside.count(c)) continue;
-          ok = ok && n == ab;
+          if (inside.count(c) || c->op_type() == "Shape") continue;
+          ok = false;
         }
     }
     if (!ok) return false;
@@ -221,24 +229,28 @@ void Importer::find_fusions() {
     if (f.base.empty()) f.base = module_from_node_name(ty->name());
     if (f.base.empty()) f.base = "attention";
     f.base = clean_name(f.base);
-    // The Shape arithmetic that only the Slices use goes too.
     std::set<const onnx::NodeProto*> skip(core.begin(), core.end());
     skip.erase(ty);
-    std::vector<std::string> todo;
-    for (const auto* n : sl)
-      for (int k = 1; k < n->input_size(); ++k) todo.push_back(n->input(k));
-    for (const auto* n : r) todo.push_back(n->input(1));
-    while (!todo.empty()) {
-      const std::string name = todo.back();
-      todo.pop_back();
-      auto p = net.producer.find(name);
-      if (p == net.producer.end() || skip.count(p->second)) continue;
-      bool only = true;
-      for (const auto& out : p->second->output())
-        for (const auto* c : net.consumers[out]) only = only && skip.count(c);
-      if (!only) continue;
-      skip.insert(p->second);
-      for (const auto& i : p->second->input()) todo.push_back(i);
+    // The Shapes of values inside, then (to a fixed point) what feeds only
+    // the skipped nodes.
+    for (const auto* n : core)
+      for (const auto& out : n->output())
+        for (const auto* c : net.consumers[out])
+          if (c->op_type() == "Shape") skip.insert(c);
+    for (bool grew = true; grew;) {
+      grew = false;
+      std::vector<const onnx::NodeProto*> more;
+      for (const auto* n : skip)
+        for (const auto& i : n->input()) {
+          auto p = net.producer.find(i);
+          if (p == net.producer.end() || skip.count(p->second) || p->second == tx || i == f.input)
+            continue;
+          bool only = true;
+          for (const auto& out : p->second->output())
+            for (const auto* c : net.consumers[out]) only = only && skip.count(c);
+          if (only) more.push_back(p->second);
+        }
+      for (const auto* n : more) grew = skip.insert(n).second || grew;
     }
     skipped_.insert(skip.begin(), skip.end());
     fusions_[ty] = std::move(f);

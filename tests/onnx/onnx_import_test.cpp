@@ -996,6 +996,9 @@ models = {"mha": Mha(), "mha14": Mha(), "causal": Causal(), "anticausal": Causal
           "post_relu": layer(False, "relu"), "post_gelu": layer(False, "gelu"),
           "pre_relu": layer(True, "relu"), "pre_gelu": layer(True, "gelu"),
           "encoder2": nn.TransformerEncoder(layer(False, "relu"), 2, enable_nested_tensor=False)}
+models["mha_dyn"] = Mha()
+models["pre_gelu_dyn"] = layer(True, "gelu")
+dynamic = {"x": {0: "N"}, "y": {0: "N"}}  # the Reshapes' shapes then come from Shape ops
 for name, m in models.items():
     m.eval()
     for p in m.parameters():  # non-zero biases, so a dropped bias shows
@@ -1004,7 +1007,7 @@ for name, m in models.items():
     with torch.no_grad(): y = m(x)
     torch.onnx.export(m, (x,), os.path.join(out, name + ".onnx"),
                       opset_version=14 if name == "mha14" else 17, input_names=["x"],
-                      output_names=["y"])
+                      output_names=["y"], dynamic_axes=dynamic if name.endswith("_dyn") else None)
     np.save(os.path.join(out, name + ".input.npy"), x.numpy())
     np.save(os.path.join(out, name + ".output.npy"), y.numpy())
 )PY";
@@ -1103,6 +1106,15 @@ TEST(OnnxImportAttention, TransformerEncoderLayersMatchPyTorch) {
     const bool gelu = std::string(name).find("gelu") != std::string::npos;
     EXPECT_EQ(count_type(im.graph, "GELU"), gelu ? 1 : 0) << name;
     EXPECT_EQ(count_type(im.graph, "ReLU"), gelu ? 0 : 1) << name;
+  }
+}
+
+TEST(OnnxImportAttention, DynamicBatchImports) {
+  REQUIRE_ATTENTION_FIXTURES(d);
+  for (const char* name : {"mha_dyn", "pre_gelu_dyn"}) {
+    OnnxImport im;
+    EXPECT_LT(attention_vs_pytorch(d, name, &im), 1e-4) << name;
+    EXPECT_EQ(count_type(im.graph, "MultiHeadAttention"), 1) << name;
   }
 }
 
