@@ -126,7 +126,10 @@ void Importer::find_fusions() {
       s = a;
       if (uses_[s->output(0)] != 1) return false;
     }
-    if (!take(s) || (attr_i(sm, "axis", -1) != -1 && attr_i(sm, "axis", -1) != 2)) return false;
+    // Over the keys: the last of the three axes (before opset 13 the default
+    // is 1, and axis 2 flattens to the same rows).
+    const int64_t axis = attr_i(sm, "axis", opset_ < 13 ? 1 : -1);
+    if (!take(s) || (axis != -1 && axis != 2)) return false;
     // Query: Div(Transpose[1,0,2](Reshape(Slice)), √D); key: Transpose[1,2,0].
     const onnx::NodeProto* dq = made(s->input(0), "Div");
     const onnx::NodeProto* tk = take(made(s->input(1), "Transpose"));
