@@ -4,7 +4,8 @@
 // reading of attributes and tensors, and the Importer whose op handlers are
 // defined beside each op family (onnx_import_layers.cpp,
 // onnx_import_shape_ops.cpp, onnx_import_recurrent.cpp,
-// onnx_import_constants.cpp); onnx_import.cpp drives them.
+// onnx_import_constants.cpp; the attention and GELU patterns matched before
+// the walk in onnx_import_attention.cpp); onnx_import.cpp drives them.
 #include <deepcanvas/graph.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/onnx.h>

@@ -1032,6 +1032,8 @@ fs::path attention_fixtures(std::string* why) {
     out = run_command(kPython + " " + script.string() + " " + tmp.string() + " 2>&1", &code);
     if (code != 0) {
       reason = "exporting the attention models failed: " + out;
+      std::error_code ec;
+      fs::remove_all(tmp, ec);
       return {};
     }
     write_file_atomic((tmp / "done").string(), "");
