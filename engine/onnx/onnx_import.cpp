@@ -229,8 +229,27 @@ OnnxImport Importer::run() {
   for (const auto& n : graph.node())
     for (const auto& i : n.input()) ++uses_[i];
   for (const auto& o : graph.output()) ++uses_[o.name()];
+  find_fusions();
 
   for (const auto& n : graph.node()) {
+    if (skipped_.count(&n)) continue;
+    if (auto f = fusions_.find(&n); f != fusions_.end()) {
+      auto x = vals_.find(f->second.input);
+      if (x != vals_.end() && !x->second.problems.empty()) {
+        Val v;
+        v.problems = x->second.problems;
+        out(n, 0, v);
+        continue;
+      }
+      try {
+        emit_fusion(n, f->second);
+      } catch (const NotSupported& e) {
+        refuse(n, e.why);
+      } catch (const ShapeError& e) {
+        refuse(n, e.what());
+      }
+      continue;
+    }
     std::set<int> inherited;
     for (const auto& i : n.input()) {
       auto it = vals_.find(i);
@@ -242,6 +261,7 @@ OnnxImport Importer::run() {
       // message lists every unsupported op at once.
       if (!handlers().count(n.op_type()))
         inherited.insert(problem(n, "no DeepCanvas layer for this op"));
+      if (attention_miss_.count(&n)) inherited.insert(problem(n, kAttentionMiss));
       for (const auto& o : n.output()) {
         Val v;
         v.problems = inherited;

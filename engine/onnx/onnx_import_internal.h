@@ -4,7 +4,8 @@
 // reading of attributes and tensors, and the Importer whose op handlers are
 // defined beside each op family (onnx_import_layers.cpp,
 // onnx_import_shape_ops.cpp, onnx_import_recurrent.cpp,
-// onnx_import_constants.cpp); onnx_import.cpp drives them.
+// onnx_import_constants.cpp; the attention and GELU patterns matched before
+// the walk in onnx_import_attention.cpp); onnx_import.cpp drives them.
 #include <deepcanvas/graph.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/onnx.h>
@@ -37,6 +38,12 @@ constexpr int64_t kBatch = -987654321;
 // loop step, so that a chain of ops over a large constant cannot make an
 // import run for minutes.
 constexpr int64_t kMaxFolded = int64_t{1} << 24;
+
+// Why a Softmax over the product of two computed tensors is refused.
+inline constexpr const char* kAttentionMiss =
+    "attention in a form the importer does not recognise: it reads the ops torch.onnx writes for "
+    "nn.MultiheadAttention used as self-attention (batch_first, opset 17, no mask or a causal "
+    "-inf mask) as one MultiHeadAttention layer";
 
 // A tensor known at import time: an initializer, a Constant, or folded.
 struct Const {
@@ -195,6 +202,18 @@ class Importer {
   void fold(int64_t n);
   Const filled(const Const& shape, const Const& value);
   int problem(const onnx::NodeProto& n, const std::string& why);
+
+  // --- patterns matched before the walk (onnx_import_attention.cpp) ---
+  struct Fusion {
+    std::string type, input, base;  // the layer, the ONNX value it reads, its name
+    Attrs attrs;
+    std::vector<std::pair<std::string, Tensor>> params;
+  };
+  void find_fusions();
+  void emit_fusion(const onnx::NodeProto& n, const Fusion& f);
+  std::map<const onnx::NodeProto*, Fusion> fusions_;  // by the pattern's last node
+  std::set<const onnx::NodeProto*> skipped_;          // the pattern's other nodes
+  std::set<const onnx::NodeProto*> attention_miss_;   // Softmaxes of unmatched attention
 
   // --- graph clean-up (onnx_import.cpp) ---
   void add_input(const onnx::ValueInfoProto& vi);

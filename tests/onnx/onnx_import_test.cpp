@@ -969,5 +969,163 @@ TEST(OnnxImportExtremes, FuzzSeedsAreTheseModels) {
   }
 }
 
+// Attention as torch.onnx (opset 17) writes it: nn.MultiheadAttention and
+// nn.TransformerEncoderLayer decomposed into MatMul/Softmax/Reshape/
+// Transpose, recognised back into one MultiHeadAttention each. The models
+// are exported by the script below (not make_import_fixtures.py, whose
+// fixtures need torchvision), once per test process and script version.
+const char* kAttentionScript = R"PY(
+import sys, os, numpy as np, torch, torch.nn as nn
+torch.manual_seed(0)
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+class Mha(nn.Module):
+    def __init__(s):
+        super().__init__(); s.mha = nn.MultiheadAttention(16, 4, batch_first=True)
+    def forward(s, x): return s.mha(x, x, x, need_weights=False)[0]
+class Causal(Mha):
+    def __init__(s, upper=True):
+        super().__init__()
+        inf = torch.full((5, 5), float("-inf"))
+        s.register_buffer("mask", torch.triu(inf, 1) if upper else torch.tril(inf, -1))
+    def forward(s, x): return s.mha(x, x, x, attn_mask=s.mask, need_weights=False)[0]
+def layer(norm_first, act):
+    return nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, activation=act, batch_first=True,
+                                      norm_first=norm_first)
+models = {"mha": Mha(), "mha14": Mha(), "causal": Causal(), "anticausal": Causal(False),
+          "post_relu": layer(False, "relu"), "post_gelu": layer(False, "gelu"),
+          "pre_relu": layer(True, "relu"), "pre_gelu": layer(True, "gelu"),
+          "encoder2": nn.TransformerEncoder(layer(False, "relu"), 2, enable_nested_tensor=False)}
+models["mha_dyn"] = Mha()
+models["pre_gelu_dyn"] = layer(True, "gelu")
+dynamic = {"x": {0: "N"}, "y": {0: "N"}}  # the Reshapes' shapes then come from Shape ops
+for name, m in models.items():
+    m.eval()
+    for p in m.parameters():  # non-zero biases, so a dropped bias shows
+        if p.dim() == 1: nn.init.uniform_(p, -0.5, 0.5)
+    x = torch.randn(2, 5, 16)
+    with torch.no_grad(): y = m(x)
+    torch.onnx.export(m, (x,), os.path.join(out, name + ".onnx"),
+                      opset_version=14 if name == "mha14" else 17, input_names=["x"],
+                      output_names=["y"], dynamic_axes=dynamic if name.endswith("_dyn") else None)
+    np.save(os.path.join(out, name + ".input.npy"), x.numpy())
+    np.save(os.path.join(out, name + ".output.npy"), y.numpy())
+)PY";
+
+// The folder with the attention models, or "" and why not (in `why`).
+fs::path attention_fixtures(std::string* why) {
+  static std::string reason;
+  static const fs::path dir = []() -> fs::path {
+    int code = 0;
+    std::string out = run_command(kPython + " -c 'import torch, onnx, numpy'", &code);
+    if (code != 0) {
+      reason = "python3-torch or python3-onnx is not importable by " + kPython + ": " + out;
+      return {};
+    }
+    const fs::path d = fs::path(DC_BINARY_DIR) / "onnx_attention_fixtures" /
+                       std::to_string(std::hash<std::string>{}(kAttentionScript));
+    if (fs::exists(d / "done")) return d;
+    const fs::path tmp = d.string() + ".tmp-" + std::to_string(::getpid());
+    fs::create_directories(tmp);
+    const fs::path script = tmp / "make.py";
+    write_file_atomic(script.string(), kAttentionScript);
+    out = run_command(kPython + " " + script.string() + " " + tmp.string() + " 2>&1", &code);
+    if (code != 0) {
+      reason = "exporting the attention models failed: " + out;
+      std::error_code ec;
+      fs::remove_all(tmp, ec);
+      return {};
+    }
+    write_file_atomic((tmp / "done").string(), "");
+    std::error_code ec;
+    fs::rename(tmp, d, ec);  // a concurrent test may have made it first
+    if (ec) fs::remove_all(tmp, ec);
+    return d;
+  }();
+  *why = reason;
+  return dir;
+}
+
+double attention_vs_pytorch(const fs::path& d, const std::string& name, OnnxImport* keep) {
+  *keep = onnx_import_file((d / (name + ".onnx")).string());
+  const NpyArray x = load_npy((d / (name + ".input.npy")).string());
+  const NpyArray y = load_npy((d / (name + ".output.npy")).string());
+  return relative_diff(run(keep->graph, keep->weights, x.data), y.data);
+}
+
+#define REQUIRE_ATTENTION_FIXTURES(d)           \
+  std::string why_;                             \
+  const fs::path d = attention_fixtures(&why_); \
+  if (!why_.empty()) GTEST_SKIP() << why_;
+
+TEST(OnnxImportAttention, MultiheadAttentionIsOneLayerAndMatchesPyTorch) {
+  REQUIRE_ATTENTION_FIXTURES(d);
+  OnnxImport im;
+  EXPECT_LT(attention_vs_pytorch(d, "mha14", &im), 1e-4);  // torch 1.13's default opset
+  EXPECT_EQ(count_type(im.graph, "MultiHeadAttention"), 1);
+  EXPECT_LT(attention_vs_pytorch(d, "mha", &im), 1e-4);
+  EXPECT_EQ(count_type(im.graph, "MultiHeadAttention"), 1);
+  EXPECT_EQ(im.graph.nodes().size(), 2u);  // the input and the attention
+  EXPECT_TRUE(has_weight(im, "mha.in_proj_weight"));
+  EXPECT_TRUE(has_weight(im, "mha.out_proj_bias"));
+  for (const auto& [id, n] : im.graph.nodes())
+    if (n.type == "MultiHeadAttention") {
+      EXPECT_EQ(n.attrs.i("heads"), 4);
+      EXPECT_FALSE(n.attrs.b("causal"));
+    }
+}
+
+TEST(OnnxImportAttention, CausalMaskBecomesTheCausalAttribute) {
+  REQUIRE_ATTENTION_FIXTURES(d);
+  OnnxImport im;
+  EXPECT_LT(attention_vs_pytorch(d, "causal", &im), 1e-4);
+  ASSERT_EQ(count_type(im.graph, "MultiHeadAttention"), 1);
+  for (const auto& [id, n] : im.graph.nodes())
+    if (n.type == "MultiHeadAttention") {
+      EXPECT_TRUE(n.attrs.b("causal"));
+    }
+}
+
+TEST(OnnxImportAttention, OtherMaskIsRefusedNamingTheSoftmax) {
+  REQUIRE_ATTENTION_FIXTURES(d);
+  try {
+    onnx_import_file((d / "anticausal.onnx").string());
+    FAIL() << "imported";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("Softmax '/mha/Softmax'"), std::string::npos) << m;
+    EXPECT_NE(m.find("does not recognise"), std::string::npos) << m;
+  }
+}
+
+TEST(OnnxImportAttention, TransformerEncoderLayersMatchPyTorch) {
+  REQUIRE_ATTENTION_FIXTURES(d);
+  for (const char* name : {"post_relu", "post_gelu", "pre_relu", "pre_gelu"}) {
+    OnnxImport im;
+    EXPECT_LT(attention_vs_pytorch(d, name, &im), 1e-4) << name;
+    EXPECT_EQ(count_type(im.graph, "MultiHeadAttention"), 1) << name;
+    EXPECT_EQ(count_type(im.graph, "LayerNorm"), 2) << name;
+    const bool gelu = std::string(name).find("gelu") != std::string::npos;
+    EXPECT_EQ(count_type(im.graph, "GELU"), gelu ? 1 : 0) << name;
+    EXPECT_EQ(count_type(im.graph, "ReLU"), gelu ? 0 : 1) << name;
+  }
+}
+
+TEST(OnnxImportAttention, DynamicBatchImports) {
+  REQUIRE_ATTENTION_FIXTURES(d);
+  for (const char* name : {"mha_dyn", "pre_gelu_dyn"}) {
+    OnnxImport im;
+    EXPECT_LT(attention_vs_pytorch(d, name, &im), 1e-4) << name;
+    EXPECT_EQ(count_type(im.graph, "MultiHeadAttention"), 1) << name;
+  }
+}
+
+TEST(OnnxImportAttention, TwoLayerTransformerEncoderMatchesPyTorch) {
+  REQUIRE_ATTENTION_FIXTURES(d);
+  OnnxImport im;
+  EXPECT_LT(attention_vs_pytorch(d, "encoder2", &im), 1e-4);
+  EXPECT_EQ(count_type(im.graph, "MultiHeadAttention"), 2);
+}
+
 }  // namespace
 }  // namespace dc
