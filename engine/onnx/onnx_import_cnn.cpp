@@ -34,7 +34,8 @@ bool Importer::fuse_gated(const onnx::NodeProto& n, const Val& x, const Val& s,
   if (x.layout != Layout::Plain || s.layout != Layout::Plain || !x.pad.empty() || !s.pad.empty() ||
       x.view != s.view || uses_[s_name] != 1 || !g_.out_edges(s.node).empty())
     return false;
-  const std::string& type = g_.node(s.node).type;
+  // A copy: the node is removed below, and its type is read after that.
+  const std::string type = g_.node(s.node).type;
   if (type != "Sigmoid" && type != "HardSigmoid") return false;
   const auto in = g_.in_edges(s.node);
   if (in.size() != 1 || in[0].src != x.node) return false;
