@@ -47,8 +47,9 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (cmd == "--version") {
-    std::printf("deepcanvas-cli %s (OpenCV: %s, GEMM: %s, CUDA: %s)\n", DC_VERSION,
-                opencv_enabled() ? "on" : "off", gemm_backend_name(), cuda_status().c_str());
+    std::printf("deepcanvas-cli %s (OpenCV: %s, GEMM: %s, OpenMP waits: %s, CUDA: %s)\n",
+                DC_VERSION, opencv_enabled() ? "on" : "off", gemm_backend_name(),
+                openmp_wait_setting().c_str(), cuda_status().c_str());
     return 0;
   }
   const Command* command = nullptr;
@@ -72,6 +73,7 @@ int run(int argc, char** argv) {
 }  // namespace dc::cli
 
 int main(int argc, char** argv) {
+  dc::restart_with_openmp_defaults(argv);
   try {
     return dc::cli::run(argc, argv);
   } catch (const std::bad_alloc&) {

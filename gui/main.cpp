@@ -21,11 +21,13 @@
 #include <cstring>
 
 int main(int argc, char** argv) {
+  dc::restart_with_openmp_defaults(argv);
   // Before QApplication, which needs a display.
   for (int i = 1; i < argc; ++i)
     if (!std::strcmp(argv[i], "--version") || !std::strcmp(argv[i], "-v")) {
-      std::printf("deepcanvas %s (OpenCV: %s, GEMM: %s, CUDA: %s)\n", DC_VERSION,
-                  DC_OPENCV ? "on" : "off", dc::gemm_backend_name(), dc::cuda_status().c_str());
+      std::printf("deepcanvas %s (OpenCV: %s, GEMM: %s, OpenMP waits: %s, CUDA: %s)\n", DC_VERSION,
+                  DC_OPENCV ? "on" : "off", dc::gemm_backend_name(),
+                  dc::openmp_wait_setting().c_str(), dc::cuda_status().c_str());
       return 0;
     }
 

@@ -3,12 +3,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
 
 #include <omp.h>
+#include <unistd.h>
 
 #if DC_HAVE_OPENBLAS
 #include <cblas.h>
@@ -26,6 +29,60 @@ namespace {
 // ask for 1 thread, so the last writer never changes what the others run.
 std::atomic<int> g_threads{0};
 }  // namespace
+
+// By default libgomp's idle threads spin about 300,000 times at every
+// barrier before they sleep. With the cores to itself that is the fastest
+// choice (the two-conv CNN trains 13 % slower with 3,000 spins); with
+// another busy process it is a disaster: a training step runs thousands of
+// short parallel regions, and a thread spinning for a partner that the
+// kernel has descheduled burns the time slice the partner needs. Two
+// 2-thread trainings on a 2-core machine took 11x as long as running them
+// one after the other; when the one started second spins 3,000 times, 1.5x
+// (docs/BENCHMARKS.md, "OpenMP idle threads"). So a program that starts
+// while other threads are running gets the short spin. libgomp reads the
+// variable in its constructor, before main() and before anything main()
+// could set, hence the restart; a .preinit_array entry runs earlier but
+// before libc sets up `environ`, which then drops what it set.
+namespace {
+
+// Runnable threads on the machine besides this one: the least of a few
+// looks at /proc/stat's procs_running, so a daemon waking for a moment does
+// not count. -1 when it cannot be read.
+int other_running_threads() {
+  int least = -1;
+  for (int look = 0; look < 5; ++look) {
+    if (look) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    FILE* f = std::fopen("/proc/stat", "r");
+    if (!f) return -1;
+    char line[256];
+    int running = -1;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "procs_running %d", &running) == 1) break;
+    std::fclose(f);
+    if (running < 1) return -1;
+    least = least < 0 ? running - 1 : std::min(least, running - 1);
+  }
+  return least;
+}
+
+}  // namespace
+
+void restart_with_openmp_defaults(char** argv) {
+  if (std::getenv("GOMP_SPINCOUNT") || std::getenv("OMP_WAIT_POLICY")) return;
+  if (other_running_threads() < 1) return;
+  if (setenv("GOMP_SPINCOUNT", "3000", 0) != 0) return;
+  execv("/proc/self/exe", argv);
+  // Still here: the restart failed. The variable stays set for the
+  // processes this one starts; this one keeps libgomp's default.
+}
+
+std::string openmp_wait_setting() {
+  std::string s;
+  for (const char* name : {"GOMP_SPINCOUNT", "OMP_WAIT_POLICY"})
+    if (const char* v = std::getenv(name))
+      s += (s.empty() ? "" : ", ") + std::string(name) + "=" + v;
+  return s.empty() ? "libgomp's default" : s;
+}
 
 int resolved_threads(int requested) {
   return requested > 0 ? requested

@@ -8,10 +8,13 @@
 #include "cli_util.h"
 
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <sys/wait.h>
 #include <nlohmann/json.hpp>
@@ -85,6 +88,29 @@ TEST(Cli, FreezeUntilShowsTheSavingsAndTrainsOnTheCpu) {
   CliRun tr =
       cli("train " + kSample + " --epochs 1 --steps-per-epoch 2 --quiet --freeze-until relu2");
   EXPECT_EQ(tr.code, 0) << tr.out;
+}
+
+// libgomp's idle threads spin long by default, which starves another busy
+// process's threads (engine/core/parallel.cpp): the CLI restarts itself
+// with a short spin when other threads are running as it starts, and
+// leaves a user's own setting alone. (Whether it keeps the default on an
+// idle machine cannot be tested here: other tests run beside this one.)
+TEST(Cli, ShortOpenMpSpinWhenOtherThreadsRun) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> busy;
+  for (int i = 0; i < 2; ++i)
+    busy.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  CliRun v =
+      cli_command("env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY " + std::string(DC_CLI) + " --version");
+  CliRun own = cli_command("env GOMP_SPINCOUNT=12345 " + std::string(DC_CLI) + " --version");
+  stop = true;
+  for (auto& t : busy) t.join();
+  EXPECT_EQ(v.code, 0) << v.out;
+  EXPECT_NE(v.out.find("OpenMP waits: GOMP_SPINCOUNT=3000"), std::string::npos) << v.out;
+  EXPECT_NE(own.out.find("OpenMP waits: GOMP_SPINCOUNT=12345"), std::string::npos) << own.out;
 }
 
 TEST(Cli, VersionDevicesAndUsage) {

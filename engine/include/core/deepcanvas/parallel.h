@@ -4,8 +4,21 @@
 // given thread count).
 #include <cstdint>
 #include <functional>
+#include <string>
 
 namespace dc {
+
+// Called first thing in a program's main(): when other threads are running
+// on the machine and neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY is set,
+// sets a short GOMP_SPINCOUNT and starts the program again (execv of
+// /proc/self/exe with the same arguments), because libgomp reads its
+// settings once, before main(). Returns, and the program goes on as it is,
+// otherwise or when the restart fails. parallel.cpp says why.
+void restart_with_openmp_defaults(char** argv);
+
+// How idle OpenMP threads wait, for --version: "GOMP_SPINCOUNT=3000" or
+// "libgomp's default".
+std::string openmp_wait_setting();
 
 // Sets the number of threads used by kernels and by the BLAS library.
 void set_num_threads(int n);
