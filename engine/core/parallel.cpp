@@ -32,13 +32,14 @@ std::atomic<int> g_threads{0};
 
 // By default libgomp's idle threads spin about 300,000 times at every
 // barrier before they sleep. With the cores to itself that is the fastest
-// choice (the two-conv CNN trains 13 % slower with 3,000 spins); with
+// choice (the two-conv CNN trains 5-13 % slower with 3,000 spins); with
 // another busy process it is a disaster: a training step runs thousands of
 // short parallel regions, and a thread spinning for a partner that the
 // kernel has descheduled burns the time slice the partner needs. Two
-// 2-thread trainings on a 2-core machine took 11x as long as running them
-// one after the other; when the one started second spins 3,000 times, 1.5x
-// (docs/BENCHMARKS.md, "OpenMP idle threads"). So a program that starts
+// 2-thread trainings on a 2-core machine took 1.8-13x as long as running
+// them one after the other; with 3,000 spins, no longer (0.9x), and 1.3x
+// when only the one started second has them (docs/BENCHMARKS.md, "OpenMP
+// idle threads"). So a program that starts
 // while other threads are running gets the short spin. libgomp reads the
 // variable in its constructor, before main() and before anything main()
 // could set, hence the restart; a .preinit_array entry runs earlier but
