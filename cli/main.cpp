@@ -47,9 +47,11 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (cmd == "--version") {
-    std::printf("deepcanvas-cli %s (OpenCV: %s, GEMM: %s, OpenMP waits: %s, CUDA: %s)\n",
-                DC_VERSION, opencv_enabled() ? "on" : "off", gemm_backend_name(),
-                openmp_wait_setting().c_str(), cuda_status().c_str());
+    std::printf(
+        "deepcanvas-cli %s (OpenCV: %s, GEMM: %s, convolutions: %s, OpenMP waits: %s, CUDA: %s)\n",
+        DC_VERSION, opencv_enabled() ? "on" : "off", gemm_backend_name(),
+        cpu_conv_onednn() ? "onednn" : "im2col", openmp_wait_setting().c_str(),
+        cuda_status().c_str());
     return 0;
   }
   const Command* command = nullptr;

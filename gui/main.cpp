@@ -6,6 +6,7 @@
 #include "gui/theme.h"
 
 #include <deepcanvas/device.h>
+#include <deepcanvas/layer.h>
 #include <deepcanvas/parallel.h>
 
 #include <QApplication>
@@ -25,9 +26,11 @@ int main(int argc, char** argv) {
   // Before QApplication, which needs a display.
   for (int i = 1; i < argc; ++i)
     if (!std::strcmp(argv[i], "--version") || !std::strcmp(argv[i], "-v")) {
-      std::printf("deepcanvas %s (OpenCV: %s, GEMM: %s, OpenMP waits: %s, CUDA: %s)\n", DC_VERSION,
-                  DC_OPENCV ? "on" : "off", dc::gemm_backend_name(),
-                  dc::openmp_wait_setting().c_str(), dc::cuda_status().c_str());
+      std::printf(
+          "deepcanvas %s (OpenCV: %s, GEMM: %s, convolutions: %s, OpenMP waits: %s, CUDA: %s)\n",
+          DC_VERSION, DC_OPENCV ? "on" : "off", dc::gemm_backend_name(),
+          dc::cpu_conv_onednn() ? "onednn" : "im2col", dc::openmp_wait_setting().c_str(),
+          dc::cuda_status().c_str());
       return 0;
     }
 

@@ -72,9 +72,10 @@ int64_t rounded(int64_t scalars, int64_t tensors) {
 // What a layer keeps between forward and backward (internal) and what its
 // backward allocates and frees (transient), at batch n, in bytes.
 void layer_buffers(const PlanStep& s, int64_t n, int threads, bool backward, bool input_grad,
-                   int64_t elem, bool relu_fused, int64_t& internal, int64_t& transient) {
+                   int64_t elem, bool relu_fused, int64_t& internal, int64_t& transient,
+                   int64_t& onednn_workspace) {
   const std::string& t = s.type;
-  internal = transient = 0;
+  internal = transient = onednn_workspace = 0;
   const int64_t out = s.out_shape.numel();
   const int64_t in0 = s.in_shapes.empty() ? 0 : s.in_shapes[0].numel();
   if (t == "Conv2D") {
@@ -84,6 +85,16 @@ void layer_buffers(const PlanStep& s, int64_t n, int threads, bool backward, boo
     // ones run directly and keep no buffers at all.
     const ConvKernel kernel = conv_cpu_kernel(s.in_shapes, s.attrs);
     if (kernel == ConvKernel::Depthwise) return;
+    // conv_dnnl.cpp: its input in oneDNN's layout, kept from forward to
+    // backward, and the workspace all such convolutions share (the largest
+    // one's, so predict_memory takes the maximum, as for transient).
+    int64_t kept = 0, shared = 0;
+    if (kernel == ConvKernel::OneDnn &&
+        conv_onednn_bytes(s.in_shapes, s.attrs, n, relu_fused, kept, shared)) {
+      internal = kept;
+      onednn_workspace = shared;
+      return;
+    }
     const Shape& x = s.in_shapes[0];
     const auto& k = s.attrs.ints("kernel");
     const bool pointwise = kernel == ConvKernel::Pointwise;
@@ -370,7 +381,7 @@ MemoryPrediction predict_memory(const Graph& g, const MemoryOptions& o) {
     if (i >= 0) fused_producer[size_t(i)] = true;
   // plan.cpp: a node needs an output gradient when backward reaches it.
   const std::vector<bool> needs_grad = backward_reach(steps);
-  int64_t in_numel = 0;
+  int64_t in_numel = 0, cpu_workspace = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     const PlanStep& s = steps[i];
     LayerMemory l;
@@ -400,7 +411,7 @@ MemoryPrediction predict_memory(const Graph& g, const MemoryOptions& o) {
       input_grad = input_grad || (needs_grad[size_t(j)] && !steps[size_t(j)].is_input);
     if (!s.is_input)
       layer_buffers(s, n, cuda ? 1 : threads, ng, input_grad, elem, fused_producer[i], l.internal,
-                    l.transient);
+                    l.transient, l.workspace);
     m.weights += l.weights;
     m.gradients += l.gradients;
     m.optimizer += l.optimizer;
@@ -409,6 +420,7 @@ MemoryPrediction predict_memory(const Graph& g, const MemoryOptions& o) {
     m.activation_grads += l.activation_grads;
     m.internal += l.internal;
     m.transient = std::max(m.transient, l.transient);
+    cpu_workspace = std::max(cpu_workspace, l.workspace);
     m.layers.push_back(std::move(l));
   }
   const int64_t out_numel = steps.back().out_shape.numel();
@@ -422,6 +434,10 @@ MemoryPrediction predict_memory(const Graph& g, const MemoryOptions& o) {
   int64_t total = m.weights + m.gradients + m.optimizer + m.copies + m.activations +
                   m.activation_grads + m.internal + m.batch_tensors + m.loss_buffers +
                   std::max(m.transient, m.end_of_epoch);
+  if (!cuda) {
+    m.workspace = cpu_workspace;  // allocated once, kept: beside everything else
+    total += cpu_workspace;
+  }
   if (cuda) total = cuda_total(steps, o, m);
   m.total = total;
   return m;

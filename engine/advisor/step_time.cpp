@@ -44,15 +44,24 @@ bool is_recurrent(const std::string& t) {
   return t == "LSTM" || t == "GRU" || t == "SimpleRNN";
 }
 
-// The CPU Conv2D's im2col columns (conv.cpp), K·OH·OW floats per sample:
+// The CPU Conv2D's extra memory traffic beyond its input, output and
+// weights. On im2col (conv.cpp), K·OH·OW floats of columns per sample:
 // written by im2col and read by the GEMM forward, again for the weight
 // gradient, and for the input gradient written by the GEMM, read back by
 // col2im. With few filters the GEMM does little arithmetic per column byte
 // (filters/2 FLOP per byte), so a LeNet-sized convolution is bound by this
-// traffic, not by its FLOPs. Pointwise and depthwise convolutions have no
-// columns.
-double cpu_column_bytes(const PlanStep& s, double n, bool weight_grad, bool input_grad) {
-  if (conv_cpu_kernel(s.in_shapes, s.attrs) != ConvKernel::Im2col) return 0;
+// traffic, not by its FLOPs. On oneDNN's kernels (conv_dnnl.cpp), the
+// reorders into its blocked layout and back: x and y forward, the output
+// gradient and the input gradient backward (each read once, written once).
+// Pointwise convolutions off oneDNN and depthwise ones move neither.
+double cpu_conv_extra_bytes(const PlanStep& s, double n, bool backward, bool weight_grad,
+                            bool input_grad) {
+  const ConvKernel kernel = conv_cpu_kernel(s.in_shapes, s.attrs);
+  if (kernel == ConvKernel::OneDnn) {
+    const double in = double(s.in_shapes[0].numel()) * 4, out = double(s.out_shape.numel()) * 4;
+    return n * 2 * (in + out + (backward ? out : 0) + (input_grad ? in : 0));
+  }
+  if (kernel != ConvKernel::Im2col) return 0;
   const auto& k = s.attrs.ints("kernel");
   const double K = double(s.in_shapes[0][0] * k[0] * k[1]);
   const double cols = K * double(s.out_shape[1] * s.out_shape[2]) * 4;
@@ -219,7 +228,7 @@ StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
                             (ng ? out_bytes + in_bytes + (input_grad ? 2 * in_bytes : 0) : 0);
     l.bytes = activation_bytes + double(c.params) * 4 * (trains_weights ? 4 : 1);
     if (s.type == "Conv2D" && d.im2col_convolutions)
-      l.bytes += cpu_column_bytes(s, n, trains_weights, input_grad);
+      l.bytes += cpu_conv_extra_bytes(s, n, ng, trains_weights, input_grad);
     const double rate = s.type == "Conv2D"     ? d.conv_flops
                         : is_recurrent(s.type) ? d.rnn_flops
                                                : d.gemm_flops;

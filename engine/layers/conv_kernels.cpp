@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "conv_dnnl.h"
 #include "conv_kernels.h"
 
 namespace dc {
@@ -255,7 +256,13 @@ void col2im(const ConvGeom& g, const float* col, float* dx, int64_t ld) {
 }  // namespace conv_kernels
 
 ConvKernel conv_cpu_kernel(const std::vector<Shape>& in, const Attrs& a) {
-  return conv_kernels::conv_geom(in, a).kernel();
+  const conv_kernels::ConvGeom g = conv_kernels::conv_geom(in, a);
+  return conv_kernels::DnnlConv::takes(g) ? ConvKernel::OneDnn : g.kernel();
+}
+
+bool conv_onednn_bytes(const std::vector<Shape>& in, const Attrs& a, int64_t n, bool relu,
+                       int64_t& kept, int64_t& workspace) {
+  return conv_kernels::DnnlConv::bytes(conv_kernels::conv_geom(in, a), n, relu, kept, workspace);
 }
 
 }  // namespace dc

@@ -111,43 +111,57 @@ TEST(StepTime, FlopsFollowTheCostRules) {
   EXPECT_LE(predict_step_time(p.graph, 10, d2).samples_per_s, 2 * t.samples_per_s + 1e-9);
 }
 
+// Runs fn with dense convolutions on oneDNN's kernels (onednn) or on
+// im2col, as the layers would run; false when this build cannot.
+template <class F>
+bool with_conv_path(bool onednn, F fn) {
+  const bool saved = cpu_conv_onednn();
+  set_cpu_conv_onednn(onednn);
+  const bool ran = cpu_conv_onednn() == onednn;
+  if (ran) fn();
+  set_cpu_conv_onednn(saved);
+  return ran;
+}
+
 TEST(StepTime, CpuConvolutionCountsItsIm2colColumns) {
   // in [1, 28, 28] -> Conv2D 6 filters 5×5 (LeNet's first) -> Conv2D 1×1
   // (pointwise: no columns) -> Flatten -> Dense 10.
   register_builtin_layers();
-  Graph g;
-  Attrs in, c5, c1, fc;
-  in.set("shape", std::vector<int64_t>{1, 28, 28});
-  c5.set("filters", int64_t(6));
-  c5.set("kernel", std::vector<int64_t>{5, 5});
-  c5.set("padding", std::vector<int64_t>{2, 2});
-  c1.set("filters", int64_t(4));
-  c1.set("kernel", std::vector<int64_t>{1, 1});
-  fc.set("units", int64_t(10));
-  const NodeId x = g.add_node("Input", "in", in);
-  const NodeId a = g.add_node("Conv2D", "c5", c5);
-  const NodeId b = g.add_node("Conv2D", "c1", c1);
-  const NodeId f = g.add_node("Flatten", "flat");
-  const NodeId d = g.add_node("Dense", "fc", fc);
-  g.connect(x, a);
-  g.connect(a, b);
-  g.connect(b, f);
-  g.connect(f, d);
-  DeviceRates gpu;
-  gpu.gemm_flops = gpu.conv_flops = gpu.rnn_flops = 1e11;
-  gpu.bandwidth = 1e10;
-  DeviceRates cpu = gpu;
-  cpu.im2col_convolutions = true;  // what cpu_rates() sets: the CPU backend
-  const int64_t n = 8;
-  const StepTime tg = predict_step_time(g, n, gpu), tc = predict_step_time(g, n, cpu);
-  // The 5×5 layer: 25·28·28 floats of columns per sample, written and read
-  // forward and again for the weight gradient (its input needs no gradient).
-  EXPECT_DOUBLE_EQ(tc.layers[0].bytes - tg.layers[0].bytes, double(n) * 25 * 784 * 4 * 4);
-  // 6 filters do 3 FLOP per column byte: bound by that traffic, not FLOPs.
-  EXPECT_FALSE(tc.layers[0].compute_bound);
-  EXPECT_GT(tc.layers[0].seconds, tg.layers[0].seconds);
-  // The pointwise convolution reads its input in place.
-  EXPECT_DOUBLE_EQ(tc.layers[1].bytes, tg.layers[1].bytes);
+  ASSERT_TRUE(with_conv_path(false, [] {
+    Graph g;
+    Attrs in, c5, c1, fc;
+    in.set("shape", std::vector<int64_t>{1, 28, 28});
+    c5.set("filters", int64_t(6));
+    c5.set("kernel", std::vector<int64_t>{5, 5});
+    c5.set("padding", std::vector<int64_t>{2, 2});
+    c1.set("filters", int64_t(4));
+    c1.set("kernel", std::vector<int64_t>{1, 1});
+    fc.set("units", int64_t(10));
+    const NodeId x = g.add_node("Input", "in", in);
+    const NodeId a = g.add_node("Conv2D", "c5", c5);
+    const NodeId b = g.add_node("Conv2D", "c1", c1);
+    const NodeId f = g.add_node("Flatten", "flat");
+    const NodeId d = g.add_node("Dense", "fc", fc);
+    g.connect(x, a);
+    g.connect(a, b);
+    g.connect(b, f);
+    g.connect(f, d);
+    DeviceRates gpu;
+    gpu.gemm_flops = gpu.conv_flops = gpu.rnn_flops = 1e11;
+    gpu.bandwidth = 1e10;
+    DeviceRates cpu = gpu;
+    cpu.im2col_convolutions = true;  // what cpu_rates() sets: the CPU backend
+    const int64_t n = 8;
+    const StepTime tg = predict_step_time(g, n, gpu), tc = predict_step_time(g, n, cpu);
+    // The 5×5 layer: 25·28·28 floats of columns per sample, written and read
+    // forward and again for the weight gradient (its input needs no gradient).
+    EXPECT_DOUBLE_EQ(tc.layers[0].bytes - tg.layers[0].bytes, double(n) * 25 * 784 * 4 * 4);
+    // 6 filters do 3 FLOP per column byte: bound by that traffic, not FLOPs.
+    EXPECT_FALSE(tc.layers[0].compute_bound);
+    EXPECT_GT(tc.layers[0].seconds, tg.layers[0].seconds);
+    // The pointwise convolution reads its input in place.
+    EXPECT_DOUBLE_EQ(tc.layers[1].bytes, tg.layers[1].bytes);
+  }));
 }
 
 TEST(StepTime, RecurrentLayersCountBackpropagationThroughTime) {
@@ -317,9 +331,30 @@ TEST(StepTime, FrozenLayersAndFusedActivations) {
   EXPECT_EQ(tc.layers[3].seconds, 0);
   EXPECT_GT(tg.layers[1].seconds, 0);
   EXPECT_GT(tg.layers[3].seconds, 0);
-  // The depthwise convolution unfolds no columns on the CPU; the other does.
+  // The depthwise convolution moves nothing extra on the CPU; the other
+  // moves columns or oneDNN's reorders.
   EXPECT_DOUBLE_EQ(tc.layers[2].bytes, tg.layers[2].bytes);
   EXPECT_GT(tc.layers[0].bytes, tg.layers[0].bytes);
+}
+
+TEST(StepTime, CpuConvolutionOnOneDnnCountsItsReorders) {
+  // The dense convolution of in [4, 12, 12] -> Conv2D 8 filters 3×3:
+  // x and y reordered forward, the output gradient backward (the network
+  // input needs no gradient).
+  const bool ran = with_conv_path(true, [] {
+    ConvDwHead h = conv_dw_head(false);
+    DeviceRates gpu;
+    gpu.gemm_flops = gpu.conv_flops = gpu.rnn_flops = 1e11;
+    gpu.bandwidth = 1e10;
+    DeviceRates cpu = gpu;
+    cpu.im2col_convolutions = true;
+    const int64_t n = 8;
+    const StepTime tg = predict_step_time(h.g, n, gpu), tc = predict_step_time(h.g, n, cpu);
+    const double in_bytes = 4.0 * 144 * 4, out_bytes = 8.0 * 144 * 4;
+    EXPECT_DOUBLE_EQ(tc.layers[0].bytes - tg.layers[0].bytes,
+                     double(n) * 2 * (in_bytes + 2 * out_bytes));
+  });
+  if (!ran) GTEST_SKIP() << "this build has no oneDNN";
 }
 
 // The CPU's depthwise kernel at its own measured rates: forward at

@@ -25,6 +25,21 @@ const LayerDescriptor& conv() {
   return LayerRegistry::instance().get("Conv2D");
 }
 
+// Dense convolutions have two CPU paths: oneDNN's kernels (the default
+// where oneDNN is built in) and im2col + GEMM. Runs fn once on each path
+// this build has, layers created inside fn taking that path.
+template <class F>
+void on_each_path(F fn) {
+  const bool saved = cpu_conv_onednn();
+  for (bool onednn : {true, false}) {
+    set_cpu_conv_onednn(onednn);
+    if (cpu_conv_onednn() != onednn) continue;  // oneDNN is not built in
+    SCOPED_TRACE(onednn ? "oneDNN" : "im2col");
+    fn();
+  }
+  set_cpu_conv_onednn(saved);
+}
+
 Param* find_param(Layer& l, const std::string& name) {
   for (Param* p : l.params())
     if (p->name == name) return p;
@@ -163,29 +178,31 @@ std::vector<Case> cases() {
 }
 
 TEST(Conv2D, ForwardMatchesDirectConvolution) {
-  for (const Case& cs : cases()) {
-    SCOPED_TRACE(cs.label);
-    Attrs a = conv().with_defaults(cs.a);
-    Shape out = conv().infer({cs.in}, a);
-    auto layer = conv().create(a, {cs.in}, out);
-    Rng rng(7);
-    layer->init(rng);
-    Param* b = find_param(*layer, "bias");
-    if (b)  // the default init is tiny; make the bias visible
-      for (int64_t i = 0; i < b->value.numel(); ++i) b->value.f32()[i] = rng.uniform(-1, 1);
-    const int64_t N = 3;  // odd: uneven split over threads
-    Tensor x(cs.in.with_batch(N));
-    for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = rng.uniform(-1, 1);
-    Tensor y(out.with_batch(N));
-    RunContext ctx;
-    layer->forward({&x}, y, ctx);
-    Tensor ref =
-        naive_conv(x, find_param(*layer, "weight")->value, b ? &b->value : nullptr,
-                   a.ints("stride"), a.ints("dilation"), a.i("groups"), cs.pt, cs.pb, cs.pl, cs.pr);
-    ASSERT_EQ(ref.shape(), y.shape());
-    for (int64_t i = 0; i < y.numel(); ++i)
-      ASSERT_NEAR(y.f32()[i], ref.f32()[i], 1e-5f) << "at " << i;
-  }
+  on_each_path([&] {
+    for (const Case& cs : cases()) {
+      SCOPED_TRACE(cs.label);
+      Attrs a = conv().with_defaults(cs.a);
+      Shape out = conv().infer({cs.in}, a);
+      auto layer = conv().create(a, {cs.in}, out);
+      Rng rng(7);
+      layer->init(rng);
+      Param* b = find_param(*layer, "bias");
+      if (b)  // the default init is tiny; make the bias visible
+        for (int64_t i = 0; i < b->value.numel(); ++i) b->value.f32()[i] = rng.uniform(-1, 1);
+      const int64_t N = 3;  // odd: uneven split over threads
+      Tensor x(cs.in.with_batch(N));
+      for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = rng.uniform(-1, 1);
+      Tensor y(out.with_batch(N));
+      RunContext ctx;
+      layer->forward({&x}, y, ctx);
+      Tensor ref = naive_conv(x, find_param(*layer, "weight")->value, b ? &b->value : nullptr,
+                              a.ints("stride"), a.ints("dilation"), a.i("groups"), cs.pt, cs.pb,
+                              cs.pl, cs.pr);
+      ASSERT_EQ(ref.shape(), y.shape());
+      for (int64_t i = 0; i < y.numel(); ++i)
+        ASSERT_NEAR(y.f32()[i], ref.f32()[i], 1e-5f) << "at " << i;
+    }
+  });
 }
 
 TEST(Conv2D, HandComputedExample) {
@@ -203,61 +220,67 @@ TEST(Conv2D, HandComputedExample) {
 }
 
 TEST(Conv2D, GradientsMatchFiniteDifferences) {
-  for (const Case& cs : cases()) {
-    SCOPED_TRACE(cs.label);
-    test::check_layer_gradients("Conv2D", cs.a, {cs.in}, 3);
-  }
+  on_each_path([&] {
+    for (const Case& cs : cases()) {
+      SCOPED_TRACE(cs.label);
+      test::check_layer_gradients("Conv2D", cs.a, {cs.in}, 3);
+    }
+  });
 }
 
 TEST(Conv2D, BackwardAccumulates) {
-  Attrs a = conv().with_defaults(attrs({{"filters", int64_t(3)}, {"padding", Ints{1, 1}}}));
-  Shape in{2, 5, 5};
-  Shape out = conv().infer({in}, a);
-  auto layer = conv().create(a, {in}, out);
-  Rng rng(3);
-  layer->init(rng);
-  Tensor x(in.with_batch(4)), y(out.with_batch(4)), dy(out.with_batch(4));
-  for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = rng.uniform(-1, 1);
-  for (int64_t i = 0; i < dy.numel(); ++i) dy.f32()[i] = rng.uniform(-1, 1);
-  RunContext ctx;
-  layer->forward({&x}, y, ctx);
-  Tensor dx(x.shape());
-  layer->backward({&x}, y, dy, {&dx}, ctx);
-  Tensor dx1 = dx.clone();
-  Tensor gw1 = find_param(*layer, "weight")->grad.clone();
-  Tensor gb1 = find_param(*layer, "bias")->grad.clone();
-  layer->backward({&x}, y, dy, {&dx}, ctx);
-  for (int64_t i = 0; i < dx.numel(); ++i) EXPECT_NEAR(dx.f32()[i], 2 * dx1.f32()[i], 1e-5f);
-  for (int64_t i = 0; i < gw1.numel(); ++i)
-    EXPECT_NEAR(find_param(*layer, "weight")->grad.f32()[i], 2 * gw1.f32()[i], 1e-4f);
-  for (int64_t i = 0; i < gb1.numel(); ++i)
-    EXPECT_NEAR(find_param(*layer, "bias")->grad.f32()[i], 2 * gb1.f32()[i], 1e-4f);
-  // No input gradient requested (the network input): parameters only.
-  Tensor gw2 = find_param(*layer, "weight")->grad.clone();
-  layer->backward({&x}, y, dy, {nullptr}, ctx);
-  for (int64_t i = 0; i < gw1.numel(); ++i)
-    EXPECT_NEAR(find_param(*layer, "weight")->grad.f32()[i], gw2.f32()[i] + gw1.f32()[i], 1e-4f);
-}
-
-TEST(Conv2D, RepeatsExactlyForAThreadCount) {
-  // The product's two-conv CNN second layer, small batch: weight gradients
-  // come from per-thread partial sums and must reduce in a fixed order.
-  Attrs a = conv().with_defaults(attrs({{"filters", int64_t(8)}, {"padding", Ints{1, 1}}}));
-  Shape in{4, 6, 6};
-  auto run = [&]() {
-    auto layer = conv().create(a, {in}, Shape{8, 6, 6});
-    Rng rng(11);
+  on_each_path([&] {
+    Attrs a = conv().with_defaults(attrs({{"filters", int64_t(3)}, {"padding", Ints{1, 1}}}));
+    Shape in{2, 5, 5};
+    Shape out = conv().infer({in}, a);
+    auto layer = conv().create(a, {in}, out);
+    Rng rng(3);
     layer->init(rng);
-    Tensor x(in.with_batch(7)), y(Shape{7, 8, 6, 6}), dy(y.shape()), dx(x.shape());
+    Tensor x(in.with_batch(4)), y(out.with_batch(4)), dy(out.with_batch(4));
     for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = rng.uniform(-1, 1);
     for (int64_t i = 0; i < dy.numel(); ++i) dy.f32()[i] = rng.uniform(-1, 1);
     RunContext ctx;
     layer->forward({&x}, y, ctx);
+    Tensor dx(x.shape());
     layer->backward({&x}, y, dy, {&dx}, ctx);
-    return find_param(*layer, "weight")->grad.clone();
-  };
-  Tensor g1 = run(), g2 = run();
-  for (int64_t i = 0; i < g1.numel(); ++i) ASSERT_EQ(g1.f32()[i], g2.f32()[i]);
+    Tensor dx1 = dx.clone();
+    Tensor gw1 = find_param(*layer, "weight")->grad.clone();
+    Tensor gb1 = find_param(*layer, "bias")->grad.clone();
+    layer->backward({&x}, y, dy, {&dx}, ctx);
+    for (int64_t i = 0; i < dx.numel(); ++i) EXPECT_NEAR(dx.f32()[i], 2 * dx1.f32()[i], 1e-5f);
+    for (int64_t i = 0; i < gw1.numel(); ++i)
+      EXPECT_NEAR(find_param(*layer, "weight")->grad.f32()[i], 2 * gw1.f32()[i], 1e-4f);
+    for (int64_t i = 0; i < gb1.numel(); ++i)
+      EXPECT_NEAR(find_param(*layer, "bias")->grad.f32()[i], 2 * gb1.f32()[i], 1e-4f);
+    // No input gradient requested (the network input): parameters only.
+    Tensor gw2 = find_param(*layer, "weight")->grad.clone();
+    layer->backward({&x}, y, dy, {nullptr}, ctx);
+    for (int64_t i = 0; i < gw1.numel(); ++i)
+      EXPECT_NEAR(find_param(*layer, "weight")->grad.f32()[i], gw2.f32()[i] + gw1.f32()[i], 1e-4f);
+  });
+}
+
+TEST(Conv2D, RepeatsExactlyForAThreadCount) {
+  on_each_path([&] {
+    // The product's two-conv CNN second layer, small batch: weight gradients
+    // come from per-thread partial sums and must reduce in a fixed order.
+    Attrs a = conv().with_defaults(attrs({{"filters", int64_t(8)}, {"padding", Ints{1, 1}}}));
+    Shape in{4, 6, 6};
+    auto run = [&]() {
+      auto layer = conv().create(a, {in}, Shape{8, 6, 6});
+      Rng rng(11);
+      layer->init(rng);
+      Tensor x(in.with_batch(7)), y(Shape{7, 8, 6, 6}), dy(y.shape()), dx(x.shape());
+      for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = rng.uniform(-1, 1);
+      for (int64_t i = 0; i < dy.numel(); ++i) dy.f32()[i] = rng.uniform(-1, 1);
+      RunContext ctx;
+      layer->forward({&x}, y, ctx);
+      layer->backward({&x}, y, dy, {&dx}, ctx);
+      return find_param(*layer, "weight")->grad.clone();
+    };
+    Tensor g1 = run(), g2 = run();
+    for (int64_t i = 0; i < g1.numel(); ++i) ASSERT_EQ(g1.f32()[i], g2.f32()[i]);
+  });
 }
 
 // Forward and backward of one layer on fixed data (the same x, weights and
@@ -297,40 +320,42 @@ Pass run_pass(const Attrs& a, const Shape& in, int64_t n, float fuse, const Tens
 }
 
 TEST(Conv2D, FusedReluEqualsAReluAfterTheConvolution) {
-  // Both kernels (im2col and depthwise) fuse a following ReLU or ReLU6: the
-  // output is max(conv, 0), capped, and the backward masks the output
-  // gradient by 0 < out (< cap), as the ReLU and ReLU6 layers' backward
-  // would. A cap of 0.3 stands in for ReLU6's 6 so that these small outputs
-  // reach it.
-  for (const Attrs& a :
-       {attrs({{"filters", int64_t(4)}, {"padding", Ints{1, 1}}}),
-        attrs({{"filters", int64_t(6)}, {"groups", int64_t(3)}, {"padding", Ints{1, 1}}}),
-        attrs({{"filters", int64_t(3)},
-               {"groups", int64_t(3)},
-               {"kernel", Ints{5, 5}},
-               {"stride", Ints{2, 2}},
-               {"padding_mode", std::string("same")}})})
-    for (float cap : {kRelu, 0.3f}) {
-      SCOPED_TRACE(cap);
-      const Shape in{3, 7, 6};
-      Pass plain = run_pass(a, in, 3, kNoFusion);
-      Pass fused = run_pass(a, in, 3, cap);
-      Pass reference = run_pass(a, in, 3, kNoFusion, &plain.y, cap);
-      bool some_negative = false, some_capped = false;
-      for (int64_t i = 0; i < plain.y.numel(); ++i) {
-        ASSERT_EQ(fused.y.f32()[i], std::min(std::max(plain.y.f32()[i], 0.f), cap)) << "at " << i;
-        some_negative = some_negative || plain.y.f32()[i] < 0;
-        some_capped = some_capped || plain.y.f32()[i] > cap;
+  on_each_path([&] {
+    // Both kernels (im2col and depthwise) fuse a following ReLU or ReLU6: the
+    // output is max(conv, 0), capped, and the backward masks the output
+    // gradient by 0 < out (< cap), as the ReLU and ReLU6 layers' backward
+    // would. A cap of 0.3 stands in for ReLU6's 6 so that these small outputs
+    // reach it.
+    for (const Attrs& a :
+         {attrs({{"filters", int64_t(4)}, {"padding", Ints{1, 1}}}),
+          attrs({{"filters", int64_t(6)}, {"groups", int64_t(3)}, {"padding", Ints{1, 1}}}),
+          attrs({{"filters", int64_t(3)},
+                 {"groups", int64_t(3)},
+                 {"kernel", Ints{5, 5}},
+                 {"stride", Ints{2, 2}},
+                 {"padding_mode", std::string("same")}})})
+      for (float cap : {kRelu, 0.3f}) {
+        SCOPED_TRACE(cap);
+        const Shape in{3, 7, 6};
+        Pass plain = run_pass(a, in, 3, kNoFusion);
+        Pass fused = run_pass(a, in, 3, cap);
+        Pass reference = run_pass(a, in, 3, kNoFusion, &plain.y, cap);
+        bool some_negative = false, some_capped = false;
+        for (int64_t i = 0; i < plain.y.numel(); ++i) {
+          ASSERT_EQ(fused.y.f32()[i], std::min(std::max(plain.y.f32()[i], 0.f), cap)) << "at " << i;
+          some_negative = some_negative || plain.y.f32()[i] < 0;
+          some_capped = some_capped || plain.y.f32()[i] > cap;
+        }
+        EXPECT_TRUE(some_negative);  // the mask is exercised
+        EXPECT_EQ(some_capped, cap < 1);
+        for (int64_t i = 0; i < fused.dx.numel(); ++i)
+          ASSERT_NEAR(fused.dx.f32()[i], reference.dx.f32()[i], 1e-5f) << "dx at " << i;
+        for (int64_t i = 0; i < fused.gw.numel(); ++i)
+          ASSERT_NEAR(fused.gw.f32()[i], reference.gw.f32()[i], 1e-4f) << "dw at " << i;
+        for (int64_t i = 0; i < fused.gb.numel(); ++i)
+          ASSERT_NEAR(fused.gb.f32()[i], reference.gb.f32()[i], 1e-4f) << "db at " << i;
       }
-      EXPECT_TRUE(some_negative);  // the mask is exercised
-      EXPECT_EQ(some_capped, cap < 1);
-      for (int64_t i = 0; i < fused.dx.numel(); ++i)
-        ASSERT_NEAR(fused.dx.f32()[i], reference.dx.f32()[i], 1e-5f) << "dx at " << i;
-      for (int64_t i = 0; i < fused.gw.numel(); ++i)
-        ASSERT_NEAR(fused.gw.f32()[i], reference.gw.f32()[i], 1e-4f) << "dw at " << i;
-      for (int64_t i = 0; i < fused.gb.numel(); ++i)
-        ASSERT_NEAR(fused.gb.f32()[i], reference.gb.f32()[i], 1e-4f) << "db at " << i;
-    }
+  });
 }
 
 TEST(Conv2D, DepthwiseResultsDoNotDependOnTheThreadCount) {
@@ -352,18 +377,54 @@ TEST(Conv2D, DepthwiseResultsDoNotDependOnTheThreadCount) {
   for (int64_t i = 0; i < one.gb.numel(); ++i) ASSERT_EQ(one.gb.f32()[i], two.gb.f32()[i]);
 }
 
-TEST(Conv2D, OnlyColumnsKernelsUnfoldColumns) {
-  auto uses = [](const Attrs& a, const Shape& in) {
-    return conv_cpu_kernel({in}, conv().with_defaults(a)) == ConvKernel::Im2col;
+TEST(Conv2D, EachGeometryRunsOnItsKernel) {
+  auto kernel = [](const Attrs& a, const Shape& in) {
+    return conv_cpu_kernel({in}, conv().with_defaults(a));
   };
-  EXPECT_TRUE(uses(attrs({}), Shape{3, 8, 8}));
-  EXPECT_TRUE(uses(attrs({{"filters", int64_t(4)}, {"groups", int64_t(2)}}), Shape{4, 8, 8}));
-  EXPECT_FALSE(uses(attrs({{"kernel", Ints{1, 1}}}), Shape{3, 8, 8}));
-  EXPECT_FALSE(uses(attrs({{"filters", int64_t(4)}, {"groups", int64_t(4)}}), Shape{4, 8, 8}));
-  EXPECT_FALSE(uses(attrs({{"filters", int64_t(8)}, {"groups", int64_t(4)}}), Shape{4, 8, 8}));
-  // One input channel without groups stays on im2col + GEMM (the CNNs'
-  // first layer on grey images).
-  EXPECT_TRUE(uses(attrs({}), Shape{1, 8, 8}));
+  const Attrs grouped = attrs({{"filters", int64_t(4)}, {"groups", int64_t(2)}});
+  const Attrs depthwise = attrs({{"filters", int64_t(4)}, {"groups", int64_t(4)}});
+  const Attrs multiplier = attrs({{"filters", int64_t(8)}, {"groups", int64_t(4)}});
+  const Attrs pointwise = attrs({{"kernel", Ints{1, 1}}});
+  on_each_path([&] {
+    const bool onednn = cpu_conv_onednn();
+    // One group (a grey image's single channel too): oneDNN's kernels
+    // where they run, else columns; 1x1 without them is a GEMM in place.
+    const ConvKernel dense = onednn ? ConvKernel::OneDnn : ConvKernel::Im2col;
+    EXPECT_EQ(kernel(attrs({}), Shape{3, 8, 8}), dense);
+    EXPECT_EQ(kernel(attrs({}), Shape{1, 8, 8}), dense);
+    EXPECT_EQ(kernel(pointwise, Shape{3, 8, 8}),
+              onednn ? ConvKernel::OneDnn : ConvKernel::Pointwise);
+    // Grouped convolutions unfold on both paths; depthwise ones have their
+    // own kernel.
+    EXPECT_EQ(kernel(grouped, Shape{4, 8, 8}), ConvKernel::Im2col);
+    EXPECT_EQ(kernel(depthwise, Shape{4, 8, 8}), ConvKernel::Depthwise);
+    EXPECT_EQ(kernel(multiplier, Shape{4, 8, 8}), ConvKernel::Depthwise);
+  });
+}
+
+// oneDNN's primitives are built per batch size and kept: a layer that
+// meets several (the epoch's short last batch, the inference panel's one
+// image) computes each right, and again after switching back.
+TEST(Conv2D, BatchSizesChangeBetweenCalls) {
+  on_each_path([&] {
+    Attrs a = conv().with_defaults(attrs({{"filters", int64_t(16)}, {"padding", Ints{1, 1}}}));
+    const Shape in{8, 6, 5};
+    Shape out = conv().infer({in}, a);
+    auto layer = conv().create(a, {in}, out);
+    Rng rng(5);
+    layer->init(rng);
+    const Tensor& w = find_param(*layer, "weight")->value;
+    const Tensor& b = find_param(*layer, "bias")->value;
+    for (int64_t n : {4, 1, 7, 4}) {
+      SCOPED_TRACE(n);
+      Tensor x(in.with_batch(n)), y(out.with_batch(n));
+      for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = rng.uniform(-1, 1);
+      RunContext ctx;
+      layer->forward({&x}, y, ctx);
+      Tensor ref = naive_conv(x, w, &b, Ints{1, 1}, Ints{1, 1}, 1, 1, 1, 1, 1);
+      for (int64_t i = 0; i < y.numel(); ++i) ASSERT_NEAR(y.f32()[i], ref.f32()[i], 1e-5f);
+    }
+  });
 }
 
 TEST(Conv2D, ParametersAndPyTorchInit) {

@@ -136,11 +136,23 @@ void same_padding(int64_t in, int64_t k, int64_t s, int64_t d, int64_t& before, 
 // Which CPU kernel a Conv2D runs, the rule conv.cpp runs by, for the
 // advisor's memory and step-time models. `a` with defaults filled in.
 enum class ConvKernel {
+  OneDnn,     // oneDNN's direct convolutions (one group), reordered to its layout and back
   Im2col,     // unfolds C·kh·kw × OH·OW columns per sample, then GEMMs
   Pointwise,  // a 1×1, stride-1, unpadded convolution: a GEMM on the input in place
   Depthwise,  // one input channel per group: a direct kernel, no scratch buffers
 };
 ConvKernel conv_cpu_kernel(const std::vector<Shape>& in, const Attrs& a);
+// Whether dense convolutions created from now on run on oneDNN's kernels
+// (the default where oneDNN is built in; DC_CONV=im2col turns it off), and
+// the switch for tests and A/B runs. Without oneDNN: false, and the setter
+// does nothing.
+bool cpu_conv_onednn();
+void set_cpu_conv_onednn(bool on);
+// For ConvKernel::OneDnn at batch n: the bytes the layer keeps from forward
+// to backward (kept) and the workspace all such convolutions share (the
+// largest layer's); relu when a ReLU is fused into it. False otherwise.
+bool conv_onednn_bytes(const std::vector<Shape>& in, const Attrs& a, int64_t n, bool relu,
+                       int64_t& kept, int64_t& workspace);
 
 // Registers every built-in layer exactly once. Explicit (not static
 // initialisers) so that linking the engine as a static library keeps them.

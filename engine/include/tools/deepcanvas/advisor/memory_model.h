@@ -46,6 +46,10 @@ struct LayerMemory {
   int64_t activation_grads = 0;
   int64_t internal = 0;   // what the layer keeps between forward and backward
   int64_t transient = 0;  // what it allocates only inside backward
+  // CPU: the workspace its oneDNN convolution needs while it runs, in the
+  // one all such convolutions share (not in total(): counted once, the
+  // largest, in MemoryPrediction::workspace).
+  int64_t workspace = 0;
   int64_t total() const {
     return weights + gradients + optimizer + copies + activations + activation_grads + internal;
   }
@@ -64,7 +68,8 @@ struct MemoryPrediction {
   // rounding of every block.
   int64_t overhead = 0;
   // CUDA, part of overhead: cuDNN's workspace, which only the device knows
-  // (the algorithms cudnnFind picks); estimated (memory_model.cpp).
+  // (the algorithms cudnnFind picks); estimated (memory_model.cpp). CPU: the
+  // oneDNN convolutions' shared workspace, in total.
   int64_t workspace = 0;
   int64_t dataset = 0;  // CUDA: the resident training and test sets
   // CUDA: what the plugin's allocator holds at its peak, the figure

@@ -1,0 +1,482 @@
+// Dense Conv2D through oneDNN's convolution primitives (see conv_dnnl.h for
+// why). The primitives for a batch size are built on its first use and kept
+// (a training run meets two: the batch and the epoch's last, short one).
+// Every buffer, the primitives' scratchpads included, comes from our
+// tracked allocator, so memory statistics still see all of it.
+#include "conv_dnnl.h"
+
+#include <deepcanvas/memstats.h>
+#include <deepcanvas/parallel.h>
+
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#if DC_HAVE_DNNL
+#include <omp.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+namespace dc::conv_kernels {
+
+#if DC_HAVE_DNNL
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+// The path for convolutions created from now on: oneDNN unless
+// DC_CONV=im2col says otherwise or set_cpu_conv_onednn() chose.
+std::atomic<int> g_onednn{-1};
+
+bool wanted() {
+  int v = g_onednn.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* e = std::getenv("DC_CONV");
+    v = e && std::strcmp(e, "im2col") == 0 ? 0 : 1;
+    g_onednn.store(v, std::memory_order_relaxed);
+  }
+  return v == 1;
+}
+
+// oneDNN's kernels run as many OpenMP threads as the calling thread's
+// setting says; set_num_threads() only set the thread it ran on, and a
+// training runs on a thread of its own.
+void match_threads() {
+  const int n = num_threads();
+  if (omp_get_max_threads() != n) omp_set_num_threads(n);
+}
+
+dnnl::engine& cpu() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+// A buffer for one memory descriptor, 64-byte aligned (oneDNN's kernels
+// load whole cache lines), from the tracked allocator.
+struct Buffer {
+  ScratchVec<char> bytes;
+  memory mem;
+  void make(const memory::desc& md) {
+    bytes.assign(md.get_size() + 64, 0);
+    auto addr = reinterpret_cast<uintptr_t>(bytes.data());
+    mem = memory(md, cpu(), reinterpret_cast<void*>((addr + 63) & ~uintptr_t(63)));
+  }
+};
+
+// The buffers a call needs only while it runs (reordered weights, output
+// and gradients, the primitives' scratchpads) live in one workspace per
+// thread, shared by every convolution: layers run one after another, so
+// the workspace is the largest layer's need, not the sum over layers.
+char* workspace(size_t bytes) {
+  thread_local ScratchVec<char> ws;
+  if (ws.size() < bytes + 64) {
+    ws.clear();
+    ws.shrink_to_fit();
+    ws.resize(bytes + 64);
+  }
+  auto addr = reinterpret_cast<uintptr_t>(ws.data());
+  return reinterpret_cast<char*>((addr + 63) & ~uintptr_t(63));
+}
+
+// A place in the workspace for one memory descriptor.
+struct Slot {
+  memory::desc md;
+  size_t off = 0;
+  memory at(char* base) const { return memory(md, cpu(), base + off); }
+};
+
+struct Layout {
+  size_t total = 0;
+  Slot add(const memory::desc& md) {
+    Slot s{md, total};
+    total += (md.get_size() + 63) / 64 * 64;
+    return s;
+  }
+};
+
+// A tensor the layer holds in plain layout (user) and a primitive wants in
+// its own (md): a reorder and a workspace slot when the two differ,
+// nothing when they match.
+struct Staged {
+  bool needed = false;
+  Slot slot;
+  dnnl::reorder r;
+  // sizes_only: the slot is placed but no reorder is built (the memory
+  // model's question, answered without compiling kernels).
+  void make(const memory::desc& user, const memory::desc& md, bool to_user, Layout& ws,
+            bool sizes_only) {
+    needed = user != md;
+    if (!needed) return;
+    slot = ws.add(md);
+    if (sizes_only) return;
+    memory u(user, cpu(), DNNL_MEMORY_NONE), b(md, cpu(), DNNL_MEMORY_NONE);
+    r = to_user ? dnnl::reorder(b, u) : dnnl::reorder(u, b);
+  }
+};
+
+}  // namespace
+
+struct DnnlConv::Impl {
+  ConvGeom g;
+  dnnl::stream s{cpu()};
+  memory::dims strides, dilates, pad_l, pad_r;
+
+  // Everything for one batch size.
+  struct Prims {
+    memory::desc x_md, y_md, w_md, b_md;  // plain: NCHW, OIHW, O
+    dnnl::convolution_forward fwd;
+    dnnl::convolution_backward_data bwd_d;
+    dnnl::convolution_backward_weights bwd_w;
+    // The forward's input in oneDNN's layout, kept for the weight gradient
+    // (when the layouts differ), and the reorder into it.
+    bool src_needed = false;
+    Buffer src_keep;
+    dnnl::reorder src_r;
+    const float* src_of = nullptr;  // the x it holds
+    Staged wei, dst;                // forward: w in, y out
+    Staged bw_src, bw_ddst, bw_dw;  // weight gradient: x and g in, dw out
+    Staged bd_ddst, bd_wei, bd_dx;  // input gradient: g and w in, dx out
+    bool ddst_shared = false;       // both gradients take g in the same layout
+    Slot masked, dw_plain, db_plain, dx_plain, scratch;
+    size_t ws_bytes = 0;    // the workspace this batch size needs
+    size_t keep_bytes = 0;  // src_keep's size
+  };
+  std::map<int64_t, Prims> by_batch;
+  bool relu = false;
+  float cap = 0.f;
+
+  Prims& prims(int64_t N, bool want_relu, float want_cap) {
+    if (want_relu != relu || (want_relu && !(want_cap == cap))) {
+      by_batch.clear();  // the forward's post-op changed
+      relu = want_relu;
+      cap = want_cap;
+    }
+    auto it = by_batch.find(N);
+    if (it != by_batch.end()) return it->second;
+    if (by_batch.size() >= 4) by_batch.clear();  // an inference panel's odd sizes
+    Prims& p = by_batch[N];
+    build(N, p);
+    return p;
+  }
+
+  void build(int64_t N, Prims& p, bool sizes_only = false) {
+    p.x_md = memory::desc({N, g.C, g.H, g.W}, dt::f32, tag::nchw);
+    p.y_md = memory::desc({N, g.OC, g.OH, g.OW}, dt::f32, tag::nchw);
+    p.w_md = memory::desc({g.OC, g.C, g.KH, g.KW}, dt::f32, tag::oihw);
+    p.b_md = memory::desc({g.OC}, dt::f32, tag::x);
+    const auto x_any = memory::desc({N, g.C, g.H, g.W}, dt::f32, tag::any);
+    const auto y_any = memory::desc({N, g.OC, g.OH, g.OW}, dt::f32, tag::any);
+    const auto w_any = memory::desc({g.OC, g.C, g.KH, g.KW}, dt::f32, tag::any);
+    const auto alg = dnnl::algorithm::convolution_direct;
+
+    // Two attribute objects: a copy of a primitive_attr is the same
+    // object (a shared handle), so post-ops set on a copy would reach the
+    // backward primitives too.
+    dnnl::primitive_attr attr, fwd_attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    fwd_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (relu) {
+      dnnl::post_ops po;
+      if (std::isfinite(cap))
+        po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, 0.f, cap);
+      else
+        po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      fwd_attr.set_post_ops(po);
+    }
+    const auto fwd_d =
+        g.bias
+            ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, x_any, w_any,
+                                              p.b_md, y_any, strides, dilates, pad_l, pad_r)
+            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, x_any, w_any,
+                                              y_any, strides, dilates, pad_l, pad_r);
+    const dnnl::convolution_forward::primitive_desc fwd_pd(fwd_d, fwd_attr, cpu());
+    const dnnl::convolution_backward_data::primitive_desc bd_pd(
+        dnnl::convolution_backward_data::desc(alg, x_any, w_any, y_any, strides, dilates, pad_l,
+                                              pad_r),
+        attr, cpu(), fwd_pd);
+    const auto bw_d = g.bias ? dnnl::convolution_backward_weights::desc(
+                                   alg, x_any, w_any, p.b_md, y_any, strides, dilates, pad_l, pad_r)
+                             : dnnl::convolution_backward_weights::desc(
+                                   alg, x_any, w_any, y_any, strides, dilates, pad_l, pad_r);
+    const dnnl::convolution_backward_weights::primitive_desc bw_pd(bw_d, attr, cpu(), fwd_pd);
+
+    p.src_needed = p.x_md != fwd_pd.src_desc();
+    p.keep_bytes = p.src_needed ? fwd_pd.src_desc().get_size() + 64 : 0;
+    if (!sizes_only) {
+      p.fwd = dnnl::convolution_forward(fwd_pd);
+      p.bwd_d = dnnl::convolution_backward_data(bd_pd);
+      p.bwd_w = dnnl::convolution_backward_weights(bw_pd);
+    }
+    if (p.src_needed && !sizes_only) {
+      p.src_keep.make(fwd_pd.src_desc());
+      p.src_r = dnnl::reorder(memory(p.x_md, cpu(), DNNL_MEMORY_NONE), p.src_keep.mem);
+    }
+    Layout ws;
+    p.wei.make(p.w_md, fwd_pd.weights_desc(), false, ws, sizes_only);
+    p.dst.make(p.y_md, fwd_pd.dst_desc(), true, ws, sizes_only);
+    p.bw_src.make(p.x_md, bw_pd.src_desc(), false, ws, sizes_only);
+    p.bw_ddst.make(p.y_md, bw_pd.diff_dst_desc(), false, ws, sizes_only);
+    p.bw_dw.make(p.w_md, bw_pd.diff_weights_desc(), true, ws, sizes_only);
+    p.ddst_shared = bd_pd.diff_dst_desc() == bw_pd.diff_dst_desc();
+    if (!p.ddst_shared) p.bd_ddst.make(p.y_md, bd_pd.diff_dst_desc(), false, ws, sizes_only);
+    p.bd_wei.make(p.w_md, bd_pd.weights_desc(), false, ws, sizes_only);
+    p.bd_dx.make(p.x_md, bd_pd.diff_src_desc(), true, ws, sizes_only);
+    if (relu) p.masked = ws.add(p.y_md);
+    p.dw_plain = ws.add(p.w_md);
+    if (g.bias) p.db_plain = ws.add(p.b_md);
+    p.dx_plain = ws.add(p.x_md);
+    size_t scratch = fwd_pd.scratchpad_desc().get_size();
+    scratch = std::max(scratch, bd_pd.scratchpad_desc().get_size());
+    scratch = std::max(scratch, bw_pd.scratchpad_desc().get_size());
+    p.scratch = ws.add(memory::desc({std::max<int64_t>(1, int64_t(scratch))}, dt::u8, tag::x));
+    p.ws_bytes = ws.total;
+  }
+
+  // user as the primitive wants it: reordered into its workspace slot
+  // when the layouts differ, else the user's memory itself.
+  memory in(Staged& st, const memory& user, char* base) {
+    if (!st.needed) return user;
+    memory m = st.slot.at(base);
+    st.r.execute(s, const_cast<memory&>(user), m);
+    return m;
+  }
+};
+
+DnnlConv::DnnlConv(const ConvGeom& g) : p_(std::make_unique<Impl>()) {
+  p_->g = g;
+  p_->strides = {g.SH, g.SW};
+  // oneDNN counts dilation from 0 (no gap between taps).
+  p_->dilates = {g.DH - 1, g.DW - 1};
+  p_->pad_l = {g.PT, g.PL};
+  p_->pad_r = {g.PB, g.PR};
+}
+
+DnnlConv::~DnnlConv() = default;
+
+const char* DnnlConv::path_name() {
+  return wanted() ? "onednn" : "im2col";
+}
+
+bool DnnlConv::takes(const ConvGeom& g) {
+  return wanted() && g.G == 1;
+}
+
+std::unique_ptr<DnnlConv> DnnlConv::create(const ConvGeom& g) {
+  if (!takes(g)) return nullptr;
+  return std::unique_ptr<DnnlConv>(new DnnlConv(g));
+}
+
+bool DnnlConv::bytes(const ConvGeom& g, int64_t N, bool relu, int64_t& kept, int64_t& workspace) {
+  if (!takes(g)) return false;
+  // Every buffer is a batch of activations plus a fixed part (weights,
+  // scratchpads), so two batch sizes give all of them; the advisor asks for
+  // many (its largest-batch search) and again on every edit, so the two
+  // answers are kept per geometry.
+  using Sizes = std::array<int64_t, 4>;  // kept and workspace at batches 1 and 2
+  static std::mutex m;
+  static std::map<std::vector<int64_t>, std::optional<Sizes>> known;
+  const std::vector<int64_t> key{g.C,  g.H,  g.W,  g.OC, g.KH, g.KW, g.SH,   g.SW,
+                                 g.DH, g.DW, g.PT, g.PB, g.PL, g.PR, g.bias, relu};
+  std::lock_guard<std::mutex> lock(m);
+  auto it = known.find(key);
+  if (it == known.end()) {
+    std::optional<Sizes> sz;
+    try {
+      DnnlConv c(g);
+      c.p_->relu = relu;
+      c.p_->cap = INFINITY;
+      Impl::Prims p1, p2;
+      c.p_->build(1, p1, /*sizes_only=*/true);
+      c.p_->build(2, p2, /*sizes_only=*/true);
+      // The workspace as workspace() allocates it: 64 bytes for alignment.
+      sz = Sizes{int64_t(p1.keep_bytes), int64_t(p1.ws_bytes) + 64, int64_t(p2.keep_bytes),
+                 int64_t(p2.ws_bytes) + 64};
+    } catch (const dnnl::error&) {
+      // No kernel: the layer unfolds (sz stays empty).
+    }
+    it = known.emplace(key, sz).first;
+  }
+  if (!it->second) return false;
+  const Sizes& z = *it->second;
+  kept = z[0] + (N - 1) * (z[2] - z[0]);
+  workspace = z[1] + (N - 1) * (z[3] - z[1]);
+  return true;
+}
+
+bool DnnlConv::forward(int64_t N, const float* x, const float* w, const float* b, float* y,
+                       bool relu, float cap) {
+  match_threads();
+  Impl& I = *p_;
+  Impl::Prims* pp = nullptr;
+  try {
+    pp = &I.prims(N, relu, cap);
+  } catch (const dnnl::error&) {
+    I.by_batch.erase(N);
+    return false;  // no oneDNN kernel for this geometry: the caller unfolds
+  }
+  Impl::Prims& p = *pp;
+  char* base = workspace(p.ws_bytes);
+  memory xm(p.x_md, cpu(), const_cast<float*>(x));
+  const memory wm(p.w_md, cpu(), const_cast<float*>(w));
+  memory ym(p.y_md, cpu(), y);
+  memory src = xm;
+  if (p.src_needed) {
+    p.src_r.execute(I.s, xm, p.src_keep.mem);
+    src = p.src_keep.mem;
+  }
+  const memory wei = I.in(p.wei, wm, base);
+  memory dst = p.dst.needed ? p.dst.slot.at(base) : ym;
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
+                                       {DNNL_ARG_WEIGHTS, wei},
+                                       {DNNL_ARG_DST, dst},
+                                       {DNNL_ARG_SCRATCHPAD, p.scratch.at(base)}};
+  if (b) args[DNNL_ARG_BIAS] = memory(p.b_md, cpu(), const_cast<float*>(b));
+  p.fwd.execute(I.s, args);
+  if (p.dst.needed) p.dst.r.execute(I.s, dst, ym);
+  I.s.wait();
+  p.src_of = x;
+  return true;
+}
+
+void DnnlConv::backward(int64_t N, const float* x, const float* y, const float* dy, const float* w,
+                        float* dx, bool fresh, float* dw, float* db) {
+  match_threads();
+  Impl& I = *p_;
+  Impl::Prims& p = I.prims(N, I.relu, I.cap);
+  char* base = workspace(p.ws_bytes);
+  const int64_t out_n = N * I.g.OC * I.g.OHW();
+  const float* g = dy;
+  if (I.relu) {
+    // The fused activation's gradient: dy where the output was inside
+    // (0, cap), from the output, as the ReLU and ReLU6 layers do.
+    float* m = static_cast<float*>(p.masked.at(base).get_data_handle());
+    const bool capped = std::isfinite(I.cap);
+    const float cap = I.cap;
+    parallel_for(out_n, 1 << 14, [&](int64_t b, int64_t e) {
+      if (capped)
+        for (int64_t i = b; i < e; ++i) m[i] = y[i] > 0.f && y[i] < cap ? dy[i] : 0.f;
+      else
+        for (int64_t i = b; i < e; ++i) m[i] = y[i] > 0.f ? dy[i] : 0.f;
+    });
+    g = m;
+  }
+  memory gm(p.y_md, cpu(), const_cast<float*>(g));
+  memory ddst_w = gm;  // g in the weight gradient's layout, when computed
+  if (dw) {
+    memory xm(p.x_md, cpu(), const_cast<float*>(x));
+    // The forward's reordered input is reused when it holds this x and is
+    // in the layout the weight gradient wants.
+    memory src = xm;
+    if (p.bw_src.needed) {
+      if (p.src_needed && p.src_of == x && p.src_keep.mem.get_desc() == p.bw_src.slot.md)
+        src = p.src_keep.mem;
+      else
+        src = I.in(p.bw_src, xm, base);
+    }
+    ddst_w = I.in(p.bw_ddst, gm, base);
+    memory dwm = p.bw_dw.needed ? p.bw_dw.slot.at(base) : p.dw_plain.at(base);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
+                                         {DNNL_ARG_DIFF_DST, ddst_w},
+                                         {DNNL_ARG_DIFF_WEIGHTS, dwm},
+                                         {DNNL_ARG_SCRATCHPAD, p.scratch.at(base)}};
+    if (I.g.bias) args[DNNL_ARG_DIFF_BIAS] = p.db_plain.at(base);
+    p.bwd_w.execute(I.s, args);
+    memory plain = p.dw_plain.at(base);
+    if (p.bw_dw.needed) p.bw_dw.r.execute(I.s, dwm, plain);
+    I.s.wait();
+    // Parameter gradients accumulate (a step may run several backward
+    // passes into them); oneDNN's primitives overwrite, hence the sums.
+    const float* d = static_cast<const float*>(plain.get_data_handle());
+    const int64_t n = I.g.OC * I.g.K();
+    for (int64_t i = 0; i < n; ++i) dw[i] += d[i];
+    if (db && I.g.bias) {
+      const auto* sb = static_cast<const float*>(p.db_plain.at(base).get_data_handle());
+      for (int64_t o = 0; o < I.g.OC; ++o) db[o] += sb[o];
+    }
+  }
+  if (!dx) return;
+  const memory wm(p.w_md, cpu(), const_cast<float*>(w));
+  // The weight gradient's reordered g serves here too when the layouts
+  // agree (they do on AVX-512: both blocked by 16 channels).
+  const memory ddst =
+      p.ddst_shared ? (dw ? ddst_w : I.in(p.bw_ddst, gm, base)) : I.in(p.bd_ddst, gm, base);
+  const memory wei = I.in(p.bd_wei, wm, base);
+  memory dxm(p.x_md, cpu(), dx);
+  // A fresh dx in plain layout is written straight; one in oneDNN's layout
+  // is reordered into; an accumulated one (the input feeds other layers
+  // too) needs plain values to add.
+  memory plain = p.dx_plain.at(base);
+  memory dsrc = p.bd_dx.needed ? p.bd_dx.slot.at(base) : fresh ? dxm : plain;
+  p.bwd_d.execute(I.s, {{DNNL_ARG_DIFF_DST, ddst},
+                        {DNNL_ARG_WEIGHTS, wei},
+                        {DNNL_ARG_DIFF_SRC, dsrc},
+                        {DNNL_ARG_SCRATCHPAD, p.scratch.at(base)}});
+  if (p.bd_dx.needed) p.bd_dx.r.execute(I.s, dsrc, fresh ? dxm : plain);
+  I.s.wait();
+  if (fresh) return;
+  const auto* src = static_cast<const float*>(plain.get_data_handle());
+  parallel_for(N * I.g.C * I.g.HW(), 1 << 14, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dx[i] += src[i];
+  });
+}
+
+}  // namespace dc::conv_kernels
+
+namespace dc {
+bool cpu_conv_onednn() {
+  return conv_kernels::wanted();
+}
+void set_cpu_conv_onednn(bool on) {
+  conv_kernels::g_onednn.store(on ? 1 : 0, std::memory_order_relaxed);
+}
+}  // namespace dc
+
+namespace dc::conv_kernels {
+
+#else  // !DC_HAVE_DNNL
+
+struct DnnlConv::Impl {};
+DnnlConv::DnnlConv(const ConvGeom&) {}
+DnnlConv::~DnnlConv() = default;
+const char* DnnlConv::path_name() {
+  return "im2col";
+}
+bool DnnlConv::takes(const ConvGeom&) {
+  return false;
+}
+std::unique_ptr<DnnlConv> DnnlConv::create(const ConvGeom&) {
+  return nullptr;
+}
+bool DnnlConv::bytes(const ConvGeom&, int64_t, bool, int64_t&, int64_t&) {
+  return false;
+}
+}  // namespace dc::conv_kernels
+
+namespace dc {
+bool cpu_conv_onednn() {
+  return false;
+}
+void set_cpu_conv_onednn(bool) {}
+}  // namespace dc
+
+namespace dc::conv_kernels {
+bool DnnlConv::forward(int64_t, const float*, const float*, const float*, float*, bool, float) {
+  return false;
+}
+void DnnlConv::backward(int64_t, const float*, const float*, const float*, const float*, float*,
+                        bool, float*, float*) {}
+
+#endif
+
+}  // namespace dc::conv_kernels

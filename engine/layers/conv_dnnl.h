@@ -1,0 +1,55 @@
+#pragma once
+// Conv2D on oneDNN's own convolution kernels (conv_dnnl.cpp): the direct,
+// JIT-compiled convolutions that PyTorch's channels-last path runs, instead
+// of im2col + GEMM. The layer keeps NCHW; this class reorders into the
+// layout oneDNN picks for the shape (blocked channels on AVX-512) and back,
+// and keeps the reordered input from forward for the weight gradient.
+//
+// Only dense convolutions (one group) take this path; depthwise ones have
+// their own kernels in conv.cpp. Builds without oneDNN, and DC_CONV=im2col,
+// keep the im2col path (create() returns nullptr).
+#include <cstdint>
+#include <memory>
+
+#include "conv_kernels.h"
+
+namespace dc::conv_kernels {
+
+class DnnlConv {
+ public:
+  // nullptr when oneDNN is not built in, DC_CONV=im2col is set, or the
+  // geometry is not one this path takes (grouped convolutions).
+  static std::unique_ptr<DnnlConv> create(const ConvGeom& g);
+  // Whether create() takes the geometry (conv_cpu_kernel's answer).
+  static bool takes(const ConvGeom& g);
+  // The memory the path holds at batch N (with a fused ReLU when relu):
+  // kept, the layer's own (its input in oneDNN's layout, held from forward
+  // to backward), and workspace, what the calls need while they run, in a
+  // workspace all convolutions share. False when the path is not taken.
+  static bool bytes(const ConvGeom& g, int64_t N, bool relu, int64_t& kept, int64_t& workspace);
+  // The name of the convolution path in use for dense convolutions, for
+  // --version and the benchmarks' JSON: "onednn" or "im2col".
+  static const char* path_name();
+  ~DnnlConv();
+
+  // y = conv(x, w) + b, then the fused activation: none when relu is false,
+  // max(., 0) when cap is infinite, min(max(., 0), cap) otherwise. b may be
+  // null (no bias). False when oneDNN has no kernel for the geometry (the
+  // primitives are built on a batch size's first call): the caller then
+  // drops this object and unfolds.
+  bool forward(int64_t N, const float* x, const float* w, const float* b, float* y, bool relu,
+               float cap);
+  // From dy and the forward's output y (the fused activation's gradient is
+  // taken from it): dw += dL/dw and db += dL/db (each skipped when null),
+  // and dx = (fresh) or += (not fresh) dL/dx (skipped when null). x is the
+  // forward's input.
+  void backward(int64_t N, const float* x, const float* y, const float* dy, const float* w,
+                float* dx, bool fresh, float* dw, float* db);
+
+ private:
+  explicit DnnlConv(const ConvGeom& g);
+  struct Impl;
+  std::unique_ptr<Impl> p_;
+};
+
+}  // namespace dc::conv_kernels
