@@ -49,9 +49,8 @@ int run(int argc, char** argv) {
   if (cmd == "--version") {
     std::printf(
         "deepcanvas-cli %s (OpenCV: %s, GEMM: %s, convolutions: %s, OpenMP waits: %s, CUDA: %s)\n",
-        DC_VERSION, opencv_enabled() ? "on" : "off", gemm_backend_name(),
-        cpu_conv_onednn() ? "onednn" : "im2col", openmp_wait_setting().c_str(),
-        cuda_status().c_str());
+        DC_VERSION, opencv_enabled() ? "on" : "off", gemm_backend_name(), cpu_conv_path(),
+        openmp_wait_setting().c_str(), cuda_status().c_str());
     return 0;
   }
   const Command* command = nullptr;

@@ -28,9 +28,8 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--version") || !std::strcmp(argv[i], "-v")) {
       std::printf(
           "deepcanvas %s (OpenCV: %s, GEMM: %s, convolutions: %s, OpenMP waits: %s, CUDA: %s)\n",
-          DC_VERSION, DC_OPENCV ? "on" : "off", dc::gemm_backend_name(),
-          dc::cpu_conv_onednn() ? "onednn" : "im2col", dc::openmp_wait_setting().c_str(),
-          dc::cuda_status().c_str());
+          DC_VERSION, DC_OPENCV ? "on" : "off", dc::gemm_backend_name(), dc::cpu_conv_path(),
+          dc::openmp_wait_setting().c_str(), dc::cuda_status().c_str());
       return 0;
     }
 

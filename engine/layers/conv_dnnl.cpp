@@ -49,6 +49,20 @@ bool wanted() {
   return v == 1;
 }
 
+// DC_CONV=direct: oneDNN's direct kernels only, never Winograd (A/B runs,
+// and results that follow PyTorch's CPU convolutions more closely).
+std::atomic<int> g_winograd{-1};
+
+bool winograd_wanted() {
+  int v = g_winograd.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* e = std::getenv("DC_CONV");
+    v = e && std::strcmp(e, "direct") == 0 ? 0 : 1;
+    g_winograd.store(v, std::memory_order_relaxed);
+  }
+  return v == 1;
+}
+
 // oneDNN's kernels run as many OpenMP threads as the calling thread's
 // setting says; set_num_threads() only set the thread it ran on, and a
 // training runs on a thread of its own.
@@ -151,6 +165,7 @@ struct DnnlConv::Impl {
     Slot masked, dw_plain, db_plain, dx_plain, scratch;
     size_t ws_bytes = 0;    // the workspace this batch size needs
     size_t keep_bytes = 0;  // src_keep's size
+    bool winograd = false;  // the Winograd kernels, else the direct ones
   };
   std::map<int64_t, Prims> by_batch;
   bool relu = false;
@@ -178,7 +193,6 @@ struct DnnlConv::Impl {
     const auto x_any = memory::desc({N, g.C, g.H, g.W}, dt::f32, tag::any);
     const auto y_any = memory::desc({N, g.OC, g.OH, g.OW}, dt::f32, tag::any);
     const auto w_any = memory::desc({g.OC, g.C, g.KH, g.KW}, dt::f32, tag::any);
-    const auto alg = dnnl::algorithm::convolution_direct;
 
     // Two attribute objects: a copy of a primitive_attr is the same
     // object (a shared handle), so post-ops set on a copy would reach the
@@ -194,22 +208,47 @@ struct DnnlConv::Impl {
         po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
       fwd_attr.set_post_ops(po);
     }
-    const auto fwd_d =
-        g.bias
-            ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, x_any, w_any,
-                                              p.b_md, y_any, strides, dilates, pad_l, pad_r)
-            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, x_any, w_any,
-                                              y_any, strides, dilates, pad_l, pad_r);
-    const dnnl::convolution_forward::primitive_desc fwd_pd(fwd_d, fwd_attr, cpu());
-    const dnnl::convolution_backward_data::primitive_desc bd_pd(
-        dnnl::convolution_backward_data::desc(alg, x_any, w_any, y_any, strides, dilates, pad_l,
-                                              pad_r),
-        attr, cpu(), fwd_pd);
-    const auto bw_d = g.bias ? dnnl::convolution_backward_weights::desc(
-                                   alg, x_any, w_any, p.b_md, y_any, strides, dilates, pad_l, pad_r)
-                             : dnnl::convolution_backward_weights::desc(
-                                   alg, x_any, w_any, y_any, strides, dilates, pad_l, pad_r);
-    const dnnl::convolution_backward_weights::primitive_desc bw_pd(bw_d, attr, cpu(), fwd_pd);
+    dnnl::convolution_forward::primitive_desc fwd_pd;
+    dnnl::convolution_backward_data::primitive_desc bd_pd;
+    dnnl::convolution_backward_weights::primitive_desc bw_pd;
+    auto make = [&](dnnl::algorithm alg) {
+      const auto fwd_d =
+          g.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, x_any,
+                                                   w_any, p.b_md, y_any, strides, dilates, pad_l,
+                                                   pad_r)
+                 : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, x_any,
+                                                   w_any, y_any, strides, dilates, pad_l, pad_r);
+      fwd_pd = dnnl::convolution_forward::primitive_desc(fwd_d, fwd_attr, cpu());
+      bd_pd = dnnl::convolution_backward_data::primitive_desc(
+          dnnl::convolution_backward_data::desc(alg, x_any, w_any, y_any, strides, dilates, pad_l,
+                                                pad_r),
+          attr, cpu(), fwd_pd);
+      const auto bw_d = g.bias
+                            ? dnnl::convolution_backward_weights::desc(
+                                  alg, x_any, w_any, p.b_md, y_any, strides, dilates, pad_l, pad_r)
+                            : dnnl::convolution_backward_weights::desc(
+                                  alg, x_any, w_any, y_any, strides, dilates, pad_l, pad_r);
+      bw_pd = dnnl::convolution_backward_weights::primitive_desc(bw_d, attr, cpu(), fwd_pd);
+    };
+    // Winograd F(4×4, 3×3) where oneDNN has it (3×3, stride 1, no
+    // dilation, on AVX-512): 1.6-2.8 times the direct kernels' speed on
+    // ResNet's 28×28 and 14×14 layers, forward and both gradients
+    // (docs/BENCHMARKS.md), at a rounding error still far below float32
+    // training noise. Only for channels in whole blocks of 16: it pads the
+    // channels to them, and a grey image's first layer (1 -> 32) ran 8
+    // times slower forward than on the direct kernel. DC_CONV=direct keeps
+    // the direct kernels everywhere.
+    p.winograd = false;
+    if (winograd_wanted() && g.KH == 3 && g.KW == 3 && g.SH == 1 && g.SW == 1 && g.DH == 1 &&
+        g.DW == 1 && g.C % 16 == 0 && g.OC % 16 == 0) {
+      try {
+        make(dnnl::algorithm::convolution_winograd);
+        p.winograd = true;
+      } catch (const dnnl::error&) {
+        // Not for this shape or CPU: direct.
+      }
+    }
+    if (!p.winograd) make(dnnl::algorithm::convolution_direct);
 
     p.src_needed = p.x_md != fwd_pd.src_desc();
     p.keep_bytes = p.src_needed ? fwd_pd.src_desc().get_size() + 64 : 0;
@@ -264,10 +303,6 @@ DnnlConv::DnnlConv(const ConvGeom& g) : p_(std::make_unique<Impl>()) {
 
 DnnlConv::~DnnlConv() = default;
 
-const char* DnnlConv::path_name() {
-  return wanted() ? "onednn" : "im2col";
-}
-
 bool DnnlConv::takes(const ConvGeom& g) {
   return wanted() && g.G == 1;
 }
@@ -277,40 +312,39 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvGeom& g) {
   return std::unique_ptr<DnnlConv>(new DnnlConv(g));
 }
 
-bool DnnlConv::bytes(const ConvGeom& g, int64_t N, bool relu, int64_t& kept, int64_t& workspace) {
+bool DnnlConv::bytes(const ConvGeom& g, int64_t N, bool relu, int64_t& kept, int64_t& workspace,
+                     bool* winograd) {
   if (!takes(g)) return false;
-  // Every buffer is a batch of activations plus a fixed part (weights,
-  // scratchpads), so two batch sizes give all of them; the advisor asks for
-  // many (its largest-batch search) and again on every edit, so the two
-  // answers are kept per geometry.
-  using Sizes = std::array<int64_t, 4>;  // kept and workspace at batches 1 and 2
+  // The advisor asks for many batch sizes (its largest-batch search) and
+  // again on every edit: answers are kept. Per batch size, because the
+  // Winograd kernels' scratchpads grow in steps of tiles, not linearly.
+  using Sizes = std::array<int64_t, 3>;  // kept, workspace, Winograd
   static std::mutex m;
   static std::map<std::vector<int64_t>, std::optional<Sizes>> known;
-  const std::vector<int64_t> key{g.C,  g.H,  g.W,  g.OC, g.KH, g.KW, g.SH,   g.SW,
-                                 g.DH, g.DW, g.PT, g.PB, g.PL, g.PR, g.bias, relu};
+  const std::vector<int64_t> key{g.C,  g.H,  g.W,  g.OC, g.KH, g.KW,   g.SH, g.SW, g.DH,
+                                 g.DW, g.PT, g.PB, g.PL, g.PR, g.bias, relu, N};
   std::lock_guard<std::mutex> lock(m);
   auto it = known.find(key);
   if (it == known.end()) {
+    if (known.size() > 4096) known.clear();
     std::optional<Sizes> sz;
     try {
       DnnlConv c(g);
       c.p_->relu = relu;
       c.p_->cap = INFINITY;
-      Impl::Prims p1, p2;
-      c.p_->build(1, p1, /*sizes_only=*/true);
-      c.p_->build(2, p2, /*sizes_only=*/true);
+      Impl::Prims p;
+      c.p_->build(N, p, /*sizes_only=*/true);
       // The workspace as workspace() allocates it: 64 bytes for alignment.
-      sz = Sizes{int64_t(p1.keep_bytes), int64_t(p1.ws_bytes) + 64, int64_t(p2.keep_bytes),
-                 int64_t(p2.ws_bytes) + 64};
+      sz = Sizes{int64_t(p.keep_bytes), int64_t(p.ws_bytes) + 64, int64_t(p.winograd)};
     } catch (const dnnl::error&) {
       // No kernel: the layer unfolds (sz stays empty).
     }
     it = known.emplace(key, sz).first;
   }
   if (!it->second) return false;
-  const Sizes& z = *it->second;
-  kept = z[0] + (N - 1) * (z[2] - z[0]);
-  workspace = z[1] + (N - 1) * (z[3] - z[1]);
+  kept = (*it->second)[0];
+  workspace = (*it->second)[1];
+  if (winograd) *winograd = (*it->second)[2] != 0;
   return true;
 }
 
@@ -437,6 +471,10 @@ namespace dc {
 bool cpu_conv_onednn() {
   return conv_kernels::wanted();
 }
+const char* cpu_conv_path() {
+  if (!conv_kernels::wanted()) return "im2col";
+  return conv_kernels::winograd_wanted() ? "onednn (Winograd for 3x3)" : "onednn (direct)";
+}
 void set_cpu_conv_onednn(bool on) {
   conv_kernels::g_onednn.store(on ? 1 : 0, std::memory_order_relaxed);
 }
@@ -449,16 +487,13 @@ namespace dc::conv_kernels {
 struct DnnlConv::Impl {};
 DnnlConv::DnnlConv(const ConvGeom&) {}
 DnnlConv::~DnnlConv() = default;
-const char* DnnlConv::path_name() {
-  return "im2col";
-}
 bool DnnlConv::takes(const ConvGeom&) {
   return false;
 }
 std::unique_ptr<DnnlConv> DnnlConv::create(const ConvGeom&) {
   return nullptr;
 }
-bool DnnlConv::bytes(const ConvGeom&, int64_t, bool, int64_t&, int64_t&) {
+bool DnnlConv::bytes(const ConvGeom&, int64_t, bool, int64_t&, int64_t&, bool*) {
   return false;
 }
 }  // namespace dc::conv_kernels
@@ -466,6 +501,9 @@ bool DnnlConv::bytes(const ConvGeom&, int64_t, bool, int64_t&, int64_t&) {
 namespace dc {
 bool cpu_conv_onednn() {
   return false;
+}
+const char* cpu_conv_path() {
+  return "im2col";
 }
 void set_cpu_conv_onednn(bool) {}
 }  // namespace dc

@@ -25,11 +25,10 @@ class DnnlConv {
   // The memory the path holds at batch N (with a fused ReLU when relu):
   // kept, the layer's own (its input in oneDNN's layout, held from forward
   // to backward), and workspace, what the calls need while they run, in a
-  // workspace all convolutions share. False when the path is not taken.
-  static bool bytes(const ConvGeom& g, int64_t N, bool relu, int64_t& kept, int64_t& workspace);
-  // The name of the convolution path in use for dense convolutions, for
-  // --version and the benchmarks' JSON: "onednn" or "im2col".
-  static const char* path_name();
+  // workspace all convolutions share; *winograd (when given), whether the
+  // Winograd kernels run. False when the path is not taken.
+  static bool bytes(const ConvGeom& g, int64_t N, bool relu, int64_t& kept, int64_t& workspace,
+                    bool* winograd = nullptr);
   ~DnnlConv();
 
   // y = conv(x, w) + b, then the fused activation: none when relu is false,

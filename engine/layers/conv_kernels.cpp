@@ -265,4 +265,12 @@ bool conv_onednn_bytes(const std::vector<Shape>& in, const Attrs& a, int64_t n, 
   return conv_kernels::DnnlConv::bytes(conv_kernels::conv_geom(in, a), n, relu, kept, workspace);
 }
 
+bool conv_onednn_winograd(const std::vector<Shape>& in, const Attrs& a) {
+  int64_t kept = 0, workspace = 0;
+  bool winograd = false;
+  return conv_kernels::DnnlConv::bytes(conv_kernels::conv_geom(in, a), 1, false, kept, workspace,
+                                       &winograd) &&
+         winograd;
+}
+
 }  // namespace dc

@@ -163,6 +163,10 @@ std::vector<Case> cases() {
        attrs({{"filters", int64_t(2)}, {"groups", int64_t(2)}, {"padding", Ints{3, 3}}}),
        Shape{2, 2, 3}, 3, 3, 3, 3},
       {"no_bias", attrs({{"filters", int64_t(4)}, {"bias", false}}), Shape{2, 5, 5}, 0, 0, 0, 0},
+      // Channels in blocks of 16, 3×3 stride 1: oneDNN's Winograd kernels
+      // where the CPU has them (Conv2D.WinogradWhereItApplies).
+      {"winograd16", attrs({{"filters", int64_t(16)}, {"padding", Ints{1, 1}}}), Shape{16, 6, 6}, 1,
+       1, 1, 1},
       {"pointwise", attrs({{"filters", int64_t(5)}, {"kernel", Ints{1, 1}}}), Shape{3, 4, 5}, 0, 0,
        0, 0},
       {"pointwise_groups",
@@ -425,6 +429,24 @@ TEST(Conv2D, BatchSizesChangeBetweenCalls) {
       for (int64_t i = 0; i < y.numel(); ++i) ASSERT_NEAR(y.f32()[i], ref.f32()[i], 1e-5f);
     }
   });
+}
+
+TEST(Conv2D, WinogradWhereItApplies) {
+  if (!cpu_conv_onednn()) GTEST_SKIP() << "this build has no oneDNN";
+  auto wino = [](const Attrs& a, const Shape& in) {
+    return conv_onednn_winograd({in}, conv().with_defaults(a));
+  };
+  const Attrs same3 = attrs({{"filters", int64_t(16)}, {"padding", Ints{1, 1}}});
+  if (!wino(same3, Shape{16, 6, 6}))
+    GTEST_SKIP() << "oneDNN has no Winograd kernels for this CPU (they need AVX-512)";
+  EXPECT_TRUE(wino(attrs({{"filters", int64_t(32)}}), Shape{64, 9, 9}));
+  // Channels not in blocks of 16 (a grey image's first layer), other
+  // kernels, strides and dilations: the direct kernels.
+  EXPECT_FALSE(wino(same3, Shape{1, 6, 6}));
+  EXPECT_FALSE(wino(attrs({{"filters", int64_t(24)}}), Shape{16, 6, 6}));
+  EXPECT_FALSE(wino(attrs({{"filters", int64_t(16)}, {"kernel", Ints{5, 5}}}), Shape{16, 9, 9}));
+  EXPECT_FALSE(wino(attrs({{"filters", int64_t(16)}, {"stride", Ints{2, 2}}}), Shape{16, 9, 9}));
+  EXPECT_FALSE(wino(attrs({{"filters", int64_t(16)}, {"dilation", Ints{2, 2}}}), Shape{16, 9, 9}));
 }
 
 TEST(Conv2D, ParametersAndPyTorchInit) {

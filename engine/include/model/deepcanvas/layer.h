@@ -148,11 +148,17 @@ ConvKernel conv_cpu_kernel(const std::vector<Shape>& in, const Attrs& a);
 // does nothing.
 bool cpu_conv_onednn();
 void set_cpu_conv_onednn(bool on);
+// The dense convolutions' path for --version: "im2col", "onednn (direct)"
+// (DC_CONV=direct) or "onednn (Winograd for 3x3)".
+const char* cpu_conv_path();
 // For ConvKernel::OneDnn at batch n: the bytes the layer keeps from forward
 // to backward (kept) and the workspace all such convolutions share (the
 // largest layer's); relu when a ReLU is fused into it. False otherwise.
 bool conv_onednn_bytes(const std::vector<Shape>& in, const Attrs& a, int64_t n, bool relu,
                        int64_t& kept, int64_t& workspace);
+// Whether such a convolution runs on oneDNN's Winograd kernels (3×3, stride
+// 1, channels in blocks of 16, a CPU that has them).
+bool conv_onednn_winograd(const std::vector<Shape>& in, const Attrs& a);
 
 // Registers every built-in layer exactly once. Explicit (not static
 // initialisers) so that linking the engine as a static library keeps them.
