@@ -90,7 +90,7 @@ void layer_buffers(const PlanStep& s, int64_t n, int threads, bool backward, boo
     // one's, so predict_memory takes the maximum, as for transient).
     int64_t kept = 0, shared = 0;
     if (kernel == ConvKernel::OneDnn &&
-        conv_onednn_bytes(s.in_shapes, s.attrs, n, relu_fused, kept, shared)) {
+        conv_onednn_bytes(s.in_shapes, s.attrs, n, relu_fused, threads, kept, shared)) {
       internal = kept;
       onednn_workspace = shared;
       return;
@@ -242,7 +242,7 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       // cuDNN's workspace is the one its chosen algorithms ask for, which
       // only the device knows; the batch's im2col matrix (what the GEMM
       // algorithms unfold) stands for it. One workspace serves every op.
-      if (conv_cpu_kernel(s.in_shapes, s.attrs) != ConvKernel::Pointwise) {
+      if (!conv_is_pointwise(s.in_shapes, s.attrs)) {
         const auto& k = s.attrs.ints("kernel");
         const int64_t cols =
             s.in_shapes[0][0] / s.attrs.i("groups") * k[0] * k[1] * s.out_shape[1] * s.out_shape[2];

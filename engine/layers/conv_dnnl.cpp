@@ -152,24 +152,41 @@ struct DnnlConv::Impl {
     dnnl::convolution_forward fwd;
     dnnl::convolution_backward_data bwd_d;
     dnnl::convolution_backward_weights bwd_w;
-    // The forward's input in oneDNN's layout, kept for the weight gradient
-    // (when the layouts differ), and the reorder into it.
+    // The forward's input in oneDNN's layout (when the layouts differ): its
+    // descriptor and the reorder into it; the buffer is the layer's (kept).
     bool src_needed = false;
-    Buffer src_keep;
+    memory::desc src_md;
     dnnl::reorder src_r;
-    const float* src_of = nullptr;  // the x it holds
     Staged wei, dst;                // forward: w in, y out
     Staged bw_src, bw_ddst, bw_dw;  // weight gradient: x and g in, dw out
     Staged bd_ddst, bd_wei, bd_dx;  // input gradient: g and w in, dx out
     bool ddst_shared = false;       // both gradients take g in the same layout
     Slot masked, dw_plain, db_plain, dx_plain, scratch;
     size_t ws_bytes = 0;    // the workspace this batch size needs
-    size_t keep_bytes = 0;  // src_keep's size
+    size_t keep_bytes = 0;  // the kept input's size
     bool winograd = false;  // the Winograd kernels, else the direct ones
   };
   std::map<int64_t, Prims> by_batch;
   bool relu = false;
   float cap = 0.f;
+  // The forward's reordered input, kept for the weight gradient: one buffer
+  // for every batch size (the largest met), since only the last forward's
+  // is read; and which x at which batch size it holds.
+  ScratchVec<char> keep;
+  const float* kept_x = nullptr;
+  int64_t kept_n = -1;
+
+  memory kept(const Prims& p) {
+    const size_t need = p.src_md.get_size() + 64;
+    if (keep.size() < need) {
+      keep.clear();
+      keep.shrink_to_fit();
+      keep.resize(need);
+      kept_x = nullptr;
+    }
+    auto addr = reinterpret_cast<uintptr_t>(keep.data());
+    return memory(p.src_md, cpu(), reinterpret_cast<void*>((addr + 63) & ~uintptr_t(63)));
+  }
 
   Prims& prims(int64_t N, bool want_relu, float want_cap) {
     if (want_relu != relu || (want_relu && !(want_cap == cap))) {
@@ -179,10 +196,12 @@ struct DnnlConv::Impl {
     }
     auto it = by_batch.find(N);
     if (it != by_batch.end()) return it->second;
-    if (by_batch.size() >= 4) by_batch.clear();  // an inference panel's odd sizes
-    Prims& p = by_batch[N];
-    build(N, p);
-    return p;
+    // A run meets four sizes (the batch and the epoch's short last one, in
+    // training and in evaluation); more come from the inference panel.
+    if (by_batch.size() >= 8) by_batch.clear();
+    Prims p;
+    build(N, p);  // may throw: nothing half-built is kept
+    return by_batch.emplace(N, std::move(p)).first->second;
   }
 
   void build(int64_t N, Prims& p, bool sizes_only = false) {
@@ -257,10 +276,10 @@ struct DnnlConv::Impl {
       p.bwd_d = dnnl::convolution_backward_data(bd_pd);
       p.bwd_w = dnnl::convolution_backward_weights(bw_pd);
     }
-    if (p.src_needed && !sizes_only) {
-      p.src_keep.make(fwd_pd.src_desc());
-      p.src_r = dnnl::reorder(memory(p.x_md, cpu(), DNNL_MEMORY_NONE), p.src_keep.mem);
-    }
+    if (p.src_needed) p.src_md = fwd_pd.src_desc();
+    if (p.src_needed && !sizes_only)
+      p.src_r = dnnl::reorder(memory(p.x_md, cpu(), DNNL_MEMORY_NONE),
+                              memory(p.src_md, cpu(), DNNL_MEMORY_NONE));
     Layout ws;
     p.wei.make(p.w_md, fwd_pd.weights_desc(), false, ws, sizes_only);
     p.dst.make(p.y_md, fwd_pd.dst_desc(), true, ws, sizes_only);
@@ -312,8 +331,8 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvGeom& g) {
   return std::unique_ptr<DnnlConv>(new DnnlConv(g));
 }
 
-bool DnnlConv::bytes(const ConvGeom& g, int64_t N, bool relu, int64_t& kept, int64_t& workspace,
-                     bool* winograd) {
+bool DnnlConv::bytes(const ConvGeom& g, int64_t N, bool relu, int threads, int64_t& kept,
+                     int64_t& workspace, bool* winograd) {
   if (!takes(g)) return false;
   // The advisor asks for many batch sizes (its largest-batch search) and
   // again on every edit: answers are kept. Per batch size, because the
@@ -322,7 +341,7 @@ bool DnnlConv::bytes(const ConvGeom& g, int64_t N, bool relu, int64_t& kept, int
   static std::mutex m;
   static std::map<std::vector<int64_t>, std::optional<Sizes>> known;
   const std::vector<int64_t> key{g.C,  g.H,  g.W,  g.OC, g.KH, g.KW,   g.SH, g.SW, g.DH,
-                                 g.DW, g.PT, g.PB, g.PL, g.PR, g.bias, relu, N};
+                                 g.DW, g.PT, g.PB, g.PL, g.PR, g.bias, relu, N,    threads};
   std::lock_guard<std::mutex> lock(m);
   auto it = known.find(key);
   if (it == known.end()) {
@@ -333,7 +352,17 @@ bool DnnlConv::bytes(const ConvGeom& g, int64_t N, bool relu, int64_t& kept, int
       c.p_->relu = relu;
       c.p_->cap = INFINITY;
       Impl::Prims p;
-      c.p_->build(N, p, /*sizes_only=*/true);
+      // oneDNN sizes its per-thread scratchpads by the calling thread's
+      // OpenMP setting when a descriptor is made: the run's, for the answer.
+      const int saved = omp_get_max_threads();
+      omp_set_num_threads(std::max(1, threads));
+      try {
+        c.p_->build(N, p, /*sizes_only=*/true);
+      } catch (...) {
+        omp_set_num_threads(saved);
+        throw;
+      }
+      omp_set_num_threads(saved);
       // The workspace as workspace() allocates it: 64 bytes for alignment.
       sz = Sizes{int64_t(p.keep_bytes), int64_t(p.ws_bytes) + 64, int64_t(p.winograd)};
     } catch (const dnnl::error&) {
@@ -356,7 +385,6 @@ bool DnnlConv::forward(int64_t N, const float* x, const float* w, const float* b
   try {
     pp = &I.prims(N, relu, cap);
   } catch (const dnnl::error&) {
-    I.by_batch.erase(N);
     return false;  // no oneDNN kernel for this geometry: the caller unfolds
   }
   Impl::Prims& p = *pp;
@@ -366,8 +394,8 @@ bool DnnlConv::forward(int64_t N, const float* x, const float* w, const float* b
   memory ym(p.y_md, cpu(), y);
   memory src = xm;
   if (p.src_needed) {
-    p.src_r.execute(I.s, xm, p.src_keep.mem);
-    src = p.src_keep.mem;
+    src = I.kept(p);
+    p.src_r.execute(I.s, xm, src);
   }
   const memory wei = I.in(p.wei, wm, base);
   memory dst = p.dst.needed ? p.dst.slot.at(base) : ym;
@@ -379,7 +407,8 @@ bool DnnlConv::forward(int64_t N, const float* x, const float* w, const float* b
   p.fwd.execute(I.s, args);
   if (p.dst.needed) p.dst.r.execute(I.s, dst, ym);
   I.s.wait();
-  p.src_of = x;
+  I.kept_x = p.src_needed ? x : nullptr;
+  I.kept_n = N;
   return true;
 }
 
@@ -413,8 +442,8 @@ void DnnlConv::backward(int64_t N, const float* x, const float* y, const float* 
     // in the layout the weight gradient wants.
     memory src = xm;
     if (p.bw_src.needed) {
-      if (p.src_needed && p.src_of == x && p.src_keep.mem.get_desc() == p.bw_src.slot.md)
-        src = p.src_keep.mem;
+      if (p.src_needed && I.kept_x == x && I.kept_n == N && p.src_md == p.bw_src.slot.md)
+        src = I.kept(p);
       else
         src = I.in(p.bw_src, xm, base);
     }
@@ -493,7 +522,7 @@ bool DnnlConv::takes(const ConvGeom&) {
 std::unique_ptr<DnnlConv> DnnlConv::create(const ConvGeom&) {
   return nullptr;
 }
-bool DnnlConv::bytes(const ConvGeom&, int64_t, bool, int64_t&, int64_t&, bool*) {
+bool DnnlConv::bytes(const ConvGeom&, int64_t, bool, int, int64_t&, int64_t&, bool*) {
   return false;
 }
 }  // namespace dc::conv_kernels

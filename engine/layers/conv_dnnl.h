@@ -22,13 +22,14 @@ class DnnlConv {
   static std::unique_ptr<DnnlConv> create(const ConvGeom& g);
   // Whether create() takes the geometry (conv_cpu_kernel's answer).
   static bool takes(const ConvGeom& g);
-  // The memory the path holds at batch N (with a fused ReLU when relu):
+  // The memory the path holds at batch N on `threads` threads (with a
+  // fused ReLU when relu):
   // kept, the layer's own (its input in oneDNN's layout, held from forward
   // to backward), and workspace, what the calls need while they run, in a
   // workspace all convolutions share; *winograd (when given), whether the
   // Winograd kernels run. False when the path is not taken.
-  static bool bytes(const ConvGeom& g, int64_t N, bool relu, int64_t& kept, int64_t& workspace,
-                    bool* winograd = nullptr);
+  static bool bytes(const ConvGeom& g, int64_t N, bool relu, int threads, int64_t& kept,
+                    int64_t& workspace, bool* winograd = nullptr);
   ~DnnlConv();
 
   // y = conv(x, w) + b, then the fused activation: none when relu is false,

@@ -4,6 +4,7 @@
 // layer and its direct depthwise path.
 #include <deepcanvas/checked.h>
 #include <deepcanvas/errors.h>
+#include <deepcanvas/parallel.h>
 
 #include <algorithm>
 #include <cstring>
@@ -261,15 +262,20 @@ ConvKernel conv_cpu_kernel(const std::vector<Shape>& in, const Attrs& a) {
 }
 
 bool conv_onednn_bytes(const std::vector<Shape>& in, const Attrs& a, int64_t n, bool relu,
-                       int64_t& kept, int64_t& workspace) {
-  return conv_kernels::DnnlConv::bytes(conv_kernels::conv_geom(in, a), n, relu, kept, workspace);
+                       int threads, int64_t& kept, int64_t& workspace) {
+  return conv_kernels::DnnlConv::bytes(conv_kernels::conv_geom(in, a), n, relu, threads, kept,
+                                       workspace);
+}
+
+bool conv_is_pointwise(const std::vector<Shape>& in, const Attrs& a) {
+  return conv_kernels::conv_geom(in, a).pointwise();
 }
 
 bool conv_onednn_winograd(const std::vector<Shape>& in, const Attrs& a) {
   int64_t kept = 0, workspace = 0;
   bool winograd = false;
-  return conv_kernels::DnnlConv::bytes(conv_kernels::conv_geom(in, a), 1, false, kept, workspace,
-                                       &winograd) &&
+  return conv_kernels::DnnlConv::bytes(conv_kernels::conv_geom(in, a), 1, false, num_threads(),
+                                       kept, workspace, &winograd) &&
          winograd;
 }
 

@@ -151,11 +151,15 @@ void set_cpu_conv_onednn(bool on);
 // The dense convolutions' path for --version: "im2col", "onednn (direct)"
 // (DC_CONV=direct) or "onednn (Winograd for 3x3)".
 const char* cpu_conv_path();
-// For ConvKernel::OneDnn at batch n: the bytes the layer keeps from forward
-// to backward (kept) and the workspace all such convolutions share (the
-// largest layer's); relu when a ReLU is fused into it. False otherwise.
+// For ConvKernel::OneDnn at batch n on `threads` threads: the bytes the
+// layer keeps from forward to backward (kept) and the workspace all such
+// convolutions share (the largest layer's); relu when a ReLU is fused into
+// it. False otherwise.
 bool conv_onednn_bytes(const std::vector<Shape>& in, const Attrs& a, int64_t n, bool relu,
-                       int64_t& kept, int64_t& workspace);
+                       int threads, int64_t& kept, int64_t& workspace);
+// A 1×1, stride-1, unpadded convolution (by its geometry alone, whichever
+// kernel the CPU runs it on).
+bool conv_is_pointwise(const std::vector<Shape>& in, const Attrs& a);
 // Whether such a convolution runs on oneDNN's Winograd kernels (3×3, stride
 // 1, channels in blocks of 16, a CPU that has them).
 bool conv_onednn_winograd(const std::vector<Shape>& in, const Attrs& a);
