@@ -1,6 +1,6 @@
 // Conv2D. Dense convolutions (one group) run on oneDNN's own kernels where
 // it is built in (conv_dnnl.h: on the AMD EPYC, ResNet's and VGG-BN's
-// training steps +30-40 % against the path below); DC_CONV=im2col, grouped
+// training +42 and +51 % against the path below, docs/BENCHMARKS.md); DC_CONV=im2col, grouped
 // convolutions and builds without oneDNN take im2col + GEMM, and depthwise
 // ones their direct kernels further down.
 //
@@ -172,16 +172,9 @@ class Conv2D : public Layer {
     }
   }
 
-  // g = dy masked by the activation's gradient from its output y: 1 where
-  // 0 < y (< cap), as the ReLU and ReLU6 layers' backward.
-  void mask_grad(const float* __restrict dy, const float* __restrict y, float* __restrict g,
-                 int64_t n) const {
-    if (capped_) {
-      const float cap = cap_;
-      for (int64_t i = 0; i < n; ++i) g[i] = dy[i] * (y[i] > 0.0f && y[i] < cap ? 1.0f : 0.0f);
-    } else {
-      for (int64_t i = 0; i < n; ++i) g[i] = dy[i] * (y[i] > 0.0f ? 1.0f : 0.0f);
-    }
+  // g = dy masked by the fused activation's gradient from its output y.
+  void mask_grad(const float* dy, const float* y, float* g, int64_t n) const {
+    conv_kernels::mask_relu_grad(dy, y, g, n, capped_, cap_);
   }
 
   bool overwrites_din() const override { return true; }
@@ -207,7 +200,8 @@ class Conv2D : public Layer {
       return;
     }
     if (dnnl_) {
-      dnnl_backward(N, x, y, dy, dx, fresh, wgrad);
+      dnnl_->backward(N, x, y, dy, weight_.value.f32(), dx, fresh,
+                      wgrad ? weight_.grad.f32() : nullptr, bgrad ? bias_.grad.f32() : nullptr);
       return;
     }
     ensure_scratch(col_, chunks);
@@ -268,13 +262,6 @@ class Conv2D : public Layer {
   }
 
  private:
-  void dnnl_backward(int64_t N, const float* x, const float* y, const float* dy, float* dx,
-                     bool fresh, bool wgrad) {
-    dnnl_->backward(N, x, y, dy, weight_.value.f32(), dx, fresh,
-                    wgrad ? weight_.grad.f32() : nullptr,
-                    wgrad && g_.bias ? bias_.grad.f32() : nullptr);
-  }
-
   int64_t num_chunks(int64_t N) const {
     return std::max<int64_t>(1, std::min<int64_t>(num_threads(), N));
   }

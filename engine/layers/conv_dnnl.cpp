@@ -1,6 +1,7 @@
 // Dense Conv2D through oneDNN's convolution primitives (see conv_dnnl.h for
 // why). The primitives for a batch size are built on its first use and kept
-// (a training run meets two: the batch and the epoch's last, short one).
+// (a training run meets four: the batch and the epoch's short last one, in
+// training and in evaluation).
 // Every buffer, the primitives' scratchpads included, comes from our
 // tracked allocator, so memory statistics still see all of it.
 #include "conv_dnnl.h"
@@ -35,32 +36,29 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
+// A switch that is on unless DC_CONV names `off`, read once; -1 until then.
+bool switch_on(std::atomic<int>& flag, const char* off) {
+  int v = flag.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* e = std::getenv("DC_CONV");
+    v = e && std::strcmp(e, off) == 0 ? 0 : 1;
+    flag.store(v, std::memory_order_relaxed);
+  }
+  return v == 1;
+}
+
 // The path for convolutions created from now on: oneDNN unless
 // DC_CONV=im2col says otherwise or set_cpu_conv_onednn() chose.
 std::atomic<int> g_onednn{-1};
-
 bool wanted() {
-  int v = g_onednn.load(std::memory_order_relaxed);
-  if (v < 0) {
-    const char* e = std::getenv("DC_CONV");
-    v = e && std::strcmp(e, "im2col") == 0 ? 0 : 1;
-    g_onednn.store(v, std::memory_order_relaxed);
-  }
-  return v == 1;
+  return switch_on(g_onednn, "im2col");
 }
 
 // DC_CONV=direct: oneDNN's direct kernels only, never Winograd (A/B runs,
 // and results that follow PyTorch's CPU convolutions more closely).
 std::atomic<int> g_winograd{-1};
-
 bool winograd_wanted() {
-  int v = g_winograd.load(std::memory_order_relaxed);
-  if (v < 0) {
-    const char* e = std::getenv("DC_CONV");
-    v = e && std::strcmp(e, "direct") == 0 ? 0 : 1;
-    g_winograd.store(v, std::memory_order_relaxed);
-  }
-  return v == 1;
+  return switch_on(g_winograd, "direct");
 }
 
 // oneDNN's kernels run as many OpenMP threads as the calling thread's
@@ -76,17 +74,18 @@ dnnl::engine& cpu() {
   return e;
 }
 
-// A buffer for one memory descriptor, 64-byte aligned (oneDNN's kernels
-// load whole cache lines), from the tracked allocator.
-struct Buffer {
-  ScratchVec<char> bytes;
-  memory mem;
-  void make(const memory::desc& md) {
-    bytes.assign(md.get_size() + 64, 0);
-    auto addr = reinterpret_cast<uintptr_t>(bytes.data());
-    mem = memory(md, cpu(), reinterpret_cast<void*>((addr + 63) & ~uintptr_t(63)));
+// At least `bytes` of v, 64-byte aligned (oneDNN's kernels load whole cache
+// lines): v, from the tracked allocator, only ever grows (its old contents
+// are not kept then).
+char* aligned(ScratchVec<char>& v, size_t bytes) {
+  if (v.size() < bytes + 64) {
+    v.clear();
+    v.shrink_to_fit();
+    v.resize(bytes + 64);
   }
-};
+  auto addr = reinterpret_cast<uintptr_t>(v.data());
+  return reinterpret_cast<char*>((addr + 63) & ~uintptr_t(63));
+}
 
 // The buffers a call needs only while it runs (reordered weights, output
 // and gradients, the primitives' scratchpads) live in one workspace per
@@ -94,13 +93,7 @@ struct Buffer {
 // the workspace is the largest layer's need, not the sum over layers.
 char* workspace(size_t bytes) {
   thread_local ScratchVec<char> ws;
-  if (ws.size() < bytes + 64) {
-    ws.clear();
-    ws.shrink_to_fit();
-    ws.resize(bytes + 64);
-  }
-  auto addr = reinterpret_cast<uintptr_t>(ws.data());
-  return reinterpret_cast<char*>((addr + 63) & ~uintptr_t(63));
+  return aligned(ws, bytes);
 }
 
 // A place in the workspace for one memory descriptor.
@@ -163,7 +156,6 @@ struct DnnlConv::Impl {
     bool ddst_shared = false;       // both gradients take g in the same layout
     Slot masked, dw_plain, db_plain, dx_plain, scratch;
     size_t ws_bytes = 0;    // the workspace this batch size needs
-    size_t keep_bytes = 0;  // the kept input's size
     bool winograd = false;  // the Winograd kernels, else the direct ones
   };
   std::map<int64_t, Prims> by_batch;
@@ -176,16 +168,13 @@ struct DnnlConv::Impl {
   const float* kept_x = nullptr;
   int64_t kept_n = -1;
 
+  // The kept input's buffer for batch size p; forgets what it held when
+  // it has to grow.
   memory kept(const Prims& p) {
-    const size_t need = p.src_md.get_size() + 64;
-    if (keep.size() < need) {
-      keep.clear();
-      keep.shrink_to_fit();
-      keep.resize(need);
-      kept_x = nullptr;
-    }
-    auto addr = reinterpret_cast<uintptr_t>(keep.data());
-    return memory(p.src_md, cpu(), reinterpret_cast<void*>((addr + 63) & ~uintptr_t(63)));
+    const size_t had = keep.size();
+    char* at = aligned(keep, p.src_md.get_size());
+    if (keep.size() != had) kept_x = nullptr;
+    return memory(p.src_md, cpu(), at);
   }
 
   Prims& prims(int64_t N, bool want_relu, float want_cap) {
@@ -270,7 +259,6 @@ struct DnnlConv::Impl {
     if (!p.winograd) make(dnnl::algorithm::convolution_direct);
 
     p.src_needed = p.x_md != fwd_pd.src_desc();
-    p.keep_bytes = p.src_needed ? fwd_pd.src_desc().get_size() + 64 : 0;
     if (!sizes_only) {
       p.fwd = dnnl::convolution_forward(fwd_pd);
       p.bwd_d = dnnl::convolution_backward_data(bd_pd);
@@ -363,8 +351,9 @@ bool DnnlConv::bytes(const ConvGeom& g, int64_t N, bool relu, int threads, int64
         throw;
       }
       omp_set_num_threads(saved);
-      // The workspace as workspace() allocates it: 64 bytes for alignment.
-      sz = Sizes{int64_t(p.keep_bytes), int64_t(p.ws_bytes) + 64, int64_t(p.winograd)};
+      // Both buffers as aligned() allocates them: 64 bytes for alignment.
+      const size_t keep = p.src_needed ? p.src_md.get_size() + 64 : 0;
+      sz = Sizes{int64_t(keep), int64_t(p.ws_bytes) + 64, int64_t(p.winograd)};
     } catch (const dnnl::error&) {
       // No kernel: the layer unfolds (sz stays empty).
     }
@@ -426,11 +415,8 @@ void DnnlConv::backward(int64_t N, const float* x, const float* y, const float* 
     float* m = static_cast<float*>(p.masked.at(base).get_data_handle());
     const bool capped = std::isfinite(I.cap);
     const float cap = I.cap;
-    parallel_for(out_n, 1 << 14, [&](int64_t b, int64_t e) {
-      if (capped)
-        for (int64_t i = b; i < e; ++i) m[i] = y[i] > 0.f && y[i] < cap ? dy[i] : 0.f;
-      else
-        for (int64_t i = b; i < e; ++i) m[i] = y[i] > 0.f ? dy[i] : 0.f;
+    parallel_for(out_n, 1 << 14, [=](int64_t b, int64_t e) {
+      mask_relu_grad(dy + b, y + b, m + b, e - b, capped, cap);
     });
     g = m;
   }
@@ -494,24 +480,7 @@ void DnnlConv::backward(int64_t N, const float* x, const float* y, const float* 
   });
 }
 
-}  // namespace dc::conv_kernels
-
-namespace dc {
-bool cpu_conv_onednn() {
-  return conv_kernels::wanted();
-}
-const char* cpu_conv_path() {
-  if (!conv_kernels::wanted()) return "im2col";
-  return conv_kernels::winograd_wanted() ? "onednn (Winograd for 3x3)" : "onednn (direct)";
-}
-void set_cpu_conv_onednn(bool on) {
-  conv_kernels::g_onednn.store(on ? 1 : 0, std::memory_order_relaxed);
-}
-}  // namespace dc
-
-namespace dc::conv_kernels {
-
-#else  // !DC_HAVE_DNNL
+#else  // !DC_HAVE_DNNL: every convolution unfolds; nothing here is called.
 
 struct DnnlConv::Impl {};
 DnnlConv::DnnlConv(const ConvGeom&) {}
@@ -525,19 +494,6 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvGeom&) {
 bool DnnlConv::bytes(const ConvGeom&, int64_t, bool, int, int64_t&, int64_t&, bool*) {
   return false;
 }
-}  // namespace dc::conv_kernels
-
-namespace dc {
-bool cpu_conv_onednn() {
-  return false;
-}
-const char* cpu_conv_path() {
-  return "im2col";
-}
-void set_cpu_conv_onednn(bool) {}
-}  // namespace dc
-
-namespace dc::conv_kernels {
 bool DnnlConv::forward(int64_t, const float*, const float*, const float*, float*, bool, float) {
   return false;
 }
@@ -547,3 +503,29 @@ void DnnlConv::backward(int64_t, const float*, const float*, const float*, const
 #endif
 
 }  // namespace dc::conv_kernels
+
+namespace dc {
+
+bool cpu_conv_onednn() {
+#if DC_HAVE_DNNL
+  return conv_kernels::wanted();
+#else
+  return false;
+#endif
+}
+
+const char* cpu_conv_path() {
+#if DC_HAVE_DNNL
+  if (conv_kernels::wanted())
+    return conv_kernels::winograd_wanted() ? "onednn (Winograd for 3x3)" : "onednn (direct)";
+#endif
+  return "im2col";
+}
+
+void set_cpu_conv_onednn([[maybe_unused]] bool on) {
+#if DC_HAVE_DNNL
+  conv_kernels::g_onednn.store(on ? 1 : 0, std::memory_order_relaxed);
+#endif
+}
+
+}  // namespace dc

@@ -136,7 +136,7 @@ void same_padding(int64_t in, int64_t k, int64_t s, int64_t d, int64_t& before, 
 // Which CPU kernel a Conv2D runs, the rule conv.cpp runs by, for the
 // advisor's memory and step-time models. `a` with defaults filled in.
 enum class ConvKernel {
-  OneDnn,     // oneDNN's direct convolutions (one group), reordered to its layout and back
+  OneDnn,     // oneDNN's kernels (one group; Winograd or direct), reordered to its layout and back
   Im2col,     // unfolds C·kh·kw × OH·OW columns per sample, then GEMMs
   Pointwise,  // a 1×1, stride-1, unpadded convolution: a GEMM on the input in place
   Depthwise,  // one input channel per group: a direct kernel, no scratch buffers
