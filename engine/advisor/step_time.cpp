@@ -53,7 +53,13 @@ bool is_recurrent(const std::string& t) {
 // traffic, not by its FLOPs. On oneDNN's kernels (conv_dnnl.cpp), the
 // reorders into its blocked layout and back: x and y forward, the output
 // gradient and the input gradient backward (each read once, written once).
-// Pointwise convolutions off oneDNN and depthwise ones move neither.
+// Pointwise and depthwise convolutions off oneDNN move neither.
+// One input channel per group (the depthwise kernels' geometry, conv_kernels.h).
+bool is_depthwise(const PlanStep& s) {
+  const int64_t groups = s.attrs.i("groups");
+  return groups > 1 && s.in_shapes[0][0] == groups && !conv_is_pointwise(s.in_shapes, s.attrs);
+}
+
 double cpu_conv_extra_bytes(const PlanStep& s, double n, bool backward, bool weight_grad,
                             bool input_grad) {
   const ConvKernel kernel = conv_cpu_kernel(s.in_shapes, s.attrs);
@@ -233,10 +239,11 @@ StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
                         : is_recurrent(s.type) ? d.rnn_flops
                                                : d.gemm_flops;
     double t_compute = l.flops > 0 && rate > 0 ? l.flops / rate : 0;
-    // The CPU's depthwise kernel at its own measured rates: forward, and
+    // The CPU's depthwise convolutions at their own measured rates (the
+    // layer's, oneDNN's or our kernel, whichever runs): forward, and
     // backward per gradient it computes (weights, input).
     if (s.type == "Conv2D" && d.depthwise_flops > 0 && d.depthwise_bwd_flops > 0 &&
-        conv_cpu_kernel(s.in_shapes, s.attrs) == ConvKernel::Depthwise) {
+        is_depthwise(s)) {
       const double back = ng ? (trains_weights ? 2 * macs : 0) + (input_grad ? 2 * macs : 0) : 0;
       t_compute = 2 * macs / d.depthwise_flops + back / d.depthwise_bwd_flops;
     }

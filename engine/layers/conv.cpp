@@ -1,8 +1,10 @@
-// Conv2D. Dense convolutions (one group) run on oneDNN's own kernels where
-// it is built in (conv_dnnl.h: on the AMD EPYC, ResNet's and VGG-BN's
-// training +42 and +51 % against the path below, docs/BENCHMARKS.md); DC_CONV=im2col, grouped
-// convolutions and builds without oneDNN take im2col + GEMM, and depthwise
-// ones their direct kernels further down.
+// Conv2D. Convolutions run on oneDNN's own kernels where it is built in
+// (conv_dnnl.h: on the AMD EPYC, ResNet's and VGG-BN's training +42 and
+// +51 % against the path below, MobileNetV2's +40 % against the depthwise
+// kernels further down, docs/BENCHMARKS.md). Builds without oneDNN and
+// DC_CONV=im2col take im2col + GEMM and the depthwise kernels; DC_CONV=dense
+// keeps only grouped convolutions on them (A/B runs); a geometry oneDNN has
+// no kernel for falls back to them on its first call.
 //
 // im2col + GEMM: the batch is split into one contiguous chunk per
 // thread; each chunk unfolds its samples into its own column buffer and runs
@@ -97,10 +99,8 @@ int64_t round_up(int64_t v, int64_t m) {
 class Conv2D : public Layer {
  public:
   explicit Conv2D(const ConvGeom& g) : g_(g) {
-    if (g_.depthwise())
-      flat_ = flat_planes();  // fixed by the geometry
-    else
-      dnnl_ = DnnlConv::create(g_);
+    dnnl_ = DnnlConv::create(g_);
+    if (!dnnl_ && g_.depthwise()) flat_ = flat_planes();  // fixed by the geometry
     Shape ws{g.OC, g.Cg(), g.KH, g.KW};
     weight_.name = "weight";
     weight_.value = Tensor(ws);
@@ -132,15 +132,17 @@ class Conv2D : public Layer {
     const int64_t N = in[0]->dim(0);
     const float* x = in[0]->f32();
     float* y = out.f32();
-    if (g_.depthwise()) {
-      depthwise_forward(N, x, y);
-      return;
-    }
     if (dnnl_) {
       if (dnnl_->forward(N, x, weight_.value.f32(), g_.bias ? bias_.value.f32() : nullptr, y, relu_,
                          capped_ ? cap_ : INFINITY))
         return;
-      dnnl_.reset();  // no oneDNN kernel for this geometry: unfold from now on
+      // No oneDNN kernel for this geometry: our own kernels from now on.
+      dnnl_.reset();
+      if (g_.depthwise()) flat_ = flat_planes();
+    }
+    if (g_.depthwise()) {
+      depthwise_forward(N, x, y);
+      return;
     }
     const int64_t chunks = num_chunks(N);
     ensure_scratch(col_, chunks);
@@ -195,13 +197,13 @@ class Conv2D : public Layer {
     if (!wgrad && !dx) return;
     const bool bgrad = wgrad && g_.bias;
     const bool fresh = ctx.fresh(0);
-    if (g_.depthwise()) {
-      depthwise_backward(N, x, y, dy, dx, fresh);
-      return;
-    }
     if (dnnl_) {
       dnnl_->backward(N, x, y, dy, weight_.value.f32(), dx, fresh,
                       wgrad ? weight_.grad.f32() : nullptr, bgrad ? bias_.grad.f32() : nullptr);
+      return;
+    }
+    if (g_.depthwise()) {
+      depthwise_backward(N, x, y, dy, dx, fresh);
       return;
     }
     ensure_scratch(col_, chunks);

@@ -1,4 +1,4 @@
-// Dense Conv2D through oneDNN's convolution primitives (see conv_dnnl.h for
+// Conv2D through oneDNN's convolution primitives (see conv_dnnl.h for
 // why). The primitives for a batch size are built on its first use and kept
 // (a training run meets four: the batch and the epoch's short last one, in
 // training and in evaluation).
@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -59,6 +60,15 @@ bool wanted() {
 std::atomic<int> g_winograd{-1};
 bool winograd_wanted() {
   return switch_on(g_winograd, "direct");
+}
+
+// DC_CONV=dense: grouped and depthwise convolutions on our own kernels
+// (conv.cpp), only dense ones on oneDNN's (A/B runs). By default oneDNN
+// takes them too: its depthwise kernels, reorders included, trained
+// MobileNetV2 1.4 times as fast as ours (docs/BENCHMARKS.md).
+std::atomic<int> g_grouped{-1};
+bool grouped_wanted() {
+  return switch_on(g_grouped, "dense");
 }
 
 // oneDNN's kernels run as many OpenMP threads as the calling thread's
@@ -196,11 +206,15 @@ struct DnnlConv::Impl {
   void build(int64_t N, Prims& p, bool sizes_only = false) {
     p.x_md = memory::desc({N, g.C, g.H, g.W}, dt::f32, tag::nchw);
     p.y_md = memory::desc({N, g.OC, g.OH, g.OW}, dt::f32, tag::nchw);
-    p.w_md = memory::desc({g.OC, g.C, g.KH, g.KW}, dt::f32, tag::oihw);
+    // Grouped weights as oneDNN's goihw: the same bytes as our
+    // OC x C/G x KH x KW.
+    const memory::dims wd = g.G == 1 ? memory::dims{g.OC, g.C, g.KH, g.KW}
+                                     : memory::dims{g.G, g.OCg(), g.Cg(), g.KH, g.KW};
+    p.w_md = memory::desc(wd, dt::f32, g.G == 1 ? tag::oihw : tag::goihw);
     p.b_md = memory::desc({g.OC}, dt::f32, tag::x);
     const auto x_any = memory::desc({N, g.C, g.H, g.W}, dt::f32, tag::any);
     const auto y_any = memory::desc({N, g.OC, g.OH, g.OW}, dt::f32, tag::any);
-    const auto w_any = memory::desc({g.OC, g.C, g.KH, g.KW}, dt::f32, tag::any);
+    const auto w_any = memory::desc(wd, dt::f32, tag::any);
 
     // Two attribute objects: a copy of a primitive_attr is the same
     // object (a shared handle), so post-ops set on a copy would reach the
@@ -247,8 +261,8 @@ struct DnnlConv::Impl {
     // times slower forward than on the direct kernel. DC_CONV=direct keeps
     // the direct kernels everywhere.
     p.winograd = false;
-    if (winograd_wanted() && g.KH == 3 && g.KW == 3 && g.SH == 1 && g.SW == 1 && g.DH == 1 &&
-        g.DW == 1 && g.C % 16 == 0 && g.OC % 16 == 0) {
+    if (winograd_wanted() && g.G == 1 && g.KH == 3 && g.KW == 3 && g.SH == 1 && g.SW == 1 &&
+        g.DH == 1 && g.DW == 1 && g.C % 16 == 0 && g.OC % 16 == 0) {
       try {
         make(dnnl::algorithm::convolution_winograd);
         p.winograd = true;
@@ -257,6 +271,13 @@ struct DnnlConv::Impl {
       }
     }
     if (!p.winograd) make(dnnl::algorithm::convolution_direct);
+    // oneDNN answers every geometry, some with its reference loops (a
+    // dilated depthwise or a grouped convolution of few channels per
+    // group): tens of times slower than our kernels, so those stay ours.
+    for (const std::string impl :
+         {fwd_pd.impl_info_str(), bd_pd.impl_info_str(), bw_pd.impl_info_str()})
+      if (impl.rfind("ref", 0) == 0)
+        throw dnnl::error(dnnl_unimplemented, "only oneDNN's reference kernels");
 
     p.src_needed = p.x_md != fwd_pd.src_desc();
     if (!sizes_only) {
@@ -311,7 +332,7 @@ DnnlConv::DnnlConv(const ConvGeom& g) : p_(std::make_unique<Impl>()) {
 DnnlConv::~DnnlConv() = default;
 
 bool DnnlConv::takes(const ConvGeom& g) {
-  return wanted() && g.G == 1;
+  return wanted() && (g.G == 1 || grouped_wanted());
 }
 
 std::unique_ptr<DnnlConv> DnnlConv::create(const ConvGeom& g) {
@@ -328,7 +349,7 @@ bool DnnlConv::bytes(const ConvGeom& g, int64_t N, bool relu, int threads, int64
   using Sizes = std::array<int64_t, 3>;  // kept, workspace, Winograd
   static std::mutex m;
   static std::map<std::vector<int64_t>, std::optional<Sizes>> known;
-  const std::vector<int64_t> key{g.C,  g.H,  g.W,  g.OC, g.KH, g.KW,   g.SH, g.SW, g.DH,
+  const std::vector<int64_t> key{g.G,  g.C,  g.H,  g.W,  g.OC, g.KH,   g.KW, g.SH, g.SW,   g.DH,
                                  g.DW, g.PT, g.PB, g.PL, g.PR, g.bias, relu, N,    threads};
   std::lock_guard<std::mutex> lock(m);
   auto it = known.find(key);
@@ -447,7 +468,7 @@ void DnnlConv::backward(int64_t N, const float* x, const float* y, const float* 
     // Parameter gradients accumulate (a step may run several backward
     // passes into them); oneDNN's primitives overwrite, hence the sums.
     const float* d = static_cast<const float*>(plain.get_data_handle());
-    const int64_t n = I.g.OC * I.g.K();
+    const int64_t n = I.g.OC * I.g.Kg();
     for (int64_t i = 0; i < n; ++i) dw[i] += d[i];
     if (db && I.g.bias) {
       const auto* sb = static_cast<const float*>(p.db_plain.at(base).get_data_handle());
@@ -517,7 +538,9 @@ bool cpu_conv_onednn() {
 const char* cpu_conv_path() {
 #if DC_HAVE_DNNL
   if (conv_kernels::wanted())
-    return conv_kernels::winograd_wanted() ? "onednn (Winograd for 3x3)" : "onednn (direct)";
+    return !conv_kernels::grouped_wanted()   ? "onednn (dense only; grouped on im2col/depthwise)"
+           : conv_kernels::winograd_wanted() ? "onednn (Winograd for 3x3)"
+                                             : "onednn (direct)";
 #endif
   return "im2col";
 }

@@ -5,9 +5,9 @@
 // layout oneDNN picks for the shape (blocked channels on AVX-512) and back,
 // and keeps the reordered input from forward for the weight gradient.
 //
-// Only dense convolutions (one group) take this path; depthwise ones have
-// their own kernels in conv.cpp. Builds without oneDNN, and DC_CONV=im2col,
-// keep the im2col path (create() returns nullptr).
+// Grouped and depthwise convolutions take it too (weights as goihw), unless
+// DC_CONV=dense keeps them on conv.cpp's kernels. Builds without oneDNN,
+// and DC_CONV=im2col, keep the im2col path (create() returns nullptr).
 #include <cstdint>
 #include <memory>
 
@@ -18,7 +18,7 @@ namespace dc::conv_kernels {
 class DnnlConv {
  public:
   // nullptr when oneDNN is not built in, DC_CONV=im2col is set, or the
-  // geometry is not one this path takes (grouped convolutions).
+  // geometry is not one this path takes (grouped under DC_CONV=dense).
   static std::unique_ptr<DnnlConv> create(const ConvGeom& g);
   // Whether create() takes the geometry (conv_cpu_kernel's answer).
   static bool takes(const ConvGeom& g);

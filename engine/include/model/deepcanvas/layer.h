@@ -136,20 +136,23 @@ void same_padding(int64_t in, int64_t k, int64_t s, int64_t d, int64_t& before, 
 // Which CPU kernel a Conv2D runs, the rule conv.cpp runs by, for the
 // advisor's memory and step-time models. `a` with defaults filled in.
 enum class ConvKernel {
-  OneDnn,     // oneDNN's kernels (one group; Winograd or direct), reordered to its layout and back
+  OneDnn,  // oneDNN's kernels (Winograd or direct; depthwise too), reordered to its layout and back
+  // Without oneDNN (or with it switched off: DC_CONV=im2col, and for
+  // grouped convolutions DC_CONV=dense):
   Im2col,     // unfolds C·kh·kw × OH·OW columns per sample, then GEMMs
   Pointwise,  // a 1×1, stride-1, unpadded convolution: a GEMM on the input in place
   Depthwise,  // one input channel per group: a direct kernel, no scratch buffers
 };
 ConvKernel conv_cpu_kernel(const std::vector<Shape>& in, const Attrs& a);
-// Whether dense convolutions created from now on run on oneDNN's kernels
-// (the default where oneDNN is built in; DC_CONV=im2col turns it off), and
+// Whether convolutions created from now on run on oneDNN's kernels (the
+// default where oneDNN is built in; DC_CONV=im2col turns it off), and
 // the switch for tests and A/B runs. Without oneDNN: false, and the setter
 // does nothing.
 bool cpu_conv_onednn();
 void set_cpu_conv_onednn(bool on);
-// The dense convolutions' path for --version: "im2col", "onednn (direct)"
-// (DC_CONV=direct) or "onednn (Winograd for 3x3)".
+// The convolutions' path for --version: "im2col", "onednn (direct)"
+// (DC_CONV=direct), "onednn (dense only; …)" (DC_CONV=dense) or "onednn
+// (Winograd for 3x3)".
 const char* cpu_conv_path();
 // For ConvKernel::OneDnn at batch n on `threads` threads: the bytes the
 // layer keeps from forward to backward (kept) and the workspace all such
