@@ -86,13 +86,20 @@ void layer_buffers(const PlanStep& s, int64_t n, int threads, bool backward, boo
     const ConvKernel kernel = conv_cpu_kernel(s.in_shapes, s.attrs);
     if (kernel == ConvKernel::Depthwise) return;
     // conv_dnnl.cpp: its input in oneDNN's layout, kept from forward to
-    // backward, and the workspace all such convolutions share (the largest
-    // one's, so predict_memory takes the maximum, as for transient).
-    int64_t kept = 0, shared = 0;
-    if (kernel == ConvKernel::OneDnn &&
-        conv_onednn_bytes(s.in_shapes, s.attrs, n, relu_fused, threads, kept, shared)) {
-      internal = kept;
-      onednn_workspace = shared;
+    // backward for the weight gradient (so not by a frozen layer, nor
+    // without a backward), and the workspace all such convolutions share
+    // (the largest one's, so predict_memory takes the maximum, as for
+    // transient).
+    // Without a backward (a frozen prefix) only the forward's part of the
+    // workspace, and none for a 1×1 convolution, which then runs as a GEMM
+    // in place (conv.cpp).
+    int64_t kept = 0, shared = 0, forward_only = 0;
+    if (kernel == ConvKernel::OneDnn && conv_onednn_bytes(s.in_shapes, s.attrs, n, relu_fused,
+                                                          threads, kept, shared, &forward_only)) {
+      internal = backward && !s.frozen ? kept : 0;
+      onednn_workspace = backward                                  ? shared
+                         : conv_is_pointwise(s.in_shapes, s.attrs) ? 0
+                                                                   : forward_only;
       return;
     }
     // A depthwise geometry oneDNN has only reference kernels for runs on

@@ -54,6 +54,7 @@ bool is_recurrent(const std::string& t) {
 // reorders into its blocked layout and back: x and y forward, the output
 // gradient and the input gradient backward (each read once, written once).
 // Pointwise and depthwise convolutions off oneDNN move neither.
+// weight_grad: whether the layer trains its weights.
 // One input channel per group (the depthwise kernels' geometry, conv_kernels.h).
 bool is_depthwise(const PlanStep& s) {
   const int64_t groups = s.attrs.i("groups");
@@ -65,7 +66,10 @@ double cpu_conv_extra_bytes(const PlanStep& s, double n, bool backward, bool wei
   const ConvKernel kernel = conv_cpu_kernel(s.in_shapes, s.attrs);
   if (kernel == ConvKernel::OneDnn) {
     const double in = double(s.in_shapes[0].numel()) * 4, out = double(s.out_shape.numel()) * 4;
-    return n * 2 * (in + out + (backward ? out : 0) + (input_grad ? in : 0));
+    // A 1×1 convolution that trains no weights runs forward as a GEMM on
+    // its input in place (conv.cpp): no reorders there.
+    const bool fwd = weight_grad || !conv_is_pointwise(s.in_shapes, s.attrs);
+    return n * 2 * ((fwd ? in + out : 0) + (backward ? out : 0) + (input_grad ? in : 0));
   }
   if (kernel != ConvKernel::Im2col) return 0;
   const auto& k = s.attrs.ints("kernel");

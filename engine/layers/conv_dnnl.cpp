@@ -165,7 +165,12 @@ struct DnnlConv::Impl {
     Staged bd_ddst, bd_wei, bd_dx;  // input gradient: g and w in, dx out
     bool ddst_shared = false;       // both gradients take g in the same layout
     Slot masked, dw_plain, db_plain, dx_plain, scratch;
+    // The forward's reordered input when it is not kept (inference, a
+    // frozen layer): in the workspace, over the backward's slots, which
+    // such a forward never needs.
+    Slot src_tmp;
     size_t ws_bytes = 0;    // the workspace this batch size needs
+    size_t fwd_bytes = 0;   // what an unkept forward needs of it (inference)
     bool winograd = false;  // the Winograd kernels, else the direct ones
   };
   std::map<int64_t, Prims> by_batch;
@@ -289,9 +294,16 @@ struct DnnlConv::Impl {
     if (p.src_needed && !sizes_only)
       p.src_r = dnnl::reorder(memory(p.x_md, cpu(), DNNL_MEMORY_NONE),
                               memory(p.src_md, cpu(), DNNL_MEMORY_NONE));
+    // Forward's slots and the scratchpad first; then the backward's, and
+    // over them the forward's unkept input.
     Layout ws;
     p.wei.make(p.w_md, fwd_pd.weights_desc(), false, ws, sizes_only);
     p.dst.make(p.y_md, fwd_pd.dst_desc(), true, ws, sizes_only);
+    size_t scratch = fwd_pd.scratchpad_desc().get_size();
+    scratch = std::max(scratch, bd_pd.scratchpad_desc().get_size());
+    scratch = std::max(scratch, bw_pd.scratchpad_desc().get_size());
+    p.scratch = ws.add(memory::desc({std::max<int64_t>(1, int64_t(scratch))}, dt::u8, tag::x));
+    const size_t backward_from = ws.total;
     p.bw_src.make(p.x_md, bw_pd.src_desc(), false, ws, sizes_only);
     p.bw_ddst.make(p.y_md, bw_pd.diff_dst_desc(), false, ws, sizes_only);
     p.bw_dw.make(p.w_md, bw_pd.diff_weights_desc(), true, ws, sizes_only);
@@ -303,11 +315,11 @@ struct DnnlConv::Impl {
     p.dw_plain = ws.add(p.w_md);
     if (g.bias) p.db_plain = ws.add(p.b_md);
     p.dx_plain = ws.add(p.x_md);
-    size_t scratch = fwd_pd.scratchpad_desc().get_size();
-    scratch = std::max(scratch, bd_pd.scratchpad_desc().get_size());
-    scratch = std::max(scratch, bw_pd.scratchpad_desc().get_size());
-    p.scratch = ws.add(memory::desc({std::max<int64_t>(1, int64_t(scratch))}, dt::u8, tag::x));
-    p.ws_bytes = ws.total;
+    Layout over;
+    over.total = backward_from;
+    if (p.src_needed) p.src_tmp = over.add(p.src_md);
+    p.fwd_bytes = over.total;
+    p.ws_bytes = std::max(ws.total, over.total);
   }
 
   // user as the primitive wants it: reordered into its workspace slot
@@ -341,12 +353,12 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvGeom& g) {
 }
 
 bool DnnlConv::bytes(const ConvGeom& g, int64_t N, bool relu, int threads, int64_t& kept,
-                     int64_t& workspace, bool* winograd) {
+                     int64_t& workspace, bool* winograd, int64_t* forward_only) {
   if (!takes(g)) return false;
   // The advisor asks for many batch sizes (its largest-batch search) and
   // again on every edit: answers are kept. Per batch size, because the
   // Winograd kernels' scratchpads grow in steps of tiles, not linearly.
-  using Sizes = std::array<int64_t, 3>;  // kept, workspace, Winograd
+  using Sizes = std::array<int64_t, 4>;  // kept, workspace, Winograd, forward only
   static std::mutex m;
   static std::map<std::vector<int64_t>, std::optional<Sizes>> known;
   const std::vector<int64_t> key{g.G,  g.C,  g.H,  g.W,  g.OC, g.KH,   g.KW, g.SH, g.SW,   g.DH,
@@ -374,7 +386,8 @@ bool DnnlConv::bytes(const ConvGeom& g, int64_t N, bool relu, int threads, int64
       omp_set_num_threads(saved);
       // Both buffers as aligned() allocates them: 64 bytes for alignment.
       const size_t keep = p.src_needed ? p.src_md.get_size() + 64 : 0;
-      sz = Sizes{int64_t(keep), int64_t(p.ws_bytes) + 64, int64_t(p.winograd)};
+      sz = Sizes{int64_t(keep), int64_t(p.ws_bytes) + 64, int64_t(p.winograd),
+                 int64_t(p.fwd_bytes) + 64};
     } catch (const dnnl::error&) {
       // No kernel: the layer unfolds (sz stays empty).
     }
@@ -384,11 +397,12 @@ bool DnnlConv::bytes(const ConvGeom& g, int64_t N, bool relu, int threads, int64
   kept = (*it->second)[0];
   workspace = (*it->second)[1];
   if (winograd) *winograd = (*it->second)[2] != 0;
+  if (forward_only) *forward_only = (*it->second)[3];
   return true;
 }
 
 bool DnnlConv::forward(int64_t N, const float* x, const float* w, const float* b, float* y,
-                       bool relu, float cap) {
+                       bool relu, float cap, bool keep) {
   match_threads();
   Impl& I = *p_;
   Impl::Prims* pp = nullptr;
@@ -398,13 +412,14 @@ bool DnnlConv::forward(int64_t N, const float* x, const float* w, const float* b
     return false;  // no oneDNN kernel for this geometry: the caller unfolds
   }
   Impl::Prims& p = *pp;
-  char* base = workspace(p.ws_bytes);
+  // Only the forward's part: an inference never holds the backward's.
+  char* base = workspace(p.fwd_bytes);
   memory xm(p.x_md, cpu(), const_cast<float*>(x));
   const memory wm(p.w_md, cpu(), const_cast<float*>(w));
   memory ym(p.y_md, cpu(), y);
   memory src = xm;
   if (p.src_needed) {
-    src = I.kept(p);
+    src = keep ? I.kept(p) : p.src_tmp.at(base);
     p.src_r.execute(I.s, xm, src);
   }
   const memory wei = I.in(p.wei, wm, base);
@@ -417,16 +432,16 @@ bool DnnlConv::forward(int64_t N, const float* x, const float* w, const float* b
   p.fwd.execute(I.s, args);
   if (p.dst.needed) p.dst.r.execute(I.s, dst, ym);
   I.s.wait();
-  I.kept_x = p.src_needed ? x : nullptr;
+  I.kept_x = p.src_needed && keep ? x : nullptr;
   I.kept_n = N;
   return true;
 }
 
 void DnnlConv::backward(int64_t N, const float* x, const float* y, const float* dy, const float* w,
-                        float* dx, bool fresh, float* dw, float* db) {
+                        float* dx, bool fresh, float* dw, float* db, bool relu, float cap) {
   match_threads();
   Impl& I = *p_;
-  Impl::Prims& p = I.prims(N, I.relu, I.cap);
+  Impl::Prims& p = I.prims(N, relu, cap);
   char* base = workspace(p.ws_bytes);
   const int64_t out_n = N * I.g.OC * I.g.OHW();
   const float* g = dy;
@@ -512,14 +527,15 @@ bool DnnlConv::takes(const ConvGeom&) {
 std::unique_ptr<DnnlConv> DnnlConv::create(const ConvGeom&) {
   return nullptr;
 }
-bool DnnlConv::bytes(const ConvGeom&, int64_t, bool, int, int64_t&, int64_t&, bool*) {
+bool DnnlConv::bytes(const ConvGeom&, int64_t, bool, int, int64_t&, int64_t&, bool*, int64_t*) {
   return false;
 }
-bool DnnlConv::forward(int64_t, const float*, const float*, const float*, float*, bool, float) {
+bool DnnlConv::forward(int64_t, const float*, const float*, const float*, float*, bool, float,
+                       bool) {
   return false;
 }
 void DnnlConv::backward(int64_t, const float*, const float*, const float*, const float*, float*,
-                        bool, float*, float*) {}
+                        bool, float*, float*, bool, float) {}
 
 #endif
 

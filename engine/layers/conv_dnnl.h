@@ -27,24 +27,28 @@ class DnnlConv {
   // kept, the layer's own (its input in oneDNN's layout, held from forward
   // to backward), and workspace, what the calls need while they run, in a
   // workspace all convolutions share; *winograd (when given), whether the
-  // Winograd kernels run. False when the path is not taken.
+  // Winograd kernels run; *forward_only (when given), the workspace a
+  // forward that keeps nothing needs. False when the path is not taken.
   static bool bytes(const ConvGeom& g, int64_t N, bool relu, int threads, int64_t& kept,
-                    int64_t& workspace, bool* winograd = nullptr);
+                    int64_t& workspace, bool* winograd = nullptr, int64_t* forward_only = nullptr);
   ~DnnlConv();
 
   // y = conv(x, w) + b, then the fused activation: none when relu is false,
   // max(., 0) when cap is infinite, min(max(., 0), cap) otherwise. b may be
   // null (no bias). False when oneDNN has no kernel for the geometry (the
   // primitives are built on a batch size's first call): the caller then
-  // drops this object and unfolds.
+  // drops this object and unfolds. keep: hold the reordered input for the
+  // weight gradient (training a layer that trains its weights); else it
+  // lives in the shared workspace only while the call runs.
   bool forward(int64_t N, const float* x, const float* w, const float* b, float* y, bool relu,
-               float cap);
+               float cap, bool keep);
   // From dy and the forward's output y (the fused activation's gradient is
-  // taken from it): dw += dL/dw and db += dL/db (each skipped when null),
-  // and dx = (fresh) or += (not fresh) dL/dx (skipped when null). x is the
-  // forward's input.
+  // taken from it; relu and cap as forward's, which may not have run on
+  // this path: a frozen 1×1 convolution's forward is a GEMM): dw += dL/dw
+  // and db += dL/db (each skipped when null), and dx = (fresh) or += (not
+  // fresh) dL/dx (skipped when null). x is the forward's input.
   void backward(int64_t N, const float* x, const float* y, const float* dy, const float* w,
-                float* dx, bool fresh, float* dw, float* db);
+                float* dx, bool fresh, float* dw, float* db, bool relu, float cap);
 
  private:
   explicit DnnlConv(const ConvGeom& g);

@@ -262,9 +262,9 @@ ConvKernel conv_cpu_kernel(const std::vector<Shape>& in, const Attrs& a) {
 }
 
 bool conv_onednn_bytes(const std::vector<Shape>& in, const Attrs& a, int64_t n, bool relu,
-                       int threads, int64_t& kept, int64_t& workspace) {
+                       int threads, int64_t& kept, int64_t& workspace, int64_t* forward_only) {
   return conv_kernels::DnnlConv::bytes(conv_kernels::conv_geom(in, a), n, relu, threads, kept,
-                                       workspace);
+                                       workspace, nullptr, forward_only);
 }
 
 bool conv_is_pointwise(const std::vector<Shape>& in, const Attrs& a) {

@@ -293,11 +293,13 @@ TEST(Conv2D, RepeatsExactlyForAThreadCount) {
 // ReLU), none when NaN. `mask`: dy is multiplied by 0 < mask < mask_cap.
 struct Pass {
   Tensor y, dx, gw, gb;
+  Tensor y_inference;  // the same forward with RunContext::training false
 };
 constexpr float kNoFusion = std::numeric_limits<float>::quiet_NaN();
 constexpr float kRelu = std::numeric_limits<float>::infinity();
+// frozen: the layer's gradients released, as a frozen layer's plan does.
 Pass run_pass(const Attrs& a, const Shape& in, int64_t n, float fuse, const Tensor* mask = nullptr,
-              float mask_cap = kRelu) {
+              float mask_cap = kRelu, bool frozen = false) {
   Attrs full = conv().with_defaults(a);
   Shape out = conv().infer({in}, full);
   auto layer = conv().create(full, {in}, out);
@@ -313,14 +315,47 @@ Pass run_pass(const Attrs& a, const Shape& in, int64_t n, float fuse, const Tens
     const bool pass = !mask || (mask->f32()[i] > 0 && mask->f32()[i] < mask_cap);
     dy.f32()[i] = rng.uniform(-1, 1) * (pass ? 1.f : 0.f);
   }
-  Pass p{Tensor(out.with_batch(n)), Tensor(x.shape()), {}, {}};
+  Pass p{Tensor(out.with_batch(n)), Tensor(x.shape()), {}, {}, Tensor(out.with_batch(n))};
+  if (frozen)
+    for (Param* q : layer->params()) q->grad = Tensor();
   RunContext ctx;
+  ctx.training = false;
+  layer->forward({&x}, p.y_inference, ctx);
+  ctx.training = true;
   layer->forward({&x}, p.y, ctx);
   ctx.fresh_din = 1;
   layer->backward({&x}, p.y, dy, {&p.dx}, ctx);
+  if (frozen) return p;
   p.gw = find_param(*layer, "weight")->grad.clone();
   p.gb = find_param(*layer, "bias")->grad.clone();
   return p;
+}
+
+// A forward that keeps nothing (inference; a frozen layer, whose 1×1
+// convolutions then run as a GEMM in place) computes what a training
+// forward does, and a frozen layer's input gradient is the trainable one's.
+TEST(Conv2D, InferenceAndFrozenForwardsMatchTraining) {
+  const std::vector<std::pair<Attrs, Shape>> geometries{
+      {attrs({{"filters", int64_t(24)}, {"kernel", Ints{1, 1}}}), Shape{16, 6, 5}},
+      {attrs({{"filters", int64_t(16)}, {"groups", int64_t(16)}, {"padding", Ints{1, 1}}}),
+       Shape{16, 7, 6}},
+      {attrs({{"filters", int64_t(8)}, {"padding", Ints{1, 1}}}), Shape{3, 6, 6}},
+  };
+  on_each_path([&] {
+    for (const auto& [a, in] : geometries) {
+      SCOPED_TRACE(a.i("filters"));
+      const Pass trained = run_pass(a, in, 3, kRelu);
+      const Pass frozen = run_pass(a, in, 3, kRelu, nullptr, kRelu, /*frozen=*/true);
+      for (const Pass* p : {&trained, &frozen}) {
+        for (int64_t i = 0; i < trained.y.numel(); ++i) {
+          ASSERT_NEAR(p->y.f32()[i], trained.y.f32()[i], 1e-5f) << i;
+          ASSERT_NEAR(p->y_inference.f32()[i], trained.y.f32()[i], 1e-5f) << i;
+        }
+      }
+      for (int64_t i = 0; i < trained.dx.numel(); ++i)
+        ASSERT_NEAR(frozen.dx.f32()[i], trained.dx.f32()[i], 1e-5f) << i;
+    }
+  });
 }
 
 TEST(Conv2D, FusedReluEqualsAReluAfterTheConvolution) {

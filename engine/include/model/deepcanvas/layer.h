@@ -157,9 +157,11 @@ const char* cpu_conv_path();
 // For ConvKernel::OneDnn at batch n on `threads` threads: the bytes the
 // layer keeps from forward to backward (kept) and the workspace all such
 // convolutions share (the largest layer's); relu when a ReLU is fused into
-// it. False otherwise.
+// it; *forward_only (when given), the workspace a forward that keeps nothing
+// needs (inference, a frozen prefix). False otherwise.
 bool conv_onednn_bytes(const std::vector<Shape>& in, const Attrs& a, int64_t n, bool relu,
-                       int threads, int64_t& kept, int64_t& workspace);
+                       int threads, int64_t& kept, int64_t& workspace,
+                       int64_t* forward_only = nullptr);
 // A 1×1, stride-1, unpadded convolution (by its geometry alone, whichever
 // kernel the CPU runs it on).
 bool conv_is_pointwise(const std::vector<Shape>& in, const Attrs& a);
