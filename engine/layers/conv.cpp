@@ -1,6 +1,6 @@
 // Conv2D. Convolutions run on oneDNN's own kernels where it is built in
 // (conv_dnnl.h: on the AMD EPYC, ResNet's and VGG-BN's training +42 and
-// +51 % against the path below, MobileNetV2's +40 % against the depthwise
+// +51 % against the path below, MobileNetV2's +27-31 % against the depthwise
 // kernels further down, docs/BENCHMARKS.md). Builds without oneDNN and
 // DC_CONV=im2col take im2col + GEMM and the depthwise kernels; DC_CONV=dense
 // keeps only grouped convolutions on them (A/B runs); a geometry oneDNN has

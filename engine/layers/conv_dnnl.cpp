@@ -65,7 +65,7 @@ bool winograd_wanted() {
 // DC_CONV=dense: grouped and depthwise convolutions on our own kernels
 // (conv.cpp), only dense ones on oneDNN's (A/B runs). By default oneDNN
 // takes them too: its depthwise kernels, reorders included, trained
-// MobileNetV2 1.4 times as fast as ours (docs/BENCHMARKS.md).
+// MobileNetV2 1.3 times as fast as ours (docs/BENCHMARKS.md).
 std::atomic<int> g_grouped{-1};
 bool grouped_wanted() {
   return switch_on(g_grouped, "dense");
