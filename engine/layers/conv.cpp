@@ -141,9 +141,7 @@ class Conv2D : public Layer {
       if (dnnl_->forward(N, x, weight_.value.f32(), g_.bias ? bias_.value.f32() : nullptr, y, relu_,
                          capped_ ? cap_ : INFINITY, keep))
         return;
-      // No oneDNN kernel for this geometry: our own kernels from now on.
-      dnnl_.reset();
-      if (g_.depthwise()) flat_ = flat_planes();
+      drop_onednn();
     }
     if (g_.depthwise()) {
       depthwise_forward(N, x, y);
@@ -203,10 +201,12 @@ class Conv2D : public Layer {
     const bool bgrad = wgrad && g_.bias;
     const bool fresh = ctx.fresh(0);
     if (dnnl_) {
-      dnnl_->backward(N, x, y, dy, weight_.value.f32(), dx, fresh,
-                      wgrad ? weight_.grad.f32() : nullptr, bgrad ? bias_.grad.f32() : nullptr,
-                      relu_, capped_ ? cap_ : INFINITY);
-      return;
+      if (dnnl_->backward(N, x, y, dy, weight_.value.f32(), dx, fresh,
+                          wgrad ? weight_.grad.f32() : nullptr, bgrad ? bias_.grad.f32() : nullptr,
+                          relu_, capped_ ? cap_ : INFINITY))
+        return;
+      // (Its primitives are first built here when the forward was a GEMM.)
+      drop_onednn();
     }
     if (g_.depthwise()) {
       depthwise_backward(N, x, y, dy, dx, fresh);
@@ -270,6 +270,12 @@ class Conv2D : public Layer {
   }
 
  private:
+  // No oneDNN kernel for this geometry: our own kernels from now on.
+  void drop_onednn() {
+    dnnl_.reset();
+    if (g_.depthwise()) flat_ = flat_planes();
+  }
+
   int64_t num_chunks(int64_t N) const {
     return std::max<int64_t>(1, std::min<int64_t>(num_threads(), N));
   }

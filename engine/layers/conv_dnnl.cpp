@@ -437,11 +437,17 @@ bool DnnlConv::forward(int64_t N, const float* x, const float* w, const float* b
   return true;
 }
 
-void DnnlConv::backward(int64_t N, const float* x, const float* y, const float* dy, const float* w,
+bool DnnlConv::backward(int64_t N, const float* x, const float* y, const float* dy, const float* w,
                         float* dx, bool fresh, float* dw, float* db, bool relu, float cap) {
   match_threads();
   Impl& I = *p_;
-  Impl::Prims& p = I.prims(N, relu, cap);
+  Impl::Prims* pp = nullptr;
+  try {
+    pp = &I.prims(N, relu, cap);
+  } catch (const dnnl::error&) {
+    return false;  // no oneDNN kernel for this geometry: the caller's kernels
+  }
+  Impl::Prims& p = *pp;
   char* base = workspace(p.ws_bytes);
   const int64_t out_n = N * I.g.OC * I.g.OHW();
   const float* g = dy;
@@ -490,7 +496,7 @@ void DnnlConv::backward(int64_t N, const float* x, const float* y, const float* 
       for (int64_t o = 0; o < I.g.OC; ++o) db[o] += sb[o];
     }
   }
-  if (!dx) return;
+  if (!dx) return true;
   const memory wm(p.w_md, cpu(), const_cast<float*>(w));
   // The weight gradient's reordered g serves here too when the layouts
   // agree (they do on AVX-512: both blocked by 16 channels).
@@ -509,11 +515,12 @@ void DnnlConv::backward(int64_t N, const float* x, const float* y, const float* 
                         {DNNL_ARG_SCRATCHPAD, p.scratch.at(base)}});
   if (p.bd_dx.needed) p.bd_dx.r.execute(I.s, dsrc, fresh ? dxm : plain);
   I.s.wait();
-  if (fresh) return;
+  if (fresh) return true;
   const auto* src = static_cast<const float*>(plain.get_data_handle());
   parallel_for(N * I.g.C * I.g.HW(), 1 << 14, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) dx[i] += src[i];
   });
+  return true;
 }
 
 #else  // !DC_HAVE_DNNL: every convolution unfolds; nothing here is called.
@@ -534,8 +541,10 @@ bool DnnlConv::forward(int64_t, const float*, const float*, const float*, float*
                        bool) {
   return false;
 }
-void DnnlConv::backward(int64_t, const float*, const float*, const float*, const float*, float*,
-                        bool, float*, float*, bool, float) {}
+bool DnnlConv::backward(int64_t, const float*, const float*, const float*, const float*, float*,
+                        bool, float*, float*, bool, float) {
+  return false;
+}
 
 #endif
 

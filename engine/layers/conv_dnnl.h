@@ -46,8 +46,10 @@ class DnnlConv {
   // taken from it; relu and cap as forward's, which may not have run on
   // this path: a frozen 1×1 convolution's forward is a GEMM): dw += dL/dw
   // and db += dL/db (each skipped when null), and dx = (fresh) or += (not
-  // fresh) dL/dx (skipped when null). x is the forward's input.
-  void backward(int64_t N, const float* x, const float* y, const float* dy, const float* w,
+  // fresh) dL/dx (skipped when null). x is the forward's input. False,
+  // with nothing computed, when oneDNN has no kernel for the geometry (the
+  // primitives are built here when forward ran on a GEMM).
+  bool backward(int64_t N, const float* x, const float* y, const float* dy, const float* w,
                 float* dx, bool fresh, float* dw, float* db, bool relu, float cap);
 
  private:
