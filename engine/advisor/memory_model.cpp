@@ -89,10 +89,9 @@ void layer_buffers(const PlanStep& s, int64_t n, int threads, bool backward, boo
     // backward for the weight gradient (so not by a frozen layer, nor
     // without a backward), and the workspace all such convolutions share
     // (the largest one's, so predict_memory takes the maximum, as for
-    // transient).
-    // Without a backward (a frozen prefix) only the forward's part of the
-    // workspace, and none for a 1×1 convolution, which then runs as a GEMM
-    // in place (conv.cpp).
+    // transient). Without a backward (a frozen prefix), only the forward's
+    // part of the workspace, and none for a 1×1 convolution, which then
+    // runs as a GEMM in place (conv.cpp).
     int64_t kept = 0, shared = 0, forward_only = 0;
     if (kernel == ConvKernel::OneDnn && conv_onednn_bytes(s.in_shapes, s.attrs, n, relu_fused,
                                                           threads, kept, shared, &forward_only)) {

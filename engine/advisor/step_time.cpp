@@ -44,6 +44,12 @@ bool is_recurrent(const std::string& t) {
   return t == "LSTM" || t == "GRU" || t == "SimpleRNN";
 }
 
+// One input channel per group (the depthwise kernels' geometry, conv_kernels.h).
+bool is_depthwise(const PlanStep& s) {
+  const int64_t groups = s.attrs.i("groups");
+  return groups > 1 && s.in_shapes[0][0] == groups && !conv_is_pointwise(s.in_shapes, s.attrs);
+}
+
 // The CPU Conv2D's extra memory traffic beyond its input, output and
 // weights. On im2col (conv.cpp), K·OH·OW floats of columns per sample:
 // written by im2col and read by the GEMM forward, again for the weight
@@ -55,12 +61,6 @@ bool is_recurrent(const std::string& t) {
 // gradient and the input gradient backward (each read once, written once).
 // Pointwise and depthwise convolutions off oneDNN move neither.
 // weight_grad: whether the layer trains its weights.
-// One input channel per group (the depthwise kernels' geometry, conv_kernels.h).
-bool is_depthwise(const PlanStep& s) {
-  const int64_t groups = s.attrs.i("groups");
-  return groups > 1 && s.in_shapes[0][0] == groups && !conv_is_pointwise(s.in_shapes, s.attrs);
-}
-
 double cpu_conv_extra_bytes(const PlanStep& s, double n, bool backward, bool weight_grad,
                             bool input_grad) {
   const ConvKernel kernel = conv_cpu_kernel(s.in_shapes, s.attrs);
