@@ -17,7 +17,14 @@
 # cuDNN (DC_CUDA_DEPTHWISE=cudnn) on the EfficientNet-Lite0 transfer
 # project (frozen base, 224 px, batch 64) and MobileNetV2 (96 px, batch
 # 128), both on bench/make_synthetic_idx.py's seeded noise.
-#   bench/gpu_conv_paths.sh [CLI] [DATA] [ROUNDS] [OUT] [SET: paths|fuse|new]
+# SET=pw compares the pointwise (1×1) convolutions of the same two projects
+# in bf16 on cuDNN's 16-bit channels-last copies (DC_CUDA_PW=cudnn), as
+# cuBLAS GEMMs on the float32 planes with 16-bit operands (the default
+# since 2026-11-28), with TF32 (DC_CUDA_PW=tf32), and with the ReLU6s not
+# folded into the convolutions (DC_CUDA_FUSE=0); and the ViT-tiny template
+# (bf16, batch 128, Fashion-MNIST) with its Dense layers on 16-bit copies
+# (the default) and on the float32 tensors (DC_CUDA_DENSE=fast).
+#   bench/gpu_conv_paths.sh [CLI] [DATA] [ROUNDS] [OUT] [SET: paths|fuse|new|pw]
 CLI=${1:-build-gpu/bin/deepcanvas-cli}
 DATA=${2:-carry/fashion-mnist}
 ROUNDS=${3:-1}
@@ -42,7 +49,7 @@ run() {  # NAME PROJECT PRECISION BATCH [VAR=VALUE...]  (RUN_DATA: another datas
   echo "{\"variant\": \"$name\", \"project\": \"$project\", \"precision\": \"$prec\", \"run\": $line}" >>"$OUT"
   python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print("%8.0f samples/s, peak %5.0f MiB" % (j["history"][-1]["train_samples_per_s"], j["peak_device_bytes"] / 2**20))' "$line"
 }
-if [ "$SET" = new ]; then
+if [ "$SET" = new ] || [ "$SET" = pw ]; then
   # The same folders bench/gpu_peers.py makes (SYNTHETIC there), so a run of
   # both makes them once.
   SYN=${DC_SYNTHETIC_DIR:-/tmp/dc-gpu-peers}
@@ -58,6 +65,17 @@ for r in $(seq "$ROUNDS"); do
       RUN_DATA=$SYN/synthetic-rgb96-12800 run "dw-$v" "$ROOT/bench/mobilenet_v2.dcproj" bf16 128 "${env[@]}"
       RUN_DATA=$SYN/synthetic-rgb96-12800 run "dw-$v" "$ROOT/bench/mobilenet_v2.dcproj" fp32 128 "${env[@]}"
     done
+    continue
+  fi
+  if [ "$SET" = pw ]; then
+    for v in cudnn gemm tf32 unfused; do
+      env=()
+      case $v in cudnn | tf32) env=(DC_CUDA_PW=$v) ;; unfused) env=(DC_CUDA_FUSE=0) ;; esac
+      RUN_DATA=$SYN/synthetic-rgb224-6400 run "pw-$v" "$ROOT/bench/lite0_transfer.dcproj" bf16 64 "${env[@]}"
+      RUN_DATA=$SYN/synthetic-rgb96-12800 run "pw-$v" "$ROOT/bench/mobilenet_v2.dcproj" bf16 128 "${env[@]}"
+    done
+    run dense-copies "$ROOT/resources/templates/vit_tiny.dcproj" bf16 128
+    run dense-fast "$ROOT/resources/templates/vit_tiny.dcproj" bf16 128 DC_CUDA_DENSE=fast
     continue
   fi
   if [ "$SET" = fuse ]; then

@@ -4,7 +4,10 @@ its own process, alternating, repeated.
 
 Networks: the two-conv CNN (bench/two_conv_adam.dcproj), the LSTM row
 classifier (bench/lstm_rows_adam.dcproj), the VGG-BN and ResNet templates
-on Fashion-MNIST (--data); the EfficientNet-Lite0 transfer template
+on Fashion-MNIST (--data), and the ViT-tiny template there too (issue 33:
+PyTorch's side is model.py's MultiheadAttention, F.multi_head_attention_forward
+without attention weights, which PyTorch 2 runs through
+scaled_dot_product_attention); the EfficientNet-Lite0 transfer template
 (bench/lite0_transfer.dcproj, `deepcanvas-cli transfer`'s graph: frozen base,
 new GlobalAvgPool2D + Dense head, 3x224x224, ImageNet's per-channel
 normalisation; random initialisation, as weights do not change the cost)
@@ -71,8 +74,9 @@ PROJECTS = {
     "resnet": os.path.join(ROOT, "resources", "templates", "resnet_small.dcproj"),
     "lite0": os.path.join(HERE, "lite0_transfer.dcproj"),
     "mnv2": os.path.join(HERE, "mobilenet_v2.dcproj"),
+    "vit": os.path.join(ROOT, "resources", "templates", "vit_tiny.dcproj"),
 }
-BATCH = {"cnn": 128, "lstm": 64, "vgg": 128, "resnet": 128, "lite0": 64, "mnv2": 128}
+BATCH = {"cnn": 128, "lstm": 64, "vgg": 128, "resnet": 128, "lite0": 64, "mnv2": 128, "vit": 128}
 # Networks on synthetic RGB data: (side, training images, test images). 100
 # steps an epoch at the default batch; 0.96 GB (Lite0) and 0.35 GB (MNv2) of
 # bytes, resident on the GPU on both sides.

@@ -2,10 +2,14 @@
 // (engine/layers/attention.cpp) with cuBLAS for the projections and for the
 // per-head products (one strided-batched GEMM per head over the batch: a
 // head's rows sit E apart inside each sample's [T, E] block) and
-// attention.cu for the softmax, its dropout and its backward. Float32
-// GEMMs in every precision for now: the attention weights stay in float32.
+// attention.cu for the softmax, its dropout and its backward. Everything
+// stays float32 in memory; in bf16/fp16 the GEMMs take their float32
+// operands with CUBLAS_COMPUTE_32F_FAST_16BF/16F (rounded to 16 bits
+// inside cuBLAS, float32 sums: tensor cores without conversion passes),
+// the softmax and its backward stay float32.
 #include <cmath>
 #include <functional>
+#include <string>
 
 #include "kernels.h"
 #include "op_registry.h"
@@ -139,12 +143,22 @@ class MultiHeadAttention : public Op {
   void gemm(OpContext& c, bool ta, bool tb, int M, int N, int K, float alpha, const float* A,
             int lda, int64_t sa, const float* B, int ldb, int64_t sb, float beta, float* C, int ldc,
             int64_t sc, int batch) const {
-    DC_CUBLAS(cublasSgemmStridedBatched(c.blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                        ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha, B, ldb, sb,
-                                        A, lda, sa, &beta, C, ldc, sc, batch),
-              label + " (" + std::to_string(M) + "x" + std::to_string(K) + " by " +
-                  std::to_string(K) + "x" + std::to_string(N) + ", " + std::to_string(batch) +
-                  " times)");
+    const cublasOperation_t opa = tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                            opb = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const std::string what = label + " (" + std::to_string(M) + "x" + std::to_string(K) + " by " +
+                             std::to_string(K) + "x" + std::to_string(N) + ", " +
+                             std::to_string(batch) + " times)";
+    if (c.reduced)
+      DC_CUBLAS(cublasGemmStridedBatchedEx(
+                    c.blas, opa, opb, N, M, K, &alpha, B, CUDA_R_32F, ldb, sb, A, CUDA_R_32F, lda,
+                    sa, &beta, C, CUDA_R_32F, ldc, sc, batch,
+                    c.low == Low::Bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_16F,
+                    CUBLAS_GEMM_DEFAULT),
+                what);
+    else
+      DC_CUBLAS(cublasSgemmStridedBatched(c.blas, opa, opb, N, M, K, &alpha, B, ldb, sb, A, lda, sa,
+                                          &beta, C, ldc, sc, batch),
+                what);
   }
 
   // Distinct dropout masks per layer within one step.

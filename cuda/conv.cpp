@@ -40,6 +40,23 @@
 // cudnn keeps them on cuDNN (A/B runs, tests); with DC_CUDA_LOG_ALGOS=1 the
 // layer says which kernel it runs.
 //
+// Pointwise convolutions in bf16/fp16 (1×1, stride 1, no padding, one
+// group, planes of at least 64 pixels: deepcanvas/cuda_pointwise.h, which
+// the advisor's memory model shares) skip cuDNN and its 16-bit copies: y,
+// dx and the weight gradient are cuBLAS GEMMs per sample straight on the
+// float32 NCHW tensors, the operands rounded to 16 bits inside the GEMM
+// (CUBLAS_COMPUTE_32F_FAST_16BF/16F). The weight gradient's per-sample
+// products go to the shared workspace and a GEMV sums them over the batch
+// in a fixed order. DC_CUDA_PW=cudnn keeps them on cuDNN (A/B runs, tests);
+// DC_CUDA_PW=tf32 computes them with TF32 tensor cores instead.
+//
+// A ReLU/ReLU6 right after the layer (its only consumer) is folded into it
+// (cuda_relu_fusions), as into BatchNorm and Add: forward clamps in the
+// bias pass (bias_relu; in the depthwise kernel itself), so the ReLU keeps
+// no buffers and launches nothing, and backward first zeroes the incoming
+// gradient where the clamped output is 0 or at the cap, in place
+// (relu_mask: that buffer is this layer's and nothing reads it after).
+//
 // Uneven 'same' padding on cuDNN (a strided convolution on an even plane:
 // EfficientNet-Lite0's stem): cuDNN pads both sides alike, so the op pads
 // the float32 input into a copy with the extra zero rows and columns
@@ -49,6 +66,7 @@
 // interior is added into dx. One rule for both APIs and all three
 // precisions rather than the graph API's pre/post paddings, which the
 // float32 and fallback legacy paths do not have.
+#include <deepcanvas/cuda_pointwise.h>
 #include <deepcanvas/layer.h>
 
 #include <algorithm>
@@ -58,6 +76,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "conv_graph.h"
 #include "conv_layout.h"
@@ -93,10 +112,16 @@ struct Algos {
 class Conv2D : public Op {
  public:
   int64_t C, H, W, OC, KH, KW, SH, SW, DH, DW, G, PH, PW, OH, OW;
+  int64_t pads_total = 0;  // every side's padding together
   bool bias;
   // Depthwise kernels (depthwise.cu) instead of cuDNN (PH, PW: the top and
   // left padding they take, the rest follows from OH, OW).
   bool depthwise = false;
+  FusedRelu relu;  // a ReLU/ReLU6 folded into this layer (CudaPlan::lower)
+  bool fold_relu(FusedRelu r) override {
+    relu = r;
+    return true;
+  }
   // What cuDNN runs on: the input itself, or its padded copy (pc.needed()),
   // padded by pc.pad_h, pc.pad_w on each side.
   ConvPadCopy pc;
@@ -128,6 +153,23 @@ class Conv2D : public Op {
 
   void prepare(OpContext& c, int n) override {
     if (depthwise && prepare_depthwise(c, n)) return;
+    if (!pw_decided_) {
+      pw_decided_ = true;
+      const std::string pw = env("DC_CUDA_PW");
+      pw_ = c.reduced && pw != "cudnn" &&
+            cuda_pointwise_gemm(C, H, W, OC, KH, KW, SH, SW, G, pads_total,
+                                needs_backward && !frozen);
+      pw_math_ = pw == "tf32"         ? CUBLAS_COMPUTE_32F_FAST_TF32
+                 : c.low == Low::Bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                      : CUBLAS_COMPUTE_32F_FAST_16F;
+      if (pw_ && env("DC_CUDA_LOG_ALGOS") == "1")
+        std::fprintf(stderr, "%s: pointwise GEMMs on cuBLAS (%s)\n", shapes(n).c_str(),
+                     pw == "tf32" ? "tf32" : "16-bit operands");
+    }
+    if (pw_) {
+      prepare_pointwise(c, n);
+      return;
+    }
     if (!conv_) {
       reduced_ = c.reduced;
       dt_ = !c.reduced ? CUDNN_DATA_FLOAT
@@ -223,8 +265,12 @@ class Conv2D : public Op {
   void forward(OpContext& c, const std::vector<const float*>& in, float* out, int n) override {
     if (depthwise) {
       depthwise_forward(dw_dims(n), in[0], params[0].value, bias ? params[1].value : nullptr, out,
-                        c.reduced, c.low, c.stream);
+                        c.reduced, c.low, relu, c.stream);
       DC_LAUNCHED(shapes(n));
+      return;
+    }
+    if (pw_) {
+      pointwise_forward(c, in[0], out, n);
       return;
     }
     Algos& a = algos_.at(n);
@@ -254,14 +300,20 @@ class Conv2D : public Op {
                                        &zero, a.y.get(), out),
                shapes(n));
     }
-    if (bias) {
-      add_bias(out, params[1].value, n, OC, OH * OW, c.stream);
+    if (bias || relu.on) {
+      bias_relu(out, bias ? params[1].value : nullptr, n, OC, OH * OW, relu, c.stream);
       DC_LAUNCHED(shapes(n));
     }
   }
 
-  void backward(OpContext& c, const std::vector<const float*>& in, const float*, const float* dout,
-                const std::vector<float*>& din, int n) override {
+  void backward(OpContext& c, const std::vector<const float*>& in, const float* out,
+                const float* dout, const std::vector<float*>& din, int n) override {
+    if (relu.on) {
+      // The plan's gradient buffer of this layer, which only this backward
+      // reads: masked where it lies.
+      relu_mask(out, const_cast<float*>(dout), int64_t(n) * OC * OH * OW, relu.hi, c.stream);
+      DC_LAUNCHED(shapes(n));
+    }
     if (depthwise) {
       const DwDims d = dw_dims(n);
       float* db = bias ? params[1].grad : nullptr;
@@ -278,13 +330,17 @@ class Conv2D : public Op {
       }
       return;
     }
-    Algos& a = algos_.at(n);
-    const float one = 1.f;
     // A frozen layer (null gradients) only passes the gradient on.
     if (bias && params[1].grad) {
       bias_grad(dout, params[1].grad, n, OC, OH * OW, bias_parts_.get<void>(), c.stream);
       DC_LAUNCHED(shapes(n));
     }
+    if (pw_) {
+      pointwise_backward(c, in[0], dout, din[0], n);
+      return;
+    }
+    Algos& a = algos_.at(n);
+    const float one = 1.f;
     if (reduced_) {
       backward_low(c, a, dout, din[0], n);
       return;
@@ -311,6 +367,66 @@ class Conv2D : public Op {
   }
 
  private:
+  // The pointwise path's buffers: the bias gradient's partial sums, the
+  // batch's ones for the GEMV (made at the first prepare, which is for the
+  // largest batch and runs before any graph capture), and the weight
+  // gradient's per-sample products in the shared workspace.
+  void prepare_pointwise(OpContext& c, int n) {
+    const bool wgrad = needs_backward && !frozen;
+    if (bias && wgrad && !bias_parts_.bytes())
+      bias_parts_ = DeviceBuffer(*c.alloc, bias_grad_scratch_bytes(OC),
+                                 label + " bias gradient partial sums");
+    if (!wgrad) return;
+    c.ws(size_t(n) * size_t(C * OC) * 4, label);
+    if (n > int(pw_ones_host_.size())) {
+      pw_ones_host_.assign(size_t(n), 1.f);
+      pw_ones_ = DeviceBuffer(*c.alloc, size_t(n) * 4, label + " ones (batch sums)");
+      DC_CUDA(cudaMemcpyAsync(pw_ones_.get<void>(), pw_ones_host_.data(), size_t(n) * 4,
+                              cudaMemcpyHostToDevice, c.stream),
+              shapes(n));
+    }
+  }
+
+  // Column-major views of the NCHW planes: x[n] is HW × C (ld HW), y[n]
+  // HW × OC, and the OC × C weight is C × OC (ld C). y = x · W per sample.
+  void pointwise_forward(OpContext& c, const float* x, float* y, int n) {
+    const float one = 1.f, zero = 0.f;
+    const int hw = int(H * W);
+    DC_CUBLAS(cublasGemmStridedBatchedEx(c.blas, CUBLAS_OP_N, CUBLAS_OP_N, hw, int(OC), int(C),
+                                         &one, x, CUDA_R_32F, hw, int64_t(C) * hw, params[0].value,
+                                         CUDA_R_32F, int(C), 0, &zero, y, CUDA_R_32F, hw,
+                                         int64_t(OC) * hw, n, pw_math_, CUBLAS_GEMM_DEFAULT),
+              shapes(n));
+    if (bias || relu.on) {
+      bias_relu(y, bias ? params[1].value : nullptr, n, OC, H * W, relu, c.stream);
+      DC_LAUNCHED(shapes(n));
+    }
+  }
+
+  // dx += dy · Wᵀ per sample; dW += Σₙ x[n]ᵀ · dy[n]: the per-sample C × OC
+  // products into the workspace, then one GEMV with the batch's ones.
+  void pointwise_backward(OpContext& c, const float* x, const float* dy, float* dx, int n) {
+    const float one = 1.f, zero = 0.f;
+    const int hw = int(H * W);
+    if (params[0].grad) {
+      float* parts = c.workspace->get();
+      DC_CUBLAS(cublasGemmStridedBatchedEx(c.blas, CUBLAS_OP_T, CUBLAS_OP_N, int(C), int(OC), hw,
+                                           &one, x, CUDA_R_32F, hw, int64_t(C) * hw, dy, CUDA_R_32F,
+                                           hw, int64_t(OC) * hw, &zero, parts, CUDA_R_32F, int(C),
+                                           int64_t(C) * OC, n, pw_math_, CUBLAS_GEMM_DEFAULT),
+                shapes(n));
+      DC_CUBLAS(cublasSgemv(c.blas, CUBLAS_OP_N, int(C * OC), n, &one, parts, int(C * OC),
+                            pw_ones_.get<float>(), 1, &one, params[0].grad, 1),
+                shapes(n));
+    }
+    if (!dx) return;
+    DC_CUBLAS(cublasGemmStridedBatchedEx(
+                  c.blas, CUBLAS_OP_N, CUBLAS_OP_T, hw, int(C), int(OC), &one, dy, CUDA_R_32F, hw,
+                  int64_t(OC) * hw, params[0].value, CUDA_R_32F, int(C), 0, &one, dx, CUDA_R_32F,
+                  hw, int64_t(C) * hw, n, pw_math_, CUBLAS_GEMM_DEFAULT),
+              shapes(n));
+  }
+
   DwDims dw_dims(int n) const {
     return DwDims{n,       int(C),  int(OC / C), int(H),  int(W),  int(OH), int(OW), int(KH),
                   int(KW), int(SH), int(SW),     int(DH), int(DW), int(PH), int(PW)};
@@ -515,6 +631,10 @@ class Conv2D : public Op {
   }
 
   bool reduced_ = false, nhwc_ = false, wgrad_gemm_ = false;
+  bool pw_decided_ = false, pw_ = false;
+  cublasComputeType_t pw_math_ = CUBLAS_COMPUTE_32F_FAST_16BF;
+  std::vector<float> pw_ones_host_;  // the ones' source, alive while a copy may read it
+  DeviceBuffer pw_ones_;
   bool graph_ = false, graph_required_ = false, fallback_said_ = false, dw_said_ = false,
        dw_prepared_ = false;
   cudnnDataType_t dt_ = CUDNN_DATA_FLOAT;
@@ -556,6 +676,7 @@ std::unique_ptr<Op> make_conv(const PlanStep& s) {
   g.pc = conv_pad_copy(g.H, g.W, pt, pb, pl, pr);
   g.PH = pt;
   g.PW = pl;
+  g.pads_total = pt + pb + pl + pr;
   g.OH = out[1];
   g.OW = out[2];
   g.params.push_back({"weight", Shape{g.OC, g.C / g.G, g.KH, g.KW}, true});

@@ -2,6 +2,13 @@
 // cuBLAS's column-major terms, y^T = W^T·x^T, so no transposes are copied.
 // In bf16/fp16 the products read 16-bit copies of x, W and dy (tensor cores)
 // and accumulate and write float32 (cublasGemmEx, CUBLAS_COMPUTE_32F).
+// DC_CUDA_DENSE=fast instead gives cuBLAS the float32 tensors with
+// CUBLAS_COMPUTE_32F_FAST_16BF/16F, as the pointwise convolutions and
+// attention do: no conversion passes and no 16-bit copies. An A/B switch
+// until a lent GPU has measured it against the copies.
+#include <cstdlib>
+#include <cstring>
+
 #include "kernels.h"
 #include "op_registry.h"
 
@@ -25,7 +32,12 @@ class Dense : public Op {
     if (bias && needs_backward && !frozen && !bias_parts_.bytes())
       bias_parts_ =
           DeviceBuffer(*c.alloc, bias_grad_scratch_bytes(U), label + " bias gradient partial sums");
-    if (!c.reduced || batch <= cap_) return;
+    if (!decided_) {
+      decided_ = true;
+      const char* e = std::getenv("DC_CUDA_DENSE");
+      fast_ = c.reduced && e && std::strcmp(e, "fast") == 0;
+    }
+    if (!c.reduced || fast_ || batch <= cap_) return;
     cap_ = batch;
     x_low_ = DeviceBuffer(*c.alloc, size_t(batch) * T * F * 2, label + " 16-bit input");
     if (needs_backward)
@@ -35,7 +47,12 @@ class Dense : public Op {
   void forward(OpContext& c, const std::vector<const float*>& in, float* out, int batch) override {
     const int n = batch * T;
     const float one = 1.f, zero = 0.f;
-    if (c.reduced) {
+    if (fast_) {
+      DC_CUBLAS(cublasGemmEx(c.blas, CUBLAS_OP_T, CUBLAS_OP_N, U, n, F, &one, params[0].value,
+                             CUDA_R_32F, F, in[0], CUDA_R_32F, F, &zero, out, CUDA_R_32F, U,
+                             fast_type(c), CUBLAS_GEMM_DEFAULT),
+                shapes(batch));
+    } else if (c.reduced) {
       to_low(in[0], x_low_.get<void>(), int64_t(n) * F, c.low, c.stream);
       DC_LAUNCHED(shapes(batch));
       DC_CUBLAS(cublasGemmEx(c.blas, CUBLAS_OP_T, CUBLAS_OP_N, U, n, F, &one, params[0].value_low,
@@ -62,6 +79,19 @@ class Dense : public Op {
     if (bias && params[1].grad) {
       bias_grad(dout, params[1].grad, n, U, 1, bias_parts_.get<void>(), c.stream);
       DC_LAUNCHED(shapes(batch));
+    }
+    if (fast_) {
+      if (dw)
+        DC_CUBLAS(cublasGemmEx(c.blas, CUBLAS_OP_N, CUBLAS_OP_T, F, U, n, &one, in[0], CUDA_R_32F,
+                               F, dout, CUDA_R_32F, U, &one, dw, CUDA_R_32F, F, fast_type(c),
+                               CUBLAS_GEMM_DEFAULT),
+                  shapes(batch));
+      if (din[0])
+        DC_CUBLAS(cublasGemmEx(c.blas, CUBLAS_OP_N, CUBLAS_OP_N, F, n, U, &one, params[0].value,
+                               CUDA_R_32F, F, dout, CUDA_R_32F, U, &one, din[0], CUDA_R_32F, F,
+                               fast_type(c), CUBLAS_GEMM_DEFAULT),
+                  shapes(batch));
+      return;
     }
     if (c.reduced) {
       to_low(dout, dy_low_.get<void>(), int64_t(n) * U, c.low, c.stream);
@@ -94,7 +124,11 @@ class Dense : public Op {
   static cudaDataType_t type(const OpContext& c) {
     return c.low == Low::Bf16 ? CUDA_R_16BF : CUDA_R_16F;
   }
+  static cublasComputeType_t fast_type(const OpContext& c) {
+    return c.low == Low::Bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_16F;
+  }
   int cap_ = 0;
+  bool decided_ = false, fast_ = false;
   DeviceBuffer x_low_, dy_low_, bias_parts_;
 };
 

@@ -37,7 +37,7 @@ struct Round {
 template <int KH_, int KW_, int S_, int P>
 __global__ void k_dw_forward(DwDims d, FastDiv fow, const float* __restrict__ x,
                              const float* __restrict__ w, const float* __restrict__ b,
-                             float* __restrict__ y) {
+                             float* __restrict__ y, FusedRelu relu) {
   const int plane = int(blockIdx.x), OC = d.C * d.M;
   const int oc = plane % OC, n = plane / OC, c = oc / d.M;
   const int ohw = d.OH * d.OW;
@@ -58,6 +58,7 @@ __global__ void k_dw_forward(DwDims d, FastDiv fow, const float* __restrict__ x,
   }
   v = r(v);
   if (b) v += b[oc];
+  if (relu.on) v = relu_clamp(v, relu.hi);
   y[int64_t(plane) * ohw + pos] = v;
 }
 
@@ -149,21 +150,21 @@ __global__ void k_dw_weight_total(const float* __restrict__ parts, int count, in
 
 template <int P>
 void forward_p(const DwDims& d, const float* x, const float* w, const float* b, float* y,
-               cudaStream_t s) {
+               FusedRelu r, cudaStream_t s) {
   const int ohw = d.OH * d.OW, threads = dw_plane_threads(ohw);
   const dim3 grid(unsigned(d.N * d.C * d.M), unsigned((ohw + threads - 1) / threads));
   const FastDiv fow(uint32_t(d.OW));
   const DwVariant v = dw_variant(d);
   if (v.k == 3 && v.s == 1)
-    k_dw_forward<3, 3, 1, P><<<grid, threads, 0, s>>>(d, fow, x, w, b, y);
+    k_dw_forward<3, 3, 1, P><<<grid, threads, 0, s>>>(d, fow, x, w, b, y, r);
   else if (v.k == 3 && v.s == 2)
-    k_dw_forward<3, 3, 2, P><<<grid, threads, 0, s>>>(d, fow, x, w, b, y);
+    k_dw_forward<3, 3, 2, P><<<grid, threads, 0, s>>>(d, fow, x, w, b, y, r);
   else if (v.k == 5 && v.s == 1)
-    k_dw_forward<5, 5, 1, P><<<grid, threads, 0, s>>>(d, fow, x, w, b, y);
+    k_dw_forward<5, 5, 1, P><<<grid, threads, 0, s>>>(d, fow, x, w, b, y, r);
   else if (v.k == 5 && v.s == 2)
-    k_dw_forward<5, 5, 2, P><<<grid, threads, 0, s>>>(d, fow, x, w, b, y);
+    k_dw_forward<5, 5, 2, P><<<grid, threads, 0, s>>>(d, fow, x, w, b, y, r);
   else
-    k_dw_forward<0, 0, 0, P><<<grid, threads, 0, s>>>(d, fow, x, w, b, y);
+    k_dw_forward<0, 0, 0, P><<<grid, threads, 0, s>>>(d, fow, x, w, b, y, r);
 }
 
 template <int P>
@@ -216,13 +217,13 @@ void backward_weight_p(const DwDims& d, const float* x, const float* dy, float* 
 }  // namespace
 
 void depthwise_forward(const DwDims& d, const float* x, const float* w, const float* b, float* y,
-                       bool reduced, Low low, cudaStream_t s) {
+                       bool reduced, Low low, FusedRelu r, cudaStream_t s) {
   if (!reduced)
-    forward_p<0>(d, x, w, b, y, s);
+    forward_p<0>(d, x, w, b, y, r, s);
   else if (low == Low::Bf16)
-    forward_p<1>(d, x, w, b, y, s);
+    forward_p<1>(d, x, w, b, y, r, s);
   else
-    forward_p<2>(d, x, w, b, y, s);
+    forward_p<2>(d, x, w, b, y, r, s);
 }
 
 void depthwise_backward_data(const DwDims& d, const float* dy, const float* w, float* dx,

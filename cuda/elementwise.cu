@@ -192,6 +192,23 @@ __global__ void k_dropout_bwd(const float* dy, float* dx, int64_t n, float rate,
 __global__ void k_add_bias(float* y, const float* b, int64_t total, ChannelOf ch) {
   DC_GRID_LOOP(i, total) y[i] += b[ch(i)];
 }
+__global__ void k_bias_relu(float* y, const float* b, int64_t total, ChannelOf ch, float hi) {
+  DC_GRID_LOOP(i, total) y[i] = relu_clamp(b ? y[i] + b[ch(i)] : y[i], hi);
+}
+__global__ void k_relu_mask(const float* y, float* dy, int64_t n, float hi) {
+  DC_GRID_LOOP(i, n) if (!relu_passes(y[i], hi)) dy[i] = 0.f;
+}
+__global__ void k_relu_mask4(const float4* y, float4* dy, int64_t n4, float hi) {
+  DC_GRID_LOOP(i, n4) {
+    const float4 v = y[i];
+    float4 g = dy[i];
+    if (!relu_passes(v.x, hi)) g.x = 0.f;
+    if (!relu_passes(v.y, hi)) g.y = 0.f;
+    if (!relu_passes(v.z, hi)) g.z = 0.f;
+    if (!relu_passes(v.w, hi)) g.w = 0.f;
+    dy[i] = g;
+  }
+}
 
 // Sums of dy (the bias gradient's terms; the second sum is unused).
 struct BiasTerms {
@@ -280,6 +297,22 @@ void dropout_backward(const float* dy, float* dx, int64_t n, float rate, uint64_
 void add_bias(float* y, const float* bias, int64_t N, int64_t C, int64_t S, cudaStream_t s) {
   int64_t total = N * C * S;
   k_add_bias<<<blocks_for(total), kThreads, 0, s>>>(y, bias, total, channel_of(N, C, S, 1));
+}
+void bias_relu(float* y, const float* bias, int64_t N, int64_t C, int64_t S, FusedRelu r,
+               cudaStream_t s) {
+  if (!r.on) {
+    if (bias) add_bias(y, bias, N, C, S, s);
+    return;
+  }
+  const int64_t total = N * C * S;
+  k_bias_relu<<<blocks_for(total), kThreads, 0, s>>>(y, bias, total, channel_of(N, C, S, 1), r.hi);
+}
+void relu_mask(const float* y, float* dy, int64_t n, float hi, cudaStream_t s) {
+  if (vec4(n, {y, dy}))
+    k_relu_mask4<<<blocks_for(n / 4), kThreads, 0, s>>>(reinterpret_cast<const float4*>(y),
+                                                        reinterpret_cast<float4*>(dy), n / 4, hi);
+  else
+    k_relu_mask<<<blocks_for(n), kThreads, 0, s>>>(y, dy, n, hi);
 }
 size_t bias_grad_scratch_bytes(int64_t C) {
   return channel_parts_bytes(C);

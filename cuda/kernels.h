@@ -41,6 +41,14 @@ void dropout_backward(const float* dy, float* dx, int64_t n, float rate, uint64_
                       uint64_t salt, const uint64_t* dseed, cudaStream_t s);
 // y[n, c, s] += bias[c]; bias grad db[c] += sum over n, s of dy
 void add_bias(float* y, const float* bias, int64_t N, int64_t C, int64_t S, cudaStream_t s);
+// A Conv2D's epilogue with a ReLU folded into it: y = clamp(y + bias) in
+// one pass (bias may be null; r off: add_bias alone).
+void bias_relu(float* y, const float* bias, int64_t N, int64_t C, int64_t S, FusedRelu r,
+               cudaStream_t s);
+// The folded ReLU's backward, in place on the producer's own gradient
+// buffer (nothing else reads it): dy = 0 where y (the clamped output) is
+// not strictly between 0 and hi.
+void relu_mask(const float* y, float* dy, int64_t n, float hi, cudaStream_t s);
 // db += dy's per-channel sums; `scratch` holds bias_grad_scratch_bytes(C)
 // (any N) for the partial sums.
 size_t bias_grad_scratch_bytes(int64_t C);
@@ -258,14 +266,15 @@ void unpack_weight_grads(const WeightSegment* segs, int count, int64_t longest, 
 
 // depthwise.cu: depthwise Conv2D (groups = channels) on float32 NCHW, in
 // every precision (reduced: bf16/fp16 rounding of the operands and
-// results, float32 sums). Forward writes y (+ bias, may be null); the
+// results, float32 sums). Forward writes y (+ bias, may be null; clamped
+// by a folded ReLU r); the
 // backward functions accumulate into dx, dw and db (dw or db may be null).
 // scratch: depthwise_wgrad_scratch_bytes(d), any batch size.
 #include "depthwise.h"
 
 namespace dc::cuda {
 void depthwise_forward(const DwDims& d, const float* x, const float* w, const float* b, float* y,
-                       bool reduced, Low low, cudaStream_t s);
+                       bool reduced, Low low, FusedRelu r, cudaStream_t s);
 void depthwise_backward_data(const DwDims& d, const float* dy, const float* w, float* dx,
                              bool reduced, Low low, cudaStream_t s);
 void depthwise_backward_weight(const DwDims& d, const float* x, const float* dy, float* dw,

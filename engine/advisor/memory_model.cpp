@@ -3,6 +3,7 @@
 // it), so that a change there shows up here as a failing
 // Advisor.MemoryPredictionMatchesMeasuredPeak test rather than as a silent drift.
 #include <deepcanvas/advisor/memory_model.h>
+#include <deepcanvas/cuda_pointwise.h>
 #include <deepcanvas/data.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/parallel.h>
@@ -19,6 +20,29 @@ namespace {
 bool is_depthwise_conv(const PlanStep& s) {
   const int64_t C = s.in_shapes[0][0], OC = s.out_shape[0], G = s.attrs.i("groups");
   return G > 1 && G == C && OC % C == 0;
+}
+
+// A Conv2D's padding on each side (top, bottom, left, right), as
+// cuda/conv.cpp's make_conv derives it.
+struct ConvPads {
+  int64_t t = 0, b = 0, l = 0, r = 0;
+};
+ConvPads conv_pads(const PlanStep& s) {
+  ConvPads p;
+  const std::string& mode = s.attrs.s("padding_mode");
+  if (mode == "explicit") {
+    const auto& e = s.attrs.ints("padding");
+    p.t = p.b = e[0];
+    p.l = p.r = e[1];
+  } else if (mode == "same") {
+    const Shape& x = s.in_shapes[0];
+    const auto& k = s.attrs.ints("kernel");
+    const auto& st = s.attrs.ints("stride");
+    const auto& dl = s.attrs.ints("dilation");
+    same_padding(x[1], k[0], st[0], dl[0], p.t, p.b, "height");
+    same_padding(x[2], k[1], st[1], dl[1], p.l, p.r, "width");
+  }
+  return p;
 }
 
 // dc::Storage rounds every block up to 64 bytes (core/tensor.cpp).
@@ -220,32 +244,39 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       // columns (conv_layout.h's ConvPadCopy); backward reuses it for the
       // copy's input gradient, and the 16-bit copy of x is of its size.
       int64_t xin = in;
-      if (s.attrs.s("padding_mode") == "same") {
+      const ConvPads pad = conv_pads(s);
+      if (pad.t != pad.b || pad.l != pad.r) {
         const Shape& x = s.in_shapes[0];
-        const auto& k = s.attrs.ints("kernel");
-        const auto& st = s.attrs.ints("stride");
-        const auto& dl = s.attrs.ints("dilation");
-        int64_t pt = 0, pb = 0, pl = 0, pr = 0;
-        same_padding(x[1], k[0], st[0], dl[0], pt, pb, "height");
-        same_padding(x[2], k[1], st[1], dl[1], pl, pr, "width");
-        if (pt != pb || pl != pr) {
-          xin = x[0] * (x[1] + std::max(pt, pb) - std::min(pt, pb)) *
-                (x[2] + std::max(pl, pr) - std::min(pl, pr));
-          extra += blk(4 * n * xin);
-        }
+        xin = x[0] * (x[1] + std::max(pad.t, pad.b) - std::min(pad.t, pad.b)) *
+              (x[2] + std::max(pad.l, pad.r) - std::min(pad.l, pad.r));
+        extra += blk(4 * n * xin);
+      }
+      const int64_t OC = s.out_shape[0];
+      const int64_t IC = s.in_shapes[0][0], groups = s.attrs.i("groups");
+      // Pointwise layers on cuBLAS GEMMs (deepcanvas/cuda_pointwise.h): no
+      // 16-bit copies; a trained one's per-sample weight-gradient products
+      // in the shared workspace, and the batch's ones.
+      const bool wgrad = reached[i] && !s.frozen;
+      const auto& kk = s.attrs.ints("kernel");
+      const auto& ks = s.attrs.ints("stride");
+      const bool pw_gemm =
+          reduced && xin == in &&
+          cuda_pointwise_gemm(IC, s.in_shapes[0][1], s.in_shapes[0][2], OC, kk[0], kk[1], ks[0],
+                              ks[1], groups, pad.t + pad.b + pad.l + pad.r, wgrad);
+      if (pw_gemm && wgrad) {
+        workspace = std::max(workspace, blk(4 * n * IC * OC));
+        extra += blk(4 * n);
       }
       // 16-bit copies of x, y and the weights for tensor cores. (A frozen
       // one keeps no 16-bit weight gradient.)
-      if (reduced)
+      if (reduced && !pw_gemm)
         extra += blk(2 * n * xin) + blk(2 * n * out) + (s.frozen ? 0 : blk(2 * p.trainable));
       // Channels last (the default of the graph-API path where there is
       // one group and both channel counts are multiples of 8) adds a 16-bit
       // KRSC copy of the weight. (DC_CUDA_WGRAD=gemm's columns and the
-      // opt-outs DC_CUDA_NHWC=0 / DC_CUDA_CONV=legacy are not modelled.)
-      // The bias gradient's partial sums (two doubles per part).
-      const int64_t OC = s.out_shape[0];
-      const int64_t IC = s.in_shapes[0][0], groups = s.attrs.i("groups");
-      if (reduced && groups == 1 && IC % 8 == 0 && OC % 8 == 0) {
+      // opt-outs DC_CUDA_NHWC=0 / DC_CUDA_CONV=legacy / DC_CUDA_PW=cudnn are
+      // not modelled.) The bias gradient's partial sums (two doubles per part).
+      if (reduced && !pw_gemm && groups == 1 && IC % 8 == 0 && OC % 8 == 0) {
         const auto& k = s.attrs.ints("kernel");
         extra += blk(2 * OC * IC * k[0] * k[1]);
       }

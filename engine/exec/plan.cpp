@@ -69,7 +69,7 @@ std::vector<int> relu_fusions(const std::vector<PlanStep>& steps) {
 std::vector<int> cuda_relu_fusions(const std::vector<PlanStep>& steps) {
   return relu_fusions_into(steps, [&](int i) {
     const std::string& t = steps[size_t(i)].type;
-    return t == "BatchNorm2D" || t == "BatchNorm1D" || t == "Add";
+    return t == "BatchNorm2D" || t == "BatchNorm1D" || t == "Add" || t == "Conv2D";
   });
 }
 

@@ -21,12 +21,15 @@
 #       [--profile vgg:bf16,...]  (each config's kernels under Nsight Compute: bench/kernel_profile.py)
 #       [--ab ROUNDS]  (the plugin's convolution and recurrent paths against each
 #                       other before the peers: bench/gpu_conv_paths.sh)
-#       [--ab-set paths|fuse]  (which variants --ab compares; fuse: ReLUs folded or not)
+#       [--ab-set paths|fuse|new|pw]  (which variants --ab compares: bench/gpu_conv_paths.sh)
 # The machine's copy of .git is not this session's latest: pass
 # DC_COMMIT=<hash> in the command, or the raw results name an older commit.
 # --deadline S: the whole script should end within S seconds of its start
 # (a lease's call limit): the benchmarks start no new process once their
 # share is spent and report what they measured. [--legacy-bench [--epochs N] [--lstm-epochs N]]
+# DC_ADVISOR_ARGS: more arguments for bench/advisor_accuracy.py (e.g.
+# "--templates two_conv_cnn,lenet5 --samples 4096": the memory rows a host
+# test pins, in seconds instead of minutes).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CARRY=${DC_CARRY:-$ROOT/carry}
@@ -157,7 +160,7 @@ if wanted advisor; then
   step "advisor: predicted vs measured on this GPU"
   PYTHONUNBUFFERED=1 timeout "${DC_ADVISOR_TIMEOUT:-900}" python3 "$ROOT/bench/advisor_accuracy.py" --cli "$CLI" --device cuda \
     --gpu "${DC_GPU_ROW:-$GPU_ROW}" --data "$DATA" --samples 32768 \
-    --raw "$LOGS/advisor_gpu.jsonl" 2>&1 | tee "$LOGS/advisor_gpu.log"
+    --raw "$LOGS/advisor_gpu.jsonl" ${DC_ADVISOR_ARGS:-} 2>&1 | tee "$LOGS/advisor_gpu.log"
   RESULT[advisor]=${PIPESTATUS[0]}
 fi
 # Seconds left before the deadline, less a reserve (0 without a deadline).

@@ -72,7 +72,34 @@ Graph small_lstm() {
   return g;
 }
 
-enum class Net { Cnn, CnnDropout, Lstm };
+// A 3×3 convolution, then two 1×1 ones on its 10×10 planes: in bf16 those
+// run as cuBLAS GEMMs on the float32 planes (deepcanvas/cuda_pointwise.h),
+// with the weight gradient's batch sum through the ones made at the first
+// prepare, which a replay must keep reading.
+Graph pointwise_cnn() {
+  register_builtin_layers();
+  Graph g;
+  NodeId in = g.add_node("Input", "input", A({{"shape", std::vector<int64_t>{1, 12, 12}}}));
+  NodeId c = g.add_node("Conv2D", "conv", A({{"filters", int64_t(8)}}));
+  NodeId p1 =
+      g.add_node("Conv2D", "pw1", A({{"filters", int64_t(16)}, {"kernel", test::pair(1, 1)}}));
+  NodeId r = g.add_node("ReLU", "relu");
+  NodeId p2 =
+      g.add_node("Conv2D", "pw2", A({{"filters", int64_t(8)}, {"kernel", test::pair(1, 1)}}));
+  NodeId p = g.add_node("MaxPool2D", "pool");
+  NodeId f = g.add_node("Flatten", "flat");
+  NodeId d = g.add_node("Dense", "fc", A({{"units", int64_t(10)}}));
+  g.connect(in, c);
+  g.connect(c, p1);
+  g.connect(p1, r);
+  g.connect(r, p2);
+  g.connect(p2, p);
+  g.connect(p, f);
+  g.connect(f, d);
+  return g;
+}
+
+enum class Net { Cnn, CnnDropout, Lstm, Pointwise };
 
 struct Run {
   std::vector<Tensor> state, moments;
@@ -84,7 +111,9 @@ Run train(bool graphs, const std::string& precision, Net net) {
   const bool lstm = net == Net::Lstm;
   if (!graphs) setenv("DC_CUDA_GRAPHS", "0", 1);
   DeviceBackend* be = test::gpu_or_skip();
-  Graph g = lstm ? small_lstm() : small_cnn(net == Net::CnnDropout);
+  Graph g = lstm                    ? small_lstm()
+            : net == Net::Pointwise ? pointwise_cnn()
+                                    : small_cnn(net == Net::CnnDropout);
   const int64_t B = 16, S = 100;
   Plan host(g, B);
   host.init_params(5);
@@ -164,6 +193,9 @@ TEST(CudaGraph, ReplayedLstmStepsMatchEagerSteps) {
 }
 TEST(CudaGraph, DropoutKeepsGraphsOnAndDrawsTheEagerMasks) {
   compare("fp32", Net::CnnDropout);
+}
+TEST(CudaGraph, ReplayedBf16PointwiseGemmStepsMatchEagerSteps) {
+  compare("bf16", Net::Pointwise);
 }
 
 }  // namespace

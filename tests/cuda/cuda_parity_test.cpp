@@ -31,7 +31,8 @@ struct Case {
   int64_t batch = 6;
   float offset = 0;  // added to the random input
   // A layer after op ("ReLU", "ReLU6"): the CUDA plan folds it into a
-  // BatchNorm or Add (cuda_relu_fusions); the CPU runs it on its own.
+  // BatchNorm, Add or Conv2D (cuda_relu_fusions); the CPU folds it into a
+  // Conv2D and runs it on its own after the others.
   std::string post = "";
 };
 
@@ -300,6 +301,38 @@ TEST(CudaParity, ReluFoldedIntoBatchNormAndAdd) {
   add2.post = "ReLU6";
   add2.offset = 4.f;  // some sums above 6, where ReLU6 stops the gradient
   check_case(add2);
+}
+// A ReLU folded into the Conv2D before it (the clamp in the bias pass or
+// the depthwise kernel, the mask in place on the convolution's own
+// gradient): cuDNN's float32 path, a 1×1 one, and the depthwise kernels,
+// with inputs shifted so that some outputs pass ReLU6's cap of 6.
+TEST(CudaParity, ReluFoldedIntoConv2D) {
+  Case conv{"conv3x3+relu6",
+            {4, 9, 8},
+            "Conv2D",
+            "Conv2D",
+            A({{"filters", int64_t(6)}, {"kernel", pair(3, 3)}, {"padding", pair(1, 1)}})};
+  conv.post = "ReLU6";
+  conv.offset = 2.f;
+  check_case(conv);
+  Case pw{"conv1x1+relu",
+          {8, 9, 10},
+          "Conv2D",
+          "Conv2D",
+          A({{"filters", int64_t(16)}, {"kernel", pair(1, 1)}})};
+  pw.post = "ReLU";
+  check_case(pw);
+  Case dw{"depthwise+relu6",
+          {6, 10, 9},
+          "Conv2D",
+          "Conv2D",
+          A({{"filters", int64_t(6)},
+             {"kernel", pair(3, 3)},
+             {"padding", pair(1, 1)},
+             {"groups", int64_t(6)}})};
+  dw.post = "ReLU6";
+  dw.offset = 3.f;
+  check_case(dw);
 }
 TEST(CudaParity, DropoutIsIdentityInEvaluation) {
   check_case({"dropout eval", {10}, "Dense", "Dropout", A({{"rate", 0.3}})}, false);

@@ -48,9 +48,11 @@ Graph chain(const std::string& input_type, Attrs input, const std::string& t1, A
 }
 
 // tol applies to the output and every gradient, except the first layer's
-// gradients, which get first_tol (see conv_and_dense).
+// gradients, which get first_tol (see conv_and_dense). rounds: whether the
+// output must show 16-bit rounding (cuBLAS's FAST_16BF/16F compute types
+// allow it but need not round a small GEMM).
 void check(const std::string& name, const Graph& g, const Shape& input, const std::string& prec,
-           double tol = 2e-2, double first_tol = 2e-2) {
+           double tol = 2e-2, double first_tol = 2e-2, bool rounds = true) {
   DeviceBackend* be = test::gpu_or_skip();
   if (!be) GTEST_SKIP() << test::skip_reason();
   SCOPED_TRACE(name + " " + prec);
@@ -78,7 +80,7 @@ void check(const std::string& name, const Graph& g, const Shape& input, const st
   const double e = rel_err(gpu_out, cpu_out);
   EXPECT_LE(e, tol) << "forward output";
   // 16-bit rounding must show: an error this small means fp32 ran instead.
-  EXPECT_GT(e, 1e-6) << "forward output equals float32's: was " << prec << " used?";
+  if (rounds) EXPECT_GT(e, 1e-6) << "forward output equals float32's: was " << prec << " used?";
   size_t k = 0;
   for (auto& p : host.params()) {
     const double t = p.name.rfind("first.", 0) == 0 ? first_tol : tol;
@@ -140,15 +142,51 @@ void conv_and_dense(const std::string& prec) {
     const ScopedEnv nhwc("DC_CUDA_NHWC", "1");
     check("conv, legacy API channels last", channels_last, Shape{8, 10, 9}, prec, 2e-2, first_tol);
   }
-  check("dense",
-        chain("Input", A({{"shape", std::vector<int64_t>{40}}}), "Dense",
-              A({{"units", int64_t(24)}}), "Dense", A({{"units", int64_t(10)}})),
-        Shape{40}, prec);
-  check("time distributed",
-        chain("SequenceInput", A({{"steps", int64_t(6)}, {"features", int64_t(12)}}),
-              "TimeDistributedDense", A({{"units", int64_t(16)}}), "TimeDistributedDense",
-              A({{"units", int64_t(5)}})),
-        Shape{6, 12}, prec);
+  // 1×1 convolutions on a 10×9 plane (90 pixels, at least the 64 of
+  // deepcanvas/cuda_pointwise.h): cuBLAS GEMMs on the float32 planes with
+  // 16-bit operands (the default), with TF32 (DC_CUDA_PW=tf32), and cuDNN
+  // (DC_CUDA_PW=cudnn). The log says which path each layer took, so a
+  // silent fall back to cuDNN fails.
+  if (!test::gpu_or_skip()) return;  // check() has said why it skips
+  const Graph pointwise = chain("Input", A({{"shape", std::vector<int64_t>{8, 10, 9}}}), "Conv2D",
+                                A({{"filters", int64_t(16)}, {"kernel", pair(1, 1)}}), "Conv2D",
+                                A({{"filters", int64_t(8)}, {"kernel", pair(1, 1)}}));
+  for (const char* mode : {"", "tf32", "cudnn"}) {
+    const ScopedEnv pw("DC_CUDA_PW", mode);
+    const ScopedEnv log("DC_CUDA_LOG_ALGOS", "1");
+    testing::internal::CaptureStderr();
+    const bool on_gemm = std::string(mode) != "cudnn";
+    check(std::string("pointwise conv, DC_CUDA_PW=") + mode, pointwise, Shape{8, 10, 9}, prec, 2e-2,
+          first_tol, !on_gemm);
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(err.find("pointwise GEMMs on cuBLAS") != std::string::npos, on_gemm)
+        << mode << ": " << err;
+  }
+  // Self-attention after a token-wise projection: its GEMMs take the
+  // float32 tensors with 16-bit compute types (the softmax stays float32),
+  // so rounding need not show in a case this small. The softmax's backward
+  // subtracts each row's weighted sum, which cancels as the convolutions'
+  // data gradients do: 5e-2 for the attention's own gradients.
+  check("attention",
+        chain("SequenceInput", A({{"steps", int64_t(6)}, {"features", int64_t(16)}}),
+              "TimeDistributedDense", A({{"units", int64_t(16)}}), "MultiHeadAttention",
+              A({{"heads", int64_t(2)}})),
+        Shape{6, 16}, prec, 5e-2, first_tol, false);
+  // Dense on 16-bit copies (the default) and on the float32 tensors with
+  // 16-bit compute types (DC_CUDA_DENSE=fast, which need not round here).
+  for (const char* mode : {"", "fast"}) {
+    const ScopedEnv dense("DC_CUDA_DENSE", mode);
+    const bool copies = *mode == 0;
+    check(std::string("dense ") + mode,
+          chain("Input", A({{"shape", std::vector<int64_t>{40}}}), "Dense",
+                A({{"units", int64_t(24)}}), "Dense", A({{"units", int64_t(10)}})),
+          Shape{40}, prec, 2e-2, 2e-2, copies);
+    check(std::string("time distributed ") + mode,
+          chain("SequenceInput", A({{"steps", int64_t(6)}, {"features", int64_t(12)}}),
+                "TimeDistributedDense", A({{"units", int64_t(16)}}), "TimeDistributedDense",
+                A({{"units", int64_t(5)}})),
+          Shape{6, 12}, prec, 2e-2, 2e-2, copies);
+  }
 }
 
 TEST(CudaPrecision, Bf16ConvolutionsAndGemmsWithinBf16Error) {

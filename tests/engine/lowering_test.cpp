@@ -104,7 +104,7 @@ namespace dc {
 namespace {
 
 // Which ReLUs each backend folds into the layer before them: the CPU into a
-// Conv2D (relu_fusions), the CUDA plan into a BatchNorm or an Add
+// Conv2D (relu_fusions), the CUDA plan into a BatchNorm, an Add or a Conv2D
 // (cuda_relu_fusions); never where that layer feeds something else too.
 TEST(Lowering, ReluFoldsIntoTheLayerEachBackendFusesWith) {
   register_builtin_layers();
@@ -123,6 +123,8 @@ TEST(Lowering, ReluFoldsIntoTheLayerEachBackendFusesWith) {
   NodeId r_bn2 = add("ReLU6", "r_bn2");
   NodeId sum = add("Add", "sum", attrs({{"inputs", int64_t(2)}}));
   NodeId r_sum = add("ReLU6", "r_sum");
+  NodeId conv2 = add("Conv2D", "conv2", attrs({{"filters", int64_t(2)}}));
+  NodeId r_conv2 = add("ReLU6", "r_conv2");  // both backends fold this one
   NodeId flat = add("Flatten", "flat");
   NodeId fc = add("Dense", "fc", attrs({{"units", int64_t(3)}}));
   NodeId r_fc = add("ReLU", "r_fc");  // after a Dense: neither backend folds it
@@ -134,7 +136,9 @@ TEST(Lowering, ReluFoldsIntoTheLayerEachBackendFusesWith) {
   g.connect(r_bn2, sum, 0);
   g.connect(bn2, sum, 1);
   g.connect(sum, r_sum);
-  g.connect(r_sum, flat);
+  g.connect(r_sum, conv2);
+  g.connect(conv2, r_conv2);
+  g.connect(r_conv2, flat);
   g.connect(flat, fc);
   g.connect(fc, r_fc);
   const std::vector<PlanStep> s = lower_graph(g);
@@ -143,6 +147,8 @@ TEST(Lowering, ReluFoldsIntoTheLayerEachBackendFusesWith) {
   ASSERT_EQ(gpu.size(), s.size());
   EXPECT_EQ(gpu[size_t(index("r_bn"))], index("bn"));
   EXPECT_EQ(gpu[size_t(index("r_sum"))], index("sum"));
+  EXPECT_EQ(gpu[size_t(index("r_conv2"))], index("conv2"));
+  EXPECT_EQ(cpu[size_t(index("r_conv2"))], index("conv2"));
   EXPECT_EQ(gpu[size_t(index("r_bn2"))], -1);
   EXPECT_EQ(gpu[size_t(index("r_fc"))], -1);
   int gpu_folds = 0, cpu_folds = 0;
@@ -150,9 +156,9 @@ TEST(Lowering, ReluFoldsIntoTheLayerEachBackendFusesWith) {
     gpu_folds += gpu[i] >= 0;
     cpu_folds += cpu[i] >= 0;
   }
-  EXPECT_EQ(gpu_folds, 2);
-  // conv feeds only bn, not a ReLU: the CPU folds nothing here.
-  EXPECT_EQ(cpu_folds, 0);
+  EXPECT_EQ(gpu_folds, 3);
+  // conv feeds bn, not a ReLU: the CPU folds conv2's alone.
+  EXPECT_EQ(cpu_folds, 1);
 }
 
 }  // namespace

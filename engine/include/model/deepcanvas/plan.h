@@ -104,11 +104,12 @@ std::vector<int> relu_fusions_into(const std::vector<PlanStep>& steps,
                                    const std::function<bool(int)>& folds);
 
 // The CUDA plan's counterpart (cuda/plan.cpp, CudaPlan::lower): a ReLU or
-// ReLU6 whose only input is a BatchNorm1D/2D or an Add that feeds nothing
-// else is folded into it. The BatchNorm or Add clamps its own output and
+// ReLU6 whose only input is a BatchNorm1D/2D, an Add or a Conv2D that feeds
+// nothing else is folded into it. That layer clamps its own output and
 // masks the incoming gradient, the ReLU step shares its buffers and
 // launches nothing: two kernels and two activation-sized buffers fewer per
-// pair (VGG-BN and ResNet are made of such pairs). The advisor's CUDA memory
+// pair (VGG-BN and ResNet are made of BatchNorm/Add pairs, MobileNetV2 and
+// EfficientNet-Lite0 of Conv2D ones once their BatchNorms are folded). The advisor's CUDA memory
 // model uses the same rule; DC_CUDA_FUSE=0 turns it off in the plugin.
 std::vector<int> cuda_relu_fusions(const std::vector<PlanStep>& steps);
 
