@@ -10,6 +10,10 @@ OUT=${1:-$ROOT/carry}
 rm -rf "$OUT"
 mkdir -p "$OUT/include" "$OUT/json" "$OUT/fashion-mnist"
 cp -r /usr/src/googletest "$OUT/googletest"
+# Their own tests and samples are never built here, and a call carries at
+# most 64 MiB with the tree.
+rm -rf "$OUT/googletest/googletest/test" "$OUT/googletest/googlemock/test" \
+  "$OUT/googletest/googletest/samples"
 cp -r /usr/include/nlohmann "$OUT/json/"
 
 # Headers and libraries of the engine's link line that a CUDA-only image has
