@@ -22,8 +22,9 @@
 # cuBLAS GEMMs on the float32 planes with 16-bit operands (the default
 # since 2026-11-28), with TF32 (DC_CUDA_PW=tf32), and with the ReLU6s not
 # folded into the convolutions (DC_CUDA_FUSE=0); and the ViT-tiny template
-# (bf16, batch 128, Fashion-MNIST) with its Dense layers on 16-bit copies
-# (the default) and on the float32 tensors (DC_CUDA_DENSE=fast).
+# (bf16, batch 128, Fashion-MNIST) with its Dense layers on the float32
+# tensors (the default since 2026-11-28) and on 16-bit copies
+# (DC_CUDA_DENSE=copies).
 #   bench/gpu_conv_paths.sh [CLI] [DATA] [ROUNDS] [OUT] [SET: paths|fuse|new|pw]
 CLI=${1:-build-gpu/bin/deepcanvas-cli}
 DATA=${2:-carry/fashion-mnist}
@@ -74,8 +75,8 @@ for r in $(seq "$ROUNDS"); do
       RUN_DATA=$SYN/synthetic-rgb224-6400 run "pw-$v" "$ROOT/bench/lite0_transfer.dcproj" bf16 64 "${env[@]}"
       RUN_DATA=$SYN/synthetic-rgb96-12800 run "pw-$v" "$ROOT/bench/mobilenet_v2.dcproj" bf16 128 "${env[@]}"
     done
-    run dense-copies "$ROOT/resources/templates/vit_tiny.dcproj" bf16 128
-    run dense-fast "$ROOT/resources/templates/vit_tiny.dcproj" bf16 128 DC_CUDA_DENSE=fast
+    run dense-copies "$ROOT/resources/templates/vit_tiny.dcproj" bf16 128 DC_CUDA_DENSE=copies
+    run dense-fast "$ROOT/resources/templates/vit_tiny.dcproj" bf16 128
     continue
   fi
   if [ "$SET" = fuse ]; then

@@ -33,9 +33,11 @@ struct OpContext {
   // what backward would need. Tests run backward after an evaluation-mode
   // forward, so it is not the same as !training.
   bool need_backward = true;
-  // Mixed precision (bf16/fp16): Conv2D, Dense and TimeDistributedDense feed
-  // 16-bit copies of their inputs and weights to tensor cores and keep float32
-  // results; everything else stays float32 (docs/ARCHITECTURE.md).
+  // Mixed precision (bf16/fp16): Conv2D, Dense, TimeDistributedDense and
+  // attention compute on tensor cores with 16-bit operands (cuDNN on 16-bit
+  // copies, cuBLAS with 16-bit compute types on the float32 tensors) and
+  // keep float32 results; everything else stays float32
+  // (docs/ARCHITECTURE.md, "Mixed precision").
   bool reduced = false;
   Low low = Low::Bf16;
   // cuDNN scratch space, grown on demand and shared by every layer.

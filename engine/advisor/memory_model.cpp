@@ -292,7 +292,9 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
         workspace = std::max(workspace, blk((reduced ? 2 : 4) * n * cols));
       }
     } else if (s.type == "Dense" || s.type == "TimeDistributedDense") {  // both dense.cpp
-      if (reduced) extra += blk(2 * n * in) + blk(2 * n * out);          // x_low_, dy_low_
+      // No 16-bit copies: cuBLAS reads the float32 tensors with 16-bit
+      // compute types (DC_CUDA_DENSE=copies, which keeps x_low_ and
+      // dy_low_, is not modelled).
       const int64_t U = s.attrs.i("units");
       if (s.attrs.b("bias") && reached[i] && !s.frozen)
         extra += blk(16 * U * cuda_channel_parts(U));  // bias_parts_
