@@ -127,10 +127,7 @@ void layer_buffers(const PlanStep& s, int64_t n, int threads, bool backward, boo
     }
     // A depthwise geometry oneDNN has only reference kernels for runs on
     // ours (conv_dnnl.cpp).
-    const int64_t groups = s.attrs.i("groups");
-    if (groups > 1 && s.in_shapes[0][0] == groups && kernel == ConvKernel::OneDnn &&
-        !conv_is_pointwise(s.in_shapes, s.attrs))
-      return;
+    if (kernel == ConvKernel::OneDnn && conv_is_depthwise(s.in_shapes, s.attrs)) return;
     const Shape& x = s.in_shapes[0];
     const auto& k = s.attrs.ints("kernel");
     const bool pointwise = kernel == ConvKernel::Pointwise;

@@ -44,12 +44,6 @@ bool is_recurrent(const std::string& t) {
   return t == "LSTM" || t == "GRU" || t == "SimpleRNN";
 }
 
-// One input channel per group (the depthwise kernels' geometry, conv_kernels.h).
-bool is_depthwise(const PlanStep& s) {
-  const int64_t groups = s.attrs.i("groups");
-  return groups > 1 && s.in_shapes[0][0] == groups && !conv_is_pointwise(s.in_shapes, s.attrs);
-}
-
 // The CPU Conv2D's extra memory traffic beyond its input, output and
 // weights. On im2col (conv.cpp), K·OH·OW floats of columns per sample:
 // written by im2col and read by the GEMM forward, again for the weight
@@ -247,7 +241,7 @@ StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
     // layer's, oneDNN's or our kernel, whichever runs): forward, and
     // backward per gradient it computes (weights, input).
     if (s.type == "Conv2D" && d.depthwise_flops > 0 && d.depthwise_bwd_flops > 0 &&
-        is_depthwise(s)) {
+        conv_is_depthwise(s.in_shapes, s.attrs)) {
       const double back = ng ? (trains_weights ? 2 * macs : 0) + (input_grad ? 2 * macs : 0) : 0;
       t_compute = 2 * macs / d.depthwise_flops + back / d.depthwise_bwd_flops;
     }

@@ -451,12 +451,11 @@ bool DnnlConv::backward(int64_t N, const float* x, const float* y, const float* 
   char* base = workspace(p.ws_bytes);
   const int64_t out_n = N * I.g.OC * I.g.OHW();
   const float* g = dy;
-  if (I.relu) {
+  if (relu) {
     // The fused activation's gradient: dy where the output was inside
     // (0, cap), from the output, as the ReLU and ReLU6 layers do.
     float* m = static_cast<float*>(p.masked.at(base).get_data_handle());
-    const bool capped = std::isfinite(I.cap);
-    const float cap = I.cap;
+    const bool capped = std::isfinite(cap);
     parallel_for(out_n, 1 << 14, [=](int64_t b, int64_t e) {
       mask_relu_grad(dy + b, y + b, m + b, e - b, capped, cap);
     });

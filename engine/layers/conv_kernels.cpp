@@ -271,6 +271,10 @@ bool conv_is_pointwise(const std::vector<Shape>& in, const Attrs& a) {
   return conv_kernels::conv_geom(in, a).pointwise();
 }
 
+bool conv_is_depthwise(const std::vector<Shape>& in, const Attrs& a) {
+  return conv_kernels::conv_geom(in, a).depthwise();
+}
+
 bool conv_onednn_winograd(const std::vector<Shape>& in, const Attrs& a) {
   int64_t kept = 0, workspace = 0;
   bool winograd = false;

@@ -165,6 +165,10 @@ bool conv_onednn_bytes(const std::vector<Shape>& in, const Attrs& a, int64_t n, 
 // A 1×1, stride-1, unpadded convolution (by its geometry alone, whichever
 // kernel the CPU runs it on).
 bool conv_is_pointwise(const std::vector<Shape>& in, const Attrs& a);
+// One input channel per group, more than one group, not 1×1: the CPU's
+// depthwise geometry (its own kernels', and oneDNN's where it has any), by
+// the geometry alone. The CUDA plugin's rule differs (cuda/depthwise.h).
+bool conv_is_depthwise(const std::vector<Shape>& in, const Attrs& a);
 // Whether such a convolution runs on oneDNN's Winograd kernels (3×3, stride
 // 1, channels in blocks of 16, a CPU that has them).
 bool conv_onednn_winograd(const std::vector<Shape>& in, const Attrs& a);
