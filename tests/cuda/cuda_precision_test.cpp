@@ -80,7 +80,9 @@ void check(const std::string& name, const Graph& g, const Shape& input, const st
   const double e = rel_err(gpu_out, cpu_out);
   EXPECT_LE(e, tol) << "forward output";
   // 16-bit rounding must show: an error this small means fp32 ran instead.
-  if (rounds) EXPECT_GT(e, 1e-6) << "forward output equals float32's: was " << prec << " used?";
+  if (rounds) {
+    EXPECT_GT(e, 1e-6) << "forward output equals float32's: was " << prec << " used?";
+  }
   size_t k = 0;
   for (auto& p : host.params()) {
     const double t = p.name.rfind("first.", 0) == 0 ? first_tol : tol;
