@@ -149,11 +149,9 @@ class MultiHeadAttention : public Op {
                              std::to_string(K) + "x" + std::to_string(N) + ", " +
                              std::to_string(batch) + " times)";
     if (c.reduced)
-      DC_CUBLAS(cublasGemmStridedBatchedEx(
-                    c.blas, opa, opb, N, M, K, &alpha, B, CUDA_R_32F, ldb, sb, A, CUDA_R_32F, lda,
-                    sa, &beta, C, CUDA_R_32F, ldc, sc, batch,
-                    c.low == Low::Bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_16F,
-                    CUBLAS_GEMM_DEFAULT),
+      DC_CUBLAS(cublasGemmStridedBatchedEx(c.blas, opa, opb, N, M, K, &alpha, B, CUDA_R_32F, ldb,
+                                           sb, A, CUDA_R_32F, lda, sa, &beta, C, CUDA_R_32F, ldc,
+                                           sc, batch, c.low_compute(), CUBLAS_GEMM_DEFAULT),
                 what);
     else
       DC_CUBLAS(cublasSgemmStridedBatched(c.blas, opa, opb, N, M, K, &alpha, B, ldb, sb, A, lda, sa,

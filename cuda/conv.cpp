@@ -112,7 +112,6 @@ struct Algos {
 class Conv2D : public Op {
  public:
   int64_t C, H, W, OC, KH, KW, SH, SW, DH, DW, G, PH, PW, OH, OW;
-  int64_t pads_total = 0;  // every side's padding together
   bool bias;
   // Depthwise kernels (depthwise.cu) instead of cuDNN (PH, PW: the top and
   // left padding they take, the rest follows from OH, OW).
@@ -157,11 +156,9 @@ class Conv2D : public Op {
       pw_decided_ = true;
       const std::string pw = env("DC_CUDA_PW");
       pw_ = c.reduced && pw != "cudnn" &&
-            cuda_pointwise_gemm(C, H, W, OC, KH, KW, SH, SW, G, pads_total,
+            cuda_pointwise_gemm(C, H, W, OC, KH, KW, SH, SW, G, pc.total(),
                                 needs_backward && !frozen);
-      pw_math_ = pw == "tf32"         ? CUBLAS_COMPUTE_32F_FAST_TF32
-                 : c.low == Low::Bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF
-                                      : CUBLAS_COMPUTE_32F_FAST_16F;
+      pw_math_ = pw == "tf32" ? CUBLAS_COMPUTE_32F_FAST_TF32 : c.low_compute();
       if (pw_ && env("DC_CUDA_LOG_ALGOS") == "1")
         std::fprintf(stderr, "%s: pointwise GEMMs on cuBLAS (%s)\n", shapes(n).c_str(),
                      pw == "tf32" ? "tf32" : "16-bit operands");
@@ -676,7 +673,6 @@ std::unique_ptr<Op> make_conv(const PlanStep& s) {
   g.pc = conv_pad_copy(g.H, g.W, pt, pb, pl, pr);
   g.PH = pt;
   g.PW = pl;
-  g.pads_total = pt + pb + pl + pr;
   g.OH = out[1];
   g.OW = out[2];
   g.params.push_back({"weight", Shape{g.OC, g.C / g.G, g.KH, g.KW}, true});

@@ -41,6 +41,8 @@ struct ConvPadCopy {
   int64_t pad_h = 0, pad_w = 0;                      // what cuDNN pads the copy by, each side
   int64_t h = 0, w = 0;                              // the copy's plane (the input's without one)
   bool needed() const { return top + bottom + left + right > 0; }
+  // Every side's padding together, the copy's and cuDNN's.
+  int64_t total() const { return top + bottom + left + right + 2 * (pad_h + pad_w); }
 };
 
 // For an input plane h × w padded by pt/pb rows (top/bottom) and pl/pr

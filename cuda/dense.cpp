@@ -51,7 +51,7 @@ class Dense : public Op {
     if (fast_) {
       DC_CUBLAS(cublasGemmEx(c.blas, CUBLAS_OP_T, CUBLAS_OP_N, U, n, F, &one, params[0].value,
                              CUDA_R_32F, F, in[0], CUDA_R_32F, F, &zero, out, CUDA_R_32F, U,
-                             fast_type(c), CUBLAS_GEMM_DEFAULT),
+                             c.low_compute(), CUBLAS_GEMM_DEFAULT),
                 shapes(batch));
     } else if (c.reduced) {
       to_low(in[0], x_low_.get<void>(), int64_t(n) * F, c.low, c.stream);
@@ -84,13 +84,13 @@ class Dense : public Op {
     if (fast_) {
       if (dw)
         DC_CUBLAS(cublasGemmEx(c.blas, CUBLAS_OP_N, CUBLAS_OP_T, F, U, n, &one, in[0], CUDA_R_32F,
-                               F, dout, CUDA_R_32F, U, &one, dw, CUDA_R_32F, F, fast_type(c),
+                               F, dout, CUDA_R_32F, U, &one, dw, CUDA_R_32F, F, c.low_compute(),
                                CUBLAS_GEMM_DEFAULT),
                   shapes(batch));
       if (din[0])
         DC_CUBLAS(cublasGemmEx(c.blas, CUBLAS_OP_N, CUBLAS_OP_N, F, n, U, &one, params[0].value,
                                CUDA_R_32F, F, dout, CUDA_R_32F, U, &one, din[0], CUDA_R_32F, F,
-                               fast_type(c), CUBLAS_GEMM_DEFAULT),
+                               c.low_compute(), CUBLAS_GEMM_DEFAULT),
                   shapes(batch));
       return;
     }
@@ -124,9 +124,6 @@ class Dense : public Op {
  private:
   static cudaDataType_t type(const OpContext& c) {
     return c.low == Low::Bf16 ? CUDA_R_16BF : CUDA_R_16F;
-  }
-  static cublasComputeType_t fast_type(const OpContext& c) {
-    return c.low == Low::Bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_16F;
   }
   int cap_ = 0;
   bool decided_ = false, fast_ = false;

@@ -40,6 +40,12 @@ struct OpContext {
   // (docs/ARCHITECTURE.md, "Mixed precision").
   bool reduced = false;
   Low low = Low::Bf16;
+  // cuBLAS's compute type for float32 operands rounded to this precision's
+  // 16 bits inside the GEMM (float32 sums): the reduced-precision GEMMs of
+  // pointwise convolutions, Dense and attention.
+  cublasComputeType_t low_compute() const {
+    return low == Low::Bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_16F;
+  }
   // cuDNN scratch space, grown on demand and shared by every layer.
   DeviceBuffer* workspace = nullptr;
   float* ws(size_t bytes, const std::string& what);

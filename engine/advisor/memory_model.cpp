@@ -256,10 +256,9 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       const bool wgrad = reached[i] && !s.frozen;
       const auto& kk = s.attrs.ints("kernel");
       const auto& ks = s.attrs.ints("stride");
-      const bool pw_gemm =
-          reduced && xin == in &&
-          cuda_pointwise_gemm(IC, s.in_shapes[0][1], s.in_shapes[0][2], OC, kk[0], kk[1], ks[0],
-                              ks[1], groups, pad.t + pad.b + pad.l + pad.r, wgrad);
+      const bool pw_gemm = reduced && cuda_pointwise_gemm(IC, s.in_shapes[0][1], s.in_shapes[0][2],
+                                                          OC, kk[0], kk[1], ks[0], ks[1], groups,
+                                                          pad.t + pad.b + pad.l + pad.r, wgrad);
       if (pw_gemm && wgrad) {
         workspace = std::max(workspace, blk(4 * n * IC * OC));
         extra += blk(4 * n);

@@ -104,6 +104,7 @@ TEST(ConvPaddingHost, CopyAndSymmetricRestGiveTheEngineOutputSize) {
           EXPECT_EQ(p.bottom, after - before);
           EXPECT_EQ(p.right, p.bottom);
           EXPECT_EQ(p.needed(), before != after);
+          EXPECT_EQ(p.total(), 2 * (before + after));
           EXPECT_EQ(p.pad_h, before);
           EXPECT_EQ(p.h, in + p.bottom);
           EXPECT_EQ(p.w, 5 + p.right);
@@ -128,6 +129,7 @@ TEST(ConvPaddingHost, CopyAndSymmetricRestGiveTheEngineOutputSize) {
   EXPECT_EQ(q.right, 3);
   EXPECT_EQ(q.h, 7);
   EXPECT_EQ(q.w, 10);
+  EXPECT_EQ(q.total(), 2 + 1 + 0 + 3);
   EXPECT_FALSE(cuda::conv_pad_copy(6, 7, 1, 1, 2, 2).needed());
 }
 
