@@ -25,12 +25,7 @@
 # (bf16, batch 128, Fashion-MNIST) with its Dense layers on the float32
 # tensors (the default since 2026-11-28) and on 16-bit copies
 # (DC_CUDA_DENSE=copies).
-# SET=handoff compares VGG-BN and ResNet (bf16, batch 128) with the
-# BatchNorms writing the next convolution's 16-bit NHWC input themselves
-# (the default since 2026-11-28), without that (DC_CUDA_HANDOFF=0), and
-# with the convolutions on TF32 tensor cores over the float32 tensors
-# instead of 16-bit copies (DC_CUDA_CONV=tf32: no conversions at all).
-#   bench/gpu_conv_paths.sh [CLI] [DATA] [ROUNDS] [OUT] [SET: paths|fuse|new|pw|handoff]
+#   bench/gpu_conv_paths.sh [CLI] [DATA] [ROUNDS] [OUT] [SET: paths|fuse|new|pw]
 CLI=${1:-build-gpu/bin/deepcanvas-cli}
 DATA=${2:-carry/fashion-mnist}
 ROUNDS=${3:-1}
@@ -82,15 +77,6 @@ for r in $(seq "$ROUNDS"); do
     done
     run dense-copies "$ROOT/resources/templates/vit_tiny.dcproj" bf16 128 DC_CUDA_DENSE=copies
     run dense-fast "$ROOT/resources/templates/vit_tiny.dcproj" bf16 128
-    continue
-  fi
-  if [ "$SET" = handoff ]; then
-    for m in vgg_small resnet_small; do
-      p=$ROOT/resources/templates/$m.dcproj
-      run handoff "$p" bf16 128 DC_CUDA_LOG_ALGOS=1
-      run no-handoff "$p" bf16 128 DC_CUDA_HANDOFF=0
-      run conv-tf32 "$p" bf16 128 DC_CUDA_CONV=tf32
-    done
     continue
   fi
   if [ "$SET" = fuse ]; then

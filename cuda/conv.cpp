@@ -20,16 +20,6 @@
 // stays on the legacy wgrad_alg0 engine there and the step was slower on an
 // H100 (docs/BENCHMARKS.md).
 //
-// DC_CUDA_CONV=tf32 (A/B runs) puts a bf16/fp16 layer on the float32 path
-// below with TF32 tensor cores: no conversions and no 16-bit copies, at
-// TF32's half rate against bf16's.
-//
-// The 16-bit hand-off (ops.h, Op::low_consumer): where a BatchNorm2D feeds
-// only this layer (through a folded ReLU) and the layer runs on the
-// channels-last 16-bit path without a padded copy, the BatchNorm writes
-// x_low_ itself and forward skips the input's conversion. Backward reads
-// only x_low_, never the float32 input, which stays unwritten.
-//
 // float32: the legacy API, algorithms chosen by cudnnFind* (which times them
 // on the device) once per batch size, as PyTorch's cudnn.benchmark does;
 // float32 math unless tf32 is allowed. Its beta = 1 accumulation into the
@@ -131,24 +121,6 @@ class Conv2D : public Op {
     relu = r;
     return true;
   }
-  // Linked to a BatchNorm2D before it (CudaPlan::link_low_handoffs): on
-  // cuDNN's channels-last path, that layer writes x_low_ itself.
-  bool low_in_ = false;
-  bool accept_low_nhwc() override {
-    low_in_ = true;
-    return true;
-  }
-  bool takes_low_in() const {
-    return low_in_ && reduced_ && nhwc_ && !pc.needed() && !pw_ && !depthwise;
-  }
-  void* low_nhwc_input(int n) override {
-    if (!takes_low_in()) return nullptr;
-    if (!low_in_said_ && env("DC_CUDA_LOG_ALGOS") == "1")
-      std::fprintf(stderr, "%s: 16-bit NHWC input written by the layer before it\n",
-                   shapes(n).c_str());
-    low_in_said_ = true;
-    return x_low_.get<void>();
-  }
   // What cuDNN runs on: the input itself, or its padded copy (pc.needed()),
   // padded by pc.pad_h, pc.pad_w on each side.
   ConvPadCopy pc;
@@ -196,12 +168,10 @@ class Conv2D : public Op {
       return;
     }
     if (!conv_) {
+      reduced_ = c.reduced;
+      dt_ = !c.reduced ? CUDNN_DATA_FLOAT
+                       : (c.low == Low::Bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF);
       const std::string api = env("DC_CUDA_CONV"), layout = env("DC_CUDA_NHWC");
-      // DC_CUDA_CONV=tf32 (A/B runs): in bf16/fp16 the layer runs the
-      // float32 path with TF32 tensor cores instead, no 16-bit copies.
-      reduced_ = c.reduced && api != "tf32";
-      dt_ = !reduced_ ? CUDNN_DATA_FLOAT
-                      : (c.low == Low::Bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF);
       graph_ = reduced_ && api != "legacy";
       graph_required_ = graph_ && api == "graph";
       nhwc_ = reduced_ && G == 1 && C % 8 == 0 && OC % 8 == 0 &&
@@ -308,7 +278,7 @@ class Conv2D : public Op {
       // (they are small); the optimizer keeps the KCRS 16-bit copy current,
       // not this one.
       if (nhwc_) to_low_layout(c, params[0].value, w_nhwc_.get<void>(), OC, C, KH * KW);
-      if (!takes_low_in()) to_low_layout(c, x, x_low_.get<void>(), n, C, pc.h * pc.w);
+      to_low_layout(c, x, x_low_.get<void>(), n, C, pc.h * pc.w);
       DC_LAUNCHED(shapes(n));
       if (a.g_fwd)
         a.g_fwd->run(c.dnn, x_low_.get<void>(), low_weight(), y_low_.get<void>(),
@@ -663,7 +633,7 @@ class Conv2D : public Op {
   std::vector<float> pw_ones_host_;  // the ones' source, alive while a copy may read it
   DeviceBuffer pw_ones_;
   bool graph_ = false, graph_required_ = false, fallback_said_ = false, dw_said_ = false,
-       dw_prepared_ = false, low_in_said_ = false;
+       dw_prepared_ = false;
   cudnnDataType_t dt_ = CUDNN_DATA_FLOAT;
   int cap_ = 0, pad_cap_ = 0;
   DeviceBuffer x_low_, y_low_, dw_low_, w_nhwc_, bias_parts_, cols_, dw32_, dw_parts_, xpad_;

@@ -24,8 +24,6 @@ struct FusedRelu {
   bool on = false;
   float hi = __builtin_inff();
 };
-// The 16-bit type of mixed precision's copies (bf16 or fp16).
-enum class Low : int { Bf16, Fp16 };
 // y = sum of the k inputs, clamped by r.
 void add_forward(const float* const* xs, int k, float* y, int64_t n, FusedRelu r, cudaStream_t s);
 // The fused Add's backward: g = dy where 0 < y < r.hi (y its clamped
@@ -78,13 +76,11 @@ size_t batchnorm_scratch_bytes(int C);
 // With a folded ReLU (r.on) the forward clamps y, and the backward takes
 // dy as the ReLU's incoming gradient: it rebuilds the clamp's mask from x
 // and the forward's coefficients (kept in scratch between the two calls)
-// instead of reading y again. With `y_low` (a 16-bit [N, S, C] buffer in
-// `low`'s type) the normalised values go there, channels last, and y is not
-// written: the 16-bit hand-off to a convolution (ops.h, Op::low_consumer).
+// instead of reading y again.
 void batchnorm_forward(const float* x, float* y, const float* gamma, const float* beta,
                        float* running_mean, float* running_var, float* mean, float* invstd, int N,
                        int C, int S, float momentum, float eps, bool training, FusedRelu r,
-                       void* scratch, cudaStream_t s, void* y_low = nullptr, Low low = Low::Bf16);
+                       void* scratch, cudaStream_t s);
 void batchnorm_backward(const float* x, const float* dy, float* dx, const float* gamma,
                         float* dgamma, float* dbeta, const float* mean, const float* invstd, int N,
                         int C, int S, bool training, FusedRelu r, void* scratch, cudaStream_t s);
@@ -212,8 +208,8 @@ void broadcast_states(const float* const* src, float* dst, int U, int64_t N, int
 void reduce_states(const float* src, float* const* dst, int U, int64_t N, int64_t H,
                    cudaStream_t s);
 
-// precision.cu: the 16-bit copies that tensor-core GEMMs and convolutions
-// read (Low: their type, above).
+// precision.cu: the 16-bit copies that tensor-core GEMMs and convolutions read.
+enum class Low : int { Bf16, Fp16 };
 void to_low(const float* x, void* y, int64_t n, Low t, cudaStream_t s);
 // y = float(x), or y += float(x) when accumulate.
 void from_low(const void* x, float* y, int64_t n, Low t, bool accumulate, cudaStream_t s);

@@ -7,7 +7,6 @@
 #include "channel_sums.cuh"
 #include "kernels.h"
 #include "launch.cuh"
-#include "transpose_tile.cuh"
 
 namespace dc::cuda {
 namespace {
@@ -197,22 +196,6 @@ __global__ void k_bn_bwd_apply(const float* x, const float* dy, float* dx, const
   }
 }
 
-// y = clamp((x − m)·scale + shift) for a channel r: the apply's map when it
-// writes the next convolution's 16-bit channels-last input (the same float
-// expression as k_bn_fwd_apply, so the values are those the float32 path
-// would round to 16 bits).
-template <bool R>
-struct ApplyMap {
-  const float* coef;
-  int C;
-  float hi;
-  __device__ float operator()(float x, int64_t r) const {
-    const int c = int(r);
-    const float z = (x - coef[c]) * coef[C + c] + coef[2 * C + c];
-    return R ? relu_clamp(z, hi) : z;
-  }
-};
-
 // The scratch buffer holds the parts, then the backward's 4·C per-channel
 // coefficients, then the forward's 3·C (which the backward of a folded
 // ReLU reads while it overwrites its own), then C counters for the sums'
@@ -240,7 +223,7 @@ size_t batchnorm_scratch_bytes(int C) {
 void batchnorm_forward(const float* x, float* y, const float* gamma, const float* beta,
                        float* running_mean, float* running_var, float* mean, float* invstd, int N,
                        int C, int S, float momentum, float eps, bool training, FusedRelu r,
-                       void* scratch, cudaStream_t s, void* y_low, Low low) {
+                       void* scratch, cudaStream_t s) {
   const int64_t M = int64_t(N) * S;
   const ChannelParts cp = channel_parts(C, M);
   auto* parts = static_cast<double2*>(scratch);
@@ -252,20 +235,6 @@ void batchnorm_forward(const float* x, float* y, const float* gamma, const float
                          counters(scratch, C));
   else
     k_per_channel<<<per_channel_blocks(C), kThreads, 0, s>>>(st, C);
-  if (y_low) {
-    // [N, C, S] float32 -> [N, S, C] 16 bits, normalised on the way.
-    auto* yb = static_cast<__nv_bfloat16*>(y_low);
-    auto* yh = static_cast<__half*>(y_low);
-    if (low == Low::Bf16 && r.on)
-      transpose_map(x, yb, N, C, S, false, ApplyMap<true>{coef, C, r.hi}, s);
-    else if (low == Low::Bf16)
-      transpose_map(x, yb, N, C, S, false, ApplyMap<false>{coef, C, r.hi}, s);
-    else if (r.on)
-      transpose_map(x, yh, N, C, S, false, ApplyMap<true>{coef, C, r.hi}, s);
-    else
-      transpose_map(x, yh, N, C, S, false, ApplyMap<false>{coef, C, r.hi}, s);
-    return;
-  }
   const int V = vec4_ok(S, {x, y}) ? 4 : 1;
   const int64_t total = int64_t(N) * C * S / V;
   const ChannelOf ch = channel_of(N, C, S, V);

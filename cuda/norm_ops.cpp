@@ -15,12 +15,10 @@ class BatchNorm : public Op {
   DeviceBuffer scratch;  // the kernels' partial sums and coefficients
   bool training = true;
   FusedRelu relu;
-  bool two_d = false;  // BatchNorm2D: [C, H, W], what a convolution takes
   bool fold_relu(FusedRelu r) override {
     relu = r;
     return true;
   }
-  bool emits_low_nhwc() const override { return two_d; }
   void prepare(OpContext& c, int) override {
     if (!stats.bytes()) stats = DeviceBuffer(*c.alloc, 2 * C * sizeof(float), label);
     if (!scratch.bytes()) {
@@ -34,10 +32,9 @@ class BatchNorm : public Op {
     // A frozen BatchNorm is in its inference form in training steps too:
     // it normalises with, and keeps, its running statistics.
     training = c.training && !frozen;
-    void* low = low_consumer ? low_consumer->low_nhwc_input(n) : nullptr;
     batchnorm_forward(in[0], out, params[0].value, params[1].value, params[2].value,
                       params[3].value, stats.get(), stats.get() + C, n, C, S, momentum, eps,
-                      training, relu, scratch.get<void>(), c.stream, low, c.low);
+                      training, relu, scratch.get<void>(), c.stream);
     DC_LAUNCHED(label + " on " + dims(n, in_shapes[0]));
   }
   void backward(OpContext& c, const std::vector<const float*>& in, const float*, const float* dout,
@@ -56,7 +53,6 @@ std::unique_ptr<Op> make_batch_norm(const PlanStep& s) {
   p->S = int(in.numel() / in[0]);
   p->momentum = float(s.attrs.f("momentum"));
   p->eps = float(s.attrs.f("eps"));
-  p->two_d = s.type == "BatchNorm2D";
   Shape c{in[0]};
   p->params = {{"weight", c, true},
                {"bias", c, true},

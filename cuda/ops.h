@@ -85,19 +85,6 @@ class Op {
   // clamps its output and masks the incoming gradient from then on. Ops that
   // cannot return false and stay as they are.
   virtual bool fold_relu(FusedRelu) { return false; }
-  // The 16-bit channels-last hand-off (CudaPlan::link_low_handoffs): in
-  // bf16/fp16 a BatchNorm2D whose output reaches only a Conv2D (through a
-  // folded ReLU) writes its normalised values straight into that
-  // convolution's 16-bit NHWC input copy. The float32 output it would have
-  // written, and the convolution's conversion pass that would have read it
-  // back, are gone. low_consumer is set on the producer; the consumer says
-  // at each forward whether it takes the values (low_nhwc_input: its buffer
-  // for a batch of n, or null when it runs on another path, and then the
-  // producer writes its float32 output as usual).
-  Op* low_consumer = nullptr;
-  virtual bool emits_low_nhwc() const { return false; }
-  virtual bool accept_low_nhwc() { return false; }
-  virtual void* low_nhwc_input(int /*n*/) { return nullptr; }
   // Called before a batch of n is queued (cuDNN algorithm choice, scratch).
   virtual void prepare(OpContext&, int /*n*/) {}
   // For layers fed straight from the network input (Embedding): throws

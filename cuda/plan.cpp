@@ -110,36 +110,6 @@ void CudaPlan::lower() {
   const std::vector<int> fused = cuda_relu_fusions(host_.steps());
   for (size_t j = 0; j < fused.size(); ++j)
     if (fused[j] >= 0) fold_into(*nodes_[j].op, *nodes_[size_t(fused[j])].op);
-  link_low_handoffs();
-}
-
-// The 16-bit hand-offs (ops.h, Op::low_consumer): a layer that can write
-// channels-last 16 bits, whose output reaches exactly one layer through
-// views that keep its shape (a folded ReLU) and is not the network's
-// output, is linked to that layer if it takes a single input and accepts.
-// Off with DC_CUDA_HANDOFF=0 (A/B runs, tests) or DC_CUDA_FUSE=0.
-void CudaPlan::link_low_handoffs() {
-  const char* h = std::getenv("DC_CUDA_HANDOFF");
-  if (h && *h == '0') return;
-  std::vector<std::vector<size_t>> consumers(nodes_.size());
-  for (size_t j = 0; j < nodes_.size(); ++j)
-    for (int i : nodes_[j].inputs) consumers[size_t(i)].push_back(j);
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    Op* producer = nodes_[i].op.get();
-    if (!producer || !producer->emits_low_nhwc()) continue;
-    size_t k = i;
-    while (int(k) != out_node_ && consumers[k].size() == 1) {
-      const Node& next = nodes_[consumers[k][0]];
-      Op* op = next.op.get();
-      if (!op) break;
-      if (op->is_view() && op->in_shapes.size() == 1 && op->out_shape == op->in_shapes[0]) {
-        k = consumers[k][0];
-        continue;
-      }
-      if (next.inputs.size() == 1 && op->accept_low_nhwc()) producer->low_consumer = op;
-      break;
-    }
-  }
 }
 
 // Activations and their gradients: one allocation each. Only nodes that

@@ -65,7 +65,6 @@ class CudaPlan : public DevicePlan {
   void create_handles();
   void set_up_precision();
   void lower();
-  void link_low_handoffs();
   void allocate();
   void map_parameters();
   void allocate_step_buffers();

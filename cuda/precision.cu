@@ -10,7 +10,6 @@
 #include "channel_walk.h"
 #include "kernels.h"
 #include "launch.cuh"
-#include "transpose_tile.cuh"
 
 namespace dc::cuda {
 namespace {
@@ -36,10 +35,66 @@ __global__ void k_from_fp16(const __half* x, float* y, int64_t n, bool acc) {
   }
 }
 
+__device__ inline float widen(float v) {
+  return v;
+}
+__device__ inline float widen(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+__device__ inline float widen(__half v) {
+  return __half2float(v);
+}
+__device__ inline void put(float& d, float v, bool acc) {
+  d = acc ? d + v : v;
+}
+__device__ inline void put(__nv_bfloat16& d, float v, bool) {
+  d = __float2bfloat16_rn(v);
+}
+__device__ inline void put(__half& d, float v, bool) {
+  d = __float2half_rn(v);
+}
+
+// x [B, R, K] -> y [B, K, R] through a 32x32 tile in shared memory, so that
+// both the reads and the writes are coalesced (the +1 column keeps the
+// transposed reads off a single bank). Grid: (K/32, R/32 up to 65535 with
+// the blocks looping over the rest, B up to 65535), 32x8 threads.
+constexpr int kTile = 32, kTileRows = 8;
+constexpr int64_t kMaxGridYZ = 65535;  // what the grid's y and z hold
+template <typename In, typename Out>
+__global__ void k_transpose_convert(const In* x, Out* y, int64_t R, int64_t K, bool acc) {
+  __shared__ float tile[kTile][kTile + 1];
+  const int64_t b = blockIdx.z, k0 = int64_t(blockIdx.x) * kTile;
+  const In* xb = x + b * R * K;
+  Out* yb = y + b * R * K;
+  // R (a plane of 2 M pixels and more) can need more tiles than the grid's
+  // y holds: each block then takes every gridDim.y-th tile.
+  for (int64_t r0 = int64_t(blockIdx.y) * kTile; r0 < R; r0 += int64_t(gridDim.y) * kTile) {
+    for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+      const int64_t r = r0 + j, k = k0 + threadIdx.x;
+      if (r < R && k < K) tile[j][threadIdx.x] = widen(xb[r * K + k]);
+    }
+    __syncthreads();
+    for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+      const int64_t k = k0 + j, r = r0 + threadIdx.x;
+      if (r < R && k < K) put(yb[k * R + r], tile[threadIdx.x][j], acc);
+    }
+    __syncthreads();  // the tile is refilled next round
+  }
+}
+
+// Launches k_transpose_convert over all B matrices, kMaxGridYZ at a time
+// (the grid's z holds no more).
 template <typename In, typename Out>
 void transpose_convert(const In* x, Out* y, int64_t B, int64_t R, int64_t K, bool acc,
                        cudaStream_t s) {
-  transpose_map(x, y, B, R, K, acc, NoMap{}, s);
+  const int64_t ry = std::min<int64_t>((R + kTile - 1) / kTile, kMaxGridYZ);
+  const dim3 block(kTile, kTileRows);
+  for (int64_t b = 0; b < B; b += kMaxGridYZ) {
+    const dim3 grid(unsigned((K + kTile - 1) / kTile), unsigned(ry),
+                    unsigned(std::min(B - b, kMaxGridYZ)));
+    const int64_t o = b * R * K;
+    k_transpose_convert<<<grid, block, 0, s>>>(x + o, y + o, R, K, acc);
+  }
 }
 
 // One thread per (output pixel, channel): channels fastest, so both the

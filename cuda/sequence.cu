@@ -7,7 +7,6 @@
 
 #include "kernels.h"
 #include "launch.cuh"
-#include "low_values.cuh"
 
 namespace dc::cuda {
 namespace {
@@ -71,6 +70,15 @@ __global__ void k_reduce_states(const float* src, float* const* dst, int U, int6
   }
 }
 
+__device__ inline float widen(float v) {
+  return v;
+}
+__device__ inline float widen(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+__device__ inline float widen(__half v) {
+  return __half2float(v);
+}
 __device__ inline void narrow(float v, float& d) {
   d = v;
 }

@@ -21,7 +21,7 @@
 #       [--profile vgg:bf16,...]  (each config's kernels under Nsight Compute: bench/kernel_profile.py)
 #       [--ab ROUNDS]  (the plugin's convolution and recurrent paths against each
 #                       other before the peers: bench/gpu_conv_paths.sh)
-#       [--ab-set paths|fuse|new|pw|handoff]  (which variants --ab compares: bench/gpu_conv_paths.sh)
+#       [--ab-set paths|fuse|new|pw]  (which variants --ab compares: bench/gpu_conv_paths.sh)
 # The machine's copy of .git is not this session's latest: pass
 # DC_COMMIT=<hash> in the command, or the raw results name an older commit.
 # --deadline S: the whole script should end within S seconds of its start
