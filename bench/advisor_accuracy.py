@@ -50,7 +50,10 @@ def main():
                          "before each template (re-measuring keeps the benchmark and the "
                          "runs under the same load on a shared machine)")
     ap.add_argument("--device", default="cpu", help="cpu, or cuda (GPU rows)")
-    ap.add_argument("--gpu", default="NVIDIA H100 SXM", help="--device cuda: the catalog row")
+    ap.add_argument("--gpu", default="NVIDIA H100 SXM",
+                    help="--device cuda: the catalog row, or 'measured' for the row advise "
+                         "makes from this machine's bench-device figures (every row goes "
+                         "into --raw either way)")
     ap.add_argument("--data", default=os.path.join(ROOT, "sample_data/fashion-mnist-subset"),
                     help="image dataset of the measured runs")
     a = ap.parse_args()
@@ -88,10 +91,14 @@ def measure(a, proj, data, b, steps, cuda):
     adv = run([a.cli, "advise", proj, "--batch", str(b), "--samples", "1000",
                "--precision", "fp32", "--json"] + (data if cuda else []))
     if cuda:
-        rows = [g for g in adv["gpus"] if g["name"] == a.gpu]
+        # "measured": the row advise makes from this machine's own
+        # bench-device figures (cached where XDG_CACHE_HOME points).
+        want = (lambda g: g["name"].endswith("(measured here)")) if a.gpu == "measured" \
+            else (lambda g: g["name"] == a.gpu)
+        rows = [g for g in adv["gpus"] if want(g)]
         if not rows:
-            sys.exit(f"no catalog row named {a.gpu!r}")
-        adv = dict(rows[0], training_bytes=rows[0]["allocator_bytes"])
+            sys.exit(f"no advise row for {a.gpu!r} (has bench-device run here?)")
+        adv = dict(rows[0], training_bytes=rows[0]["allocator_bytes"], all_rows=adv["gpus"])
     else:
         adv = adv["this_machine"]
     # A GPU epoch's first steps carry cuDNN's algorithm search and the

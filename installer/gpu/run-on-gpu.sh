@@ -138,13 +138,6 @@ CLI=$BUILD/bin/deepcanvas-cli
 # The synthetic RGB sets (lite0, mnv2) of gpu_peers.py and gpu_conv_paths.sh:
 # in the build folder, out of the logs that come back.
 export DC_SYNTHETIC_DIR=${DC_SYNTHETIC_DIR:-$BUILD/synthetic}
-# The catalog row of the GPU here (the advisor predicts from its datasheet figures).
-GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-case $GPU_NAME in
-  *H200*) GPU_ROW="NVIDIA H200 SXM" ;;
-  *H100*PCIe*) GPU_ROW="NVIDIA H100 PCIe" ;;
-  *) GPU_ROW="NVIDIA H100 SXM" ;;
-esac
 for cfg in ${PROFILE//,/ }; do
   step "kernel profile: $cfg"
   timeout 150 python3 "$ROOT/bench/kernel_profile.py" --cli "$CLI" --data "$DATA" --config "$cfg" \
@@ -158,8 +151,11 @@ if [ "$AB" -gt 0 ] && [ "$BENCH" = 1 ]; then
 fi
 if wanted advisor; then
   step "advisor: predicted vs measured on this GPU"
-  PYTHONUNBUFFERED=1 timeout "${DC_ADVISOR_TIMEOUT:-900}" python3 "$ROOT/bench/advisor_accuracy.py" --cli "$CLI" --device cuda \
-    --gpu "${DC_GPU_ROW:-$GPU_ROW}" --data "$DATA" --samples 32768 \
+  # The bench-device figures measured above (their cache): advise's
+  # "(measured here)" row and the runs' own predictions come from them.
+  XDG_CACHE_HOME="$LOGS/cache" PYTHONUNBUFFERED=1 timeout "${DC_ADVISOR_TIMEOUT:-900}" \
+    python3 "$ROOT/bench/advisor_accuracy.py" --cli "$CLI" --device cuda \
+    --gpu "${DC_GPU_ROW:-measured}" --data "$DATA" --samples 32768 \
     --raw "$LOGS/advisor_gpu.jsonl" ${DC_ADVISOR_ARGS:-} 2>&1 | tee "$LOGS/advisor_gpu.log"
   RESULT[advisor]=${PIPESTATUS[0]}
 fi
