@@ -3,10 +3,11 @@
 // per-head products (one strided-batched GEMM per head over the batch: a
 // head's rows sit E apart inside each sample's [T, E] block) and
 // attention.cu for the softmax, its dropout and its backward. Everything
-// stays float32 in memory; in bf16/fp16 the GEMMs take their float32
-// operands with CUBLAS_COMPUTE_32F_FAST_16BF/16F (rounded to 16 bits
-// inside cuBLAS, float32 sums: tensor cores without conversion passes),
-// the softmax and its backward stay float32.
+// stays float32 in memory; in bf16 the GEMMs take their float32 operands
+// with CUBLAS_COMPUTE_32F_FAST_16BF (rounded to 16 bits inside cuBLAS,
+// float32 sums: tensor cores without conversion passes), in fp16 they are
+// float32 (OpContext::low_compute says why); the softmax and its backward
+// stay float32.
 #include <cmath>
 #include <functional>
 #include <string>

@@ -40,12 +40,13 @@
 // cudnn keeps them on cuDNN (A/B runs, tests); with DC_CUDA_LOG_ALGOS=1 the
 // layer says which kernel it runs.
 //
-// Pointwise convolutions in bf16/fp16 (1×1, stride 1, no padding, one
+// Pointwise convolutions in bf16 (1×1, stride 1, no padding, one
 // group, planes of at least 64 pixels: deepcanvas/cuda_pointwise.h, which
 // the advisor's memory model shares) skip cuDNN and its 16-bit copies: y,
 // dx and the weight gradient are cuBLAS GEMMs per sample straight on the
 // float32 NCHW tensors, the operands rounded to 16 bits inside the GEMM
-// (CUBLAS_COMPUTE_32F_FAST_16BF/16F). The weight gradient's per-sample
+// (CUBLAS_COMPUTE_32F_FAST_16BF; fp16 stays on cuDNN: OpContext::
+// low_on_float32). The weight gradient's per-sample
 // products go to the shared workspace and a GEMV sums them over the batch
 // in a fixed order. DC_CUDA_PW=cudnn keeps them on cuDNN (A/B runs, tests);
 // DC_CUDA_PW=tf32 computes them with TF32 tensor cores instead.
@@ -155,7 +156,9 @@ class Conv2D : public Op {
     if (!pw_decided_) {
       pw_decided_ = true;
       const std::string pw = env("DC_CUDA_PW");
-      pw_ = c.reduced && pw != "cudnn" &&
+      // fp16 keeps cuDNN's 16-bit copies unless TF32 is asked for
+      // (OpContext::low_on_float32).
+      pw_ = c.reduced && pw != "cudnn" && (c.low_on_float32() || pw == "tf32") &&
             cuda_pointwise_gemm(C, H, W, OC, KH, KW, SH, SW, G, pc.total(),
                                 needs_backward && !frozen);
       pw_math_ = pw == "tf32" ? CUBLAS_COMPUTE_32F_FAST_TF32 : c.low_compute();

@@ -1,12 +1,12 @@
 // Dense through cuBLAS. Row-major y[N,U] = x[N,F]·W[U,F]^T + b is, in
 // cuBLAS's column-major terms, y^T = W^T·x^T, so no transposes are copied.
-// In bf16/fp16 cuBLAS gets the float32 tensors with
-// CUBLAS_COMPUTE_32F_FAST_16BF/16F (operands rounded to 16 bits inside the
-// GEMM, float32 sums), as the pointwise convolutions and attention do: no
-// conversion passes and no 16-bit copies of x and dy kept (ViT-tiny on an
-// H200: the same samples/s, 12 MiB less; docs/BENCHMARKS.md 2026-11-28).
-// DC_CUDA_DENSE=copies keeps the earlier form for A/B runs: 16-bit copies
-// of x, W and dy with CUBLAS_COMPUTE_32F.
+// In bf16 cuBLAS gets the float32 tensors with CUBLAS_COMPUTE_32F_FAST_16BF
+// (operands rounded to 16 bits inside the GEMM, float32 sums), as the
+// pointwise convolutions and attention do: no conversion passes and no
+// 16-bit copies of x and dy kept (ViT-tiny on an H200: the same samples/s,
+// 12 MiB less; docs/BENCHMARKS.md 2026-11-28). fp16 (OpContext::
+// low_on_float32 says why), and bf16 with DC_CUDA_DENSE=copies (A/B runs),
+// take 16-bit copies of x, W and dy with CUBLAS_COMPUTE_32F.
 #include <cstdlib>
 #include <cstring>
 
@@ -36,7 +36,7 @@ class Dense : public Op {
     if (!decided_) {
       decided_ = true;
       const char* e = std::getenv("DC_CUDA_DENSE");
-      fast_ = c.reduced && !(e && std::strcmp(e, "copies") == 0);
+      fast_ = c.low_on_float32() && !(e && std::strcmp(e, "copies") == 0);
     }
     if (!c.reduced || fast_ || batch <= cap_) return;
     cap_ = batch;

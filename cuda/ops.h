@@ -40,11 +40,19 @@ struct OpContext {
   // (docs/ARCHITECTURE.md, "Mixed precision").
   bool reduced = false;
   Low low = Low::Bf16;
-  // cuBLAS's compute type for float32 operands rounded to this precision's
-  // 16 bits inside the GEMM (float32 sums): the reduced-precision GEMMs of
-  // pointwise convolutions, Dense and attention.
+  // cuBLAS's compute type for GEMMs on the float32 tensors (pointwise
+  // convolutions, Dense, attention): in bf16 the operands rounded to 16 bits
+  // inside the GEMM (float32 sums). Only bf16: it has float32's range, so
+  // rounding inside cuBLAS or in a copy is the same. fp16's ends at 65504,
+  // and its loss scaling relies on a value past that becoming inf in the
+  // 16-bit operands so that the step is skipped; CUBLAS_COMPUTE_32F_FAST_16F
+  // leaves it to cuBLAS whether a GEMM rounds at all (a small one stayed
+  // float32 on an H200, and an overflowing fp16 step was applied). So fp16
+  // keeps 16-bit copies where a layer has them (Dense, convolutions) and
+  // float32 arithmetic in attention.
+  bool low_on_float32() const { return reduced && low == Low::Bf16; }
   cublasComputeType_t low_compute() const {
-    return low == Low::Bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_16F;
+    return low_on_float32() ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
   }
   // cuDNN scratch space, grown on demand and shared by every layer.
   DeviceBuffer* workspace = nullptr;

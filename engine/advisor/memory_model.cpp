@@ -196,6 +196,9 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
                    MemoryPrediction& m) {
   const int64_t n = o.batch;
   const bool reduced = o.precision != Precision::Fp32;
+  // bf16 GEMMs read the float32 tensors; fp16 keeps 16-bit copies
+  // (cuda/ops.h, OpContext::low_on_float32).
+  const bool on_float32 = o.precision == Precision::Bf16;
   auto blk = cuda_block_bytes;
   // CudaPlan::allocate: every node's output (inputs included, views not)
   // in one float32 block, whatever the precision, and in another the
@@ -256,9 +259,10 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       const bool wgrad = reached[i] && !s.frozen;
       const auto& kk = s.attrs.ints("kernel");
       const auto& ks = s.attrs.ints("stride");
-      const bool pw_gemm = reduced && cuda_pointwise_gemm(IC, s.in_shapes[0][1], s.in_shapes[0][2],
-                                                          OC, kk[0], kk[1], ks[0], ks[1], groups,
-                                                          pad.t + pad.b + pad.l + pad.r, wgrad);
+      const bool pw_gemm =
+          on_float32 &&
+          cuda_pointwise_gemm(IC, s.in_shapes[0][1], s.in_shapes[0][2], OC, kk[0], kk[1], ks[0],
+                              ks[1], groups, pad.t + pad.b + pad.l + pad.r, wgrad);
       if (pw_gemm && wgrad) {
         workspace = std::max(workspace, blk(4 * n * IC * OC));
         extra += blk(4 * n);
@@ -288,9 +292,11 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
         workspace = std::max(workspace, blk((reduced ? 2 : 4) * n * cols));
       }
     } else if (s.type == "Dense" || s.type == "TimeDistributedDense") {  // both dense.cpp
-      // No 16-bit copies: cuBLAS reads the float32 tensors with 16-bit
-      // compute types (DC_CUDA_DENSE=copies, which keeps x_low_ and
-      // dy_low_, is not modelled).
+      // bf16: no 16-bit copies, cuBLAS reads the float32 tensors with a
+      // 16-bit compute type (DC_CUDA_DENSE=copies is not modelled). fp16:
+      // 16-bit copies of the input and, where backward reaches, of the
+      // output gradient.
+      if (reduced && !on_float32) extra += blk(2 * n * in) + (reached[i] ? blk(2 * n * out) : 0);
       const int64_t U = s.attrs.i("units");
       if (s.attrs.b("bias") && reached[i] && !s.frozen)
         extra += blk(16 * U * cuda_channel_parts(U));  // bias_parts_

@@ -49,7 +49,7 @@ Graph chain(const std::string& input_type, Attrs input, const std::string& t1, A
 
 // tol applies to the output and every gradient, except the first layer's
 // gradients, which get first_tol (see conv_and_dense). rounds: whether the
-// output must show 16-bit rounding (cuBLAS's FAST_16BF/16F compute types
+// output must show 16-bit rounding (cuBLAS's FAST_16BF compute type
 // allow it but need not round a small GEMM).
 void check(const std::string& name, const Graph& g, const Shape& input, const std::string& prec,
            double tol = 2e-2, double first_tol = 2e-2, bool rounds = true) {
@@ -146,9 +146,10 @@ void conv_and_dense(const std::string& prec) {
   }
   // 1×1 convolutions on a 10×9 plane (90 pixels, at least the 64 of
   // deepcanvas/cuda_pointwise.h): cuBLAS GEMMs on the float32 planes with
-  // 16-bit operands (the default), with TF32 (DC_CUDA_PW=tf32), and cuDNN
+  // 16-bit operands (the default in bf16; fp16 stays on cuDNN's copies,
+  // cuda/ops.h low_on_float32), with TF32 (DC_CUDA_PW=tf32), and cuDNN
   // (DC_CUDA_PW=cudnn). The log says which path each layer took, so a
-  // silent fall back to cuDNN fails.
+  // silent fall back to cuDNN, or fp16 on the GEMMs, fails.
   if (!test::gpu_or_skip()) return;  // check() has said why it skips
   const Graph pointwise = chain("Input", A({{"shape", std::vector<int64_t>{8, 10, 9}}}), "Conv2D",
                                 A({{"filters", int64_t(16)}, {"kernel", pair(1, 1)}}), "Conv2D",
@@ -157,7 +158,7 @@ void conv_and_dense(const std::string& prec) {
     const ScopedEnv pw("DC_CUDA_PW", mode);
     const ScopedEnv log("DC_CUDA_LOG_ALGOS", "1");
     testing::internal::CaptureStderr();
-    const bool on_gemm = std::string(mode) != "cudnn";
+    const bool on_gemm = std::string(mode) == "tf32" || (*mode == 0 && prec == "bf16");
     check(std::string("pointwise conv, DC_CUDA_PW=") + mode, pointwise, Shape{8, 10, 9}, prec, 2e-2,
           first_tol, !on_gemm);
     const std::string err = testing::internal::GetCapturedStderr();
@@ -174,11 +175,12 @@ void conv_and_dense(const std::string& prec) {
               "TimeDistributedDense", A({{"units", int64_t(16)}}), "MultiHeadAttention",
               A({{"heads", int64_t(2)}})),
         Shape{6, 16}, prec, 5e-2, first_tol, false);
-  // Dense on the float32 tensors with 16-bit compute types (the default,
-  // which need not round here) and on 16-bit copies (DC_CUDA_DENSE=copies).
+  // Dense on the float32 tensors with a 16-bit compute type (bf16's
+  // default, which need not round here) and on 16-bit copies
+  // (DC_CUDA_DENSE=copies; fp16 always, which must round).
   for (const char* mode : {"", "copies"}) {
     const ScopedEnv dense("DC_CUDA_DENSE", mode);
-    const bool copies = *mode != 0;
+    const bool copies = *mode != 0 || prec == "fp16";
     check(std::string("dense ") + mode,
           chain("Input", A({{"shape", std::vector<int64_t>{40}}}), "Dense",
                 A({{"units", int64_t(24)}}), "Dense", A({{"units", int64_t(10)}})),

@@ -1,5 +1,5 @@
 #pragma once
-// Which Conv2D layers the CUDA plugin runs in bf16/fp16 as cuBLAS GEMMs
+// Which Conv2D layers the CUDA plugin runs in bf16 as cuBLAS GEMMs
 // straight on the float32 NCHW activations (cuda/conv.cpp), instead of
 // cuDNN on 16-bit channels-last copies. One rule for the plugin and the
 // advisor's memory model (engine/advisor/memory_model.cpp), which counts
@@ -8,7 +8,8 @@
 // A 1×1 convolution with stride 1, no padding and one group is, per sample,
 // the GEMM y[n] (OC × HW) = W (OC × C) · x[n] (C × HW) on NCHW planes, so
 // cuBLAS reads x and writes y where they are, rounding its operands to 16
-// bits inside the GEMM (CUBLAS_COMPUTE_32F_FAST_16BF/16F). That removes the
+// bits inside the GEMM (CUBLAS_COMPUTE_32F_FAST_16BF; not in fp16, whose loss
+// scaling needs values past 65504 to overflow: cuda/ops.h). That removes the
 // two conversion passes around every such layer, which a profile of
 // MobileNetV2 on an H200 put at 29 % of its backward kernel time
 // (docs/BENCHMARKS.md, 2026-11-28). Small planes stay on cuDNN: a GEMM per
