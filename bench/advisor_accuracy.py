@@ -20,7 +20,10 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEMPLATES = ["two_conv_cnn", "lenet5", "vgg_small", "resnet_small",
-             "lstm_rows", "gru_rows", "stacked_lstm", "char_lstm"]
+             "lstm_rows", "gru_rows", "stacked_lstm", "char_lstm",
+             "vit_tiny", "lstm_attention", "char_transformer"]
+# Trained on their own dataset entry (the bundled corpus), not --data.
+OWN_DATA = {"char_lstm", "char_transformer"}
 
 
 def last_json(out):
@@ -67,7 +70,7 @@ def main():
         proj = os.path.join(ROOT, "resources/templates", t + ".dcproj")
         bench = None if cuda else run([a.cli, "bench-device", "--json"] +
                                       ([] if a.no_refresh else ["--refresh"]))
-        data = [] if t == "char_lstm" else ["--data", subset]
+        data = [] if t in OWN_DATA else ["--data", subset]
         for b in [int(x) for x in a.batches.split(",")]:
             steps = max(16, a.samples // b)
             try:

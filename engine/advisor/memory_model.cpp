@@ -350,6 +350,13 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       // Its forward's workspace (cudnnGetRNNTempSpaceSizes): a layer's gate
       // pre-activations for every time step, in the shared workspace.
       workspace = std::max(workspace, blk(4 * D * n * T * G * H));
+      // cuDNN's persistent kernels keep more, which only the device sizes:
+      // fitted to the allocator's peaks of lstm_rows, gru_rows and char_lstm
+      // (one layer, H = 128; fp32 on an H200, 2026-11-28, docs/BENCHMARKS.md
+      // "Advisor on a GPU"), about 66 bytes per time step, hidden unit and
+      // sample (the same for LSTM and GRU) and 9 MiB besides. Without it
+      // those templates were predicted 14-48 % under.
+      if (persistent) extra += blk(66 * L * D * n * T * H) + blk(int64_t(9) << 20);
     }
   }
   // CudaPlan::map_parameters: the learnable parameters (frozen ones after

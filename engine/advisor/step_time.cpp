@@ -27,18 +27,8 @@ constexpr double kCpuRnnEfficiency = 0.35;
 constexpr double kCpuBandwidthEfficiency = 0.7;
 constexpr double kCpuRegionsPerLayer = 1.25;
 
-// GPUs: calibrated on the two H100 runs in docs/BENCHMARKS.md (two-conv CNN
-// at batch 128 fp32 and the LSTM row classifier at batch 64, both measured
-// on the lent H100 SXM before this model existed); every other GPU is the
-// same fractions of its datasheet figures, an estimate. About 5 µs per
-// kernel launch with ~3 kernels per layer per step, and a recurrent layer's
-// 28-step-style loop costing a few µs per time step however small it is.
-constexpr double kGpuMatmulEfficiency = 0.4;
-constexpr double kGpuRnnEfficiency = 0.21;  // 0.15 before recurrent_flops(), as above
-constexpr double kGpuRnnTimeStep = 6e-6;
-constexpr double kGpuBandwidthEfficiency = 0.75;
-constexpr double kGpuLayerOverhead = 15e-6;
-constexpr double kGpuStepOverhead = 300e-6;
+// GPUs: GpuModel (step_time.h); every GPU without its own benchmark is the
+// same fractions of its datasheet figures, an estimate.
 
 bool is_recurrent(const std::string& t) {
   return t == "LSTM" || t == "GRU" || t == "SimpleRNN";
@@ -140,23 +130,35 @@ namespace {
 // The GPU rates from a peak matrix rate and a bandwidth, and the efficiency
 // factors scaled by `rebase` (1 against datasheet figures).
 DeviceRates gpu_rates_from(const std::string& name, double matmul_flops, double bandwidth,
-                           double matmul_rebase, double bandwidth_rebase) {
+                           double matmul_rebase, double bandwidth_rebase, const GpuModel& m,
+                           Precision p) {
+  const bool low = p != Precision::Fp32;
   DeviceRates d;
   d.name = name;
-  d.gemm_flops = matmul_flops * kGpuMatmulEfficiency * matmul_rebase;
-  d.conv_flops = d.gemm_flops;
-  d.rnn_flops = matmul_flops * kGpuRnnEfficiency * matmul_rebase;
-  d.bandwidth = bandwidth * kGpuBandwidthEfficiency * bandwidth_rebase;
-  d.step_overhead = kGpuStepOverhead;
-  d.layer_overhead = kGpuLayerOverhead;
-  d.rnn_time_step_overhead = kGpuRnnTimeStep;
+  d.gemm_flops =
+      matmul_flops * (low ? m.matmul_efficiency_low : m.matmul_efficiency) * matmul_rebase;
+  d.conv_flops = matmul_flops * (low ? m.conv_efficiency_low : m.conv_efficiency) * matmul_rebase;
+  d.rnn_flops = matmul_flops * m.rnn_efficiency * matmul_rebase;
+  d.bandwidth = bandwidth * m.bandwidth_efficiency * bandwidth_rebase;
+  d.step_overhead = m.step_overhead;
+  d.layer_overhead = m.layer_overhead;
+  d.rnn_time_step_overhead = m.rnn_time_step;
+  d.eager_step_overhead = m.eager_step_overhead;
   return d;
 }
 
 }  // namespace
 
-DeviceRates gpu_rates(const GpuSpec& g, Precision p) {
-  return gpu_rates_from(g.name, g.matmul_tflops(p) * 1e12, g.bandwidth_gbs * 1e9, 1, 1);
+DeviceRates gpu_rates(const GpuSpec& g, Precision p, const GpuModel& m) {
+  return gpu_rates_from(g.name, g.matmul_tflops(p) * 1e12, g.bandwidth_gbs * 1e9, 1, 1, m, p);
+}
+
+bool cuda_graph_capturable(const std::vector<PlanStep>& steps) {
+  for (const PlanStep& s : steps)
+    if (is_recurrent(s.type) && s.attrs.has("dropout") && s.attrs.f("dropout") > 0 &&
+        s.attrs.i("num_layers") > 1)
+      return false;
+  return true;
 }
 
 // The efficiency factors are fractions of the H100 SXM's datasheet figures.
@@ -166,7 +168,7 @@ DeviceRates gpu_rates(const GpuSpec& g, Precision p) {
 // those ratios larger. The H100's prediction is then the same from either
 // source, and another GPU measured here is predicted from its own clocks
 // and memory rather than its datasheet.
-DeviceRates gpu_rates(const DeviceBench& b, Precision p) {
+DeviceRates gpu_rates(const DeviceBench& b, Precision p, const GpuModel& m) {
   double rate = b.fp32_gflops, rebase = 67000.0 / 51736.0;
   if (p == Precision::Bf16 && b.bf16_gflops > 0) {
     rate = b.bf16_gflops;
@@ -175,7 +177,8 @@ DeviceRates gpu_rates(const DeviceBench& b, Precision p) {
     rate = b.fp16_gflops;
     rebase = 989500.0 / 900424.3;
   }
-  return gpu_rates_from(b.name, rate * 1e9, b.mem_bandwidth_gbs * 1e9, rebase, 3350.0 / 3008.9);
+  return gpu_rates_from(b.name, rate * 1e9, b.mem_bandwidth_gbs * 1e9, rebase, 3350.0 / 3008.9, m,
+                        p);
 }
 
 StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
@@ -260,6 +263,8 @@ StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
   const double opt_bytes = double(params) * 4 * (7 + (d.host_optimizer_copy ? 2 : 0));
   st.optimizer_s = d.bandwidth > 0 ? opt_bytes / d.bandwidth : 0;
   st.overhead_s = d.step_overhead;
+  if (d.eager_step_overhead > 0 && !cuda_graph_capturable(steps))
+    st.overhead_s += d.eager_step_overhead;
   st.step_s += st.optimizer_s + st.overhead_s;
   st.samples_per_s = st.step_s > 0 ? n / st.step_s : 0;
   return st;

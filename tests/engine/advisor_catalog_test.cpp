@@ -395,6 +395,32 @@ TEST(StepTime, DepthwiseConvolutionsUseTheirOwnRatesOnTheCpu) {
   EXPECT_DOUBLE_EQ(predict_step_time(g, n, r).layers[0].seconds, 2 * macs * 4 / 1e11);
 }
 
+// A stacked recurrent layer with dropout between its layers cannot be
+// captured into a CUDA graph (cuda/rnn.cpp graph_safe): its step pays the
+// eager overhead on top; without the dropout it does not.
+TEST(StepTime, AStepWithoutACudaGraphPaysTheEagerOverhead) {
+  Project p = load_project(std::string(DC_SOURCE_DIR) + "/resources/templates/stacked_lstm.dcproj");
+  GpuModel m;
+  m.eager_step_overhead = 1e-3;
+  DeviceBench b;
+  b.fp32_gflops = 50000;
+  b.mem_bandwidth_gbs = 4000;
+  const DeviceRates r = gpu_rates(b, Precision::Fp32, m);
+  EXPECT_DOUBLE_EQ(r.eager_step_overhead, 1e-3);
+  EXPECT_FALSE(cuda_graph_capturable(lower_graph(p.graph)));
+  const StepTime eager = predict_step_time(p.graph, 64, r);
+  EXPECT_DOUBLE_EQ(eager.overhead_s, m.step_overhead + 1e-3);
+  std::vector<NodeId> lstms;
+  for (const auto& [id, n] : p.graph.nodes())
+    if (n.type == "LSTM") lstms.push_back(id);
+  ASSERT_FALSE(lstms.empty());
+  for (NodeId id : lstms) p.graph.set_attr(id, "dropout", 0.0);
+  EXPECT_TRUE(cuda_graph_capturable(lower_graph(p.graph)));
+  const StepTime graphed = predict_step_time(p.graph, 64, r);
+  EXPECT_DOUBLE_EQ(graphed.overhead_s, m.step_overhead);
+  EXPECT_NEAR(eager.step_s - graphed.step_s, 1e-3, 1e-9);
+}
+
 }  // namespace
 
 }  // namespace dc::advisor
