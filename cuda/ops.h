@@ -34,10 +34,10 @@ struct OpContext {
   // forward, so it is not the same as !training.
   bool need_backward = true;
   // Mixed precision (bf16/fp16): Conv2D, Dense, TimeDistributedDense and
-  // attention compute on tensor cores with 16-bit operands (cuDNN on 16-bit
-  // copies, cuBLAS with 16-bit compute types on the float32 tensors) and
-  // keep float32 results; everything else stays float32
-  // (docs/ARCHITECTURE.md, "Mixed precision").
+  // (in bf16) attention compute on tensor cores with 16-bit operands (cuDNN
+  // on 16-bit copies, cuBLAS on 16-bit copies or, in bf16, with a 16-bit
+  // compute type on the float32 tensors) and keep float32 results;
+  // everything else stays float32 (docs/ARCHITECTURE.md, "Mixed precision").
   bool reduced = false;
   Low low = Low::Bf16;
   // cuBLAS's compute type for GEMMs on the float32 tensors (pointwise
