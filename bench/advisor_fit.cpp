@@ -57,10 +57,10 @@ const char* const kKnobNames[] = {
     "eager_step_overhead",  "conv_efficiency_low", "matmul_efficiency_low"};
 
 double predict(const Row& r, const dc::advisor::DeviceBench& b, const GpuModel& m) {
-  // Activation bytes as advise and the run's prediction count them.
+  // Float32 activations in every precision (the CUDA plugin's storage), as
+  // advise and the run's prediction count them.
   return dc::advisor::predict_step_time(*r.graph, r.batch,
-                                        dc::advisor::gpu_rates(b, r.precision, m),
-                                        r.precision == dc::Precision::Fp32 ? 4 : 2)
+                                        dc::advisor::gpu_rates(b, r.precision, m))
       .step_s;
 }
 

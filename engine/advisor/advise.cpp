@@ -59,7 +59,8 @@ Advice advise(const Project& p, int64_t batch, Precision precision, int64_t trai
   mo.backend = Backend::Cuda;
   mo.precision = precision;
   mo.resident_bytes = resident_bytes;
-  const int64_t elem = precision == Precision::Fp32 ? 4 : 2;
+  // The CUDA plugin keeps float32 activations in every precision.
+  const int64_t elem = 4;
   auto gpu_row = [&](const std::string& name, int64_t memory, double tdp, const DeviceRates& r) {
     DeviceAdvice a;
     a.name = name;

@@ -112,7 +112,7 @@ RunPrediction predict_run(const Graph& g, const TrainConfig& c, const std::strin
     r.step = predict_step_time(
         g, c.batch,
         have ? gpu_rates(measured, r.precision) : gpu_rates(catalog[size_t(i)], r.precision),
-        r.precision == Precision::Fp32 ? 4 : 2);
+        4);  // float32 activations in every precision (the CUDA plugin)
     r.device_bytes = gpu_bytes > 0 ? gpu_bytes : catalog[size_t(i)].memory_bytes;
   }
   // On a GPU the measured figure is the plugin allocator's peak, which the

@@ -5,6 +5,7 @@
 // normalisation, merges, reshapes) are bandwidth-bound: they read and write
 // their activations once forward and about twice backward.
 #include <deepcanvas/advisor/step_time.h>
+#include <deepcanvas/cuda_pointwise.h>
 #include <deepcanvas/plan.h>
 
 #include <algorithm>
@@ -28,10 +29,40 @@ constexpr double kCpuBandwidthEfficiency = 0.7;
 constexpr double kCpuRegionsPerLayer = 1.25;
 
 // GPUs: GpuModel (step_time.h); every GPU without its own benchmark is the
-// same fractions of its datasheet figures, an estimate.
+// same fractions of its datasheet figures, an estimate. A long streaming
+// pass runs at the device copy rate: on the H100 bench-device measured
+// 3,009 of the datasheet's 3,350 GB/s, and against a measured rate the
+// rebase makes that 1.
+constexpr double kStreamEfficiency = 3008.9 / 3350.0;
 
 bool is_recurrent(const std::string& t) {
   return t == "LSTM" || t == "GRU" || t == "SimpleRNN";
+}
+
+// The CUDA plugin's conversions around a bf16/fp16 Conv2D on cuDNN
+// (cuda/conv.cpp): forward, the float32 input to its 16-bit copy (read 4,
+// write 2 bytes) and the 16-bit output back (read 2, write 4); backward,
+// the output gradient to 16 bits (6) and the 16-bit input gradient added
+// onto the float32 one (read 2 + 4, write 4). None for depthwise layers
+// (their own kernels read the float32 tensors) or, in bf16, pointwise ones
+// (cuBLAS on the float32 tensors).
+double gpu_conv_copy_bytes(const PlanStep& s, double n, bool ng, bool input_grad,
+                           bool pointwise_gemms) {
+  if (conv_is_depthwise(s.in_shapes, s.attrs)) return 0;
+  const Shape& x = s.in_shapes[0];
+  if (pointwise_gemms) {
+    const auto& k = s.attrs.ints("kernel");
+    const auto& st = s.attrs.ints("stride");
+    // The rule takes only 1×1 kernels at stride 1, which 'same' does not
+    // pad: explicit padding is the only kind it can see.
+    const bool padded = s.attrs.s("padding_mode") == "explicit" &&
+                        (s.attrs.ints("padding")[0] || s.attrs.ints("padding")[1]);
+    if (cuda_pointwise_gemm(x[0], x[1], x[2], s.out_shape[0], k[0], k[1], st[0], st[1],
+                            s.attrs.i("groups"), padded ? 1 : 0, ng))
+      return 0;
+  }
+  const double in = double(x.numel()) * n, out = double(s.out_shape.numel()) * n;
+  return 6 * in + 6 * out + (ng ? 6 * out + (input_grad ? 10 * in : 0) : 0);
 }
 
 // The CPU Conv2D's extra memory traffic beyond its input, output and
@@ -144,6 +175,9 @@ DeviceRates gpu_rates_from(const std::string& name, double matmul_flops, double 
   d.layer_overhead = m.layer_overhead;
   d.rnn_time_step_overhead = m.rnn_time_step;
   d.eager_step_overhead = m.eager_step_overhead;
+  d.conv_16bit_copies = low;
+  d.stream_bandwidth = bandwidth * bandwidth_rebase * kStreamEfficiency;
+  d.pointwise_gemms = p == Precision::Bf16;
   return d;
 }
 
@@ -236,6 +270,11 @@ StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
     l.bytes = activation_bytes + double(c.params) * 4 * (trains_weights ? 4 : 1);
     if (s.type == "Conv2D" && d.im2col_convolutions)
       l.bytes += cpu_conv_extra_bytes(s, n, ng, trains_weights, input_grad);
+    // Separate kernels around the convolution's own, each a long stream.
+    const double copies = s.type == "Conv2D" && d.conv_16bit_copies && d.stream_bandwidth > 0
+                              ? gpu_conv_copy_bytes(s, n, ng, input_grad, d.pointwise_gemms)
+                              : 0;
+    const double t_copies = copies > 0 ? copies / d.stream_bandwidth : 0;
     const double rate = s.type == "Conv2D"     ? d.conv_flops
                         : is_recurrent(s.type) ? d.rnn_flops
                                                : d.gemm_flops;
@@ -249,12 +288,13 @@ StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
       t_compute = 2 * macs / d.depthwise_flops + back / d.depthwise_bwd_flops;
     }
     const double t_memory = d.bandwidth > 0 ? l.bytes / d.bandwidth : 0;
+    l.bytes += copies;
     l.compute_bound = t_compute >= t_memory;
     l.overhead_s = d.layer_overhead;
     if (is_recurrent(s.type))
       l.overhead_s += d.rnn_time_step_overhead * double(s.in_shapes[0][0]) *
                       double(s.attrs.i("num_layers") * (s.attrs.b("bidirectional") ? 2 : 1));
-    l.seconds = std::max(t_compute, t_memory) + l.overhead_s;
+    l.seconds = std::max(t_compute, t_memory) + t_copies + l.overhead_s;
     st.step_s += l.seconds;
     st.layers.push_back(std::move(l));
   }

@@ -395,6 +395,60 @@ TEST(StepTime, DepthwiseConvolutionsUseTheirOwnRatesOnTheCpu) {
   EXPECT_DOUBLE_EQ(predict_step_time(g, n, r).layers[0].seconds, 2 * macs * 4 / 1e11);
 }
 
+// bf16/fp16 on the GPU: a Conv2D on cuDNN pays its conversions to and from
+// 16-bit copies (6 bytes per input and output element forward, 6 per
+// output-gradient and 10 per input-gradient element backward), timed at
+// the streaming rate; a depthwise one (own kernels) pays none, and a 1×1
+// one in bf16 (GEMMs on the float32 tensors) none either.
+TEST(StepTime, SixteenBitConvolutionsPayTheirConversions) {
+  register_builtin_layers();
+  Graph g;
+  Attrs in, conv, pw, dw;
+  in.set("shape", std::vector<int64_t>{16, 16, 16});
+  conv.set("filters", int64_t(16));
+  conv.set("padding", std::vector<int64_t>{1, 1});
+  pw.set("filters", int64_t(16));
+  pw.set("kernel", std::vector<int64_t>{1, 1});
+  dw = conv;
+  dw.set("groups", int64_t(16));
+  NodeId prev = g.add_node("Input", "in", in);
+  for (const auto& [name, a] : {std::pair{"conv", conv}, {"pw", pw}, {"dw", dw}}) {
+    const NodeId id = g.add_node("Conv2D", name, a);
+    g.connect(prev, id);
+    prev = id;
+  }
+  DeviceRates fp32;
+  fp32.gemm_flops = fp32.conv_flops = 1e12;
+  fp32.bandwidth = 1e11;
+  DeviceRates bf16 = fp32, fp16 = fp32;
+  bf16.conv_16bit_copies = fp16.conv_16bit_copies = true;
+  bf16.pointwise_gemms = true;
+  bf16.stream_bandwidth = fp16.stream_bandwidth = 1e12;
+  const int64_t n = 4;
+  const double x = double(n) * 16 * 16 * 16;  // every layer's input and output
+  const StepTime t32 = predict_step_time(g, n, fp32), tb = predict_step_time(g, n, bf16),
+                 th = predict_step_time(g, n, fp16);
+  // The first convolution: no input gradient (its input is the network's).
+  EXPECT_DOUBLE_EQ(tb.layers[0].bytes - t32.layers[0].bytes, 18 * x);
+  EXPECT_NEAR(tb.layers[0].seconds - t32.layers[0].seconds, 18 * x / 1e12, 1e-15);
+  // The 1×1 one: none in bf16; in fp16 all four, the input gradient too.
+  EXPECT_DOUBLE_EQ(tb.layers[1].bytes, t32.layers[1].bytes);
+  EXPECT_DOUBLE_EQ(th.layers[1].bytes - t32.layers[1].bytes, 28 * x);
+  // Depthwise: none in either.
+  EXPECT_DOUBLE_EQ(tb.layers[2].bytes, t32.layers[2].bytes);
+  EXPECT_DOUBLE_EQ(th.layers[2].bytes, t32.layers[2].bytes);
+  // What gpu_rates sets for each precision.
+  DeviceBench b;
+  b.fp32_gflops = 50000;
+  b.bf16_gflops = b.fp16_gflops = 900000;
+  b.mem_bandwidth_gbs = 4000;
+  EXPECT_FALSE(gpu_rates(b, Precision::Fp32).conv_16bit_copies);
+  EXPECT_TRUE(gpu_rates(b, Precision::Bf16).pointwise_gemms);
+  EXPECT_TRUE(gpu_rates(b, Precision::Fp16).conv_16bit_copies);
+  EXPECT_FALSE(gpu_rates(b, Precision::Fp16).pointwise_gemms);
+  EXPECT_NEAR(gpu_rates(b, Precision::Bf16).stream_bandwidth, 4000e9, 1e6);
+}
+
 // A stacked recurrent layer with dropout between its layers cannot be
 // captured into a CUDA graph (cuda/rnn.cpp graph_safe): its step pays the
 // eager overhead on top; without the dropout it does not.

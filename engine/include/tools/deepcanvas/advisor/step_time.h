@@ -33,6 +33,16 @@ struct DeviceRates {
   double eager_step_overhead = 0;
   bool host_optimizer_copy = false;  // the CPU trainer copies the weights every step
   bool im2col_convolutions = false;  // Conv2D moves im2col columns (the CPU backend)
+  // The CUDA plugin in bf16/fp16: a Conv2D on cuDNN converts its float32
+  // input, output and gradients to and from 16-bit copies (cuda/conv.cpp);
+  // in bf16 the pointwise ones run as GEMMs on the float32 tensors instead
+  // (deepcanvas/cuda_pointwise.h), and depthwise ones on their own kernels.
+  bool conv_16bit_copies = false;
+  bool pointwise_gemms = false;
+  // Bytes/s of one large streaming pass (those conversions): the device copy
+  // bench-device measures, not the effective figure of `bandwidth`, which
+  // the short passes of small layers set.
+  double stream_bandwidth = 0;
 };
 
 // This machine's rates from its micro-benchmark.
