@@ -40,25 +40,27 @@ struct Row {
   const dc::Graph* graph = nullptr;
 };
 
+struct Knob {
+  const char* name;
+  double* value;
+};
 // The 16-bit efficiencies move only when 16-bit runs are fitted.
-std::vector<double*> knobs(GpuModel& m, bool low) {
-  std::vector<double*> k = {&m.conv_efficiency,      &m.rnn_efficiency, &m.rnn_time_step,
-                            &m.bandwidth_efficiency, &m.layer_overhead, &m.step_overhead,
-                            &m.eager_step_overhead};
+std::vector<Knob> knobs(GpuModel& m, bool low) {
+  std::vector<Knob> k = {{"conv_efficiency", &m.conv_efficiency},
+                         {"rnn_efficiency", &m.rnn_efficiency},
+                         {"rnn_time_step", &m.rnn_time_step},
+                         {"bandwidth_efficiency", &m.bandwidth_efficiency},
+                         {"layer_overhead", &m.layer_overhead},
+                         {"step_overhead", &m.step_overhead},
+                         {"eager_step_overhead", &m.eager_step_overhead}};
   if (low) {
-    k.push_back(&m.conv_efficiency_low);
-    k.push_back(&m.matmul_efficiency_low);
+    k.push_back({"conv_efficiency_low", &m.conv_efficiency_low});
+    k.push_back({"matmul_efficiency_low", &m.matmul_efficiency_low});
   }
   return k;
 }
-const char* const kKnobNames[] = {
-    "conv_efficiency",      "rnn_efficiency",      "rnn_time_step",
-    "bandwidth_efficiency", "layer_overhead",      "step_overhead",
-    "eager_step_overhead",  "conv_efficiency_low", "matmul_efficiency_low"};
 
 double predict(const Row& r, const dc::advisor::DeviceBench& b, const GpuModel& m) {
-  // Float32 activations in every precision (the CUDA plugin's storage), as
-  // advise and the run's prediction count them.
   return dc::advisor::predict_step_time(*r.graph, r.batch,
                                         dc::advisor::gpu_rates(b, r.precision, m))
       .step_s;
@@ -181,8 +183,9 @@ int main(int argc, char** argv) {
   for (double f : {2.0, 1.5, 1.2, 1.1, 1.05, 1.02, 1.01}) {
     for (bool moved = true; moved;) {
       moved = false;
-      for (double* v : knobs(m, low))
+      for (const Knob& knob : knobs(m, low))
         for (double step : {f, 1 / f}) {
+          double* v = knob.value;
           const double old = *v;
           *v = old * step;
           const double l = loss(all, bench, m);
@@ -197,9 +200,7 @@ int main(int argc, char** argv) {
   }
   std::printf("\nfitted GpuModel (sum of squared log errors %.4f, before %.4f):\n", best,
               loss(all, bench, before));
-  GpuModel shown = m;
-  const std::vector<double*> k = knobs(shown, true);
-  for (size_t i = 0; i < k.size(); ++i) std::printf("  %s = %.4g\n", kKnobNames[i], *k[i]);
+  for (const Knob& knob : knobs(m, true)) std::printf("  %s = %.4g\n", knob.name, *knob.value);
   table("fitted runs, before (the built-in constants)", all, bench, before);
   table("fitted runs, after (the fitted constants)", all, bench, m);
   table("checked runs (not fitted), before", checked, bench, before);

@@ -662,15 +662,9 @@ void DeployDialog::onQatDone(bool ok, bool cancelled, const QString& error, Resu
     const QString refusal = int8Refusal();
     if (!refusal.isEmpty()) text += "\n" + refusal;
     setStatus(text, !refusal.isEmpty());
-  } else if (cancelled) {
-    progress_->setValue(0);
-    setStatus(tr("Fine-tuning cancelled; the int8 model is as before."), false);
-  } else {
-    progress_->setValue(0);
-    setStatus(tr("Could not fine-tune: %1").arg(error), true);
   }
-  fillTable();
-  updateControls();
+  finishRun(ok, cancelled, tr("Fine-tuning cancelled; the int8 model is as before."),
+            tr("Could not fine-tune: %1").arg(error));
   Q_EMIT fineTuned(ok);
 }
 
@@ -716,16 +710,23 @@ void DeployDialog::onDone(bool ok, bool cancelled, const QString& error, Result 
                         folded.isEmpty() ? QString() : tr("; folded: %1").arg(folded.join(", ")),
                         percent(result_.accuracy.agreement));
     setStatus(text, !refusal.isEmpty());
-  } else if (cancelled) {
+  }
+  finishRun(ok, cancelled, tr("Cancelled; nothing was written."),
+            tr("Could not measure: %1").arg(error));
+  Q_EMIT measured(ok);
+}
+
+void DeployDialog::finishRun(bool ok, bool cancelled, const QString& cancelled_text,
+                             const QString& failed_text) {
+  if (!ok) {
     progress_->setValue(0);
-    setStatus(tr("Cancelled; nothing was written."), false);
-  } else {
-    progress_->setValue(0);
-    setStatus(tr("Could not measure: %1").arg(error), true);
+    if (cancelled)
+      setStatus(cancelled_text, false);
+    else
+      setStatus(failed_text, true);
   }
   fillTable();
   updateControls();
-  Q_EMIT measured(ok);
 }
 
 void DeployDialog::markStale() {

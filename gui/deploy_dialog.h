@@ -121,6 +121,11 @@ class DeployDialog : public QDialog {
   void onProgress(int permille, const QString& stage);
   void onDone(bool ok, bool cancelled, const QString& error, Result r);
   void onQatDone(bool ok, bool cancelled, const QString& error, Result r);
+  // The common end of a measurement or a fine-tuning run: on failure the
+  // progress reset and the status (cancelled_text, or failed_text as an
+  // error), then the table and the controls.
+  void finishRun(bool ok, bool cancelled, const QString& cancelled_text,
+                 const QString& failed_text);
   void fillTable();
   void updateControls();
   void markStale();

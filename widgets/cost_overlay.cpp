@@ -81,7 +81,7 @@ CostReport predictCosts(const Graph& g, int64_t batch, const OptimizerConfig& op
     const advisor::MemoryPrediction mem = advisor::predict_memory(g, mo);
     mo.batch = 1;
     const advisor::MemoryPrediction one = advisor::predict_memory(g, mo);
-    const advisor::StepTime st = advisor::predict_step_time(g, batch, advisor::cpu_rates(bench), 4);
+    const advisor::StepTime st = advisor::predict_step_time(g, batch, advisor::cpu_rates(bench));
     for (size_t i = 0; i < mem.layers.size(); ++i) {
       const advisor::LayerMemory& l = mem.layers[i];
       const Node* n = g.find_by_name(l.name);

@@ -67,7 +67,7 @@ int print_layer_profile(const Args& a, const Project& p, int64_t batch,
                         const advisor::DeviceBench& bench) {
   const int steps = int(a.get_int("steps", 20, 1, 100000));
   const advisor::StepTime pred =
-      advisor::predict_step_time(p.graph, batch, advisor::cpu_rates(bench), 4);
+      advisor::predict_step_time(p.graph, batch, advisor::cpu_rates(bench));
   const advisor::LayerProfile m =
       advisor::profile_layers(p.graph, batch, p.training.optimizer, steps);
   auto predicted = [&](const std::string& name) {

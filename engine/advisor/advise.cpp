@@ -54,13 +54,11 @@ Advice advise(const Project& p, int64_t batch, Precision precision, int64_t trai
   here.fits = here.training_bytes <= here.memory_bytes;
   here.max_batch = max_batch_that_fits(p.graph, mo, here.memory_bytes);
   // The CPU computes in fp32 whatever the precision asked for.
-  fill_time(here, predict_step_time(p.graph, batch, cpu_rates(cpu), 4), batch, train_samples);
+  fill_time(here, predict_step_time(p.graph, batch, cpu_rates(cpu)), batch, train_samples);
 
   mo.backend = Backend::Cuda;
   mo.precision = precision;
   mo.resident_bytes = resident_bytes;
-  // The CUDA plugin keeps float32 activations in every precision.
-  const int64_t elem = 4;
   auto gpu_row = [&](const std::string& name, int64_t memory, double tdp, const DeviceRates& r) {
     DeviceAdvice a;
     a.name = name;
@@ -72,7 +70,7 @@ Advice advise(const Project& p, int64_t batch, Precision precision, int64_t trai
     a.allocator_bytes = mem.allocator;
     a.fits = a.training_bytes <= a.memory_bytes;
     a.max_batch = max_batch_that_fits(p.graph, mo, a.memory_bytes);
-    fill_time(a, predict_step_time(p.graph, batch, r, elem), batch, train_samples);
+    fill_time(a, predict_step_time(p.graph, batch, r), batch, train_samples);
     out.gpus.push_back(std::move(a));
   };
   // This machine's measured GPUs first, from their own figures (the TDP

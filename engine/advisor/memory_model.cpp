@@ -3,7 +3,6 @@
 // it), so that a change there shows up here as a failing
 // Advisor.MemoryPredictionMatchesMeasuredPeak test rather than as a silent drift.
 #include <deepcanvas/advisor/memory_model.h>
-#include <deepcanvas/cuda_pointwise.h>
 #include <deepcanvas/data.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/parallel.h>
@@ -11,48 +10,17 @@
 
 #include <algorithm>
 
+#include "cuda_rules.h"
+
 namespace dc::advisor {
 
 namespace {
-
-// What cuda/conv.cpp sends to its own depthwise kernels (depthwise.h's
-// is_depthwise): one input channel per group, more than one group.
-bool is_depthwise_conv(const PlanStep& s) {
-  const int64_t C = s.in_shapes[0][0], OC = s.out_shape[0], G = s.attrs.i("groups");
-  return G > 1 && G == C && OC % C == 0;
-}
-
-// A Conv2D's padding on each side (top, bottom, left, right), as
-// cuda/conv.cpp's make_conv derives it.
-struct ConvPads {
-  int64_t t = 0, b = 0, l = 0, r = 0;
-};
-ConvPads conv_pads(const PlanStep& s) {
-  ConvPads p;
-  const std::string& mode = s.attrs.s("padding_mode");
-  if (mode == "explicit") {
-    const auto& e = s.attrs.ints("padding");
-    p.t = p.b = e[0];
-    p.l = p.r = e[1];
-  } else if (mode == "same") {
-    const Shape& x = s.in_shapes[0];
-    const auto& k = s.attrs.ints("kernel");
-    const auto& st = s.attrs.ints("stride");
-    const auto& dl = s.attrs.ints("dilation");
-    same_padding(x[1], k[0], st[0], dl[0], p.t, p.b, "height");
-    same_padding(x[2], k[1], st[1], dl[1], p.l, p.r, "width");
-  }
-  return p;
-}
 
 // dc::Storage rounds every block up to 64 bytes (core/tensor.cpp).
 int64_t tensor_bytes(int64_t numel, int64_t elem = 4) {
   return std::max<int64_t>(64, (numel * elem + 63) / 64 * 64);
 }
 
-bool is_recurrent(const std::string& t) {
-  return t == "LSTM" || t == "GRU" || t == "SimpleRNN";
-}
 bool is_batchnorm(const std::string& t) {
   return t == "BatchNorm1D" || t == "BatchNorm2D";
 }
@@ -227,7 +195,7 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
     (s.frozen ? frozen : trainable) += p.trainable;
     buffers += p.buffers;
     const int64_t in = s.in_shapes[0].numel(), out = s.out_shape.numel();
-    if (s.type == "Conv2D" && is_depthwise_conv(s)) {
+    if (s.type == "Conv2D" && cuda_depthwise_conv(s)) {
       // cuda/depthwise.cu reads and writes the float32 activations itself:
       // no 16-bit copies, no cuDNN workspace; its weight gradient sums
       // into parts of (taps + bias) per output channel (depthwise.h's
@@ -257,12 +225,7 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       // 16-bit copies; a trained one's per-sample weight-gradient products
       // in the shared workspace, and the batch's ones.
       const bool wgrad = reached[i] && !s.frozen;
-      const auto& kk = s.attrs.ints("kernel");
-      const auto& ks = s.attrs.ints("stride");
-      const bool pw_gemm =
-          on_float32 &&
-          cuda_pointwise_gemm(IC, s.in_shapes[0][1], s.in_shapes[0][2], OC, kk[0], kk[1], ks[0],
-                              ks[1], groups, pad.t + pad.b + pad.l + pad.r, wgrad);
+      const bool pw_gemm = on_float32 && cuda_pointwise_gemm(s, wgrad);
       if (pw_gemm && wgrad) {
         workspace = std::max(workspace, blk(4 * n * IC * OC));
         extra += blk(4 * n);
@@ -335,7 +298,7 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
       // 16-bit data (rnn.cpp): fp16 always; bf16 only where the persistent
       // algorithm does not run (hidden size over 128, or dropout between
       // layers), as it was faster with float32 data there.
-      const bool persistent = H <= 128 && !(s.attrs.f("dropout") > 0 && L > 1);
+      const bool persistent = H <= 128 && !rnn_dropout_between_layers(s);
       const bool low =
           o.precision == Precision::Fp16 || (o.precision == Precision::Bf16 && !persistent);
       const int64_t es = low ? 2 : 4;

@@ -86,7 +86,7 @@ RunPrediction predict_run(const Graph& g, const TrainConfig& c, const std::strin
     mo.backend = Backend::Cpu;
     mo.threads = threads;
     r.device = "this machine (" + std::to_string(threads) + " threads)";
-    r.step = predict_step_time(g, c.batch, cpu_rates(b), 4);
+    r.step = predict_step_time(g, c.batch, cpu_rates(b));
   } else {
     // The prediction is an extra: a malformed user catalog must not stop the
     // run it describes (the CLI's train --device cuda, the app's Train).
@@ -111,8 +111,7 @@ RunPrediction predict_run(const Graph& g, const TrainConfig& c, const std::strin
     r.device = catalog[size_t(i)].name + (have ? " (measured here)" : " (catalog estimate)");
     r.step = predict_step_time(
         g, c.batch,
-        have ? gpu_rates(measured, r.precision) : gpu_rates(catalog[size_t(i)], r.precision),
-        4);  // float32 activations in every precision (the CUDA plugin)
+        have ? gpu_rates(measured, r.precision) : gpu_rates(catalog[size_t(i)], r.precision));
     r.device_bytes = gpu_bytes > 0 ? gpu_bytes : catalog[size_t(i)].memory_bytes;
   }
   // On a GPU the measured figure is the plugin allocator's peak, which the

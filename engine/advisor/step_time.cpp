@@ -5,10 +5,11 @@
 // normalisation, merges, reshapes) are bandwidth-bound: they read and write
 // their activations once forward and about twice backward.
 #include <deepcanvas/advisor/step_time.h>
-#include <deepcanvas/cuda_pointwise.h>
 #include <deepcanvas/plan.h>
 
 #include <algorithm>
+
+#include "cuda_rules.h"
 
 namespace dc::advisor {
 
@@ -35,10 +36,6 @@ constexpr double kCpuRegionsPerLayer = 1.25;
 // rebase makes that 1.
 constexpr double kStreamEfficiency = 3008.9 / 3350.0;
 
-bool is_recurrent(const std::string& t) {
-  return t == "LSTM" || t == "GRU" || t == "SimpleRNN";
-}
-
 // The CUDA plugin's conversions around a bf16/fp16 Conv2D on cuDNN
 // (cuda/conv.cpp): forward, the float32 input to its 16-bit copy (read 4,
 // write 2 bytes) and the 16-bit output back (read 2, write 4); backward,
@@ -48,19 +45,9 @@ bool is_recurrent(const std::string& t) {
 // (cuBLAS on the float32 tensors).
 double gpu_conv_copy_bytes(const PlanStep& s, double n, bool ng, bool input_grad,
                            bool pointwise_gemms) {
-  if (conv_is_depthwise(s.in_shapes, s.attrs)) return 0;
+  if (cuda_depthwise_conv(s)) return 0;
   const Shape& x = s.in_shapes[0];
-  if (pointwise_gemms) {
-    const auto& k = s.attrs.ints("kernel");
-    const auto& st = s.attrs.ints("stride");
-    // The rule takes only 1×1 kernels at stride 1, which 'same' does not
-    // pad: explicit padding is the only kind it can see.
-    const bool padded = s.attrs.s("padding_mode") == "explicit" &&
-                        (s.attrs.ints("padding")[0] || s.attrs.ints("padding")[1]);
-    if (cuda_pointwise_gemm(x[0], x[1], x[2], s.out_shape[0], k[0], k[1], st[0], st[1],
-                            s.attrs.i("groups"), padded ? 1 : 0, ng))
-      return 0;
-  }
+  if (pointwise_gemms && cuda_pointwise_gemm(s, ng)) return 0;
   const double in = double(x.numel()) * n, out = double(s.out_shape.numel()) * n;
   return 6 * in + 6 * out + (ng ? 6 * out + (input_grad ? 10 * in : 0) : 0);
 }
@@ -189,9 +176,7 @@ DeviceRates gpu_rates(const GpuSpec& g, Precision p, const GpuModel& m) {
 
 bool cuda_graph_capturable(const std::vector<PlanStep>& steps) {
   for (const PlanStep& s : steps)
-    if (is_recurrent(s.type) && s.attrs.has("dropout") && s.attrs.f("dropout") > 0 &&
-        s.attrs.i("num_layers") > 1)
-      return false;
+    if (rnn_dropout_between_layers(s)) return false;
   return true;
 }
 
@@ -215,8 +200,7 @@ DeviceRates gpu_rates(const DeviceBench& b, Precision p, const GpuModel& m) {
                         p);
 }
 
-StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
-                           int64_t activation_elem) {
+StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d) {
   const std::vector<PlanStep> steps = lower_graph(g);
   // The CPU plan runs a ReLU or ReLU6 after a Conv2D inside the convolution,
   // on each sample's output while it is in cache (plan.cpp): no pass of its
@@ -226,7 +210,7 @@ StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
       d.im2col_convolutions ? relu_fusions(steps) : cuda_relu_fusions(steps);
   StepTime st;
   std::vector<bool> needs_grad(steps.size(), false);
-  const double n = double(batch), ae = double(activation_elem);
+  const double n = double(batch), ae = 4;  // float32 activations (step_time.h)
   int64_t params = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     const PlanStep& s = steps[i];

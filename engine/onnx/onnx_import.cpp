@@ -234,11 +234,14 @@ OnnxImport Importer::run() {
   for (const auto& n : graph.node()) {
     if (skipped_.count(&n)) continue;
     if (auto f = fusions_.find(&n); f != fusions_.end()) {
-      auto x = vals_.find(f->second.input);
-      if (x != vals_.end() && !x->second.problems.empty()) {
-        Val v;
-        v.problems = x->second.problems;
-        out(n, 0, v);
+      Val inherited;
+      for (const std::string* name : {&f->second.input, &f->second.input2}) {
+        auto x = vals_.find(*name);
+        if (x != vals_.end())
+          inherited.problems.insert(x->second.problems.begin(), x->second.problems.end());
+      }
+      if (!inherited.problems.empty()) {
+        out(n, 0, inherited);
         continue;
       }
       try {

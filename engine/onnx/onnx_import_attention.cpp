@@ -6,7 +6,12 @@
 // transposed, the query divided by √D, the scores MatMul, Softmax, the
 // value MatMul, the heads joined by Transpose/Reshape [T·N, E], the output
 // projection (Gemm), and the result reshaped and transposed back to
-// [N, T, E]. Those ops have no DeepCanvas layer each (a MatMul of two
+// [N, T, E]. Cross-attention whose keys and values are one tensor (a
+// decoder's attention over a second branch of the same input) differs only
+// in its projections: the query's MatMul [E, E] on its own transposed input,
+// and one [E, 2E] on the other's, sliced into key and value; it becomes a
+// MultiHeadAttention in cross mode with both inputs. Those ops have no
+// DeepCanvas layer each (a MatMul of two
 // activations, heads folded into the batch), and the layer that computes
 // exactly this exists, so the subgraph is matched as a whole, before the
 // walk, from the ONNX structure alone; anything that differs is left to the
@@ -139,37 +144,105 @@ void Importer::find_fusions() {
     if (!perm(tq, {1, 0, 2}) || !o || o->input(0) != sm.output(0)) return false;
     const onnx::NodeProto* tv = take(made(o->input(1), "Transpose"));
     if (!perm(tv, {1, 0, 2})) return false;
-    const onnx::NodeProto* r[3] = {made(tq->input(0), "Reshape"), made(tk->input(0), "Reshape"),
-                                   made(tv->input(0), "Reshape")};
+    const onnx::NodeProto* r[3] = {take(made(tq->input(0), "Reshape")),
+                                   take(made(tk->input(0), "Reshape")),
+                                   take(made(tv->input(0), "Reshape"))};
+    if (!r[0] || !r[1] || !r[2]) return false;
+    // Self-attention: q, k and v are Slices of one projection of the input.
+    // Cross-attention (torch's path when the key is the value but not the
+    // query): q is a projection of its own input, k and v Slices of a
+    // projection of the other.
+    const bool cross = !made(r[0]->input(0), "Slice");
+    const int first = cross ? 1 : 0;
     const onnx::NodeProto* sl[3] = {};
     bool ok = true;
-    for (int k = 0; k < 3 && ok; ++k) {
-      ok = take(r[k]) && (sl[k] = take(made(r[k]->input(0), "Slice"))) != nullptr &&
-           sl[k]->input(0) == sl[0]->input(0) && sl[k]->input_size() >= 4;
+    for (int k = first; k < 3 && ok; ++k) {
+      ok = (sl[k] = take(made(r[k]->input(0), "Slice"))) != nullptr &&
+           sl[k]->input(0) == sl[first]->input(0) && sl[k]->input_size() >= 4;
       if (ok) {
         const Const* ax = cst(sl[k]->input(3));
         ok = ax && ax->numel() == 1 && (ax->int_at(0) == -1 || ax->int_at(0) == 2) &&
              (sl[k]->input_size() < 5 || sl[k]->input(4).empty() || scalar(sl[k]->input(4), 1));
       }
     }
-    // q, k, v in order: each Slice starts where the one before ends.
-    const Const* q0 = ok ? cst(sl[0]->input(1)) : nullptr;
-    if (!ok || !q0 || q0->numel() != 1 || q0->int_at(0) != 0 ||
-        sl[1]->input(1) != sl[0]->input(2) || sl[2]->input(1) != sl[1]->input(2))
+    // In order: each Slice starts where the one before ends.
+    const Const* s0 = ok ? cst(sl[first]->input(1)) : nullptr;
+    if (!ok || !s0 || s0->numel() != 1 || s0->int_at(0) != 0 ||
+        (!cross && sl[1]->input(1) != sl[0]->input(2)) || sl[2]->input(1) != sl[1]->input(2))
       return false;
-    // In-projection: Add(bias, MatMul(Transpose[1,0,2](x), W [E, 3E])).
-    const onnx::NodeProto* ab = take(made(sl[0]->input(0), "Add"));
-    if (!ab) return false;
-    const onnx::NodeProto* mm = made(ab->input(0), "MatMul");
-    if (!mm) mm = made(ab->input(1), "MatMul");
-    if (!take(mm)) return false;
-    const Const* bin = cst(other(ab, mm->output(0)));
-    const Const* win = cst(mm->input(1));
-    const onnx::NodeProto* tx = take(made(mm->input(0), "Transpose"));
-    if (!bin || !win || !perm(tx, {1, 0, 2}) || win->integer || bin->integer ||
-        win->dims.size() != 2 || win->dims[1] != 3 * win->dims[0] || bin->numel() != win->dims[1])
+    // An in-projection of `parts` blocks of E outputs:
+    // Add(bias, MatMul(Transpose[1,0,2](x), W [E, parts·E])). With a fixed
+    // batch torch.onnx folds W and the bias to constants. With a dynamic
+    // one it leaves cross-attention's split of in_proj_weight [3E, E] to
+    // the graph: W = Transpose[1,0](Slice(in_proj_weight, a, b, axis 0)),
+    // the bias Slice(in_proj_bias, a', b'), bounds computed from Shapes.
+    struct Proj {
+      const Const *w = nullptr, *b = nullptr;              // W [E, cols], or in_proj_weight's rows
+      const onnx::NodeProto *ws = nullptr, *bs = nullptr;  // the Slices, when sliced
+      const onnx::NodeProto* tx = nullptr;
+      int64_t E = 0, cols = 0;
+      float weight(int64_t i, int64_t o, int64_t row0) const {
+        return ws ? w->f[size_t((row0 + o) * E + i)] : w->f[size_t(i * cols + o)];
+      }
+      float bias(int64_t o, int64_t row0) const { return b->f[size_t((bs ? row0 : 0) + o)]; }
+    };
+    // A Slice on axis 0 with unit steps of a constant.
+    auto sliced = [&](const std::string& value, const onnx::NodeProto*& s) -> const Const* {
+      s = take(made(value, "Slice"));
+      if (!s || s->input_size() < 4) return nullptr;
+      const Const* ax = cst(s->input(3));
+      const bool unit = s->input_size() < 5 || s->input(4).empty() || scalar(s->input(4), 1);
+      return ax && ax->numel() == 1 && ax->int_at(0) == 0 && unit ? cst(s->input(0)) : nullptr;
+    };
+    auto projection = [&](const std::string& value, int64_t parts, Proj& p) {
+      const onnx::NodeProto* ab = take(made(value, "Add"));
+      if (!ab) return false;
+      const onnx::NodeProto* mm = made(ab->input(0), "MatMul");
+      if (!mm) mm = made(ab->input(1), "MatMul");
+      if (!take(mm)) return false;
+      p.tx = take(made(mm->input(0), "Transpose"));
+      if (!perm(p.tx, {1, 0, 2})) return false;
+      const std::string& bias = other(ab, mm->output(0));
+      if ((p.w = cst(mm->input(1)))) {
+        if (p.w->dims.size() != 2) return false;
+        p.E = p.w->dims[0];
+        p.cols = p.w->dims[1];
+        p.b = cst(bias);
+      } else {
+        const onnx::NodeProto* wt = take(made(mm->input(1), "Transpose"));
+        if (!perm(wt, {1, 0}) || !(p.w = sliced(wt->input(0), p.ws)) || !(p.b = sliced(bias, p.bs)))
+          return false;
+        if (p.w->dims.size() != 2 || p.w->dims[0] != 3 * p.w->dims[1] ||
+            p.b->numel() != p.w->dims[0])
+          return false;
+        p.E = p.w->dims[1];
+        p.cols = parts * p.E;
+      }
+      return p.b && !p.w->integer && !p.b->integer && p.cols == parts * p.E &&
+             (p.bs || p.b->numel() == p.cols);
+    };
+    Proj pq, pkv;
+    if (cross ? !projection(r[0]->input(0), 1, pq) || !projection(sl[1]->input(0), 2, pkv) ||
+                    pkv.E != pq.E
+              : !projection(sl[0]->input(0), 3, pq))
       return false;
-    const int64_t E = win->dims[0];
+    // Sliced (cross only): both from one in_proj_weight and in_proj_bias,
+    // the query's rows from 0, the keys' and values' from where they end.
+    // That the query's end is E follows from the model's own validity: the
+    // keys take the first half of the rest, the values the second, and the
+    // out-projection [E, E] reads the values' E columns, so the query,
+    // whose width the keys' must equal, has E.
+    if (pq.ws || pkv.ws) {
+      auto zero = [&](const onnx::NodeProto* s) {
+        const Const* c = cst(s->input(1));
+        return c && c->numel() == 1 && c->int_at(0) == 0;
+      };
+      if (!cross || !pq.ws || !pkv.ws || pq.w != pkv.w || pq.b != pkv.b || !zero(pq.ws) ||
+          !zero(pq.bs) || pkv.ws->input(1) != pq.ws->input(2) ||
+          pkv.bs->input(1) != pq.bs->input(2))
+        return false;
+    }
+    const int64_t E = pq.E;
     // The heads: D from the scale √D; the Reshapes' [T, N·H, D] are
     // constants with a fixed batch, else computed from Shapes (which go
     // with the pattern).
@@ -212,16 +285,26 @@ void Importer::find_fusions() {
 
     Fusion f;
     f.type = "MultiHeadAttention";
-    f.input = tx->input(0);
+    f.input = pq.tx->input(0);
+    if (cross) f.input2 = pkv.tx->input(0);
+    f.attrs.set("mode", std::string(cross ? "cross" : "self"));
     f.attrs.set("heads", H);
     f.attrs.set("causal", causal);
     f.attrs.set("bias", true);
     f.attrs.set("dropout", 0.0);
     Tensor w_in{Shape{3 * E, E}}, b_in{Shape{3 * E}}, w_out{Shape{E, E}}, b_out{Shape{E}};
-    for (int64_t i = 0; i < E; ++i)
-      for (int64_t o3 = 0; o3 < 3 * E; ++o3)
-        w_in.f32()[o3 * E + i] = win->f[size_t(i * 3 * E + o3)];
-    for (int64_t k = 0; k < 3 * E; ++k) b_in.f32()[k] = bin->f[size_t(k)];
+    // ONNX's W [E, parts·E] is the transpose of PyTorch's rows; cross
+    // stacks the query's rows over the key/value ones, as in_proj_weight.
+    int64_t row = 0;
+    std::vector<const Proj*> parts = {&pq};
+    if (cross) parts.push_back(&pkv);
+    for (const Proj* pj : parts) {
+      for (int64_t i = 0; i < E; ++i)
+        for (int64_t o = 0; o < pj->cols; ++o)
+          w_in.f32()[(row + o) * E + i] = pj->weight(i, o, row);
+      for (int64_t o = 0; o < pj->cols; ++o) b_in.f32()[row + o] = pj->bias(o, row);
+      row += pj->cols;
+    }
     for (int64_t k = 0; k < E * E; ++k) w_out.f32()[k] = wout->f[size_t(k)];
     for (int64_t k = 0; k < E; ++k) b_out.f32()[k] = bout->f[size_t(k)];
     f.params = {{"in_proj_weight", w_in},
@@ -246,7 +329,7 @@ void Importer::find_fusions() {
       for (const auto* n : skip)
         for (const auto& i : n->input()) {
           auto p = net.producer.find(i);
-          if (p == net.producer.end() || skip.count(p->second) || p->second == tx || i == f.input)
+          if (p == net.producer.end() || skip.count(p->second) || i == f.input || i == f.input2)
             continue;
           bool only = true;
           for (const auto& out : p->second->output())
@@ -306,11 +389,20 @@ void Importer::emit_fusion(const onnx::NodeProto& n, const Fusion& f) {
     out(n, 0, o);
     return;
   }
-  const auto& v = view_of(x);
-  if (v.size() != 2)
-    throw NotSupported{"attention over a " + std::to_string(v.size() + 1) +
-                       "-D input; MultiHeadAttention takes a sequence [N, steps, features]"};
-  out(n, 0, plain(add(f.type, f.base, f.attrs, {materialize(x)}, f.params)));
+  std::vector<NodeId> ins;
+  for (const std::string* name : {&f.input, &f.input2}) {
+    if (name->empty()) continue;
+    auto in = vals_.find(*name);
+    if (in == vals_.end()) throw NotSupported{"input '" + *name + "' is not defined before it"};
+    if (in->second.is_const)
+      throw NotSupported{"attention over a constant sequence is not supported"};
+    const auto& v = view_of(in->second);
+    if (v.size() != 2)
+      throw NotSupported{"attention over a " + std::to_string(v.size() + 1) +
+                         "-D input; MultiHeadAttention takes a sequence [N, steps, features]"};
+    ins.push_back(materialize(in->second));
+  }
+  out(n, 0, plain(add(f.type, f.base, f.attrs, ins, f.params)));
 }
 
 }  // namespace dc::onnx_import

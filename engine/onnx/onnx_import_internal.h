@@ -42,8 +42,8 @@ constexpr int64_t kMaxFolded = int64_t{1} << 24;
 // Why a Softmax over the product of two computed tensors is refused.
 inline constexpr const char* kAttentionMiss =
     "attention in a form the importer does not recognise: it reads the ops torch.onnx writes for "
-    "nn.MultiheadAttention used as self-attention (batch_first, opset 17, no mask or a causal "
-    "-inf mask) as one MultiHeadAttention layer";
+    "nn.MultiheadAttention (batch_first, opset 17; self-attention, or cross-attention whose keys "
+    "and values are one tensor; no mask or a causal -inf mask) as one MultiHeadAttention layer";
 
 // A tensor known at import time: an initializer, a Constant, or folded.
 struct Const {
@@ -206,6 +206,7 @@ class Importer {
   // --- patterns matched before the walk (onnx_import_attention.cpp) ---
   struct Fusion {
     std::string type, input, base;  // the layer, the ONNX value it reads, its name
+    std::string input2;             // a second value it reads (cross-attention), or ""
     Attrs attrs;
     std::vector<std::pair<std::string, Tensor>> params;
   };

@@ -100,7 +100,7 @@ TEST_F(CostOverlayTest, ColoursFollowThePredictedShares) {
   bool measured = false;
   const advisor::DeviceBench bench = widgets::cachedOrDefaultBench(&measured);
   const advisor::StepTime st =
-      advisor::predict_step_time(editor->graph(), 32, advisor::cpu_rates(bench), 4);
+      advisor::predict_step_time(editor->graph(), 32, advisor::cpu_rates(bench));
   double sum = 0, conv2 = 0;
   for (const auto& l : st.layers) {
     sum += l.seconds;

@@ -101,8 +101,9 @@ struct StepTime {
   double samples_per_s = 0;
 };
 
-// activation_elem: bytes per activation element (4 fp32, 2 bf16/fp16).
-StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d,
-                           int64_t activation_elem = 4);
+// Activations count 4 bytes an element in every precision: the CPU computes
+// in float32, and the CUDA plugin keeps float32 activations in bf16/fp16 too
+// (its 16-bit copies are DeviceRates' conversion traffic).
+StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d);
 
 }  // namespace dc::advisor
