@@ -129,6 +129,13 @@ NodeId Importer::final_state(const Val& v) {
 }
 
 const std::vector<int64_t>& Importer::view_of(const Val& v) {
+  // A time-first value need not come from a recurrent layer: any
+  // Transpose [1, 0, 2] of a sequence makes one (attention does, before its
+  // projections).
+  if (v.layout == Layout::TimeFirst)
+    throw NotSupported{
+        "its input is a sequence in time-first order ([steps, N, features], after a Transpose), "
+        "which only a recurrent layer or a Transpose back to [N, steps, features] can take"};
   if (v.layout != Layout::Plain)
     throw NotSupported{"its input is a recurrent layer's output in an arrangement it cannot take"};
   return v.view;
