@@ -16,6 +16,7 @@
 // exactly this exists, so the subgraph is matched as a whole, before the
 // walk, from the ONNX structure alone; anything that differs is left to the
 // op handlers, which refuse it naming the op.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -181,10 +182,6 @@ void Importer::find_fusions() {
       const onnx::NodeProto *ws = nullptr, *bs = nullptr;  // the Slices, when sliced
       const onnx::NodeProto* tx = nullptr;
       int64_t E = 0, cols = 0;
-      float weight(int64_t i, int64_t o, int64_t row0) const {
-        return ws ? w->f[size_t((row0 + o) * E + i)] : w->f[size_t(i * cols + o)];
-      }
-      float bias(int64_t o, int64_t row0) const { return b->f[size_t((bs ? row0 : 0) + o)]; }
     };
     // A Slice on axis 0 with unit steps of a constant.
     auto sliced = [&](const std::string& value, const onnx::NodeProto*& s) -> const Const* {
@@ -293,17 +290,23 @@ void Importer::find_fusions() {
     f.attrs.set("bias", true);
     f.attrs.set("dropout", 0.0);
     Tensor w_in{Shape{3 * E, E}}, b_in{Shape{3 * E}}, w_out{Shape{E, E}}, b_out{Shape{E}};
-    // ONNX's W [E, parts·E] is the transpose of PyTorch's rows; cross
-    // stacks the query's rows over the key/value ones, as in_proj_weight.
-    int64_t row = 0;
-    std::vector<const Proj*> parts = {&pq};
-    if (cross) parts.push_back(&pkv);
-    for (const Proj* pj : parts) {
-      for (int64_t i = 0; i < E; ++i)
-        for (int64_t o = 0; o < pj->cols; ++o)
-          w_in.f32()[(row + o) * E + i] = pj->weight(i, o, row);
-      for (int64_t o = 0; o < pj->cols; ++o) b_in.f32()[row + o] = pj->bias(o, row);
-      row += pj->cols;
+    if (pq.ws) {
+      // Sliced: in_proj_weight and in_proj_bias themselves, PyTorch's layout.
+      std::copy(pq.w->f.begin(), pq.w->f.end(), w_in.f32());
+      std::copy(pq.b->f.begin(), pq.b->f.end(), b_in.f32());
+    } else {
+      // ONNX's W [E, parts·E] is the transpose of PyTorch's rows; cross
+      // stacks the query's rows over the key/value ones, as in_proj_weight.
+      int64_t row = 0;
+      std::vector<const Proj*> parts = {&pq};
+      if (cross) parts.push_back(&pkv);
+      for (const Proj* pj : parts) {
+        for (int64_t i = 0; i < E; ++i)
+          for (int64_t o = 0; o < pj->cols; ++o)
+            w_in.f32()[(row + o) * E + i] = pj->w->f[size_t(i * pj->cols + o)];
+        for (int64_t o = 0; o < pj->cols; ++o) b_in.f32()[row + o] = pj->b->f[size_t(o)];
+        row += pj->cols;
+      }
     }
     for (int64_t k = 0; k < E * E; ++k) w_out.f32()[k] = wout->f[size_t(k)];
     for (int64_t k = 0; k < E; ++k) b_out.f32()[k] = bout->f[size_t(k)];
@@ -378,9 +381,12 @@ void Importer::find_fusions() {
 }
 
 void Importer::emit_fusion(const onnx::NodeProto& n, const Fusion& f) {
-  auto it = vals_.find(f.input);
-  if (it == vals_.end()) throw NotSupported{"input '" + f.input + "' is not defined before it"};
-  const Val& x = it->second;
+  auto defined = [&](const std::string& name) -> const Val& {
+    auto it = vals_.find(name);
+    if (it == vals_.end()) throw NotSupported{"input '" + name + "' is not defined before it"};
+    return it->second;
+  };
+  const Val& x = defined(f.input);
   if (x.is_const) throw NotSupported{"a computation on constants only is not supported"};
   if (f.type == "GELU") {
     if (!x.pad.empty() || x.layout != Layout::Plain) materialize(x);  // throws why
@@ -389,18 +395,20 @@ void Importer::emit_fusion(const onnx::NodeProto& n, const Fusion& f) {
     out(n, 0, o);
     return;
   }
-  std::vector<NodeId> ins;
-  for (const std::string* name : {&f.input, &f.input2}) {
-    if (name->empty()) continue;
-    auto in = vals_.find(*name);
-    if (in == vals_.end()) throw NotSupported{"input '" + *name + "' is not defined before it"};
-    if (in->second.is_const)
-      throw NotSupported{"attention over a constant sequence is not supported"};
-    const auto& v = view_of(in->second);
+  // MultiHeadAttention: the queries, and in cross mode the keys/values,
+  // each a sequence.
+  auto sequence = [&](const Val& s) {
+    const auto& v = view_of(s);
     if (v.size() != 2)
       throw NotSupported{"attention over a " + std::to_string(v.size() + 1) +
                          "-D input; MultiHeadAttention takes a sequence [N, steps, features]"};
-    ins.push_back(materialize(in->second));
+    return materialize(s);
+  };
+  std::vector<NodeId> ins = {sequence(x)};
+  if (!f.input2.empty()) {
+    const Val& kv = defined(f.input2);
+    if (kv.is_const) throw NotSupported{"attention over a constant sequence is not supported"};
+    ins.push_back(sequence(kv));
   }
   out(n, 0, plain(add(f.type, f.base, f.attrs, ins, f.params)));
 }
