@@ -27,6 +27,9 @@ ap.add_argument("--model", choices=["transformer", "lstm"], required=True)
 ap.add_argument("--targets", choices=["last", "every"], default="last")
 ap.add_argument("--corpus", default="sample_data/text/corpus.txt")
 ap.add_argument("--window", type=int, default=40)
+ap.add_argument("--positions", choices=["learned", "alibi"], default="learned",
+                help="alibi: no position embedding; each head's scores get a "
+                     "linear penalty for distance (Press et al., 2021)")
 ap.add_argument("--epochs", type=int, default=12)
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--seed", type=int, default=0)
@@ -65,12 +68,23 @@ class CharTransformer(nn.Module):
             for _ in range(2))
         self.norm = nn.LayerNorm(64)
         self.fc = nn.Linear(64, V)
-        self.register_buffer("mask", torch.triu(torch.full((T, T), float("-inf")), 1))
+        causal = torch.triu(torch.full((T, T), float("-inf")), 1)
+        if args.positions == "alibi":
+            slopes = torch.tensor([2.0 ** (-8.0 * (k + 1) / 4) for k in range(4)])
+            steps = torch.arange(T)
+            distance = (steps[:, None] - steps[None, :]).clamp(min=0).float()
+            causal = causal - slopes[:, None, None] * distance  # [heads, T, T]
+        self.register_buffer("mask", causal)
 
     def forward(self, x):
-        h = self.embed(x) + self.positions
+        h = self.embed(x)
+        mask = self.mask
+        if args.positions == "alibi":  # one mask per (sample, head), sample-major
+            mask = mask.unsqueeze(0).expand(len(x), -1, -1, -1).reshape(-1, T, T)
+        else:
+            h = h + self.positions
         for b in self.blocks:
-            h = b(h, src_mask=self.mask)
+            h = b(h, src_mask=mask)
         return self.fc(self.norm(h))
 
 

@@ -94,6 +94,58 @@ void Importer::find_fusions() {
     return n->input(0) == one ? n->input(1) : n->input(0);
   };
 
+  // A matched pattern becomes one fusion keyed by its last node, when every
+  // value inside is used inside only, or by Shape (the arithmetic of the
+  // Slices and Reshapes, which goes with it); its other nodes are skipped,
+  // with the Shapes of values inside and (to a fixed point) what feeds only
+  // skipped nodes.
+  auto claim = [&](const std::vector<const onnx::NodeProto*>& core, const onnx::NodeProto* last,
+                   Fusion f) {
+    std::set<const onnx::NodeProto*> inside(core.begin(), core.end());
+    for (const auto* n : core) {
+      if (n == last) continue;
+      for (const auto& out : n->output())
+        for (const auto* c : net.consumers[out])
+          if (!inside.count(c) && c->op_type() != "Shape") return false;
+    }
+    std::set<const onnx::NodeProto*> skip(core.begin(), core.end());
+    skip.erase(last);
+    for (const auto* n : core)
+      for (const auto& out : n->output())
+        for (const auto* c : net.consumers[out])
+          if (c->op_type() == "Shape") skip.insert(c);
+    for (bool grew = true; grew;) {
+      grew = false;
+      std::vector<const onnx::NodeProto*> more;
+      for (const auto* n : skip)
+        for (const auto& i : n->input()) {
+          auto p = net.producer.find(i);
+          if (p == net.producer.end() || skip.count(p->second) || i == f.input || i == f.input2)
+            continue;
+          bool only = true;
+          for (const auto& out : p->second->output())
+            for (const auto* c : net.consumers[out]) only = only && skip.count(c);
+          if (only) more.push_back(p->second);
+        }
+      for (const auto* n : more) grew = skip.insert(n).second || grew;
+    }
+    skipped_.insert(skip.begin(), skip.end());
+    fusions_[last] = std::move(f);
+    return true;
+  };
+  // A causal mask [T, S]: −inf where the key comes after the query, else 0.
+  auto causal_mask = [](const Const& m) {
+    if (m.integer || m.dims.size() < 2) return false;
+    const int64_t T = m.dims[m.dims.size() - 2], S = m.dims.back();
+    if (T * S != m.numel() || T < 1) return false;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t u = 0; u < S; ++u) {
+        const double v = m.at(t * S + u);
+        if (u > t ? !(std::isinf(v) && v < 0) : v != 0) return false;
+      }
+    return true;
+  };
+
   auto attention = [&](const onnx::NodeProto& sm) {
     std::vector<const onnx::NodeProto*> core = {&sm};
     auto take = [&](const onnx::NodeProto* n) {
@@ -118,16 +170,7 @@ void Importer::find_fusions() {
         take(one);
       }
       const Const* m = cst(mname);
-      if (!a || !m || m->integer || m->numel() < 1) return false;
-      const int64_t T = m->dims.empty() ? 0 : m->dims.back();
-      if (T * T != m->numel()) return false;
-      bool ok = true;
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t u = 0; u < T; ++u) {
-          const double v = m->at(t * T + u);
-          ok = ok && (u > t ? std::isinf(v) && v < 0 : v == 0);
-        }
-      if (!ok) return false;  // another mask than the causal one
+      if (!a || !m || !causal_mask(*m)) return false;  // another mask than the causal one
       causal = true;
       s = a;
       if (uses_[s->output(0)] != 1) return false;
@@ -267,19 +310,6 @@ void Importer::find_fusions() {
     if (!wout || !bout || wout->integer || bout->integer || wout->dims != std::vector{E, E} ||
         bout->numel() != E)
       return false;
-    // Every value inside is used inside only, or by Shape (the arithmetic
-    // of the Slices and Reshapes, which goes with it).
-    std::set<const onnx::NodeProto*> inside(core.begin(), core.end());
-    for (const auto* n : core) {
-      if (n == ty) continue;
-      for (const auto& out : n->output())
-        for (const auto* c : net.consumers[out]) {
-          if (inside.count(c) || c->op_type() == "Shape") continue;
-          ok = false;
-        }
-    }
-    if (!ok) return false;
-
     Fusion f;
     f.type = "MultiHeadAttention";
     f.input = pq.tx->input(0);
@@ -318,38 +348,148 @@ void Importer::find_fusions() {
     if (f.base.empty()) f.base = module_from_node_name(ty->name());
     if (f.base.empty()) f.base = "attention";
     f.base = clean_name(f.base);
-    std::set<const onnx::NodeProto*> skip(core.begin(), core.end());
-    skip.erase(ty);
-    // The Shapes of values inside, then (to a fixed point) what feeds only
-    // the skipped nodes.
-    for (const auto* n : core)
-      for (const auto& out : n->output())
-        for (const auto* c : net.consumers[out])
-          if (c->op_type() == "Shape") skip.insert(c);
-    for (bool grew = true; grew;) {
-      grew = false;
-      std::vector<const onnx::NodeProto*> more;
-      for (const auto* n : skip)
-        for (const auto& i : n->input()) {
-          auto p = net.producer.find(i);
-          if (p == net.producer.end() || skip.count(p->second) || i == f.input || i == f.input2)
-            continue;
-          bool only = true;
-          for (const auto& out : p->second->output())
-            for (const auto* c : net.consumers[out]) only = only && skip.count(c);
-          if (only) more.push_back(p->second);
-        }
-      for (const auto* n : more) grew = skip.insert(n).second || grew;
+    return claim(core, ty, std::move(f));
+  };
+
+  // DeepCanvas's own export (onnx_attention.cpp), the heads a dimension of
+  // their own: per part k (query, key, value) Reshape [0, rows, H, D] of
+  // x·Slice(in_proj_weightᵀ, kE..(k+1)E, axis 1) (+ Slice(in_proj_bias)),
+  // Transposed to [N, H, rows, D] (the keys to [N, H, D, S]); the scores
+  // times 1/√D, the causal mask added, Softmax on axis 3, the heads joined
+  // by Transpose [0, 2, 1, 3] and Reshape [0, T, E], then x·out_proj_weightᵀ
+  // (+ out_proj_bias). The weights are PyTorch's, as initializers.
+  auto exported = [&](const onnx::NodeProto& sm) {
+    std::vector<const onnx::NodeProto*> core = {&sm};
+    auto take = [&](const onnx::NodeProto* n) {
+      if (n) core.push_back(n);
+      return n;
+    };
+    const int64_t axis = attr_i(sm, "axis", opset_ < 13 ? 1 : -1);
+    if (axis != 3 && axis != -1) return false;
+    const onnx::NodeProto* scaled = made(sm.input(0), "Mul");
+    const onnx::NodeProto* masked = scaled ? nullptr : take(made(sm.input(0), "Add"));
+    if (masked) {
+      const Const* m = cst(masked->input(1));
+      scaled = made(masked->input(0), "Mul");
+      if (!m || !causal_mask(*m) || (scaled && uses_[scaled->output(0)] != 1)) return false;
     }
-    skipped_.insert(skip.begin(), skip.end());
-    fusions_[ty] = std::move(f);
-    return true;
+    const onnx::NodeProto* sc = take(scaled);
+    const onnx::NodeProto* qk = sc ? take(made(sc->input(0), "MatMul")) : nullptr;
+    if (!qk || uses_[qk->output(0)] != 1) return false;
+    const onnx::NodeProto* pv = take(next(&sm, "MatMul"));
+    if (!pv || pv->input(0) != sm.output(0)) return false;
+    // The three parts: the Transposes, Reshapes and projections.
+    const std::string part_of[3] = {qk->input(0), qk->input(1), pv->input(1)};
+    const std::vector<int64_t> perms[3] = {{0, 2, 1, 3}, {0, 2, 3, 1}, {0, 2, 1, 3}};
+    std::string x[3];
+    const onnx::NodeProto *w_t = nullptr, *bias_all = nullptr;
+    int64_t E = 0, H = 0, D = 0, rows[3] = {};
+    bool has_bias = false;
+    for (int k = 0; k < 3; ++k) {
+      const onnx::NodeProto* t = take(made(part_of[k], "Transpose"));
+      if (!perm(t, perms[k])) return false;
+      const onnx::NodeProto* r = take(made(t->input(0), "Reshape"));
+      const Const* shape = r ? cst(r->input(1)) : nullptr;
+      if (!shape || shape->numel() != 4 || shape->int_at(0) != 0) return false;
+      rows[k] = shape->int_at(1);
+      if (k == 0) {
+        H = shape->int_at(2);
+        D = shape->int_at(3);
+        E = H * D;
+      } else if (shape->int_at(2) != H || shape->int_at(3) != D) {
+        return false;
+      }
+      // x·W_k (+ b_k), W_k a Slice of one Transpose[1, 0] of in_proj_weight.
+      const onnx::NodeProto* add = made(r->input(0), "Add");
+      if (k == 0) has_bias = add != nullptr;
+      if (has_bias != (add != nullptr)) return false;
+      const onnx::NodeProto* mm = take(made(add ? add->input(0) : r->input(0), "MatMul"));
+      if (!mm) return false;
+      take(add);
+      auto slice_of = [&](const std::string& value, int64_t axis_want) -> const onnx::NodeProto* {
+        const onnx::NodeProto* sl = take(made(value, "Slice"));
+        if (!sl || sl->input_size() < 4) return nullptr;
+        const Const *from = cst(sl->input(1)), *to = cst(sl->input(2)), *ax = cst(sl->input(3));
+        const bool unit = sl->input_size() < 5 || sl->input(4).empty() || scalar(sl->input(4), 1);
+        if (!from || !to || !ax || from->numel() != 1 || to->numel() != 1 || ax->numel() != 1 ||
+            from->int_at(0) != k * E || to->int_at(0) != (k + 1) * E ||
+            ax->int_at(0) != axis_want || !unit)
+          return nullptr;
+        return sl;
+      };
+      const onnx::NodeProto* ws = slice_of(mm->input(1), 1);
+      if (!ws) return false;
+      const onnx::NodeProto* wt = made(ws->input(0), "Transpose");
+      if (!perm(wt, {1, 0}) || (w_t && wt != w_t)) return false;
+      if (!w_t) take(w_t = wt);
+      if (add) {
+        const onnx::NodeProto* bs = slice_of(add->input(1), 0);
+        if (!bs || (bias_all && bs->input(0) != bias_all->input(0))) return false;
+        bias_all = bs;
+      }
+      x[k] = mm->input(0);
+    }
+    const bool cross = x[1] != x[0];
+    if (x[2] != x[1] || rows[0] < 1 || rows[1] != rows[2] || (!cross && rows[1] != rows[0]) ||
+        !scalar(sc->input(1), 1.0 / std::sqrt(double(D))))
+      return false;
+    const Const* w_in = cst(w_t->input(0));
+    const Const* b_in = bias_all ? cst(bias_all->input(0)) : nullptr;
+    if (!w_in || w_in->integer || w_in->dims != std::vector{3 * E, E} ||
+        (has_bias && (!b_in || b_in->integer || b_in->numel() != 3 * E)))
+      return false;
+    if (masked) {
+      const Const* m = cst(masked->input(1));
+      if (m->dims.back() != rows[1] || m->dims[m->dims.size() - 2] != rows[0]) return false;
+    }
+    // Heads joined, then the out-projection.
+    const onnx::NodeProto* tj = take(next(pv, "Transpose"));
+    const onnx::NodeProto* rj = take(next(tj, "Reshape"));
+    const onnx::NodeProto* mo = take(next(rj, "MatMul"));
+    const Const* joined = rj ? cst(rj->input(1)) : nullptr;
+    if (!perm(tj, {0, 2, 1, 3}) || !joined || joined->numel() != 3 || joined->int_at(0) != 0 ||
+        joined->int_at(2) != E || !mo || mo->input(0) != rj->output(0))
+      return false;
+    const onnx::NodeProto* wo_t = take(made(mo->input(1), "Transpose"));
+    const Const* w_out = wo_t ? cst(wo_t->input(0)) : nullptr;
+    if (!perm(wo_t, {1, 0}) || !w_out || w_out->integer || w_out->dims != std::vector{E, E})
+      return false;
+    const onnx::NodeProto* last = mo;
+    const Const* b_out = nullptr;
+    if (has_bias) {
+      last = take(next(mo, "Add"));
+      b_out = last ? cst(other(last, mo->output(0))) : nullptr;
+      if (!b_out || b_out->integer || b_out->numel() != E) return false;
+    }
+    Fusion f;
+    f.type = "MultiHeadAttention";
+    f.input = x[0];
+    if (cross) f.input2 = x[1];
+    f.attrs.set("mode", std::string(cross ? "cross" : "self"));
+    f.attrs.set("heads", H);
+    f.attrs.set("causal", masked != nullptr);
+    f.attrs.set("bias", has_bias);
+    f.attrs.set("dropout", 0.0);
+    auto tensor = [](const Const& c, Shape s) {
+      Tensor t(s);
+      std::copy(c.f.begin(), c.f.end(), t.f32());
+      return t;
+    };
+    f.params = {{"in_proj_weight", tensor(*w_in, Shape{3 * E, E})},
+                {"out_proj_weight", tensor(*w_out, Shape{E, E})}};
+    if (has_bias) {
+      f.params.insert(f.params.begin() + 1, {"in_proj_bias", tensor(*b_in, Shape{3 * E})});
+      f.params.push_back({"out_proj_bias", tensor(*b_out, Shape{E})});
+    }
+    f.base = clean_name(layer_base(*last));
+    if (f.base.empty()) f.base = "attention";
+    return claim(core, last, std::move(f));
   };
 
   // A MatMul of two computed values before a Softmax is attention of a form
   // not matched above: named as such, so the refusal says why.
   for (const auto& sm : m_.graph().node()) {
-    if (sm.op_type() != "Softmax" || attention(sm)) continue;
+    if (sm.op_type() != "Softmax" || attention(sm) || exported(sm)) continue;
     const onnx::NodeProto* p =
         net.producer.count(sm.input(0)) ? net.producer[sm.input(0)] : nullptr;
     for (int hop = 0; hop < 3 && p && p->op_type() != "MatMul"; ++hop) {
@@ -360,23 +500,101 @@ void Importer::find_fusions() {
       attention_miss_.insert(&sm);
   }
 
-  // GELU, exact: Mul(Mul(x, Add(Erf(Div(x, √2)), 1)), 0.5).
+  // GELU, exact: torch's Mul(Mul(x, Add(Erf(Div(x, √2)), 1)), 0.5), or
+  // DeepCanvas's own Mul(Mul(x, 0.5), Add(Erf(Div(x, √2)), 1)).
   for (const auto& erf : m_.graph().node()) {
     if (erf.op_type() != "Erf") continue;
     const onnx::NodeProto* dv = made(erf.input(0), "Div");
     const onnx::NodeProto* ad = next(&erf, "Add");
     const onnx::NodeProto* m1 = next(ad, "Mul");
-    const onnx::NodeProto* m2 = next(m1, "Mul");
-    if (!dv || uses_[dv->output(0)] != 1 || !scalar(dv->input(1), std::sqrt(2.0)) || !m2 ||
-        !scalar(other(ad, erf.output(0)), 1) || other(m1, ad->output(0)) != dv->input(0) ||
-        !scalar(other(m2, m1->output(0)), 0.5))
+    if (!dv || uses_[dv->output(0)] != 1 || !scalar(dv->input(1), std::sqrt(2.0)) || !m1 ||
+        !scalar(other(ad, erf.output(0)), 1))
       continue;
+    const std::string& x = dv->input(0);
+    const onnx::NodeProto* last = nullptr;
+    const onnx::NodeProto* inner = nullptr;  // the Mul before the last
+    if (other(m1, ad->output(0)) == x) {
+      const onnx::NodeProto* m2 = next(m1, "Mul");
+      if (m2 && scalar(other(m2, m1->output(0)), 0.5)) last = m2, inner = m1;
+    } else {
+      const onnx::NodeProto* half = made(other(m1, ad->output(0)), "Mul");
+      if (half && uses_[half->output(0)] == 1 && half->input_size() == 2 &&
+          (half->input(0) == x || half->input(1) == x) && scalar(other(half, x), 0.5))
+        last = m1, inner = half;
+    }
+    if (!last) continue;
     Fusion f;
     f.type = "GELU";
-    f.input = dv->input(0);
-    f.base = clean_name(layer_base(*m2));
-    skipped_.insert({dv, &erf, ad, m1});
-    fusions_[m2] = std::move(f);
+    f.input = x;
+    f.base = clean_name(layer_base(*last));
+    skipped_.insert({dv, &erf, ad, inner});
+    fusions_[last] = std::move(f);
+  }
+
+  // LayerNorm before LayerNormalization (opset < 17), as torch.onnx and
+  // DeepCanvas's own export write it: m = ReduceMean(x), d = Sub(x, m),
+  // ReduceMean(Pow(d, 2) or Mul(d, d)) + eps, Sqrt, Div(d, ·), then
+  // optionally Mul by the weight and Add the bias. Both means over the last
+  // axis, kept (checked against the input's rank when emitted).
+  auto last_axis = [&](const onnx::NodeProto* m, int64_t& axis) {
+    if (!m || attr_i(*m, "keepdims", 1) != 1) return false;
+    std::vector<int64_t> axes = attr_ints(*m, "axes");
+    if (axes.empty() && m->input_size() > 1)
+      if (const Const* c = cst(m->input(1)); c && c->integer) axes = c->i;
+    if (axes.size() != 1 || (axis != 0 && axes[0] != axis)) return false;
+    axis = axes[0];
+    return true;
+  };
+  for (const auto& sub : m_.graph().node()) {
+    if (sub.op_type() != "Sub" || sub.input_size() != 2) continue;
+    const std::string& x = sub.input(0);
+    const onnx::NodeProto* mean = made(sub.input(1), "ReduceMean");
+    int64_t axis = 0;
+    if (!mean || mean->input(0) != x || uses_[mean->output(0)] != 1 || !last_axis(mean, axis))
+      continue;
+    // d feeds the square and the Div only.
+    const auto& users = net.consumers[sub.output(0)];
+    const onnx::NodeProto *sq = nullptr, *dv = nullptr;
+    for (const auto* u : users) {
+      if (u->op_type() == "Div" && u->input(0) == sub.output(0))
+        dv = u;
+      else if ((u->op_type() == "Pow" && u->input(0) == sub.output(0) && scalar(u->input(1), 2)) ||
+               (u->op_type() == "Mul" && u->input(0) == sub.output(0) &&
+                u->input(1) == sub.output(0)))
+        sq = u;
+    }
+    const int reads = 2 + (sq && sq->op_type() == "Mul");  // Mul(d, d) reads it twice
+    if (!sq || !dv || int(users.size()) != reads || uses_[sub.output(0)] != reads) continue;
+    const onnx::NodeProto* var = next(sq, "ReduceMean");
+    const onnx::NodeProto* add_eps = next(var, "Add");
+    const onnx::NodeProto* sqrt = next(add_eps, "Sqrt");
+    if (!var || !last_axis(var, axis) || !add_eps || !sqrt || dv->input(1) != sqrt->output(0) ||
+        uses_[sqrt->output(0)] != 1)
+      continue;
+    const Const* eps = cst(other(add_eps, var->output(0)));
+    if (!eps || eps->integer || eps->numel() != 1 || !(eps->at(0) >= 0)) continue;
+    Fusion f;
+    f.type = "LayerNorm";
+    f.input = x;
+    f.axis = axis;
+    f.attrs.set("eps", shortest_decimal(float(eps->at(0))));
+    std::vector<const onnx::NodeProto*> inner = {mean, &sub, sq, var, add_eps, sqrt};
+    const onnx::NodeProto* last = dv;
+    // The affine part: × weight [D], + bias [D].
+    const onnx::NodeProto* mw = next(dv, "Mul");
+    const onnx::NodeProto* ab = next(mw, "Add");
+    const Const* w = mw ? cst(other(mw, dv->output(0))) : nullptr;
+    const Const* b = ab ? cst(other(ab, mw->output(0))) : nullptr;
+    f.attrs.set("affine", w && b && !w->integer && !b->integer && w->numel() == b->numel());
+    if (f.attrs.b("affine")) {
+      f.params = {{"weight", to_tensor(*w, {w->numel()})}, {"bias", to_tensor(*b, {b->numel()})}};
+      inner.push_back(dv);
+      inner.push_back(mw);
+      last = ab;
+    }
+    f.base = clean_name(layer_base(*last));
+    skipped_.insert(inner.begin(), inner.end());
+    fusions_[last] = std::move(f);
   }
 }
 
@@ -388,6 +606,17 @@ void Importer::emit_fusion(const onnx::NodeProto& n, const Fusion& f) {
   };
   const Val& x = defined(f.input);
   if (x.is_const) throw NotSupported{"a computation on constants only is not supported"};
+  if (f.type == "LayerNorm") {
+    const auto& v = view_of(x);
+    const int64_t rank = int64_t(v.size()) + 1;
+    if (f.axis != -1 && f.axis != rank - 1)
+      throw NotSupported{"a layer normalisation over axis " + std::to_string(f.axis) +
+                         " (only the last axis is supported)"};
+    if (!f.params.empty() && f.params[0].second.numel() != v.back())
+      throw NotSupported{"the layer normalisation's weight does not have one value per position"};
+    out(n, 0, plain(add("LayerNorm", f.base, f.attrs, {materialize(x)}, f.params)));
+    return;
+  }
   if (f.type == "GELU") {
     if (!x.pad.empty() || x.layout != Layout::Plain) materialize(x);  // throws why
     Val o = x;

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -163,6 +165,18 @@ Const read_tensor(const onnx::TensorProto& t) {
                          " (float, double and integers are read)"};
   }
   return c;
+}
+
+double shortest_decimal(float v) {
+  // The shortest decimal that reads back as the same float (1e-5, not
+  // 9.99999975e-06): the number a float attribute was written from.
+  for (int digits = 1; digits <= 9; ++digits) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.*g", digits, double(v));
+    const double d = std::strtod(buf, nullptr);
+    if (float(d) == v) return d;
+  }
+  return double(v);
 }
 
 Tensor to_tensor(const Const& c, std::vector<int64_t> dims) {
@@ -344,8 +358,22 @@ void Importer::op_constant_of_shape(const onnx::NodeProto& n) {
 
 void Importer::op_expand(const onnx::NodeProto& n) {
   const Const& x = cin(n, 0, "the input");
-  if (x.numel() != 1) throw NotSupported{"Expand of more than one value"};
-  out(n, 0, constant(filled(cin(n, 1, "the shape"), x)));
+  const Const& shape = cin(n, 1, "the shape");
+  if (x.numel() == 1) {
+    out(n, 0, constant(filled(shape, x)));
+    return;
+  }
+  // A constant of one sample expanded over the batch (a class token's
+  // expand(N, -1, -1)): still one sample, as the batch reads as one here.
+  bool per_sample = shape.numel() == int64_t(x.dims.size()) && !x.dims.empty() && x.dims[0] == 1;
+  for (int64_t k = 0; per_sample && k < shape.numel(); ++k) {
+    const int64_t d = shape.int_at(k);
+    per_sample = k == 0 ? d == kBatch || d == 1 : d == x.dims[size_t(k)] || d == 1 || d == -1;
+  }
+  if (!per_sample)
+    throw NotSupported{"Expand of more than one value other than over the batch (" +
+                       dims_str(x.dims) + " to " + dims_str(shape.i) + ")"};
+  out(n, 0, constant(x));
 }
 
 }  // namespace dc::onnx_import

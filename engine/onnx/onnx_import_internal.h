@@ -98,6 +98,7 @@ std::vector<int64_t> attr_ints(const onnx::NodeProto& n, const std::string& name
                                std::vector<int64_t> def = {});
 Const read_tensor(const onnx::TensorProto& t);
 Tensor to_tensor(const Const& c, std::vector<int64_t> dims = {});
+double shortest_decimal(float v);
 
 // --- layer names (onnx_import_names.cpp) ---
 std::string module_from_node_name(const std::string& node_name);
@@ -207,10 +208,13 @@ class Importer {
   struct Fusion {
     std::string type, input, base;  // the layer, the ONNX value it reads, its name
     std::string input2;             // a second value it reads (cross-attention), or ""
+    int64_t axis = 0;               // LayerNorm: the axis of its means (-1 or the last)
     Attrs attrs;
     std::vector<std::pair<std::string, Tensor>> params;
   };
   void find_fusions();
+  NodeId positions(const onnx::NodeProto& n, const Val& x, const Const& table);
+  bool image_tokens(const Val& x) const;
   void emit_fusion(const onnx::NodeProto& n, const Fusion& f);
   std::map<const onnx::NodeProto*, Fusion> fusions_;  // by the pattern's last node
   std::set<const onnx::NodeProto*> skipped_;          // the pattern's other nodes

@@ -86,7 +86,7 @@ void Importer::op_bn(const onnx::NodeProto& n) {
   const auto& v = view_of(x);
   const std::string type = v.size() == 3 ? "BatchNorm2D" : "BatchNorm1D";
   Attrs a;
-  a.set("eps", double(attr_f(n, "epsilon", 1e-5f)));
+  a.set("eps", shortest_decimal(attr_f(n, "epsilon", 1e-5f)));
   std::vector<std::pair<std::string, Tensor>> p;
   const char* names[] = {"weight", "bias", "running_mean", "running_var"};
   for (int k = 0; k < 4; ++k) {
@@ -114,7 +114,7 @@ void Importer::op_layer_norm(const onnx::NodeProto& n) {
     poison(n, k, "its mean and inverse standard deviation outputs are used");
   const int64_t D = v.back();
   Attrs a;
-  a.set("eps", double(attr_f(n, "epsilon", 1e-5f)));
+  a.set("eps", shortest_decimal(attr_f(n, "epsilon", 1e-5f)));
   a.set("affine", true);
   std::vector<std::pair<std::string, Tensor>> p;
   const Const& scale = cin(n, 1, "the scale");
@@ -252,12 +252,27 @@ void Importer::op_global_pool(const onnx::NodeProto& n) {
 
 void Importer::op_reduce_mean(const onnx::NodeProto& n) {
   const Val& x = layer_in(n, 0);
-  if (view_of(x).size() != 3)
-    throw NotSupported{"only the mean over height and width of an image is supported"};
+  const size_t rank = view_of(x).size() + 1;
+  if (rank != 4 && rank != 3)
+    throw NotSupported{
+        "only the mean over height and width of an image, or over the steps of a sequence, is "
+        "supported"};
   std::vector<int64_t> axes =
       opset_ >= 18 && has_in(n, 1) ? cin(n, 1, "axes").i : attr_ints(n, "axes");
   for (int64_t& a : axes)
-    if (a < 0) a += 4;
+    if (a < 0) a += int64_t(rank);
+  if (rank == 3) {
+    // [N, T, E] → [N, E]: a sequence's tokens averaged (TokenPooling).
+    if (axes != std::vector<int64_t>{1})
+      throw NotSupported{"mean of a sequence over axes " + dims_str(axes) +
+                         " (only over its steps, [1])"};
+    Attrs a;
+    a.set("mode", std::string("mean"));
+    Val o = plain(add("TokenPooling", clean_name(layer_base(n)), a, {materialize(x)}));
+    if (attr_i(n, "keepdims", 1)) o.view = {1, o.view[0]};
+    out(n, 0, o);
+    return;
+  }
   std::sort(axes.begin(), axes.end());
   if (axes != std::vector<int64_t>{2, 3})
     throw NotSupported{"mean over axes " + dims_str(axes) +
@@ -322,6 +337,24 @@ void Importer::op_matmul(const onnx::NodeProto& n) {
   out(n, 0, plain(add(type, clean_name(base), a, {materialize(x)}, {{"weight", wt}})));
 }
 
+// PositionalEmbedding from its table: sinusoidal when it is that layer's
+// own fixed table, else learned (a trained nn.Parameter).
+NodeId Importer::positions(const onnx::NodeProto& n, const Val& x, const Const& table) {
+  const auto& v = view_of(x);
+  Attrs a;
+  a.set("kind", std::string("sinusoidal"));
+  const LayerDescriptor& d = LayerRegistry::instance().get("PositionalEmbedding");
+  const Shape s{v[0], v[1]};
+  auto layer = d.create(d.with_defaults(a), {s}, s);
+  const Tensor& fixed = layer->params().at(0)->value;
+  bool sinusoidal = true;
+  for (int64_t k = 0; k < fixed.numel() && sinusoidal; ++k)
+    sinusoidal = std::abs(double(fixed.f32()[k]) - table.at(k)) <= 1e-6;
+  if (!sinusoidal) a.set("kind", std::string("learned"));
+  return add("PositionalEmbedding", clean_name(layer_base(n)), a, {materialize(x)},
+             {{sinusoidal ? "table" : "weight", to_tensor(table, {v[0], v[1]})}});
+}
+
 void Importer::op_add(const onnx::NodeProto& n) {
   std::vector<const Val*> ins;
   for (int k = 0; k < n.input_size(); ++k) ins.push_back(&in(n, k));
@@ -340,6 +373,13 @@ void Importer::op_add(const onnx::NodeProto& n) {
         (node.type == "Dense" || node.type == "TimeDistributedDense" || node.type == "Conv2D") &&
         !node.attrs.b("bias") && g_.out_edges(x.node).empty() && x.layout == Layout::Plain;
     const std::string& xname = ins[0]->is_const ? n.input(1) : n.input(0);
+    const auto& v = view_of(x);
+    if (v.size() == 2 && v[0] > 1 && b.numel() == v[0] * v[1] && !b.integer &&
+        (b.dims.size() == 2 || (b.dims.size() == 3 && b.dims[0] == 1))) {
+      // A table [T, E] added to a sequence [N, T, E]: a position signal.
+      out(n, 0, plain(positions(n, x, b)));
+      return;
+    }
     if (!biasless || uses_[xname] != 1)
       throw NotSupported{"Add of a constant other than the bias of the layer before it"};
     const int64_t units = node.type == "Conv2D" ? node.attrs.i("filters") : node.attrs.i("units");

@@ -212,6 +212,14 @@ void Importer::op_unsqueeze(const onnx::NodeProto& n) {
   out(n, 0, o);
 }
 
+// A feature map [C, H, W] viewed as [C, H·W] (a Reshape or Flatten(2) not
+// applied yet).
+bool Importer::image_tokens(const Val& x) const {
+  if (x.is_const || x.layout != Layout::Plain || !x.pad.empty() || x.view.size() != 2) return false;
+  const std::vector<int64_t> d = shapes_.at(x.node).dims();
+  return d.size() == 3 && x.view[0] == d[0] && x.view[1] == d[1] * d[2];
+}
+
 void Importer::op_transpose(const onnx::NodeProto& n) {
   const Val& xv = in(n, 0);
   const auto perm = attr_ints(n, "perm");
@@ -253,6 +261,11 @@ void Importer::op_transpose(const onnx::NodeProto& n) {
     o.layout = Layout::RnnYNTDH;
   } else if (channel_shuffle(n, x, perm)) {
     return;
+  } else if (image_tokens(x) && perm == P{0, 2, 1}) {
+    // [N, C, H·W] → [N, H·W, C]: a feature map's pixels as tokens (a ViT's
+    // x.flatten(2).transpose(1, 2)), one ImageToTokens layer.
+    out(n, 0, plain(add("ImageToTokens", clean_name(layer_base(n)), {}, {x.node})));
+    return;
   } else {
     throw NotSupported{"Transpose with perm " + dims_str(perm) +
                        " (only the transposes around recurrent layers and a channel shuffle's are "
@@ -270,8 +283,15 @@ Val Importer::last_step(const onnx::NodeProto& n, const Val& x, int64_t index, b
   // One spelling per step (the exporter writes T-1 for -1, which OpenCV needs).
   if (index < 0) index += v[0];
   Attrs a;
-  a.set("index", index == v[0] - 1 ? int64_t(-1) : index);
-  Val o = plain(add("LastStep", clean_name(layer_base(n)), a, {materialize(x)}));
+  // The first step is the class token's place: TokenPooling's "first" (the
+  // same values as LastStep at 0, and what DeepCanvas exports it from).
+  const bool first = index == 0 && v[0] > 1;
+  if (first)
+    a.set("mode", std::string("first"));
+  else
+    a.set("index", index == v[0] - 1 ? int64_t(-1) : index);
+  Val o = plain(
+      add(first ? "TokenPooling" : "LastStep", clean_name(layer_base(n)), a, {materialize(x)}));
   if (keep_dim) o.view = {1, v[1]};
   return o;
 }
@@ -450,6 +470,20 @@ void Importer::op_concat(const onnx::NodeProto& n) {
     o.dims = {o.numel()};
     out(n, 0, constant(o));
     return;
+  }
+  if (ins.size() == 2 && ins[0]->is_const && !ins[1]->is_const) {
+    // One constant token [1, 1, E] (expanded over the batch) before a
+    // sequence [N, T, E]: a ViT's class token, torch.cat((cls, x), 1).
+    const Const& c = ins[0]->c;
+    const auto& v = view_of(*ins[1]);
+    if (v.size() == 2 && (axis == 1 || axis == -2) && c.dims.size() == 3 && c.dims[0] == 1 &&
+        c.dims[1] == 1 && c.dims[2] == v[1] && !c.integer) {
+      Tensor token = to_tensor(c, {v[1]});
+      out(n, 0,
+          plain(add("ClassToken", clean_name(layer_base(n)), {}, {materialize(*ins[1])},
+                    {{"token", token}})));
+      return;
+    }
   }
   if (ins.size() == 2 && ins[0]->layout == Layout::RnnFinal && ins[1]->layout == Layout::RnnFinal) {
     // Both directions' final states, forward first, along the features.
