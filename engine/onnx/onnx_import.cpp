@@ -75,6 +75,8 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
       {"Cast", &Importer::op_cast},
       {"ConstantOfShape", &Importer::op_constant_of_shape},
       {"Expand", &Importer::op_expand},
+      {"Equal", &Importer::op_equal},
+      {"Where", &Importer::op_where},
       {"LSTM", &Importer::op_recurrent},
       {"GRU", &Importer::op_recurrent},
       {"RNN", &Importer::op_recurrent},
@@ -85,11 +87,14 @@ const std::map<std::string, Importer::Handler>& Importer::handlers() {
 void Importer::add_input(const onnx::ValueInfoProto& vi) {
   const auto& t = vi.type().tensor_type();
   if (!vi.type().has_tensor_type()) throw Error("input '" + vi.name() + "' is not a tensor");
-  if (t.elem_type() != onnx::TensorProto::FLOAT)
-    throw Error("input '" + vi.name() + "' has element type " + std::to_string(t.elem_type()) +
-                "; DeepCanvas networks take float32 inputs (token-id inputs are not imported yet)");
-  std::vector<int64_t> dims;
+  const bool ids =
+      t.elem_type() == onnx::TensorProto::INT64 || t.elem_type() == onnx::TensorProto::INT32;
   const int rank = t.shape().dim_size();
+  if (t.elem_type() != onnx::TensorProto::FLOAT && !(ids && rank == 2))
+    throw Error("input '" + vi.name() + "' has element type " + std::to_string(t.elem_type()) +
+                "; DeepCanvas networks take float32 inputs, or token ids (int64 or int32) of "
+                "shape [N, steps]");
+  std::vector<int64_t> dims;
   if (rank < 2 || rank > 4)
     throw Error("input '" + vi.name() + "' has " + std::to_string(rank) +
                 " dimensions; supported: [N, features], [N, steps, features] or [N, C, H, W]");
@@ -111,7 +116,13 @@ void Importer::add_input(const onnx::ValueInfoProto& vi) {
   checked_numel(dims, "input '" + vi.name() + "' of shape " + dims_str(dims));
   Attrs a;
   std::string type = "Input";
-  if (rank == 3) {
+  if (ids) {
+    // One token id per step, for an Embedding (nn.Embedding's input).
+    type = "SequenceInput";
+    a.set("steps", dims[0]);
+    a.set("features", int64_t(1));
+    a.set("kind", std::string("tokens"));
+  } else if (rank == 3) {
     type = "SequenceInput";
     a.set("steps", dims[0]);
     a.set("features", dims[1]);
@@ -125,6 +136,7 @@ void Importer::add_input(const onnx::ValueInfoProto& vi) {
   shapes_[id] = Shape(dims);
   params_[id] = {};
   vals_[vi.name()] = plain(id);
+  vals_[vi.name()].ids = ids;
 }
 
 // PyTorch writes a stacked nn.LSTM/GRU as one ONNX op per layer; the layers

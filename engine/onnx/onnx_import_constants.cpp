@@ -217,6 +217,61 @@ void Importer::op_constant(const onnx::NodeProto& n) {
 
 // Elementwise arithmetic on constants (shape computations), with scalar or
 // equal-shape operands.
+// Equal and Where on constants: torch.onnx's expand(N, -1, -1) replaces
+// each -1 by 1 with Where(Equal(sizes, -1), 1, sizes). The operands are
+// one shape each or single values (the forms shape arithmetic takes).
+namespace {
+
+const Const& widest(const std::vector<const Const*>& cs) {
+  const Const* w = cs[0];
+  for (const Const* c : cs) {
+    if (c->numel() != 1 && w->numel() != 1 && c->dims != w->dims)
+      throw NotSupported{"broadcasting between constants of shapes " + dims_str(w->dims) + " and " +
+                         dims_str(c->dims)};
+    if (c->numel() != 1) w = c;
+  }
+  return *w;
+}
+
+}  // namespace
+
+void Importer::op_equal(const onnx::NodeProto& n) {
+  const Const& a = cin(n, 0, "each operand");
+  const Const& b = cin(n, 1, "each operand");
+  const Const& w = widest({&a, &b});
+  fold(w.numel());
+  Const o;
+  o.integer = true;
+  o.dims = w.dims;
+  for (int64_t k = 0; k < w.numel(); ++k) {
+    const int64_t ka = a.numel() == 1 ? 0 : k, kb = b.numel() == 1 ? 0 : k;
+    const bool eq =
+        a.integer && b.integer ? a.i[size_t(ka)] == b.i[size_t(kb)] : a.at(ka) == b.at(kb);
+    o.i.push_back(eq);
+  }
+  out(n, 0, constant(o));
+}
+
+void Importer::op_where(const onnx::NodeProto& n) {
+  const Const& c = cin(n, 0, "the condition");
+  const Const& x = cin(n, 1, "each operand");
+  const Const& y = cin(n, 2, "each operand");
+  const Const& w = widest({&c, &x, &y});
+  fold(w.numel());
+  Const o;
+  o.integer = x.integer && y.integer;
+  o.dims = w.dims;
+  for (int64_t k = 0; k < w.numel(); ++k) {
+    const Const& from = c.int_at(c.numel() == 1 ? 0 : k) ? x : y;
+    const int64_t kf = from.numel() == 1 ? 0 : k;
+    if (o.integer)
+      o.i.push_back(from.i[size_t(kf)]);
+    else
+      o.f.push_back(float(from.at(kf)));
+  }
+  out(n, 0, constant(o));
+}
+
 void Importer::op_arith(const onnx::NodeProto& n) {
   std::vector<const Const*> cs;
   for (int k = 0; k < n.input_size(); ++k) cs.push_back(&cin(n, k, "each operand"));
@@ -307,8 +362,12 @@ void Importer::op_cast(const onnx::NodeProto& n) {
   const int64_t to = attr_i(n, "to", onnx::TensorProto::FLOAT);
   const bool to_float = to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE;
   if (!x.is_const) {
-    if (!to_float) throw NotSupported{"Cast of computed values to a non-float type"};
-    out(n, 0, x);
+    if (!to_float && !x.ids && !graph_input(x))
+      throw NotSupported{
+          "Cast of computed values to a non-float type (only the network's input, as token ids)"};
+    Val o = x;
+    o.ids = !to_float && (x.ids || graph_input(x));
+    out(n, 0, o);
     return;
   }
   Const c = x.c;
@@ -373,7 +432,9 @@ void Importer::op_expand(const onnx::NodeProto& n) {
   if (!per_sample)
     throw NotSupported{"Expand of more than one value other than over the batch (" +
                        dims_str(x.dims) + " to " + dims_str(shape.i) + ")"};
-  out(n, 0, constant(x));
+  Val o = constant(x);
+  o.origin = in(n, 0).origin.empty() ? n.input(0) : in(n, 0).origin;
+  out(n, 0, o);
 }
 
 }  // namespace dc::onnx_import

@@ -84,6 +84,8 @@ struct Val {
   std::vector<int64_t> pad;  // a zero Pad not applied yet: top, left, bottom, right
   std::string regroup_name;  // the Flatten/Reshape that made `view`, for its layer
   std::set<int> problems;    // indexes into Importer::problems_
+  bool ids = false;          // token ids: an integer input, or a float one Cast to integers
+  std::string origin;        // a constant's initializer, through an Expand (a class token)
 };
 
 // --- constants and attributes (onnx_import_constants.cpp) ---
@@ -105,6 +107,7 @@ std::string module_from_node_name(const std::string& node_name);
 std::string layer_base(const onnx::NodeProto& n);
 std::string clean_name(const std::string& s);
 std::string module_from_initializer(const std::string& name, const std::string& param);
+std::string parameter_name(const std::string& init);
 
 class Importer {
  public:
@@ -152,6 +155,8 @@ class Importer {
   void op_alias(const onnx::NodeProto& n);  // onnx_import_shape_ops.cpp
   // onnx_import_constants.cpp
   void op_constant(const onnx::NodeProto& n);
+  void op_equal(const onnx::NodeProto& n);
+  void op_where(const onnx::NodeProto& n);
   void op_arith(const onnx::NodeProto& n);
   void op_shape(const onnx::NodeProto& n);
   void op_cast(const onnx::NodeProto& n);
@@ -213,7 +218,10 @@ class Importer {
     std::vector<std::pair<std::string, Tensor>> params;
   };
   void find_fusions();
-  NodeId positions(const onnx::NodeProto& n, const Val& x, const Const& table);
+  NodeId positions(const onnx::NodeProto& n, const Val& x, const Const& table,
+                   const std::string& table_name);
+  bool graph_input(const Val& x) const;
+  void embedding(const onnx::NodeProto& n, const Const& table, const Val& ids);
   bool image_tokens(const Val& x) const;
   void emit_fusion(const onnx::NodeProto& n, const Fusion& f);
   std::map<const onnx::NodeProto*, Fusion> fusions_;  // by the pattern's last node

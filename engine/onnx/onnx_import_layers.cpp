@@ -339,7 +339,8 @@ void Importer::op_matmul(const onnx::NodeProto& n) {
 
 // PositionalEmbedding from its table: sinusoidal when it is that layer's
 // own fixed table, else learned (a trained nn.Parameter).
-NodeId Importer::positions(const onnx::NodeProto& n, const Val& x, const Const& table) {
+NodeId Importer::positions(const onnx::NodeProto& n, const Val& x, const Const& table,
+                           const std::string& table_name) {
   const auto& v = view_of(x);
   Attrs a;
   a.set("kind", std::string("sinusoidal"));
@@ -351,7 +352,9 @@ NodeId Importer::positions(const onnx::NodeProto& n, const Val& x, const Const& 
   for (int64_t k = 0; k < fixed.numel() && sinusoidal; ++k)
     sinusoidal = std::abs(double(fixed.f32()[k]) - table.at(k)) <= 1e-6;
   if (!sinusoidal) a.set("kind", std::string("learned"));
-  return add("PositionalEmbedding", clean_name(layer_base(n)), a, {materialize(x)},
+  std::string base = clean_name(layer_base(n));
+  if (base.empty()) base = parameter_name(table_name);
+  return add("PositionalEmbedding", base, a, {materialize(x)},
              {{sinusoidal ? "table" : "weight", to_tensor(table, {v[0], v[1]})}});
 }
 
@@ -377,7 +380,7 @@ void Importer::op_add(const onnx::NodeProto& n) {
     if (v.size() == 2 && v[0] > 1 && b.numel() == v[0] * v[1] && !b.integer &&
         (b.dims.size() == 2 || (b.dims.size() == 3 && b.dims[0] == 1))) {
       // A table [T, E] added to a sequence [N, T, E]: a position signal.
-      out(n, 0, plain(positions(n, x, b)));
+      out(n, 0, plain(positions(n, x, b, ins[0]->is_const ? n.input(0) : n.input(1))));
       return;
     }
     if (!biasless || uses_[xname] != 1)

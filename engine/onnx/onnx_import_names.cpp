@@ -68,6 +68,15 @@ std::string module_from_initializer(const std::string& name, const std::string& 
   return name.substr(0, name.size() - sfx.size());
 }
 
+// A bare nn.Parameter's name ("cls", "encoder.pos_embedding") where a
+// module holds no layer of its own, or "" for a generated one.
+std::string parameter_name(const std::string& init) {
+  if (init.empty() || init[0] == '/' || init.find("::") != std::string::npos ||
+      init.rfind("onnx", 0) == 0)
+    return "";
+  return clean_name(init);
+}
+
 std::string Importer::base_name(const onnx::NodeProto& n, const std::string& init,
                                 const std::string& param) {
   std::string b = module_from_initializer(init, param);

@@ -296,7 +296,55 @@ Val Importer::last_step(const onnx::NodeProto& n, const Val& x, int64_t index, b
   return o;
 }
 
+// The network's input itself, untouched: a float [N, steps] input or token
+// ids.
+bool Importer::graph_input(const Val& x) const {
+  if (x.is_const || x.layout != Layout::Plain || !x.pad.empty()) return false;
+  const Node& node = g_.node(x.node);
+  return (node.type == "Input" || node.type == "SequenceInput") &&
+         shapes_.at(x.node).dims() == x.view;
+}
+
+// Gather(table [V, E], ids [N, T]): an Embedding. The ids are the
+// network's input: int64/int32 (nn.Embedding's), or float Cast to integers
+// (how DeepCanvas exports it); a float [N, steps] Input becomes a
+// SequenceInput of kind tokens.
+void Importer::embedding(const onnx::NodeProto& n, const Const& table, const Val& ids) {
+  if (!ids.ids)
+    throw NotSupported{
+        "Gather from a constant by computed indices other than token ids (the "
+        "network's input)"};
+  if (table.dims.size() != 2 || table.integer)
+    throw NotSupported{"an embedding table of shape " + dims_str(table.dims) +
+                       " (a float [vocabulary, dim] is expected)"};
+  if (ids.view.size() != 1 || !graph_input(ids))
+    throw NotSupported{"token ids of shape " + dims_str(ids.view) +
+                       " (one id per step, [N, steps])"};
+  const int64_t T = ids.view[0];
+  Node& input = g_.node(ids.node);
+  if (input.type == "Input") {
+    if (!g_.out_edges(ids.node).empty())
+      throw NotSupported{"the input is used both as numbers and as token ids"};
+    const std::string name = input.name;
+    g_.remove_node(ids.node);
+    Attrs a;
+    a.set("steps", T);
+    a.set("features", int64_t(1));
+    a.set("kind", std::string("tokens"));
+    g_.add_node("SequenceInput", name, a, 0, 0, ids.node);
+  }
+  Attrs a;
+  a.set("vocab_size", table.dims[0]);
+  a.set("dim", table.dims[1]);
+  a.set("padding_idx", int64_t(-1));  // training-only: ONNX does not say
+  std::string base = module_from_initializer(n.input(0), "weight");
+  if (base.empty()) base = layer_base(n);
+  out(n, 0,
+      plain(add("Embedding", clean_name(base), a, {ids.node}, {{"weight", to_tensor(table)}})));
+}
+
 void Importer::op_gather(const onnx::NodeProto& n) {
+  if (in(n, 0).is_const && !in(n, 1).is_const) return embedding(n, in(n, 0).c, in(n, 1));
   const Val& x = in(n, 0);
   const Const& idx = cin(n, 1, "the indices");
   int64_t axis = attr_i(n, "axis", 0);
@@ -479,9 +527,9 @@ void Importer::op_concat(const onnx::NodeProto& n) {
     if (v.size() == 2 && (axis == 1 || axis == -2) && c.dims.size() == 3 && c.dims[0] == 1 &&
         c.dims[1] == 1 && c.dims[2] == v[1] && !c.integer) {
       Tensor token = to_tensor(c, {v[1]});
-      out(n, 0,
-          plain(add("ClassToken", clean_name(layer_base(n)), {}, {materialize(*ins[1])},
-                    {{"token", token}})));
+      std::string base = clean_name(layer_base(n));
+      if (base.empty()) base = parameter_name(ins[0]->origin.empty() ? n.input(0) : ins[0]->origin);
+      out(n, 0, plain(add("ClassToken", base, {}, {materialize(*ins[1])}, {{"token", token}})));
       return;
     }
   }

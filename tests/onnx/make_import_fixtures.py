@@ -129,6 +129,41 @@ class LayerNormMlp(nn.Module):
         return self.fc2(torch.relu(self.norm(self.fc1(x))))
 
 
+class TokenClassifier(nn.Module):
+    """nn.Embedding on int64 token ids -> LSTM -> the last step -> Linear."""
+
+    def __init__(self, vocab=20):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, 8)
+        self.rnn = nn.LSTM(8, 16, batch_first=True)
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, ids):
+        return self.fc(self.rnn(self.embed(ids))[0][:, -1])
+
+
+class TinyViT(nn.Module):
+    """A ViT as people write it: patches by a strided Conv, flatten(2) and
+    transpose(1, 2), a class token expanded over the batch and concatenated
+    first, learned positions added, a pre-norm encoder layer, the class
+    token's output, Linear."""
+
+    def __init__(self, dim=16):
+        super().__init__()
+        self.patch = nn.Conv2d(1, dim, 4, stride=4)
+        self.cls = nn.Parameter(torch.randn(1, 1, dim) * 0.5)
+        self.pos = nn.Parameter(torch.randn(1, 17, dim) * 0.5)
+        self.block = nn.TransformerEncoderLayer(dim, 4, 32, dropout=0.0, activation="gelu",
+                                                batch_first=True, norm_first=True)
+        self.norm = nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, 3)
+
+    def forward(self, x):
+        t = self.patch(x).flatten(2).transpose(1, 2)
+        t = torch.cat((self.cls.expand(x.shape[0], -1, -1), t), dim=1) + self.pos
+        return self.fc(self.norm(self.block(t))[:, 0])
+
+
 class Unsupported(nn.Module):
     """Ops DeepCanvas has no layer for (an Erf and a Sin), for the error test."""
 
@@ -156,6 +191,11 @@ def models():
         "lstm": (lambda: RecurrentClassifier(nn.LSTM), (2, 10, 8), {}),
         "gru": (lambda: RecurrentClassifier(nn.GRU), (2, 10, 8), {}),
         "unsupported": (lambda: Unsupported(), (1, 4), {}),
+        # int64 token ids into nn.Embedding ("ids": the vocabulary they are drawn from).
+        "token_lstm": (lambda: TokenClassifier(), (2, 10), {"ids": 20}),
+        "tiny_vit": (lambda: TinyViT(), (2, 1, 16, 16), {"opset_version": 17}),
+        # LayerNorm before LayerNormalization: ReduceMean, Sub, Pow, Sqrt, Div.
+        "layernorm_mlp_opset13": (lambda: LayerNormMlp(), (3, 12), {}),
         # LayerNormalization exists from opset 17.
         "layernorm_mlp": (lambda: LayerNormMlp(), (3, 12), {"opset_version": 17}),
         # Other opsets: Clip, Pad, Squeeze and Unsqueeze changed form at 11 and 13.
@@ -189,7 +229,10 @@ def main():
         model = make()
         randomise_bn(model, 2000 + i)
         model.eval()
-        x = torch.randn(*shape, generator=torch.Generator().manual_seed(3000 + i))
+        extra = dict(extra)
+        vocab = extra.pop("ids", 0)
+        g = torch.Generator().manual_seed(3000 + i)
+        x = torch.randint(vocab, shape, generator=g) if vocab else torch.randn(*shape, generator=g)
         with torch.no_grad():
             y = model(x)
         options = {"opset_version": 13, **extra}

@@ -135,6 +135,12 @@ bool has_type(const Graph& g, const std::string& type) {
   return false;
 }
 
+int count_type(const Graph& g, const std::string& type) {
+  int k = 0;
+  for (const auto& [id, n] : g.nodes()) k += n.type == type;
+  return k;
+}
+
 bool has_weight(const OnnxImport& im, const std::string& name) {
   for (const auto& [n, t] : im.weights)
     if (n == name) return true;
@@ -208,13 +214,63 @@ void check_stacked_rnn(const std::string& fixture, const std::string& type) {
   EXPECT_TRUE(has_type(im.graph, "LastStep"));
 }
 
+// LayerNormalization (opset 17), and torch's ReduceMean/Sub/Pow/Sqrt/Div
+// form before it (opset 13).
 TEST(OnnxImport, LayerNormalizationMatchesPyTorch) {
-  REQUIRE_FIXTURES("layernorm_mlp");
+  REQUIRE_FIXTURES("layernorm_mlp", "layernorm_mlp_opset13");
+  for (const char* name : {"layernorm_mlp", "layernorm_mlp_opset13"}) {
+    SCOPED_TRACE(name);
+    OnnxImport im;
+    EXPECT_LT(imported_vs_pytorch(name, &im), 1e-4);
+    const Node* norm = im.graph.find_by_name("norm");
+    ASSERT_NE(norm, nullptr);
+    EXPECT_EQ(norm->type, "LayerNorm");
+    EXPECT_DOUBLE_EQ(norm->attrs.f("eps"), 1e-3);
+    EXPECT_EQ(im.graph.nodes().size(), 5u);  // input, fc1, norm, ReLU, fc2
+    EXPECT_TRUE(has_weight(im, "norm.weight"));
+    EXPECT_TRUE(has_weight(im, "norm.bias"));
+  }
+}
+
+// nn.Embedding on int64 token ids: a SequenceInput of kind tokens and one
+// Embedding named after the module.
+TEST(OnnxImport, TokenIdsIntoAnEmbeddingMatchPyTorch) {
+  REQUIRE_FIXTURES("token_lstm");
   OnnxImport im;
-  EXPECT_LT(imported_vs_pytorch("layernorm_mlp", &im), 1e-4);
-  EXPECT_TRUE(has_type(im.graph, "LayerNorm"));
-  EXPECT_TRUE(has_weight(im, "norm.weight"));
-  EXPECT_TRUE(has_weight(im, "norm.bias"));
+  EXPECT_LT(imported_vs_pytorch("token_lstm", &im), 1e-4);
+  const Node* in = im.graph.find_by_name("input");
+  ASSERT_NE(in, nullptr);
+  EXPECT_EQ(in->type, "SequenceInput");
+  EXPECT_EQ(in->attrs.s("kind"), "tokens");
+  EXPECT_EQ(in->attrs.i("steps"), 10);
+  const Node* e = im.graph.find_by_name("embed");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->type, "Embedding");
+  EXPECT_EQ(e->attrs.i("vocab_size"), 20);
+  EXPECT_EQ(e->attrs.i("dim"), 8);
+  EXPECT_TRUE(has_weight(im, "embed.weight"));
+}
+
+// A ViT as people write it in PyTorch (strided-Conv patches, flatten(2).
+// transpose(1, 2), a class token expanded over a dynamic batch and
+// concatenated first, learned positions, a pre-norm encoder layer with
+// GELU, the class token's output) imports as DeepCanvas's own token layers.
+TEST(OnnxImportAttention, VisionTransformerAsPeopleWriteItMatchesPyTorch) {
+  REQUIRE_FIXTURES("tiny_vit");
+  OnnxImport im;
+  EXPECT_LT(imported_vs_pytorch("tiny_vit", &im), 1e-4);
+  for (const char* type : {"ImageToTokens", "ClassToken", "PositionalEmbedding",
+                           "MultiHeadAttention", "GELU", "TokenPooling"})
+    EXPECT_EQ(count_type(im.graph, type), 1) << type;
+  EXPECT_EQ(count_type(im.graph, "LayerNorm"), 3);
+  const Node* cls = im.graph.find_by_name("cls");
+  ASSERT_NE(cls, nullptr);
+  EXPECT_EQ(cls->type, "ClassToken");
+  const Node* pos = im.graph.find_by_name("pos");
+  ASSERT_NE(pos, nullptr);
+  EXPECT_EQ(pos->attrs.s("kind"), "learned");
+  for (const auto& [id, n] : im.graph.nodes())
+    if (n.type == "TokenPooling") EXPECT_EQ(n.attrs.s("mode"), "first");
 }
 
 TEST(OnnxImport, StackedBidirectionalLstmMatchesPyTorch) {
@@ -231,12 +287,6 @@ TEST(OnnxImport, OlderAndNewerOpsetsMatchPyTorch) {
   REQUIRE_FIXTURES("gru_opset11", "efficientnet_lite_opset11", "efficientnet_lite_opset17");
   for (const char* name : {"gru_opset11", "efficientnet_lite_opset11", "efficientnet_lite_opset17"})
     EXPECT_LT(imported_vs_pytorch(name), 1e-4) << name;
-}
-
-int count_type(const Graph& g, const std::string& type) {
-  int k = 0;
-  for (const auto& [id, n] : g.nodes()) k += n.type == type;
-  return k;
 }
 
 // max|ours - ref| / max|ref|: randomly initialised classifiers give small
@@ -583,8 +633,7 @@ TEST(OnnxImport, RoundTripThroughExportKeepsGraphAndOutputs) {
   }
 }
 
-// Every template (but the Embedding one: token ids are not imported yet)
-// goes through export -> import with its layers' names and types and the
+// Every template goes through export -> import with its layers' names and types and the
 // same outputs; what ONNX has no place for is left out: Dropout (an
 // Identity in inference) and training-only attributes such as its rate.
 TEST(OnnxImport, EveryTemplateExportedByDeepCanvasImportsBack) {
@@ -595,8 +644,6 @@ TEST(OnnxImport, EveryTemplateExportedByDeepCanvasImportsBack) {
     SCOPED_TRACE(f);
     // What the export writes: the network with its blocks flattened.
     const Graph g = flatten_blocks(load_project(f).graph);
-    // Token ids are not imported yet.
-    if (has_type(g, "Embedding")) continue;
     with_attention += has_type(g, "MultiHeadAttention");
     Plan plan(g, 3);
     plan.init_params(7);
@@ -611,12 +658,17 @@ TEST(OnnxImport, EveryTemplateExportedByDeepCanvasImportsBack) {
     }
     EXPECT_EQ(b.graph.nodes().size(), kept);
     Tensor x(plan.input_shape().with_batch(3));
-    for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = float((i * 7919) % 200) / 100.f - 1.f;
+    // Token ids for an Embedding (below its vocabulary), else values in [-1, 1).
+    int64_t vocab = 0;
+    for (const auto& [id, n] : g.nodes())
+      if (n.type == "Embedding") vocab = n.attrs.i("vocab_size");
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.f32()[i] = vocab ? float((i * 7919) % vocab) : float((i * 7919) % 200) / 100.f - 1.f;
     EXPECT_LT(relative_diff(run(b.graph, b.weights, x), run(g, plan.state(), x)), 1e-5);
     ++checked;
   }
-  EXPECT_GE(checked, 9);
-  EXPECT_GE(with_attention, 2);  // the ViT and the LSTM with attention pooling
+  EXPECT_GE(checked, 11);
+  EXPECT_GE(with_attention, 3);  // the ViT, the LSTM with attention, the Character Transformer
 }
 
 // --- bad input: clear errors, nothing written ---
