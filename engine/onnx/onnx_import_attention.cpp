@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "onnx_import_internal.h"
 
@@ -57,8 +58,15 @@ static const Const* known(const std::map<std::string, Val>& vals, const Net& net
 }
 
 void Importer::find_fusions() {
+  // Only ops of the standard domain take part: the checker has verified
+  // their input counts, which the matchers below index by (a foreign op
+  // is refused by the walk, naming its domain).
+  auto standard = [](const onnx::NodeProto& n) {
+    return n.domain().empty() || n.domain() == "ai.onnx";
+  };
   Net net;
   for (const auto& n : m_.graph().node()) {
+    if (!standard(n)) continue;
     for (const auto& o : n.output()) net.producer[o] = &n;
     for (const auto& i : n.input()) net.consumers[i].push_back(&n);
   }
@@ -156,6 +164,7 @@ void Importer::find_fusions() {
     const onnx::NodeProto* s = made(sm.input(0), "MatMul");
     const onnx::NodeProto* mask = made(sm.input(0), "Add");
     bool causal = false;
+    int64_t mask_steps = 0;
     if (mask) {
       take(mask);
       const onnx::NodeProto* a = made(mask->input(0), "MatMul");
@@ -170,7 +179,12 @@ void Importer::find_fusions() {
         take(one);
       }
       const Const* m = cst(mname);
-      if (!a || !m || !causal_mask(*m)) return false;  // another mask than the causal one
+      // Square: [T, T] against the scores [N·H, T, T] (a [1, T] row or a
+      // [T, 1] column would broadcast to another mask); T is checked
+      // against the sequence when the layer is made.
+      if (!a || !m || !causal_mask(*m) || m->dims.back() != m->dims[m->dims.size() - 2])
+        return false;  // another mask than the causal one
+      mask_steps = m->dims.back();
       causal = true;
       s = a;
       if (uses_[s->output(0)] != 1) return false;
@@ -317,6 +331,7 @@ void Importer::find_fusions() {
     f.attrs.set("mode", std::string(cross ? "cross" : "self"));
     f.attrs.set("heads", H);
     f.attrs.set("causal", causal);
+    f.mask_steps = mask_steps;
     f.attrs.set("bias", true);
     f.attrs.set("dropout", 0.0);
     Tensor w_in{Shape{3 * E, E}}, b_in{Shape{3 * E}}, w_out{Shape{E, E}}, b_out{Shape{E}};
@@ -459,7 +474,7 @@ void Importer::find_fusions() {
     if (has_bias) {
       last = take(next(mo, "Add"));
       b_out = last ? cst(other(last, mo->output(0))) : nullptr;
-      if (!b_out || b_out->integer || b_out->numel() != E) return false;
+      if (!b_out || b_out->integer || b_out->dims != std::vector{E}) return false;
     }
     Fusion f;
     f.type = "MultiHeadAttention";
@@ -468,6 +483,7 @@ void Importer::find_fusions() {
     f.attrs.set("mode", std::string(cross ? "cross" : "self"));
     f.attrs.set("heads", H);
     f.attrs.set("causal", masked != nullptr);
+    if (masked) f.mask_steps = rows[0];
     f.attrs.set("bias", has_bias);
     f.attrs.set("dropout", 0.0);
     auto tensor = [](const Const& c, Shape s) {
@@ -489,6 +505,7 @@ void Importer::find_fusions() {
   // A MatMul of two computed values before a Softmax is attention of a form
   // not matched above: named as such, so the refusal says why.
   for (const auto& sm : m_.graph().node()) {
+    if (!standard(sm)) continue;
     if (sm.op_type() != "Softmax" || attention(sm) || exported(sm)) continue;
     const onnx::NodeProto* p =
         net.producer.count(sm.input(0)) ? net.producer[sm.input(0)] : nullptr;
@@ -503,6 +520,7 @@ void Importer::find_fusions() {
   // GELU, exact: torch's Mul(Mul(x, Add(Erf(Div(x, √2)), 1)), 0.5), or
   // DeepCanvas's own Mul(Mul(x, 0.5), Add(Erf(Div(x, √2)), 1)).
   for (const auto& erf : m_.graph().node()) {
+    if (!standard(erf)) continue;
     if (erf.op_type() != "Erf") continue;
     const onnx::NodeProto* dv = made(erf.input(0), "Div");
     const onnx::NodeProto* ad = next(&erf, "Add");
@@ -536,20 +554,28 @@ void Importer::find_fusions() {
   // ReduceMean(Pow(d, 2) or Mul(d, d)) + eps, Sqrt, Div(d, ·), then
   // optionally Mul by the weight and Add the bias. Both means over the last
   // axis, kept (checked against the input's rank when emitted).
-  auto last_axis = [&](const onnx::NodeProto* m, int64_t& axis) {
+  auto last_axis = [&](const onnx::NodeProto* m, std::optional<int64_t>& axis) {
     if (!m || attr_i(*m, "keepdims", 1) != 1) return false;
     std::vector<int64_t> axes = attr_ints(*m, "axes");
     if (axes.empty() && m->input_size() > 1)
       if (const Const* c = cst(m->input(1)); c && c->integer) axes = c->i;
-    if (axes.size() != 1 || (axis != 0 && axes[0] != axis)) return false;
+    if (axes.size() != 1 || (axis && axes[0] != *axis)) return false;
     axis = axes[0];
     return true;
   };
+  // One value per position: [D], or [1, …, 1, D].
+  auto per_position = [](const Const* c) {
+    if (!c || c->integer || c->dims.empty()) return false;
+    for (size_t k = 0; k + 1 < c->dims.size(); ++k)
+      if (c->dims[k] != 1) return false;
+    return true;
+  };
   for (const auto& sub : m_.graph().node()) {
+    if (!standard(sub)) continue;
     if (sub.op_type() != "Sub" || sub.input_size() != 2) continue;
     const std::string& x = sub.input(0);
     const onnx::NodeProto* mean = made(sub.input(1), "ReduceMean");
-    int64_t axis = 0;
+    std::optional<int64_t> axis;
     if (!mean || mean->input(0) != x || uses_[mean->output(0)] != 1 || !last_axis(mean, axis))
       continue;
     // d feeds the square and the Div only.
@@ -576,7 +602,7 @@ void Importer::find_fusions() {
     Fusion f;
     f.type = "LayerNorm";
     f.input = x;
-    f.axis = axis;
+    f.axis = *axis;
     f.attrs.set("eps", shortest_decimal(float(eps->at(0))));
     std::vector<const onnx::NodeProto*> inner = {mean, &sub, sq, var, add_eps, sqrt};
     const onnx::NodeProto* last = dv;
@@ -585,7 +611,7 @@ void Importer::find_fusions() {
     const onnx::NodeProto* ab = next(mw, "Add");
     const Const* w = mw ? cst(other(mw, dv->output(0))) : nullptr;
     const Const* b = ab ? cst(other(ab, mw->output(0))) : nullptr;
-    f.attrs.set("affine", w && b && !w->integer && !b->integer && w->numel() == b->numel());
+    f.attrs.set("affine", per_position(w) && per_position(b) && w->numel() == b->numel());
     if (f.attrs.b("affine")) {
       f.params = {{"weight", to_tensor(*w, {w->numel()})}, {"bias", to_tensor(*b, {b->numel()})}};
       inner.push_back(dv);
@@ -609,7 +635,7 @@ void Importer::emit_fusion(const onnx::NodeProto& n, const Fusion& f) {
   if (f.type == "LayerNorm") {
     const auto& v = view_of(x);
     const int64_t rank = int64_t(v.size()) + 1;
-    if (f.axis != -1 && f.axis != rank - 1)
+    if (v.empty() || (f.axis != -1 && f.axis != rank - 1))
       throw NotSupported{"a layer normalisation over axis " + std::to_string(f.axis) +
                          " (only the last axis is supported)"};
     if (!f.params.empty() && f.params[0].second.numel() != v.back())
@@ -634,6 +660,9 @@ void Importer::emit_fusion(const onnx::NodeProto& n, const Fusion& f) {
     return materialize(s);
   };
   std::vector<NodeId> ins = {sequence(x)};
+  if (f.mask_steps && view_of(x)[0] != f.mask_steps)
+    throw NotSupported{"a causal mask of " + std::to_string(f.mask_steps) +
+                       " steps over a sequence of " + std::to_string(view_of(x)[0])};
   if (!f.input2.empty()) {
     const Val& kv = defined(f.input2);
     if (kv.is_const) throw NotSupported{"attention over a constant sequence is not supported"};

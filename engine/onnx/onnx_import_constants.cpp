@@ -362,11 +362,16 @@ void Importer::op_cast(const onnx::NodeProto& n) {
   const int64_t to = attr_i(n, "to", onnx::TensorProto::FLOAT);
   const bool to_float = to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE;
   if (!x.is_const) {
+    // To integers: token ids, from the network's input only, and read by
+    // an Embedding only (materialize refuses them as numbers). Ids back
+    // to floats would be the input truncated, which no layer computes.
     if (!to_float && !x.ids && !graph_input(x))
       throw NotSupported{
           "Cast of computed values to a non-float type (only the network's input, as token ids)"};
+    if (to_float && x.ids)
+      throw NotSupported{"token ids Cast back to numbers (only an Embedding reads token ids)"};
     Val o = x;
-    o.ids = !to_float && (x.ids || graph_input(x));
+    o.ids = !to_float;
     out(n, 0, o);
     return;
   }

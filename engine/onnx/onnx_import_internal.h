@@ -214,6 +214,7 @@ class Importer {
     std::string type, input, base;  // the layer, the ONNX value it reads, its name
     std::string input2;             // a second value it reads (cross-attention), or ""
     int64_t axis = 0;               // LayerNorm: the axis of its means (-1 or the last)
+    int64_t mask_steps = 0;         // attention: the causal mask's queries (0: no mask)
     Attrs attrs;
     std::vector<std::pair<std::string, Tensor>> params;
   };
@@ -221,6 +222,7 @@ class Importer {
   NodeId positions(const onnx::NodeProto& n, const Val& x, const Const& table,
                    const std::string& table_name);
   bool graph_input(const Val& x) const;
+  std::set<NodeId> token_inputs_;  // inputs read as token ids by an Embedding
   void embedding(const onnx::NodeProto& n, const Const& table, const Val& ids);
   bool image_tokens(const Val& x) const;
   void emit_fusion(const onnx::NodeProto& n, const Fusion& f);

@@ -314,6 +314,10 @@ void Importer::embedding(const onnx::NodeProto& n, const Const& table, const Val
     throw NotSupported{
         "Gather from a constant by computed indices other than token ids (the "
         "network's input)"};
+  const int64_t axis = attr_i(n, "axis", 0);
+  if (axis != 0 && axis != -2)
+    throw NotSupported{"Gather by token ids on axis " + std::to_string(axis) +
+                       " (an embedding lookup gathers the table's rows, axis 0)"};
   if (table.dims.size() != 2 || table.integer)
     throw NotSupported{"an embedding table of shape " + dims_str(table.dims) +
                        " (a float [vocabulary, dim] is expected)"};
@@ -333,6 +337,8 @@ void Importer::embedding(const onnx::NodeProto& n, const Const& table, const Val
     a.set("kind", std::string("tokens"));
     g_.add_node("SequenceInput", name, a, 0, 0, ids.node);
   }
+  // From here the input is token ids: a later use as numbers is refused.
+  token_inputs_.insert(ids.node);
   Attrs a;
   a.set("vocab_size", table.dims[0]);
   a.set("dim", table.dims[1]);

@@ -95,14 +95,15 @@ Val Importer::plain(NodeId id) {
 
 NodeId Importer::materialize(const Val& v) {
   if (v.is_const) throw NotSupported{"a constant input where a computed one is expected"};
+  if (v.ids || token_inputs_.count(v.node))
+    throw NotSupported{
+        "token ids used as numbers (only an Embedding, a Gather from a constant "
+        "table, reads them)"};
   if (!v.pad.empty())
     throw NotSupported{
         "its input is zero-padded by a Pad, which is supported only before a Conv or an "
         "AveragePool"};
-  if (v.layout != Layout::Plain)
-    throw NotSupported{
-        "its input is a recurrent layer's output in an arrangement (time first or split "
-        "directions) it cannot take"};
+  if (v.layout != Layout::Plain) (void)view_of(v);  // throws why, naming the arrangement
   if (shapes_.at(v.node).dims() == v.view) return v.node;
   auto key = std::make_pair(v.node, v.view);
   if (auto it = regrouped_.find(key); it != regrouped_.end()) return it->second;

@@ -552,6 +552,74 @@ TEST(OnnxImportAttention, OwnExportOfEveryAttentionFormImportsBack) {
 }
 
 // A Mul the importer has no layer for names the op, node and shapes.
+// Token ids are read by an Embedding only: ids Cast back to numbers (the
+// input truncated) and a Gather by ids along another axis than the table's
+// rows are refused, naming why.
+TEST(OnnxImportErrors, TokenIdsAreReadOnlyByAnEmbedding) {
+  auto model = [](bool cast_back) {
+    onnx::ModelProto m;
+    m.set_ir_version(7);
+    m.add_opset_import()->set_version(13);
+    auto* gr = m.mutable_graph();
+    gr->set_name("g");
+    auto* x = gr->add_input();
+    x->set_name("x");
+    auto* xt = x->mutable_type()->mutable_tensor_type();
+    xt->set_elem_type(onnx::TensorProto::FLOAT);
+    xt->mutable_shape()->add_dim()->set_dim_param("N");
+    xt->mutable_shape()->add_dim()->set_dim_value(5);
+    auto* y = gr->add_output();
+    y->set_name("y");
+    auto* yt = y->mutable_type()->mutable_tensor_type();
+    yt->set_elem_type(onnx::TensorProto::FLOAT);
+    yt->mutable_shape();  // rank unknown
+    auto node = [&](const char* op, std::vector<std::string> in, const char* out) {
+      auto* n = gr->add_node();
+      n->set_op_type(op);
+      n->set_name(std::string(op) + "_" + out);
+      for (const auto& i : in) n->add_input(i);
+      n->add_output(out);
+      return n;
+    };
+    auto to = [](onnx::NodeProto* n, int64_t type) {
+      auto* a = n->add_attribute();
+      a->set_name("to");
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(type);
+    };
+    to(node("Cast", {"x"}, "ids"), onnx::TensorProto::INT64);
+    auto* table = gr->add_initializer();
+    table->set_name("table");
+    table->set_data_type(onnx::TensorProto::FLOAT);
+    table->add_dims(7);
+    table->add_dims(4);
+    for (int k = 0; k < 28; ++k) table->add_float_data(float(k));
+    if (cast_back) {
+      to(node("Cast", {"ids"}, "f"), onnx::TensorProto::FLOAT);
+      node("Relu", {"f"}, "y");
+    } else {
+      auto* a = node("Gather", {"table", "ids"}, "y")->add_attribute();
+      a->set_name("axis");
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(1);
+    }
+    return m.SerializeAsString();
+  };
+  for (bool cast_back : {true, false}) {
+    SCOPED_TRACE(cast_back);
+    try {
+      onnx_import_bytes(model(cast_back), "ids");
+      FAIL() << "imported token ids used otherwise than by an Embedding";
+    } catch (const Error& e) {
+      const std::string w = e.what();
+      EXPECT_NE(
+          w.find(cast_back ? "token ids Cast back to numbers" : "Gather by token ids on axis 1"),
+          std::string::npos)
+          << w;
+    }
+  }
+}
+
 TEST(OnnxImportErrors, MulOfUnrelatedShapesIsNamed) {
   onnx::ModelProto m;
   m.set_ir_version(7);
