@@ -108,6 +108,8 @@ std::string layer_base(const onnx::NodeProto& n);
 std::string clean_name(const std::string& s);
 std::string module_from_initializer(const std::string& name, const std::string& param);
 std::string parameter_name(const std::string& init);
+std::string named_by_parameter(const onnx::NodeProto& n, const std::string& init,
+                               const std::vector<std::string>& params);
 
 class Importer {
  public:

@@ -352,8 +352,7 @@ NodeId Importer::positions(const onnx::NodeProto& n, const Val& x, const Const& 
   for (int64_t k = 0; k < fixed.numel() && sinusoidal; ++k)
     sinusoidal = std::abs(double(fixed.f32()[k]) - table.at(k)) <= 1e-6;
   if (!sinusoidal) a.set("kind", std::string("learned"));
-  std::string base = clean_name(layer_base(n));
-  if (base.empty()) base = parameter_name(table_name);
+  std::string base = named_by_parameter(n, table_name, {"weight", "table"});
   return add("PositionalEmbedding", base, a, {materialize(x)},
              {{sinusoidal ? "table" : "weight", to_tensor(table, {v[0], v[1]})}});
 }

@@ -77,6 +77,17 @@ std::string parameter_name(const std::string& init) {
   return clean_name(init);
 }
 
+// A layer that holds one parameter: named after DeepCanvas's own
+// "<layer>.<param>" initializer, or a bare nn.Parameter's name
+// ("encoder.pos_embedding"), or else after the op.
+std::string named_by_parameter(const onnx::NodeProto& n, const std::string& init,
+                               const std::vector<std::string>& params) {
+  for (const auto& p : params)
+    if (std::string b = module_from_initializer(init, p); !b.empty()) return clean_name(b);
+  if (std::string b = parameter_name(init); !b.empty()) return b;
+  return clean_name(layer_base(n));
+}
+
 std::string Importer::base_name(const onnx::NodeProto& n, const std::string& init,
                                 const std::string& param) {
   std::string b = module_from_initializer(init, param);

@@ -533,8 +533,8 @@ void Importer::op_concat(const onnx::NodeProto& n) {
     if (v.size() == 2 && (axis == 1 || axis == -2) && c.dims.size() == 3 && c.dims[0] == 1 &&
         c.dims[1] == 1 && c.dims[2] == v[1] && !c.integer) {
       Tensor token = to_tensor(c, {v[1]});
-      std::string base = clean_name(layer_base(n));
-      if (base.empty()) base = parameter_name(ins[0]->origin.empty() ? n.input(0) : ins[0]->origin);
+      const std::string base =
+          named_by_parameter(n, ins[0]->origin.empty() ? n.input(0) : ins[0]->origin, {"token"});
       out(n, 0, plain(add("ClassToken", base, {}, {materialize(*ins[1])}, {{"token", token}})));
       return;
     }

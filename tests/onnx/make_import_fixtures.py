@@ -164,6 +164,20 @@ class TinyViT(nn.Module):
         return self.fc(self.norm(self.block(t))[:, 0])
 
 
+def torchvision_vit():
+    """torchvision's VisionTransformer (vit_b_16's code) at a small size; its
+    head starts at zero, so it and the class token are drawn at random."""
+    from torchvision.models.vision_transformer import VisionTransformer
+
+    m = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4, hidden_dim=64,
+                          mlp_dim=128, num_classes=10)
+    with torch.no_grad():
+        m.class_token.normal_(0, 0.5)
+        m.heads.head.weight.normal_(0, 0.2)
+        m.heads.head.bias.normal_(0, 0.2)
+    return m
+
+
 class Unsupported(nn.Module):
     """Ops DeepCanvas has no layer for (an Erf and a Sin), for the error test."""
 
@@ -194,6 +208,7 @@ def models():
         # int64 token ids into nn.Embedding ("ids": the vocabulary they are drawn from).
         "token_lstm": (lambda: TokenClassifier(), (2, 10), {"ids": 20}),
         "tiny_vit": (lambda: TinyViT(), (2, 1, 16, 16), {"opset_version": 17}),
+        "torchvision_vit": (torchvision_vit, (2, 3, 32, 32), {"opset_version": 17}),
         # LayerNorm before LayerNormalization: ReduceMean, Sub, Pow, Sqrt, Div.
         "layernorm_mlp_opset13": (lambda: LayerNormMlp(), (3, 12), {}),
         # LayerNormalization exists from opset 17.

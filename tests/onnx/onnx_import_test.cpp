@@ -251,6 +251,22 @@ TEST(OnnxImport, TokenIdsIntoAnEmbeddingMatchPyTorch) {
   EXPECT_TRUE(has_weight(im, "embed.weight"));
 }
 
+// torchvision's own VisionTransformer (vit_b_16's code, small): its class
+// token and pos_embedding keep their parameter names as layer names.
+TEST(OnnxImportAttention, TorchvisionVisionTransformerMatchesPyTorch) {
+  REQUIRE_FIXTURES("torchvision_vit");
+  OnnxImport im;
+  EXPECT_LT(imported_vs_pytorch("torchvision_vit", &im), 1e-4);
+  EXPECT_EQ(count_type(im.graph, "MultiHeadAttention"), 2);
+  EXPECT_EQ(count_type(im.graph, "LayerNorm"), 5);
+  const Node* cls = im.graph.find_by_name("class_token");
+  ASSERT_NE(cls, nullptr);
+  EXPECT_EQ(cls->type, "ClassToken");
+  const Node* pos = im.graph.find_by_name("encoder.pos_embedding");
+  ASSERT_NE(pos, nullptr);
+  EXPECT_EQ(pos->type, "PositionalEmbedding");
+}
+
 // A ViT as people write it in PyTorch (strided-Conv patches, flatten(2).
 // transpose(1, 2), a class token expanded over a dynamic batch and
 // concatenated first, learned positions, a pre-norm encoder layer with
