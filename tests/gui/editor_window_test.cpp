@@ -19,6 +19,7 @@
 #include "widgets/node_view.h"
 #include "widgets/overview_map.h"
 
+#include <deepcanvas/layer.h>
 #include <deepcanvas/plan.h>
 #include <deepcanvas/project.h>
 #include <gtest/gtest.h>
@@ -365,6 +366,52 @@ TEST_F(EditorWindow, AutoLayoutKeepsAnUnconnectedLayerOutOfTheChain) {
         EXPECT_FALSE(r.intersects(scene->nodeItem(id)->sceneBoundingRect())) << n.name;
         EXPECT_GT(g.node(stray).y, n.y) << n.name;  // below the network
       }
+  }
+}
+
+// A pre-norm Transformer encoder as an import flattens it: the residual
+// stream feeds each block's norm and its Add, so no column has a single
+// edge leaving it and the strict rule kept all 30 layers in one line at
+// about 20 % of their size in 1280x720's canvas. Rows may now end where one
+// layer's edges run on: several rows, every card larger than half size,
+// each edge forward.
+TEST(AutoLayout, APreNormTransformerEncoderWrapsIntoReadableRows) {
+  register_builtin_layers();
+  Graph g;
+  NodeId prev = g.add_node("SequenceInput", "input");
+  auto then = [&](const char* type, const std::string& name, NodeId from) {
+    const NodeId id = g.add_node(type, name);
+    g.connect(from, id);
+    return id;
+  };
+  for (int b = 0; b < 4; ++b) {
+    const std::string p = "block" + std::to_string(b) + "_";
+    const NodeId attn =
+        then("MultiHeadAttention", p + "attn", then("LayerNorm", p + "norm1", prev));
+    const NodeId add1 = g.add_node("Add", p + "add1");
+    g.connect(prev, add1, 0);
+    g.connect(attn, add1, 1);
+    const NodeId fc2 =
+        then("TimeDistributedDense", p + "fc2",
+             then("GELU", p + "gelu",
+                  then("TimeDistributedDense", p + "fc1", then("LayerNorm", p + "norm2", add1))));
+    prev = g.add_node("Add", p + "add2");
+    g.connect(add1, prev, 0);
+    g.connect(fc2, prev, 1);
+  }
+  then("Dense", "head", then("TokenPooling", "pool", prev));
+  const widgets::LayoutSpace space{1000, 480};
+  Graph laid = g;
+  std::set<double> rows;
+  for (const auto& [id, p] : widgets::autoLayout(g, space)) {
+    laid.move(id, p.first, p.second);
+    rows.insert(p.second);
+  }
+  EXPECT_GE(rows.size(), 2u);
+  EXPECT_GE(widgets::fittedZoom(laid, space), 0.5);
+  for (const Edge& e : laid.edges()) {
+    const Node &a = laid.node(e.src), &b = laid.node(e.dst);
+    EXPECT_TRUE(b.x > a.x || b.y > a.y) << a.name << " -> " << b.name;
   }
 }
 
