@@ -285,8 +285,11 @@ TEST(OnnxImportAttention, VisionTransformerAsPeopleWriteItMatchesPyTorch) {
   const Node* pos = im.graph.find_by_name("pos");
   ASSERT_NE(pos, nullptr);
   EXPECT_EQ(pos->attrs.s("kind"), "learned");
-  for (const auto& [id, n] : im.graph.nodes())
-    if (n.type == "TokenPooling") EXPECT_EQ(n.attrs.s("mode"), "first");
+  for (const auto& [id, n] : im.graph.nodes()) {
+    if (n.type == "TokenPooling") {
+      EXPECT_EQ(n.attrs.s("mode"), "first");
+    }
+  }
 }
 
 TEST(OnnxImport, StackedBidirectionalLstmMatchesPyTorch) {
