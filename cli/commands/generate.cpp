@@ -6,6 +6,7 @@
 #include "commands.h"
 
 #include <deepcanvas/errors.h>
+#include <deepcanvas/next_token.h>
 #include <deepcanvas/plan.h>
 #include <deepcanvas/project.h>
 #include <deepcanvas/rng.h>
@@ -84,9 +85,12 @@ int cmd_generate(const Args& a) {
   const int64_t T = in[0];
   CheckpointInfo ck = read_checkpoint(ck_path);
   std::vector<std::string> vocab = checkpoint_vocabulary(ck, ck_path);
-  if (plan.output_shape().numel() != int64_t(vocab.size()))
+  // A network that predicts every step of its window is sampled at the last.
+  const int64_t scored = scored_classes(in, plan.output_shape(), true);
+  const int64_t last = plan.output_shape().numel() - scored;
+  if (scored != int64_t(vocab.size()))
     throw Error(ck_path + ": the checkpoint's vocabulary has " + std::to_string(vocab.size()) +
-                " tokens but the network predicts " + std::to_string(plan.output_shape().numel()) +
+                " tokens but the network predicts " + std::to_string(scored) +
                 "; set the last Dense layer's units (and the Embedding's vocab_size) to " +
                 std::to_string(vocab.size()));
   plan.load_state(ck.model, ck_path);
@@ -116,14 +120,14 @@ int cmd_generate(const Args& a) {
       int64_t src = int64_t(ids.size()) - T + k;
       x.f32()[k] = src < 0 ? 0.f : float(ids[size_t(src)]);
     }
-    const Tensor& logits = plan.forward(x, ctx);
+    const float* logits = plan.forward(x, ctx).f32() + last;
     // Token 0 is padding, never a character to emit.
     double mx = -1e300;
-    for (size_t i = 1; i < vocab.size(); ++i) mx = std::max(mx, double(logits.f32()[i]));
+    for (size_t i = 1; i < vocab.size(); ++i) mx = std::max(mx, double(logits[i]));
     for (size_t i = 0; i < vocab.size(); ++i) order[i] = int(i);
     prob[0] = 0;
     for (size_t i = 1; i < vocab.size(); ++i)
-      prob[i] = std::exp((double(logits.f32()[i]) - mx) / temperature);
+      prob[i] = std::exp((double(logits[i]) - mx) / temperature);
     std::sort(order.begin(), order.end(), [&](int l, int r) { return prob[l] > prob[r]; });
     size_t keep = top_k > 0 ? std::min<size_t>(size_t(top_k), vocab.size()) : vocab.size();
     double total = 0;

@@ -199,7 +199,7 @@ std::string fmt(double v) {
 }  // namespace
 
 std::pair<std::vector<int64_t>, std::vector<int64_t>> split_indices(int64_t n, double val_fraction,
-                                                                    uint64_t seed) {
+                                                                    uint64_t seed, bool ordered) {
   if (n < 0) throw DataError("cannot split a dataset of " + std::to_string(n) + " samples");
   if (!(val_fraction >= 0.0 && val_fraction < 1.0))
     throw DataError("the validation fraction must be at least 0 and below 1 (got " +
@@ -210,6 +210,9 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> split_indices(int64_t n, d
                     " leaves none of " + std::to_string(n) + " samples for training; lower it");
   std::vector<int64_t> perm(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) perm[static_cast<size_t>(i)] = i;
+  if (ordered)
+    return {std::vector<int64_t>(perm.begin(), perm.end() - val),
+            std::vector<int64_t>(perm.end() - val, perm.end())};
   // Its own stream, so the split does not echo the loader's shuffle of the
   // same seed.
   Rng rng(seed ^ 0xA0761D6478BD642Full);

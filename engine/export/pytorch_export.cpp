@@ -5,6 +5,7 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/layer.h>
+#include <deepcanvas/next_token.h>
 #include <deepcanvas/pytorch_export.h>
 #include <deepcanvas/settings.h>
 
@@ -180,7 +181,8 @@ void export_pytorch(const std::string& dir, const Project& p, const Plan& plan,
                     fs::perm_options::add);
     CheckpointMeta meta;
     meta.input_shape = plan.input_shape().str(true);
-    meta.num_classes = plan.output_shape().numel();
+    meta.num_classes =
+        scored_classes(plan.input_shape(), plan.output_shape(), input_is_tokens(plan.steps()));
     write_checkpoint((tmp / "weights.safetensors").string(), plan.state(), {}, meta);
     // Swap in: the old folder moves aside first, so a failed rename can be undone.
     const fs::path old = parent / (stem + ".old");

@@ -5,6 +5,7 @@
 #include <deepcanvas/io.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/loss.h>
+#include <deepcanvas/next_token.h>
 #include <deepcanvas/optim.h>
 #include <deepcanvas/qat.h>
 #include <deepcanvas/rng.h>
@@ -296,6 +297,10 @@ QuantizedNetwork train_qat(const QuantizedNetwork& start, const Dataset& train, 
   if (was_cancelled) *was_cancelled = false;
   if (train.size() == 0) throw Error("quantization-aware training: the training set is empty");
   if (o.batch < 1 || o.epochs < 0) throw Error("quantization-aware training: bad batch or epochs");
+  if (scores_every_step(train, start.net.steps.back().out_shape))
+    throw Error(
+        "quantization-aware training: this network predicts the next token at every step of a "
+        "text; quantization covers classifiers that give one prediction per sample");
   QatNetwork net(start, o.batch);
   const std::vector<Param*> weights = net.weight_params();
   const std::vector<Param*> scales = net.scale_params();

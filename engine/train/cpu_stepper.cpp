@@ -11,7 +11,6 @@ namespace dc {
 CpuStepper::CpuStepper(Plan& plan, Loss& loss, Optimizer& opt, const Dataset& train,
                        const std::vector<int64_t>& train_idx, const TrainConfig& cfg)
     : plan_(plan),
-      loss_(loss),
       opt_(opt),
       train_(train),
       cfg_(cfg),
@@ -19,7 +18,8 @@ CpuStepper::CpuStepper(Plan& plan, Loss& loss, Optimizer& opt, const Dataset& tr
               /*prefetch=*/3, /*training_draws=*/true),
       params_(plan.trainable()),
       dout_(plan.output_shape().with_batch(cfg.batch)),
-      rng_(cfg.seed) {
+      rng_(cfg.seed),
+      scorer_(loss, scores_every_step(train, plan.output_shape())) {
   for (Param* p : params_) good_.emplace_back(p->value.shape());
 }
 
@@ -40,7 +40,9 @@ int64_t CpuStepper::step(int64_t step, double lr) {
   RunContext ctx{true, &rng_};
   const Tensor& out = plan_.forward(b.x, ctx);
   Tensor db = dout_.narrow_batch(b.n);
-  float l = loss_.compute(out, Targets{b.labels.data(), nullptr}, db);
+  ClassificationMetrics m;
+  float shown = 0;
+  const float l = scorer_.train(out, b.x, b.labels.data(), db, &m, &shown);
   if (!std::isfinite(l)) {
     for (size_t k = 0; k < params_.size(); ++k) params_[k]->value.copy_from(good_[k]);
     throw Error("the loss became " + std::string(std::isnan(l) ? "NaN" : "infinite") +
@@ -48,9 +50,7 @@ int64_t CpuStepper::step(int64_t step, double lr) {
                 "; training stopped and the last good weights were kept. Lower the "
                 "learning rate, normalise the inputs or add BatchNorm");
   }
-  ClassificationMetrics m;
-  m.add(out, b.labels.data(), double(l) * double(b.n));
-  stats_.loss_sum += double(l) * double(b.n);
+  stats_.loss_sum += double(shown) * double(b.n);
   stats_.correct += m.top1_hits();
   stats_.samples += b.n;
   plan_.zero_grad();

@@ -45,14 +45,17 @@ DeviceStepStats DeviceStepper::take_stats(int64_t step) {
 HostBatchDeviceStepper::HostBatchDeviceStepper(DevicePlan& plan, const Shape& output,
                                                const Dataset& train,
                                                const std::vector<int64_t>& train_idx,
-                                               const TrainConfig& cfg)
+                                               const TrainConfig& cfg, Loss* host_loss)
     : plan_(plan),
       train_(train),
       cfg_(cfg),
       loader_(train, train_idx, cfg.batch, /*shuffle=*/true, /*drop_last=*/false, cfg.seed,
               /*prefetch=*/3, /*training_draws=*/true),
       out_(output.with_batch(cfg.batch)),
-      dout_(output.with_batch(cfg.batch)) {}
+      dout_(output.with_batch(cfg.batch)) {
+  if (host_loss)
+    host_scorer_ = std::make_unique<BatchScorer>(*host_loss, scores_every_step(train, output));
+}
 
 void HostBatchDeviceStepper::start_epoch(int epoch) {
   epoch_ = epoch;
@@ -68,7 +71,10 @@ int64_t HostBatchDeviceStepper::step(int64_t step, double lr) {
   Tensor out = out_.narrow_batch(b.n), dout = dout_.narrow_batch(b.n);
   plan_.zero_grad();
   plan_.forward(b.x, out, /*training=*/true, seed);
-  const float l = plan_.loss(b.labels.data(), nullptr, &dout);
+  ClassificationMetrics m;
+  float shown = 0;
+  const float l = host_scorer_ ? host_scorer_->train(out, b.x, b.labels.data(), dout, &m, &shown)
+                               : plan_.loss(b.labels.data(), nullptr, &dout);
   if (!std::isfinite(l)) {
     // The update has not run: the device still holds the last good weights.
     plan_.download_params();
@@ -77,9 +83,11 @@ int64_t HostBatchDeviceStepper::step(int64_t step, double lr) {
                 "; training stopped and the last good weights were kept. Lower the "
                 "learning rate, normalise the inputs or add BatchNorm");
   }
-  ClassificationMetrics m;
-  m.add(out, b.labels.data(), double(l) * double(b.n));
-  stats_.loss_sum += double(l) * double(b.n);
+  if (!host_scorer_) {
+    m.add(out, b.labels.data(), double(l) * double(b.n));
+    shown = l;
+  }
+  stats_.loss_sum += double(shown) * double(b.n);
   stats_.correct += m.top1_hits();
   stats_.samples += b.n;
   plan_.backward(dout);

@@ -1,4 +1,5 @@
 // Evaluation of a plan over a dataset, on the host or on a device.
+#include <deepcanvas/next_token.h>
 #include <deepcanvas/trainer.h>
 
 #include <algorithm>
@@ -37,6 +38,7 @@ EvalResult evaluate(Plan& plan, const Dataset& ds, const std::vector<int64_t>& i
   std::vector<int32_t> labels(batch);
   Tensor dout(plan.output_shape().with_batch(batch));
   RunContext ctx{false, nullptr};
+  BatchScorer scorer(loss, scores_every_step(ds, plan.output_shape()));
   if (ds.images) {
     // Pictures decoded on the loader's worker threads while the plan runs;
     // a file that turned out bad is left out of the figures.
@@ -46,8 +48,7 @@ EvalResult evaluate(Plan& plan, const Dataset& ds, const std::vector<int64_t>& i
     while (loader.next(b)) {
       const Tensor& out = plan.forward(b.x, ctx);
       Tensor db = dout.narrow_batch(b.n);
-      float l = loss.compute(out, Targets{b.labels.data(), nullptr}, db);
-      m.add(out, b.labels.data(), double(l) * double(b.n));
+      scorer.eval(out, b.labels.data(), db, &m);
     }
     return eval_result(m);
   }
@@ -57,8 +58,7 @@ EvalResult evaluate(Plan& plan, const Dataset& ds, const std::vector<int64_t>& i
     ds.gather(idx.data() + b, n, xb.f32(), labels.data());
     const Tensor& out = plan.forward(xb, ctx);
     Tensor db = dout.narrow_batch(n);
-    float l = loss.compute(out, Targets{labels.data(), nullptr}, db);
-    m.add(out, labels.data(), double(l) * double(n));
+    scorer.eval(out, labels.data(), db, &m);
   }
   return eval_result(m);
 }
@@ -69,6 +69,7 @@ EvalResult evaluate_device(DevicePlan& plan, int dataset, const Dataset& ds,
   const std::vector<int64_t> idx = indices_or_all(indices, ds);
   ClassificationMetrics m;
   Tensor out(output_shape.with_batch(batch)), dout(output_shape.with_batch(batch));
+  BatchScorer scorer(loss, scores_every_step(ds, output_shape));
   if (ds.images) {
     // Image folders are not resident on the device: batches are decoded on
     // the host (the loader's worker threads) and run through forward().
@@ -78,8 +79,7 @@ EvalResult evaluate_device(DevicePlan& plan, int dataset, const Dataset& ds,
     while (loader.next(b)) {
       Tensor ob = out.narrow_batch(b.n), db = dout.narrow_batch(b.n);
       plan.forward(b.x, ob, /*training=*/false, 0);
-      float l = loss.compute(ob, Targets{b.labels.data(), nullptr}, db);
-      m.add(ob, b.labels.data(), double(l) * double(b.n));
+      scorer.eval(ob, b.labels.data(), db, &m);
     }
     return eval_result(m);
   }
@@ -90,8 +90,7 @@ EvalResult evaluate_device(DevicePlan& plan, int dataset, const Dataset& ds,
     const int32_t* labels = ds.labels.data();
     std::vector<int32_t> lab(n);
     for (int64_t i = 0; i < n; ++i) lab[i] = labels[idx[b + i]];
-    float l = loss.compute(ob, Targets{lab.data(), nullptr}, db);
-    m.add(ob, lab.data(), double(l) * double(n));
+    scorer.eval(ob, lab.data(), db, &m);
   }
   return eval_result(m);
 }

@@ -36,9 +36,10 @@ Batch2D rows_of(const Tensor& out, const Tensor& dout, const char* loss) {
   return b;
 }
 
-void check_labels(const int32_t* labels, int64_t N, int64_t C, const char* loss) {
+void check_labels(const int32_t* labels, int64_t N, int64_t C, const char* loss,
+                  bool skip_negative = false) {
   for (int64_t n = 0; n < N; ++n)
-    if (labels[n] < 0 || labels[n] >= C)
+    if ((labels[n] < 0 && !skip_negative) || labels[n] >= C)
       throw DataError("label " + std::to_string(labels[n]) + " (sample " + std::to_string(n) +
                       " of the batch) is outside the " + std::to_string(C) +
                       " classes the network outputs (0 to " + std::to_string(C - 1) +
@@ -74,14 +75,21 @@ class SoftmaxCrossEntropy : public Loss {
       throw Error(
           "softmax_cross_entropy needs class labels; use mse or binary_cross_entropy "
           "for value targets");
-    check_labels(t.labels, b.N, b.C, name());
+    check_labels(t.labels, b.N, b.C, name(), t.skip_negative);
     const int64_t C = b.C;
-    const double s = s_, inv_n = 1.0 / double(b.N);
+    int64_t scored = b.N;
+    if (t.skip_negative)
+      for (int64_t n = 0; n < b.N; ++n) scored -= t.labels[n] < 0;
+    const double s = s_, inv_n = scored > 0 ? 1.0 / double(scored) : 0.0;
     const float* z = out.f32();
     float* g = dout.f32();
     double total = sum_rows(b.N, C, [&](int64_t n) {
       const float* zr = z + n * C;
       float* gr = g + n * C;
+      if (t.labels[n] < 0) {
+        std::fill(gr, gr + C, 0.0f);
+        return 0.0;
+      }
       float m = zr[0];
       for (int64_t c = 1; c < C; ++c) m = std::max(m, zr[c]);
       double se = 0, sz = 0;
@@ -121,6 +129,10 @@ class ElementwiseLoss : public Loss {
                         out.shape().str() + "; they must have the same number of values");
     } else if (!t.labels) {
       throw Error(std::string(name()) + " needs targets (values or labels)");
+    } else if (t.skip_negative) {
+      throw Error(std::string(name()) +
+                  " cannot leave rows out; a network that predicts every step of a text "
+                  "trains with softmax_cross_entropy");
     } else if (C > 1) {
       check_labels(t.labels, b.N, C, name());
     } else {

@@ -1,4 +1,5 @@
 #include <deepcanvas/errors.h>
+#include <deepcanvas/next_token.h>
 #include <deepcanvas/plan.h>
 #include <deepcanvas/preflight.h>
 #include <deepcanvas/sequence_data.h>
@@ -57,10 +58,20 @@ void check_data(const Dataset& d, const char* what, const NetworkShapes& net, bo
                       (net.input[0] == 3 && s[0] == 1 ? ", channels 3" : "") + ")"
                 : std::string("; change the Input's shape")));
   }
+  const bool every_step = scores_every_step(d, net.output);
+  if (every_step && !classification && std::string(what) == "training") {
+    RunProblem p{RunProblem::Kind::Settings,
+                 "the network predicts the next token at every step of the text (its output is " +
+                     net.output.str() +
+                     "), which trains with softmax_cross_entropy; set training.loss to it"};
+    p.subject = "training.loss";
+    out.push_back(std::move(p));
+  }
   if (!classification) return;
   const int32_t max_label = *std::max_element(d.labels.begin(), d.labels.end());
   const int64_t classes = std::max<int64_t>(d.num_classes, int64_t(max_label) + 1);
-  const int64_t outputs = net.output.numel();
+  // A network that predicts every step scores the classes at each one.
+  const int64_t outputs = scored_classes(net.input, net.output, d.tokens);
   const std::string mismatch =
       set + " has " + std::to_string(classes) + " classes (labels up to " +
       std::to_string(max_label) + ") but the network outputs " + std::to_string(outputs) +

@@ -1,5 +1,6 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/metrics.h>
+#include <deepcanvas/next_token.h>
 #include <deepcanvas/probe.h>
 
 #include <algorithm>
@@ -24,7 +25,9 @@ std::vector<SamplePrediction> predict_samples(Plan& plan, const Dataset& ds,
   if (idx.empty())
     for (int64_t i = 0; i < ds.size(); ++i) idx.push_back(i);
   const int64_t batch = plan.max_batch();
-  const int c = int(plan.output_shape().numel());
+  // A network that scores every step of a text is judged at its last step.
+  const int64_t per_sample = plan.output_shape().numel();
+  const int c = int(scored_classes(ds.sample_shape, plan.output_shape(), ds.tokens));
   Tensor x(plan.input_shape().with_batch(batch));
   std::vector<int32_t> labels(batch);
   RunContext ctx{false, nullptr};
@@ -36,7 +39,7 @@ std::vector<SamplePrediction> predict_samples(Plan& plan, const Dataset& ds,
     ds.gather(idx.data() + b, n, xb.f32(), labels.data());
     const Tensor& y = plan.forward(xb, ctx);
     for (int64_t i = 0; i < n; ++i) {
-      const float* s = y.f32() + i * c;
+      const float* s = y.f32() + (i + 1) * per_sample - c;
       auto p = softmax(s, c);
       SamplePrediction sp;
       sp.index = idx[b + i];

@@ -3,19 +3,22 @@
 // prefetching loader (CpuStepper), on a device plan over data resident
 // there (DeviceStepper), or on a device plan fed host batches by the loader
 // (HostBatchDeviceStepper: image folders, whose pictures are decoded on the
-// host and cannot be made resident). Trainer::run() drives either through one epoch
+// host and cannot be made resident, and networks that score every step of
+// a text, whose loss is computed on the host). Trainer::run() drives either through one epoch
 // loop, so pausing, timing, the schedule and the Step events are written
 // once. Both take their order from epoch_order() and their per-step seed
 // from step_seed(), so CPU and CUDA runs see the same batches.
 #include <deepcanvas/backend.h>
 #include <deepcanvas/data.h>
 #include <deepcanvas/loss.h>
+#include <deepcanvas/next_token.h>
 #include <deepcanvas/optim.h>
 #include <deepcanvas/plan.h>
 #include <deepcanvas/rng.h>
 #include <deepcanvas/train_config.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace dc {
@@ -52,7 +55,6 @@ class CpuStepper : public Stepper {
 
  private:
   Plan& plan_;
-  Loss& loss_;
   Optimizer& opt_;
   const Dataset& train_;
   const TrainConfig& cfg_;
@@ -61,6 +63,7 @@ class CpuStepper : public Stepper {
   std::vector<Tensor> good_;  // weights that last gave a finite loss
   Tensor dout_;
   Rng rng_;
+  BatchScorer scorer_;
   Batch batch_;
   int epoch_ = 0;
   DeviceStepStats stats_;
@@ -92,8 +95,12 @@ class DeviceStepper : public Stepper {
 
 class HostBatchDeviceStepper : public Stepper {
  public:
+  // With a host loss, the loss and its gradient are computed on the host
+  // from the downloaded output (networks that score every step); without
+  // one, the device plan's configured loss is used.
   HostBatchDeviceStepper(DevicePlan& plan, const Shape& output, const Dataset& train,
-                         const std::vector<int64_t>& train_idx, const TrainConfig& cfg);
+                         const std::vector<int64_t>& train_idx, const TrainConfig& cfg,
+                         Loss* host_loss = nullptr);
   void start_epoch(int epoch) override;
   bool next_batch() override { return loader_.next(batch_); }
   int64_t step(int64_t step, double lr) override;
@@ -106,6 +113,7 @@ class HostBatchDeviceStepper : public Stepper {
   const TrainConfig& cfg_;
   BatchLoader loader_;
   Tensor out_, dout_;
+  std::unique_ptr<BatchScorer> host_scorer_;
   Batch batch_;
   int epoch_ = 0;
   DeviceStepStats stats_;

@@ -2,6 +2,7 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/memstats.h>
+#include <deepcanvas/next_token.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/preflight.h>
 #include <deepcanvas/sequence_data.h>
@@ -192,7 +193,7 @@ void Trainer::save_checkpoint(const std::string& path, int epoch, int64_t step,
   meta.epoch = epoch;
   meta.step = step;
   meta.input_shape = plan_->input_shape().str(true);
-  meta.num_classes = plan_->output_shape().numel();
+  meta.num_classes = scored_classes(plan_->input_shape(), plan_->output_shape(), train_->tokens);
   meta.mean = train_->mean;
   meta.stddev = train_->stddev;
   meta.class_names = train_->class_names;
@@ -230,7 +231,12 @@ void Trainer::run() {
       for (int64_t i = 0; i < train_->size(); ++i)
         (is_val[size_t(i)] ? r.val_idx : r.train_idx).push_back(i);
     } else {
-      std::tie(r.train_idx, r.val_idx) = split_indices(train_->size(), cfg_.val_split, cfg_.seed);
+      // A text's windows are in text order: its validation windows are the
+      // last part of the training text (as its test windows are the last
+      // part of the whole), so that no validation target is ever a training
+      // target of a network that predicts every step.
+      std::tie(r.train_idx, r.val_idx) =
+          split_indices(train_->size(), cfg_.val_split, cfg_.seed, /*ordered=*/train_->tokens);
     }
     const int64_t n_train = int64_t(r.train_idx.size());
     r.steps_per_epoch = (n_train + cfg_.batch - 1) / cfg_.batch;
@@ -240,9 +246,11 @@ void Trainer::run() {
     r.step = start_step_;
     r.t_start = Clock::now();
     std::unique_ptr<Stepper> stepper;
-    if (dplan_ && train_->images)
+    const bool every_step = scores_every_step(*train_, plan_->output_shape());
+    if (dplan_ && (train_->images || every_step))
       stepper = std::make_unique<HostBatchDeviceStepper>(*dplan_, plan_->output_shape(), *train_,
-                                                         r.train_idx, cfg_);
+                                                         r.train_idx, cfg_,
+                                                         every_step ? loss_.get() : nullptr);
     else if (dplan_)
       stepper = std::make_unique<DeviceStepper>(*dplan_, dtrain_, r.train_idx, cfg_);
     else

@@ -6,6 +6,7 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/loss.h>
 #include <deepcanvas/lr_find.h>
+#include <deepcanvas/next_token.h>
 #include <deepcanvas/optim.h>
 #include <deepcanvas/plan.h>
 #include <deepcanvas/rng.h>
@@ -51,6 +52,7 @@ LrFindResult lr_find(const Graph& g, const TrainConfig& c, const Dataset& train_
   loader.start_epoch(epoch);
   const std::vector<Param*> params = plan.trainable();
   Tensor dout(plan.output_shape().with_batch(c.batch));
+  BatchScorer scorer(*loss, scores_every_step(train, plan.output_shape()));
   Rng rng(c.seed);
   Batch b;
 
@@ -67,7 +69,7 @@ LrFindResult lr_find(const Graph& g, const TrainConfig& c, const Dataset& train_
     RunContext ctx{true, &rng};
     const Tensor& out = plan.forward(b.x, ctx);
     Tensor db = dout.narrow_batch(b.n);
-    const double l = loss->compute(out, Targets{b.labels.data(), nullptr}, db);
+    const double l = scorer.train(out, b.x, b.labels.data(), db, nullptr, nullptr);
     if (!std::isfinite(l)) {
       r.diverged = true;
       r.note = "the loss became " + std::string(std::isnan(l) ? "NaN" : "infinite") +

@@ -75,9 +75,12 @@ class Rng:
                 return r % n
 
 
-def split_indices(n, fraction, seed):
-    """DeepCanvas's split_indices(): (train, validation), both sorted."""
+def split_indices(n, fraction, seed, ordered=False):
+    """DeepCanvas's split_indices(): (train, validation), both sorted. A
+    text's windows (ordered) give their last part for validation."""
     val = int(math.floor(fraction * n + 0.5))
+    if ordered:
+        return list(range(n - val)), list(range(n - val, n))
     perm = list(range(n))
     rng = Rng(seed ^ 0xA0761D6478BD642F)
     for i in range(n - 1, 0, -1):
@@ -684,8 +687,29 @@ def make_optimizer(model, lr):
     return cls(groups, lr=lr, betas=(o["beta1"], o["beta2"]), eps=o["eps"])
 
 
-def loss_fn(out, y):
-    """The project's loss under 'mean' reduction over the flattened output."""
+def every_step(out, x):
+    """Whether out [N, T, V] scores every step of the token windows x [N, T]
+    (DeepCanvas's scores_every_step): such a network trains on the next
+    token at every step and is scored at its last step."""
+    return INPUT_IS_TOKENS and x is not None and out.dim() == 3 and x.dim() == 2 and out.shape[1] == x.shape[1] and out.shape[2] > 1
+
+
+def next_token_targets(x, y):
+    """Step t's target is the window's token t + 1, the last step's its label;
+    token 0 pads before the text starts and is not scored."""
+    t = torch.cat([x[:, 1:].long(), y[:, None].long()], 1)
+    return t.masked_fill(t == 0, -100)
+
+
+def loss_fn(out, y, x=None, train=False):
+    """The project's loss under 'mean' reduction over the flattened output.
+    A network that scores every step trains on every step (train) and is
+    scored at its last step."""
+    if every_step(out, x):
+        if train:
+            return F.cross_entropy(out.reshape(-1, out.shape[2]).float(), next_token_targets(x, y).reshape(-1),
+                                   ignore_index=-100, label_smoothing=CONFIG["label_smoothing"])
+        out = out[:, -1]
     out = out.reshape(out.shape[0], -1).float()
     kind = CONFIG["loss"]
     if kind == "softmax_cross_entropy":
@@ -696,7 +720,9 @@ def loss_fn(out, y):
     return F.mse_loss(out, target)
 
 
-def hits(out, y):
+def hits(out, y, x=None):
+    if every_step(out, x):
+        out = out[:, -1]
     out = out.reshape(out.shape[0], -1)
     if out.shape[1] == 1:
         return int(((out[:, 0] > 0).long() == y).sum())
@@ -721,8 +747,8 @@ def evaluate(model, data, idx, device, batch, autocast, workers=0):
         x, y = x.to(device), y.to(device)
         with autocast():
             out = model(x)
-        loss += float(loss_fn(out, y)) * len(y)
-        correct += hits(out, y)
+        loss += float(loss_fn(out, y, x)) * len(y)
+        correct += hits(out, y, x)
     model.train()
     n = max(1, len(idx))
     return loss / n, correct / n
@@ -940,7 +966,7 @@ def main():
         listed_bad = bad_images = sum(1 for s in image_list.skipped if s[2])
     else:
         train, test = load_dataset(data_path)
-        train_idx, val_idx = split_indices(len(train), t["val_split"], args.seed)
+        train_idx, val_idx = split_indices(len(train), t["val_split"], args.seed, ordered=train.tokens)
     model = Model()
     start_epoch, step = 0, 0
     init = args.resume or ("" if args.init == "none" else args.init)
@@ -1080,7 +1106,7 @@ def main():
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             with autocast():
                 out = net(x)
-                loss = loss_fn(out, y)
+                loss = loss_fn(out, y, x, train=True)
             opt.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             scaler.step(opt)
@@ -1088,7 +1114,9 @@ def main():
             step += 1
             # Sums over every process, so the numbers are the whole step's.
             # On the device: NCCL reduces GPU tensors only.
-            s = torch.tensor([float(loss.detach()) * len(y), hits(out.detach(), y), len(y)], dtype=torch.float64, device=device)
+            # A network that scores every step reports its last step's loss, as evaluation does.
+            shown = loss_fn(out.detach(), y, x) if every_step(out, x) else loss.detach()
+            s = torch.tensor([float(shown) * len(y), hits(out.detach(), y, x), len(y)], dtype=torch.float64, device=device)
             if world > 1:
                 dist.all_reduce(s)
             run_loss, run_hits, run_n = run_loss + s[0].item(), run_hits + s[1].item(), run_n + s[2].item()

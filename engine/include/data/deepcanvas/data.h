@@ -144,8 +144,10 @@ void compute_normalization(Dataset& d);
 
 // Splits off a validation subset: {train_indices, val_indices}, chosen by a
 // shuffle with seed, val = round(fraction*n); both lists come back sorted.
+// Ordered data (a text's windows) gives its last val samples instead.
 std::pair<std::vector<int64_t>, std::vector<int64_t>> split_indices(int64_t n, double val_fraction,
-                                                                    uint64_t seed);
+                                                                    uint64_t seed,
+                                                                    bool ordered = false);
 
 // The training order of one epoch: `indices` shuffled by a stream derived
 // from (seed, epoch) alone, so a run resumed at epoch k replays exactly the

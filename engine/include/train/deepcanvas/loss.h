@@ -18,6 +18,10 @@ namespace dc {
 struct Targets {
   const int32_t* labels = nullptr;  // N entries
   const Tensor* values = nullptr;   // [N, ...] like the output
+  // Labels below 0 mark rows that are not scored (padding: PyTorch's
+  // ignore_index): they add no loss and get a zero gradient, and the mean
+  // is over the other rows. Softmax cross-entropy only.
+  bool skip_negative = false;
 };
 
 class Loss {
