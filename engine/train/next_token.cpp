@@ -1,9 +1,7 @@
-#include <deepcanvas/errors.h>
 #include <deepcanvas/next_token.h>
 
 #include <cmath>
 #include <cstring>
-#include <string>
 
 namespace dc {
 
@@ -54,14 +52,12 @@ float BatchScorer::at_last_step(const Tensor& out, const int32_t* labels,
 
 float BatchScorer::train(const Tensor& out, const Tensor& x, const int32_t* labels, Tensor& dout,
                          ClassificationMetrics* m, float* shown) {
-  const int64_t n = out.dim(0);
   if (!every_step_) {
-    const float l = loss_.compute(out, Targets{labels, nullptr}, dout);
-    if (m) m->add(out, labels, double(l) * double(n));
+    const float l = eval(out, labels, dout, m);
     if (shown) *shown = l;
     return l;
   }
-  const int64_t T = out.dim(1), V = out.dim(2);
+  const int64_t n = out.dim(0), T = out.dim(1), V = out.dim(2);
   next_token_targets(x, labels, n, targets_);
   Targets t{targets_.data(), nullptr};
   t.skip_negative = true;
@@ -76,13 +72,10 @@ float BatchScorer::train(const Tensor& out, const Tensor& x, const int32_t* labe
 
 float BatchScorer::eval(const Tensor& out, const int32_t* labels, Tensor& dout,
                         ClassificationMetrics* m) {
-  const int64_t n = out.dim(0);
-  if (!every_step_) {
-    const float l = loss_.compute(out, Targets{labels, nullptr}, dout);
-    if (m) m->add(out, labels, double(l) * double(n));
-    return l;
-  }
-  return at_last_step(out, labels, m);
+  if (every_step_) return at_last_step(out, labels, m);
+  const float l = loss_.compute(out, Targets{labels, nullptr}, dout);
+  if (m) m->add(out, labels, double(l) * double(out.dim(0)));
+  return l;
 }
 
 }  // namespace dc

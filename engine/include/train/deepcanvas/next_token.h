@@ -40,7 +40,6 @@ void next_token_targets(const Tensor& x, const int32_t* labels, int64_t n,
 class BatchScorer {
  public:
   BatchScorer(Loss& loss, bool every_step) : loss_(loss), every_step_(every_step) {}
-  bool every_step() const { return every_step_; }
   // Training: writes d(loss)/d(out) into dout (out's shape) and returns the
   // loss being optimised; *shown (may be null) gets the loss to report and
   // m (may be null) the metrics.
