@@ -8,7 +8,8 @@ The windows and the split are DeepCanvas's: one window of `--window`
 characters before each target, zero-padded at the start; the last 10 % of the
 text is the test set; 10 % of the training windows, drawn at random, are the
 validation set. Each model predicts the character after its window (the
-templates' LastStep → Dense), trained with its template's optimizer and
+templates' LastStep → Dense, as the Character Transformer was before it
+learned to predict every step: bench/char_every_step.py), trained with its template's optimizer and
 batch 64. --targets every also trains the Transformer on the next character
 at every position (GPT-style); its validation windows then overlap training
 targets, so only its test loss means anything.

@@ -3,6 +3,7 @@
 // the issue's: never under by more than 5 %, never over by more than 10 %.
 #include <deepcanvas/advisor/memory_model.h>
 #include <deepcanvas/memstats.h>
+#include <deepcanvas/next_token.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/project.h>
 #include <deepcanvas/rng.h>
@@ -18,11 +19,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Random data in the network's input shape; token inputs get small ids.
+// Random data in the network's input shape; token inputs get small ids,
+// labels among the classes the network scores (V for one that predicts
+// every step of a window).
 std::shared_ptr<Dataset> data_for(const Plan& plan, int64_t n, bool tokens) {
   auto d = std::make_shared<Dataset>();
   d->sample_shape = plan.input_shape();
-  d->num_classes = int(plan.output_shape().numel());
+  d->num_classes = int(scored_classes(plan.input_shape(), plan.output_shape(), tokens));
   d->tokens = tokens;
   d->source = "random";
   Rng r(7);
