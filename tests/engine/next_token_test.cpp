@@ -120,27 +120,9 @@ TEST(NextToken, OrderedDataValidatesOnItsLastPart) {
   EXPECT_THROW(split_indices(10, 1.0, 1, true), DataError);
 }
 
-// Embedding -> a Dense at every step: each step predicts the next
-// character from its own, which a periodic text makes certain.
-Graph every_step_model(int64_t T, int64_t V) {
-  register_builtin_layers();
-  Graph g;
-  Attrs in;
-  in.set("steps", T);
-  in.set("features", int64_t(1));
-  in.set("kind", std::string("tokens"));
-  NodeId a = g.add_node("SequenceInput", "input", in);
-  Attrs e;
-  e.set("vocab_size", V);
-  e.set("dim", int64_t(8));
-  NodeId b = g.add_node("Embedding", "embed", e);
-  Attrs o;
-  o.set("units", V);
-  NodeId c = g.add_node("TimeDistributedDense", "fc", o);
-  g.connect(a, b);
-  g.connect(b, c);
-  return g;
-}
+// Each step of test::every_step_model predicts the next character from its
+// own, which a periodic text makes certain.
+using test::every_step_model;
 
 TEST(NextToken, ANetworkPredictingEveryStepTrainsAndIsScoredAtTheLastStep) {
   test::TmpDir dir;

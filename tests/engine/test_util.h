@@ -43,6 +43,25 @@ inline Attrs attrs(std::initializer_list<std::pair<const char*, AttrValue>> kv) 
   return a;
 }
 
+// Embedding (dim 8) -> [Dropout] -> a Dense at every step over windows of
+// T tokens and a vocabulary of V: a network that predicts every step.
+inline Graph every_step_model(int64_t T, int64_t V, double dropout = 0) {
+  register_builtin_layers();
+  Graph g;
+  NodeId x =
+      g.add_node("SequenceInput", "input",
+                 attrs({{"steps", T}, {"features", int64_t(1)}, {"kind", std::string("tokens")}}));
+  NodeId e = g.add_node("Embedding", "embed", attrs({{"vocab_size", V}, {"dim", int64_t(8)}}));
+  g.connect(x, e);
+  if (dropout > 0) {
+    NodeId d = g.add_node("Dropout", "drop", attrs({{"rate", dropout}}));
+    g.connect(e, d);
+    e = d;
+  }
+  g.connect(e, g.add_node("TimeDistributedDense", "fc", attrs({{"units", V}})));
+  return g;
+}
+
 // A learnable toy problem: 8x8 grey images whose class is the quadrant with
 // the brightest blob; a fraction `noise` of the labels is random instead.
 inline Dataset quadrant_toy(int64_t n, uint64_t seed, double noise = 0) {
