@@ -55,6 +55,7 @@ add_library(deepcanvas-dashboard STATIC
   ${DC_DASH_ROOT}/gui/dataset_view.cpp
   ${DC_DASH_ROOT}/gui/inference_panel.cpp
   ${DC_DASH_ROOT}/gui/inference_weights.cpp
+  ${DC_DASH_ROOT}/gui/inference_text.cpp
   ${DC_DASH_ROOT}/gui/dashboard_widget.cpp)
 set_target_properties(deepcanvas-dashboard PROPERTIES AUTOMOC ON)
 target_include_directories(deepcanvas-dashboard PUBLIC ${DC_DASH_ROOT})

@@ -134,6 +134,10 @@ void InferencePanel::buildUi() {
   split->setStretchFactor(1, 2);
   split->setStretchFactor(2, 2);
   root->addWidget(split, 1);
+  image_area_ = split;
+  text_area_ = buildTextUi();
+  text_area_->setVisible(false);
+  root->addWidget(text_area_, 1);
 
   connect(open_, &QPushButton::clicked, this, [this] {
     QStringList files = QFileDialog::getOpenFileNames(
@@ -207,6 +211,7 @@ void InferencePanel::updatePreprocessingText() {
     preprocess_->setText(tr("The network is not valid yet."));
     return;
   }
+  showInputKind(in);
   if (in.rank() != 3 || (in[0] != 1 && in[0] != 3)) {
     preprocess_->setText(tr("The network's Input is %1, not an image; this panel needs an "
                             "image input (1 or 3 channels).")

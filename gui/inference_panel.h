@@ -7,7 +7,9 @@
 // the ProjectContext or any checkpoint. One image is a few milliseconds of
 // forward and backward for the networks this app builds, so it runs on the
 // UI thread when an image is selected, never while training holds the
-// weights (it uses its own copy through a ModelProbe).
+// weights (it uses its own copy through a ModelProbe). A character model
+// (a token-sequence input) gets a text box instead: a prompt, and the text
+// the weights continue it with (inference_text.cpp).
 #include "gui/project_context.h"
 
 #include <deepcanvas/probe.h>
@@ -17,9 +19,15 @@
 #include <vector>
 
 class QComboBox;
+class QDoubleSpinBox;
 class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
 class QPushButton;
 class QSlider;
+class QSpinBox;
+class QSplitter;
+class QVBoxLayout;
 
 namespace dc::widgets {
 class ImageGrid;
@@ -71,6 +79,17 @@ class InferencePanel : public QWidget {
   QComboBox* activationLayer() const { return layer_; }
   widgets::TopKBars* activationBars() const { return vector_bars_; }
 
+  // Character models: whether the text box is shown (the network reads
+  // tokens), its controls, and one generation with the weights in use
+  // (false, with a message, when there are none or the prompt has a
+  // character the training text never had).
+  bool showsText() const;
+  QLineEdit* textPrompt() const { return prompt_; }
+  QSpinBox* textLength() const { return length_; }
+  QDoubleSpinBox* textTemperature() const { return temperature_; }
+  QPlainTextEdit* generatedText() const { return generated_; }
+  bool generateText();
+
  signals:
   // After each prediction of the selected image.
   void predicted(int row, int top_class, double probability);
@@ -89,6 +108,9 @@ class InferencePanel : public QWidget {
     float prob = 0;
   };
   void buildUi();
+  QWidget* buildTextUi();
+  // Shows the text box or the image views, as the network's input asks.
+  void showInputKind(const Shape& in);
   void fillWeightChoices();
   void weightChoiceActivated(int index);
   void showWeightsInUse();
@@ -123,6 +145,13 @@ class InferencePanel : public QWidget {
   widgets::TopKBars* bars_;
   QSlider* opacity_;
   QComboBox* layer_;
+  QSplitter* image_area_;
+  QWidget* text_area_;
+  QLineEdit* prompt_;
+  QSpinBox *length_, *seed_;
+  QDoubleSpinBox* temperature_;
+  QPushButton* generate_;
+  QPlainTextEdit* generated_;
 };
 
 }  // namespace dc::gui
