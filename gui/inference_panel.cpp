@@ -203,6 +203,7 @@ bool InferencePanel::ensureProbe() {
 }
 
 void InferencePanel::updatePreprocessingText() {
+  showInputKind();
   const ModelWeights& w = use_checkpoint_ ? checkpoint_ : ctx_->weights();
   Shape in;
   try {
@@ -211,7 +212,6 @@ void InferencePanel::updatePreprocessingText() {
     preprocess_->setText(tr("The network is not valid yet."));
     return;
   }
-  showInputKind(in);
   if (in.rank() != 3 || (in[0] != 1 && in[0] != 3)) {
     preprocess_->setText(tr("The network's Input is %1, not an image; this panel needs an "
                             "image input (1 or 3 channels).")

@@ -110,7 +110,7 @@ class InferencePanel : public QWidget {
   void buildUi();
   QWidget* buildTextUi();
   // Shows the text box or the image views, as the network's input asks.
-  void showInputKind(const Shape& in);
+  void showInputKind();
   void fillWeightChoices();
   void weightChoiceActivated(int index);
   void showWeightsInUse();

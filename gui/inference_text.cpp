@@ -83,8 +83,8 @@ bool InferencePanel::showsText() const {
   return !text_area_->isHidden();
 }
 
-void InferencePanel::showInputKind(const Shape& in) {
-  const bool text = reads_tokens(in);
+void InferencePanel::showInputKind() {
+  const bool text = reads_tokens(ctx_->project().graph);
   text_area_->setVisible(text);
   image_area_->setVisible(!text);
   for (QWidget* w : {static_cast<QWidget*>(open_), static_cast<QWidget*>(open_dir_),
@@ -107,8 +107,9 @@ bool InferencePanel::generateText() {
   std::vector<std::string> vocab;
   for (const QString& n : names) vocab.push_back(n.toStdString());
   try {
-    Plan plan(ctx_->project().graph, 1, Plan::Use::Inference);
-    TextGenerator gen(plan, vocab);
+    const Graph& g = ctx_->project().graph;
+    Plan plan(g, 1, Plan::Use::Inference);
+    TextGenerator gen(g, plan, vocab);
     plan.load_state(w.state, w.source.toStdString());
     GenerateOptions o;
     o.length = length_->value();
