@@ -406,6 +406,12 @@ int cmd_train(const Args& a) {
              {"train_samples_per_s", e.samples_per_s},
              {"train_loss", e.train_loss},
              {"test_accuracy", std::isfinite(e.test_accuracy) ? e.test_accuracy : -1.0}});
+        // Validation and test losses where the epoch measured them (a run
+        // without a validation split has none), for curves from --json.
+        for (const auto& [key, v] :
+             {std::pair{"val_loss", e.val_loss}, std::pair{"val_accuracy", e.val_accuracy},
+              std::pair{"test_loss", e.test_loss}})
+          if (std::isfinite(v)) history.back()[key] = v;
         if (!quiet) {
           std::fprintf(stderr, "%sepoch %d/%d: train loss %.4f acc %.2f%%", tty ? "\r\033[K" : "",
                        e.epoch, e.epochs, e.train_loss, 100 * e.train_accuracy);

@@ -490,6 +490,13 @@ TEST(CliText, TheCharacterTransformerPredictsEveryStepTrainsAndGenerates) {
   // Scored at the last step against Genesis's 61 symbols: a loss near the
   // uniform log(61) = 4.1 or below, never the T x V softmax's log(2440) = 7.8.
   EXPECT_LT(j["test_loss"].get<double>(), 5.0) << r.out;
+  // The epoch's history has its validation and test losses (10 % of the
+  // windows validate, the template's split).
+  ASSERT_EQ(j["history"].size(), 1u) << r.out;
+  const auto& h = j["history"][0];
+  ASSERT_TRUE(h.contains("val_loss") && h.contains("val_accuracy")) << h.dump();
+  EXPECT_LT(h["val_loss"].get<double>(), 5.0) << h.dump();
+  EXPECT_DOUBLE_EQ(h["test_loss"].get<double>(), j["test_loss"].get<double>()) << h.dump();
   CliRun g = cli("generate " + proj + " --checkpoint " + ck +
                  " --prompt 'In the beginning' --length 30 --seed 3");
   ASSERT_EQ(g.code, 0) << g.out;
