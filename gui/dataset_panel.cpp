@@ -15,6 +15,7 @@
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFontDatabase>
 #include <QFormLayout>
 #include <QGridLayout>
 #include <QGroupBox>
@@ -22,6 +23,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
@@ -327,6 +329,12 @@ void DatasetPanel::buildUi() {
   rl->addWidget(message_);
   rl->addWidget(new QLabel(tr("<b>Samples</b>"), right));
   rl->addWidget(thumbs_, 1);
+  text_samples_ = new QPlainTextEdit(right);
+  text_samples_->setReadOnly(true);
+  text_samples_->setLineWrapMode(QPlainTextEdit::NoWrap);
+  text_samples_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  text_samples_->setVisible(false);
+  rl->addWidget(text_samples_, 1);
   rl->addLayout(bottom);
   split->addWidget(left);
   split->addWidget(right);

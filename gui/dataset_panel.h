@@ -20,6 +20,7 @@ class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
+class QPlainTextEdit;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
@@ -49,6 +50,9 @@ class DatasetPanel : public QWidget {
   // The banner: load errors, skipped files and training problems.
   QString messageText() const;
   widgets::ImageGrid* thumbnails() const { return thumbs_; }
+  // A text dataset's samples: a few windows and the character after each,
+  // shown instead of the thumbnails.
+  QPlainTextEdit* textSamples() const { return text_samples_; }
   widgets::ImageGrid* augmentPreview() const { return preview_; }
   QTableWidget* classTable() const { return table_; }
   // The summary above the table (description, sizes, how images are loaded).
@@ -88,6 +92,7 @@ class DatasetPanel : public QWidget {
  private:
   void buildUi();
   void showDataset();
+  void showTextSamples(const Dataset& train, const QStringList& names);
   void showMessages(const QString& error = {});
   void kindChanged();
   void optionsChanged();
@@ -110,6 +115,7 @@ class DatasetPanel : public QWidget {
   bool auto_loading_ = false;  // that load is still running
   QTableWidget* table_;
   widgets::ImageGrid *thumbs_, *preview_;
+  QPlainTextEdit* text_samples_;
   int preview_index_ = 0;
   uint64_t preview_seed_ = 1;
   std::thread worker_;

@@ -5,6 +5,7 @@
 #include <QFileInfo>
 #include <QHeaderView>
 #include <QLabel>
+#include <QPlainTextEdit>
 #include <QTableWidget>
 #include <algorithm>
 #include <vector>
@@ -53,6 +54,9 @@ void DatasetPanel::showDataset() {
   auto test = ctx_->testSet();
   table_->setRowCount(0);
   thumbs_->clear();
+  text_samples_->clear();
+  thumbs_->setVisible(!train || !train->tokens);
+  text_samples_->setVisible(train && train->tokens);
   if (!train) {
     summary_->setText(tr("No dataset loaded."));
     preview_->clear();
@@ -107,7 +111,12 @@ void DatasetPanel::showDataset() {
   table_->setRowCount(n_classes);
   for (int c = 0; c < n_classes; ++c) {
     QString nm = c < names.size() && !names[c].isEmpty() ? names[c] : QString::number(c);
+    // A text's vocabulary: token 0 is padding, and whitespace would show as
+    // an empty cell.
+    if (train->tokens && c == 0) nm = tr("(padding)");
     if (nm == "\n") nm = "\\n";
+    if (nm == "\t") nm = "\\t";
+    if (nm == " ") nm = tr("(space)");
     table_->setItem(c, 0, new QTableWidgetItem(nm));
     for (size_t k = 0; k < counts.size(); ++k)
       table_->setItem(c, int(k) + 1, new QTableWidgetItem(QString::number(counts[k][size_t(c)])));
@@ -118,9 +127,32 @@ void DatasetPanel::showDataset() {
     QString nm = l < names.size() ? names[l] : QString::number(l);
     thumbs_->addImage(img, nm, tr("#%1: %2").arg(i).arg(nm), QVariant::fromValue(int(i)));
   }
+  if (train->tokens) showTextSamples(*train, names);
   preview_index_ = 0;
   refreshPreview();
   showMessages();
+}
+
+void DatasetPanel::showTextSamples(const Dataset& train, const QStringList& names) {
+  // Ten windows spread over the training text, each with the character the
+  // model learns to predict after it; line breaks shown as ⏎, padding as ·,
+  // a space to predict as ␣.
+  const int64_t n = train.size(), T = train.sample_shape.numel();
+  const auto shown = [&](int64_t id) {
+    if (id <= 0 || id >= names.size()) return QStringLiteral("·");
+    const QString& c = names[int(id)];
+    return c == "\n" ? QStringLiteral("⏎") : c == "\t" ? QStringLiteral("⇥") : c;
+  };
+  QStringList lines;
+  for (int k = 0; k < 10 && n > 0; ++k) {
+    const int64_t i = n * k / 10;
+    if (train.values.size() < size_t((i + 1) * T)) break;
+    QString window;
+    for (int64_t t = 0; t < T; ++t) window += shown(int64_t(train.values[size_t(i * T + t)]));
+    const QString next = shown(train.labels[size_t(i)]);
+    lines << tr("%1  →  %2").arg(window, next == " " ? QStringLiteral("␣") : next);
+  }
+  text_samples_->setPlainText(lines.join('\n'));
 }
 
 void DatasetPanel::addImagePreview(const Dataset& train, const AugmentConfig& a) {

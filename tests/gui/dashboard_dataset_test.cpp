@@ -13,6 +13,7 @@
 #include <QAbstractItemDelegate>
 #include <QApplication>
 #include <QImage>
+#include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QStyleOptionViewItem>
 #include <QTableWidget>
@@ -234,7 +235,20 @@ TEST(DashboardDataset, TextAndCsvSourcesLoad) {
   s.test_fraction = 0.1;
   ASSERT_TRUE(panel.loadSource(s)) << panel.messageText().toStdString();
   EXPECT_GT(panel.classTable()->rowCount(), 20);  // the vocabulary
-  EXPECT_EQ(panel.thumbnails()->count(), 0);      // not images
+  // Padding first, then the characters in code order: whitespace is named.
+  EXPECT_EQ(panel.classTable()->item(0, 0)->text(), "(padding)");
+  EXPECT_EQ(panel.classTable()->item(1, 0)->text(), "\\n");
+  EXPECT_EQ(panel.classTable()->item(2, 0)->text(), "(space)");
+  // Samples as text: ten 32-character windows, each with its next character.
+  EXPECT_FALSE(panel.thumbnails()->isVisibleTo(&panel));
+  ASSERT_TRUE(panel.textSamples()->isVisibleTo(&panel));
+  const QStringList lines = panel.textSamples()->toPlainText().split('\n');
+  ASSERT_EQ(lines.size(), 10);
+  for (const QString& l : lines) {
+    ASSERT_EQ(l.size(), 32 + 5 + 1) << l.toStdString();  // window, "  →  ", next
+    EXPECT_EQ(l.mid(32, 5), "  →  ") << l.toStdString();
+  }
+  EXPECT_EQ(panel.thumbnails()->count(), 0);  // not images
 
   QTemporaryDir tmp;
   write_file(tmp.path() + "/series.csv", "a,b,label\n1,2,0\n2,3,1\n3,4,0\n4,5,1\n5,6,0\n6,7,1\n");
@@ -244,6 +258,7 @@ TEST(DashboardDataset, TextAndCsvSourcesLoad) {
   s.test_fraction = 0.2;
   ASSERT_TRUE(panel.loadSource(s)) << panel.messageText().toStdString();
   EXPECT_EQ(panel.classTable()->rowCount(), 2);
+  EXPECT_FALSE(panel.textSamples()->isVisibleTo(&panel));
 
   write_file(tmp.path() + "/broken.csv", "a,b,label\n1,x,0\n");
   EXPECT_FALSE(panel.loadSource([&] {
