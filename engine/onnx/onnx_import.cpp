@@ -119,9 +119,7 @@ void Importer::add_input(const onnx::ValueInfoProto& vi) {
   if (ids) {
     // One token id per step, for an Embedding (nn.Embedding's input).
     type = "SequenceInput";
-    a.set("steps", dims[0]);
-    a.set("features", int64_t(1));
-    a.set("kind", std::string("tokens"));
+    a = token_input_attrs(dims[0]);
   } else if (rank == 3) {
     type = "SequenceInput";
     a.set("steps", dims[0]);

@@ -154,6 +154,23 @@ void Importer::find_fusions() {
     return true;
   };
 
+  // The MultiHeadAttention a matched pattern becomes, reading queries from
+  // q and, in cross-attention, keys and values from kv (""): both matchers
+  // (torch's form and DeepCanvas's own export) describe it alike.
+  auto attention_layer = [](const std::string& q, const std::string& kv, int64_t heads,
+                            int64_t mask_steps, bool bias) {
+    Fusion f;
+    f.type = "MultiHeadAttention";
+    f.input = q;
+    f.input2 = kv;
+    f.attrs.set("mode", std::string(kv.empty() ? "self" : "cross"));
+    f.attrs.set("heads", heads);
+    f.attrs.set("causal", mask_steps > 0);
+    f.mask_steps = mask_steps;
+    f.attrs.set("bias", bias);
+    f.attrs.set("dropout", 0.0);
+    return f;
+  };
   auto attention = [&](const onnx::NodeProto& sm) {
     std::vector<const onnx::NodeProto*> core = {&sm};
     auto take = [&](const onnx::NodeProto* n) {
@@ -324,16 +341,8 @@ void Importer::find_fusions() {
     if (!wout || !bout || wout->integer || bout->integer || wout->dims != std::vector{E, E} ||
         bout->numel() != E)
       return false;
-    Fusion f;
-    f.type = "MultiHeadAttention";
-    f.input = pq.tx->input(0);
-    if (cross) f.input2 = pkv.tx->input(0);
-    f.attrs.set("mode", std::string(cross ? "cross" : "self"));
-    f.attrs.set("heads", H);
-    f.attrs.set("causal", causal);
-    f.mask_steps = mask_steps;
-    f.attrs.set("bias", true);
-    f.attrs.set("dropout", 0.0);
+    Fusion f = attention_layer(pq.tx->input(0), cross ? pkv.tx->input(0) : std::string(), H,
+                               causal ? mask_steps : 0, /*bias=*/true);
     Tensor w_in{Shape{3 * E, E}}, b_in{Shape{3 * E}}, w_out{Shape{E, E}}, b_out{Shape{E}};
     if (pq.ws) {
       // Sliced: in_proj_weight and in_proj_bias themselves, PyTorch's layout.
@@ -476,16 +485,8 @@ void Importer::find_fusions() {
       b_out = last ? cst(other(last, mo->output(0))) : nullptr;
       if (!b_out || b_out->integer || b_out->dims != std::vector{E}) return false;
     }
-    Fusion f;
-    f.type = "MultiHeadAttention";
-    f.input = x[0];
-    if (cross) f.input2 = x[1];
-    f.attrs.set("mode", std::string(cross ? "cross" : "self"));
-    f.attrs.set("heads", H);
-    f.attrs.set("causal", masked != nullptr);
-    if (masked) f.mask_steps = rows[0];
-    f.attrs.set("bias", has_bias);
-    f.attrs.set("dropout", 0.0);
+    Fusion f =
+        attention_layer(x[0], cross ? x[1] : std::string(), H, masked ? rows[0] : 0, has_bias);
     auto tensor = [](const Const& c, Shape s) {
       Tensor t(s);
       std::copy(c.f.begin(), c.f.end(), t.f32());

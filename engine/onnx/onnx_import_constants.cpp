@@ -215,13 +215,11 @@ void Importer::op_constant(const onnx::NodeProto& n) {
   out(n, 0, constant(std::move(c)));
 }
 
-// Elementwise arithmetic on constants (shape computations), with scalar or
-// equal-shape operands.
-// Equal and Where on constants: torch.onnx's expand(N, -1, -1) replaces
-// each -1 by 1 with Where(Equal(sizes, -1), 1, sizes). The operands are
-// one shape each or single values (the forms shape arithmetic takes).
+// Operations on constants (shape computations) broadcast only the forms
+// shape arithmetic takes: operands of one shape, or single values.
 namespace {
 
+// The operand whose shape the result has; throws for other broadcasting.
 const Const& widest(const std::vector<const Const*>& cs) {
   const Const* w = cs[0];
   for (const Const* c : cs) {
@@ -235,6 +233,8 @@ const Const& widest(const std::vector<const Const*>& cs) {
 
 }  // namespace
 
+// Equal and Where on constants: torch.onnx's expand(N, -1, -1) replaces
+// each -1 by 1 with Where(Equal(sizes, -1), 1, sizes).
 void Importer::op_equal(const onnx::NodeProto& n) {
   const Const& a = cin(n, 0, "each operand");
   const Const& b = cin(n, 1, "each operand");
@@ -275,28 +275,22 @@ void Importer::op_where(const onnx::NodeProto& n) {
 void Importer::op_arith(const onnx::NodeProto& n) {
   std::vector<const Const*> cs;
   for (int k = 0; k < n.input_size(); ++k) cs.push_back(&cin(n, k, "each operand"));
+  const Const& w = widest(cs);
+  fold(w.numel());
   // Decided once: the loops below may run over millions of folded values.
   const std::string& name = n.op_type();
   const char op = name == "Sub" ? '-' : name == "Mul" ? '*' : name == "Div" ? '/' : '+';
   Const o = *cs[0];
+  if (o.numel() == 1 && w.numel() != 1) {
+    // A single first value spread over the result's shape, keeping its type.
+    o.dims = w.dims;
+    if (o.integer)
+      o.i.assign(size_t(w.numel()), o.int_at(0));
+    else
+      o.f.assign(size_t(w.numel()), float(o.at(0)));
+  }
   for (size_t j = 1; j < cs.size(); ++j) {
     const Const& b = *cs[j];
-    fold(std::max(o.numel(), b.numel()));
-    if (b.numel() != 1 && b.numel() != o.numel()) {
-      if (o.numel() == 1) {
-        Const t = b;
-        for (int64_t k = 0; k < t.numel(); ++k) {
-          if (t.integer)
-            t.i[size_t(k)] = o.int_at(0);
-          else
-            t.f[size_t(k)] = float(o.at(0));
-        }
-        o = t;
-      } else {
-        throw NotSupported{"broadcasting between constants of shapes " + dims_str(o.dims) +
-                           " and " + dims_str(b.dims)};
-      }
-    }
     for (int64_t k = 0; k < o.numel(); ++k) {
       const int64_t bk = b.numel() == 1 ? 0 : k;
       if (o.integer && b.integer) {

@@ -102,6 +102,17 @@ Const read_tensor(const onnx::TensorProto& t);
 Tensor to_tensor(const Const& c, std::vector<int64_t> dims = {});
 double shortest_decimal(float v);
 
+// The attributes of a SequenceInput of `steps` token ids (an Embedding's
+// input), whether the graph input is known to be ids from its type or only
+// from the Gather that reads it.
+inline Attrs token_input_attrs(int64_t steps) {
+  Attrs a;
+  a.set("steps", steps);
+  a.set("features", int64_t(1));
+  a.set("kind", std::string("tokens"));
+  return a;
+}
+
 // --- layer names (onnx_import_names.cpp) ---
 std::string module_from_node_name(const std::string& node_name);
 std::string layer_base(const onnx::NodeProto& n);

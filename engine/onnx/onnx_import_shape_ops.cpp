@@ -331,11 +331,7 @@ void Importer::embedding(const onnx::NodeProto& n, const Const& table, const Val
       throw NotSupported{"the input is used both as numbers and as token ids"};
     const std::string name = input.name;
     g_.remove_node(ids.node);
-    Attrs a;
-    a.set("steps", T);
-    a.set("features", int64_t(1));
-    a.set("kind", std::string("tokens"));
-    g_.add_node("SequenceInput", name, a, 0, 0, ids.node);
+    g_.add_node("SequenceInput", name, token_input_attrs(T), 0, 0, ids.node);
   }
   // From here the input is token ids: a later use as numbers is refused.
   token_inputs_.insert(ids.node);
