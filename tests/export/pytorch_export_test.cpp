@@ -15,6 +15,9 @@
 #include <deepcanvas/image_data.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/layer.h>
+#include <deepcanvas/loss.h>
+#include <deepcanvas/metrics.h>
+#include <deepcanvas/next_token.h>
 #include <deepcanvas/npy.h>
 #include <deepcanvas/project.h>
 #include <deepcanvas/pytorch_export.h>
@@ -1244,6 +1247,86 @@ TEST(PyTorchExport, ImageCsvListTrainsFromItsFolderWithTheSameSplit) {
   o.check_files = true;
   expect_same_split(out / "split.json", list_image_folder(data.string(), o), data);
   EXPECT_EQ(record_of(out / "metrics.jsonl", "end").value("bad_images", -1), 2) << log;
+}
+
+}  // namespace
+}  // namespace dc
+
+namespace dc {
+namespace {
+
+// train.py's rule for a network that predicts every step (the Character
+// Transformer) against the engine's BatchScorer on the same numbers: the
+// training loss over every step with padding targets left out, the loss
+// and hits shown at the last step. The exported module is imported, not
+// run, so its own functions are what is checked.
+TEST(PyTorchExport, TrainPyScoresEveryStepAsTheEngineDoes) {
+  if (auto why = python_missing("torch, numpy"); !why.empty()) GTEST_SKIP() << why;
+  TempDir tmp;
+  Project p =
+      load_project(std::string(DC_SOURCE_DIR) + "/resources/templates/char_transformer.dcproj");
+  Plan plan(p.graph, 1);
+  plan.init_params(1);
+  const fs::path exp = tmp.path / "export";
+  export_pytorch(exp.string(), p, plan, {});
+  const int64_t N = 4, T = plan.input_shape()[0], V = plan.output_shape()[1];
+  ASSERT_EQ(plan.output_shape(), (Shape{T, V}));
+
+  Rng r(5);
+  Tensor x(Shape{N, T}), out(Shape{N, T, V}), labels_f(Shape{N});
+  std::vector<int32_t> labels(static_cast<size_t>(N));
+  for (int64_t i = 0; i < N * T; ++i) x.f32()[i] = float(1 + r.below(uint64_t(V - 1)));
+  for (int64_t t = 0; t < 7; ++t) x.f32()[t] = 0;  // window 0 starts before the text
+  for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] = r.uniform(-4, 4);
+  for (int64_t n = 0; n < N; ++n)
+    labels_f.f32()[n] = float(labels[size_t(n)] = int32_t(1 + r.below(uint64_t(V - 1))));
+  // Some last-step predictions right, so the hits count something.
+  for (int64_t n = 0; n < 2; ++n) out.f32()[(n * T + T - 1) * V + labels[size_t(n)]] = 20;
+  save_npy((tmp.path / "x.npy").string(), x);
+  save_npy((tmp.path / "out.npy").string(), out);
+  save_npy((tmp.path / "y.npy").string(), labels_f);
+
+  auto loss = make_loss(LossType::SoftmaxCrossEntropy);
+  BatchScorer scorer(*loss, /*every_step=*/true);
+  Tensor dout(out.shape());
+  ClassificationMetrics m;
+  float shown = 0;
+  const float trained = scorer.train(out, x, labels.data(), dout, &m, &shown);
+  ClassificationMetrics me;
+  const float evaluated = scorer.eval(out, labels.data(), dout, &me);
+
+  const std::string script = R"PY(
+import json, sys
+import numpy as np, torch
+sys.path.insert(0, sys.argv[1])
+import train
+d = sys.argv[2]
+x = torch.from_numpy(np.load(d + "/x.npy")).long()
+out = torch.from_numpy(np.load(d + "/out.npy"))
+y = torch.from_numpy(np.load(d + "/y.npy")).long()
+print(json.dumps({"every_step": bool(train.every_step(out, x)),
+                  "train": float(train.loss_fn(out, y, x, True)),
+                  "shown": float(train.loss_fn(out, y, x, False)),
+                  "hits": train.hits(out, y, x)}))
+)PY";
+  {
+    std::ofstream f(tmp.path / "check.py");
+    f << script;
+  }
+  int code = 0;
+  const std::string log = run_command(kPython + " " + (tmp.path / "check.py").string() + " " +
+                                          exp.string() + " " + tmp.path.string(),
+                                      &code);
+  ASSERT_EQ(code, 0) << log;
+  const json j = json::parse(log.substr(log.rfind('{')));
+  EXPECT_TRUE(j["every_step"].get<bool>()) << log;
+  EXPECT_NEAR(j["train"].get<double>(), trained, 1e-5 * std::abs(trained)) << log;
+  EXPECT_NEAR(j["shown"].get<double>(), shown, 1e-5 * std::abs(shown)) << log;
+  EXPECT_NEAR(j["shown"].get<double>(), evaluated, 1e-5 * std::abs(evaluated)) << log;
+  EXPECT_EQ(j["hits"].get<int64_t>(), m.top1_hits()) << log;
+  EXPECT_GE(m.top1_hits(), 2);
+  // Over every step the loss is not the last step's: the check tells them apart.
+  EXPECT_GT(std::abs(trained - shown), 0.05) << trained << " " << shown;
 }
 
 }  // namespace
