@@ -10,6 +10,7 @@
 #include <QDoubleSpinBox>
 #include <QLineEdit>
 #include <QPlainTextEdit>
+#include <QSettings>
 #include <QSpinBox>
 
 namespace dc::test {
@@ -85,6 +86,12 @@ TEST(DashboardText, ACharacterModelContinuesAPromptWithTheTrainedWeights) {
   EXPECT_TRUE(panel.messageText().contains("'z' never occurs"))
       << panel.messageText().toStdString();
   EXPECT_EQ(panel.generatedText()->toPlainText().toStdString(), "abcdabcdabcdabcdabcdab");
+
+  // Length and temperature are remembered for the next panel.
+  gui::InferencePanel again(ctx.get());
+  EXPECT_EQ(again.textLength()->value(), 20);
+  EXPECT_DOUBLE_EQ(again.textTemperature()->value(), 0.05);
+  QSettings().remove("inference");
 }
 
 TEST(DashboardText, AnImageModelShowsNoTextBox) {
