@@ -224,6 +224,7 @@ void DatasetPanel::buildUi() {
   // made the tab taller than a 1280x720 screen's window (a scroll bar, the
   // preview cut off at the bottom).
   auto* aug = new QGroupBox(tr("Augmentation (image data)"), right);
+  aug_box_ = aug;
   auto* af = new QGridLayout(aug);
   // Ranges and help from the engine's settings table, as the CLI has them.
   auto help = [](const char* key) {
@@ -308,6 +309,7 @@ void DatasetPanel::buildUi() {
   message_->setVisible(false);
   thumbs_ = new widgets::ImageGrid(right, 56);
   auto* preview_box = new QWidget(right);
+  preview_box_ = preview_box;
   auto* pl = new QVBoxLayout(preview_box);
   pl->setContentsMargins(0, 0, 0, 0);
   auto* prev_head = new QHBoxLayout;

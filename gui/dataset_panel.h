@@ -53,6 +53,9 @@ class DatasetPanel : public QWidget {
   // A text dataset's samples: a few windows and the character after each,
   // shown instead of the thumbnails.
   QPlainTextEdit* textSamples() const { return text_samples_; }
+  // Whether the augmentation settings and preview are shown: for image
+  // samples (or before a dataset is loaded), not for text or series.
+  bool showsAugmentation() const;
   widgets::ImageGrid* augmentPreview() const { return preview_; }
   QTableWidget* classTable() const { return table_; }
   // The summary above the table (description, sizes, how images are loaded).
@@ -116,6 +119,7 @@ class DatasetPanel : public QWidget {
   QTableWidget* table_;
   widgets::ImageGrid *thumbs_, *preview_;
   QPlainTextEdit* text_samples_;
+  QWidget *aug_box_, *preview_box_;
   int preview_index_ = 0;
   uint64_t preview_seed_ = 1;
   std::thread worker_;

@@ -57,6 +57,10 @@ void DatasetPanel::showDataset() {
   text_samples_->clear();
   thumbs_->setVisible(!train || !train->tokens);
   text_samples_->setVisible(train && train->tokens);
+  // Augmentation draws on pictures; the preflight refuses it for other inputs.
+  const bool images = !train || train->sample_shape.rank() == 3;
+  aug_box_->setVisible(images);
+  preview_box_->setVisible(images);
   if (!train) {
     summary_->setText(tr("No dataset loaded."));
     preview_->clear();
@@ -131,6 +135,10 @@ void DatasetPanel::showDataset() {
   preview_index_ = 0;
   refreshPreview();
   showMessages();
+}
+
+bool DatasetPanel::showsAugmentation() const {
+  return !aug_box_->isHidden();
 }
 
 void DatasetPanel::showTextSamples(const Dataset& train, const QStringList& names) {

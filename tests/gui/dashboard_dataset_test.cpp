@@ -54,6 +54,7 @@ TEST(DashboardDataset, SampleShowsClassCountsThumbnailsAndAugmentation) {
   EXPECT_EQ(panel.classTable()->item(1, 1)->text(), "1000");
   EXPECT_EQ(panel.classTable()->item(1, 2)->text(), "200");
   EXPECT_EQ(panel.thumbnails()->count(), 60);  // 6 per class
+  EXPECT_TRUE(panel.showsAugmentation());
   // Every caption reads in full ("Ankle boot", not "An…"): each item has
   // the room its delegate asks for.
   panel.resize(1200, 700);
@@ -239,6 +240,7 @@ TEST(DashboardDataset, TextAndCsvSourcesLoad) {
   EXPECT_EQ(panel.classTable()->item(0, 0)->text(), "(padding)");
   EXPECT_EQ(panel.classTable()->item(1, 0)->text(), "\\n");
   EXPECT_EQ(panel.classTable()->item(2, 0)->text(), "(space)");
+  EXPECT_FALSE(panel.showsAugmentation());  // pictures only
   // Samples as text: ten 32-character windows, each with its next character.
   EXPECT_FALSE(panel.thumbnails()->isVisibleTo(&panel));
   ASSERT_TRUE(panel.textSamples()->isVisibleTo(&panel));
@@ -259,6 +261,7 @@ TEST(DashboardDataset, TextAndCsvSourcesLoad) {
   ASSERT_TRUE(panel.loadSource(s)) << panel.messageText().toStdString();
   EXPECT_EQ(panel.classTable()->rowCount(), 2);
   EXPECT_FALSE(panel.textSamples()->isVisibleTo(&panel));
+  EXPECT_FALSE(panel.showsAugmentation());  // a series is no picture either
 
   write_file(tmp.path() + "/broken.csv", "a,b,label\n1,x,0\n");
   EXPECT_FALSE(panel.loadSource([&] {
