@@ -27,7 +27,6 @@ class QPushButton;
 class QSlider;
 class QSpinBox;
 class QSplitter;
-class QVBoxLayout;
 
 namespace dc::widgets {
 class ImageGrid;

@@ -107,9 +107,8 @@ bool InferencePanel::generateText() {
   std::vector<std::string> vocab;
   for (const QString& n : names) vocab.push_back(n.toStdString());
   try {
-    const Graph& g = ctx_->project().graph;
-    Plan plan(g, 1, Plan::Use::Inference);
-    TextGenerator gen(g, plan, vocab);
+    Plan plan(ctx_->project().graph, 1, Plan::Use::Inference);
+    TextGenerator gen(plan, vocab);
     plan.load_state(w.state, w.source.toStdString());
     GenerateOptions o;
     o.length = length_->value();

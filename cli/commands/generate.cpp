@@ -70,7 +70,7 @@ int cmd_generate(const Args& a) {
   const std::string prompt = a.get("prompt", "");
 
   Plan plan(p.graph, 1);
-  if (!reads_tokens(p.graph))
+  if (!input_is_tokens(plan.steps()))
     throw Error(p.name +
                 ": 'generate' needs a character model whose input is a token sequence "
                 "(SequenceInput with kind \"tokens\"); this network's input is " +
@@ -79,7 +79,7 @@ int cmd_generate(const Args& a) {
   std::vector<std::string> vocab = checkpoint_vocabulary(ck, ck_path);
   std::unique_ptr<TextGenerator> gen;
   try {
-    gen = std::make_unique<TextGenerator>(p.graph, plan, vocab);
+    gen = std::make_unique<TextGenerator>(plan, vocab);
   } catch (const Error& e) {
     throw Error(ck_path + ": " + e.what());
   }

@@ -48,6 +48,12 @@ std::vector<PlanStep> lower_graph(const Graph& g) {
   return steps;
 }
 
+bool input_is_tokens(const std::vector<PlanStep>& steps) {
+  for (const PlanStep& s : steps)
+    if (s.is_input) return is_token_input(s.type, s.attrs);
+  return false;
+}
+
 std::vector<int> relu_fusions_into(const std::vector<PlanStep>& steps,
                                    const std::function<bool(int)>& folds) {
   std::vector<int> consumers(steps.size(), 0), fused(steps.size(), -1);

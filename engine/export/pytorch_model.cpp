@@ -393,12 +393,6 @@ std::vector<std::string> pytorch_unsupported(const Graph& g) {
   return pytorch_unsupported(lower_graph(g));
 }
 
-bool input_is_tokens(const std::vector<PlanStep>& steps) {
-  for (const PlanStep& s : steps)
-    if (s.is_input) return s.type == "SequenceInput" && s.attrs.s("kind") == "tokens";
-  return false;
-}
-
 namespace {
 
 // A Python identifier for a layer name, unique within `taken`: never

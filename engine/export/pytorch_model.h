@@ -16,7 +16,4 @@ std::vector<std::string> pytorch_unsupported(const std::vector<PlanStep>& steps)
 std::string pytorch_model_py(const Project& p, const std::vector<PlanStep>& steps,
                              const std::string& version);
 
-// Whether the network takes token ids (a SequenceInput of kind "tokens").
-bool input_is_tokens(const std::vector<PlanStep>& steps);
-
 }  // namespace dc

@@ -15,6 +15,16 @@ std::string node_label(const Node& n) {
   return n.type + " '" + escape::line_text(n.name) + "'";
 }
 
+bool is_token_input(const std::string& type, const Attrs& attrs) {
+  return type == "SequenceInput" && attrs.has("kind") && attrs.s("kind") == "tokens";
+}
+
+bool reads_tokens(const Graph& g) {
+  for (const auto& [id, node] : g.nodes())
+    if (is_token_input(node.type, node.attrs)) return true;
+  return false;
+}
+
 static std::string lower_base(const std::string& type) {
   // "Conv2D" -> "conv", "MaxPool2D" -> "maxpool", "BatchNorm2D" -> "batchnorm"
   std::string b;

@@ -1,5 +1,6 @@
 #include <deepcanvas/errors.h>
 #include <deepcanvas/next_token.h>
+#include <deepcanvas/rng.h>
 #include <deepcanvas/sequence_data.h>
 #include <deepcanvas/text_generator.h>
 
@@ -8,17 +9,10 @@
 
 namespace dc {
 
-bool reads_tokens(const Graph& g) {
-  for (const auto& [id, node] : g.nodes())
-    if (node.type == "SequenceInput" && node.attrs.has("kind") && node.attrs.s("kind") == "tokens")
-      return true;
-  return false;
-}
-
-TextGenerator::TextGenerator(const Graph& g, Plan& plan, std::vector<std::string> vocab)
+TextGenerator::TextGenerator(Plan& plan, std::vector<std::string> vocab)
     : plan_(plan), vocab_(std::move(vocab)) {
   const Shape& in = plan.input_shape();
-  if (!reads_tokens(g) || in.rank() != 1)
+  if (!input_is_tokens(plan.steps()) || in.rank() != 1)
     throw Error(
         "text generation needs a character model whose input is a token sequence "
         "(SequenceInput with kind \"tokens\"); this network's input is " +

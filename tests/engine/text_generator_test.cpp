@@ -23,12 +23,17 @@ TEST(TextGenerator, RefusesANetworkWithoutTokenInputOrWithAnotherVocabularySize)
   NodeId x = image.add_node("Input", "input", test::attrs({{"shape", std::vector<int64_t>{6}}}));
   image.connect(x, image.add_node("Dense", "fc", test::attrs({{"units", int64_t(5)}})));
   Plan ip(image, 1);
-  const std::string e1 = test::error_of([&] { TextGenerator g(image, ip, kVocab); });
+  EXPECT_FALSE(reads_tokens(image));
+  EXPECT_FALSE(input_is_tokens(ip.steps()));
+  const std::string e1 = test::error_of([&] { TextGenerator g(ip, kVocab); });
   EXPECT_NE(e1.find("token sequence"), std::string::npos) << e1;
 
   const Graph g7 = test::every_step_model(6, 7);
   Plan tp(g7, 1);
-  const std::string e2 = test::error_of([&] { TextGenerator g(g7, tp, kVocab); });
+  // The graph's and the plan's answers agree (the editor asks the graph).
+  EXPECT_TRUE(reads_tokens(g7));
+  EXPECT_TRUE(input_is_tokens(tp.steps()));
+  const std::string e2 = test::error_of([&] { TextGenerator g(tp, kVocab); });
   EXPECT_NE(e2.find("vocabulary has 5 tokens but the network predicts 7"), std::string::npos) << e2;
 }
 
@@ -36,7 +41,7 @@ TEST(TextGenerator, KeepsThePromptNamesUnknownCharactersAndNeverEmitsPadding) {
   const Graph g5 = test::every_step_model(6, 5);
   Plan p(g5, 1);
   p.init_params(3);
-  TextGenerator g(g5, p, kVocab);
+  TextGenerator g(p, kVocab);
   EXPECT_EQ(g.encode("dab", "x"), (std::vector<int32_t>{4, 1, 2}));
   const std::string e = test::error_of([&] { g.encode("abz", "The prompt"); });
   EXPECT_NE(e.find("The prompt: the character 'z' never occurs"), std::string::npos) << e;

@@ -132,4 +132,12 @@ int freeze_until(Graph& g, const std::string& name);
 // "Conv2D 'conv2'" — how messages name a node.
 std::string node_label(const Node& n);
 
+// Whether a layer feeds token ids (a SequenceInput of kind "tokens"): the
+// one rule behind reads_tokens, input_is_tokens (plan.h), the export's
+// train.py and text generation.
+bool is_token_input(const std::string& type, const Attrs& attrs);
+// Whether a network reads token windows (a character model's input [T]).
+// On the graph, so the editor can ask while the network does not validate.
+bool reads_tokens(const Graph& g);
+
 }  // namespace dc

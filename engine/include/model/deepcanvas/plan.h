@@ -82,6 +82,9 @@ struct PlanStep {
 // ends with the network's output.
 std::vector<PlanStep> lower_graph(const Graph& g);
 
+// Whether the lowered network's input is token ids (is_token_input, graph.h).
+bool input_is_tokens(const std::vector<PlanStep>& steps);
+
 // Which steps backward reaches: those with learnable parameters that are not
 // frozen, and every step downstream of one (ignore_frozen: as if nothing
 // were frozen). The one rule the CPU Plan, the CUDA plan and the advisor's

@@ -4,7 +4,6 @@
 // next token: [V] (LastStep -> Dense) or [T, V] (a prediction at every
 // step, sampled at the last). Token 0 is padding; id i > 0 is vocab[i].
 #include <deepcanvas/plan.h>
-#include <deepcanvas/rng.h>
 
 #include <cstdint>
 #include <functional>
@@ -21,16 +20,13 @@ struct GenerateOptions {
   uint64_t seed = 1;
 };
 
-// Whether a network reads token windows: its input is a SequenceInput of
-// kind "tokens" (input [T]).
-bool reads_tokens(const Graph& g);
-
 class TextGenerator {
  public:
-  // plan is g's, holding the trained weights (batch >= 1); vocab is the
-  // checkpoint's class_names. Throws Error when g is not a character model
-  // or predicts a different number of tokens than vocab has.
-  TextGenerator(const Graph& g, Plan& plan, std::vector<std::string> vocab);
+  // plan holds the trained weights (batch >= 1); vocab is the checkpoint's
+  // class_names. Throws Error when the network is not a character model
+  // (input_is_tokens, plan.h) or predicts a different number of tokens than
+  // vocab has.
+  TextGenerator(Plan& plan, std::vector<std::string> vocab);
   // The prompt's token ids; throws DataError naming a character the
   // training text never had (what names the prompt in the message).
   std::vector<int32_t> encode(const std::string& prompt, const std::string& what) const;
