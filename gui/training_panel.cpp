@@ -55,6 +55,30 @@ QString duration_text(double s) {
   return QString("%1 s").arg(t);
 }
 
+// The settings' scroll area asks for the whole form: QScrollArea's own hint
+// stops at 24 lines, so at 1920x1080 the settings scrolled beside an empty
+// log. And it is never narrower than the form: with no horizontal scrolling
+// a narrower one cut the editors (and the combo boxes' arrows) at its right
+// edge.
+class SettingsScrollArea : public QScrollArea {
+ public:
+  using QScrollArea::QScrollArea;
+  QSize sizeHint() const override {
+    const QWidget* w = widget();
+    return w ? w->sizeHint() + chrome() : QScrollArea::sizeHint();
+  }
+  QSize minimumSizeHint() const override {
+    const QWidget* w = widget();
+    return {w ? w->minimumSizeHint().width() + chrome().width() : 0, 90};
+  }
+
+ private:
+  QSize chrome() const {
+    const int f = 2 * frameWidth();
+    return {f + verticalScrollBar()->sizeHint().width(), f};
+  }
+};
+
 }  // namespace
 
 TrainingPanel::TrainingPanel(ProjectContext* ctx, QWidget* parent)
@@ -101,13 +125,14 @@ void TrainingPanel::buildUi() {
   // The settings scroll on their own when the window is short (1280x720
   // with a run's diagnosis below them), so Start, Pause, the progress and
   // the diagnosis stay in view and the page never scrolls.
-  auto* settings_area = new QScrollArea(left);
+  auto* settings_area = new SettingsScrollArea(left);
   settings_area->setObjectName("trainingSettingsArea");
   settings_area->setWidget(settings_view_);
   settings_area->setWidgetResizable(true);
   settings_area->setFrameShape(QFrame::NoFrame);
   settings_area->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  settings_area->setMinimumHeight(90);
+  // Shown whole when there is room; the log below takes what is left.
+  settings_area->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Preferred);
   ll->addWidget(settings_area, 0);
   // Its height follows the settings' (shown or hidden).
   connect(settings_view_, &TrainingSettingsView::settingsShown, settings_area,

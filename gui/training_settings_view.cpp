@@ -92,11 +92,16 @@ TrainingSettingsView::TrainingSettingsView(ProjectContext* ctx, QWidget* parent)
   run_form_->layout()->addRow(tr("Checkpoints"), ckrow);
   // Each run's folder also gets metrics.jsonl and, with this on, a
   // TensorBoard event file; remembered per user, not per project.
-  tensorboard_ =
-      new QCheckBox(tr("Also write a TensorBoard log into each run's folder"), run_form_);
+  // Short, since the form's width is the text's: the tooltip says the rest.
+  tensorboard_ = new QCheckBox(tr("TensorBoard too"), run_form_);
   tensorboard_->setObjectName("tensorboardLog");
-  tensorboard_->setToolTip(
-      tr("View with: tensorboard --logdir \"%1\"").arg(checkpoint_dir_->text()));
+  const auto tensorboard_tip = [this](const QString& dir) {
+    tensorboard_->setToolTip(tr("Also write a TensorBoard log into each run's folder. View with: "
+                                "tensorboard --logdir \"%1\"")
+                                 .arg(dir));
+  };
+  tensorboard_tip(checkpoint_dir_->text());
+  connect(checkpoint_dir_, &QLineEdit::textChanged, tensorboard_, tensorboard_tip);
   tensorboard_->setChecked(QSettings().value("training/tensorboard", true).toBool());
   connect(tensorboard_, &QCheckBox::toggled, this,
           [](bool on) { QSettings().setValue("training/tensorboard", on); });
