@@ -6,11 +6,7 @@
 #include <set>
 
 #include <deepcanvas/errors.h>
-
-#ifdef DC_HAVE_OPENCV
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
-#endif
+#include <deepcanvas/image_data.h>
 
 namespace dc::cli {
 
@@ -44,57 +40,32 @@ std::vector<std::string> image_paths(const std::vector<std::string>& args) {
   return out;
 }
 
-#ifdef DC_HAVE_OPENCV
-bool opencv_enabled() {
-  return true;
-}
-
-Tensor load_image_input(const std::string& path, const Shape& in, float mean, float stddev,
-                        const std::vector<float>& channel_mean,
+Tensor load_image_input(const std::string& path, const Shape& in, double crop_fraction, float mean,
+                        float stddev, const std::vector<float>& channel_mean,
                         const std::vector<float>& channel_std) {
-  if (in.rank() != 3 || (in[0] != 1 && in[0] != 3))
-    throw Error("the network's input is " + in.str() +
-                ", not an image (channels×height×width with 1 or 3 channels)");
-  // Checked first: OpenCV would also print its own warning for a missing file.
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) throw IoError(path + ": no such file");
-  cv::Mat resized;
+  // The engine's reader, as the Inference tab's: the same decoders, checks
+  // and evaluation crop, so a picture predicts as evaluation saw it.
+  std::vector<uint8_t> chw;
   try {
-    cv::Mat img = cv::imread(path, in[0] == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
-    if (img.empty())
-      throw IoError(path + ": cannot be read as an image (missing, unreadable or not an image)");
-    cv::resize(img, resized, cv::Size(int(in[2]), int(in[1])), 0, 0, cv::INTER_AREA);
-    if (in[0] == 3) cv::cvtColor(resized, resized, cv::COLOR_BGR2RGB);
-  } catch (const cv::Exception& e) {
-    // OpenCV refuses images above its pixel limit with an assertion text
-    // that names neither the file nor the limit.
-    throw IoError(path + ": cannot be read as an image (" + e.err +
-                  "); images above OpenCV's limit of 2^30 pixels are refused");
+    chw = read_image_chw(path, in, crop_fraction);
+  } catch (const ImageError& e) {
+    std::string why = e.what();
+    if (why.rfind(path + ": ", 0) == 0) why.erase(0, path.size() + 2);
+    throw IoError(path + ": cannot be read as an image (" + why + ")");
   }
   const bool per_channel =
       int64_t(channel_mean.size()) == in[0] && channel_std.size() == channel_mean.size();
   Tensor x(in.with_batch(1));
   const int64_t hw = in[1] * in[2];
-  for (int64_t y = 0; y < in[1]; ++y)
-    for (int64_t xx = 0; xx < in[2]; ++xx)
-      for (int64_t c = 0; c < in[0]; ++c) {
-        float p = resized.ptr<uint8_t>(int(y))[xx * in[0] + c] / 255.0f;
-        x.f32()[c * hw + y * in[2] + xx] =
-            per_channel ? (p - channel_mean[size_t(c)]) / channel_std[size_t(c)]
-                        : (p - mean) / stddev;
-      }
+  for (int64_t c = 0; c < in[0]; ++c)
+    for (int64_t i = 0; i < hw; ++i) {
+      const float p = chw[size_t(c * hw + i)] / 255.0f;
+      x.f32()[c * hw + i] = per_channel ? (p - channel_mean[size_t(c)]) / channel_std[size_t(c)]
+                                        : (p - mean) / stddev;
+    }
   return x;
 }
-#else
-bool opencv_enabled() {
-  return false;
-}
-
-Tensor load_image_input(const std::string& path, const Shape&, float, float,
-                        const std::vector<float>&, const std::vector<float>&) {
-  throw Error("cannot read " + path +
-              ": this build has no OpenCV; use --index N to predict a test sample");
-}
-#endif
 
 }  // namespace dc::cli

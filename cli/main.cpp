@@ -5,6 +5,7 @@
 // This file lists the commands (each defined in cli/commands/) and
 // dispatches to them; cli/args.cpp parses and prints their options.
 #include <deepcanvas/device.h>
+#include <deepcanvas/image_data.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/parallel.h>
 
@@ -49,7 +50,7 @@ int run(int argc, char** argv) {
   if (cmd == "--version") {
     std::printf(
         "deepcanvas-cli %s (OpenCV: %s, GEMM: %s, convolutions: %s, OpenMP waits: %s, CUDA: %s)\n",
-        DC_VERSION, opencv_enabled() ? "on" : "off", gemm_backend_name(), cpu_conv_path(),
+        DC_VERSION, image_decoding_supported() ? "on" : "off", gemm_backend_name(), cpu_conv_path(),
         openmp_wait_setting().c_str(), cuda_status().c_str());
     return 0;
   }

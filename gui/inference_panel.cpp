@@ -280,10 +280,7 @@ int InferencePanel::openPaths(const QStringList& paths) {
       files << p;
     }
   }
-  // As evaluation sees the project's image dataset (its resize and centre
-  // crop); other data has no crop to repeat, so the whole picture.
-  const DatasetSpec& spec = ctx_->project().dataset;
-  const double crop = spec.is_images() ? spec.crop_fraction : 1.0;
+  const double crop = ctx_->project().dataset.inference_crop();
   QStringList bad;
   int added = 0, first = -1;
   for (const QString& f : files) {

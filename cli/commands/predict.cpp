@@ -57,9 +57,9 @@ int cmd_predict(const Args& a) {
   }
   for (const std::string& path : image_paths(
            {a.positional.begin() + std::min<size_t>(1, a.positional.size()), a.positional.end()}))
-    inputs.emplace_back(
-        path, load_image_input(path, in, l.mean, l.stddev, l.project.dataset.preprocess.mean,
-                               l.project.dataset.preprocess.std));
+    inputs.emplace_back(path, load_image_input(path, in, l.project.dataset.inference_crop(), l.mean,
+                                               l.stddev, l.project.dataset.preprocess.mean,
+                                               l.project.dataset.preprocess.std));
   if (inputs.empty()) throw Error("nothing to predict: give image files or --index N");
   RunContext ctx{false, nullptr};
   for (auto& [what, x] : inputs) {

@@ -2,6 +2,7 @@
 // eval, sweep, lr-find and advise read it through the engine's
 // prepare_run(), print one summary of it, and name a bad file in it.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "cli_util.h"
@@ -10,8 +11,13 @@ namespace dc::e2e {
 namespace {
 
 // A 24-bit BMP of w×h pixels, each (r, g, b) plus a little per-pixel noise
-// so that no two images are alike.
-void write_bmp(const std::string& path, int w, int h, int r, int g, int b, uint32_t seed) {
+// so that no two images are alike; with `centre`, the middle half of each
+// side is that colour instead.
+struct Rgb {
+  int r, g, b;
+};
+void write_bmp(const std::string& path, int w, int h, int r, int g, int b, uint32_t seed,
+               std::optional<Rgb> centre = std::nullopt) {
   const int row = (w * 3 + 3) / 4 * 4;
   const uint32_t data = uint32_t(row * h), size = 54 + data;
   std::vector<uint8_t> f(size, 0);
@@ -37,9 +43,11 @@ void write_bmp(const std::string& path, int w, int h, int r, int g, int b, uint3
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x) {
       uint8_t* px = &f[54 + size_t(y) * size_t(row) + size_t(x) * 3];
-      px[0] = clamp(b + noise());
-      px[1] = clamp(g + noise());
-      px[2] = clamp(r + noise());
+      const bool inner = centre && x >= w / 4 && x < w - w / 4 && y >= h / 4 && y < h - h / 4;
+      const Rgb c = inner ? *centre : Rgb{r, g, b};
+      px[0] = clamp(c.b + noise());
+      px[1] = clamp(c.g + noise());
+      px[2] = clamp(c.r + noise());
     }
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(f.data()), f.size());
 }
@@ -157,6 +165,45 @@ TEST(CliImages, ProblemsBeforeARunNameTheFlagThatFixesThem) {
                       t.path("runs/last.safetensors"));
   EXPECT_EQ(resume.code, 1) << resume.out;
   EXPECT_NE(resume.out.find("ask for more than that (--epochs)"), std::string::npos) << resume.out;
+}
+
+// predict reads a picture as evaluation does (read_image_chw, as the
+// Inference tab): for a project on an image folder, resized and
+// centre-cropped by its crop_fraction. Before, predict resized the whole
+// picture whatever the project said, so a red picture with a blue centre
+// scored alike under every crop.
+TEST(CliImages, PredictCropsAPictureAsTheProjectsEvaluationDoes) {
+  Tmp t;
+  const std::string photos = photo_folder(t, false);
+  const std::string ck = t.path("model.safetensors");
+  ASSERT_EQ(cli("train " + image_project(t) + " --data " + photos + " --epochs 2 --quiet " +
+                "--checkpoint " + ck)
+                .code,
+            0);
+  const std::string pic = t.path("framed.bmp");
+  write_bmp(pic, 64, 64, 200, 90, 40, 7, Rgb{40, 90, 200});
+  auto predicted = [&](double crop) {
+    nlohmann::json p = nlohmann::json::parse(read_file(image_project(t)));
+    p["dataset"] = {{"kind", "image_folder"}, {"path", photos}, {"crop_fraction", crop}};
+    const std::string proj = t.write("crop.dcproj", p.dump(2));
+    CliRun r = cli("predict " + proj + " --checkpoint " + ck + " " + pic);
+    EXPECT_EQ(r.code, 0) << r.out;
+    return r.out;
+  };
+  const std::string whole = predicted(1.0), centre = predicted(0.5);
+  EXPECT_NE(whole.find("framed.bmp"), std::string::npos) << whole;
+  EXPECT_NE(whole, centre) << "the crop fraction changed nothing:\n" << whole;
+  // A crop of half keeps only the blue centre: the same scores as a blue
+  // picture has under crop 1 (to the printed digits; the noise differs).
+  const std::string blue = t.path("blue.bmp");
+  write_bmp(blue, 32, 32, 40, 90, 200, 7);
+  nlohmann::json p = nlohmann::json::parse(read_file(image_project(t)));
+  p["dataset"] = {{"kind", "image_folder"}, {"path", photos}, {"crop_fraction", 1.0}};
+  CliRun b =
+      cli("predict " + t.write("whole.dcproj", p.dump(2)) + " --checkpoint " + ck + " " + blue);
+  ASSERT_EQ(b.code, 0) << b.out;
+  const auto top = [](const std::string& out) { return out.substr(out.find('\n') + 1, 12); };
+  EXPECT_EQ(top(centre), top(b.out)) << centre << b.out;
 }
 
 }  // namespace

@@ -42,6 +42,10 @@ struct DatasetSpec {
   std::string cache;             // streamed pictures: "" = ~/.cache/DeepCanvas, "none", a folder
   bool bad_images_are_errors = false;  // else bad images are skipped and counted
   bool is_images() const { return kind == "image_folder" || kind == "image_csv"; }
+  // How one picture is cropped for prediction (the Inference tab, predict):
+  // as evaluation sees this image dataset; other data has no crop to
+  // repeat, so the whole picture.
+  double inference_crop() const { return is_images() ? crop_fraction : 1.0; }
 };
 
 struct Project {
