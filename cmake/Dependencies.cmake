@@ -70,6 +70,7 @@ endif()
 add_link_options(-Wl,--enable-new-dtags)
 
 set(DC_HAVE_OPENCV OFF)
+set(DC_HAVE_OPENCV_IMGCODECS OFF)
 if(NOT DEEPCANVAS_OPENCV STREQUAL "OFF")
   if(DEEPCANVAS_OPENCV STREQUAL "ON")
     find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
@@ -78,5 +79,27 @@ if(NOT DEEPCANVAS_OPENCV STREQUAL "OFF")
   endif()
   if(OpenCV_FOUND)
     set(DC_HAVE_OPENCV ON)
+    set(DC_HAVE_OPENCV_IMGCODECS ON)
+  else()
+    # OpenCV's core and imgproc without its CMake package or imgcodecs: the
+    # lent GPU machine, which gets them from installer/gpu/prepare-carry.sh
+    # (Debian's imgcodecs pulls in GDAL, about 200 MB, more than a call may
+    # carry). Pictures are then resized as everywhere else, and decoded by
+    # libjpeg alone: JPEG files only, which image_decode.cpp says of others.
+    find_path(DC_OPENCV_INCLUDE opencv2/imgproc.hpp PATH_SUFFIXES opencv4)
+    find_library(DC_OPENCV_CORE opencv_core)
+    find_library(DC_OPENCV_IMGPROC opencv_imgproc)
+    find_package(JPEG QUIET)
+    if(DC_OPENCV_INCLUDE AND DC_OPENCV_CORE AND DC_OPENCV_IMGPROC AND JPEG_FOUND)
+      foreach(m core imgproc)
+        string(TOUPPER ${m} M)
+        add_library(opencv_${m} UNKNOWN IMPORTED)
+        set_target_properties(opencv_${m} PROPERTIES IMPORTED_LOCATION ${DC_OPENCV_${M}}
+                                                     INTERFACE_INCLUDE_DIRECTORIES ${DC_OPENCV_INCLUDE})
+      endforeach()
+      set(OpenCV_INCLUDE_DIRS ${DC_OPENCV_INCLUDE})
+      set(DC_HAVE_OPENCV ON)
+      message(STATUS "OpenCV core and imgproc without imgcodecs: image files are JPEG only")
+    endif()
   endif()
 endif()

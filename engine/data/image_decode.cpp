@@ -17,8 +17,10 @@
 #include <unistd.h>
 
 #ifdef DC_HAVE_OPENCV
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#endif
+#ifdef DC_HAVE_OPENCV_IMGCODECS
+#include <opencv2/imgcodecs.hpp>
 #endif
 #ifdef DC_HAVE_OPENCV_VIDEOIO
 #include <opencv2/videoio.hpp>
@@ -547,7 +549,7 @@ bool image_decoding_supported() {
 }
 
 namespace {
-Picture to_picture(cv::Mat img, int channels, const std::string& name) {
+[[maybe_unused]] Picture to_picture(cv::Mat img, int channels, const std::string& name) {
   if (img.empty()) fail(name, ImageFault::Corrupt, "cannot be decoded (corrupt data)");
   switch (img.depth()) {
     case CV_8U:
@@ -618,6 +620,7 @@ Picture decode_image_bytes(const uint8_t* data, size_t size, int channels, const
         break;  // OpenCV's
     }
   }
+#ifdef DC_HAVE_OPENCV_IMGCODECS
   // ANYCOLOR keeps grey files grey and alpha for to_picture to drop (the
   // conversions are then the same for every format); ANYDEPTH keeps 16 bits
   // for an exact scaling. Without IMREAD_IGNORE_ORIENTATION (and not
@@ -634,6 +637,12 @@ Picture decode_image_bytes(const uint8_t* data, size_t size, int channels, const
   } catch (const std::bad_alloc&) {
     fail(name, ImageFault::TooLarge, "cannot be decoded (not enough memory)");
   }
+#else
+  fail(name, ImageFault::Unreadable,
+       "is " + (header.format == "jpeg" ? std::string("a CMYK JPEG") : "a " + header.format) +
+           " file, and this build of DeepCanvas decodes colour and grey JPEG files only "
+           "(it was built without OpenCV's imgcodecs)");
+#endif
 }
 
 Picture decode_image(const std::string& path, int channels, int at_least) {

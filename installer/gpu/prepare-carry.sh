@@ -4,8 +4,14 @@
 # GoogleTest sources, nlohmann-json headers, the system libraries the engine
 # links (OpenBLAS, oneDNN, zlib; compressed) and, when installed, the full
 # Fashion-MNIST set. installer/gpu/run-on-gpu.sh consumes it.
+#   installer/gpu/prepare-carry.sh [--photos] [OUT]
+# --photos: OpenCV's core and imgproc and libjpeg instead of Fashion-MNIST,
+# for the photo-folder figures (run-on-gpu.sh --skip tests,advisor,peers,tta):
+# a call carries at most 64 MiB with the tree, which does not hold both.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+PHOTOS=0
+[ "${1:-}" = --photos ] && { PHOTOS=1; shift; }
 OUT=${1:-$ROOT/carry}
 rm -rf "$OUT"
 mkdir -p "$OUT/include" "$OUT/json" "$OUT/fashion-mnist"
@@ -31,8 +37,35 @@ done
 tar -C "$LIBS" -cJf "$OUT/syslibs.tar.xz" .
 rm -rf "$LIBS"
 
-if [ -d /usr/share/datasets/fashion-mnist ]; then
+# OpenCV's core and imgproc and libjpeg, for the photo-folder figures: the
+# engine resizes pictures with imgproc and decodes JPEGs with libjpeg.
+# imgcodecs stays behind (with GDAL behind it, about 200 MB); the engine
+# then reads JPEG files only (cmake/Dependencies.cmake). deps/ holds what
+# those libraries need; run-on-gpu.sh takes from it only what the machine
+# lacks, so nothing shadows the machine's own copies.
+if [ "$PHOTOS" = 1 ] && [ -e "$ML/libopencv_imgproc.so.406" ] && [ -e /usr/include/jpeglib.h ]; then
+  CV=$(mktemp -d)
+  mkdir -p "$CV/lib/deps" "$CV/include/opencv4/opencv2"
+  cp -r /usr/include/opencv4/opencv2/{core,core.hpp,imgproc,imgproc.hpp,opencv_modules.hpp} \
+    "$CV/include/opencv4/opencv2/"
+  cp /usr/include/{jpeglib.h,jmorecfg.h,jerror.h} /usr/include/x86_64-linux-gnu/jconfig.h \
+    "$CV/include/"
+  cp -L "$ML"/{libopencv_core.so.406,libopencv_imgproc.so.406,libjpeg.so.62} "$CV/lib/"
+  for l in $(ldd "$ML/libopencv_imgproc.so.406" | awk '$3 ~ /^\// {print $3}'); do
+    case $(basename "$l") in
+      # The C and C++ runtimes, and what syslibs.tar.xz already has.
+      libc.so*|libm.so*|libstdc++*|libgcc_s*|libopencv_*|ld-linux*) ;;
+      libopenblas*|libgfortran*|libquadmath*|libz.so*|libgomp*) ;;
+      *) cp -L "$l" "$CV/lib/deps/" ;;
+    esac
+  done
+  tar -C "$CV" -cJf "$OUT/opencv.tar.xz" .
+  rm -rf "$CV"
+fi
+
+if [ "$PHOTOS" = 0 ] && [ -d /usr/share/datasets/fashion-mnist ]; then
   cp /usr/share/datasets/fashion-mnist/*-ubyte* "$OUT/fashion-mnist/"
 fi
 du -sh "$OUT"
+echo "with the tracked tree: $(( ($(du -sb "$OUT" | cut -f1) + $(cd "$ROOT" && git ls-files -z | du -cb --files0-from=- | tail -1 | cut -f1)) >> 20 )) MiB (a call carries at most 64)"
 echo "carry ready: $OUT (git-ignored; name it in the device tool's carry list)"

@@ -11,7 +11,7 @@
 # repeated) and the time to 91 % over 5 seeds; prints a summary last. Logs
 # and raw results go to $DC_LOG_DIR (default build-gpu/logs).
 #   installer/gpu/run-on-gpu.sh [--no-bench] [--engine-tests] [--gtest-filter PATTERN]
-#       [--deadline S] [--peers-budget S] [--skip tests,advisor,peers,tta]
+#       [--deadline S] [--peers-budget S] [--skip tests,advisor,peers,tta,folder]
 #       [--peers eager,graph,compile] [--configs cnn:fp32,...] [--repeats N] [--tta-sides LIST]
 #       (--configs also takes lite0:bf16 (the EfficientNet-Lite0 transfer template, frozen
 #        base, 224 px, batch 64) and mnv2:bf16 (MobileNetV2, 96 px, batch 128), on seeded
@@ -90,12 +90,35 @@ if [ -n "$CUDNN_ROOT" ] && [ ! -e "$CUDNN_ROOT/lib/libcudnn.so" ] && [ -e "$CUDN
   ln -sf "$CUDNN_ROOT/lib/libcudnn.so.9" "$SYS/lib/libcudnn.so"
 fi
 
+# OpenCV's core and imgproc and libjpeg, when the carry has them (the
+# photo-folder figures): the libraries themselves, and of what they need
+# only what this machine lacks.
+OPENCV=OFF
+if [ -f "$CARRY/opencv.tar.xz" ]; then
+  mkdir -p "$SYS/opencv"
+  tar -xJf "$CARRY/opencv.tar.xz" -C "$SYS/opencv"
+  cp -r "$SYS/opencv/include/." "$SYS/include/"
+  cp "$SYS/opencv/lib/"*.so.* "$SYS/lib/"
+  (cd "$SYS/lib" && for f in libopencv_*.so.* libjpeg.so.*; do ln -sf "$f" "${f%%.so.*}.so"; done)
+  for _ in 1 2 3 4; do
+    missing=$(ldd "$SYS/lib/libopencv_imgproc.so.406" | awk '/not found/ {print $1}')
+    [ -z "$missing" ] && break
+    for l in $missing; do cp "$SYS/opencv/lib/deps/$l" "$SYS/lib/" 2>/dev/null; done
+  done
+  if ldd "$SYS/lib/libopencv_imgproc.so.406" | grep -q "not found"; then
+    echo "OpenCV: still missing $(ldd "$SYS/lib/libopencv_imgproc.so.406" | awk '/not found/ {print $1}' | tr '\n' ' ')"
+  else
+    OPENCV=AUTO
+    echo "OpenCV core and imgproc: from the carry (JPEG files only)"
+  fi
+fi
+
 # Only the architecture of the GPU here: half the CUDA compile time of the
 # default "80;90" (device time is counted while the build runs).
 CAP=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '. ')
 step configure
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DDEEPCANVAS_GUI=OFF -DDEEPCANVAS_OPENCV=OFF -DDEEPCANVAS_CUDA=ON \
+  -DDEEPCANVAS_GUI=OFF -DDEEPCANVAS_OPENCV=$OPENCV -DCMAKE_PREFIX_PATH="$SYS" -DDEEPCANVAS_CUDA=ON \
   ${CAP:+-DDEEPCANVAS_CUDA_ARCHITECTURES=$CAP} -DCUDNN_ROOT="$CUDNN_ROOT" -DDC_JSON_INCLUDE_DIR="$CARRY/json" \
   -DDC_GTEST_SOURCE_DIR="$CARRY/googletest" \
   -DDC_OPENBLAS_DIR="$SYS/lib" -DDC_OPENBLAS_INCLUDE="$SYS/include" \
@@ -104,6 +127,7 @@ RESULT[configure]=$?
 tail -5 "$LOGS/configure.log"
 step build
 TARGETS="deepcanvas-cli deepcanvas-cuda cuda_tests"
+[ "$OPENCV" = AUTO ] && TARGETS="$TARGETS make_jpeg_folder"
 [ "$ENGINE_TESTS" = 1 ] && TARGETS="$TARGETS engine_tests"
 ninja -C "$BUILD" $TARGETS >"$LOGS/build.log" 2>&1
 RESULT[build]=$?
@@ -179,6 +203,23 @@ if wanted tta; then
     tee "$LOGS/tta.log"
   RESULT[tta]=${PIPESTATUS[0]}
 fi
+if wanted folder; then
+  # Issue 31: the transfer template at 224 px on a folder of JPEGs, streamed
+  # with the picture cache, against torchvision's DataLoader feeding the
+  # same GPU (bench/gpu_image_folder.py).
+  if [ -x "$BUILD/bin/make_jpeg_folder" ]; then
+    step "photo folder on the GPU"
+    JPEGS=${DC_JPEG_DIR:-$BUILD/jpegs-20k}
+    [ -f "$JPEGS/.done" ] || { "$BUILD/bin/make_jpeg_folder" "$JPEGS" --count 20000 --seed 1 &&
+      touch "$JPEGS/.done"; }
+    PYTHONUNBUFFERED=1 timeout "${DC_FOLDER_TIMEOUT:-$( [ "$DEADLINE" -gt 0 ] && left 20 || echo 900)}" \
+      python3 "$ROOT/bench/gpu_image_folder.py" --cli "$CLI" --folder "$JPEGS" \
+      --repeats "${DC_FOLDER_REPEATS:-3}" --out "$LOGS" 2>&1 | tee "$LOGS/folder.log"
+    RESULT[folder]=${PIPESTATUS[0]}
+  else
+    echo "photo folder: not measured (no OpenCV core/imgproc and libjpeg here: rerun installer/gpu/prepare-carry.sh --photos)"
+  fi
+fi
 if [ "$LEGACY" = 1 ]; then
   step "benchmark ($DATA)"
   PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu_cnn_vs_pytorch.py" --cli "$CLI" \
@@ -193,7 +234,7 @@ fi
 echo
 echo "=== summary"
 printf '%-14s %s\n' step result
-for k in configure build cuda_tests engine_tests profile ab advisor peers tta bench lstm_bench; do
+for k in configure build cuda_tests engine_tests profile ab advisor peers tta folder bench lstm_bench; do
   [ -n "${RESULT[$k]+x}" ] && printf '%-14s %s\n' "$k" "$([ "${RESULT[$k]}" = 0 ] && echo ok || echo "FAILED (${RESULT[$k]})")"
 done
 if [ -f "$LOGS/cuda_tests.log" ]; then
@@ -205,5 +246,6 @@ fi
 [ -f "$LOGS/lstm_bench.log" ] && tail -4 "$LOGS/lstm_bench.log"
 [ -f "$LOGS/peers.log" ] && sed -n '/^GPU /,$p' "$LOGS/peers.log"
 [ -f "$LOGS/tta.log" ] && sed -n '/^Time to /,$p' "$LOGS/tta.log"
+[ -f "$LOGS/folder.log" ] && tail -1 "$LOGS/folder.log"
 for k in "${!RESULT[@]}"; do [ "${RESULT[$k]}" = 0 ] || exit 1; done
 exit 0
