@@ -1,9 +1,7 @@
 #include "image_input.h"
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
-#include <set>
 
 #include <deepcanvas/errors.h>
 #include <deepcanvas/image_data.h>
@@ -12,8 +10,6 @@ namespace dc::cli {
 
 std::vector<std::string> image_paths(const std::vector<std::string>& args) {
   namespace fs = std::filesystem;
-  static const std::set<std::string> kImageExtensions = {".png", ".jpg", ".jpeg", ".bmp",  ".pgm",
-                                                         ".ppm", ".pbm", ".tif",  ".tiff", ".webp"};
   std::vector<std::string> out;
   for (const std::string& a : args) {
     std::error_code ec;
@@ -22,18 +18,15 @@ std::vector<std::string> image_paths(const std::vector<std::string>& args) {
       continue;
     }
     std::vector<std::string> found;
-    for (const auto& entry : fs::directory_iterator(a, ec)) {
-      std::string ext = entry.path().extension().string();
-      std::transform(ext.begin(), ext.end(), ext.begin(),
-                     [](unsigned char ch) { return char(std::tolower(ch)); });
-      if (entry.is_regular_file(ec) && kImageExtensions.count(ext))
+    for (const auto& entry : fs::directory_iterator(a, ec))
+      if (entry.is_regular_file(ec) && has_image_extension(entry.path().filename().string()))
         found.push_back(entry.path().string());
-    }
     if (ec) throw IoError(a + ": cannot list the directory (" + ec.message() + ")");
-    if (found.empty())
-      throw IoError(a +
-                    ": is a directory with no image files (.png, .jpg, .bmp, .pgm, .ppm, "
-                    ".tif, .webp)");
+    if (found.empty()) {
+      std::string listed;
+      for (const std::string& e : image_extensions()) listed += (listed.empty() ? "" : ", ") + e;
+      throw IoError(a + ": is a directory with no image files (" + listed + ")");
+    }
     std::sort(found.begin(), found.end());
     out.insert(out.end(), found.begin(), found.end());
   }

@@ -32,9 +32,14 @@
 namespace dc::gui {
 
 namespace {
-const QStringList kImageFilters{"*.png", "*.jpg", "*.jpeg", "*.bmp", "*.pgm",
-                                "*.ppm", "*.tif", "*.tiff", "*.webp"};
+// The engine's picture extensions as name filters (QDir matches them in
+// any case).
+QStringList image_filters() {
+  QStringList f;
+  for (const std::string& e : image_extensions()) f << "*" + QString::fromStdString(e);
+  return f;
 }
+}  // namespace
 
 InferencePanel::InferencePanel(ProjectContext* ctx, QWidget* parent) : QWidget(parent), ctx_(ctx) {
   setAcceptDrops(true);
@@ -142,7 +147,7 @@ void InferencePanel::buildUi() {
   connect(open_, &QPushButton::clicked, this, [this] {
     QStringList files = QFileDialog::getOpenFileNames(
         this, tr("Open images"), QString(),
-        tr("Images (%1);;All files (*)").arg(kImageFilters.join(' ')));
+        tr("Images (%1);;All files (*)").arg(image_filters().join(' ')));
     if (!files.isEmpty()) openPaths(files);
   });
   connect(open_dir_, &QPushButton::clicked, this, [this] {
@@ -274,7 +279,7 @@ int InferencePanel::openPaths(const QStringList& paths) {
   for (const QString& p : paths) {
     QFileInfo fi(p);
     if (fi.isDir()) {
-      for (const QFileInfo& f : QDir(p).entryInfoList(kImageFilters, QDir::Files, QDir::Name))
+      for (const QFileInfo& f : QDir(p).entryInfoList(image_filters(), QDir::Files, QDir::Name))
         files << f.absoluteFilePath();
     } else {
       files << p;

@@ -34,9 +34,8 @@ std::string lower_ascii(std::string s) {
 }
 
 bool is_image_name(const fs::path& p) {
-  static const std::set<std::string> ok{".png", ".jpg",  ".jpeg", ".bmp", ".webp",
-                                        ".tif", ".tiff", ".pgm",  ".ppm"};
-  return ok.count(lower_ascii(p.extension().string())) != 0;
+  const std::vector<std::string>& ok = image_extensions();
+  return std::find(ok.begin(), ok.end(), lower_ascii(p.extension().string())) != ok.end();
 }
 
 bool hidden(const fs::path& p) {
@@ -261,6 +260,16 @@ std::string first_skipped(const ImageList& l) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& image_extensions() {
+  static const std::vector<std::string> ext{".png", ".jpg",  ".jpeg", ".bmp", ".webp",
+                                            ".tif", ".tiff", ".pgm",  ".ppm"};
+  return ext;
+}
+
+bool has_image_extension(const std::string& name) {
+  return is_image_name(fs::path(name));
+}
 
 ImageList list_image_folder(const std::string& dir, const ImageListOptions& o) {
   std::error_code ec;

@@ -3,6 +3,7 @@
 // writing them next to the weights, all or nothing.
 #include <deepcanvas/checkpoint.h>
 #include <deepcanvas/errors.h>
+#include <deepcanvas/image_data.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/next_token.h>
@@ -43,6 +44,7 @@ json recipe_json(const Project& p, const std::vector<PlanStep>& steps,
     // list_image_folder()/list_image_csv() and ImageTransform do; loading,
     // cache and memory budget are the engine's own (the DataLoader streams).
     r["dataset"]["split_seed"] = d.split_seed;
+    r["dataset"]["image_extensions"] = image_extensions();
     r["dataset"]["crop_fraction"] = d.crop_fraction;
     r["dataset"]["bad_images_are_errors"] = d.bad_images_are_errors;
     r["dataset"]["loading"] = d.loading;

@@ -233,7 +233,9 @@ def load_dataset(path):
 # with Pillow and transformed with torchvision (evaluation: resize to cover
 # H/crop_fraction × W/crop_fraction, then centre crop; training, when the
 # project asks: RandomResizedCrop and ColorJitter from the whole picture).
-IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff", ".pgm", ".ppm"}
+# The extensions DeepCanvas reads as pictures (image_extensions()), from the
+# recipe, so the two lists cannot part.
+IMAGE_EXTENSIONS = set(CONFIG["dataset"].get("image_extensions", ()))
 # As DeepCanvas's kMaxImagePixels (Pillow's own default): a header claiming
 # more pixels is refused before any pixel is decoded.
 MAX_IMAGE_PIXELS = 89_478_485

@@ -157,6 +157,13 @@ ImageList list_image_folder(const std::string& dir, const ImageListOptions& o);
 // trimming); a label whose rows are all skipped is in empty_classes.
 ImageList list_image_csv(const std::string& csv, const ImageListOptions& o);
 
+// The file extensions read as pictures (lower case, with the dot): the
+// folder listing above, the Inference tab's file dialog and folders, and
+// predict's folders all take these.
+const std::vector<std::string>& image_extensions();
+// Whether a file name has one of them (in any case).
+bool has_image_extension(const std::string& name);
+
 // True when `dir` looks like an image folder: it has a subfolder (or
 // train/ with a subfolder) holding a file with an image extension. Lets
 // --data accept an image folder without being told its kind.
