@@ -161,7 +161,10 @@ def main():
     ap.add_argument("--workers", type=int, default=os.cpu_count())
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--out", default="")
+    ap.add_argument("--budget-s", type=float, default=0,
+                    help="start no new process after this many seconds (0: no limit)")
     a = ap.parse_args()
+    t_start = time.time()
     try:
         import PIL  # noqa: F401
         import torchvision  # noqa: F401
@@ -174,17 +177,22 @@ def main():
     subprocess.run([a.cli, "export", PROJECT, "--format", "pytorch", "-o", export, "--force"],
                    check=True, capture_output=True)
     runs = {"deepcanvas": [], "pytorch": []}
+    out_of_time = False
     for r in range(a.repeats):
         order = ["deepcanvas", "pytorch"] if r % 2 == 0 else ["pytorch", "deepcanvas"]
         for side in order:
             if side == "pytorch" and peer_missing:
                 continue
+            if a.budget_s and time.time() - t_start > a.budget_s:
+                out_of_time = True
+                break
             res = run_deepcanvas(a, tmp, a.seed) if side == "deepcanvas" else run_torch(a, export, a.seed)
             runs[side].append(res)
             print(side, json.dumps(res), flush=True)
     summary = {"folder": a.folder, "device": a.device, "precision": a.precision, "batch": BATCH,
                "workers_pytorch": a.workers, "cpu_count": os.cpu_count(), "repeats": a.repeats,
-               "pytorch_missing": peer_missing or None}
+               "pytorch_missing": peer_missing or None,
+               "stopped_by_budget": out_of_time}
     for side, rs in runs.items():
         ok = [x for x in rs if "error" not in x]
         summary[side] = {
@@ -202,6 +210,11 @@ def main():
                   "w") as f:
             json.dump({"summary": summary, "runs": runs}, f, indent=1)
     print(json.dumps(summary))
+    # Failed runs, or a side (not missing) without one good run, fail the step.
+    failed = any(summary[s]["errors"] for s in runs) or any(
+        not [x for x in runs[s] if "error" not in x]
+        for s in runs if not (s == "pytorch" and peer_missing))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -38,15 +38,16 @@ Tensor load_image_input(const std::string& path, const Shape& in, double crop_fr
                         const std::vector<float>& channel_std) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) throw IoError(path + ": no such file");
+  if (!image_decoding_supported())
+    throw Error("cannot read " + path +
+                ": this build has no OpenCV; use --index N to predict a test sample");
   // The engine's reader, as the Inference tab's: the same decoders, checks
   // and evaluation crop, so a picture predicts as evaluation saw it.
   std::vector<uint8_t> chw;
   try {
     chw = read_image_chw(path, in, crop_fraction);
   } catch (const ImageError& e) {
-    std::string why = e.what();
-    if (why.rfind(path + ": ", 0) == 0) why.erase(0, path.size() + 2);
-    throw IoError(path + ": cannot be read as an image (" + why + ")");
+    throw IoError(path + ": cannot be read as an image (" + e.detail() + ")");
   }
   const bool per_channel =
       int64_t(channel_mean.size()) == in[0] && channel_std.size() == channel_mean.size();

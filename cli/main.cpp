@@ -50,8 +50,11 @@ int run(int argc, char** argv) {
   if (cmd == "--version") {
     std::printf(
         "deepcanvas-cli %s (OpenCV: %s, GEMM: %s, convolutions: %s, OpenMP waits: %s, CUDA: %s)\n",
-        DC_VERSION, image_decoding_supported() ? "on" : "off", gemm_backend_name(), cpu_conv_path(),
-        openmp_wait_setting().c_str(), cuda_status().c_str());
+        DC_VERSION,
+        !image_decoding_supported()  ? "off"
+        : image_decoding_jpeg_only() ? "JPEG files only"
+                                     : "on",
+        gemm_backend_name(), cpu_conv_path(), openmp_wait_setting().c_str(), cuda_status().c_str());
     return 0;
   }
   const Command* command = nullptr;

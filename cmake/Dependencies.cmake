@@ -71,7 +71,33 @@ add_link_options(-Wl,--enable-new-dtags)
 
 set(DC_HAVE_OPENCV OFF)
 set(DC_HAVE_OPENCV_IMGCODECS OFF)
-if(NOT DEEPCANVAS_OPENCV STREQUAL "OFF")
+if(DEEPCANVAS_OPENCV STREQUAL "JPEG")
+  # OpenCV's core and imgproc without its CMake package or imgcodecs: the
+  # lent GPU machine, which gets them from installer/gpu/prepare-carry.sh
+  # --photos (Debian's imgcodecs pulls in GDAL, about 200 MB, more than a
+  # call may carry). Pictures are then resized as everywhere else, and
+  # decoded by libjpeg alone: JPEG files only, which image_decode.cpp says
+  # of others. Only when asked: the tests assume every format.
+  find_path(DC_OPENCV_INCLUDE opencv2/imgproc.hpp PATH_SUFFIXES opencv4)
+  find_library(DC_OPENCV_CORE opencv_core)
+  find_library(DC_OPENCV_IMGPROC opencv_imgproc)
+  find_package(JPEG REQUIRED)
+  if(NOT DC_OPENCV_INCLUDE OR NOT DC_OPENCV_CORE OR NOT DC_OPENCV_IMGPROC)
+    message(FATAL_ERROR "DEEPCANVAS_OPENCV=JPEG: OpenCV's core and imgproc headers and "
+                        "libraries not found (CMAKE_PREFIX_PATH)")
+  endif()
+  foreach(dc_m core imgproc)
+    string(TOUPPER ${dc_m} dc_M)
+    if(NOT TARGET opencv_${dc_m})
+      add_library(opencv_${dc_m} UNKNOWN IMPORTED)
+      set_target_properties(opencv_${dc_m} PROPERTIES IMPORTED_LOCATION ${DC_OPENCV_${dc_M}}
+                                                     INTERFACE_INCLUDE_DIRECTORIES ${DC_OPENCV_INCLUDE})
+    endif()
+  endforeach()
+  set(OpenCV_INCLUDE_DIRS ${DC_OPENCV_INCLUDE})
+  set(DC_HAVE_OPENCV ON)
+  message(STATUS "OpenCV core and imgproc without imgcodecs: image files are JPEG only")
+elseif(NOT DEEPCANVAS_OPENCV STREQUAL "OFF")
   if(DEEPCANVAS_OPENCV STREQUAL "ON")
     find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
   else()
@@ -80,26 +106,5 @@ if(NOT DEEPCANVAS_OPENCV STREQUAL "OFF")
   if(OpenCV_FOUND)
     set(DC_HAVE_OPENCV ON)
     set(DC_HAVE_OPENCV_IMGCODECS ON)
-  else()
-    # OpenCV's core and imgproc without its CMake package or imgcodecs: the
-    # lent GPU machine, which gets them from installer/gpu/prepare-carry.sh
-    # (Debian's imgcodecs pulls in GDAL, about 200 MB, more than a call may
-    # carry). Pictures are then resized as everywhere else, and decoded by
-    # libjpeg alone: JPEG files only, which image_decode.cpp says of others.
-    find_path(DC_OPENCV_INCLUDE opencv2/imgproc.hpp PATH_SUFFIXES opencv4)
-    find_library(DC_OPENCV_CORE opencv_core)
-    find_library(DC_OPENCV_IMGPROC opencv_imgproc)
-    find_package(JPEG QUIET)
-    if(DC_OPENCV_INCLUDE AND DC_OPENCV_CORE AND DC_OPENCV_IMGPROC AND JPEG_FOUND)
-      foreach(m core imgproc)
-        string(TOUPPER ${m} M)
-        add_library(opencv_${m} UNKNOWN IMPORTED)
-        set_target_properties(opencv_${m} PROPERTIES IMPORTED_LOCATION ${DC_OPENCV_${M}}
-                                                     INTERFACE_INCLUDE_DIRECTORIES ${DC_OPENCV_INCLUDE})
-      endforeach()
-      set(OpenCV_INCLUDE_DIRS ${DC_OPENCV_INCLUDE})
-      set(DC_HAVE_OPENCV ON)
-      message(STATUS "OpenCV core and imgproc without imgcodecs: image files are JPEG only")
-    endif()
   endif()
 endif()

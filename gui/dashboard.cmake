@@ -61,7 +61,8 @@ set_target_properties(deepcanvas-dashboard PROPERTIES AUTOMOC ON)
 target_include_directories(deepcanvas-dashboard PUBLIC ${DC_DASH_ROOT})
 target_link_libraries(deepcanvas-dashboard PUBLIC deepcanvas-dashboard-widgets dc::engine
                                            PRIVATE dc_json)
-if(DC_HAVE_OPENCV)
+# The whole OpenCV (its package), not DEEPCANVAS_OPENCV=JPEG's part.
+if(DC_HAVE_OPENCV_IMGCODECS)
   target_link_libraries(deepcanvas-dashboard PRIVATE opencv_core opencv_imgproc opencv_imgcodecs)
   target_include_directories(deepcanvas-dashboard SYSTEM PRIVATE ${OpenCV_INCLUDE_DIRS})
   target_compile_definitions(deepcanvas-dashboard PRIVATE DC_HAVE_OPENCV=1)

@@ -47,7 +47,7 @@ const char* fault_name(ImageFault f) {
 }
 
 ImageError::ImageError(std::string path, ImageFault fault, const std::string& detail)
-    : DataError(path + ": " + detail), path_(std::move(path)), fault_(fault) {}
+    : DataError(path + ": " + detail), path_(std::move(path)), fault_(fault), detail_(detail) {}
 
 namespace {
 
@@ -547,6 +547,13 @@ ImageHeader check_image_file(const std::string& path) {
 bool image_decoding_supported() {
   return true;
 }
+bool image_decoding_jpeg_only() {
+#ifdef DC_HAVE_OPENCV_IMGCODECS
+  return false;
+#else
+  return true;
+#endif
+}
 
 namespace {
 [[maybe_unused]] Picture to_picture(cv::Mat img, int channels, const std::string& name) {
@@ -676,6 +683,9 @@ std::vector<uint8_t> capture_camera_chw(int index, const Shape& in) {
 }
 #else
 bool image_decoding_supported() {
+  return false;
+}
+bool image_decoding_jpeg_only() {
   return false;
 }
 Picture decode_image_bytes(const uint8_t*, size_t, int, const std::string& name, int) {

@@ -67,8 +67,7 @@ std::string os_reason(int err) {
 // "unreadable (Permission denied)").
 std::string why_of(const ImageError& e) {
   if (e.fault() != ImageFault::Unreadable) return fault_name(e.fault());
-  std::string d = e.what();
-  d = d.size() > e.path().size() + 2 ? d.substr(e.path().size() + 2) : d;
+  std::string d = e.detail();
   const std::string pre = "cannot be read (";
   if (d.rfind(pre, 0) == 0 && d.back() == ')')
     d = d.substr(pre.size(), d.size() - pre.size() - 1);

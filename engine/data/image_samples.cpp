@@ -231,7 +231,8 @@ class SamplesBase : public ImageSamples {
     std::lock_guard<std::mutex> l(log_mu_);
     log_.count++;
     if (log_.files.size() < 100)
-      log_.files.push_back({e.path(), std::string(fault_name(e.fault())) + ": " + e.what(), true});
+      log_.files.push_back(
+          {e.path(), std::string(fault_name(e.fault())) + ": " + e.detail(), true});
   }
   bool known_bad(int64_t i) const { return bad_flags_[size_t(i)].load() != 0; }
   bool black(uint8_t* chw) const {

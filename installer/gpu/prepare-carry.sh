@@ -43,7 +43,11 @@ rm -rf "$LIBS"
 # then reads JPEG files only (cmake/Dependencies.cmake). deps/ holds what
 # those libraries need; run-on-gpu.sh takes from it only what the machine
 # lacks, so nothing shadows the machine's own copies.
-if [ "$PHOTOS" = 1 ] && [ -e "$ML/libopencv_imgproc.so.406" ] && [ -e /usr/include/jpeglib.h ]; then
+if [ "$PHOTOS" = 1 ]; then
+  if [ ! -e "$ML/libopencv_imgproc.so.406" ] || [ ! -e /usr/include/jpeglib.h ]; then
+    echo "--photos needs libopencv-dev and libjpeg-dev (installer/install-deps.sh)" >&2
+    exit 1
+  fi
   CV=$(mktemp -d)
   mkdir -p "$CV/lib/deps" "$CV/include/opencv4/opencv2"
   cp -r /usr/include/opencv4/opencv2/{core,core.hpp,imgproc,imgproc.hpp,opencv_modules.hpp} \
@@ -55,7 +59,7 @@ if [ "$PHOTOS" = 1 ] && [ -e "$ML/libopencv_imgproc.so.406" ] && [ -e /usr/inclu
     case $(basename "$l") in
       # The C and C++ runtimes, and what syslibs.tar.xz already has.
       libc.so*|libm.so*|libstdc++*|libgcc_s*|libopencv_*|ld-linux*) ;;
-      libopenblas*|libgfortran*|libquadmath*|libz.so*|libgomp*) ;;
+      libopenblas*|libgfortran*|libquadmath*|libz.so*) ;;
       *) cp -L "$l" "$CV/lib/deps/" ;;
     esac
   done

@@ -108,7 +108,7 @@ if [ -f "$CARRY/opencv.tar.xz" ]; then
   if ldd "$SYS/lib/libopencv_imgproc.so.406" | grep -q "not found"; then
     echo "OpenCV: still missing $(ldd "$SYS/lib/libopencv_imgproc.so.406" | awk '/not found/ {print $1}' | tr '\n' ' ')"
   else
-    OPENCV=AUTO
+    OPENCV=JPEG
     echo "OpenCV core and imgproc: from the carry (JPEG files only)"
   fi
 fi
@@ -127,7 +127,7 @@ RESULT[configure]=$?
 tail -5 "$LOGS/configure.log"
 step build
 TARGETS="deepcanvas-cli deepcanvas-cuda cuda_tests"
-[ "$OPENCV" = AUTO ] && TARGETS="$TARGETS make_jpeg_folder"
+[ "$OPENCV" = JPEG ] && TARGETS="$TARGETS make_jpeg_folder"
 [ "$ENGINE_TESTS" = 1 ] && TARGETS="$TARGETS engine_tests"
 ninja -C "$BUILD" $TARGETS >"$LOGS/build.log" 2>&1
 RESULT[build]=$?
@@ -185,6 +185,9 @@ if wanted advisor; then
 fi
 # Seconds left before the deadline, less a reserve (0 without a deadline).
 left() { [ "$DEADLINE" -gt 0 ] && echo $(( DEADLINE - SECONDS - $1 > 1 ? DEADLINE - SECONDS - $1 : 1 )) || echo 0; }
+# The photo-folder step after peers and tta keeps about 4 minutes for itself.
+FOLDER_RESERVE=0
+wanted folder && [ -x "$BUILD/bin/make_jpeg_folder" ] && FOLDER_RESERVE=240
 # Inductor's compiled kernels are cached on disk, shared by the processes.
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$BUILD/inductor-cache}
 if wanted peers; then
@@ -193,13 +196,13 @@ if wanted peers; then
   # just inside the budget may run 40 s past it.
   PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu_peers.py" --cli "$CLI" --data "$DATA" \
     --peers "$PEERS" --configs "$CONFIGS" --repeats "$REPEATS" --synthetic-dir "$DC_SYNTHETIC_DIR" \
-    --budget-s "${PEERS_BUDGET:-$(left "$(wanted tta && echo 170 || echo 25)")}" --out "$LOGS" 2>&1 | tee "$LOGS/peers.log"
+    --budget-s "${PEERS_BUDGET:-$(left $(( $(wanted tta && echo 170 || echo 25) + FOLDER_RESERVE )))}" --out "$LOGS" 2>&1 | tee "$LOGS/peers.log"
   RESULT[peers]=${PIPESTATUS[0]}
 fi
 if wanted tta; then
   step "time to 91 % ($DATA)"
   PYTHONUNBUFFERED=1 python3 "$ROOT/bench/gpu_peers.py" --cli "$CLI" --data "$DATA" \
-    --tta-sides "$TTA_SIDES" --budget-s "$(left 40)" --out "$LOGS" 2>&1 |
+    --tta-sides "$TTA_SIDES" --budget-s "$(left $((40 + FOLDER_RESERVE)))" --out "$LOGS" 2>&1 |
     tee "$LOGS/tta.log"
   RESULT[tta]=${PIPESTATUS[0]}
 fi
@@ -210,12 +213,19 @@ if wanted folder; then
   if [ -x "$BUILD/bin/make_jpeg_folder" ]; then
     step "photo folder on the GPU"
     JPEGS=${DC_JPEG_DIR:-$BUILD/jpegs-20k}
-    [ -f "$JPEGS/.done" ] || { "$BUILD/bin/make_jpeg_folder" "$JPEGS" --count 20000 --seed 1 &&
-      touch "$JPEGS/.done"; }
-    PYTHONUNBUFFERED=1 timeout "${DC_FOLDER_TIMEOUT:-$( [ "$DEADLINE" -gt 0 ] && left 20 || echo 900)}" \
-      python3 "$ROOT/bench/gpu_image_folder.py" --cli "$CLI" --folder "$JPEGS" \
-      --repeats "${DC_FOLDER_REPEATS:-3}" --out "$LOGS" 2>&1 | tee "$LOGS/folder.log"
-    RESULT[folder]=${PIPESTATUS[0]}
+    if [ -f "$JPEGS/.done" ] || { "$BUILD/bin/make_jpeg_folder" "$JPEGS" --count 20000 --seed 1 &&
+      touch "$JPEGS/.done"; }; then
+      # Each run is about 30 s; the script starts none once its budget is
+      # spent, and the timeout (a minute more) is only a backstop.
+      BUDGET=$( [ "$DEADLINE" -gt 0 ] && left 90 || echo 900)
+      PYTHONUNBUFFERED=1 timeout $((BUDGET + 60)) \
+        python3 "$ROOT/bench/gpu_image_folder.py" --cli "$CLI" --folder "$JPEGS" --budget-s "$BUDGET" \
+        --repeats "${DC_FOLDER_REPEATS:-3}" --out "$LOGS" 2>&1 | tee "$LOGS/folder.log"
+      RESULT[folder]=${PIPESTATUS[0]}
+    else
+      echo "photo folder: make_jpeg_folder failed"
+      RESULT[folder]=1
+    fi
   else
     echo "photo folder: not measured (no OpenCV core/imgproc and libjpeg here: rerun installer/gpu/prepare-carry.sh --photos)"
   fi

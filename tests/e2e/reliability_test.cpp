@@ -96,7 +96,7 @@ TEST_F(Trained, PredictTakesAFolderAndNamesUnreadableImages) {
   EXPECT_NE(e.out.find(t.path("empty") + ": is a directory with no image files"), std::string::npos)
       << e.out;
 
-  // 40000 x 40000 pixels is above OpenCV's limit: its header alone is enough.
+  // 40000 x 40000 pixels is above the pixel limit: its header alone is enough.
   std::string huge = t.write("huge.pgm", "P5\n40000 40000\n255\n" + img);
   CliRun h = cli("predict " + kSample + " --checkpoint " + ck_ + " " + huge);
   EXPECT_EQ(h.code, 1);

@@ -401,6 +401,8 @@ TEST(ImageStream, AFileCorruptAfterListingIsDroppedAndCounted) {
     ASSERT_EQ(log.files.size(), 1u);
     EXPECT_EQ(log.files[0].path, bad);
     EXPECT_TRUE(log.files[0].bad_image);
+    // The list names the file; its reason does not repeat it.
+    EXPECT_EQ(log.files[0].why.find(bad), std::string::npos) << log.files[0].why;
   }
   ImageLoadOptions strict = options(ImageLoadOptions::Mode::Stream, "none", 2);
   strict.bad_images_are_errors = true;

@@ -35,6 +35,9 @@ constexpr int64_t kMaxImageFileBytes = int64_t(256) << 20;
 
 // False in a build without OpenCV; every function below then throws.
 bool image_decoding_supported();
+// True in a build without OpenCV's imgcodecs (DEEPCANVAS_OPENCV=JPEG):
+// only JPEG files are decoded.
+bool image_decoding_jpeg_only();
 
 // A decoded picture: h rows of w pixels of c bytes each (c = 1 grey or
 // 3 RGB), rows contiguous (HWC).
@@ -62,10 +65,13 @@ class ImageError : public DataError {
   ImageError(std::string path, ImageFault fault, const std::string& detail);
   const std::string& path() const { return path_; }
   ImageFault fault() const { return fault_; }
+  // Why, without the path (for lists that name the file already).
+  const std::string& detail() const { return detail_; }
 
  private:
   std::string path_;
   ImageFault fault_;
+  std::string detail_;
 };
 
 // What a header says, read without decoding any pixel.

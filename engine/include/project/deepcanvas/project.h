@@ -43,8 +43,9 @@ struct DatasetSpec {
   bool bad_images_are_errors = false;  // else bad images are skipped and counted
   bool is_images() const { return kind == "image_folder" || kind == "image_csv"; }
   // How one picture is cropped for prediction (the Inference tab, predict):
-  // as evaluation sees this image dataset; other data has no crop to
-  // repeat, so the whole picture.
+  // as evaluation sees this image dataset; other data has no crop fraction,
+  // so 1: the picture is resized to cover the Input and only what its
+  // aspect ratio leaves over is cut, never stretched.
   double inference_crop() const { return is_images() ? crop_fraction : 1.0; }
 };
 
