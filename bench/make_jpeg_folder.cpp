@@ -120,6 +120,11 @@ bool write_one(const std::string& out, uint64_t seed, int64_t n) {
   return std::fclose(f) == 0;
 }
 
+int usage() {
+  std::fprintf(stderr, "usage: make_jpeg_folder OUT [--count N] [--seed S] [--jobs J]\n");
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -137,15 +142,10 @@ int main(int argc, char** argv) {
       jobs = unsigned(std::max(1, std::atoi(argv[++i])));
     else if (out.empty() && a[0] != '-')
       out = a;
-    else {
-      std::fprintf(stderr, "usage: make_jpeg_folder OUT [--count N] [--seed S] [--jobs J]\n");
-      return 2;
-    }
+    else
+      return usage();
   }
-  if (out.empty() || count < 1) {
-    std::fprintf(stderr, "usage: make_jpeg_folder OUT [--count N] [--seed S] [--jobs J]\n");
-    return 2;
-  }
+  if (out.empty() || count < 1) return usage();
   for (const char* k : kShapes) std::filesystem::create_directories(out + "/" + k);
   std::atomic<int64_t> next{0};
   std::atomic<bool> ok{true};

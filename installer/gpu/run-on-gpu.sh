@@ -187,7 +187,7 @@ fi
 left() { [ "$DEADLINE" -gt 0 ] && echo $(( DEADLINE - SECONDS - $1 > 1 ? DEADLINE - SECONDS - $1 : 1 )) || echo 0; }
 # The photo-folder step after peers and tta keeps about 4 minutes for itself.
 FOLDER_RESERVE=0
-wanted folder && [ -x "$BUILD/bin/make_jpeg_folder" ] && FOLDER_RESERVE=240
+wanted folder && [ "$OPENCV" = JPEG ] && FOLDER_RESERVE=240
 # Inductor's compiled kernels are cached on disk, shared by the processes.
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$BUILD/inductor-cache}
 if wanted peers; then
@@ -210,7 +210,9 @@ if wanted folder; then
   # Issue 31: the transfer template at 224 px on a folder of JPEGs, streamed
   # with the picture cache, against torchvision's DataLoader feeding the
   # same GPU (bench/gpu_image_folder.py).
-  if [ -x "$BUILD/bin/make_jpeg_folder" ]; then
+  # Only with this run's photo carry: a make_jpeg_folder left in the build
+  # folder by an earlier call says nothing of this CLI, built without OpenCV.
+  if [ "$OPENCV" = JPEG ] && [ -x "$BUILD/bin/make_jpeg_folder" ]; then
     step "photo folder on the GPU"
     JPEGS=${DC_JPEG_DIR:-$BUILD/jpegs-20k}
     if [ -f "$JPEGS/.done" ] || { "$BUILD/bin/make_jpeg_folder" "$JPEGS" --count 20000 --seed 1 &&
