@@ -17,17 +17,12 @@ std::vector<std::string> image_paths(const std::vector<std::string>& args) {
       out.push_back(a);
       continue;
     }
-    std::vector<std::string> found;
-    for (const auto& entry : fs::directory_iterator(a, ec))
-      if (entry.is_regular_file(ec) && has_image_extension(entry.path().filename().string()))
-        found.push_back(entry.path().string());
-    if (ec) throw IoError(a + ": cannot list the directory (" + ec.message() + ")");
+    const std::vector<std::string> found = image_files_in(a);
     if (found.empty()) {
       std::string listed;
       for (const std::string& e : image_extensions()) listed += (listed.empty() ? "" : ", ") + e;
       throw IoError(a + ": is a directory with no image files (" + listed + ")");
     }
-    std::sort(found.begin(), found.end());
     out.insert(out.end(), found.begin(), found.end());
   }
   return out;

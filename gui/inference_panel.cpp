@@ -11,7 +11,6 @@
 #include <deepcanvas/errors.h>
 
 #include <QComboBox>
-#include <QDir>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileDialog>
@@ -32,8 +31,8 @@
 namespace dc::gui {
 
 namespace {
-// The engine's picture extensions as name filters (QDir matches them in
-// any case).
+// The engine's picture extensions as the file dialog's name filters (it
+// matches them in any case).
 QStringList image_filters() {
   QStringList f;
   for (const std::string& e : image_extensions()) f << "*" + QString::fromStdString(e);
@@ -279,8 +278,14 @@ int InferencePanel::openPaths(const QStringList& paths) {
   for (const QString& p : paths) {
     QFileInfo fi(p);
     if (fi.isDir()) {
-      for (const QFileInfo& f : QDir(p).entryInfoList(image_filters(), QDir::Files, QDir::Name))
-        files << f.absoluteFilePath();
+      // The engine's listing, so a folder opens here as predict opens it.
+      try {
+        for (const std::string& f : image_files_in(QFileInfo(p).absoluteFilePath().toStdString()))
+          files << QString::fromStdString(f);
+      } catch (const std::exception& e) {
+        setMessage(QString::fromUtf8(e.what()), true);
+        return 0;
+      }
     } else {
       files << p;
     }

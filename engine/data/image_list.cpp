@@ -270,6 +270,20 @@ bool has_image_extension(const std::string& name) {
   return is_image_name(fs::path(name));
 }
 
+std::vector<std::string> image_files_in(const std::string& dir) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::error_code ec2;
+    if (!hidden(it->path()) && is_image_name(it->path()) && fs::is_regular_file(it->path(), ec2))
+      found.push_back(it->path().string());
+  }
+  if (ec) throw IoError(dir + ": cannot list the folder (" + ec.message() + ")");
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
 ImageList list_image_folder(const std::string& dir, const ImageListOptions& o) {
   std::error_code ec;
   const auto st = fs::status(dir, ec);

@@ -391,5 +391,30 @@ TEST(ImageList, LooksLikeAnImageFolderIsCheapAndBounded) {
   EXPECT_FALSE(looks_like_image_folder(t.path("hidden")));
 }
 
+// A folder opened for prediction (predict and the Inference tab share
+// this): its own pictures only, hidden ones left out, links followed,
+// sorted bytewise; an empty result rather than an error when there are none.
+TEST(ImageList, PictureFilesInAFolderAreItsOwnSortedAndVisible) {
+  test::TmpDir t;
+  const fs::path d = t.path("photos");
+  good(d / "b.jpg");
+  good(d / "A.JPEG");  // upper case: bytewise before the lower-case names
+  good(d / "a.png");
+  good(d / ".hidden.jpg");
+  good(d / "sub" / "deeper.jpg");  // a subfolder is not opened
+  write(d / "notes.txt", "not a picture");
+  fs::create_symlink(d / "b.jpg", d / "link.jpg");
+  fs::create_symlink(d / "gone.jpg", d / "dangling.jpg");
+  fs::create_directory(d / "folder.jpg");  // a folder with a picture's name
+  std::vector<std::string> got;
+  for (const std::string& f : image_files_in(d.string()))
+    got.push_back(fs::path(f).lexically_relative(d).string());
+  EXPECT_EQ(got, (std::vector<std::string>{"A.JPEG", "a.png", "b.jpg", "link.jpg"}));
+  EXPECT_EQ(image_files_in((d / "sub").string()).size(), 1u);
+  fs::create_directory(t.path("empty"));
+  EXPECT_TRUE(image_files_in(t.path("empty")).empty());
+  EXPECT_THROW(image_files_in(t.path("missing")), IoError);
+}
+
 }  // namespace
 }  // namespace dc

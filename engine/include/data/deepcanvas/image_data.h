@@ -170,6 +170,13 @@ const std::vector<std::string>& image_extensions();
 // Whether a file name has one of them (in any case).
 bool has_image_extension(const std::string& name);
 
+// The picture files directly in `dir` (not its subfolders), as predict and
+// the Inference tab open a folder: regular files (links followed) with an
+// extension above, hidden names left out as the folder listing leaves them,
+// full paths sorted bytewise. Empty when there are none; throws dc::IoError
+// naming the folder when it cannot be read.
+std::vector<std::string> image_files_in(const std::string& dir);
+
 // True when `dir` looks like an image folder: it has a subfolder (or
 // train/ with a subfolder) holding a file with an image extension. Lets
 // --data accept an image folder without being told its kind.
