@@ -42,8 +42,7 @@ QString TrainingPanel::beginImport(const QString& dir, bool wait) {
   follower_->begin(std::move(reader), dir);
   ++run_;
   best_epoch_.clear();
-  plots_->startRun(run_, -1);
-  plots_->endRun();  // this machine's CPU and GPU say nothing about that run
+  plots_->startRun(run_, -1, /*sample_device=*/false);  // this machine says nothing of it
   import_row_ =
       history_->addRun(run_,
                        follower_->waiting() ? tr("imported: waiting for metrics.jsonl")

@@ -115,7 +115,7 @@ void TrainingPlots::setupDevicePlots(bool gpu) {
   }
 }
 
-void TrainingPlots::startRun(int run, int gpu) {
+void TrainingPlots::startRun(int run, int gpu, bool sample_device) {
   if (run_ > 0)
     for (auto* p : {loss_, acc_, speed_, lr_}) p->archiveRun(tr("run %1").arg(run_));
   run_ = run;
@@ -128,11 +128,18 @@ void TrainingPlots::startRun(int run, int gpu) {
     gpu_.reset();
   run_t0_ = now_s();
   got_telemetry_ = false;
+  if (!sample_device) {
+    device_timer_->stop();
+    return;
+  }
   proc_->cpuPercent();  // starts the interval the first reading covers
   device_timer_->start();
 }
 
 void TrainingPlots::endRun() {
+  // A last reading, so that a run shorter than the timer's interval still
+  // shows where it ended and not a lone point at zero.
+  if (device_timer_->isActive()) sampleDevice();
   device_timer_->stop();
   gpu_.reset();
 }

@@ -31,9 +31,11 @@ class TrainingPlots : public QWidget {
   ~TrainingPlots() override;
 
   // A new run (1-based): the previous run's curves become an overlay, the
-  // device plots restart for the run's device (gpu: its index, else -1).
-  void startRun(int run, int gpu);
-  void endRun();  // stops sampling the device
+  // device plots restart for the run's device (gpu: its index, else -1)
+  // and sample it until endRun, unless sample_device is false (a run read
+  // from another machine's folder: this machine says nothing about it).
+  void startRun(int run, int gpu, bool sample_device = true);
+  void endRun();  // one last device reading, then no more
   void addSteps(const QVector<dc::TrainEvent>& batch);
   void addEpoch(const dc::TrainEvent& e);
   void addTelemetry(const DeviceReading& r);

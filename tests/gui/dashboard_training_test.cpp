@@ -4,6 +4,7 @@
 #include "dashboard_test_util.h"
 
 #include "gui/evaluation_view.h"
+#include "gui/training_plots.h"
 #include "widgets/confusion_matrix_widget.h"
 #include "widgets/live_plot.h"
 
@@ -188,6 +189,22 @@ TEST(DashboardTraining, TelemetryReadingsReachTheDevicePlots) {
   EXPECT_DOUBLE_EQ(panel.memoryPlot()->lastValue(1), 80.0);  // total
   EXPECT_DOUBLE_EQ(panel.memoryPlot()->lastValue(2), 1.0);   // engine allocated
   EXPECT_DOUBLE_EQ(panel.memoryPlot()->lastValue(3), 2.0);   // engine reserved
+}
+
+// A CPU run shorter than the sampling interval (a few hundred images end in
+// half a second) still plots where it ended: endRun takes a last reading.
+// A run opened from a folder is another machine's: nothing of this one's.
+TEST(DashboardTraining, AShortRunStillPlotsTheProcessAndAnImportedRunDoesNot) {
+  gui::TrainingPlots plots;
+  plots.startRun(1, -1);
+  plots.endRun();
+  EXPECT_EQ(plots.utilization()->pointCount(0), 1);
+  EXPECT_EQ(plots.memory()->pointCount(0), 1);
+  EXPECT_GT(plots.memory()->lastValue(0), 1.0);  // MiB resident: this test's process
+  plots.startRun(2, -1, /*sample_device=*/false);
+  plots.endRun();
+  EXPECT_EQ(plots.utilization()->pointCount(0), 0);
+  EXPECT_EQ(plots.memory()->pointCount(0), 0);
 }
 
 // Issue 18.14: Fashion-MNIST's column names ("T-shirt/top", "Ankle boot")
