@@ -36,6 +36,8 @@ class CudaPlan : public DevicePlan {
   void train_step(int dataset, const int64_t* idx, int64_t n, double lr, uint64_t seed) override;
   DeviceStepStats take_stats() override;
   void predict(int dataset, const int64_t* idx, int64_t n, float* out) override;
+  int add_batch_dataset(const Dataset& d, int64_t capacity) override;
+  void set_batch(int dataset, const uint8_t* pixels, const int32_t* labels, int64_t n) override;
   std::vector<std::pair<std::string, Tensor>> optimizer_state() override;
   void load_optimizer_state(const std::vector<std::pair<std::string, Tensor>>& s) override;
   int64_t optimizer_steps() const override { return t_; }
@@ -59,7 +61,16 @@ class CudaPlan : public DevicePlan {
     int64_t F = 0, size = 0;
     norm::Params norm;     // as Dataset::gather normalises
     ChannelLevels levels;  // what black and white normalise to, for augmentation
+    // A batch dataset's room (samples set_batch replaces), 0 for resident
+    // data; its page-locked staging (two batches, labels then bytes, so a
+    // copy can be queued while the other is in flight) and their events.
+    int64_t capacity = 0;
+    Pinned<uint8_t> staging;
+    Event staged[2];
+    int next_stage = 0;
   };
+  // A dataset's shape, normalisation and augmentation levels (no samples).
+  static ResidentData describe(const Dataset& d);
 
   // The constructor's stages, in order.
   void create_handles();

@@ -80,17 +80,9 @@ int CudaPlan::add_dataset(const Dataset& d) {
       check_input(x.data(), k * per);
     }
   }
-  ResidentData r;
+  ResidentData r = describe(d);
   r.size = d.size();
-  r.F = d.sample_shape.numel();
   r.u8 = !d.pixels.empty();
-  r.norm = normalisation(d);
-  const AugmentLevels lv = augment_levels(d);
-  r.levels.n = int(lv.black.size());
-  for (size_t c = 0; c < lv.black.size(); ++c) {
-    r.levels.black[c] = lv.black[c];
-    r.levels.white[c] = lv.white[c];
-  }
   const std::string what = "the dataset " + d.source;
   size_t bytes = r.u8 ? d.pixels.size() : d.values.size() * 4;
   r.samples = DeviceBuffer(alloc_, bytes, what);
@@ -104,6 +96,64 @@ int CudaPlan::add_dataset(const Dataset& d) {
           "uploading " + what);
   data_.push_back(std::move(r));
   return int(data_.size()) - 1;
+}
+
+CudaPlan::ResidentData CudaPlan::describe(const Dataset& d) {
+  ResidentData r;
+  r.F = d.sample_shape.numel();
+  r.norm = normalisation(d);
+  const AugmentLevels lv = augment_levels(d);
+  r.levels.n = int(lv.black.size());
+  for (size_t c = 0; c < lv.black.size(); ++c) {
+    r.levels.black[c] = lv.black[c];
+    r.levels.white[c] = lv.white[c];
+  }
+  return r;
+}
+
+int CudaPlan::add_batch_dataset(const Dataset& d, int64_t capacity) {
+  if (!d.is_bytes()) throw DataError(d.source + ": only image bytes can be streamed to the device");
+  if (capacity < 1 || capacity > o_.max_batch)
+    throw Error("a streamed batch of " + std::to_string(capacity) + " samples for a plan of " +
+                std::to_string(o_.max_batch));
+  ResidentData r = describe(d);
+  r.u8 = true;
+  r.capacity = capacity;
+  const std::string what = "the streamed batch of " + d.source;
+  r.samples = DeviceBuffer(alloc_, size_t(capacity * r.F), what);
+  r.labels = DeviceBuffer(alloc_, size_t(capacity) * 4, what + " labels");
+  r.staging = Pinned<uint8_t>(size_t(2 * capacity * (4 + r.F)), "pinned " + what);
+  for (Event& e : r.staged)
+    DC_CUDA(cudaEventCreateWithFlags(e.out(), cudaEventDisableTiming), "event");
+  data_.push_back(std::move(r));
+  return int(data_.size()) - 1;
+}
+
+// Queued on the stream after the steps already queued, so each step gathers
+// its own batch; the host copy goes to a staging half no queued copy still
+// reads (its event), and the upload from page-locked memory runs
+// asynchronously.
+void CudaPlan::set_batch(int dataset, const uint8_t* pixels, const int32_t* labels, int64_t n) {
+  if (dataset < 0 || dataset >= int(data_.size()) || data_[size_t(dataset)].capacity == 0)
+    throw Error("set_batch needs a dataset made by add_batch_dataset");
+  ResidentData& r = data_[size_t(dataset)];
+  if (n < 0 || n > r.capacity)
+    throw Error("a batch of " + std::to_string(n) + " samples exceeds the streamed batch's " +
+                std::to_string(r.capacity));
+  const int s = r.next_stage;
+  r.next_stage ^= 1;
+  DC_CUDA(cudaEventSynchronize(r.staged[s].get()), "waiting for a staging buffer");
+  uint8_t* host = r.staging.get() + int64_t(s) * r.capacity * (4 + r.F);
+  std::memcpy(host, labels, size_t(n) * 4);
+  std::memcpy(host + r.capacity * 4, pixels, size_t(n * r.F));
+  DC_CUDA(
+      cudaMemcpyAsync(r.labels.get<void>(), host, size_t(n) * 4, cudaMemcpyHostToDevice, stream_),
+      "uploading a batch's labels");
+  DC_CUDA(cudaMemcpyAsync(r.samples.get<void>(), host + r.capacity * 4, size_t(n * r.F),
+                          cudaMemcpyHostToDevice, stream_),
+          "uploading a batch " + where(int(n)));
+  DC_CUDA(cudaEventRecord(r.staged[s].get(), stream_), "staging event");
+  r.size = n;
 }
 
 void CudaPlan::gather(int dataset, const int64_t* idx, int64_t n) {

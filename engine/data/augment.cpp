@@ -106,12 +106,13 @@ void augment_batch(const AugmentConfig& a, const Shape& sample, const AugmentLev
 AugmentLevels augment_levels(const Dataset& d) {
   // What gather() makes of bytes 0 and 255 (normalize_pixel.h), per channel
   // with per-channel statistics. Float data has no white to cap brightness
-  // at. The CUDA plan computes its levels here too.
+  // at; pictures decoded from files are bytes as IDX images are. The CUDA
+  // plan computes its levels here too.
   const norm::Params p = normalisation(d);
   AugmentLevels l;
   for (int c = 0; c < std::max(p.channels, 1); ++c) {
     l.black.push_back(norm::apply(p, 0.0f, c * p.plane));
-    l.white.push_back(d.pixels.empty() ? INFINITY : norm::apply(p, 1.0f, c * p.plane));
+    l.white.push_back(d.is_bytes() ? norm::apply(p, 1.0f, c * p.plane) : INFINITY);
   }
   return l;
 }

@@ -17,9 +17,10 @@ namespace dc {
 
 namespace {
 
-// Both gathers: with `drop`, samples whose picture turned out bad are left
-// out and the rest written contiguously; without, they stay (black).
-int64_t gather_samples(const Dataset& d, const int64_t* idx, int64_t n, float* x,
+// Every gather: with `drop`, samples whose picture turned out bad are left
+// out and the rest written contiguously; without, they stay (black). The
+// samples go normalised to x, or (xb instead, byte data only) as bytes.
+int64_t gather_samples(const Dataset& d, const int64_t* idx, int64_t n, float* x, uint8_t* xb,
                        int32_t* out_labels, uint64_t draw_seed, WorkPool* pool, bool drop) {
   const int64_t per = d.sample_shape.numel();
   const int64_t count = d.size();
@@ -35,6 +36,7 @@ int64_t gather_samples(const Dataset& d, const int64_t* idx, int64_t n, float* x
     if (idx[i] < 0 || idx[i] >= count)
       throw DataError(d.source + ": sample index " + std::to_string(idx[i]) +
                       " is outside the dataset (" + std::to_string(count) + " samples)");
+  if (xb && !u8) throw DataError(d.source + ": its samples are numbers, not image bytes");
   // One table lookup per byte instead of a divide: the same float result
   // for every occurrence of a byte value, one table per channel with
   // per-channel statistics (a pretrained base's).
@@ -63,6 +65,10 @@ int64_t gather_samples(const Dataset& d, const int64_t* idx, int64_t n, float* x
     // and a fresh batch-sized staging buffer cost page faults each time.
     std::vector<char> ok(size_t(n), 1);
     auto one = [&](int64_t i) {
+      if (xb) {
+        ok[size_t(i)] = d.images->sample(idx[i], draw_seed, xb + i * per) ? 1 : 0;
+        return;
+      }
       thread_local std::vector<uint8_t> scratch;
       if (int64_t(scratch.size()) < per) scratch.resize(size_t(per));
       ok[size_t(i)] = d.images->sample(idx[i], draw_seed, scratch.data()) ? 1 : 0;
@@ -75,7 +81,10 @@ int64_t gather_samples(const Dataset& d, const int64_t* idx, int64_t n, float* x
     int64_t out = 0;
     for (int64_t i = 0; i < n; ++i) {
       if (drop && !ok[size_t(i)]) continue;
-      if (out != i) std::memmove(x + out * per, x + i * per, size_t(per) * sizeof(float));
+      if (out != i && xb)
+        std::memmove(xb + out * per, xb + i * per, size_t(per));
+      else if (out != i)
+        std::memmove(x + out * per, x + i * per, size_t(per) * sizeof(float));
       if (out_labels) out_labels[out] = d.labels[static_cast<size_t>(idx[i])];
       ++out;
     }
@@ -84,7 +93,9 @@ int64_t gather_samples(const Dataset& d, const int64_t* idx, int64_t n, float* x
   for (int64_t i = 0; i < n; ++i) {
     const int64_t s = idx[i];
     float* dst = x + i * per;
-    if (u8) {
+    if (xb) {
+      std::memcpy(xb + i * per, d.pixels.data() + s * per, size_t(per));
+    } else if (u8) {
       convert(d.pixels.data() + s * per, dst);
     } else {
       // normalisation() keeps float data on the shared form.
@@ -100,12 +111,17 @@ int64_t gather_samples(const Dataset& d, const int64_t* idx, int64_t n, float* x
 }  // namespace
 
 void Dataset::gather(const int64_t* idx, int64_t n, float* x, int32_t* out_labels) const {
-  gather_samples(*this, idx, n, x, out_labels, 0, nullptr, false);
+  gather_samples(*this, idx, n, x, nullptr, out_labels, 0, nullptr, false);
 }
 
 int64_t Dataset::gather(const int64_t* idx, int64_t n, float* x, int32_t* out_labels,
                         uint64_t draw_seed, WorkPool* pool) const {
-  return gather_samples(*this, idx, n, x, out_labels, draw_seed, pool, true);
+  return gather_samples(*this, idx, n, x, nullptr, out_labels, draw_seed, pool, true);
+}
+
+int64_t Dataset::gather_bytes(const int64_t* idx, int64_t n, uint8_t* x, int32_t* out_labels,
+                              uint64_t draw_seed, WorkPool* pool) const {
+  return gather_samples(*this, idx, n, nullptr, x, out_labels, draw_seed, pool, true);
 }
 
 norm::Params normalisation(const Dataset& d) {

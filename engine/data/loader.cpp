@@ -31,7 +31,7 @@ uint64_t epoch_draw_seed(uint64_t seed, int epoch) {
 
 BatchLoader::BatchLoader(const Dataset& ds, std::vector<int64_t> indices, int64_t batch,
                          bool shuffle, bool drop_last, uint64_t seed, int prefetch,
-                         bool training_draws)
+                         bool training_draws, bool bytes)
     : ds_(ds),
       indices_(std::move(indices)),
       batch_(batch),
@@ -39,9 +39,13 @@ BatchLoader::BatchLoader(const Dataset& ds, std::vector<int64_t> indices, int64_
       drop_last_(drop_last),
       seed_(seed),
       prefetch_(static_cast<size_t>(std::max(1, prefetch))),
-      training_draws_(training_draws) {
+      training_draws_(training_draws),
+      bytes_(bytes) {
   if (batch <= 0)
     throw DataError("the batch size must be at least 1 (got " + std::to_string(batch) + ")");
+  if (bytes && !ds.is_bytes())
+    throw DataError((ds.source.empty() ? std::string("dataset") : ds.source) +
+                    ": its samples are numbers, not image bytes");
   for (int64_t i : indices_)
     if (i < 0 || i >= ds.size())
       throw DataError((ds.source.empty() ? std::string("dataset") : ds.source) + ": sample index " +
@@ -93,9 +97,10 @@ void BatchLoader::start_epoch(int epoch) {
 // queue, the one being filled and the consumer's), so the peak is as before.
 Tensor BatchLoader::batch_tensor(int64_t n) {
   const Shape shape = ds_.sample_shape.with_batch(n);
+  const DType type = bytes_ ? DType::U8 : DType::F32;
   for (const Tensor& t : made_)
-    if (t.shape() == shape && t.sole_owner()) return t;
-  Tensor t(shape);
+    if (t.shape() == shape && t.dtype() == type && t.sole_owner()) return t;
+  Tensor t(shape, type);
   if (made_.size() < prefetch_ + 2) made_.push_back(t);
   return t;
 }
@@ -108,8 +113,11 @@ void BatchLoader::produce(std::vector<int64_t> order, uint64_t draw_seed) {
       out.n = std::min(batch_, total - b);
       out.x = batch_tensor(out.n);
       out.labels.resize(static_cast<size_t>(out.n));
-      const int64_t kept = ds_.gather(order.data() + b, out.n, out.x.f32(), out.labels.data(),
-                                      draw_seed, pool_.get());
+      const int64_t kept =
+          bytes_ ? ds_.gather_bytes(order.data() + b, out.n, static_cast<uint8_t*>(out.x.raw()),
+                                    out.labels.data(), draw_seed, pool_.get())
+                 : ds_.gather(order.data() + b, out.n, out.x.f32(), out.labels.data(), draw_seed,
+                              pool_.get());
       if (kept == 0) continue;  // every file of the batch turned out bad
       if (kept < out.n) {
         out.n = kept;

@@ -29,12 +29,16 @@ bool DeviceStepper::report_due(int64_t step_in_epoch, int64_t steps_per_epoch,
          next_ >= order_.size() || interrupted;
 }
 
-DeviceStepStats DeviceStepper::take_stats(int64_t step) {
-  DeviceStepStats s = plan_.take_stats();
+namespace {
+
+// The statistics of the steps queued since the last read; a non-finite loss
+// among them stops the run with the host Plan holding the device's weights.
+DeviceStepStats read_device_stats(DevicePlan& plan, int epoch, int64_t steps, int64_t step) {
+  DeviceStepStats s = plan.take_stats();
   if (!s.finite) {
-    plan_.download_params();
-    throw Error("the loss became NaN or infinite at epoch " + std::to_string(epoch_) +
-                ", within the " + std::to_string(kReport) + " steps before step " +
+    plan.download_params();
+    throw Error("the loss became NaN or infinite at epoch " + std::to_string(epoch) +
+                ", within the " + std::to_string(steps) + " steps before step " +
                 std::to_string(step) +
                 "; training stopped. Lower the learning rate, normalise the inputs or add "
                 "BatchNorm");
@@ -42,20 +46,62 @@ DeviceStepStats DeviceStepper::take_stats(int64_t step) {
   return s;
 }
 
+}  // namespace
+
+DeviceStepStats DeviceStepper::take_stats(int64_t step) {
+  return read_device_stats(plan_, epoch_, kReport, step);
+}
+
+StreamedDeviceStepper::StreamedDeviceStepper(DevicePlan& plan, const Dataset& train,
+                                             const std::vector<int64_t>& train_idx,
+                                             const TrainConfig& cfg)
+    : plan_(plan),
+      cfg_(cfg),
+      loader_(train, train_idx, cfg.batch, /*shuffle=*/true, /*drop_last=*/false, cfg.seed,
+              /*prefetch=*/3, /*training_draws=*/true, /*bytes=*/true),
+      dataset_(plan.add_batch_dataset(train, cfg.batch)),
+      iota_(size_t(cfg.batch)) {
+  for (int64_t i = 0; i < cfg.batch; ++i) iota_[size_t(i)] = i;
+}
+
+void StreamedDeviceStepper::start_epoch(int epoch) {
+  epoch_ = epoch;
+  loader_.start_epoch(epoch);
+}
+
+// Queued without waiting for the device: the bytes go up behind the steps
+// already queued, and the device gathers, normalises and augments them as
+// it does resident data (the same seed, so the same draws as on the CPU).
+int64_t StreamedDeviceStepper::step(int64_t step, double lr) {
+  const Batch& b = batch_;
+  plan_.set_batch(dataset_, static_cast<const uint8_t*>(b.x.raw()), b.labels.data(), b.n);
+  plan_.train_step(dataset_, iota_.data(), b.n, lr, step_seed(cfg_.seed, step));
+  ++unread_;
+  return b.n;
+}
+
+bool StreamedDeviceStepper::report_due(int64_t step_in_epoch, int64_t steps_per_epoch,
+                                       bool interrupted) const {
+  return step_in_epoch % kReport == 0 || step_in_epoch == steps_per_epoch || interrupted;
+}
+
+DeviceStepStats StreamedDeviceStepper::take_stats(int64_t step) {
+  unread_ = 0;
+  return read_device_stats(plan_, epoch_, kReport, step);
+}
+
 HostBatchDeviceStepper::HostBatchDeviceStepper(DevicePlan& plan, const Shape& output,
                                                const Dataset& train,
                                                const std::vector<int64_t>& train_idx,
-                                               const TrainConfig& cfg, Loss* host_loss)
+                                               const TrainConfig& cfg, Loss& host_loss)
     : plan_(plan),
       train_(train),
       cfg_(cfg),
       loader_(train, train_idx, cfg.batch, /*shuffle=*/true, /*drop_last=*/false, cfg.seed,
               /*prefetch=*/3, /*training_draws=*/true),
       out_(output.with_batch(cfg.batch)),
-      dout_(output.with_batch(cfg.batch)) {
-  if (host_loss)
-    host_scorer_ = std::make_unique<BatchScorer>(*host_loss, scores_every_step(train, output));
-}
+      dout_(output.with_batch(cfg.batch)),
+      host_scorer_(host_loss, scores_every_step(train, output)) {}
 
 void HostBatchDeviceStepper::start_epoch(int epoch) {
   epoch_ = epoch;
@@ -73,8 +119,7 @@ int64_t HostBatchDeviceStepper::step(int64_t step, double lr) {
   plan_.forward(b.x, out, /*training=*/true, seed);
   ClassificationMetrics m;
   float shown = 0;
-  const float l = host_scorer_ ? host_scorer_->train(out, b.x, b.labels.data(), dout, &m, &shown)
-                               : plan_.loss(b.labels.data(), nullptr, &dout);
+  const float l = host_scorer_.train(out, b.x, b.labels.data(), dout, &m, &shown);
   if (!std::isfinite(l)) {
     // The update has not run: the device still holds the last good weights.
     plan_.download_params();
@@ -82,10 +127,6 @@ int64_t HostBatchDeviceStepper::step(int64_t step, double lr) {
                 " at epoch " + std::to_string(epoch_) + ", step " + std::to_string(step + 1) +
                 "; training stopped and the last good weights were kept. Lower the "
                 "learning rate, normalise the inputs or add BatchNorm");
-  }
-  if (!host_scorer_) {
-    m.add(out, b.labels.data(), double(l) * double(b.n));
-    shown = l;
   }
   stats_.loss_sum += double(shown) * double(b.n);
   stats_.correct += m.top1_hits();

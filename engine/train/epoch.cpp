@@ -116,6 +116,15 @@ Trainer::EpochTotals Trainer::train_epoch(Stepper& stepper, int epoch, RunState&
       validate_within_epoch(epoch, in_epoch, points[next_point].second, r);
     if (test_now) test_within_run(epoch, in_epoch, r.train_time + t.seconds, r);
   }
+  if (stepper.stats_pending()) {
+    // The loader ran out before the epoch's last step (bad files dropped
+    // whole batches): the device's unread statistics are this epoch's.
+    const DeviceStepStats s = stepper.take_stats(r.step);
+    if (t0) t.seconds += secs(*t0, Clock::now());
+    t.stats.loss_sum += s.loss_sum;
+    t.stats.correct += s.correct;
+    t.stats.samples += s.samples;
+  }
   r.train_time += t.seconds;
   r.trained_samples += t.samples;
   return t;

@@ -1,13 +1,15 @@
 #pragma once
-// The three ways a Trainer takes training steps: on the host Plan with the
-// prefetching loader (CpuStepper), on a device plan over data resident
-// there (DeviceStepper), or on a device plan fed host batches by the loader
-// (HostBatchDeviceStepper: image folders, whose pictures are decoded on the
-// host and cannot be made resident, and networks that score every step of
-// a text, whose loss is computed on the host). Trainer::run() drives either through one epoch
-// loop, so pausing, timing, the schedule and the Step events are written
-// once. Both take their order from epoch_order() and their per-step seed
-// from step_seed(), so CPU and CUDA runs see the same batches.
+// The four ways a Trainer takes training steps: on the host Plan with the
+// prefetching loader (CpuStepper); on a device plan over data resident
+// there (DeviceStepper); on a device plan fed byte batches by the loader
+// (StreamedDeviceStepper: image folders, whose pictures are decoded on the
+// host and cannot be made resident; the device normalises and augments
+// them); or on a device plan fed float batches whose loss is computed on
+// the host (HostBatchDeviceStepper: networks that score every step of a
+// text). Trainer::run() drives each through one epoch loop, so pausing,
+// timing, the schedule and the Step events are written once. All take
+// their order from epoch_order() and their per-step seed from step_seed(),
+// so CPU and CUDA runs see the same batches.
 #include <deepcanvas/backend.h>
 #include <deepcanvas/data.h>
 #include <deepcanvas/loss.h>
@@ -41,6 +43,10 @@ class Stepper {
   // Loss sum and top-1 hits since the last call. Throws when the loss became
   // NaN or infinite, keeping the last good weights in the host Plan.
   virtual DeviceStepStats take_stats(int64_t step) = 0;
+  // Steps taken since the last take_stats: an epoch whose loader ran out
+  // before report_due said so (every file of its last batches bad) reads
+  // them at its end.
+  virtual bool stats_pending() const { return false; }
 };
 
 class CpuStepper : public Stepper {
@@ -93,14 +99,38 @@ class DeviceStepper : public Stepper {
   int epoch_ = 0;
 };
 
+class StreamedDeviceStepper : public Stepper {
+ public:
+  // train: byte images (Dataset::is_bytes), decoded by the loader's workers
+  // with their picture-level draws (random resized crop, colour jitter).
+  StreamedDeviceStepper(DevicePlan& plan, const Dataset& train,
+                        const std::vector<int64_t>& train_idx, const TrainConfig& cfg);
+  void start_epoch(int epoch) override;
+  bool next_batch() override { return loader_.next(batch_); }
+  int64_t step(int64_t step, double lr) override;
+  bool report_due(int64_t step_in_epoch, int64_t steps_per_epoch, bool interrupted) const override;
+  DeviceStepStats take_stats(int64_t step) override;
+  bool stats_pending() const override { return unread_ > 0; }
+
+ private:
+  static constexpr int64_t kReport = 25;  // as DeviceStepper's
+  DevicePlan& plan_;
+  const TrainConfig& cfg_;
+  BatchLoader loader_;
+  int dataset_;                // the plan's batch dataset
+  std::vector<int64_t> iota_;  // 0..batch-1: a step takes the whole batch
+  Batch batch_;
+  int epoch_ = 0;
+  int64_t unread_ = 0;
+};
+
 class HostBatchDeviceStepper : public Stepper {
  public:
-  // With a host loss, the loss and its gradient are computed on the host
-  // from the downloaded output (networks that score every step); without
-  // one, the device plan's configured loss is used.
+  // The loss and its gradient are computed on the host from the downloaded
+  // output (host_loss: networks that score every step).
   HostBatchDeviceStepper(DevicePlan& plan, const Shape& output, const Dataset& train,
                          const std::vector<int64_t>& train_idx, const TrainConfig& cfg,
-                         Loss* host_loss = nullptr);
+                         Loss& host_loss);
   void start_epoch(int epoch) override;
   bool next_batch() override { return loader_.next(batch_); }
   int64_t step(int64_t step, double lr) override;
@@ -113,7 +143,7 @@ class HostBatchDeviceStepper : public Stepper {
   const TrainConfig& cfg_;
   BatchLoader loader_;
   Tensor out_, dout_;
-  std::unique_ptr<BatchScorer> host_scorer_;
+  BatchScorer host_scorer_;
   Batch batch_;
   int epoch_ = 0;
   DeviceStepStats stats_;

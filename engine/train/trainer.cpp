@@ -247,10 +247,11 @@ void Trainer::run() {
     r.t_start = Clock::now();
     std::unique_ptr<Stepper> stepper;
     const bool every_step = scores_every_step(*train_, plan_->output_shape());
-    if (dplan_ && (train_->images || every_step))
+    if (dplan_ && every_step)
       stepper = std::make_unique<HostBatchDeviceStepper>(*dplan_, plan_->output_shape(), *train_,
-                                                         r.train_idx, cfg_,
-                                                         every_step ? loss_.get() : nullptr);
+                                                         r.train_idx, cfg_, *loss_);
+    else if (dplan_ && train_->images)
+      stepper = std::make_unique<StreamedDeviceStepper>(*dplan_, *train_, r.train_idx, cfg_);
     else if (dplan_)
       stepper = std::make_unique<DeviceStepper>(*dplan_, dtrain_, r.train_idx, cfg_);
     else

@@ -6,7 +6,8 @@
 # Fashion-MNIST set. installer/gpu/run-on-gpu.sh consumes it.
 #   installer/gpu/prepare-carry.sh [--photos] [OUT]
 # --photos: OpenCV's core and imgproc and libjpeg instead of Fashion-MNIST,
-# for the photo-folder figures (run-on-gpu.sh --skip tests,advisor,peers,tta):
+# for the photo-folder figures (run-on-gpu.sh --skip advisor,peers,tta
+# --gtest-filter 'CudaAugment.*': the streamed path's parity tests, then the folder):
 # a call carries at most 64 MiB with the tree, which does not hold both.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

@@ -7,6 +7,7 @@
 // Skips without a GPU.
 #include <deepcanvas/data.h>
 #include <deepcanvas/device.h>
+#include <deepcanvas/errors.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/loss.h>
 #include <deepcanvas/optim.h>
@@ -14,7 +15,9 @@
 #include <deepcanvas/rng.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -101,25 +104,72 @@ Tensor cpu_weights(const AugmentConfig& aug, bool floats = false, bool per_chann
   return host.params()[0].param->value.clone();
 }
 
+// The network on the device from the seeded weights, with SGD and `aug`.
+struct DeviceRun {
+  Graph g = net();
+  Plan host{g, kB};
+  std::unique_ptr<DevicePlan> dev;
+  DeviceRun(DeviceBackend* be, const AugmentConfig& aug) {
+    host.init_params(11);
+    DevicePlanOptions o;
+    o.max_batch = kB;
+    o.optimizer = sgd();
+    o.augment = aug;
+    dev = be->create_plan(g, host, o);
+    dev->upload_params();
+  }
+  // The first layer's weights after the queued steps.
+  Tensor weights() {
+    dev->take_stats();
+    dev->download_params();
+    return host.params()[0].param->value.clone();
+  }
+};
+
 Tensor gpu_weights(DeviceBackend* be, const AugmentConfig& aug, bool floats = false,
                    bool per_channel = false) {
-  Graph g = net();
-  Plan host(g, kB);
-  host.init_params(11);
-  DevicePlanOptions o;
-  o.max_batch = kB;
-  o.optimizer = sgd();
-  o.augment = aug;
-  auto dev = be->create_plan(g, host, o);
-  dev->upload_params();
-  int h = dev->add_dataset(data(floats, per_channel));
+  DeviceRun r(be, aug);
+  int h = r.dev->add_dataset(data(floats, per_channel));
   for (int s = 0; s < kSteps; ++s) {
     std::vector<int64_t> idx = batch(s);
-    dev->train_step(h, idx.data(), kB, 0.05, uint64_t(1000 + s));
+    r.dev->train_step(h, idx.data(), kB, 0.05, uint64_t(1000 + s));
   }
-  dev->take_stats();
-  dev->download_params();
-  return host.params()[0].param->value.clone();
+  return r.weights();
+}
+
+// The same steps with the batches streamed as bytes (an image folder on a
+// GPU, issue 31): add_batch_dataset, then each step's bytes and labels
+// through set_batch and the step over indices 0..kB-1. Full batches, so the
+// later steps replay a captured CUDA graph whose gather reads the batch
+// buffer that set_batch refills.
+Tensor gpu_weights_streamed(DeviceBackend* be, const AugmentConfig& aug, bool per_channel = false) {
+  DeviceRun r(be, aug);
+  DevicePlan* dev = r.dev.get();
+  const Dataset ds = data(false, per_channel);
+  const int h = dev->add_batch_dataset(ds, kB);
+  const int64_t F = ds.sample_shape.numel();
+  std::vector<int64_t> iota(kB);
+  for (int64_t i = 0; i < kB; ++i) iota[size_t(i)] = i;
+  std::vector<uint8_t> bytes(size_t(kB * F));
+  std::vector<int32_t> labels(kB);
+  for (int s = 0; s < kSteps; ++s) {
+    const std::vector<int64_t> idx = batch(s);
+    for (int64_t i = 0; i < kB; ++i) {
+      std::copy_n(ds.pixels.begin() + idx[size_t(i)] * F, F, bytes.begin() + i * F);
+      labels[size_t(i)] = ds.labels[size_t(idx[size_t(i)])];
+    }
+    dev->set_batch(h, bytes.data(), labels.data(), kB);
+    // The host buffers are free again at once: the next batch may reuse them.
+    std::fill(bytes.begin(), bytes.end(), uint8_t(0));
+    dev->train_step(h, iota.data(), kB, 0.05, uint64_t(1000 + s));
+  }
+  Tensor trained = r.weights();
+  // Misuse is refused before anything is queued: more samples than the
+  // room, and indices past the batch last set.
+  EXPECT_THROW(dev->set_batch(h, bytes.data(), labels.data(), kB + 1), Error);
+  dev->set_batch(h, bytes.data(), labels.data(), 3);
+  EXPECT_THROW(dev->train_step(h, iota.data(), kB, 0.05, 1), DataError);
+  return trained;
 }
 
 TEST(CudaAugment, CropAndFlipMatchTheCpuTrainer) {
@@ -172,17 +222,38 @@ TEST(CudaAugment, RotationTranslationAndBrightnessMatchTheCpuTrainer) {
   EXPECT_LE(rel_err(gpu_weights(be, aug, true), cpu_weights(aug, true)), 1e-5);
 }
 
+// Flips, crops, rotation and brightness at once.
+AugmentConfig every_batch_transform() {
+  AugmentConfig a;
+  a.flip = true;
+  a.crop_padding = 2;
+  a.rotate = 15;
+  a.brightness = 0.5;
+  return a;
+}
+
+// Streamed byte batches (image folders on a GPU) are normalised and
+// augmented by the same gather as resident data, through graph replays
+// too: the same weights as resident data and as the CPU trainer.
+TEST(CudaAugment, StreamedByteBatchesTrainAsResidentData) {
+  DeviceBackend* be = test::gpu_or_skip();
+  if (!be) GTEST_SKIP() << test::skip_reason();
+  const AugmentConfig aug = every_batch_transform();
+  for (bool per_channel : {false, true}) {
+    const Tensor streamed = gpu_weights_streamed(be, aug, per_channel);
+    EXPECT_LE(rel_err(streamed, gpu_weights(be, aug, false, per_channel)), 1e-6) << per_channel;
+    EXPECT_LE(rel_err(streamed, cpu_weights(aug, false, per_channel)), 1e-5) << per_channel;
+  }
+  EXPECT_LE(rel_err(gpu_weights_streamed(be, AugmentConfig{}), cpu_weights(AugmentConfig{})), 1e-5);
+}
+
 // Per-channel normalisation (dataset.preprocess.mean/std): the device
 // gathers with each channel's mean and std and pads and caps each channel
 // at its own levels, as the CPU trainer does.
 TEST(CudaAugment, PerChannelNormalisationMatchesTheCpuTrainer) {
   DeviceBackend* be = test::gpu_or_skip();
   if (!be) GTEST_SKIP() << test::skip_reason();
-  AugmentConfig aug;
-  aug.flip = true;
-  aug.crop_padding = 2;
-  aug.rotate = 15;
-  aug.brightness = 0.5;
+  const AugmentConfig aug = every_batch_transform();
   const Tensor cpu = cpu_weights(aug, false, true);
   EXPECT_LE(rel_err(gpu_weights(be, aug, false, true), cpu), 1e-5);
   EXPECT_LE(rel_err(gpu_weights(be, AugmentConfig{}, false, true),

@@ -386,6 +386,22 @@ TEST(ImageStream, ACorruptCacheFileIsRebuilt) {
   }
 }
 
+// Pictures decoded from files are bytes, as IDX images are: brightening
+// stops at white for them too (it did not, while the levels took a folder
+// for float data), in memory or streamed, on the CPU as on the GPU.
+TEST(ImageStream, BrightnessIsCappedAtWhiteForPicturesFromFiles) {
+  Folder f;
+  for (auto mode : {ImageLoadOptions::Mode::Stream, ImageLoadOptions::Mode::Memory}) {
+    TrainTest tt = load_image_dataset(f.list(), training_transform(), options(mode, "none", 2));
+    compute_normalization(tt.train);
+    ASSERT_TRUE(tt.train.is_bytes());
+    const AugmentLevels lv = augment_levels(tt.train);
+    ASSERT_EQ(lv.white.size(), 1u);
+    EXPECT_FLOAT_EQ(lv.white[0], (1.0f - tt.train.mean) / tt.train.stddev);
+    EXPECT_FLOAT_EQ(lv.black[0], (0.0f - tt.train.mean) / tt.train.stddev);
+  }
+}
+
 TEST(ImageStream, AFileCorruptAfterListingIsDroppedAndCounted) {
   Folder f;
   const ImageList list = f.list();

@@ -60,6 +60,14 @@ struct Dataset {
   // decoded and transformed on its threads.
   int64_t gather(const int64_t* idx, int64_t n, float* x, int32_t* labels, uint64_t draw_seed,
                  WorkPool* pool = nullptr) const;
+  // As above, writing the samples' bytes as stored or decoded, neither
+  // normalised nor augmented, for a device that does both while it gathers
+  // (DevicePlan::set_batch). Byte images only: throws DataError for
+  // numeric samples.
+  int64_t gather_bytes(const int64_t* idx, int64_t n, uint8_t* x, int32_t* labels,
+                       uint64_t draw_seed, WorkPool* pool = nullptr) const;
+  // Whether the samples are image bytes (gather_bytes can take them).
+  bool is_bytes() const { return images != nullptr || (!pixels.empty() && values.empty()); }
 };
 
 // Empty when the settings are in range, else a message naming the first bad one.
@@ -162,7 +170,7 @@ uint64_t step_seed(uint64_t seed, int64_t step);
 uint64_t epoch_draw_seed(uint64_t seed, int epoch);
 
 struct Batch {
-  Tensor x;  // [n, ...sample_shape]
+  Tensor x;  // [n, ...sample_shape]: normalised floats, or bytes (BatchLoader's `bytes`)
   std::vector<int32_t> labels;
   int64_t n = 0;
 };
@@ -174,10 +182,14 @@ struct Batch {
 // image datasets get their picture augmentation; others gather the
 // evaluation transform. Samples whose file turned out bad are left out of
 // their batch; with bad images as errors the ImageError comes out of next().
+// With `bytes` (byte images only), batches hold the samples' bytes (a U8
+// tensor, from Dataset::gather_bytes) for a device that normalises and
+// augments them itself, a quarter of the floats' size to copy.
 class BatchLoader {
  public:
   BatchLoader(const Dataset& ds, std::vector<int64_t> indices, int64_t batch, bool shuffle,
-              bool drop_last, uint64_t seed, int prefetch = 3, bool training_draws = false);
+              bool drop_last, uint64_t seed, int prefetch = 3, bool training_draws = false,
+              bool bytes = false);
   ~BatchLoader();  // stops and joins the thread
   BatchLoader(const BatchLoader&) = delete;
   BatchLoader& operator=(const BatchLoader&) = delete;
@@ -201,7 +213,7 @@ class BatchLoader {
   bool shuffle_, drop_last_;
   uint64_t seed_;
   size_t prefetch_;
-  bool training_draws_;
+  bool training_draws_, bytes_;
   std::unique_ptr<WorkPool> pool_;  // image datasets only
   // The batch tensors made so far, reused once their consumer let go of
   // them (producer thread only).

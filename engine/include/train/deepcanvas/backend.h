@@ -109,6 +109,15 @@ class DevicePlan {
   virtual DeviceStepStats take_stats() = 0;  // waits for the queued steps
   // Inference on samples of a resident dataset: logits [n, ...output] to host.
   virtual void predict(int dataset, const int64_t* idx, int64_t n, float* out) = 0;
+  // Streamed data (byte images decoded on the host: image folders): a
+  // device dataset with room for `capacity` samples of d's shape, normalised
+  // and augmented as resident data is (d's statistics; none of its samples
+  // are uploaded). set_batch replaces its samples with n bytes samples and
+  // their labels, queued after the steps already queued; train_step and
+  // predict then take indices 0..n-1 of it. So a streamed batch crosses to
+  // the device as bytes, a quarter of its floats, and is augmented there.
+  virtual int add_batch_dataset(const Dataset& d, int64_t capacity) = 0;
+  virtual void set_batch(int dataset, const uint8_t* pixels, const int32_t* labels, int64_t n) = 0;
 
   virtual std::vector<std::pair<std::string, Tensor>> optimizer_state() = 0;
   virtual void load_optimizer_state(const std::vector<std::pair<std::string, Tensor>>& s) = 0;
