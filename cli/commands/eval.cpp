@@ -45,7 +45,7 @@ int cmd_eval(const Args& a) {
   if (DeviceBackend* backend = require_device(run.device)) {
     auto dp = backend->create_plan(l.project.graph, *l.plan, DevicePlanOptions::for_training(run));
     dp->upload_params();
-    int h = dp->add_dataset(test);
+    int h = add_device_dataset(*dp, test, batch);
     r = evaluate_device(*dp, h, test, l.plan->output_shape(), {}, batch, *loss);
   } else {
     r = evaluate(*l.plan, test, {}, batch, *loss);

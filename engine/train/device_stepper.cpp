@@ -52,14 +52,14 @@ DeviceStepStats DeviceStepper::take_stats(int64_t step) {
   return read_device_stats(plan_, epoch_, kReport, step);
 }
 
-StreamedDeviceStepper::StreamedDeviceStepper(DevicePlan& plan, const Dataset& train,
+StreamedDeviceStepper::StreamedDeviceStepper(DevicePlan& plan, int dataset, const Dataset& train,
                                              const std::vector<int64_t>& train_idx,
                                              const TrainConfig& cfg)
     : plan_(plan),
       cfg_(cfg),
+      dataset_(dataset),
       loader_(train, train_idx, cfg.batch, /*shuffle=*/true, /*drop_last=*/false, cfg.seed,
               /*prefetch=*/3, /*training_draws=*/true, /*bytes=*/true),
-      dataset_(plan.add_batch_dataset(train, cfg.batch)),
       iota_(size_t(cfg.batch)) {
   for (int64_t i = 0; i < cfg.batch; ++i) iota_[size_t(i)] = i;
 }

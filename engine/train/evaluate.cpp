@@ -63,6 +63,10 @@ EvalResult evaluate(Plan& plan, const Dataset& ds, const std::vector<int64_t>& i
   return eval_result(m);
 }
 
+int add_device_dataset(DevicePlan& plan, const Dataset& ds, int64_t batch) {
+  return ds.images ? plan.add_batch_dataset(ds, batch) : plan.add_dataset(ds);
+}
+
 EvalResult evaluate_device(DevicePlan& plan, int dataset, const Dataset& ds,
                            const Shape& output_shape, const std::vector<int64_t>& indices,
                            int64_t batch, Loss& loss) {
@@ -71,14 +75,19 @@ EvalResult evaluate_device(DevicePlan& plan, int dataset, const Dataset& ds,
   Tensor out(output_shape.with_batch(batch)), dout(output_shape.with_batch(batch));
   BatchScorer scorer(loss, scores_every_step(ds, output_shape));
   if (ds.images) {
-    // Image folders are not resident on the device: batches are decoded on
-    // the host (the loader's worker threads) and run through forward().
-    BatchLoader loader(ds, idx, batch, /*shuffle=*/false, /*drop_last=*/false, 0);
+    // Image folders are not resident on the device: batches are decoded to
+    // bytes on the host (the loader's worker threads) and sent to the
+    // device's batch dataset, which normalises them as it gathers.
+    BatchLoader loader(ds, idx, batch, /*shuffle=*/false, /*drop_last=*/false, 0, 3,
+                       /*training_draws=*/false, /*bytes=*/true);
+    std::vector<int64_t> iota(static_cast<size_t>(batch));
+    for (int64_t i = 0; i < batch; ++i) iota[size_t(i)] = i;
     loader.start_epoch(0);
     Batch b;
     while (loader.next(b)) {
       Tensor ob = out.narrow_batch(b.n), db = dout.narrow_batch(b.n);
-      plan.forward(b.x, ob, /*training=*/false, 0);
+      plan.set_batch(dataset, static_cast<const uint8_t*>(b.x.raw()), b.labels.data(), b.n);
+      plan.predict(dataset, iota.data(), b.n, ob.f32());
       scorer.eval(ob, b.labels.data(), db, &m);
     }
     return eval_result(m);

@@ -102,8 +102,10 @@ class DeviceStepper : public Stepper {
 class StreamedDeviceStepper : public Stepper {
  public:
   // train: byte images (Dataset::is_bytes), decoded by the loader's workers
-  // with their picture-level draws (random resized crop, colour jitter).
-  StreamedDeviceStepper(DevicePlan& plan, const Dataset& train,
+  // with their picture-level draws (random resized crop, colour jitter);
+  // dataset: its batch dataset on the plan (add_device_dataset), room for
+  // cfg.batch samples.
+  StreamedDeviceStepper(DevicePlan& plan, int dataset, const Dataset& train,
                         const std::vector<int64_t>& train_idx, const TrainConfig& cfg);
   void start_epoch(int epoch) override;
   bool next_batch() override { return loader_.next(batch_); }
@@ -116,8 +118,8 @@ class StreamedDeviceStepper : public Stepper {
   static constexpr int64_t kReport = 25;  // as DeviceStepper's
   DevicePlan& plan_;
   const TrainConfig& cfg_;
+  int dataset_;  // the plan's batch dataset
   BatchLoader loader_;
-  int dataset_;                // the plan's batch dataset
   std::vector<int64_t> iota_;  // 0..batch-1: a step takes the whole batch
   Batch batch_;
   int epoch_ = 0;

@@ -130,11 +130,11 @@ Trainer::Trainer(const Graph& g, TrainConfig c, std::shared_ptr<Dataset> train,
       dplan_->load_optimizer_state(ck.optimizer);
       dplan_->set_optimizer_steps(ck.step);
     }
-    // Normalisation is fixed above, so the resident copies gather the same
-    // values the CPU loader would.
-    // Image folders are decoded on the host and fed batch by batch.
-    if (!train_->images) dtrain_ = dplan_->add_dataset(*train_);
-    if (test_ && !test_->images) dtest_ = dplan_->add_dataset(*test_);
+    // Normalisation is fixed above, so the device's copies gather the same
+    // values the CPU loader would. Image folders are decoded on the host and
+    // streamed to them batch by batch.
+    dtrain_ = add_device_dataset(*dplan_, *train_, cfg_.batch);
+    if (test_) dtest_ = add_device_dataset(*dplan_, *test_, cfg_.batch);
   }
 }
 
@@ -251,7 +251,8 @@ void Trainer::run() {
       stepper = std::make_unique<HostBatchDeviceStepper>(*dplan_, plan_->output_shape(), *train_,
                                                          r.train_idx, cfg_, *loss_);
     else if (dplan_ && train_->images)
-      stepper = std::make_unique<StreamedDeviceStepper>(*dplan_, *train_, r.train_idx, cfg_);
+      stepper =
+          std::make_unique<StreamedDeviceStepper>(*dplan_, dtrain_, *train_, r.train_idx, cfg_);
     else if (dplan_)
       stepper = std::make_unique<DeviceStepper>(*dplan_, dtrain_, r.train_idx, cfg_);
     else

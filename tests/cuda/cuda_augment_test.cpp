@@ -152,18 +152,29 @@ Tensor gpu_weights_streamed(DeviceBackend* be, const AugmentConfig& aug, bool pe
   for (int64_t i = 0; i < kB; ++i) iota[size_t(i)] = i;
   std::vector<uint8_t> bytes(size_t(kB * F));
   std::vector<int32_t> labels(kB);
-  for (int s = 0; s < kSteps; ++s) {
-    const std::vector<int64_t> idx = batch(s);
+  // The samples of idx, as the loader would gather their bytes.
+  auto send = [&](const std::vector<int64_t>& idx) {
     for (int64_t i = 0; i < kB; ++i) {
       std::copy_n(ds.pixels.begin() + idx[size_t(i)] * F, F, bytes.begin() + i * F);
       labels[size_t(i)] = ds.labels[size_t(idx[size_t(i)])];
     }
     dev->set_batch(h, bytes.data(), labels.data(), kB);
+  };
+  for (int s = 0; s < kSteps; ++s) {
+    send(batch(s));
     // The host buffers are free again at once: the next batch may reuse them.
     std::fill(bytes.begin(), bytes.end(), uint8_t(0));
     dev->train_step(h, iota.data(), kB, 0.05, uint64_t(1000 + s));
   }
   Tensor trained = r.weights();
+  // Inference over a streamed batch (evaluating an image folder) gives the
+  // logits of the same samples resident.
+  const int resident = dev->add_dataset(ds);
+  send(batch(0));
+  std::vector<float> streamed_out(size_t(kB * 5)), resident_out(size_t(kB * 5));
+  dev->predict(h, iota.data(), kB, streamed_out.data());
+  dev->predict(resident, batch(0).data(), kB, resident_out.data());
+  EXPECT_EQ(streamed_out, resident_out);
   // Misuse is refused before anything is queued: more samples than the
   // room, and indices past the batch last set.
   EXPECT_THROW(dev->set_batch(h, bytes.data(), labels.data(), kB + 1), Error);

@@ -12,6 +12,7 @@
 //   kernels to).
 #include <deepcanvas/backend.h>
 #include <deepcanvas/errors.h>
+#include <deepcanvas/evaluate.h>
 #include <deepcanvas/image_data.h>
 #include <deepcanvas/layer.h>
 #include <deepcanvas/loss.h>
@@ -22,6 +23,7 @@
 #include <deepcanvas/sequence_data.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -104,7 +106,15 @@ class HostDevicePlan : public DevicePlan {
     ++reads_;
     return s;
   }
-  void predict(int, const int64_t*, int64_t, float*) override { unused("predict"); }
+  // As CudaPlan's: gather (normalise) and run in inference mode.
+  void predict(int dataset, const int64_t* idx, int64_t n, float* out) override {
+    if (dataset != kBatchDataset) unused("predict on resident data");
+    Tensor x(batch_.sample_shape.with_batch(n));
+    batch_.gather(idx, n, x.f32(), nullptr);
+    RunContext ctx{false, nullptr};
+    const Tensor& y = plan_.forward(x, ctx);
+    std::copy_n(y.f32(), y.numel(), out);
+  }
   std::vector<std::pair<std::string, Tensor>> optimizer_state() override { return {}; }
   void load_optimizer_state(const std::vector<std::pair<std::string, Tensor>>&) override {}
   int64_t optimizer_steps() const override { return steps_; }
@@ -280,7 +290,8 @@ TEST(StreamedStepper, ByteBatchesTrainAsTheCpuStepperWithAugmentation) {
   auto cpu_opt = make_optimizer(c.optimizer);
   CpuStepper cpu(cpu_plan, *cpu_loss, *cpu_opt, tt.train, idx, c);
   HostDevicePlan device(dev_plan, c);
-  StreamedDeviceStepper streamed(device, tt.train, idx, c);
+  StreamedDeviceStepper streamed(device, add_device_dataset(device, tt.train, c.batch), tt.train,
+                                 idx, c);
 
   // Two epochs each (6 batches of 8 or fewer: 45 files, one bad).
   DeviceStepStats a1, b1;
@@ -296,6 +307,18 @@ TEST(StreamedStepper, ByteBatchesTrainAsTheCpuStepperWithAugmentation) {
   EXPECT_NEAR(b1.loss_sum, a1.loss_sum, 1e-5 * std::abs(a1.loss_sum));
   EXPECT_EQ(b1.correct, a1.correct);
   expect_same_weights(cpu_plan, dev_plan);
+  // Evaluation on the device streams the same pictures as bytes (the
+  // evaluation crop, no draws) and scores them as the host does.
+  const int handle = add_device_dataset(device, tt.train, c.batch);
+  const EvalResult on_host = evaluate(cpu_plan, tt.train, {}, c.batch, *cpu_loss);
+  const EvalResult on_device =
+      evaluate_device(device, handle, tt.train, dev_plan.output_shape(), {}, c.batch, *cpu_loss);
+  EXPECT_EQ(on_host.samples, 44);
+  EXPECT_EQ(on_device.samples, on_host.samples);
+  EXPECT_NEAR(on_device.loss, on_host.loss, 1e-6);
+  EXPECT_EQ(on_device.top1, on_host.top1);
+  EXPECT_EQ(on_device.confusion, on_host.confusion);
+
   // The control: the same steps without the batch augmentation end
   // elsewhere, so the comparison above would notice it missing.
   TrainConfig plain = c;
@@ -303,7 +326,8 @@ TEST(StreamedStepper, ByteBatchesTrainAsTheCpuStepperWithAugmentation) {
   Plan other(g, c.batch);
   other.init_params(11);
   HostDevicePlan device2(other, plain);
-  StreamedDeviceStepper unaugmented(device2, tt.train, idx, plain);
+  StreamedDeviceStepper unaugmented(device2, add_device_dataset(device2, tt.train, c.batch),
+                                    tt.train, idx, plain);
   run(unaugmented, 10, c.optimizer.lr);
   run(unaugmented, 10, c.optimizer.lr);
   double apart = 0;
@@ -334,7 +358,7 @@ TEST(StreamedStepper, ReadsTheDeviceEveryFewStepsAndAtTheEnd) {
   Plan p(g, c.batch);
   p.init_params(1);
   HostDevicePlan device(p, c);
-  StreamedDeviceStepper s(device, ds, {0, 1, 2, 3}, c);
+  StreamedDeviceStepper s(device, device.add_batch_dataset(ds, c.batch), ds, {0, 1, 2, 3}, c);
   EXPECT_FALSE(s.report_due(1, 100, false));
   EXPECT_TRUE(s.report_due(25, 100, false));
   EXPECT_TRUE(s.report_due(7, 7, false));
@@ -349,7 +373,7 @@ TEST(StreamedStepper, ReadsTheDeviceEveryFewStepsAndAtTheEnd) {
   Dataset numbers = ds;
   numbers.pixels.clear();
   numbers.values.assign(16, 0.5f);
-  EXPECT_THROW(StreamedDeviceStepper(device, numbers, {0, 1, 2, 3}, c), DataError);
+  EXPECT_THROW(StreamedDeviceStepper(device, 7, numbers, {0, 1, 2, 3}, c), DataError);
 }
 
 }  // namespace
