@@ -7,6 +7,7 @@ float* OpContext::ws(size_t bytes, const std::string& what) {
   if (workspace->bytes() < bytes) {
     workspace->reset();
     *workspace = DeviceBuffer(*alloc, bytes, "cuDNN workspace of " + what);
+    ++ws_generation;
   }
   return workspace->get();
 }

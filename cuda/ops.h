@@ -18,6 +18,9 @@
 namespace dc::cuda {
 
 struct OpContext {
+  // Counts the workspace's reallocations: a captured graph holds the
+  // address it had, so the plan drops its graph when this moves.
+  uint64_t ws_generation = 0;
   cudaStream_t stream = nullptr;
   cudnnHandle_t dnn = nullptr;
   cublasHandle_t blas = nullptr;

@@ -251,6 +251,7 @@ void CudaPlan::allocate_step_buffers() {
 CudaPlan::~CudaPlan() {
   // The members free themselves (in reverse order of declaration) once the
   // queued work that uses them is done.
+  cudaSetDevice(o_.device);  // a destructor reports nothing: best effort
   if (stream_) cudaStreamSynchronize(stream_);
 }
 
@@ -259,6 +260,10 @@ CudaPlan::~CudaPlan() {
 void CudaPlan::check_input(const float* x, int64_t count) const {
   for (const Node& nd : nodes_)
     if (nd.op && !nd.inputs.empty() && nodes_[nd.inputs[0]].is_input) nd.op->check_input(x, count);
+}
+
+void CudaPlan::select() const {
+  DC_CUDA(cudaSetDevice(o_.device), "selecting " + name_);
 }
 
 void CudaPlan::sync(const std::string& what) {
@@ -271,6 +276,7 @@ void CudaPlan::prepare(int n) {
 }
 
 void CudaPlan::upload_params() {
+  select();
   for (Mapped& m : map_)
     DC_CUDA(cudaMemcpyAsync(m.dev, m.host->value.f32(), m.host->value.bytes(),
                             cudaMemcpyHostToDevice, stream_),
@@ -286,6 +292,7 @@ void CudaPlan::upload_params() {
 }
 
 void CudaPlan::download_params() {
+  select();
   for (Mapped& m : map_)
     DC_CUDA(cudaMemcpyAsync(m.host->value.f32(), m.dev, m.host->value.bytes(),
                             cudaMemcpyDeviceToHost, stream_),
@@ -294,6 +301,7 @@ void CudaPlan::download_params() {
 }
 
 void CudaPlan::download_grads() {
+  select();
   for (Mapped& m : map_)
     if (m.dev_grad)
       DC_CUDA(cudaMemcpyAsync(m.host->grad.f32(), m.dev_grad, m.host->grad.bytes(),
@@ -337,6 +345,7 @@ void CudaPlan::run_backward(int n) {
 }
 
 void CudaPlan::forward(const Tensor& x, Tensor& out, bool training, uint64_t seed) {
+  select();
   const int n = int(x.dim(0));
   if (n > o_.max_batch)
     throw Error("batch of " + std::to_string(n) + " exceeds the plan's " +
@@ -354,6 +363,7 @@ void CudaPlan::forward(const Tensor& x, Tensor& out, bool training, uint64_t see
 }
 
 void CudaPlan::backward(const Tensor& dout) {
+  select();
   const int n = int(dout.dim(0));
   DC_CUDA(cudaMemsetAsync(grads_.get(), 0, grads_floats_ * 4, stream_), "zeroing gradients");
   DC_CUDA(cudaMemcpyAsync(nodes_[out_node_].grad, dout.f32(), dout.bytes(), cudaMemcpyHostToDevice,
@@ -364,6 +374,13 @@ void CudaPlan::backward(const Tensor& dout) {
 }
 
 void CudaPlan::zero_grad() {
+  select();
+  clear_param_grads();
+}
+
+// zero_grad's work, for steps already on the plan's device (and inside a
+// graph capture, where selecting a device is no business of the step).
+void CudaPlan::clear_param_grads() {
   DC_CUDA(cudaMemsetAsync(pgrads_.get(), 0, std::max<int64_t>(trainable_floats_, 1) * 4, stream_),
           "zeroing parameter gradients");
 }
@@ -377,6 +394,7 @@ void CudaPlan::run_loss(int n, const float* values) {
 }
 
 float CudaPlan::loss(const int32_t* labels, const Tensor* values, Tensor* dout) {
+  select();
   const int n = int(cur_n_);
   const int C = int(nodes_[out_node_].numel);
   if (labels)
@@ -399,6 +417,7 @@ float CudaPlan::loss(const int32_t* labels, const Tensor* values, Tensor* dout) 
 }
 
 void CudaPlan::predict(int dataset, const int64_t* idx, int64_t n, float* out) {
+  select();
   gather(dataset, idx, n);
   ctx_.need_backward = false;
   try {
@@ -415,6 +434,7 @@ void CudaPlan::predict(int dataset, const int64_t* idx, int64_t n, float* out) {
 }
 
 std::vector<std::pair<std::string, Tensor>> CudaPlan::optimizer_state() {
+  select();
   std::vector<std::pair<std::string, Tensor>> s;
   if (!have_moments_) return s;
   std::vector<Param*> tr = host_.trainable();
@@ -440,6 +460,7 @@ std::vector<std::pair<std::string, Tensor>> CudaPlan::optimizer_state() {
 }
 
 void CudaPlan::load_optimizer_state(const std::vector<std::pair<std::string, Tensor>>& s) {
+  select();
   if (s.empty() || trainable_floats_ == 0) return;
   drop_graph();  // the moments are reallocated below; a graph would write the old ones
   m_ = DeviceBuffer(alloc_, trainable_floats_ * 4, "optimizer state");
@@ -460,6 +481,7 @@ void CudaPlan::load_optimizer_state(const std::vector<std::pair<std::string, Ten
 }
 
 DeviceMemory CudaPlan::memory() {
+  select();
   DeviceMemory m;
   m.allocated = alloc_.allocated();
   m.reserved = alloc_.reserved();

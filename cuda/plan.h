@@ -103,6 +103,11 @@ class CudaPlan : public DevicePlan {
   void capture_and_launch(int dataset, int64_t n, double lr, uint64_t seed);
   void drop_graph();
   void sync(const std::string& what);
+  // Makes the plan's GPU the calling thread's: the plan is built on one
+  // thread and trained on another (the Trainer's), and the runtime's current
+  // device is per thread, so every public entry point selects it (cheap).
+  void select() const;
+  void clear_param_grads();
   void check_input(const float* x, int64_t count) const;
   std::string where(int n) const { return "(batch " + std::to_string(n) + ")"; }
 
@@ -155,6 +160,7 @@ class CudaPlan : public DevicePlan {
   int full_steps_ = 0;       // graph-capable steps run eagerly so far (warm-up before capture)
   GraphExec exec_;
   int graph_dataset_ = -1;
+  uint64_t graph_ws_generation_ = 0;  // ctx_.ws_generation when exec_ was captured
   Event slot_done_[kSlots];
   int slot_ = 0;
   int64_t cur_n_ = 0;

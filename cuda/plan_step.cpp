@@ -16,6 +16,7 @@
 namespace dc::cuda {
 
 void CudaPlan::step(double lr) {
+  select();
   update(lr, nullptr);
 }
 
@@ -62,6 +63,7 @@ void CudaPlan::update(double lr, const int* skip, const StepArgs* dyn) {
 }
 
 int CudaPlan::add_dataset(const Dataset& d) {
+  select();
   {
     // Once per dataset, as the loader would see it (normalised), in chunks.
     const int64_t per = d.sample_shape.numel(), chunk = std::max<int64_t>(1, (1 << 20) / per);
@@ -112,6 +114,7 @@ CudaPlan::ResidentData CudaPlan::describe(const Dataset& d) {
 }
 
 int CudaPlan::add_batch_dataset(const Dataset& d, int64_t capacity) {
+  select();
   if (!d.is_bytes()) throw DataError(d.source + ": only image bytes can be streamed to the device");
   if (capacity < 1 || capacity > o_.max_batch)
     throw Error("a streamed batch of " + std::to_string(capacity) + " samples for a plan of " +
@@ -134,6 +137,7 @@ int CudaPlan::add_batch_dataset(const Dataset& d, int64_t capacity) {
 // reads (its event), and the upload from page-locked memory runs
 // asynchronously.
 void CudaPlan::set_batch(int dataset, const uint8_t* pixels, const int32_t* labels, int64_t n) {
+  select();
   if (dataset < 0 || dataset >= int(data_.size()) || data_[size_t(dataset)].capacity == 0)
     throw Error("set_batch needs a dataset made by add_batch_dataset");
   ResidentData& r = data_[size_t(dataset)];
@@ -218,7 +222,7 @@ void CudaPlan::device_step(int dataset, const int64_t* dev_idx, int64_t n, doubl
   gather_on_device(dataset, dev_idx, n, true, seed, dseed);
   run_forward(int(n), true, seed, dseed);
   DC_CUDA(cudaMemsetAsync(grads_.get(), 0, grads_floats_ * 4, stream_), "zeroing gradients");
-  zero_grad();
+  clear_param_grads();
   run_loss(int(n), nullptr);
   if (!fp16_) {
     run_backward(int(n));
@@ -240,10 +244,15 @@ void CudaPlan::device_step(int dataset, const int64_t* dev_idx, int64_t n, doubl
 }
 
 void CudaPlan::train_step(int dataset, const int64_t* idx, int64_t n, double lr, uint64_t seed) {
+  select();
   if (!graphs_ || n != o_.max_batch) {
     device_step(dataset, stage(dataset, idx, n, nullptr), n, lr, seed, nullptr);
     return;
   }
+  // Another batch size since the capture (a batch shortened by bad files,
+  // an evaluation) may have grown the workspace: the graph would write to
+  // the freed one. Drop it; the next full step captures afresh.
+  if (exec_ && ctx_.ws_generation != graph_ws_generation_) drop_graph();
   StepArgs a{adam_args(lr, t_ + 1), float(lr), seed};
   const int64_t* dev = stage(dataset, idx, n, &a);
   if (exec_ && graph_dataset_ == dataset) {
@@ -307,12 +316,14 @@ void CudaPlan::capture_and_launch(int dataset, int64_t n, double lr, uint64_t se
     return;
   }
   graph_dataset_ = dataset;
+  graph_ws_generation_ = ctx_.ws_generation;
   DC_CUDA(cudaGraphLaunch(exec_.get(), stream_),
           "launching the captured training step " + where(int(n)));
   ++graph_steps_;
 }
 
 DeviceStepStats CudaPlan::take_stats() {
+  select();
   LossStats s{};
   DC_CUDA(cudaMemcpyAsync(&s, stats_.get(), sizeof s, cudaMemcpyDeviceToHost, stream_),
           "reading the loss");

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "stepper.h"
 
@@ -32,17 +33,17 @@ bool DeviceStepper::report_due(int64_t step_in_epoch, int64_t steps_per_epoch,
 namespace {
 
 // The statistics of the steps queued since the last read; a non-finite loss
-// among them stops the run with the host Plan holding the device's weights.
+// among them stops the run. The device's weights are not read back: the
+// update after a non-finite loss has already made them NaN, and the host
+// Plan still holds the last weights read (an epoch's end or a checkpoint).
 DeviceStepStats read_device_stats(DevicePlan& plan, int epoch, int64_t steps, int64_t step) {
   DeviceStepStats s = plan.take_stats();
-  if (!s.finite) {
-    plan.download_params();
+  if (!s.finite)
     throw Error("the loss became NaN or infinite at epoch " + std::to_string(epoch) +
-                ", within the " + std::to_string(steps) + " steps before step " +
+                ", within the " + std::to_string(steps) + " step(s) before step " +
                 std::to_string(step) +
-                "; training stopped. Lower the learning rate, normalise the inputs or add "
-                "BatchNorm");
-  }
+                "; training stopped and the weights of the last epoch end or checkpoint were "
+                "kept. Lower the learning rate, normalise the inputs or add BatchNorm");
   return s;
 }
 
@@ -86,8 +87,8 @@ bool StreamedDeviceStepper::report_due(int64_t step_in_epoch, int64_t steps_per_
 }
 
 DeviceStepStats StreamedDeviceStepper::take_stats(int64_t step) {
-  unread_ = 0;
-  return read_device_stats(plan_, epoch_, kReport, step);
+  const int64_t steps = std::exchange(unread_, 0);
+  return read_device_stats(plan_, epoch_, steps, step);
 }
 
 HostBatchDeviceStepper::HostBatchDeviceStepper(DevicePlan& plan, const Shape& output,

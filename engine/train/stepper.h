@@ -41,7 +41,8 @@ class Stepper {
   virtual bool report_due(int64_t step_in_epoch, int64_t steps_per_epoch,
                           bool interrupted) const = 0;
   // Loss sum and top-1 hits since the last call. Throws when the loss became
-  // NaN or infinite, keeping the last good weights in the host Plan.
+  // NaN or infinite, keeping the last good weights in the host Plan (on a
+  // device: those last read back, at an epoch's end or a checkpoint).
   virtual DeviceStepStats take_stats(int64_t step) = 0;
   // Steps taken since the last take_stats: an epoch whose loader ran out
   // before report_due said so (every file of its last batches bad) reads
