@@ -92,14 +92,14 @@ int64_t gather_samples(const Dataset& d, const int64_t* idx, int64_t n, float* x
   }
   for (int64_t i = 0; i < n; ++i) {
     const int64_t s = idx[i];
-    float* dst = x + i * per;
-    if (xb) {
+    if (xb) {  // x is null then: no pointer into it is formed
       std::memcpy(xb + i * per, d.pixels.data() + s * per, size_t(per));
     } else if (u8) {
-      convert(d.pixels.data() + s * per, dst);
+      convert(d.pixels.data() + s * per, x + i * per);
     } else {
       // normalisation() keeps float data on the shared form.
       const float* src = d.values.data() + s * per;
+      float* dst = x + i * per;
       const float m = np.mean, inv = np.inv_std;
       for (int64_t k = 0; k < per; ++k) dst[k] = (src[k] - m) * inv;
     }
