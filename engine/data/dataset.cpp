@@ -24,7 +24,7 @@ int64_t gather_samples(const Dataset& d, const int64_t* idx, int64_t n, float* x
                        int32_t* out_labels, uint64_t draw_seed, WorkPool* pool, bool drop) {
   const int64_t per = d.sample_shape.numel();
   const int64_t count = d.size();
-  const bool u8 = !d.pixels.empty() || d.values.empty();
+  const bool u8 = d.is_bytes();
   const int64_t stored = d.images ? count * per
                          : u8     ? static_cast<int64_t>(d.pixels.size())
                                   : static_cast<int64_t>(d.values.size());
@@ -36,7 +36,7 @@ int64_t gather_samples(const Dataset& d, const int64_t* idx, int64_t n, float* x
     if (idx[i] < 0 || idx[i] >= count)
       throw DataError(d.source + ": sample index " + std::to_string(idx[i]) +
                       " is outside the dataset (" + std::to_string(count) + " samples)");
-  if (xb && !u8) throw DataError(d.source + ": its samples are numbers, not image bytes");
+  if (xb) d.require_bytes();
   // One table lookup per byte instead of a divide: the same float result
   // for every occurrence of a byte value, one table per channel with
   // per-channel statistics (a pretrained base's).
@@ -109,6 +109,12 @@ int64_t gather_samples(const Dataset& d, const int64_t* idx, int64_t n, float* x
 }
 
 }  // namespace
+
+void Dataset::require_bytes() const {
+  if (!is_bytes())
+    throw DataError((source.empty() ? std::string("dataset") : source) +
+                    ": its samples are numbers, not image bytes");
+}
 
 void Dataset::gather(const int64_t* idx, int64_t n, float* x, int32_t* out_labels) const {
   gather_samples(*this, idx, n, x, nullptr, out_labels, 0, nullptr, false);

@@ -43,9 +43,7 @@ BatchLoader::BatchLoader(const Dataset& ds, std::vector<int64_t> indices, int64_
       bytes_(bytes) {
   if (batch <= 0)
     throw DataError("the batch size must be at least 1 (got " + std::to_string(batch) + ")");
-  if (bytes && !ds.is_bytes())
-    throw DataError((ds.source.empty() ? std::string("dataset") : ds.source) +
-                    ": its samples are numbers, not image bytes");
+  if (bytes) ds.require_bytes();
   for (int64_t i : indices_)
     if (i < 0 || i >= ds.size())
       throw DataError((ds.source.empty() ? std::string("dataset") : ds.source) + ": sample index " +

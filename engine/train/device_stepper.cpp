@@ -21,13 +21,25 @@ int64_t DeviceStepper::step(int64_t step, double lr) {
   const int64_t n = std::min<int64_t>(cfg_.batch, int64_t(order_.size() - next_));
   plan_.train_step(dataset_, order_.data() + next_, n, lr, step_seed(cfg_.seed, step));
   next_ += size_t(n);
+  ++unread_;
   return n;
 }
 
+namespace {
+
+// Steps between reads of the device's running loss and accuracy: the host
+// never stalls the GPU per step, and reads at an epoch's end or a stop.
+constexpr int64_t kReport = 25;
+
+bool device_report_due(int64_t step_in_epoch, int64_t steps_per_epoch, bool interrupted) {
+  return step_in_epoch % kReport == 0 || step_in_epoch == steps_per_epoch || interrupted;
+}
+
+}  // namespace
+
 bool DeviceStepper::report_due(int64_t step_in_epoch, int64_t steps_per_epoch,
                                bool interrupted) const {
-  return step_in_epoch % kReport == 0 || step_in_epoch == steps_per_epoch ||
-         next_ >= order_.size() || interrupted;
+  return device_report_due(step_in_epoch, steps_per_epoch, interrupted) || next_ >= order_.size();
 }
 
 namespace {
@@ -50,7 +62,7 @@ DeviceStepStats read_device_stats(DevicePlan& plan, int epoch, int64_t steps, in
 }  // namespace
 
 DeviceStepStats DeviceStepper::take_stats(int64_t step) {
-  return read_device_stats(plan_, epoch_, kReport, step);
+  return read_device_stats(plan_, epoch_, std::exchange(unread_, 0), step);
 }
 
 StreamedDeviceStepper::StreamedDeviceStepper(DevicePlan& plan, int dataset, const Dataset& train,
@@ -61,9 +73,7 @@ StreamedDeviceStepper::StreamedDeviceStepper(DevicePlan& plan, int dataset, cons
       dataset_(dataset),
       loader_(train, train_idx, cfg.batch, /*shuffle=*/true, /*drop_last=*/false, cfg.seed,
               /*prefetch=*/3, /*training_draws=*/true, /*bytes=*/true),
-      iota_(size_t(cfg.batch)) {
-  for (int64_t i = 0; i < cfg.batch; ++i) iota_[size_t(i)] = i;
-}
+      slots_(DevicePlan::batch_slots(cfg.batch)) {}
 
 void StreamedDeviceStepper::start_epoch(int epoch) {
   epoch_ = epoch;
@@ -76,14 +86,16 @@ void StreamedDeviceStepper::start_epoch(int epoch) {
 int64_t StreamedDeviceStepper::step(int64_t step, double lr) {
   const Batch& b = batch_;
   plan_.set_batch(dataset_, static_cast<const uint8_t*>(b.x.raw()), b.labels.data(), b.n);
-  plan_.train_step(dataset_, iota_.data(), b.n, lr, step_seed(cfg_.seed, step));
+  plan_.train_step(dataset_, slots_.data(), b.n, lr, step_seed(cfg_.seed, step));
   ++unread_;
   return b.n;
 }
 
+// The loader's end is known only when next_batch finds it; an epoch cut
+// short by bad files is read by stats_pending's read after the loop.
 bool StreamedDeviceStepper::report_due(int64_t step_in_epoch, int64_t steps_per_epoch,
                                        bool interrupted) const {
-  return step_in_epoch % kReport == 0 || step_in_epoch == steps_per_epoch || interrupted;
+  return device_report_due(step_in_epoch, steps_per_epoch, interrupted);
 }
 
 DeviceStepStats StreamedDeviceStepper::take_stats(int64_t step) {

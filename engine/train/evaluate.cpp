@@ -80,14 +80,13 @@ EvalResult evaluate_device(DevicePlan& plan, int dataset, const Dataset& ds,
     // device's batch dataset, which normalises them as it gathers.
     BatchLoader loader(ds, idx, batch, /*shuffle=*/false, /*drop_last=*/false, 0, 3,
                        /*training_draws=*/false, /*bytes=*/true);
-    std::vector<int64_t> iota(static_cast<size_t>(batch));
-    for (int64_t i = 0; i < batch; ++i) iota[size_t(i)] = i;
+    const std::vector<int64_t> whole = DevicePlan::batch_slots(batch);
     loader.start_epoch(0);
     Batch b;
     while (loader.next(b)) {
       Tensor ob = out.narrow_batch(b.n), db = dout.narrow_batch(b.n);
       plan.set_batch(dataset, static_cast<const uint8_t*>(b.x.raw()), b.labels.data(), b.n);
-      plan.predict(dataset, iota.data(), b.n, ob.f32());
+      plan.predict(dataset, whole.data(), b.n, ob.f32());
       scorer.eval(ob, b.labels.data(), db, &m);
     }
     return eval_result(m);

@@ -88,9 +88,6 @@ class DeviceStepper : public Stepper {
   DeviceStepStats take_stats(int64_t step) override;
 
  private:
-  // Steps between reads of the device's running loss and accuracy: the host
-  // never stalls the GPU per step.
-  static constexpr int64_t kReport = 25;
   DevicePlan& plan_;
   int dataset_;
   const std::vector<int64_t>& train_idx_;
@@ -98,6 +95,7 @@ class DeviceStepper : public Stepper {
   std::vector<int64_t> order_;
   size_t next_ = 0;  // into order_
   int epoch_ = 0;
+  int64_t unread_ = 0;  // steps queued since the last take_stats
 };
 
 class StreamedDeviceStepper : public Stepper {
@@ -116,12 +114,11 @@ class StreamedDeviceStepper : public Stepper {
   bool stats_pending() const override { return unread_ > 0; }
 
  private:
-  static constexpr int64_t kReport = 25;  // as DeviceStepper's
   DevicePlan& plan_;
   const TrainConfig& cfg_;
   int dataset_;  // the plan's batch dataset
   BatchLoader loader_;
-  std::vector<int64_t> iota_;  // 0..batch-1: a step takes the whole batch
+  std::vector<int64_t> slots_;  // DevicePlan::batch_slots: a step takes the whole batch
   Batch batch_;
   int epoch_ = 0;
   int64_t unread_ = 0;

@@ -68,6 +68,8 @@ struct Dataset {
                        uint64_t draw_seed, WorkPool* pool = nullptr) const;
   // Whether the samples are image bytes (gather_bytes can take them).
   bool is_bytes() const { return images != nullptr || (!pixels.empty() && values.empty()); }
+  // Throws DataError naming the dataset unless is_bytes().
+  void require_bytes() const;
 };
 
 // Empty when the settings are in range, else a message naming the first bad one.

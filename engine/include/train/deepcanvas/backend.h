@@ -107,7 +107,8 @@ class DevicePlan {
   // waiting for the device; results accumulate for take_stats().
   virtual void train_step(int dataset, const int64_t* idx, int64_t n, double lr, uint64_t seed) = 0;
   virtual DeviceStepStats take_stats() = 0;  // waits for the queued steps
-  // Inference on samples of a resident dataset: logits [n, ...output] to host.
+  // Inference on samples of a dataset (resident, or a batch dataset's
+  // current batch): logits [n, ...output] to host.
   virtual void predict(int dataset, const int64_t* idx, int64_t n, float* out) = 0;
   // Streamed data (byte images decoded on the host: image folders): a
   // device dataset with room for `capacity` samples of d's shape, normalised
@@ -118,6 +119,12 @@ class DevicePlan {
   // the device as bytes, a quarter of its floats, and is augmented there.
   virtual int add_batch_dataset(const Dataset& d, int64_t capacity) = 0;
   virtual void set_batch(int dataset, const uint8_t* pixels, const int32_t* labels, int64_t n) = 0;
+  // The indices a step or predict takes for a whole batch set by set_batch.
+  static std::vector<int64_t> batch_slots(int64_t capacity) {
+    std::vector<int64_t> idx(static_cast<size_t>(capacity));
+    for (int64_t i = 0; i < capacity; ++i) idx[size_t(i)] = i;
+    return idx;
+  }
 
   virtual std::vector<std::pair<std::string, Tensor>> optimizer_state() = 0;
   virtual void load_optimizer_state(const std::vector<std::pair<std::string, Tensor>>& s) = 0;
