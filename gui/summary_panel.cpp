@@ -62,6 +62,7 @@ SummaryPanel::SummaryPanel(widgets::GraphModel* model, QWidget* parent)
   totals_ = new QLabel(this);
   totals_->setObjectName("summaryTotals");
   totals_->setWordWrap(true);
+  totals_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
   totals_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   totals_->setContentsMargins(8, 4, 8, 6);
 
@@ -77,16 +78,22 @@ SummaryPanel::SummaryPanel(widgets::GraphModel* model, QWidget* parent)
     batch_ = b;
     scheduleRefresh();
   });
-  auto* footer = new QHBoxLayout;
-  footer->setContentsMargins(0, 0, 8, 0);
-  footer->addWidget(totals_, 1);
-  footer->addWidget(new QLabel(tr("Batch"), this));
-  footer->addWidget(batch_box_);
-  auto* lay = new QVBoxLayout(this);
-  lay->setContentsMargins(0, 0, 0, 0);
-  lay->setSpacing(0);
-  lay->addWidget(table_, 1);
-  lay->addLayout(footer);
+  batch_row_ = new QWidget(this);
+  auto* batch_lay = new QHBoxLayout(batch_row_);
+  batch_lay->setContentsMargins(0, 2, 8, 2);
+  batch_lay->addStretch(1);
+  batch_lay->addWidget(new QLabel(tr("Batch"), batch_row_));
+  batch_lay->addWidget(batch_box_);
+  auto* side = new QHBoxLayout;
+  side->setContentsMargins(0, 0, 0, 0);
+  side->setSpacing(0);
+  side->addWidget(totals_, 1);
+  side->addWidget(batch_row_, 0, Qt::AlignTop);
+  lay_ = new QBoxLayout(QBoxLayout::TopToBottom, this);
+  lay_->setContentsMargins(0, 0, 0, 0);
+  lay_->setSpacing(0);
+  lay_->addWidget(table_, 3);
+  lay_->addLayout(side, 0);
   // In a short dock (1280x720 with a title bar) the table's own minimum,
   // about four rows, left the totals too little height and cut their last
   // line off. The table keeps its header and a row and scrolls; the totals
@@ -215,6 +222,23 @@ void SummaryPanel::fitTotals() {
   const int width = totals_->width();
   const int need = isVisible() && width >= 300 ? totals_->heightForWidth(width) : 0;
   if (need >= 0 && totals_->minimumHeight() != need) totals_->setMinimumHeight(need);
+}
+
+void SummaryPanel::arrange(bool beside) {
+  // Beside: the totals (with the batch box on their right) in a column
+  // right of the table, as wide as it; below: under the table.
+  lay_->setDirection(beside ? QBoxLayout::LeftToRight : QBoxLayout::TopToBottom);
+  lay_->setStretch(0, beside ? 1 : 3);
+  lay_->setStretch(1, beside ? 1 : 0);
+}
+
+void SummaryPanel::resizeEvent(QResizeEvent* e) {
+  // A dock along the bottom of the window is wide and short: stacked, the
+  // totals' three or four lines left the layer table a single row at
+  // 1280x720. Side by side, the table gets the dock's height. The rule
+  // reads the width alone, so the switch cannot change what decides it.
+  arrange(e->size().width() >= kBesideWidth);
+  QWidget::resizeEvent(e);
 }
 
 bool SummaryPanel::eventFilter(QObject* watched, QEvent* e) {

@@ -10,7 +10,9 @@
 
 #include <QWidget>
 
+class QBoxLayout;
 class QLabel;
+class QResizeEvent;
 class QSpinBox;
 class QTreeWidget;
 class QTimer;
@@ -75,6 +77,12 @@ class SummaryPanel : public QWidget {
   // rather than cut the last line off.
   void fitTotals();
   bool eventFilter(QObject* watched, QEvent* e) override;
+  void resizeEvent(QResizeEvent* e) override;
+  // Totals beside the table (true) or under it.
+  void arrange(bool beside);
+  static constexpr int kBesideWidth = 1000;
+  QBoxLayout* lay_;
+  QWidget* batch_row_;
 
   int64_t batch_ = 64;
   int64_t total_params_ = 0;
