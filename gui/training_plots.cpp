@@ -133,6 +133,9 @@ void TrainingPlots::startRun(int run, int gpu, bool sample_device) {
     return;
   }
   proc_->cpuPercent();  // starts the interval the first reading covers
+  // The process's memory as the run starts: with the last reading at its
+  // end, even a run shorter than the timer's interval draws a line.
+  if (!gpu_run_) sampleProcessMemory(0.0);
   device_timer_->start();
 }
 
@@ -206,9 +209,13 @@ void TrainingPlots::sampleDevice() {
   } else {
     double cpu = proc_->cpuPercent();
     if (cpu >= 0) util_->addPoint(s_util_, t, cpu);
-    int64_t rss = ProcessStats::residentBytes();
-    if (rss >= 0) mem_->addPoint(s_mem_, t, double(rss) / (1024.0 * 1024.0));
+    sampleProcessMemory(t);
   }
+}
+
+void TrainingPlots::sampleProcessMemory(double t) {
+  const int64_t rss = ProcessStats::residentBytes();
+  if (rss >= 0) mem_->addPoint(s_mem_, t, double(rss) / (1024.0 * 1024.0));
 }
 
 void TrainingPlots::addTelemetry(const DeviceReading& r) {

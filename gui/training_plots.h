@@ -55,6 +55,7 @@ class TrainingPlots : public QWidget {
  private:
   void setupDevicePlots(bool gpu);
   void sampleDevice();
+  void sampleProcessMemory(double t);  // MiB resident, this process
   double runSeconds() const;
 
   widgets::LivePlot *loss_, *acc_, *speed_, *lr_, *util_, *mem_;

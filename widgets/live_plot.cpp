@@ -482,6 +482,16 @@ void LivePlot::rescale() {
 }
 
 void LivePlot::replot() {
+  // A line needs two points: a lone reading (a run shorter than the
+  // sampling interval) is drawn as a dot, or the plot looked empty.
+  for (Series& s : series_) {
+    if (s.marker != Marker::None) continue;
+    QCPGraph* shown = s.smooth ? s.smooth : s.raw;
+    const bool lone = shown->dataCount() == 1;
+    if (lone != (shown->scatterStyle().shape() == QCPScatterStyle::ssDisc))
+      shown->setScatterStyle(lone ? QCPScatterStyle(QCPScatterStyle::ssDisc, 6)
+                                  : QCPScatterStyle(QCPScatterStyle::ssNone));
+  }
   rescale();
   // Queued: many appends in one event-loop turn cost one repaint.
   plot_->replot(QCustomPlot::rpQueuedReplot);

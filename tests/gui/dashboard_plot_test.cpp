@@ -76,6 +76,33 @@ TEST(DashboardPlot, FollowsTheThemesPalette) {
   EXPECT_LT(QColor(img.pixel(3, 3)).lightness(), 80) << "the plot's background is light";
 }
 
+// A run shorter than the device plots' sampling interval left one reading,
+// and a line through one point draws nothing: the plot looked empty.
+TEST(DashboardPlot, ALoneReadingIsDrawnAsADot) {
+  widgets::LivePlot plot("Utilization", "%");
+  plot.resize(400, 300);
+  const QColor red(230, 0, 0);
+  const int s = plot.addSeries("utilization", red, widgets::LivePlot::Style::Line);
+  QCustomPlot* cp = plot.customPlot();
+  auto red_in_axes = [&] {
+    const QImage img = cp->toPixmap(400, 300).toImage();
+    QRect r = cp->axisRect()->rect();
+    int n = 0;
+    for (int y = r.top(); y <= r.bottom(); ++y)
+      for (int x = r.left(); x <= r.right(); ++x) {
+        const QColor c(img.pixel(x, y));
+        n += c.red() > 180 && c.green() < 90 && c.blue() < 90;
+      }
+    return n;
+  };
+  ASSERT_FALSE(plot.legendOverData());
+  EXPECT_EQ(red_in_axes(), 0);
+  plot.addPoint(s, 0.4, 37.0);
+  EXPECT_GE(red_in_axes(), 12) << "one reading, nothing drawn";
+  plot.addPoints(s, {0.9, 1.4}, {40.0, 35.0});
+  EXPECT_GE(red_in_axes(), 40) << "three readings: a line";
+}
+
 TEST(DashboardPlot, TopKBarsKeepOrder) {
   widgets::TopKBars bars;
   bars.setEntries({{"Bag", 0.9}, {"Coat", 0.05}});
