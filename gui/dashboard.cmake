@@ -19,7 +19,8 @@ add_library(deepcanvas-dashboard-widgets STATIC
   ${DC_DASH_ROOT}/widgets/confusion_matrix_widget.cpp
   ${DC_DASH_ROOT}/widgets/top_k_bars.cpp
   ${DC_DASH_ROOT}/widgets/image_grid.cpp
-  ${DC_DASH_ROOT}/widgets/saliency_view.cpp)
+  ${DC_DASH_ROOT}/widgets/saliency_view.cpp
+  ${DC_DASH_ROOT}/widgets/dialog_dirs.cpp)
 set_target_properties(deepcanvas-dashboard-widgets PROPERTIES AUTOMOC ON)
 target_include_directories(deepcanvas-dashboard-widgets PUBLIC ${DC_DASH_ROOT})
 target_link_libraries(deepcanvas-dashboard-widgets PUBLIC Qt6::Widgets Qt6::PrintSupport

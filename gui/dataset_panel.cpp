@@ -4,6 +4,7 @@
 #include "gui/dataset_panel.h"
 
 #include <deepcanvas/image_data.h>
+#include "widgets/dialog_dirs.h"
 #include "widgets/image_grid.h"
 
 #include <deepcanvas/errors.h>
@@ -347,9 +348,16 @@ void DatasetPanel::buildUi() {
   connect(load_, &QPushButton::clicked, this, &DatasetPanel::loadFromWidgets);
   connect(browse_, &QPushButton::clicked, this, [this] {
     Kind k = Kind(kind_->currentData().toInt());
-    QString p = is_folder(k)
-                    ? QFileDialog::getExistingDirectory(this, tr("Dataset folder"), path_->text())
-                    : QFileDialog::getOpenFileName(this, tr("Dataset file"), path_->text());
+    // What the path box names (relative names from the project's folder),
+    // else the folder of the last dataset chosen, else the project's.
+    const QString typed = projectPath(ctx_->project(), path_->text().trimmed());
+    const QString start =
+        !typed.isEmpty() && QFileInfo::exists(typed)
+            ? typed
+            : widgets::dialogStart("dataset", QString::fromStdString(ctx_->project().file));
+    QString p = is_folder(k) ? QFileDialog::getExistingDirectory(this, tr("Dataset folder"), start)
+                             : QFileDialog::getOpenFileName(this, tr("Dataset file"), start);
+    widgets::rememberDialogChoice("dataset", p);
     if (!p.isEmpty()) path_->setText(p);
   });
   connect(val_split_, &QDoubleSpinBox::valueChanged, this, [this](double v) {

@@ -4,6 +4,7 @@
 #include "gui/inference_panel.h"
 
 #include <deepcanvas/image_data.h>
+#include "widgets/dialog_dirs.h"
 #include "widgets/image_grid.h"
 #include "widgets/saliency_view.h"
 #include "widgets/top_k_bars.h"
@@ -145,13 +146,20 @@ void InferencePanel::buildUi() {
 
   connect(open_, &QPushButton::clicked, this, [this] {
     QStringList files = QFileDialog::getOpenFileNames(
-        this, tr("Open images"), QString(),
+        this, tr("Open images"), imageDialogStart(),
         tr("Images (%1);;All files (*)").arg(image_filters().join(' ')));
-    if (!files.isEmpty()) openPaths(files);
+    if (files.isEmpty()) return;
+    widgets::rememberDialogChoice("inferenceImages", files.front());
+    openPaths(files);
   });
   connect(open_dir_, &QPushButton::clicked, this, [this] {
-    QString d = QFileDialog::getExistingDirectory(this, tr("Open a folder of images"));
-    if (!d.isEmpty()) openPaths({d});
+    QString d =
+        QFileDialog::getExistingDirectory(this, tr("Open a folder of images"), imageDialogStart());
+    if (d.isEmpty()) return;
+    // The folder's parent: the next folder is most likely its sibling (a
+    // class folder beside this one).
+    widgets::rememberDialogChoice("inferenceImages", QFileInfo(d).absolutePath());
+    openPaths({d});
   });
   connect(weights_choice_, &QComboBox::activated, this, &InferencePanel::weightChoiceActivated);
   connect(camera_, &QPushButton::clicked, this, &InferencePanel::captureCamera);
@@ -264,6 +272,18 @@ void InferencePanel::updatePreprocessingText() {
   preprocess_->setText(tr("<b>Preprocessing</b> (from the Input layer %1): %2, %3, normalise %4")
                            .arg(QString::fromStdString(in.str()), resize,
                                 in[0] == 1 ? tr("greyscale") : tr("RGB colour"), norm));
+}
+
+QString InferencePanel::imageDialogStart() const {
+  const Project& p = ctx_->project();
+  const QString data =
+      p.dataset.is_images() ? projectPath(p, QString::fromStdString(p.dataset.path)) : QString();
+  return widgets::dialogStart("inferenceImages",
+                              QFileInfo::exists(data) ? data : QString::fromStdString(p.file));
+}
+
+QString InferencePanel::checkpointDialogStart() const {
+  return widgets::dialogStart("checkpoints", QString::fromStdString(ctx_->project().file));
 }
 
 int InferencePanel::openPaths(const QStringList& paths) {

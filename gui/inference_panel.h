@@ -45,6 +45,13 @@ class InferencePanel : public QWidget {
   // Adds image files and the images in folders (not recursive); returns how
   // many were added. Unreadable files are listed in the message, not added.
   int openPaths(const QStringList& paths);
+  // Where "Open images…" and "Open folder…" start: the folder of the last
+  // pictures opened, else the project's image dataset (its folder, or its
+  // CSV list's), else the project's folder, else home.
+  QString imageDialogStart() const;
+  // Where "Checkpoint file…" starts: the last checkpoint's folder, else the
+  // project's folder, else home.
+  QString checkpointDialogStart() const;
   // Switches to a checkpoint's weights; false (message shown) when it cannot
   // be used with the project's network. label names it in the weights list
   // (a run's checkpoint: "Run 2: best (epoch 3, …)"); empty: the file's name.

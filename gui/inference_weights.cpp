@@ -10,6 +10,7 @@
 #include <QSignalBlocker>
 
 #include "gui/inference_panel.h"
+#include "widgets/dialog_dirs.h"
 #include "widgets/image_grid.h"
 #include "widgets/saliency_view.h"
 #include "widgets/top_k_bars.h"
@@ -85,8 +86,9 @@ void InferencePanel::weightChoiceActivated(int index) {
   if (data.isEmpty()) {
     useCurrentWeights();
   } else if (data == "?") {
-    QString f = QFileDialog::getOpenFileName(this, tr("Open a checkpoint"), QString(),
+    QString f = QFileDialog::getOpenFileName(this, tr("Open a checkpoint"), checkpointDialogStart(),
                                              tr("Checkpoints (*.safetensors)"));
+    widgets::rememberDialogChoice("checkpoints", f);
     if (f.isEmpty() || !loadCheckpoint(f)) fillWeightChoices();  // back to the one in use
   } else {
     QString label;

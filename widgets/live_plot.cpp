@@ -1,5 +1,7 @@
 #include "widgets/live_plot.h"
 
+#include "widgets/dialog_dirs.h"
+
 #include <qcustomplot.h>
 
 #include <QContextMenuEvent>
@@ -22,6 +24,7 @@ LivePlot::LivePlot(const QString& title, const QString& y_label, QWidget* parent
   lay->setContentsMargins(2, 2, 2, 2);
   lay->setSpacing(0);
   auto* head = new QHBoxLayout;
+  title_text_ = title;
   title_ = new QLabel("<b>" + title.toHtmlEscaped() + "</b>", this);
   note_ = new QLabel(this);
   note_->setStyleSheet("color: palette(mid);");
@@ -564,6 +567,13 @@ bool LivePlot::exportCsv(const QString& path) const {
 }
 
 void LivePlot::showContextMenu(const QPoint& pos) {
+  // The plot's title as the file's name ("learning-rate.png"), in the
+  // folder of the last export.
+  auto exportStart = [this](const QString& ext) {
+    QString name = title_text_.toLower().simplified().replace(' ', '-');
+    if (name.isEmpty()) name = "plot";
+    return dialogStart("plotExport") + "/" + name + "." + ext;
+  };
   QMenu menu(this);
   menu.addAction(tr("Reset view (follow data)"), this, &LivePlot::resetView);
   QMenu* smooth = menu.addMenu(tr("Smoothing"));
@@ -574,12 +584,16 @@ void LivePlot::showContextMenu(const QPoint& pos) {
     connect(a, &QAction::triggered, this, [this, w] { setSmoothing(w); });
   }
   menu.addSeparator();
-  menu.addAction(tr("Export PNG…"), this, [this] {
-    QString p = QFileDialog::getSaveFileName(this, tr("Export plot"), "plot.png", "PNG (*.png)");
+  menu.addAction(tr("Export PNG…"), this, [this, exportStart] {
+    QString p =
+        QFileDialog::getSaveFileName(this, tr("Export plot"), exportStart("png"), "PNG (*.png)");
+    rememberDialogChoice("plotExport", p);
     if (!p.isEmpty()) exportPng(p);
   });
-  menu.addAction(tr("Export CSV…"), this, [this] {
-    QString p = QFileDialog::getSaveFileName(this, tr("Export data"), "plot.csv", "CSV (*.csv)");
+  menu.addAction(tr("Export CSV…"), this, [this, exportStart] {
+    QString p =
+        QFileDialog::getSaveFileName(this, tr("Export data"), exportStart("csv"), "CSV (*.csv)");
+    rememberDialogChoice("plotExport", p);
     if (!p.isEmpty()) exportCsv(p);
   });
   if (!overlays_.isEmpty()) {

@@ -128,6 +128,7 @@ class LivePlot : public QWidget {
 
   QCustomPlot* plot_;
   QLabel* title_;
+  QString title_text_;  // the title as given (title_ shows it bold)
   QLabel* note_;
   QVector<Series> series_;
   QVector<Overlay> overlays_;

@@ -4,13 +4,17 @@
 #include "dashboard_test_util.h"
 
 #include "gui/inference_panel.h"
+#include "widgets/dialog_dirs.h"
 #include "widgets/saliency_view.h"
 #include "widgets/top_k_bars.h"
 
 #include <deepcanvas/probe.h>
+#include <deepcanvas/project.h>
 
 #include <QComboBox>
+#include <QDir>
 #include <QFileInfo>
+#include <QSettings>
 
 namespace dc::test {
 
@@ -147,6 +151,46 @@ TEST(DashboardInference, FolderOpensEveryImageAndWorksWithoutWeights) {
   ASSERT_TRUE(run.ok);
   ctx->setWeights(gui::weights_from_checkpoint(run.checkpoint));
   EXPECT_GE(panel.topClass(), 0);
+}
+
+// The open dialogs started in the process's working folder: wherever the
+// app was launched from, never where the pictures are. They start at the
+// project's image dataset (relative to the project file), and then where
+// the last pictures or checkpoint were chosen, as long as that exists.
+TEST(DashboardInference, FileDialogsStartAtTheDataThenWhereTheLastChoiceWas) {
+  QSettings().remove("dialogs");
+  QTemporaryDir dir;
+  const QString folder = dir.path() + "/proj", photos = folder + "/photos";
+  ASSERT_TRUE(QDir().mkpath(photos + "/cat"));
+  Project p = load_project(sample_project_path().toStdString());
+  p.file = (folder + "/mine.dcproj").toStdString();
+  p.dataset.kind = "image_folder";
+  p.dataset.path = "photos";
+  gui::ProjectContext ctx(p);
+  gui::InferencePanel panel(&ctx);
+  EXPECT_EQ(panel.imageDialogStart(), photos);
+  EXPECT_EQ(panel.checkpointDialogStart(), folder);
+
+  widgets::rememberDialogChoice("inferenceImages", photos + "/cat/tabby.png");
+  widgets::rememberDialogChoice("checkpoints", dir.path());
+  widgets::rememberDialogChoice("checkpoints", "");  // a cancelled dialog
+  EXPECT_EQ(panel.imageDialogStart(), photos + "/cat");
+  EXPECT_EQ(panel.checkpointDialogStart(), dir.path());
+  // A remembered folder that is gone gives way to the project's.
+  ASSERT_TRUE(QDir(photos + "/cat").removeRecursively());
+  EXPECT_EQ(panel.imageDialogStart(), photos);
+
+  // Not image data: the project's folder; unsaved and nothing remembered:
+  // home (the plots' exports too, until the first).
+  QSettings().remove("dialogs");
+  p.dataset.kind = "idx";
+  ctx.setProject(p);
+  EXPECT_EQ(panel.imageDialogStart(), folder);
+  p.file.clear();
+  ctx.setProject(p);
+  EXPECT_EQ(panel.imageDialogStart(), QDir::homePath());
+  EXPECT_EQ(widgets::dialogStart("plotExport"), QDir::homePath());
+  QSettings().remove("dialogs");
 }
 
 TEST(DashboardInference, CameraAddsAFrameOrSaysWhyNot) {
