@@ -19,6 +19,11 @@ std::vector<std::string> image_paths(const std::vector<std::string>& args) {
     }
     const std::vector<std::string> found = image_files_in(a);
     if (found.empty()) {
+      if (const std::string note = class_folders_note(a); !note.empty())
+        throw IoError(note +
+                      ": name one class folder, or score the whole folder with `deepcanvas-cli "
+                      "eval PROJECT --checkpoint FILE --data " +
+                      a + "`");
       std::string listed;
       for (const std::string& e : image_extensions()) listed += (listed.empty() ? "" : ", ") + e;
       throw IoError(a + ": is a directory with no image files (" + listed + ")");

@@ -300,8 +300,18 @@ int InferencePanel::openPaths(const QStringList& paths) {
     if (fi.isDir()) {
       // The engine's listing, so a folder opens here as predict opens it.
       try {
-        for (const std::string& f : image_files_in(QFileInfo(p).absoluteFilePath().toStdString()))
-          files << QString::fromStdString(f);
+        const std::string dir = QFileInfo(p).absoluteFilePath().toStdString();
+        const std::vector<std::string> found = image_files_in(dir);
+        // A whole dataset: say which folders to open instead of "no images".
+        const std::string note = found.empty() ? class_folders_note(dir) : std::string();
+        if (!note.empty()) {
+          setMessage(tr("%1: open one of them, or choose the folder in the Dataset tab to train "
+                        "and evaluate on all of it.")
+                         .arg(QString::fromStdString(note)),
+                     true);
+          return 0;
+        }
+        for (const std::string& f : found) files << QString::fromStdString(f);
       } catch (const std::exception& e) {
         setMessage(QString::fromUtf8(e.what()), true);
         return 0;

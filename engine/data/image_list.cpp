@@ -554,4 +554,25 @@ bool looks_like_image_folder(const std::string& dir) {
   return false;
 }
 
+std::vector<std::string> class_folders_in(const std::string& dir) {
+  std::vector<std::string> names;
+  if (!looks_like_image_folder(dir) || !image_files_in(dir).empty()) return names;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+    if (std::error_code e1; !hidden(it->path()) && it->is_directory(e1))
+      names.push_back(it->path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string class_folders_note(const std::string& dir) {
+  const std::vector<std::string> names = class_folders_in(dir);
+  if (names.empty()) return {};
+  constexpr size_t kNamed = 3;
+  std::string listed;
+  for (size_t i = 0; i < names.size() && i < kNamed; ++i) listed += (i ? ", " : "") + names[i];
+  if (names.size() > kNamed) listed += " and " + std::to_string(names.size() - kNamed) + " more";
+  return dir + " holds class folders (" + listed + "), not pictures";
+}
+
 }  // namespace dc

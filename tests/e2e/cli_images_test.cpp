@@ -114,6 +114,15 @@ TEST(CliImages, TrainEvalSweepLrFindAndAdviseReadAPhotoFolder) {
   EXPECT_NE(ev.out.find("images in " + photos), std::string::npos) << ev.out;
   EXPECT_NE(ev.out.find("2 test samples: accuracy"), std::string::npos) << ev.out;
 
+  // predict given the whole folder: the classes are named and eval offered.
+  CliRun pr = cli("predict " + proj + " --checkpoint " + ck + " " + photos);
+  EXPECT_EQ(pr.code, 1) << pr.out;
+  EXPECT_NE(pr.out.find(photos + " holds class folders (cat, dog), not pictures"),
+            std::string::npos)
+      << pr.out;
+  EXPECT_NE(pr.out.find("eval PROJECT --checkpoint FILE --data " + photos), std::string::npos)
+      << pr.out;
+
   CliRun sw = cli("sweep " + proj + " --data " + photos +
                   " --trials 2 --epochs 1 --pruner none --param lr=log:1e-3:1e-2 --state " +
                   t.path("sweep.json"));

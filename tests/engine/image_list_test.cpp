@@ -416,5 +416,30 @@ TEST(ImageList, PictureFilesInAFolderAreItsOwnSortedAndVisible) {
   EXPECT_THROW(image_files_in(t.path("missing")), IoError);
 }
 
+// A whole dataset opened where pictures were expected (predict, the
+// Inference tab): the class folders are named, so the message can say
+// what to open instead.
+TEST(ImageList, AFolderOfClassFoldersNamesThem) {
+  test::TmpDir t;
+  const fs::path d = t.path("photos");
+  good(d / "dog" / "1.jpg");
+  good(d / "cat" / "1.png");
+  fs::create_directories(d / ".thumbs" / "x");
+  EXPECT_EQ(class_folders_in(d.string()), (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_EQ(class_folders_note(d.string()),
+            d.string() + " holds class folders (cat, dog), not pictures");
+  for (const char* c : {"ant", "bee", "eel"}) good(d / c / "1.jpg");
+  EXPECT_EQ(class_folders_note(d.string()),
+            d.string() + " holds class folders (ant, bee, cat and 2 more), not pictures");
+  // Pictures of its own: a folder of pictures, whatever else it holds.
+  good(d / "stray.jpg");
+  EXPECT_TRUE(class_folders_in(d.string()).empty());
+  EXPECT_EQ(class_folders_note(d.string()), "");
+  // No pictures anywhere, or no folder at all.
+  fs::create_directories(t.path("empty") + "/sub");
+  EXPECT_TRUE(class_folders_in(t.path("empty")).empty());
+  EXPECT_TRUE(class_folders_in(t.path("missing")).empty());
+}
+
 }  // namespace
 }  // namespace dc

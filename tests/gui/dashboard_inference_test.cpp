@@ -151,6 +151,15 @@ TEST(DashboardInference, FolderOpensEveryImageAndWorksWithoutWeights) {
   ASSERT_TRUE(run.ok);
   ctx->setWeights(gui::weights_from_checkpoint(run.checkpoint));
   EXPECT_GE(panel.topClass(), 0);
+
+  // A whole dataset (class folders, no pictures of its own): the message
+  // names the folders to open, not "No images found".
+  ASSERT_TRUE(QDir().mkpath(dir.path() + "/set/cat") && QDir().mkpath(dir.path() + "/set/dog"));
+  ASSERT_TRUE(gui::sample_image(*ctx->testSet(), 0).save(dir.path() + "/set/cat/1.png"));
+  ASSERT_TRUE(gui::sample_image(*ctx->testSet(), 1).save(dir.path() + "/set/dog/1.png"));
+  EXPECT_EQ(panel.openPaths({dir.path() + "/set"}), 0);
+  EXPECT_TRUE(panel.messageText().contains("holds class folders (cat, dog), not pictures"))
+      << panel.messageText().toStdString();
 }
 
 // The open dialogs started in the process's working folder: wherever the

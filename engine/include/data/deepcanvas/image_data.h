@@ -182,6 +182,15 @@ std::vector<std::string> image_files_in(const std::string& dir);
 // --data accept an image folder without being told its kind.
 bool looks_like_image_folder(const std::string& dir);
 
+// When `dir` has no pictures of its own but looks_like_image_folder (a
+// whole dataset given where pictures were expected, as predict and the
+// Inference tab open folders): its subfolders' names (not hidden, sorted
+// bytewise), for a message that names the classes. Else empty.
+std::vector<std::string> class_folders_in(const std::string& dir);
+// "DIR holds class folders (cat, dog, fox and 7 more), not pictures", or ""
+// when class_folders_in(dir) is empty. The CLI and the app add what to do.
+std::string class_folders_note(const std::string& dir);
+
 // ---------------------------------------------------------------- samples
 
 // How a Picture becomes a sample of the Input (C×H×W), following
