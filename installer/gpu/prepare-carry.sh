@@ -7,7 +7,7 @@
 #   installer/gpu/prepare-carry.sh [--photos] [OUT]
 # --photos: OpenCV's core and imgproc and libjpeg instead of Fashion-MNIST,
 # for the photo-folder figures (run-on-gpu.sh --skip advisor,peers,tta
-# --gtest-filter 'CudaAugment.*': the streamed path's parity tests, then the folder):
+# --gtest-filter 'CudaAugment.*:CudaTraining.EveryStep*': the streamed path's parity tests, then the folder):
 # a call carries at most 64 MiB with the tree, which does not hold both.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
