@@ -21,8 +21,8 @@ std::vector<std::string> image_paths(const std::vector<std::string>& args) {
     if (found.empty()) {
       if (const std::string note = class_folders_note(a); !note.empty())
         throw IoError(note +
-                      ": name one class folder, or score the whole folder with `deepcanvas-cli "
-                      "eval PROJECT --checkpoint FILE --data " +
+                      ": name one class folder, or evaluate on its test split with "
+                      "`deepcanvas-cli eval PROJECT --checkpoint FILE --data " +
                       a + "`");
       std::string listed;
       for (const std::string& e : image_extensions()) listed += (listed.empty() ? "" : ", ") + e;

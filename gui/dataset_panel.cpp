@@ -357,7 +357,9 @@ void DatasetPanel::buildUi() {
             : widgets::dialogStart("dataset", QString::fromStdString(ctx_->project().file));
     QString p = is_folder(k) ? QFileDialog::getExistingDirectory(this, tr("Dataset folder"), start)
                              : QFileDialog::getOpenFileName(this, tr("Dataset file"), start);
-    widgets::rememberDialogChoice("dataset", p);
+    // A folder's parent: the next dataset is most likely beside this one.
+    widgets::rememberDialogChoice("dataset",
+                                  is_folder(k) && !p.isEmpty() ? QFileInfo(p).absolutePath() : p);
     if (!p.isEmpty()) path_->setText(p);
   });
   connect(val_split_, &QDoubleSpinBox::valueChanged, this, [this](double v) {

@@ -294,7 +294,7 @@ int InferencePanel::openPaths(const QStringList& paths) {
     setMessage(tr("The network must be valid to read images: %1").arg(e.what()), true);
     return 0;
   }
-  QStringList files;
+  QStringList files, notes;
   for (const QString& p : paths) {
     QFileInfo fi(p);
     if (fi.isDir()) {
@@ -302,15 +302,13 @@ int InferencePanel::openPaths(const QStringList& paths) {
       try {
         const std::string dir = QFileInfo(p).absoluteFilePath().toStdString();
         const std::vector<std::string> found = image_files_in(dir);
-        // A whole dataset: say which folders to open instead of "no images".
-        const std::string note = found.empty() ? class_folders_note(dir) : std::string();
-        if (!note.empty()) {
-          setMessage(tr("%1: open one of them, or choose the folder in the Dataset tab to train "
-                        "and evaluate on all of it.")
-                         .arg(QString::fromStdString(note)),
-                     true);
-          return 0;
-        }
+        // A whole dataset: say which folders to open instead of "no images"
+        // (and open whatever else was dropped with it).
+        if (found.empty())
+          if (const std::string note = class_folders_note(dir); !note.empty())
+            notes << tr("%1: open one of them, or choose the folder in the Dataset tab to train "
+                        "and evaluate on it.")
+                         .arg(QString::fromStdString(note));
         for (const std::string& f : found) files << QString::fromStdString(f);
       } catch (const std::exception& e) {
         setMessage(QString::fromUtf8(e.what()), true);
@@ -337,10 +335,11 @@ int InferencePanel::openPaths(const QStringList& paths) {
     ++added;
   }
   if (!bad.isEmpty())
-    setMessage(tr("%1 file(s) could not be opened: %2")
-                   .arg(bad.size())
-                   .arg(bad.mid(0, 5).join("; ") + (bad.size() > 5 ? tr("; …") : QString())),
-               true);
+    notes << tr("%1 file(s) could not be opened: %2")
+                 .arg(bad.size())
+                 .arg(bad.mid(0, 5).join("; ") + (bad.size() > 5 ? tr("; …") : QString()));
+  if (!notes.isEmpty())
+    setMessage(notes.join(' '), true);
   else if (files.isEmpty())
     setMessage(tr("No images found."), true);
   else

@@ -570,7 +570,10 @@ void LivePlot::showContextMenu(const QPoint& pos) {
   // The plot's title as the file's name ("learning-rate.png"), in the
   // folder of the last export.
   auto exportStart = [this](const QString& ext) {
-    QString name = title_text_.toLower().simplified().replace(' ', '-');
+    // Letters, digits and dashes only: a translated title may hold a '/'.
+    QString name;
+    for (QChar c : title_text_.toLower().simplified())
+      name += c.isLetterOrNumber() ? c : QChar('-');
     if (name.isEmpty()) name = "plot";
     return dialogStart("plotExport") + "/" + name + "." + ext;
   };

@@ -554,25 +554,41 @@ bool looks_like_image_folder(const std::string& dir) {
   return false;
 }
 
-std::vector<std::string> class_folders_in(const std::string& dir) {
-  std::vector<std::string> names;
-  if (!looks_like_image_folder(dir) || !image_files_in(dir).empty()) return names;
+namespace {
+
+// class_folders_in, and whether the classes are those of dir/train (a
+// dataset split into train/, val/ and test/ folders, as the folder
+// listing reads it).
+std::vector<std::string> folder_classes(const std::string& dir, bool* in_train) {
+  if (!looks_like_image_folder(dir) || !image_files_in(dir).empty()) return {};
   std::error_code ec;
-  for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
-    if (std::error_code e1; !hidden(it->path()) && it->is_directory(e1))
-      names.push_back(it->path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
+  *in_train = fs::is_directory(fs::path(dir) / "train", ec);
+  try {
+    return class_names_in(*in_train ? fs::path(dir) / "train" : fs::path(dir), dir);
+  } catch (const IoError&) {
+    return {};  // unreadable: the caller's own message stands
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> class_folders_in(const std::string& dir) {
+  bool in_train = false;
+  return folder_classes(dir, &in_train);
 }
 
 std::string class_folders_note(const std::string& dir) {
-  const std::vector<std::string> names = class_folders_in(dir);
+  bool in_train = false;
+  const std::vector<std::string> names = folder_classes(dir, &in_train);
   if (names.empty()) return {};
   constexpr size_t kNamed = 3;
   std::string listed;
   for (size_t i = 0; i < names.size() && i < kNamed; ++i) listed += (i ? ", " : "") + names[i];
   if (names.size() > kNamed) listed += " and " + std::to_string(names.size() - kNamed) + " more";
-  return dir + " holds class folders (" + listed + "), not pictures";
+  return dir + " holds " +
+         (in_train ? "a dataset with class folders (" + listed + ") in train/"
+                   : "class folders (" + listed + ")") +
+         ", not pictures";
 }
 
 }  // namespace dc

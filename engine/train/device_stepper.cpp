@@ -51,9 +51,8 @@ namespace {
 DeviceStepStats read_device_stats(DevicePlan& plan, int epoch, int64_t steps, int64_t step) {
   DeviceStepStats s = plan.take_stats();
   if (!s.finite)
-    throw Error("the loss became NaN or infinite at epoch " + std::to_string(epoch) +
-                ", within the " + std::to_string(steps) + " step(s) before step " +
-                std::to_string(step) +
+    throw Error("the loss became NaN or infinite at epoch " + std::to_string(epoch) + ", in the " +
+                std::to_string(steps) + " step(s) up to step " + std::to_string(step) +
                 "; training stopped and the weights of the last epoch end or checkpoint were "
                 "kept. Lower the learning rate, normalise the inputs or add BatchNorm");
   return s;

@@ -117,8 +117,10 @@ Trainer::EpochTotals Trainer::train_epoch(Stepper& stepper, int epoch, RunState&
     if (test_now) test_within_run(epoch, in_epoch, r.train_time + t.seconds, r);
   }
   if (stepper.stats_pending()) {
-    // The loader ran out before the epoch's last step (bad files dropped
-    // whole batches): the device's unread statistics are this epoch's.
+    // Steps left unread: the loader ran out before the epoch's last step
+    // (bad files dropped whole batches), or a stop came between two
+    // reports. Their statistics are this epoch's, and a NaN among them
+    // must stop the run before any weights are read back.
     const DeviceStepStats s = stepper.take_stats(r.step);
     if (t0) t.seconds += secs(*t0, Clock::now());
     t.stats.loss_sum += s.loss_sum;

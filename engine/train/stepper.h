@@ -86,6 +86,9 @@ class DeviceStepper : public Stepper {
   int64_t step(int64_t step, double lr) override;
   bool report_due(int64_t step_in_epoch, int64_t steps_per_epoch, bool interrupted) const override;
   DeviceStepStats take_stats(int64_t step) override;
+  // A stop between two reports leaves steps unread: their loss is read
+  // (and a NaN among them caught) before the weights are.
+  bool stats_pending() const override { return unread_ > 0; }
 
  private:
   DevicePlan& plan_;

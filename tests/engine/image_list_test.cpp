@@ -435,6 +435,15 @@ TEST(ImageList, AFolderOfClassFoldersNamesThem) {
   good(d / "stray.jpg");
   EXPECT_TRUE(class_folders_in(d.string()).empty());
   EXPECT_EQ(class_folders_note(d.string()), "");
+  // Split into train/ and test/: the classes are train/'s.
+  const fs::path split = t.path("split");
+  good(split / "train" / "owl" / "1.jpg");
+  good(split / "train" / "bat" / "1.jpg");
+  good(split / "test" / "owl" / "1.jpg");
+  EXPECT_EQ(class_folders_in(split.string()), (std::vector<std::string>{"bat", "owl"}));
+  EXPECT_EQ(
+      class_folders_note(split.string()),
+      split.string() + " holds a dataset with class folders (bat, owl) in train/, not pictures");
   // No pictures anywhere, or no folder at all.
   fs::create_directories(t.path("empty") + "/sub");
   EXPECT_TRUE(class_folders_in(t.path("empty")).empty());

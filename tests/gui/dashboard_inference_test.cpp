@@ -160,6 +160,10 @@ TEST(DashboardInference, FolderOpensEveryImageAndWorksWithoutWeights) {
   EXPECT_EQ(panel.openPaths({dir.path() + "/set"}), 0);
   EXPECT_TRUE(panel.messageText().contains("holds class folders (cat, dog), not pictures"))
       << panel.messageText().toStdString();
+  // Dropped with a picture: the picture still opens, and the note stays.
+  EXPECT_EQ(panel.openPaths({dir.path() + "/set", dir.path() + "/set/cat/1.png"}), 1);
+  EXPECT_TRUE(panel.messageText().contains("holds class folders (cat, dog)"))
+      << panel.messageText().toStdString();
 }
 
 // The open dialogs started in the process's working folder: wherever the

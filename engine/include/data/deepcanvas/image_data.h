@@ -184,11 +184,13 @@ bool looks_like_image_folder(const std::string& dir);
 
 // When `dir` has no pictures of its own but looks_like_image_folder (a
 // whole dataset given where pictures were expected, as predict and the
-// Inference tab open folders): its subfolders' names (not hidden, sorted
-// bytewise), for a message that names the classes. Else empty.
+// Inference tab open folders): its class folders' names (not hidden,
+// sorted bytewise; those in dir/train when the dataset is split into
+// train/, val/, test/), for a message that names the classes. Else empty.
 std::vector<std::string> class_folders_in(const std::string& dir);
-// "DIR holds class folders (cat, dog, fox and 7 more), not pictures", or ""
-// when class_folders_in(dir) is empty. The CLI and the app add what to do.
+// "DIR holds class folders (cat, dog, fox and 7 more), not pictures" (or
+// "holds a dataset with class folders (…) in train/"), or "" when
+// class_folders_in(dir) is empty. The CLI and the app add what to do.
 std::string class_folders_note(const std::string& dir);
 
 // ---------------------------------------------------------------- samples
