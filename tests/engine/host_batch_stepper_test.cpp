@@ -374,6 +374,27 @@ TEST(StreamedStepper, ReadsTheDeviceEveryFewStepsAndAtTheEnd) {
   numbers.pixels.clear();
   numbers.values.assign(16, 0.5f);
   EXPECT_THROW(StreamedDeviceStepper(device, 7, numbers, {0, 1, 2, 3}, c), DataError);
+
+  // The resident stepper (here on the stand-in's batch set, all four
+  // samples in it) also says when steps are unread, so that a stop between
+  // two reports reads them before any weights are; and it reports when its
+  // order runs out, whatever the step count says.
+  const int h = device.add_batch_dataset(ds, 4);
+  device.set_batch(h, ds.pixels.data(), ds.labels.data(), 4);
+  const std::vector<int64_t> idx = {0, 1, 2, 3};
+  DeviceStepper r(device, h, idx, c);
+  r.start_epoch(1);
+  EXPECT_FALSE(r.stats_pending());
+  ASSERT_TRUE(r.next_batch());
+  r.step(0, 0.1);
+  EXPECT_TRUE(r.stats_pending());
+  EXPECT_FALSE(r.report_due(1, 100, false));
+  ASSERT_TRUE(r.next_batch());
+  r.step(1, 0.1);
+  EXPECT_TRUE(r.report_due(2, 100, false));
+  EXPECT_EQ(r.take_stats(2).samples, 4);
+  EXPECT_FALSE(r.stats_pending());
+  EXPECT_FALSE(r.next_batch());
 }
 
 }  // namespace
