@@ -379,6 +379,9 @@ void LivePlot::archiveRun(const QString& run) {
       c.setAlpha(110);
       g->setPen(QPen(c, 1.5, Qt::DashLine));
     }
+    // A lone point, as while it was current: a dot, or nothing shows.
+    if (s.marker == Marker::None && src->dataCount() == 1)
+      g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 6));
     g->setName(s.name + " · " + run);
     g->setVisible(overlays_shown_);
     g->removeFromLegend();

@@ -91,7 +91,7 @@ TEST(DashboardPlot, ALoneReadingIsDrawnAsADot) {
     for (int y = r.top(); y <= r.bottom(); ++y)
       for (int x = r.left(); x <= r.right(); ++x) {
         const QColor c(img.pixel(x, y));
-        n += c.red() > 180 && c.green() < 90 && c.blue() < 90;
+        n += c.red() - c.green() > 60 && c.red() - c.blue() > 60;
       }
     return n;
   };
@@ -101,6 +101,12 @@ TEST(DashboardPlot, ALoneReadingIsDrawnAsADot) {
   EXPECT_GE(red_in_axes(), 12) << "one reading, nothing drawn";
   plot.addPoints(s, {0.9, 1.4}, {40.0, 35.0});
   EXPECT_GE(red_in_axes(), 40) << "three readings: a line";
+  // An earlier run's lone point stays a dot when the run is archived.
+  plot.clear();
+  plot.addPoint(s, 0.4, 37.0);
+  plot.archiveRun("run 1");
+  plot.replot();
+  EXPECT_GE(red_in_axes(), 12) << "an archived lone reading, nothing drawn";
 }
 
 TEST(DashboardPlot, TopKBarsKeepOrder) {
