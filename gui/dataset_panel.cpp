@@ -350,7 +350,8 @@ void DatasetPanel::buildUi() {
     Kind k = Kind(kind_->currentData().toInt());
     // What the path box names (relative names from the project's folder),
     // else the folder of the last dataset chosen, else the project's.
-    const QString typed = projectPath(ctx_->project(), path_->text().trimmed());
+    const QString typed = QString::fromStdString(
+        resolve_project_file(ctx_->project(), path_->text().trimmed().toStdString()));
     const QString start =
         !typed.isEmpty() && QFileInfo::exists(typed)
             ? typed

@@ -1,6 +1,7 @@
 #include "gui/deploy_dialog.h"
 
 #include "gui/format.h"
+#include "widgets/dialog_dirs.h"
 
 #include <deepcanvas/errors.h>
 #include <deepcanvas/int8_inference.h>
@@ -477,9 +478,8 @@ bool DeployDialog::measure() {
           }));
 
       // Accuracy (45–90 %), in chunks so it reports progress and stops.
-      std::vector<int64_t> eval = testIndices(test->size(), o.test_samples);
-      if (eval.empty())
-        for (int64_t i = 0; i < test->size(); ++i) eval.push_back(i);
+      const std::vector<int64_t> eval =
+          indices_or_all(testIndices(test->size(), o.test_samples), test->size());
       constexpr size_t kChunk = 256;
       int64_t right_fp = 0, right_i8 = 0, same = 0;
       for (size_t at = 0; at < eval.size(); at += kChunk) {
@@ -518,8 +518,7 @@ bool DeployDialog::measure() {
       r.batch = std::min<int64_t>(job->batch, test->size());
       r.threads = resolved_threads(0);
       Tensor x(plan.input_shape().with_batch(r.batch));
-      std::vector<int64_t> first(size_t(r.batch));
-      for (int64_t i = 0; i < r.batch; ++i) first[size_t(i)] = i;
+      const std::vector<int64_t> first = all_indices(r.batch);
       std::vector<int32_t> labels(size_t(r.batch));
       r.batch = test->gather(first.data(), r.batch, x.f32(), labels.data(), 0);
       if (r.batch < 1) throw Error("no readable test sample to time the network on");
@@ -886,8 +885,8 @@ bool DeployDialog::exportModel(Format f, QString path) {
   }
   const char* name = kFormatNames[int(f)];
   if (path.isEmpty()) {
-    QSettings s;
-    const QString dir = s.value("exportDir", QDir::homePath()).toString();
+    const QString dir =
+        widgets::dialogStart("exports", QString::fromStdString(ctx_->project().file));
     const QString base = QString::fromStdString(ctx_->project().name).isEmpty()
                              ? QStringLiteral("model")
                              : QString::fromStdString(ctx_->project().name);
@@ -895,7 +894,7 @@ bool DeployDialog::exportModel(Format f, QString path) {
         this, tr("Export %1 ONNX Model").arg(QString::fromLatin1(name)),
         dir + "/" + base + "_" + QString::fromLatin1(name) + ".onnx", tr("ONNX models (*.onnx)"));
     if (path.isEmpty()) return false;
-    s.setValue("exportDir", QFileInfo(path).absolutePath());
+    widgets::rememberDialogChoice("exports", path);
   }
   try {
     const ModelWeights& w = ctx_->weights();

@@ -276,8 +276,9 @@ void InferencePanel::updatePreprocessingText() {
 
 QString InferencePanel::imageDialogStart() const {
   const Project& p = ctx_->project();
-  const QString data =
-      p.dataset.is_images() ? projectPath(p, QString::fromStdString(p.dataset.path)) : QString();
+  const QString data = p.dataset.is_images()
+                           ? QString::fromStdString(resolve_project_file(p, p.dataset.path))
+                           : QString();
   return widgets::dialogStart("inferenceImages",
                               QFileInfo::exists(data) ? data : QString::fromStdString(p.file));
 }

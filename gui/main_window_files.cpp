@@ -7,6 +7,7 @@
 #include "gui/template_dialog.h"
 #include "gui/training_panel.h"
 #include "widgets/auto_layout.h"
+#include "widgets/dialog_dirs.h"
 #include "widgets/graph_editor.h"
 #include "widgets/node_item.h"
 #include "widgets/node_scene.h"
@@ -268,15 +269,12 @@ bool MainWindow::exportOnnx(QString path) {
 #ifdef DC_HAVE_ONNX
   const Project& p = ctx_->project();
   if (path.isEmpty()) {
-    QSettings s;
-    const QString dir =
-        s.value("exportDir", file_.isEmpty() ? QDir::homePath() : QFileInfo(file_).absolutePath())
-            .toString();
+    const QString dir = widgets::dialogStart("exports", file_);
     const QString base = file_.isEmpty() ? QStringLiteral("model") : QFileInfo(file_).baseName();
     path = QFileDialog::getSaveFileName(this, tr("Export ONNX Model"), dir + "/" + base + ".onnx",
                                         tr("ONNX models (*.onnx)"));
     if (path.isEmpty()) return false;
-    s.setValue("exportDir", QFileInfo(path).absolutePath());
+    widgets::rememberDialogChoice("exports", path);
   }
   try {
     Plan plan(p.graph, 1);

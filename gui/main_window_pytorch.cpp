@@ -15,6 +15,7 @@
 #include "gui/pytorch_run.h"
 #include "gui/pytorch_run_dialog.h"
 #include "gui/training_panel.h"
+#include "widgets/dialog_dirs.h"
 
 #include <QDockWidget>
 #include <QMenu>
@@ -29,15 +30,12 @@ namespace dc::gui {
 bool MainWindow::exportPyTorch(QString dir) {
   bool force = false;
   if (dir.isEmpty()) {
-    QSettings s;
-    const QString start =
-        s.value("exportDir", file_.isEmpty() ? QDir::homePath() : QFileInfo(file_).absolutePath())
-            .toString();
+    const QString start = widgets::dialogStart("exports", file_);
     const QString base = file_.isEmpty() ? QStringLiteral("model") : QFileInfo(file_).baseName();
     dir = QFileDialog::getSaveFileName(this, tr("Export PyTorch Project (a new folder)"),
                                        start + "/" + base + "-pytorch");
     if (dir.isEmpty()) return false;
-    s.setValue("exportDir", QFileInfo(dir).absolutePath());
+    widgets::rememberDialogChoice("exports", dir);
     const QDir d(dir);
     if (d.exists() && !d.isEmpty()) {
       if (QMessageBox::question(this, tr("Replace folder?"),

@@ -198,12 +198,6 @@ bool sameSpec(const DatasetSpec& a, const DatasetSpec& b) {
   return project_to_json(pa) == project_to_json(pb);
 }
 
-QString projectPath(const Project& project, const QString& path) {
-  if (path.isEmpty() || QFileInfo(path).isAbsolute() || project.file.empty()) return path;
-  return QDir(QFileInfo(QString::fromStdString(project.file)).absolutePath())
-      .absoluteFilePath(path);
-}
-
 QString skippedFilesText(const std::vector<SkippedFile>& files, size_t named) {
   if (files.empty()) return {};
   QStringList names;

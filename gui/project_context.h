@@ -49,9 +49,6 @@ DatasetSpec datasetSpec(const DatasetSource& source, const Project& project);
 // dataset in the panel); the project's own for kinds the panel cannot name.
 DatasetSource datasetSource(const DatasetSpec& spec);
 bool sameSpec(const DatasetSpec& a, const DatasetSpec& b);
-// `path` as the project reads it: a relative name from the project file's
-// folder (from the working folder while the project is unsaved).
-QString projectPath(const Project& project, const QString& path);
 // Files left out of an image dataset, the first few named with the reason
 // ("notes.txt (not an image)"), then "and N more"; "" when none.
 QString skippedFilesText(const std::vector<SkippedFile>& files, size_t named = 5);

@@ -82,7 +82,6 @@ class SummaryPanel : public QWidget {
   void arrange(bool beside);
   static constexpr int kBesideWidth = 1000;
   QBoxLayout* lay_;
-  QWidget* batch_row_;
 
   int64_t batch_ = 64;
   int64_t total_params_ = 0;

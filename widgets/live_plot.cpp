@@ -133,6 +133,13 @@ QCPScatterStyle scatter(LivePlot::Marker m, const QColor& c) {
   }
   return QCPScatterStyle(QCPScatterStyle::ssNone);
 }
+
+// A line needs two points: a lone reading (a run shorter than the sampling
+// interval) of a series without markers is drawn as this dot, or the plot
+// looks empty.
+QCPScatterStyle lone_point() {
+  return QCPScatterStyle(QCPScatterStyle::ssDisc, 6);
+}
 }  // namespace
 
 void LivePlot::applyLooks() {
@@ -379,9 +386,8 @@ void LivePlot::archiveRun(const QString& run) {
       c.setAlpha(110);
       g->setPen(QPen(c, 1.5, Qt::DashLine));
     }
-    // A lone point, as while it was current: a dot, or nothing shows.
-    if (s.marker == Marker::None && src->dataCount() == 1)
-      g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 6));
+    // A lone point, as while it was current.
+    if (s.marker == Marker::None && src->dataCount() == 1) g->setScatterStyle(lone_point());
     g->setName(s.name + " · " + run);
     g->setVisible(overlays_shown_);
     g->removeFromLegend();
@@ -488,15 +494,12 @@ void LivePlot::rescale() {
 }
 
 void LivePlot::replot() {
-  // A line needs two points: a lone reading (a run shorter than the
-  // sampling interval) is drawn as a dot, or the plot looked empty.
   for (Series& s : series_) {
     if (s.marker != Marker::None) continue;
     QCPGraph* shown = s.smooth ? s.smooth : s.raw;
     const bool lone = shown->dataCount() == 1;
-    if (lone != (shown->scatterStyle().shape() == QCPScatterStyle::ssDisc))
-      shown->setScatterStyle(lone ? QCPScatterStyle(QCPScatterStyle::ssDisc, 6)
-                                  : QCPScatterStyle(QCPScatterStyle::ssNone));
+    if (lone != (shown->scatterStyle().shape() == lone_point().shape()))
+      shown->setScatterStyle(lone ? lone_point() : QCPScatterStyle(QCPScatterStyle::ssNone));
   }
   rescale();
   // Queued: many appends in one event-loop turn cost one repaint.

@@ -220,6 +220,16 @@ std::string fmt(double v) {
 }
 }  // namespace
 
+std::vector<int64_t> all_indices(int64_t n) {
+  std::vector<int64_t> all(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  return all;
+}
+
+std::vector<int64_t> indices_or_all(const std::vector<int64_t>& indices, int64_t n) {
+  return indices.empty() ? all_indices(n) : indices;
+}
+
 std::pair<std::vector<int64_t>, std::vector<int64_t>> split_indices(int64_t n, double val_fraction,
                                                                     uint64_t seed, bool ordered) {
   if (n < 0) throw DataError("cannot split a dataset of " + std::to_string(n) + " samples");
@@ -230,8 +240,7 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> split_indices(int64_t n, d
   if (n > 0 && val >= n)
     throw DataError("a validation fraction of " + std::to_string(val_fraction) +
                     " leaves none of " + std::to_string(n) + " samples for training; lower it");
-  std::vector<int64_t> perm(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) perm[static_cast<size_t>(i)] = i;
+  std::vector<int64_t> perm = all_indices(n);
   if (ordered)
     return {std::vector<int64_t>(perm.begin(), perm.end() - val),
             std::vector<int64_t>(perm.end() - val, perm.end())};

@@ -322,7 +322,7 @@ QuantizedNetwork train_qat(const QuantizedNetwork& start, const Dataset& train, 
   Tensor x(in_shape.with_batch(o.batch));
   Tensor dout(start.net.steps.back().out_shape.with_batch(o.batch));
   std::vector<int32_t> labels(size_t(o.batch));
-  std::vector<int64_t> order(size_t(train.size()));
+  std::vector<int64_t> order;
   int64_t per_epoch = (train.size() + o.batch - 1) / o.batch;
   if (o.steps_per_epoch_limit > 0) per_epoch = std::min(per_epoch, o.steps_per_epoch_limit);
   const int64_t total = per_epoch * o.epochs;
@@ -334,7 +334,7 @@ QuantizedNetwork train_qat(const QuantizedNetwork& start, const Dataset& train, 
   e0.test = measure(net, test);
   if (on_epoch) on_epoch(e0);
   for (int epoch = 1; epoch <= o.epochs; ++epoch) {
-    for (int64_t i = 0; i < train.size(); ++i) order[size_t(i)] = i;
+    order = all_indices(train.size());
     Rng rng(o.seed * 1000003ull + uint64_t(epoch));
     for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[size_t(rng.below(i))]);
     double sum = 0;

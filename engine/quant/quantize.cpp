@@ -370,8 +370,7 @@ const Tensor& QuantRunner::forward(const Tensor& x,
 }
 
 std::vector<int64_t> calibration_indices(const Dataset& ds, int64_t count, uint64_t seed) {
-  std::vector<int64_t> all(size_t(ds.size()));
-  for (int64_t i = 0; i < ds.size(); ++i) all[size_t(i)] = i;
+  std::vector<int64_t> all = all_indices(ds.size());
   Rng rng(seed);
   for (size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[size_t(rng.below(i))]);
   all.resize(size_t(std::min<int64_t>(count, ds.size())));
@@ -480,9 +479,7 @@ QuantizedNetwork calibrate(const QuantNetwork& net, const Dataset& ds,
 
 QuantAccuracy evaluate_quantized(const QuantizedNetwork& q, const Dataset& ds,
                                  const std::vector<int64_t>& indices, int64_t batch) {
-  std::vector<int64_t> idx = indices;
-  if (idx.empty())
-    for (int64_t i = 0; i < ds.size(); ++i) idx.push_back(i);
+  const std::vector<int64_t> idx = indices_or_all(indices, ds.size());
   QuantRunner fp(q.net, batch), i8(q.net, batch);
   i8.set_quantized(&q);
   QuantAccuracy r;

@@ -8,6 +8,18 @@
 
 namespace dc {
 
+void HostStepTally::add(float l, float shown, const ClassificationMetrics& m, int64_t n, int epoch,
+                        int64_t step) {
+  if (!std::isfinite(l))
+    throw Error("the loss became " + std::string(std::isnan(l) ? "NaN" : "infinite") +
+                " at epoch " + std::to_string(epoch) + ", step " + std::to_string(step + 1) +
+                "; training stopped and the last good weights were kept. Lower the "
+                "learning rate, normalise the inputs or add BatchNorm");
+  stats_.loss_sum += double(shown) * double(n);
+  stats_.correct += m.top1_hits();
+  stats_.samples += n;
+}
+
 CpuStepper::CpuStepper(Plan& plan, Loss& loss, Optimizer& opt, const Dataset& train,
                        const std::vector<int64_t>& train_idx, const TrainConfig& cfg)
     : plan_(plan),
@@ -43,16 +55,9 @@ int64_t CpuStepper::step(int64_t step, double lr) {
   ClassificationMetrics m;
   float shown = 0;
   const float l = scorer_.train(out, b.x, b.labels.data(), db, &m, &shown);
-  if (!std::isfinite(l)) {
+  if (!std::isfinite(l))
     for (size_t k = 0; k < params_.size(); ++k) params_[k]->value.copy_from(good_[k]);
-    throw Error("the loss became " + std::string(std::isnan(l) ? "NaN" : "infinite") +
-                " at epoch " + std::to_string(epoch_) + ", step " + std::to_string(step + 1) +
-                "; training stopped and the last good weights were kept. Lower the "
-                "learning rate, normalise the inputs or add BatchNorm");
-  }
-  stats_.loss_sum += double(shown) * double(b.n);
-  stats_.correct += m.top1_hits();
-  stats_.samples += b.n;
+  tally_.add(l, shown, m, b.n, epoch_, step);
   plan_.zero_grad();
   plan_.backward(db, ctx);
   for (size_t k = 0; k < params_.size(); ++k) good_[k].copy_from(params_[k]->value);
@@ -61,9 +66,7 @@ int64_t CpuStepper::step(int64_t step, double lr) {
 }
 
 DeviceStepStats CpuStepper::take_stats(int64_t) {
-  DeviceStepStats s = stats_;
-  stats_ = {};
-  return s;
+  return tally_.take();
 }
 
 }  // namespace dc

@@ -72,7 +72,7 @@ StreamedDeviceStepper::StreamedDeviceStepper(DevicePlan& plan, int dataset, cons
       dataset_(dataset),
       loader_(train, train_idx, cfg.batch, /*shuffle=*/true, /*drop_last=*/false, cfg.seed,
               /*prefetch=*/3, /*training_draws=*/true, /*bytes=*/true),
-      slots_(DevicePlan::batch_slots(cfg.batch)) {}
+      slots_(all_indices(cfg.batch)) {}
 
 void StreamedDeviceStepper::start_epoch(int epoch) {
   epoch_ = epoch;
@@ -132,26 +132,16 @@ int64_t HostBatchDeviceStepper::step(int64_t step, double lr) {
   ClassificationMetrics m;
   float shown = 0;
   const float l = host_scorer_.train(out, b.x, b.labels.data(), dout, &m, &shown);
-  if (!std::isfinite(l)) {
-    // The update has not run: the device still holds the last good weights.
-    plan_.download_params();
-    throw Error("the loss became " + std::string(std::isnan(l) ? "NaN" : "infinite") +
-                " at epoch " + std::to_string(epoch_) + ", step " + std::to_string(step + 1) +
-                "; training stopped and the last good weights were kept. Lower the "
-                "learning rate, normalise the inputs or add BatchNorm");
-  }
-  stats_.loss_sum += double(shown) * double(b.n);
-  stats_.correct += m.top1_hits();
-  stats_.samples += b.n;
+  // The update has not run: the device still holds the last good weights.
+  if (!std::isfinite(l)) plan_.download_params();
+  tally_.add(l, shown, m, b.n, epoch_, step);
   plan_.backward(dout);
   plan_.step(lr);
   return b.n;
 }
 
 DeviceStepStats HostBatchDeviceStepper::take_stats(int64_t) {
-  DeviceStepStats s = stats_;
-  stats_ = {};
-  return s;
+  return tally_.take();
 }
 
 }  // namespace dc

@@ -9,14 +9,7 @@ namespace dc {
 namespace {
 
 // evaluate() and evaluate_device() differ only in how a batch's outputs are
-// produced; these are the parts they share.
-std::vector<int64_t> indices_or_all(const std::vector<int64_t>& indices, const Dataset& ds) {
-  if (!indices.empty()) return indices;
-  std::vector<int64_t> all(size_t(ds.size()));
-  for (int64_t i = 0; i < ds.size(); ++i) all[size_t(i)] = i;
-  return all;
-}
-
+// produced; this is the part they share.
 EvalResult eval_result(const ClassificationMetrics& m) {
   EvalResult r;
   r.loss = m.mean_loss();
@@ -31,7 +24,7 @@ EvalResult eval_result(const ClassificationMetrics& m) {
 
 EvalResult evaluate(Plan& plan, const Dataset& ds, const std::vector<int64_t>& indices,
                     int64_t batch, Loss& loss) {
-  const std::vector<int64_t> idx = indices_or_all(indices, ds);
+  const std::vector<int64_t> idx = indices_or_all(indices, ds.size());
   batch = std::min(batch, plan.max_batch());
   ClassificationMetrics m;
   Tensor x(plan.input_shape().with_batch(batch));
@@ -70,7 +63,7 @@ int add_device_dataset(DevicePlan& plan, const Dataset& ds, int64_t batch) {
 EvalResult evaluate_device(DevicePlan& plan, int dataset, const Dataset& ds,
                            const Shape& output_shape, const std::vector<int64_t>& indices,
                            int64_t batch, Loss& loss) {
-  const std::vector<int64_t> idx = indices_or_all(indices, ds);
+  const std::vector<int64_t> idx = indices_or_all(indices, ds.size());
   ClassificationMetrics m;
   Tensor out(output_shape.with_batch(batch)), dout(output_shape.with_batch(batch));
   BatchScorer scorer(loss, scores_every_step(ds, output_shape));
@@ -80,7 +73,7 @@ EvalResult evaluate_device(DevicePlan& plan, int dataset, const Dataset& ds,
     // device's batch dataset, which normalises them as it gathers.
     BatchLoader loader(ds, idx, batch, /*shuffle=*/false, /*drop_last=*/false, 0, 3,
                        /*training_draws=*/false, /*bytes=*/true);
-    const std::vector<int64_t> whole = DevicePlan::batch_slots(batch);
+    const std::vector<int64_t> whole = all_indices(batch);
     loader.start_epoch(0);
     Batch b;
     while (loader.next(b)) {

@@ -21,9 +21,7 @@ std::vector<float> softmax(const float* scores, int n) {
 
 std::vector<SamplePrediction> predict_samples(Plan& plan, const Dataset& ds,
                                               const std::vector<int64_t>& indices) {
-  std::vector<int64_t> idx = indices;
-  if (idx.empty())
-    for (int64_t i = 0; i < ds.size(); ++i) idx.push_back(i);
+  const std::vector<int64_t> idx = indices_or_all(indices, ds.size());
   const int64_t batch = plan.max_batch();
   // A network that scores every step of a text is judged at its last step.
   const int64_t per_sample = plan.output_shape().numel();

@@ -13,6 +13,7 @@
 #include <deepcanvas/backend.h>
 #include <deepcanvas/data.h>
 #include <deepcanvas/loss.h>
+#include <deepcanvas/metrics.h>
 #include <deepcanvas/next_token.h>
 #include <deepcanvas/optim.h>
 #include <deepcanvas/plan.h>
@@ -21,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace dc {
@@ -50,6 +52,21 @@ class Stepper {
   virtual bool stats_pending() const { return false; }
 };
 
+// The statistics of steps whose loss is computed on the host (CpuStepper,
+// HostBatchDeviceStepper): each step's batch is added as it is scored.
+class HostStepTally {
+ public:
+  // Adds a step's batch of n samples (mean loss `shown`, top-1 hits in m);
+  // a loss l that is not finite throws instead, naming the epoch and the
+  // step (the caller has kept its last good weights).
+  void add(float l, float shown, const ClassificationMetrics& m, int64_t n, int epoch,
+           int64_t step);
+  DeviceStepStats take() { return std::exchange(stats_, {}); }
+
+ private:
+  DeviceStepStats stats_;
+};
+
 class CpuStepper : public Stepper {
  public:
   CpuStepper(Plan& plan, Loss& loss, Optimizer& opt, const Dataset& train,
@@ -73,7 +90,7 @@ class CpuStepper : public Stepper {
   BatchScorer scorer_;
   Batch batch_;
   int epoch_ = 0;
-  DeviceStepStats stats_;
+  HostStepTally tally_;
 };
 
 class DeviceStepper : public Stepper {
@@ -121,7 +138,7 @@ class StreamedDeviceStepper : public Stepper {
   const TrainConfig& cfg_;
   int dataset_;  // the plan's batch dataset
   BatchLoader loader_;
-  std::vector<int64_t> slots_;  // DevicePlan::batch_slots: a step takes the whole batch
+  std::vector<int64_t> slots_;  // all_indices(batch): a step takes the whole batch
   Batch batch_;
   int epoch_ = 0;
   int64_t unread_ = 0;
@@ -149,7 +166,7 @@ class HostBatchDeviceStepper : public Stepper {
   BatchScorer host_scorer_;
   Batch batch_;
   int epoch_ = 0;
-  DeviceStepStats stats_;
+  HostStepTally tally_;
 };
 
 }  // namespace dc

@@ -44,9 +44,8 @@ LrFindResult lr_find(const Graph& g, const TrainConfig& c, const Dataset& train_
   if (initial) plan.load_state(*initial, "current weights");
   auto loss = make_loss(c.loss, float(c.label_smoothing));
   auto opt = make_optimizer(c.optimizer);
-  std::vector<int64_t> idx(size_t(train.size()));
-  for (int64_t i = 0; i < train.size(); ++i) idx[size_t(i)] = i;
-  BatchLoader loader(train, idx, c.batch, /*shuffle=*/true, /*drop_last=*/true, c.seed,
+  BatchLoader loader(train, all_indices(train.size()), c.batch, /*shuffle=*/true,
+                     /*drop_last=*/true, c.seed,
                      /*prefetch=*/3, /*training_draws=*/true);
   int epoch = 1;
   loader.start_epoch(epoch);

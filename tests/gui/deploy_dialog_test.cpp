@@ -225,7 +225,7 @@ TEST_F(DeployDialogTest, CancelStopsWithoutWriting) {
   o.test_samples = 0;
   d->setOptions(o);
   QTemporaryDir dir;
-  QSettings().setValue("exportDir", dir.path());
+  QSettings().setValue("dialogs/exports", dir.path());
   QSignalSpy done(d, &gui::DeployDialog::measured);
   ASSERT_TRUE(d->measure());
   EXPECT_TRUE(d->running());

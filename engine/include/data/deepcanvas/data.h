@@ -152,6 +152,12 @@ std::vector<uint8_t> preprocess_image(const std::vector<uint8_t>& chw, Shape& sh
 // Sets mean/stddev to those of p/255 (or of the values) over the dataset.
 void compute_normalization(Dataset& d);
 
+// 0, 1, ..., n-1: every sample of a dataset, or every slot of a batch.
+std::vector<int64_t> all_indices(int64_t n);
+// `indices`, or all n samples when it is empty: evaluation and prediction
+// read an empty selection as the whole dataset.
+std::vector<int64_t> indices_or_all(const std::vector<int64_t>& indices, int64_t n);
+
 // Splits off a validation subset: {train_indices, val_indices}, chosen by a
 // shuffle with seed, val = round(fraction*n); both lists come back sorted.
 // Ordered data (a text's windows) gives its last val samples instead.

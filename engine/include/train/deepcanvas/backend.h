@@ -119,12 +119,7 @@ class DevicePlan {
   // the device as bytes, a quarter of its floats, and is augmented there.
   virtual int add_batch_dataset(const Dataset& d, int64_t capacity) = 0;
   virtual void set_batch(int dataset, const uint8_t* pixels, const int32_t* labels, int64_t n) = 0;
-  // The indices a step or predict takes for a whole batch set by set_batch.
-  static std::vector<int64_t> batch_slots(int64_t capacity) {
-    std::vector<int64_t> idx(static_cast<size_t>(capacity));
-    for (int64_t i = 0; i < capacity; ++i) idx[size_t(i)] = i;
-    return idx;
-  }
+  // A step or predict on a whole batch set by set_batch takes all_indices(n).
 
   virtual std::vector<std::pair<std::string, Tensor>> optimizer_state() = 0;
   virtual void load_optimizer_state(const std::vector<std::pair<std::string, Tensor>>& s) = 0;
