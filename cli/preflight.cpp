@@ -102,6 +102,8 @@ void print_image_summary(const ImageDataReport& report) {
     std::fprintf(stderr, "  class folder %s holds no usable image; left out\n", c.c_str());
   print_files("skipped", l.skipped, int64_t(l.skipped.size()));
   if (!report.mode_note.empty()) std::fprintf(stderr, "  %s\n", report.mode_note.c_str());
+  if (!report.picture_note.empty())
+    std::fprintf(stderr, "  files: %s\n", report.picture_note.c_str());
 }
 
 void print_bad_images(const Dataset& train, const Dataset& test) {

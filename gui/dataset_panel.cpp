@@ -90,6 +90,7 @@ DatasetPanel::DatasetPanel(ProjectContext* ctx, QWidget* parent) : QWidget(paren
     val_split_->setValue(ctx_->project().training.val_split);
     normalize_->setCurrentIndex(ctx_->project().training.normalize ? 0 : 1);
     showMessages();
+    followInput();
   });
   connect(ctx_, &ProjectContext::busyChanged, this, [this](bool busy) {
     for (QWidget* w : {static_cast<QWidget*>(load_), static_cast<QWidget*>(kind_),
@@ -521,6 +522,23 @@ void DatasetPanel::loadSourceAsync(const DatasetSource& source) {
         },
         Qt::QueuedConnection);
   });
+}
+
+void DatasetPanel::followInput() {
+  const std::shared_ptr<Dataset> train = ctx_->trainSet();
+  if (!train || !train->images || ctx_->busy() || loading()) return;
+  const Graph& g = ctx_->project().graph;
+  const std::vector<NodeId> inputs = g.inputs();
+  if (inputs.size() != 1) return;
+  const NodeShape in = g.infer_shapes()[inputs.front()];
+  if (!in.ok()) return;
+  const Shape& s = *in.shape;
+  // Shapes a picture can be read at; others are the preflight's to name.
+  if (s.rank() != 3 || (s[0] != 1 && s[0] != 3) || s == train->sample_shape) return;
+  const QString shape = QString::fromStdString(s.str());
+  if (std::exchange(followed_shape_, shape) == shape) return;
+  loadSourceAsync(ctx_->datasetSource());
+  summary_->setText(tr("Reading the pictures again at the Input's new shape, %1…").arg(shape));
 }
 
 void DatasetPanel::finishLoad(const DatasetSource& source, LoadedDataset* loaded,

@@ -103,6 +103,9 @@ class DatasetPanel : public QWidget {
   void specChanged(const DatasetSpec& before);
   void addImagePreview(const Dataset& train, const AugmentConfig& a);
   void finishLoad(const DatasetSource& source, LoadedDataset* loaded, const QString& error);
+  // Pictures are read at the Input's size: when the Input's shape changes,
+  // a loaded image dataset is read again at the new one (as Load would).
+  void followInput();
 
   ProjectContext* ctx_;
   QComboBox *kind_, *normalize_, *loading_, *bad_images_;
@@ -126,6 +129,9 @@ class DatasetPanel : public QWidget {
   QUndoStack* undo_ = nullptr;
   bool spec_shown_ = false;  // the project's dataset is in the widgets
   bool undoing_ = false;     // an undo or redo sets the spec: no new step
+  // The Input shape followInput last read the pictures at: a failed read
+  // is not retried on every later edit of the network.
+  QString followed_shape_;
 };
 
 }  // namespace dc::gui

@@ -77,6 +77,9 @@ void DatasetPanel::showDataset() {
         report.mode_note.empty() ? train->images->mode_note() : report.mode_note;
     if (!note.empty())
       summary += "<br>" + tr("Pictures: %1").arg(QString::fromStdString(note).toHtmlEscaped());
+    if (!report.picture_note.empty())
+      summary +=
+          "<br>" + tr("Files: %1").arg(QString::fromStdString(report.picture_note).toHtmlEscaped());
   }
   summary_->setText(summary);
   QStringList names = ctx_->classNames();

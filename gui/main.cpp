@@ -76,8 +76,10 @@ int main(int argc, char** argv) {
   w.show();
   const QStringList args = cli.positionalArguments();
   QTimer::singleShot(0, &w, [&w, &app, args, shot_file] {
-    const QFileInfo f(args.isEmpty() ? QString() : args.first());
-    bool ok = args.isEmpty() || (f.suffix().compare("onnx", Qt::CaseInsensitive) == 0
+    // An empty argument (a launcher's unfilled %f) opens nothing, as none.
+    const QString given = args.isEmpty() ? QString() : args.first();
+    const QFileInfo f(given);
+    bool ok = given.isEmpty() || (f.suffix().compare("onnx", Qt::CaseInsensitive) == 0
                                      ? w.openDropped({QUrl::fromLocalFile(f.absoluteFilePath())})
                                      : w.openFile(f.absoluteFilePath()));
     if (shot_file.isEmpty()) {

@@ -186,6 +186,7 @@ void sniff_png(ByteSource& s, ImageHeader& h, const std::string& name) {
     fail(name, ImageFault::Corrupt, "is a corrupt PNG (no IHDR chunk first)");
   h.w = be32(b + 16);
   h.h = be32(b + 20);
+  h.channels = b[25] == 0 || b[25] == 4 ? 1 : 3;  // colour type: grey (+ alpha), else colour
   check_size(h, name);
   // A whole IEND chunk (length 0, type, CRC) within the last bytes.
   const uint64_t size = s.size();
@@ -277,9 +278,12 @@ void sniff_jpeg(ByteSource& s, ImageHeader& h, const std::string& name) {
     if (len < 2) fail(name, ImageFault::Corrupt, "is a corrupt JPEG (bad segment length)");
     if (is_sof(m)) {
       const int64_t hh = c.be16(off + 5), ww = c.be16(off + 7);
-      if (hh < 0 || ww < 0) fail(name, ImageFault::Truncated, "is truncated (in its frame header)");
+      const int components = c.at(off + 9);
+      if (hh < 0 || ww < 0 || components < 0)
+        fail(name, ImageFault::Truncated, "is truncated (in its frame header)");
       h.w = ww;
       h.h = hh;
+      h.channels = components == 1 ? 1 : 3;  // 3 YCbCr or RGB, 4 CMYK
       check_size(h, name);
       off += 2 + uint64_t(len);
       break;
@@ -324,6 +328,7 @@ void sniff_bmp(ByteSource& s, ImageHeader& h, const std::string& name) {
          "is a corrupt BMP (unknown header size " + std::to_string(dib) + ")");
   }
   check_size(h, name);
+  if (bpp >= 16) h.channels = 3;  // 8 bits or fewer: a palette, grey or not
   const bool plain = comp == 0 || comp == 3 || comp == 6;
   if (plain && (bpp == 1 || bpp == 4 || bpp == 8 || bpp == 16 || bpp == 24 || bpp == 32)) {
     const int64_t stride = (h.w * bpp + 31) / 32 * 4;
@@ -357,6 +362,7 @@ void sniff_webp(ByteSource& s, ImageHeader& h, const std::string& name) {
   } else {
     fail(name, ImageFault::Corrupt, "is a corrupt WebP (unknown first chunk)");
   }
+  h.channels = 3;  // WebP has no grey mode
   check_size(h, name);
   if (s.size() < uint64_t(le32(b + 4)) + 8)
     fail(name, ImageFault::Truncated, "is truncated (the WebP ends before its RIFF size)");
@@ -388,7 +394,7 @@ void sniff_tiff(ByteSource& s, ImageHeader& h, const std::string& name) {
   std::vector<uint8_t> e(size_t(count) * size_t(esz));
   if (s.read(ifd + uint64_t(cn), e.data(), e.size()) < e.size())
     fail(name, ImageFault::Truncated, "is truncated (in its image directory)");
-  int64_t strip_off = -1, strip_len = -1;
+  int64_t strip_off = -1, strip_len = -1, photometric = -1, samples = 1;
   for (uint64_t i = 0; i < count; ++i) {
     const uint8_t* p = e.data() + i * uint64_t(esz);
     const uint64_t tag = u(p, 2), type = u(p + 2, 2), cnt = big ? u(p + 4, 8) : u(p + 4, 4);
@@ -410,7 +416,14 @@ void sniff_tiff(ByteSource& s, ImageHeader& h, const std::string& name) {
       strip_off = v;
     else if (tag == 279)
       strip_len = v;
+    else if (tag == 262)
+      photometric = v;
+    else if (tag == 277)
+      samples = v;
   }
+  // Photometric 0 and 1 are grey (white or black is zero); the rest (RGB,
+  // palette, CMYK, YCbCr, Lab) colour.
+  h.channels = photometric == 0 || photometric == 1 ? 1 : photometric >= 2 || samples >= 3 ? 3 : 0;
   check_size(h, name);
   // One strip (small pictures): its data must be in the file.
   if (strip_off >= 0 && strip_len >= 0 && uint64_t(strip_off) + uint64_t(strip_len) > size)
@@ -450,6 +463,7 @@ void sniff_pnm(ByteSource& s, ImageHeader& h, const std::string& name) {
   }
   h.w = v[0];
   h.h = v[1];
+  h.channels = kind == 3 || kind == 6 ? 3 : 1;  // P3/P6 colour; P1/P4 bitmaps, P2/P5 grey
   check_size(h, name);
   if (v[2] < 1 || v[2] > 65535)
     fail(name, ImageFault::Corrupt, "is a corrupt PNM (bad maximum value)");

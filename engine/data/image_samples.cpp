@@ -338,31 +338,44 @@ class StreamSamples : public SamplesBase {
   std::unique_ptr<PictureCache> cache_;
 };
 
-// The stored bytes of `items` from the headers of up to 64 evenly spaced
-// files (no pixel decoded).
-int64_t estimate_stored_bytes(const std::vector<ImageItem>& items, const ImageTransform& t) {
+// The headers of up to 64 evenly spaced files (no pixel decoded); a bad
+// file's is left empty (w = 0).
+std::vector<ImageHeader> sample_headers(const std::vector<ImageItem>& items) {
   const int64_t n = int64_t(items.size());
-  if (n == 0) return 0;
   const int64_t take = std::min<int64_t>(n, 64);
+  std::vector<ImageHeader> hs(static_cast<size_t>(take));
+  for (int64_t k = 0; k < take; ++k) {
+    try {
+      hs[size_t(k)] = check_image_file(items[size_t(k * n / take)].path);
+    } catch (const ImageError&) {
+    }
+  }
+  return hs;
+}
+
+// The stored bytes of n files from a sample of their headers.
+int64_t estimate_stored_bytes(const std::vector<ImageHeader>& sampled, int64_t n,
+                              const ImageTransform& t) {
+  if (sampled.empty()) return 0;
   const int S = stored_side(t);
   // A file whose header gives no size (or that is bad) counts as an S×S
   // square, the stored size of a square picture.
   const double square = double(S) * S * double(t.input[0]);
   double sum = 0;
-  for (int64_t k = 0; k < take; ++k) {
+  for (const ImageHeader& h : sampled) {
     double bytes = square;
-    try {
-      const ImageHeader h = check_image_file(items[size_t(k * n / take)].path);
-      if (h.w > 0 && h.h > 0) {
-        int64_t sh, sw;
-        stored_dims(h.h, h.w, S, sh, sw);
-        bytes = double(sh * sw * t.input[0]);
-      }
-    } catch (const ImageError&) {
+    if (h.w > 0 && h.h > 0) {
+      int64_t sh, sw;
+      stored_dims(h.h, h.w, S, sh, sw);
+      bytes = double(sh * sw * t.input[0]);
     }
     sum += bytes;
   }
-  return int64_t(sum / double(take) * double(n));
+  return int64_t(sum / double(sampled.size()) * double(n));
+}
+
+int64_t estimate_stored_bytes(const std::vector<ImageItem>& items, const ImageTransform& t) {
+  return estimate_stored_bytes(sample_headers(items), int64_t(items.size()), t);
 }
 
 int64_t memory_budget(const ImageLoadOptions& o) {
@@ -426,7 +439,8 @@ TrainTest load_image_dataset(const ImageList& list, const ImageTransform& t,
     train.push_back(v);
   }
   // One choice for both splits: together they must fit the budget.
-  const int64_t train_bytes = estimate_stored_bytes(train, t),
+  const std::vector<ImageHeader> sampled = sample_headers(train);
+  const int64_t train_bytes = estimate_stored_bytes(sampled, int64_t(train.size()), t),
                 test_bytes = estimate_stored_bytes(list.test, t);
   std::string why;
   const ImageLoadOptions::Mode mode = choose(o, train_bytes + test_bytes, why);
@@ -444,8 +458,48 @@ TrainTest load_image_dataset(const ImageList& list, const ImageTransform& t,
   if (report) {
     report->list = list;
     report->mode_note = tt.train.images->mode_note();
+    report->picture_note = picture_note(sampled, t.input);
   }
   return tt;
+}
+
+std::string picture_note(const std::vector<ImageHeader>& sampled, const Shape& input) {
+  std::vector<int64_t> ws, hs;
+  int colour = 0, grey = 0;
+  for (const ImageHeader& h : sampled) {
+    if (h.w <= 0 || h.h <= 0) continue;
+    ws.push_back(h.w);
+    hs.push_back(h.h);
+    colour += h.channels == 3;
+    grey += h.channels == 1;
+  }
+  if (ws.empty()) return {};
+  auto median = [](std::vector<int64_t>& v) {
+    std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  const int64_t w = median(ws), h = median(hs);
+  const int known = colour + grey;
+  std::string note = "about " + std::to_string(w) + "×" + std::to_string(h) + " px";
+  if (known > 0)
+    note += colour == known ? ", in colour"
+            : grey == known
+                ? ", grey"
+                : ", " + std::to_string(colour) + " of " + std::to_string(known) + " in colour";
+  note += " (the median of " + std::to_string(ws.size()) + " files' headers)";
+  if (input.rank() != 3) return note;
+  // Advice only where the Input loses what the files hold; a deliberate
+  // small Input for large photos (transfer at 224 px) is left alone.
+  if (input[0] == 1 && colour * 2 > known)
+    note +=
+        "; a 1-channel Input sees them grey: set the Input layer's channels to 3 to learn "
+        "from their colour";
+  const int64_t side = std::max(input[1], input[2]);
+  if (side < 64 && std::min(w, h) >= 4 * side)
+    note += "; at " + std::to_string(input[2]) + "×" + std::to_string(input[1]) +
+            " px the Input keeps little of their detail: a larger Input (64 or 128) keeps more, "
+            "at more memory and time";
+  return note;
 }
 
 std::vector<uint8_t> read_image_chw(const std::string& path, const Shape& in,

@@ -43,7 +43,12 @@ void check_data(const Dataset& d, const char* what, const NetworkShapes& net, bo
   const Shape& s = d.sample_shape;
   if (!fits_input(s, net.input)) {
     const std::string from = d.source.empty() ? "" : " (" + d.source + ")";
-    if (net.input.rank() == 3 && s.rank() == 3 && s[1] == net.input[1] && s[2] == net.input[2])
+    if (d.images && net.input.rank() == 3 && (net.input[0] == 1 || net.input[0] == 3))
+      // Image files are read at the Input's shape: what was read before
+      // the Input changed is read again, nothing to convert by hand.
+      data(set + from + " was read as pictures of " + s.str() + " but the network's Input is " +
+           net.input.str() + "; load the dataset again to read them at the Input's shape");
+    else if (net.input.rank() == 3 && s.rank() == 3 && s[1] == net.input[1] && s[2] == net.input[2])
       data(set + from + " has images with " + std::to_string(s[0]) +
            " channel(s) but the network's Input expects " + std::to_string(net.input[0]) +
            "; change the Input's shape to " + s.str() + " or use " +

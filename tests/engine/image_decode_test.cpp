@@ -139,6 +139,59 @@ TEST(ImageSniff, ReadsEachFormatsSizeFromItsHeader) {
   EXPECT_EQ(sniff(t).h, 42);
 }
 
+TEST(ImageSniff, ReadsWhetherAPictureIsGreyOrColour) {
+  // PNG colour types: 0 grey, 4 grey + alpha; 2 RGB, 3 palette, 6 RGBA.
+  for (int type : {0, 4}) EXPECT_EQ(sniff(png(2, 2, 8, type, "")).channels, 1) << type;
+  for (int type : {2, 3, 6}) EXPECT_EQ(sniff(png(2, 2, 8, type, "")).channels, 3) << type;
+  for (const char* f :
+       {"corner_32x16.jpg", "cmyk_16x16.jpg", "quad_8x6.bmp", "quad_8x6.tiff", "quad_8x6.ppm",
+        "quad_8x6_lossless.webp", "quad_8x6_lossy.webp", "quad_8x6_alpha.webp"})
+    EXPECT_EQ(sniff(fixture(f)).channels, 3) << f;
+  EXPECT_EQ(sniff(fixture("quad_8x6.pgm")).channels, 1);
+  // A grey JPEG: SOI, a baseline frame header of one component, EOI.
+  const Bytes grey_jpeg("\xff\xd8\xff\xc0\x00\x0b\x08\x00\x10\x00\x20\x01\x01\x11\x00\xff\xd9", 17);
+  const ImageHeader g = sniff(grey_jpeg);
+  EXPECT_EQ(g.w, 32);
+  EXPECT_EQ(g.h, 16);
+  EXPECT_EQ(g.channels, 1);
+}
+
+TEST(ImageSniff, PictureNoteSaysWhatTheFilesHoldBesideTheInput) {
+  auto headers = [](int n, int64_t w, int64_t h, int channels) {
+    ImageHeader x;
+    x.w = w;
+    x.h = h;
+    x.channels = channels;
+    return std::vector<ImageHeader>(size_t(n), x);
+  };
+  // Colour photos for a small grey Input: both pieces of advice.
+  std::vector<ImageHeader> photos = headers(10, 400, 300, 3);
+  photos.push_back({});  // a bad file's empty header counts for nothing
+  std::string n = picture_note(photos, Shape{1, 28, 28});
+  EXPECT_EQ(n.rfind("about 400×300 px, in colour (the median of 10 files' headers)", 0), 0u) << n;
+  EXPECT_NE(n.find("set the Input layer's channels to 3"), std::string::npos) << n;
+  EXPECT_NE(n.find("at 28×28 px the Input keeps little of their detail"), std::string::npos) << n;
+  // The same photos for a colour transfer Input at 224 px: no advice.
+  n = picture_note(photos, Shape{3, 224, 224});
+  EXPECT_EQ(n, "about 400×300 px, in colour (the median of 10 files' headers)");
+  // Grey scans for a grey Input of about their size: none either.
+  EXPECT_EQ(picture_note(headers(5, 28, 28, 1), Shape{1, 28, 28}),
+            "about 28×28 px, grey (the median of 5 files' headers)");
+  // Mostly grey with a few colour files: counted, no channel advice.
+  std::vector<ImageHeader> mixed = headers(6, 64, 64, 1);
+  for (const ImageHeader& h : headers(2, 64, 64, 3)) mixed.push_back(h);
+  n = picture_note(mixed, Shape{1, 64, 64});
+  EXPECT_NE(n.find("2 of 8 in colour"), std::string::npos) << n;
+  EXPECT_EQ(n.find("channels"), std::string::npos) << n;
+  // The median, not the mean: one huge file does not move it.
+  std::vector<ImageHeader> sizes = headers(4, 100, 80, 0);
+  sizes.push_back(headers(1, 9000, 9000, 0)[0]);
+  EXPECT_EQ(picture_note(sizes, Shape{3, 100, 100}),
+            "about 100×80 px (the median of 5 files' headers)");
+  EXPECT_EQ(picture_note({}, Shape{3, 32, 32}), "");
+  EXPECT_EQ(picture_note(headers(3, 0, 0, 0), Shape{3, 32, 32}), "");
+}
+
 TEST(ImageSniff, JpegHeaderIsFoundPastALargeExifSegment) {
   // An APP1 of 60 kB before the frame header, as a camera's EXIF with a
   // thumbnail: walked over by its length, the thumbnail's own end marker

@@ -452,7 +452,12 @@ TEST(ImageStream, AutoChoosesWithinTheBudgetAndSaysWhy) {
   EXPECT_NE(note.find("exceeds"), std::string::npos) << note;
   EXPECT_NE(note.find("no cache"), std::string::npos) << note;
   o.memory_budget = int64_t(1) << 30;
-  TrainTest big = load_image_dataset(list, training_transform(), o);
+  ImageDataReport report;
+  TrainTest big = load_image_dataset(list, training_transform(), o, &report);
+  // The folder's PNGs and BMPs are in colour, 18 to 87 by 18 to 127 px.
+  EXPECT_NE(report.picture_note.find(", in colour (the median of 36 files' headers)"),
+            std::string::npos)
+      << report.picture_note;
   EXPECT_FALSE(big.train.images->streaming());
   EXPECT_NE(big.train.images->mode_note().find("fits"), std::string::npos)
       << big.train.images->mode_note();

@@ -15,6 +15,7 @@
 #include <QBuffer>
 #include <QImage>
 #include <QRegularExpression>
+#include <QSignalSpy>
 #include <QTableWidget>
 
 namespace dc::test {
@@ -62,16 +63,25 @@ QByteArray png_with_bad_pixels() {
   return bytes;
 }
 
+// The sample project and its Dataset tab, with a folder of 32×32 grey
+// cats and dogs (4 each) written beside it.
+struct CatsAndDogs {
+  std::unique_ptr<gui::ProjectContext> ctx = gui::ProjectContext::load(sample_project_path());
+  gui::DatasetPanel panel{ctx.get()};
+  QTemporaryDir tmp;
+  QString root = tmp.path() + "/photos";
+  CatsAndDogs() {
+    write_class(root + "/cats", 4, 40);
+    write_class(root + "/dogs", 4, 160);
+  }
+};
+
 }  // namespace
 
 TEST(DashboardImageDataset, SkippedFilesAreNamedWithTheirReasonsAndTheRestLoads) {
   if (!image_decoding_supported()) GTEST_SKIP() << "built without OpenCV";
-  auto ctx = gui::ProjectContext::load(sample_project_path());
-  gui::DatasetPanel panel(ctx.get());
-  QTemporaryDir tmp;
-  const QString root = tmp.path() + "/photos";
-  write_class(root + "/cats", 4, 40);
-  write_class(root + "/dogs", 4, 160);
+  CatsAndDogs f;
+  auto& [ctx, panel, tmp, root] = f;
   write_bytes(root + "/dogs/broken.png", "\x89PNG not really");
   write_bytes(root + "/cats/notes.txt", "hello");
   ASSERT_TRUE(panel.loadSource(image_folder(root))) << panel.messageText().toStdString();
@@ -98,6 +108,44 @@ TEST(DashboardImageDataset, SkippedFilesAreNamedWithTheirReasonsAndTheRestLoads)
   EXPECT_TRUE(panel.messageText().contains("9 file(s) skipped"))
       << panel.messageText().toStdString();
   EXPECT_TRUE(panel.messageText().contains("and 4 more")) << panel.messageText().toStdString();
+}
+
+TEST(DashboardImageDataset, ANewInputShapeReadsThePicturesAgain) {
+  if (!image_decoding_supported()) GTEST_SKIP() << "built without OpenCV";
+  CatsAndDogs f;
+  auto& [ctx, panel, tmp, root] = f;
+  ASSERT_TRUE(panel.loadSource(image_folder(root))) << panel.messageText().toStdString();
+  EXPECT_EQ(ctx->trainSet()->sample_shape, (Shape{1, 28, 28}));
+  // What the files hold, from their headers: grey 32×32 PNGs.
+  EXPECT_TRUE(panel.summaryText().contains("Files: about 32×32 px, grey"))
+      << panel.summaryText().toStdString();
+  const std::shared_ptr<Dataset> before = ctx->trainSet();
+  auto set_input = [&](std::vector<int64_t> shape) {
+    Project p = ctx->project();
+    p.graph.node(p.graph.find_by_name("input")->id).attrs.set("shape", shape);
+    ctx->setProject(p);
+  };
+  // Another edit of the network leaves the pictures as they are.
+  set_input({1, 28, 28});
+  EXPECT_FALSE(panel.loading());
+  // A colour Input: read again at 3×32×32, not left to the preflight.
+  QSignalSpy loaded(&panel, &gui::DatasetPanel::datasetLoaded);
+  set_input({3, 32, 32});
+  ASSERT_TRUE(panel.loading());
+  // Meanwhile the preflight says what to do.
+  EXPECT_TRUE(panel.messageText().contains(
+      "was read as pictures of 1×28×28 but the network's Input is 3×32×32; load the dataset again"))
+      << panel.messageText().toStdString();
+  ASSERT_TRUE(loaded.wait(60000)) << panel.messageText().toStdString();
+  EXPECT_NE(ctx->trainSet(), before);
+  EXPECT_EQ(ctx->trainSet()->sample_shape, (Shape{3, 32, 32}));
+  EXPECT_EQ(ctx->project().dataset.path, root.toStdString());
+  EXPECT_FALSE(panel.messageText().contains("Input")) << panel.messageText().toStdString();
+  // A shape no picture can be read at is the preflight's to name.
+  set_input({2, 32, 32});
+  EXPECT_FALSE(panel.loading());
+  EXPECT_TRUE(panel.messageText().contains("but the network's Input expects 2"))
+      << panel.messageText().toStdString();
 }
 
 TEST(DashboardImageDataset, TheImageOptionsAreStoredInTheProjectsDatasetSpec) {

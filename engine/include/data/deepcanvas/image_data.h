@@ -78,6 +78,9 @@ class ImageError : public DataError {
 struct ImageHeader {
   std::string format;  // "png", "jpeg", "bmp", "webp", "tiff", "pnm"
   int64_t w = 0, h = 0;
+  // As stored: 1 grey, 3 colour (alpha, CMYK and palettes count as colour);
+  // 0 when the header does not say (a BMP of 8 bits or fewer).
+  int channels = 0;
 };
 // Reads the header (and for PNG and JPEG checks the trailer, so a truncated
 // file is caught before the decoder pads it with grey). Throws ImageError:
@@ -292,7 +295,15 @@ std::shared_ptr<ImageSamples> make_image_samples(std::vector<ImageItem> items,
 struct ImageDataReport {
   ImageList list;  // classes, counts, skipped files
   std::string mode_note;
+  std::string picture_note;  // picture_note() of the training files
 };
+
+// What a sample of files' headers says of the pictures, beside what the
+// Input takes: "about 380×284 px, in colour (the median of 64 files'
+// headers)", then advice where the Input throws away what they hold (a
+// 1-channel Input for colour pictures; a side under 64 px for pictures 4
+// times larger). "" when no header gave a size.
+std::string picture_note(const std::vector<ImageHeader>& sampled, const Shape& input);
 
 // The list's train (with val appended and its indices in
 // Dataset::validation) and test splits as Datasets of the transform's
