@@ -409,9 +409,12 @@ ImageLoadOptions::Mode choose(const ImageLoadOptions& o, int64_t estimate, std::
   }
   const int64_t budget = memory_budget(o);
   const bool fits = estimate <= budget;
-  why = std::string(fits ? ": about " : ": about ") + size_words(double(estimate)) +
-        (fits ? " decoded fits" : " decoded exceeds") + " the " + size_words(double(budget)) +
-        " budget";
+  // The estimate covers every split chosen together; a set held in memory
+  // then says its own size, so the estimate is named only when it decides
+  // against memory.
+  why = fits ? ": fits the " + size_words(double(budget)) + " budget"
+             : ": about " + size_words(double(estimate)) + " decoded exceeds the " +
+                   size_words(double(budget)) + " budget";
   return fits ? ImageLoadOptions::Mode::Memory : ImageLoadOptions::Mode::Stream;
 }
 
