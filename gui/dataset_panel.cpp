@@ -93,12 +93,13 @@ DatasetPanel::DatasetPanel(ProjectContext* ctx, QWidget* parent) : QWidget(paren
     followInput();
   });
   connect(ctx_, &ProjectContext::busyChanged, this, [this](bool busy) {
-    for (QWidget* w : {static_cast<QWidget*>(load_), static_cast<QWidget*>(kind_),
-                       static_cast<QWidget*>(val_split_), static_cast<QWidget*>(normalize_),
-                       static_cast<QWidget*>(hflip_), static_cast<QWidget*>(vflip_),
-                       static_cast<QWidget*>(pad_), static_cast<QWidget*>(rotate_),
-                       static_cast<QWidget*>(translate_), static_cast<QWidget*>(brightness_),
-                       static_cast<QWidget*>(resized_crop_), static_cast<QWidget*>(jitter_)})
+    for (QWidget* w :
+         {static_cast<QWidget*>(load_), static_cast<QWidget*>(kind_),
+          static_cast<QWidget*>(val_split_), static_cast<QWidget*>(normalize_),
+          static_cast<QWidget*>(hflip_), static_cast<QWidget*>(vflip_), static_cast<QWidget*>(pad_),
+          static_cast<QWidget*>(rotate_), static_cast<QWidget*>(translate_),
+          static_cast<QWidget*>(brightness_), static_cast<QWidget*>(resized_crop_),
+          static_cast<QWidget*>(jitter_), static_cast<QWidget*>(suggest_)})
       w->setEnabled(!busy);
     load_->setToolTip(busy ? tr("Stop the training run to load another dataset") : QString());
   });
@@ -300,6 +301,12 @@ void DatasetPanel::buildUi() {
 
   summary_ = new QLabel(tr("No dataset loaded."), right);
   summary_->setWordWrap(true);
+  suggest_ = new QPushButton(right);
+  suggest_->setVisible(false);
+  connect(suggest_, &QPushButton::clicked, this, [this] {
+    const Shape& s = ctx_->imageReport().suggested_input;
+    if (s.rank() == 3) Q_EMIT inputShapeRequested(s.dims());
+  });
   load_progress_ = new QProgressBar(right);
   load_progress_->setRange(0, 0);
   load_progress_->setMaximumHeight(8);
@@ -329,6 +336,10 @@ void DatasetPanel::buildUi() {
   bottom->addWidget(aug, 3);
   bottom->addWidget(preview_box, 2);
   rl->addWidget(summary_);
+  auto* suggest_row = new QHBoxLayout;
+  suggest_row->addWidget(suggest_);
+  suggest_row->addStretch(1);
+  rl->addLayout(suggest_row);
   rl->addWidget(load_progress_);
   rl->addWidget(message_);
   rl->addWidget(new QLabel(tr("<b>Samples</b>"), right));

@@ -58,6 +58,10 @@ class DatasetPanel : public QWidget {
   bool showsAugmentation() const;
   widgets::ImageGrid* augmentPreview() const { return preview_; }
   QTableWidget* classTable() const { return table_; }
+  // Shown under the summary when the loaded pictures hold what the Input
+  // throws away (ImageDataReport::suggested_input): one click asks for that
+  // Input (inputShapeRequested), and the pictures are read again at it.
+  QPushButton* suggestButton() const { return suggest_; }
   // The summary above the table (description, sizes, how images are loaded).
   QString summaryText() const;
   // The source as the widgets show it (what Load would read), and setting
@@ -85,6 +89,9 @@ class DatasetPanel : public QWidget {
   // The validation split, normalisation or augmentation (saved with the
   // project) changed.
   void settingsChanged();
+  // The suggest button: the window sets the Input layer's shape (an
+  // undoable edit of the network).
+  void inputShapeRequested(const std::vector<int64_t>& shape);
 
  protected:
   // The first time the tab is shown for a project, its dataset loads in the
@@ -110,7 +117,7 @@ class DatasetPanel : public QWidget {
   ProjectContext* ctx_;
   QComboBox *kind_, *normalize_, *loading_, *bad_images_;
   QLineEdit* path_;
-  QPushButton *browse_, *load_, *reroll_;
+  QPushButton *browse_, *load_, *reroll_, *suggest_;
   QSpinBox *window_, *pad_;
   QDoubleSpinBox *test_fraction_, *crop_fraction_, *val_split_, *rotate_, *translate_, *brightness_,
       *jitter_;

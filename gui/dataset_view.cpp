@@ -6,6 +6,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPlainTextEdit>
+#include <QPushButton>
 #include <QTableWidget>
 #include <algorithm>
 #include <vector>
@@ -55,6 +56,7 @@ void DatasetPanel::showDataset() {
   table_->setRowCount(0);
   thumbs_->clear();
   text_samples_->clear();
+  suggest_->setVisible(false);
   thumbs_->setVisible(!train || !train->tokens);
   text_samples_->setVisible(train && train->tokens);
   // Augmentation draws on pictures; the preflight refuses it for other inputs.
@@ -77,6 +79,9 @@ void DatasetPanel::showDataset() {
         report.mode_note.empty() ? train->images->mode_note() : report.mode_note;
     if (!note.empty())
       summary += "<br>" + tr("Pictures: %1").arg(QString::fromStdString(note).toHtmlEscaped());
+    const Shape& s = report.suggested_input;
+    suggest_->setVisible(s.rank() == 3 && !(s == train->sample_shape));
+    suggest_->setText(tr("Use a %1 Input").arg(QString::fromStdString(s.str())));
     if (!report.picture_note.empty())
       summary +=
           "<br>" + tr("Files: %1").arg(QString::fromStdString(report.picture_note).toHtmlEscaped());

@@ -95,6 +95,15 @@ void MainWindow::createModes() {
   connect(editor_->model(), &widgets::GraphModel::shapesChanged, this, &MainWindow::syncContext);
   connect(training_panel_, &TrainingPanel::settingsChanged, this, &MainWindow::updateTitle);
   connect(dataset_panel_, &DatasetPanel::settingsChanged, this, &MainWindow::updateTitle);
+  // The Dataset tab's "Use a 3×64×64 Input": an edit of the network (undoable),
+  // after which the panel reads the pictures again at the new shape.
+  connect(dataset_panel_, &DatasetPanel::inputShapeRequested, this,
+          [this](const std::vector<int64_t>& shape) {
+            const std::vector<NodeId> inputs = editor_->graph().inputs();
+            QString why = tr("the network has %1 Input layers, not one").arg(inputs.size());
+            if (inputs.size() != 1 || !editor_->setAttr(inputs.front(), "shape", shape, &why))
+              reportError(tr("Could not change the Input's shape: %1").arg(why));
+          });
   // Problems found at Start usually concern the data: show them.
   connect(training_panel_, &TrainingPanel::problemsFound, this,
           [this] { showMode(Mode::Training); });

@@ -462,47 +462,84 @@ TrainTest load_image_dataset(const ImageList& list, const ImageTransform& t,
     report->list = list;
     report->mode_note = tt.train.images->mode_note();
     report->picture_note = picture_note(sampled, t.input);
+    report->suggested_input = suggested_input(sampled, t.input);
   }
   return tt;
 }
 
-std::string picture_note(const std::vector<ImageHeader>& sampled, const Shape& input) {
-  std::vector<int64_t> ws, hs;
+namespace {
+
+// What up to 64 files' headers say, for picture_note and suggested_input.
+struct PictureSurvey {
+  int64_t files = 0;     // headers that gave a size
+  int64_t w = 0, h = 0;  // median width and height
   int colour = 0, grey = 0;
+  // The Input throws away colour the files hold, or most of their detail.
+  bool colour_lost(const Shape& in) const { return in[0] == 1 && colour * 2 > colour + grey; }
+  bool detail_lost(const Shape& in) const {
+    return std::max(in[1], in[2]) < 64 && std::min(w, h) >= 4 * std::max(in[1], in[2]);
+  }
+};
+
+PictureSurvey survey(const std::vector<ImageHeader>& sampled) {
+  PictureSurvey s;
+  std::vector<int64_t> ws, hs;
   for (const ImageHeader& h : sampled) {
     if (h.w <= 0 || h.h <= 0) continue;
     ws.push_back(h.w);
     hs.push_back(h.h);
-    colour += h.channels == 3;
-    grey += h.channels == 1;
+    s.colour += h.channels == 3;
+    s.grey += h.channels == 1;
   }
-  if (ws.empty()) return {};
+  s.files = int64_t(ws.size());
+  if (ws.empty()) return s;
   auto median = [](std::vector<int64_t>& v) {
     std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(v.size() / 2), v.end());
     return v[v.size() / 2];
   };
-  const int64_t w = median(ws), h = median(hs);
-  const int known = colour + grey;
-  std::string note = "about " + std::to_string(w) + "×" + std::to_string(h) + " px";
+  s.w = median(ws);
+  s.h = median(hs);
+  return s;
+}
+
+bool image_input(const Shape& in) {
+  return in.rank() == 3 && (in[0] == 1 || in[0] == 3);
+}
+
+}  // namespace
+
+std::string picture_note(const std::vector<ImageHeader>& sampled, const Shape& input) {
+  const PictureSurvey s = survey(sampled);
+  if (s.files == 0) return {};
+  const int known = s.colour + s.grey;
+  std::string note = "about " + std::to_string(s.w) + "×" + std::to_string(s.h) + " px";
   if (known > 0)
-    note += colour == known ? ", in colour"
-            : grey == known
+    note += s.colour == known ? ", in colour"
+            : s.grey == known
                 ? ", grey"
-                : ", " + std::to_string(colour) + " of " + std::to_string(known) + " in colour";
-  note += " (the median of " + std::to_string(ws.size()) + " files' headers)";
-  if (input.rank() != 3) return note;
+                : ", " + std::to_string(s.colour) + " of " + std::to_string(known) + " in colour";
+  note += " (the median of " + std::to_string(s.files) + " files' headers)";
+  if (!image_input(input)) return note;
   // Advice only where the Input loses what the files hold; a deliberate
   // small Input for large photos (transfer at 224 px) is left alone.
-  if (input[0] == 1 && colour * 2 > known)
+  if (s.colour_lost(input))
     note +=
         "; a 1-channel Input sees them grey: set the Input layer's channels to 3 to learn "
         "from their colour";
-  const int64_t side = std::max(input[1], input[2]);
-  if (side < 64 && std::min(w, h) >= 4 * side)
+  if (s.detail_lost(input))
     note += "; at " + std::to_string(input[2]) + "×" + std::to_string(input[1]) +
             " px the Input keeps little of their detail: a larger Input (64 or 128) keeps more, "
             "at more memory and time";
   return note;
+}
+
+Shape suggested_input(const std::vector<ImageHeader>& sampled, const Shape& input) {
+  const PictureSurvey s = survey(sampled);
+  if (s.files == 0 || !image_input(input)) return {};
+  const bool colour = s.colour_lost(input), detail = s.detail_lost(input);
+  if (!colour && !detail) return {};
+  const int64_t side = detail ? 64 : std::max(input[1], input[2]);
+  return Shape{colour ? 3 : input[0], detail ? side : input[1], detail ? side : input[2]};
 }
 
 std::vector<uint8_t> read_image_chw(const std::string& path, const Shape& in,

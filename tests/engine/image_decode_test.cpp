@@ -171,7 +171,12 @@ TEST(ImageSniff, PictureNoteSaysWhatTheFilesHoldBesideTheInput) {
   EXPECT_EQ(n.rfind("about 400×300 px, in colour (the median of 10 files' headers)", 0), 0u) << n;
   EXPECT_NE(n.find("set the Input layer's channels to 3"), std::string::npos) << n;
   EXPECT_NE(n.find("at 28×28 px the Input keeps little of their detail"), std::string::npos) << n;
+  EXPECT_EQ(suggested_input(photos, Shape{1, 28, 28}), (Shape{3, 64, 64}));
+  // Each piece of advice alone changes only its part of the shape.
+  EXPECT_EQ(suggested_input(photos, Shape{1, 96, 80}), (Shape{3, 96, 80}));
+  EXPECT_EQ(suggested_input(photos, Shape{3, 32, 32}), (Shape{3, 64, 64}));
   // The same photos for a colour transfer Input at 224 px: no advice.
+  EXPECT_EQ(suggested_input(photos, Shape{3, 224, 224}).rank(), 0u);
   n = picture_note(photos, Shape{3, 224, 224});
   EXPECT_EQ(n, "about 400×300 px, in colour (the median of 10 files' headers)");
   // Grey scans for a grey Input of about their size: none either.
@@ -183,6 +188,8 @@ TEST(ImageSniff, PictureNoteSaysWhatTheFilesHoldBesideTheInput) {
   n = picture_note(mixed, Shape{1, 64, 64});
   EXPECT_NE(n.find("2 of 8 in colour"), std::string::npos) << n;
   EXPECT_EQ(n.find("channels"), std::string::npos) << n;
+  EXPECT_EQ(suggested_input(mixed, Shape{1, 64, 64}).rank(), 0u);
+  EXPECT_EQ(suggested_input(photos, Shape{16}).rank(), 0u);  // not a picture Input
   // The median, not the mean: one huge file does not move it.
   std::vector<ImageHeader> sizes = headers(4, 100, 80, 0);
   sizes.push_back(headers(1, 9000, 9000, 0)[0]);

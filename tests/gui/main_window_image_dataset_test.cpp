@@ -14,6 +14,7 @@
 
 #include <QDir>
 #include <QImage>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QUndoStack>
@@ -113,6 +114,46 @@ TEST_F(MainWindowDashboardImageDataset, AChosenImageFolderIsSavedUndoableAndReop
   EXPECT_EQ(QDir::cleanPath(QString::fromStdString(
                 load_project((other + "/moved.dcproj").toStdString()).dataset.path)),
             QDir::cleanPath(QDir(dir).absoluteFilePath("photos")));
+}
+
+// Colour photos for the sample project's grey 28×28 Input: the Dataset tab
+// offers a 3×64×64 Input; one click sets it in the network (undoable) and
+// the pictures are read again at it; undo takes both back.
+TEST_F(MainWindowDashboardImageDataset, TheDatasetTabSetsTheInputThePicturesNeed) {
+  if (!image_decoding_supported()) GTEST_SKIP() << "built without OpenCV";
+  const QString dir = tempDir();
+  for (int c = 0; c < 2; ++c)
+    for (int i = 0; i < 3; ++i) {
+      QImage img(160, 140, QImage::Format_RGB888);
+      img.fill(c == 0 ? QColor(200, 40 + i * 9, 30) : QColor(20, 60, 180 + i * 9));
+      const QString cls = dir + (c == 0 ? "/red" : "/blue");
+      QDir().mkpath(cls);
+      ASSERT_TRUE(img.save(cls + QString("/%1.png").arg(i)));
+    }
+  gui::MainWindow w;
+  w.setErrorHandler([](const QString& e) { ADD_FAILURE() << e.toStdString(); });
+  ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+  gui::DatasetPanel* panel = w.datasetPanel();
+  gui::DatasetSource s;
+  s.kind = gui::DatasetSource::Kind::ImageFolder;
+  s.path = dir;
+  ASSERT_TRUE(panel->loadSource(s)) << panel->messageText().toStdString();
+  ASSERT_FALSE(panel->suggestButton()->isHidden());
+  EXPECT_EQ(panel->suggestButton()->text().toStdString(), "Use a 3×64×64 Input");
+  const Graph& g = w.editor()->graph();
+  const NodeId input = g.find_by_name("input")->id;
+  QSignalSpy loaded(panel, &gui::DatasetPanel::datasetLoaded);
+  panel->suggestButton()->click();
+  EXPECT_EQ(g.node(input).attrs.ints("shape"), (std::vector<int64_t>{3, 64, 64}));
+  ASSERT_TRUE(loaded.wait(60000)) << panel->messageText().toStdString();
+  EXPECT_EQ(w.context()->trainSet()->sample_shape.str(), "3×64×64");
+  EXPECT_TRUE(panel->suggestButton()->isHidden());
+  w.editor()->undoStack()->undo();
+  EXPECT_EQ(g.node(input).attrs.ints("shape"), (std::vector<int64_t>{1, 28, 28}));
+  ASSERT_TRUE(loaded.wait(60000)) << panel->messageText().toStdString();
+  EXPECT_EQ(w.context()->trainSet()->sample_shape.str(), "1×28×28");
+  EXPECT_FALSE(panel->suggestButton()->isHidden());
+  w.setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
 }
 
 }  // namespace

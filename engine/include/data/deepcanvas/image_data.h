@@ -296,6 +296,7 @@ struct ImageDataReport {
   ImageList list;  // classes, counts, skipped files
   std::string mode_note;
   std::string picture_note;  // picture_note() of the training files
+  Shape suggested_input;     // suggested_input() for them; rank 0: none
 };
 
 // What a sample of files' headers says of the pictures, beside what the
@@ -304,6 +305,10 @@ struct ImageDataReport {
 // 1-channel Input for colour pictures; a side under 64 px for pictures 4
 // times larger). "" when no header gave a size.
 std::string picture_note(const std::vector<ImageHeader>& sampled, const Shape& input);
+// The Input that keeps what picture_note advises keeping: 3 channels for
+// colour pictures, a 64×64 side for pictures a small Input shrinks 4 times
+// or more; rank 0 when it advises nothing.
+Shape suggested_input(const std::vector<ImageHeader>& sampled, const Shape& input);
 
 // The list's train (with val appended and its indices in
 // Dataset::validation) and test splits as Datasets of the transform's
