@@ -578,6 +578,7 @@ void DatasetPanel::finishLoad(const DatasetSource& source, LoadedDataset* loaded
   }
   showSource(datasetSource(ctx_->project().dataset));
   Q_EMIT datasetLoaded();
+  followInput();  // the Input may have changed again while this load ran
 }
 
 bool DatasetPanel::loadSource(const DatasetSource& source) {

@@ -141,6 +141,16 @@ TEST(DashboardImageDataset, ANewInputShapeReadsThePicturesAgain) {
   EXPECT_EQ(ctx->trainSet()->sample_shape, (Shape{3, 32, 32}));
   EXPECT_EQ(ctx->project().dataset.path, root.toStdString());
   EXPECT_FALSE(panel.messageText().contains("Input")) << panel.messageText().toStdString();
+  // An Input changed again while the pictures are being read: read once
+  // more at the latest shape when that load ends.
+  loaded.clear();
+  set_input({3, 16, 16});
+  ASSERT_TRUE(panel.loading());
+  set_input({1, 16, 16});
+  ASSERT_TRUE(loaded.wait(60000)) << panel.messageText().toStdString();
+  if (loaded.count() < 2) ASSERT_TRUE(loaded.wait(60000)) << panel.messageText().toStdString();
+  EXPECT_EQ(ctx->trainSet()->sample_shape, (Shape{1, 16, 16}));
+  EXPECT_FALSE(panel.loading());
   // A shape no picture can be read at is the preflight's to name.
   set_input({2, 32, 32});
   EXPECT_FALSE(panel.loading());
