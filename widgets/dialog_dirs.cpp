@@ -22,10 +22,17 @@ QString existingFolder(const QString& path) {
   return parent.isDir() ? parent.absoluteFilePath() : QString();
 }
 
+// A folder remembered before the key existed (the exports kept theirs as
+// "exportDir"): read while the key has none, so an update forgets nothing.
+QString legacyFolder(const QString& key) {
+  return key == QLatin1String("exports") ? QSettings().value("exportDir").toString() : QString();
+}
+
 }  // namespace
 
 QString dialogStart(const QString& key, const QString& fallback) {
-  const QString last = QSettings().value(settingsKey(key)).toString();
+  QString last = QSettings().value(settingsKey(key)).toString();
+  if (last.isEmpty()) last = legacyFolder(key);
   if (!last.isEmpty() && QFileInfo(last).isDir()) return last;
   const QString f = existingFolder(fallback);
   return f.isEmpty() ? QDir::homePath() : f;

@@ -203,6 +203,12 @@ TEST(DashboardInference, FileDialogsStartAtTheDataThenWhereTheLastChoiceWas) {
   ctx.setProject(p);
   EXPECT_EQ(panel.imageDialogStart(), QDir::homePath());
   EXPECT_EQ(widgets::dialogStart("plotExport"), QDir::homePath());
+  // The exports' folder from before "dialogs/exports", until one is chosen.
+  QSettings().setValue("exportDir", photos);
+  EXPECT_EQ(widgets::dialogStart("exports"), photos);
+  widgets::rememberDialogChoice("exports", folder + "/model.onnx");
+  EXPECT_EQ(widgets::dialogStart("exports"), folder);
+  QSettings().remove("exportDir");
   QSettings().remove("dialogs");
 }
 
