@@ -148,7 +148,9 @@ TEST(DashboardImageDataset, ANewInputShapeReadsThePicturesAgain) {
   ASSERT_TRUE(panel.loading());
   set_input({1, 16, 16});
   ASSERT_TRUE(loaded.wait(60000)) << panel.messageText().toStdString();
-  if (loaded.count() < 2) ASSERT_TRUE(loaded.wait(60000)) << panel.messageText().toStdString();
+  if (loaded.count() < 2) {
+    ASSERT_TRUE(loaded.wait(60000)) << panel.messageText().toStdString();
+  }
   EXPECT_EQ(ctx->trainSet()->sample_shape, (Shape{1, 16, 16}));
   EXPECT_FALSE(panel.loading());
   // A shape no picture can be read at is the preflight's to name.
