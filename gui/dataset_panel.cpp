@@ -545,11 +545,11 @@ void DatasetPanel::followInput() {
   if (!in.ok()) return;
   const Shape& s = *in.shape;
   // Shapes a picture can be read at; others are the preflight's to name.
-  if (s.rank() != 3 || (s[0] != 1 && s[0] != 3) || s == train->sample_shape) return;
-  const QString shape = QString::fromStdString(s.str());
-  if (std::exchange(followed_shape_, shape) == shape) return;
+  if (!picture_shape(s) || s == train->sample_shape) return;
+  if (std::exchange(followed_shape_, s) == s) return;
   loadSourceAsync(ctx_->datasetSource());
-  summary_->setText(tr("Reading the pictures again at the Input's new shape, %1…").arg(shape));
+  summary_->setText(tr("Reading the pictures again at the Input's new shape, %1…")
+                        .arg(QString::fromStdString(s.str())));
 }
 
 void DatasetPanel::finishLoad(const DatasetSource& source, LoadedDataset* loaded,

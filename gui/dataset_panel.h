@@ -138,7 +138,7 @@ class DatasetPanel : public QWidget {
   bool undoing_ = false;     // an undo or redo sets the spec: no new step
   // The Input shape followInput last read the pictures at: a failed read
   // is not retried on every later edit of the network.
-  QString followed_shape_;
+  Shape followed_shape_;
 };
 
 }  // namespace dc::gui

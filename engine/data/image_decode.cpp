@@ -674,8 +674,7 @@ Picture decode_image(const std::string& path, int channels, int at_least) {
 }
 
 std::vector<uint8_t> capture_camera_chw(int index, const Shape& in) {
-  if (in.rank() != 3 || (in[0] != 1 && in[0] != 3))
-    throw DataError("the network's input is " + in.str() + ", not an image");
+  if (!picture_shape(in)) throw DataError("the network's input is " + in.str() + ", not an image");
 #ifdef DC_HAVE_OPENCV_VIDEOIO
   cv::VideoCapture cam(index);
   if (!cam.isOpened()) throw IoError("no camera found (camera " + std::to_string(index) + ")");

@@ -49,6 +49,10 @@ void stored_dims(int64_t h, int64_t w, int S, int64_t& sh, int64_t& sw) {
 
 }  // namespace
 
+bool picture_shape(const Shape& input) {
+  return input.rank() == 3 && (input[0] == 1 || input[0] == 3);
+}
+
 int stored_side(const ImageTransform& t) {
   const double f = t.crop_fraction > 0 && t.crop_fraction <= 1 ? t.crop_fraction : 1.0;
   return int(std::ceil(double(std::max(t.input[1], t.input[2])) / f - 1e-9));
@@ -385,7 +389,7 @@ int64_t memory_budget(const ImageLoadOptions& o) {
 }
 
 void check_input(const ImageTransform& t) {
-  if (t.input.rank() != 3 || (t.input[0] != 1 && t.input[0] != 3))
+  if (!picture_shape(t.input))
     throw DataError("the network's Input is " + t.input.str() +
                     "; images need channels×height×width with 1 or 3 channels");
 }
@@ -502,10 +506,6 @@ PictureSurvey survey(const std::vector<ImageHeader>& sampled) {
   return s;
 }
 
-bool image_input(const Shape& in) {
-  return in.rank() == 3 && (in[0] == 1 || in[0] == 3);
-}
-
 }  // namespace
 
 std::string picture_note(const std::vector<ImageHeader>& sampled, const Shape& input) {
@@ -519,7 +519,7 @@ std::string picture_note(const std::vector<ImageHeader>& sampled, const Shape& i
                 ? ", grey"
                 : ", " + std::to_string(s.colour) + " of " + std::to_string(known) + " in colour";
   note += " (the median of " + std::to_string(s.files) + " files' headers)";
-  if (!image_input(input)) return note;
+  if (!picture_shape(input)) return note;
   // Advice only where the Input loses what the files hold; a deliberate
   // small Input for large photos (transfer at 224 px) is left alone.
   if (s.colour_lost(input))
@@ -535,7 +535,7 @@ std::string picture_note(const std::vector<ImageHeader>& sampled, const Shape& i
 
 Shape suggested_input(const std::vector<ImageHeader>& sampled, const Shape& input) {
   const PictureSurvey s = survey(sampled);
-  if (s.files == 0 || !image_input(input)) return {};
+  if (s.files == 0 || !picture_shape(input)) return {};
   const bool colour = s.colour_lost(input), detail = s.detail_lost(input);
   if (!colour && !detail) return {};
   const int64_t side = detail ? 64 : std::max(input[1], input[2]);
@@ -544,7 +544,7 @@ Shape suggested_input(const std::vector<ImageHeader>& sampled, const Shape& inpu
 
 std::vector<uint8_t> read_image_chw(const std::string& path, const Shape& in,
                                     double crop_fraction) {
-  if (in.rank() != 3 || (in[0] != 1 && in[0] != 3))
+  if (!picture_shape(in))
     throw DataError("the network's input is " + in.str() +
                     ", not an image (channels×height×width with 1 or 3 channels)");
   ImageTransform t;

@@ -1,4 +1,5 @@
 #include <deepcanvas/errors.h>
+#include <deepcanvas/image_data.h>
 #include <deepcanvas/next_token.h>
 #include <deepcanvas/plan.h>
 #include <deepcanvas/preflight.h>
@@ -43,7 +44,7 @@ void check_data(const Dataset& d, const char* what, const NetworkShapes& net, bo
   const Shape& s = d.sample_shape;
   if (!fits_input(s, net.input)) {
     const std::string from = d.source.empty() ? "" : " (" + d.source + ")";
-    if (d.images && net.input.rank() == 3 && (net.input[0] == 1 || net.input[0] == 3))
+    if (d.images && picture_shape(net.input))
       // Image files are read at the Input's shape: what was read before
       // the Input changed is read again, nothing to convert by hand.
       data(set + from + " was read as pictures of " + s.str() + " but the network's Input is " +

@@ -38,6 +38,9 @@ bool image_decoding_supported();
 // True in a build without OpenCV's imgcodecs (DEEPCANVAS_OPENCV=JPEG):
 // only JPEG files are decoded.
 bool image_decoding_jpeg_only();
+// Whether pictures can be read as samples of `input`: channels×height×width
+// with 1 (grey) or 3 (RGB) channels.
+bool picture_shape(const Shape& input);
 
 // A decoded picture: h rows of w pixels of c bytes each (c = 1 grey or
 // 3 RGB), rows contiguous (HWC).
