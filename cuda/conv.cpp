@@ -52,7 +52,7 @@
 // DC_CUDA_PW=tf32 computes them with TF32 tensor cores instead.
 //
 // A ReLU/ReLU6 right after the layer (its only consumer) is folded into it
-// (cuda_relu_fusions), as into BatchNorm and Add: forward clamps in the
+// (relu_fusions), as into BatchNorm and Add: forward clamps in the
 // bias pass (bias_relu; in the depthwise kernel itself), so the ReLU keeps
 // no buffers and launches nothing, and backward first zeroes the incoming
 // gradient where the clamped output is 0 or at the cap, in place

@@ -17,7 +17,7 @@ void act_forward(Act a, float slope, const float* x, float* y, int64_t n, cudaSt
 void act_backward(Act a, float slope, const float* x, const float* y, const float* dy, float* dx,
                   int64_t n, cudaStream_t s);
 // A ReLU (hi = +inf) or ReLU6 (hi = 6) folded into the op before it
-// (cuda_relu_fusions, CudaPlan::lower): that op writes
+// (relu_fusions, CudaPlan::lower): that op writes
 // y = z > 0 ? min(z, hi) : 0 instead of z, and passes the gradient on only
 // where 0 < z < hi, the CPU ReLU's convention. on = false: no clamp.
 struct FusedRelu {

@@ -92,7 +92,7 @@ class Op {
   // Layers that only regroup values (Flatten, Reshape) share their input's
   // buffers instead of copying.
   virtual bool is_view() const { return false; }
-  // A ReLU/ReLU6 after this op folded into it (cuda_relu_fusions): the op
+  // A ReLU/ReLU6 after this op folded into it (relu_fusions): the op
   // clamps its output and masks the incoming gradient from then on. Ops that
   // cannot return false and stay as they are.
   virtual bool fold_relu(FusedRelu) { return false; }

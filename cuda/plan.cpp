@@ -107,7 +107,7 @@ void CudaPlan::lower() {
   out_node_ = int(nodes_.size()) - 1;  // lower_graph puts the output last
   const char* f = std::getenv("DC_CUDA_FUSE");
   if (f && *f == '0') return;
-  const std::vector<int> fused = cuda_relu_fusions(host_.steps());
+  const std::vector<int> fused = relu_fusions(host_.steps());
   for (size_t j = 0; j < fused.size(); ++j)
     if (fused[j] >= 0) fold_into(*nodes_[j].op, *nodes_[size_t(fused[j])].op);
 }

@@ -298,12 +298,12 @@ void SummaryPanel::refresh() {
       if (r.fused_into.empty()) {
         it->setText(kAct, humanBytes(double(r.activation_bytes)));
       } else {
-        // Runs inside the convolution and writes its buffer.
-        const QString conv = QString::fromStdString(r.fused_into);
-        it->setText(kAct, tr("in %1").arg(conv));
+        // Runs inside the layer before it and writes its buffer.
+        const QString into = QString::fromStdString(r.fused_into);
+        it->setText(kAct, tr("in %1").arg(into));
         it->setToolTip(kAct, tr("Fused into %1: applied to its output in place, no memory of its "
                                 "own")
-                                 .arg(conv));
+                                 .arg(into));
       }
       it->setToolTip(kParams, QString::number(r.cost.params));
       it->setToolTip(kMacs, QString::number(r.cost.macs));

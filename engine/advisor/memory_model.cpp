@@ -172,9 +172,10 @@ int64_t cuda_total(const std::vector<PlanStep>& steps, const MemoryOptions& o,
   // in one float32 block, whatever the precision, and in another the
   // gradients of those that backward reaches (CudaPlan::lower: own
   // parameters that train, or such a node upstream) and of the output.
-  // A ReLU folded into the BatchNorm or Add before it (cuda_relu_fusions)
-  // shares that step's buffers, as Flatten and Reshape share theirs.
-  const std::vector<int> folded = cuda_relu_fusions(steps);
+  // A ReLU folded into the BatchNorm, Add or Conv2D before it
+  // (relu_fusions) shares that step's buffers, as Flatten and Reshape share
+  // theirs.
+  const std::vector<int> folded = relu_fusions(steps);
   auto is_view = [&](const PlanStep& s) {
     return s.type == "Flatten" || s.type == "Reshape" || folded[size_t(&s - steps.data())] >= 0;
   };
@@ -390,8 +391,9 @@ MemoryPrediction predict_memory(const Graph& g, const MemoryOptions& o) {
                                  ? (o.optimizer.momentum != 0 ? 1 : 0)
                                  : 2;  // Adam, AdamW: m and v
   MemoryPrediction m;
-  // plan.cpp fuses a ReLU into the Conv2D before it on the CPU: the ReLU
-  // writes the convolution's buffer and the convolution keeps no gradient.
+  // plan.cpp fuses a ReLU into the Conv2D, BatchNorm or Add before it on
+  // the CPU (relu_fusions): the ReLU writes that layer's buffer and the
+  // layer keeps no gradient. (The CUDA plan's rule is applied above.)
   const std::vector<int> fused = cuda ? std::vector<int>(steps.size(), -1) : relu_fusions(steps);
   std::vector<bool> fused_producer(steps.size(), false);
   for (int i : fused)

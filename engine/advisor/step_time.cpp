@@ -202,12 +202,9 @@ DeviceRates gpu_rates(const DeviceBench& b, Precision p, const GpuModel& m) {
 
 StepTime predict_step_time(const Graph& g, int64_t batch, const DeviceRates& d) {
   const std::vector<PlanStep> steps = lower_graph(g);
-  // The CPU plan runs a ReLU or ReLU6 after a Conv2D inside the convolution,
-  // on each sample's output while it is in cache (plan.cpp): no pass of its
-  // own. The GPU folds one after a BatchNorm or Add into that layer's
-  // passes instead (cuda_relu_fusions).
-  const std::vector<int> fused =
-      d.im2col_convolutions ? relu_fusions(steps) : cuda_relu_fusions(steps);
+  // Both plans run a ReLU or ReLU6 after a Conv2D, a BatchNorm or an Add
+  // inside that layer's passes (relu_fusions): no pass of its own.
+  const std::vector<int> fused = relu_fusions(steps);
   StepTime st;
   std::vector<bool> needs_grad(steps.size(), false);
   const double n = double(batch), ae = 4;  // float32 activations (step_time.h)

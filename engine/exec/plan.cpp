@@ -69,10 +69,6 @@ std::vector<int> relu_fusions_into(const std::vector<PlanStep>& steps,
 }
 
 std::vector<int> relu_fusions(const std::vector<PlanStep>& steps) {
-  return relu_fusions_into(steps, [&](int i) { return steps[size_t(i)].type == "Conv2D"; });
-}
-
-std::vector<int> cuda_relu_fusions(const std::vector<PlanStep>& steps) {
   return relu_fusions_into(steps, [&](int i) {
     const std::string& t = steps[size_t(i)].type;
     return t == "BatchNorm2D" || t == "BatchNorm1D" || t == "Add" || t == "Conv2D";
@@ -399,7 +395,8 @@ FreezeSavings Plan::freeze_savings() const {
     const PlanStep& ls = *s->lowered;
     if (ls.frozen) ++f.frozen_nodes;
     if (ls.is_input) continue;
-    if (s->needs_grad_unfrozen && !s->needs_grad)
+    // A layer with a fused ReLU has no gradient buffer: the ReLU's serves.
+    if (s->needs_grad_unfrozen && !s->needs_grad && s->fused_relu < 0)
       f.activation_grad_bytes_per_sample += ls.out_shape.numel() * 4;
     if (!ls.desc->cost) continue;
     const int64_t macs = ls.desc->cost(ls.in_shapes, ls.out_shape, ls.attrs).macs;

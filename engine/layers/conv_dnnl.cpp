@@ -343,7 +343,18 @@ DnnlConv::DnnlConv(const ConvGeom& g) : p_(std::make_unique<Impl>()) {
 
 DnnlConv::~DnnlConv() = default;
 
+// A 1×1 convolution over this many output pixels or more runs as one GEMM
+// per sample on the NCHW tensors themselves (conv.cpp), never on oneDNN:
+// its kernel is fast, but the reorders into its blocked layout and back
+// (input, output, the output's gradient, the input's) cost more than the
+// GEMM saves. Below it the per-sample GEMMs are too thin and oneDNN, which
+// blocks the batch, is faster. MobileNetV2 at 96 px trained 6 % faster
+// (docs/BENCHMARKS.md): its 48×48 to 12×12 layers went faster this way,
+// its 6×6 and 3×3 ones slower.
+constexpr int64_t kGemmPointwisePixels = 100;
+
 bool DnnlConv::takes(const ConvGeom& g) {
+  if (g.pointwise() && g.OHW() >= kGemmPointwisePixels) return false;
   return wanted() && (g.G == 1 || grouped_wanted());
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "builtin.h"
+#include "fused_relu.h"
 
 namespace dc {
 namespace {
@@ -28,28 +29,58 @@ class Add : public Layer {
  public:
   void forward(const std::vector<const Tensor*>& in, Tensor& out, RunContext&) override {
     float* y = out.f32();
-    // Pointers by value: through a captured reference GCC does not vectorise.
-    parallel_for(out.numel(), kGrain, [&in, y](int64_t b, int64_t e) {
-      const float* x0 = in[0]->f32();
-      for (int64_t i = b; i < e; ++i) y[i] = x0[i];
-      for (size_t k = 1; k < in.size(); ++k) {
-        const float* xk = in[k]->f32();
-        for (int64_t i = b; i < e; ++i) y[i] += xk[i];
-      }
+    const float cap = relu_.cap;
+    relu_.dispatch([&](auto a) {
+      constexpr Act A = decltype(a)::value;
+      // Pointers by value: through a captured reference GCC does not vectorise.
+      parallel_for(out.numel(), kGrain, [&in, y, cap](int64_t b, int64_t e) {
+        const float* x0 = in[0]->f32();
+        for (int64_t i = b; i < e; ++i) y[i] = x0[i];
+        for (size_t k = 1; k < in.size(); ++k) {
+          const float* xk = in[k]->f32();
+          // A fused ReLU goes with the last input, while the sum is in
+          // registers.
+          if (A != Act::None && k + 1 == in.size())
+            for (int64_t i = b; i < e; ++i) y[i] = act<A>(y[i] + xk[i], cap);
+          else
+            for (int64_t i = b; i < e; ++i) y[i] += xk[i];
+        }
+        if (A != Act::None && in.size() == 1)
+          for (int64_t i = b; i < e; ++i) y[i] = act<A>(y[i], cap);
+      });
     });
   }
 
-  void backward(const std::vector<const Tensor*>&, const Tensor&, const Tensor& dout,
-                const std::vector<Tensor*>& din, RunContext&) override {
+  void backward(const std::vector<const Tensor*>&, const Tensor& out, const Tensor& dout,
+                const std::vector<Tensor*>& din, RunContext& ctx) override {
     const float* dy = dout.f32();
-    parallel_for(dout.numel(), kGrain, [&din, dy](int64_t b, int64_t e) {
-      for (Tensor* d : din) {
-        if (!d) continue;
-        float* dx = d->f32();
-        for (int64_t i = b; i < e; ++i) dx[i] += dy[i];
-      }
+    const float* y = out.f32();
+    const float cap = relu_.cap;
+    // Each input's gradient is the (masked) dy: written outright where it is
+    // fresh, so the plan skips zeroing it.
+    uint32_t fresh = 0;
+    for (size_t k = 0; k < din.size(); ++k) fresh |= ctx.fresh(k) ? 1u << k : 0u;
+    relu_.dispatch([&](auto a) {
+      constexpr Act A = decltype(a)::value;
+      parallel_for(dout.numel(), kGrain, [&din, dy, y, cap, fresh](int64_t b, int64_t e) {
+        for (size_t k = 0; k < din.size(); ++k) {
+          if (!din[k]) continue;
+          float* dx = din[k]->f32();
+          if (k < 32 && (fresh >> k) & 1u)
+            for (int64_t i = b; i < e; ++i) dx[i] = dy[i] * act_grad<A>(y[i], cap);
+          else
+            for (int64_t i = b; i < e; ++i) dx[i] += dy[i] * act_grad<A>(y[i], cap);
+        }
+      });
     });
   }
+
+  bool fuse_relu(float cap) override { return relu_.fuse(cap); }
+
+  bool overwrites_din() const override { return true; }
+
+ private:
+  FusedRelu relu_;  // the ReLU the plan fused into this layer, if any
 };
 
 Shape add_rule(const std::vector<Shape>& in, const Attrs& a) {

@@ -14,34 +14,11 @@
 #include <vector>
 
 #include "builtin.h"
+#include "fused_relu.h"
+#include "lanes.h"
 
 namespace dc {
 namespace {
-
-// A sum in double over rows of floats, kept in kLanes partial sums that are
-// added up in a fixed order at the end. Element i of a row always goes to
-// lane i % kLanes, so the result depends only on the data, not on threads;
-// and unlike a single running sum (one dependent add per element, which
-// made BatchNorm 4x slower than its memory traffic) the lanes are
-// independent, so GCC vectorises the loops.
-struct Lanes {
-  static constexpr int64_t kLanes = 16;
-  double v[kLanes] = {};
-
-  // Adds term(i) for i in [0, n), element i to lane i % kLanes.
-  template <class Term>
-  void add(int64_t n, Term term) {
-    int64_t i = 0;
-    for (; i + kLanes <= n; i += kLanes)
-      for (int64_t j = 0; j < kLanes; ++j) v[j] += term(i + j);
-    for (int64_t j = 0; i < n; ++i, ++j) v[j] += term(i);
-  }
-  double total() const {
-    double t = 0;
-    for (double x : v) t += x;
-    return t;
-  }
-};
 
 class BatchNorm : public Layer {
  public:
@@ -87,14 +64,17 @@ class BatchNorm : public Layer {
           Lanes s;
           for (int64_t n = 0; n < N; ++n) {
             const float* p = x + (n * C + c) * S;
-            s.add(S, [p](int64_t i) { return double(p[i]); });
+            const float* next = n + 1 < N ? p + C * S : p;
+            s.add(
+                S, [p](auto at) { return widen(at(p)); },
+                [next](int64_t i) { __builtin_prefetch(next + i); });
           }
           mean = s.total() / double(M);
           Lanes sq;
           for (int64_t n = 0; n < N; ++n) {
             const float* p = x + (n * C + c) * S;
-            sq.add(S, [p, mean](int64_t i) {
-              const double d = double(p[i]) - mean;
+            sq.add(S, [p, mean](auto at) {
+              const auto d = widen(at(p)) - mean;
               return d * d;
             });
           }
@@ -116,55 +96,89 @@ class BatchNorm : public Layer {
         invstd_[c] = float(inv);
         // Subtracting the mean first (rather than folding it into the
         // shift) avoids cancellation when the mean is large.
-        const float m = float(mean), scale = float(inv * g[c]), shift = b[c];
-        for (int64_t n = 0; n < N; ++n) {
-          const float* p = x + (n * C + c) * S;
-          float* q = y + (n * C + c) * S;
-          for (int64_t i = 0; i < S; ++i) q[i] = (p[i] - m) * scale + shift;
-        }
+        // A fused ReLU is applied here, while the values are in registers:
+        // its own pass would read and write the whole tensor again.
+        const float m = float(mean), scale = float(inv * g[c]), shift = b[c], cap = relu_.cap;
+        relu_.dispatch([&](auto a) {
+          constexpr Act A = decltype(a)::value;
+          for (int64_t n = 0; n < N; ++n) {
+            const float* p = x + (n * C + c) * S;
+            float* q = y + (n * C + c) * S;
+            for (int64_t i = 0; i < S; ++i) q[i] = act<A>((p[i] - m) * scale + shift, cap);
+          }
+        });
       }
     });
   }
 
-  void backward(const std::vector<const Tensor*>& in, const Tensor&, const Tensor& dout,
-                const std::vector<Tensor*>& din, RunContext&) override {
+  bool fuse_relu(float cap) override { return relu_.fuse(cap); }
+
+  bool overwrites_din() const override { return true; }
+
+  void backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& dout,
+                const std::vector<Tensor*>& din, RunContext& ctx) override {
     const int64_t N = in[0]->dim(0), C = C_, S = S_, M = N * S;
     const float* x = in[0]->f32();
     const float* dy = dout.f32();
+    // With a fused ReLU, dy is the ReLU's output gradient: each use masks
+    // it by the output, so no masked copy is written and read back.
+    const float* y = out.f32();
     float* dx = din[0] ? din[0]->f32() : nullptr;
+    const bool fresh = ctx.fresh(0);
     const float* g = gamma_.value.f32();
     // Null for a frozen layer, whose plan released its gradients.
     float* dg = gamma_.grad.defined() ? gamma_.grad.f32() : nullptr;
     float* db = beta_.grad.defined() ? beta_.grad.f32() : nullptr;
-    parallel_for(C, 1, [&](int64_t cb, int64_t ce) {
-      for (int64_t c = cb; c < ce; ++c) {
-        const double mean = mean_[c], inv = invstd_[c];
-        Lanes ldy, ldyx;  // sum(dy), sum(dy * (x - mean))
-        for (int64_t n = 0; n < N; ++n) {
-          const float* d = dy + (n * C + c) * S;
-          const float* p = x + (n * C + c) * S;
-          ldy.add(S, [d](int64_t i) { return double(d[i]); });
-          ldyx.add(S, [d, p, mean](int64_t i) { return double(d[i]) * (double(p[i]) - mean); });
+    const float cap = relu_.cap;
+    relu_.dispatch([&](auto a) {
+      constexpr Act A = decltype(a)::value;
+      parallel_for(C, 1, [&](int64_t cb, int64_t ce) {
+        for (int64_t c = cb; c < ce; ++c) {
+          const double mean = mean_[c], inv = invstd_[c];
+          Lanes ldy, ldyx;  // sum(dy), sum(dy * (x - mean))
+          for (int64_t n = 0; n < N; ++n) {
+            const int64_t o = (n * C + c) * S;
+            const float *d = dy + o, *p = x + o, *q = y + o;
+            const int64_t next = n + 1 < N ? C * S : 0;
+            ldy.add(
+                S, [=](auto at) { return widen(at(d) * act_grad<A>(at(q), cap)); },
+                [=](int64_t i) {
+                  __builtin_prefetch(d + next + i);
+                  __builtin_prefetch(p + next + i);
+                  if (A != Act::None) __builtin_prefetch(q + next + i);
+                });
+            ldyx.add(S, [=](auto at) {
+              return widen(at(d) * act_grad<A>(at(q), cap)) * (widen(at(p)) - mean);
+            });
+          }
+          const double sdy = ldy.total(), sdyx = ldyx.total() * inv;  // sum(dy * xhat)
+          if (dg) dg[c] += float(sdyx);
+          if (db) db[c] += float(sdy);
+          if (!dx) continue;
+          const double k = g[c] * inv;
+          // In training the batch statistics depend on x too, which removes
+          // the mean of dy and its projection on xhat; in evaluation they are
+          // constants.
+          const float ka = float(k);
+          const float b0 = training_ ? float(-k * sdy / double(M)) : 0.f;
+          const float b1 = training_ ? float(-k * sdyx / double(M) * inv) : 0.f;
+          const float m = float(mean);
+          for (int64_t n = 0; n < N; ++n) {
+            const int64_t o = (n * C + c) * S;
+            const float *p = x + o, *d = dy + o, *q = y + o;
+            float* r = dx + o;
+            // A fresh dx is written, not added to: the plan then skips
+            // zeroing it, a pass over the whole tensor.
+            if (fresh) {
+              for (int64_t i = 0; i < S; ++i)
+                r[i] = ka * (d[i] * act_grad<A>(q[i], cap)) + b0 + b1 * (p[i] - m);
+            } else {
+              for (int64_t i = 0; i < S; ++i)
+                r[i] += ka * (d[i] * act_grad<A>(q[i], cap)) + b0 + b1 * (p[i] - m);
+            }
+          }
         }
-        const double sdy = ldy.total(), sdyx = ldyx.total() * inv;  // sum(dy * xhat)
-        if (dg) dg[c] += float(sdyx);
-        if (db) db[c] += float(sdy);
-        if (!dx) continue;
-        const double k = g[c] * inv;
-        // In training the batch statistics depend on x too, which removes
-        // the mean of dy and its projection on xhat; in evaluation they are
-        // constants.
-        const float a = float(k);
-        const float b0 = training_ ? float(-k * sdy / double(M)) : 0.f;
-        const float b1 = training_ ? float(-k * sdyx / double(M) * inv) : 0.f;
-        const float m = float(mean);
-        for (int64_t n = 0; n < N; ++n) {
-          const float* p = x + (n * C + c) * S;
-          const float* d = dy + (n * C + c) * S;
-          float* o = dx + (n * C + c) * S;
-          for (int64_t i = 0; i < S; ++i) o[i] += a * d[i] + b0 + b1 * (p[i] - m);
-        }
-      }
+      });
     });
   }
 
@@ -181,6 +195,7 @@ class BatchNorm : public Layer {
   Param gamma_, beta_, running_mean_, running_var_;
   ScratchVec<float> mean_, invstd_;  // from the last forward, for backward
   bool training_ = true;
+  FusedRelu relu_;  // the ReLU the plan fused into this layer, if any
 };
 
 std::vector<AttrSpec> bn_attrs() {
@@ -288,11 +303,11 @@ class LayerNorm : public Layer {
       for (int64_t r = rb; r < re; ++r) {
         const float* p = x + r * D;
         Lanes s;
-        s.add(D, [p](int64_t i) { return double(p[i]); });
+        s.add(D, [p](auto at) { return widen(at(p)); });
         const double mean = s.total() / double(D);
         Lanes sq;
-        sq.add(D, [p, mean](int64_t i) {
-          const double d = double(p[i]) - mean;
+        sq.add(D, [p, mean](auto at) {
+          const auto d = widen(at(p)) - mean;
           return d * d;
         });
         const double inv = 1.0 / std::sqrt(sq.total() / double(D) + eps_);
@@ -339,10 +354,9 @@ class LayerNorm : public Layer {
         const float* d = dy + r * D;
         const double m = mean_[size_t(r)], inv = invstd_[size_t(r)];
         Lanes sg, sgx;  // sum(g), sum(g * x̂)
-        sg.add(D, [&](int64_t i) { return double(d[i]) * (gam ? gam[i] : 1.f); });
-        sgx.add(D, [&](int64_t i) {
-          return double(d[i]) * (gam ? gam[i] : 1.f) * (double(p[i]) - m) * inv;
-        });
+        auto g = [d, gam](auto at) { return gam ? widen(at(d)) * widen(at(gam)) : widen(at(d)); };
+        sg.add(D, g);
+        sgx.add(D, [g, p, m, inv](auto at) { return g(at) * (widen(at(p)) - m) * inv; });
         const float a = float(sg.total() / double(D)), c = float(sgx.total() / double(D));
         const float fm = float(m), fi = float(inv);
         float* o = dx + r * D;

@@ -1,4 +1,4 @@
-// The CUDA plan's folded ReLUs (cuda_relu_fusions): a network of
+// The CUDA plan's folded ReLUs (relu_fusions): a network of
 // Conv2D -> BatchNorm2D -> ReLU and Add -> ReLU blocks trains to the same
 // values with the fold as without it (DC_CUDA_FUSE=0), and the fold really
 // happened: each folded ReLU's activation and gradient buffers are gone
@@ -99,7 +99,7 @@ TEST(CudaFusion, FoldedReluTrainsAlikeAndFreesItsBuffers) {
   // The rule itself: both ReLUs fold (r1 feeds two layers, but its producer
   // bn1 feeds only r1).
   int folds = 0;
-  for (int f : cuda_relu_fusions(lower_graph(g))) folds += f >= 0;
+  for (int f : relu_fusions(lower_graph(g))) folds += f >= 0;
   ASSERT_EQ(folds, 2);
   const Outcome plain = run(be, g, false), fused = run(be, g, true);
   EXPECT_LE(test::rel_err(fused.out, plain.out), 1e-6) << "forward output";

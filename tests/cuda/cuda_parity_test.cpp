@@ -30,9 +30,8 @@ struct Case {
   bool pre_bias = true;
   int64_t batch = 6;
   float offset = 0;  // added to the random input
-  // A layer after op ("ReLU", "ReLU6"): the CUDA plan folds it into a
-  // BatchNorm, Add or Conv2D (cuda_relu_fusions); the CPU folds it into a
-  // Conv2D and runs it on its own after the others.
+  // A layer after op ("ReLU", "ReLU6"): both plans fold it into a
+  // BatchNorm, Add or Conv2D (relu_fusions).
   std::string post = "";
 };
 

@@ -328,7 +328,7 @@ TEST(StepTime, FrozenLayersAndFusedActivations) {
   EXPECT_LT(tg.optimizer_s, trainable_gpu.optimizer_s);
   // The ReLU6 and the ReLU run inside the convolutions before them: on
   // the CPU on each sample's output while it is in cache, on the GPU in the
-  // convolution's bias pass (cuda_relu_fusions).
+  // convolution's bias pass (relu_fusions).
   EXPECT_EQ(tc.layers[1].seconds, 0);
   EXPECT_EQ(tc.layers[3].seconds, 0);
   EXPECT_EQ(tg.layers[1].seconds, 0);

@@ -438,6 +438,9 @@ TEST(Conv2D, EachGeometryRunsOnItsKernel) {
     EXPECT_EQ(kernel(attrs({}), Shape{1, 8, 8}), dense);
     EXPECT_EQ(kernel(pointwise, Shape{3, 8, 8}),
               onednn ? ConvKernel::OneDnn : ConvKernel::Pointwise);
+    // From 100 output pixels a 1x1 convolution is a GEMM in place on every
+    // path: oneDNN's reorders would cost more than its kernel saves.
+    EXPECT_EQ(kernel(pointwise, Shape{3, 10, 10}), ConvKernel::Pointwise);
     // Grouped and depthwise convolutions on oneDNN's kernels too; without
     // them grouped ones unfold and depthwise ones have their own kernel.
     EXPECT_EQ(kernel(grouped, Shape{4, 8, 8}), onednn ? ConvKernel::OneDnn : ConvKernel::Im2col);

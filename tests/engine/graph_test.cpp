@@ -167,6 +167,24 @@ TEST(Plan, SummaryAndMemoryArePlannedBeforeTheFirstStep) {
   EXPECT_GT(p.activation_bytes(16, true), p.activation_bytes(16, false));
 }
 
+// The fused plan's parameter gradients equal the plain one's bit for bit,
+// and each has some nonzero entries (running statistics have none).
+void expect_same_gradients(Plan& fused, Plan& plain) {
+  ASSERT_EQ(fused.params().size(), plain.params().size());
+  for (size_t k = 0; k < fused.params().size(); ++k) {
+    const Tensor& ga = fused.params()[k].param->grad;
+    const Tensor& gb = plain.params()[k].param->grad;
+    ASSERT_EQ(fused.params()[k].name, plain.params()[k].name);
+    if (!ga.defined()) continue;
+    int64_t nonzero = 0;
+    for (int64_t i = 0; i < ga.numel(); ++i) {
+      EXPECT_EQ(ga.f32()[i], gb.f32()[i]) << fused.params()[k].name << " " << i;
+      nonzero += ga.f32()[i] != 0.0f;
+    }
+    EXPECT_GT(nonzero, 0) << fused.params()[k].name;
+  }
+}
+
 TEST(Plan, AFusedConvReluGivesTheSameOutputAndGradientsAsSeparateLayers) {
   // conv -> relu -> depthwise conv -> relu -> flatten -> dense, fused by the
   // plan, against the same network with a Dropout(0) after each
@@ -215,18 +233,7 @@ TEST(Plan, AFusedConvReluGivesTheSameOutputAndGradientsAsSeparateLayers) {
     plain.zero_grad();
     fused.backward(dout, ctx);
     plain.backward(dout, ctx);
-    ASSERT_EQ(fused.params().size(), plain.params().size());
-    for (size_t k = 0; k < fused.params().size(); ++k) {
-      const Tensor& ga = fused.params()[k].param->grad;
-      const Tensor& gb = plain.params()[k].param->grad;
-      ASSERT_EQ(fused.params()[k].name, plain.params()[k].name);
-      int64_t nonzero = 0;
-      for (int64_t i = 0; i < ga.numel(); ++i) {
-        EXPECT_EQ(ga.f32()[i], gb.f32()[i]) << fused.params()[k].name << " " << i;
-        nonzero += ga.f32()[i] != 0.0f;
-      }
-      EXPECT_GT(nonzero, 0) << fused.params()[k].name;
-    }
+    expect_same_gradients(fused, plain);
     if (act == "ReLU6") {
       // Some of the first layer's outputs were capped at 6 (else the cap went
       // untested): the fused layer's buffer is the ReLU6's output.
@@ -234,6 +241,103 @@ TEST(Plan, AFusedConvReluGivesTheSameOutputAndGradientsAsSeparateLayers) {
       int64_t capped = 0;
       for (int64_t i = 0; i < h.numel(); ++i) capped += h.f32()[i] == 6.0f;
       EXPECT_GT(capped, 0);
+    }
+    set_num_threads(0);
+  }
+}
+
+TEST(Plan, AReluFusedIntoBatchNormOrAddGivesTheSameOutputAndGradientsAsSeparateLayers) {
+  // conv1 -> bn1 -> act1 -> conv2 -> bn2 -> add(bn2, act1) -> act2 -> flat
+  // -> fc1 -> bn3 (1-D) -> act3 -> fc2: the plan folds act1 into bn1, act2
+  // into the Add and act3 into bn3. Against the same network with a
+  // Dropout(0) before each of them, which keeps them layers of their own;
+  // with ReLU and ReLU6 (the BatchNorms' scales raised so that some outputs
+  // pass 6). act1's gradient comes from conv2 and the Add, so the Add writes
+  // it fresh and conv2 adds to it; the BatchNorms write their inputs'
+  // gradients fresh.
+  for (const std::string act : {"ReLU", "ReLU6"}) {
+    SCOPED_TRACE(act);
+    auto build = [&act](bool separate) {
+      Graph g;
+      NodeId in = g.add_node("Input", "input", attrs({{"shape", std::vector<int64_t>{2, 6, 6}}}));
+      auto add = [&](const std::string& type, const std::string& name, NodeId from, Attrs a = {}) {
+        NodeId id = g.add_node(type, name, std::move(a));
+        g.connect(from, id);
+        return id;
+      };
+      // The ReLU after `from`, with a Dropout(0) between them when separate.
+      auto relu = [&](const std::string& name, NodeId from) {
+        if (separate) from = add("Dropout", "drop_" + name, from, attrs({{"rate", 0.0}}));
+        return add(act, name, from);
+      };
+      const Attrs conv = attrs({{"filters", int64_t(4)}, {"padding", std::vector<int64_t>{1, 1}}});
+      NodeId a1 = relu("act1", add("BatchNorm2D", "bn1", add("Conv2D", "conv1", in, conv)));
+      NodeId b2 = add("BatchNorm2D", "bn2", add("Conv2D", "conv2", a1, conv));
+      NodeId sum = g.add_node("Add", "sum", attrs({{"inputs", int64_t(2)}}));
+      g.connect(b2, sum, 0);
+      g.connect(a1, sum, 1);
+      NodeId fc1 = add("Dense", "fc1", add("Flatten", "flat", relu("act2", sum)),
+                       attrs({{"units", int64_t(8)}}));
+      add("Dense", "fc2", relu("act3", add("BatchNorm1D", "bn3", fc1)),
+          attrs({{"units", int64_t(5)}}));
+      return g;
+    };
+    set_num_threads(2);
+    const Graph fused_graph = build(false);
+    Plan fused(fused_graph, 4), plain(build(true), 4);
+    int folded = 0;
+    for (const LayerSummary& r : fused.summary())
+      if (r.name.rfind("act", 0) == 0) folded += !r.fused_into.empty();
+    EXPECT_EQ(folded, 3);
+    fused.init_params(7);
+    for (const NamedParam& p : fused.params())
+      if (p.name.rfind("bn", 0) == 0 && p.name.find(".weight") != std::string::npos)
+        p.param->value.fill(4.0f);
+    plain.load_state(fused.state(), "fused");
+    EXPECT_LT(fused.activation_bytes(4, true), plain.activation_bytes(4, true));
+    Rng rng(5);
+    Tensor x(Shape{4, 2, 6, 6}), dout(Shape{4, 5});
+    for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = rng.uniform(-3, 3);
+    for (int64_t i = 0; i < dout.numel(); ++i) dout.f32()[i] = rng.uniform(-1, 1);
+    RunContext ctx{true, &rng};
+    // Two steps on the same batch: the second meets the first's gradients
+    // still in the buffers, which a layer that writes a gradient fresh must
+    // overwrite, so its gradients are the first's.
+    std::vector<Tensor> first;
+    for (int step = 0; step < 2; ++step) {
+      const Tensor a = fused.forward(x, ctx).clone();
+      const Tensor b = plain.forward(x, ctx).clone();
+      for (int64_t i = 0; i < a.numel(); ++i) EXPECT_EQ(a.f32()[i], b.f32()[i]) << i;
+      fused.zero_grad();
+      plain.zero_grad();
+      fused.backward(dout, ctx);
+      plain.backward(dout, ctx);
+      size_t k = 0;
+      for (const NamedParam& p : fused.params()) {
+        if (!p.param->grad.defined()) continue;
+        if (step == 0) {
+          first.push_back(p.param->grad.clone());
+          continue;
+        }
+        const Tensor& f = first[k++];
+        for (int64_t i = 0; i < f.numel(); ++i)
+          EXPECT_EQ(p.param->grad.f32()[i], f.f32()[i]) << p.name << " " << i;
+      }
+    }
+    expect_same_gradients(fused, plain);
+    // Some outputs were clamped at 0 in every fused layer, and at 6 in
+    // ReLU6's (else the masks went untested).
+    for (const char* r : {"act1", "act2", "act3"}) {
+      const Tensor& h = *fused.activation(fused_graph.find_by_name(r)->id);
+      int64_t zero = 0, capped = 0;
+      for (int64_t i = 0; i < h.numel(); ++i) {
+        zero += h.f32()[i] == 0.0f;
+        capped += h.f32()[i] == 6.0f;
+      }
+      EXPECT_GT(zero, 0) << r;
+      if (act == "ReLU6") {
+        EXPECT_GT(capped, 0) << r;
+      }
     }
     set_num_threads(0);
   }

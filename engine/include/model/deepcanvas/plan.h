@@ -92,29 +92,25 @@ bool input_is_tokens(const std::vector<PlanStep>& steps);
 // activation gradients.
 std::vector<bool> backward_reach(const std::vector<PlanStep>& steps, bool ignore_frozen = false);
 
-// The CPU plan runs a ReLU (or ReLU6) whose only input is a Conv2D that feeds
-// nothing else inside the convolution (Layer::fuse_relu): the ReLU's output is the
-// convolution's buffer, and neither a separate ReLU pass nor the
-// convolution's own gradient buffer exists. For each step, the index of the
-// Conv2D a ReLU step is fused into, else -1. The advisor's memory model
-// uses the same rule.
+// Both plans, the CPU's and the CUDA one (cuda/plan.cpp, CudaPlan::lower),
+// fold a ReLU or ReLU6 whose only input is a BatchNorm1D/2D, an Add or a
+// Conv2D that feeds nothing else into that layer (Layer::fuse_relu): it
+// clamps its own output and masks the incoming gradient, and the ReLU step
+// shares its buffer and runs nothing. So a pass over the activation and a
+// gradient buffer are saved per pair (VGG-BN and ResNet are made of
+// BatchNorm/Add pairs, MobileNetV2 and EfficientNet-Lite0 of Conv2D ones
+// once their BatchNorms are folded); on the CPU, ResNet's training step
+// ran 15 % faster once BatchNorm and Add took them too (docs/BENCHMARKS.md).
+// For each step, the index of the step a ReLU is folded into, else -1. The
+// advisor's memory and step-time models use the same rule; DC_CUDA_FUSE=0
+// turns it off in the CUDA plugin.
 std::vector<int> relu_fusions(const std::vector<PlanStep>& steps);
 
-// The rule under both (and the int8 runtime's post-op ReLU): for each ReLU or
+// The rule under it (and the int8 runtime's post-op ReLU): for each ReLU or
 // ReLU6 step whose only input is a step (not an Input) that `folds(index)`
 // accepts and that feeds nothing else, that step's index; else -1.
 std::vector<int> relu_fusions_into(const std::vector<PlanStep>& steps,
                                    const std::function<bool(int)>& folds);
-
-// The CUDA plan's counterpart (cuda/plan.cpp, CudaPlan::lower): a ReLU or
-// ReLU6 whose only input is a BatchNorm1D/2D, an Add or a Conv2D that feeds
-// nothing else is folded into it. That layer clamps its own output and
-// masks the incoming gradient, the ReLU step shares its buffers and
-// launches nothing: two kernels and two activation-sized buffers fewer per
-// pair (VGG-BN and ResNet are made of BatchNorm/Add pairs, MobileNetV2 and
-// EfficientNet-Lite0 of Conv2D ones once their BatchNorms are folded). The advisor's CUDA memory
-// model uses the same rule; DC_CUDA_FUSE=0 turns it off in the plugin.
-std::vector<int> cuda_relu_fusions(const std::vector<PlanStep>& steps);
 
 class Plan {
  public:
