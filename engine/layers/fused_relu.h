@@ -38,7 +38,7 @@ inline f4 act_grad(f4 y, float cap) {
   const f4 one = f4{} + 1.0f, zero = f4{};
   if constexpr (A == Act::None) return one;
   if constexpr (A == Act::Relu) return y > 0.0f ? one : zero;
-  if constexpr (A == Act::Relu6) return (y > 0.0f) & (y < cap) ? one : zero;
+  if constexpr (A == Act::Relu6) return ((y > 0.0f) & (y < cap)) ? one : zero;
 }
 
 struct FusedRelu {
