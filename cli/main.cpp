@@ -29,10 +29,10 @@ namespace {
 // closes the usage.
 const std::vector<const Command*>& commands() {
   static const std::vector<const Command*> cmds = {
-      &train_command(),    &eval_command(),    &predict_command(),      &run_command(),
-      &export_command(),   &import_command(),  &transfer_command(),     &summary_command(),
-      &generate_command(), &lr_find_command(), &batch_fit_command(),    &sweep_command(),
-      &devices_command(),  &advise_command(),  &bench_device_command(),
+      &train_command(),  &eval_command(),     &predict_command(),  &run_command(),
+      &export_command(), &import_command(),   &transfer_command(), &summary_command(),
+      &edit_command(),   &generate_command(), &lr_find_command(),  &batch_fit_command(),
+      &sweep_command(),  &devices_command(),  &advise_command(),   &bench_device_command(),
   };
   return cmds;
 }

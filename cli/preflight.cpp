@@ -88,7 +88,7 @@ void check_writable(const std::string& option, const std::string& path, bool is_
     throw_cli_problem(p);
 }
 
-void print_image_summary(const ImageDataReport& report) {
+void print_image_summary(const ImageDataReport& report, const Project& p) {
   const ImageList& l = report.list;
   if (l.class_names.empty() && l.root.empty()) return;  // not an image dataset
   std::fprintf(stderr, "images in %s: %zu classes\n", l.root.c_str(), l.class_names.size());
@@ -104,6 +104,17 @@ void print_image_summary(const ImageDataReport& report) {
   if (!report.mode_note.empty()) std::fprintf(stderr, "  %s\n", report.mode_note.c_str());
   if (!report.picture_note.empty())
     std::fprintf(stderr, "  files: %s\n", report.picture_note.c_str());
+  // The command that makes the Input the note advises (the app has a button).
+  const Shape& s = report.suggested_input;
+  if (s.rank() != 3 || p.file.empty()) return;
+  for (const auto& [id, n] : p.graph.nodes())
+    if (n.type == "Input") {
+      std::fprintf(stderr,
+                   "  to use a %s Input: deepcanvas-cli edit %s --set %s.shape=%lldx%lldx%lld\n",
+                   s.str().c_str(), p.file.c_str(), n.name.c_str(), (long long)s[0],
+                   (long long)s[1], (long long)s[2]);
+      return;
+    }
 }
 
 void print_bad_images(const Dataset& train, const Dataset& test) {
@@ -139,7 +150,7 @@ PreparedRun prepare(const Project& p, const Args& a, const CliPrepare& o) {
   }
   if (r.loaded) {
     print_note(r.data.note);
-    if (!o.quiet) print_image_summary(r.data.images);
+    if (!o.quiet) print_image_summary(r.data.images, p);
   }
   return r;
 }

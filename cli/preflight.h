@@ -52,8 +52,9 @@ void check_writable(const std::string& option, const std::string& path, bool is_
 // ("training.resume") with the flag instead (--resume).
 std::string with_flags(std::string message);
 
-// The image dataset's summary on stderr (nothing for other kinds).
-void print_image_summary(const ImageDataReport& report);
+// The image dataset's summary on stderr (nothing for other kinds), with the
+// command that gives p the Input the files suggest.
+void print_image_summary(const ImageDataReport& report, const Project& p);
 
 // After a run: images that turned out bad while it read them, named.
 void print_bad_images(const Dataset& train, const Dataset& test);

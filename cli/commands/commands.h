@@ -15,6 +15,7 @@ const Command& export_command();
 const Command& import_command();
 const Command& transfer_command();
 const Command& summary_command();
+const Command& edit_command();
 const Command& generate_command();
 const Command& lr_find_command();
 const Command& batch_fit_command();

@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace dc {
 
@@ -137,6 +139,63 @@ std::string validate_attr(const AttrSpec& s, const AttrValue& v) {
     }
   }
   return "";
+}
+
+namespace {
+
+// An integer, the whole of `text`.
+int64_t whole_int(const std::string& text) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size()) throw Error("'" + text + "' is not an integer");
+  return int64_t(v);
+}
+
+}  // namespace
+
+AttrValue parse_attr_text(const AttrSpec& spec, const std::string& text) {
+  switch (spec.type) {
+    case AttrType::Int:
+      return whole_int(text);
+    case AttrType::Float: {
+      size_t used = 0;
+      double v = 0;
+      try {
+        v = std::stod(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != text.size()) throw Error("'" + text + "' is not a number");
+      return v;
+    }
+    case AttrType::Bool:
+      if (text == "true" || text == "1") return true;
+      if (text == "false" || text == "0") return false;
+      throw Error("'" + text + "' is not true or false");
+    case AttrType::IntPair:
+    case AttrType::IntList: {
+      std::string t = text;
+      for (size_t at; (at = t.find("×")) != std::string::npos;) t.replace(at, 2, ",");
+      for (char& c : t)
+        if (c == 'x' || c == 'X') c = ',';
+      std::vector<int64_t> v;
+      size_t start = 0;
+      for (size_t comma; (comma = t.find(',', start)) != std::string::npos; start = comma + 1)
+        v.push_back(whole_int(t.substr(start, comma - start)));
+      v.push_back(whole_int(t.substr(start)));
+      if (spec.type == AttrType::IntPair && v.size() == 1) v.push_back(v[0]);
+      return v;
+    }
+    case AttrType::String:
+    case AttrType::Enum:
+      break;
+  }
+  return text;
 }
 
 std::string attr_to_string(const AttrValue& v) {

@@ -55,23 +55,7 @@ std::vector<std::string> known_names(const Graph& g) {
 
 // The value text means for the target (a setting's or an attribute's type).
 AttrValue typed(const SearchParam& p, const std::string& text) {
-  if (p.setting) return parse_setting_text(*p.setting, text);
-  switch (p.spec.type) {
-    case AttrType::Int: {
-      size_t used = 0;
-      const long long v = std::stoll(text, &used);
-      if (used != text.size()) throw Error("'" + text + "' is not an integer");
-      return int64_t(v);
-    }
-    case AttrType::Float:
-      return std::stod(text);
-    case AttrType::Bool:
-      if (text == "true" || text == "1") return true;
-      if (text == "false" || text == "0") return false;
-      throw Error("'" + text + "' is not true or false");
-    default:
-      return text;
-  }
+  return p.setting ? parse_setting_text(*p.setting, text) : parse_attr_text(p.spec, text);
 }
 
 // "" when the target takes v, else what is wrong.

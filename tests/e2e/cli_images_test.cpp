@@ -151,6 +151,53 @@ TEST(CliImages, ABadPictureIsNamedAndTrainingGoesOn) {
   EXPECT_NE(tr.out.find("train 22 (cat 11, dog 11)"), std::string::npos) << tr.out;
 }
 
+// The files' summary gives the command for the Input they suggest, and
+// `edit` runs it; a mistake in an edit leaves the project as it was.
+TEST(CliImages, EditGivesTheInputTheFilesSuggestAndRefusesMistakes) {
+  Tmp t;
+  const std::string photos = photo_folder(t, false);
+  const std::string proj = image_project(t);
+  CliRun small = cli("edit " + proj + " --set input.shape=1x8x8");
+  ASSERT_EQ(small.code, 0) << small.out;
+  EXPECT_NE(small.out.find("input.shape: 3×32×32 -> 1×8×8"), std::string::npos) << small.out;
+  // Colour pictures of 40×36 px through a grey 8×8 Input: 3×64×64 advised.
+  CliRun tr = cli("train " + proj + " --data " + photos + " --epochs 1 --steps-per-epoch 1");
+  ASSERT_EQ(tr.code, 0) << tr.out;
+  const std::string hint = "deepcanvas-cli edit " + proj + " --set input.shape=3x64x64";
+  ASSERT_NE(tr.out.find("to use a 3×64×64 Input: " + hint), std::string::npos) << tr.out;
+
+  const std::string before = dc::read_file(proj);
+  const std::pair<const char*, const char*> mistakes[] = {
+      {"inptu.shape=3x64x64", "no layer named 'inptu'; its layers are input, conv1"},
+      {"input.shpe=3x64x64", "'input' (Input) has no attribute 'shpe'; it has shape"},
+      {"input.shape=3xl", "--set input.shape: 'l' is not an integer"},
+      {"head.units=0", "'units' = 0 is outside"},
+      {"input.shape", "expected LAYER.ATTRIBUTE=VALUE"},
+      // pool1's 4×4 window does not fit a 2×2 picture.
+      {"input.shape=3x2x2", "the network cannot be built: MaxPool2D 'pool1'"}};
+  for (const auto& [set, says] : mistakes) {
+    CliRun bad = cli("edit " + proj + " --set " + set);
+    EXPECT_EQ(bad.code, 1) << set << "\n" << bad.out;
+    EXPECT_NE(bad.out.find(says), std::string::npos) << set << "\n" << bad.out;
+    EXPECT_EQ(dc::read_file(proj), before) << set;
+  }
+
+  // --output leaves the project alone; the hint's own command then edits it.
+  const std::string copy = t.path("copy.dcproj");
+  ASSERT_EQ(cli("edit " + proj + " --set head.units=3 --output " + copy).code, 0);
+  EXPECT_EQ(dc::read_file(proj), before);
+  EXPECT_NE(cli("summary " + copy).out.find("head             Dense            3 "),
+            std::string::npos);
+  CliRun ed = cli_command(std::string(DC_CLI) + hint.substr(std::string("deepcanvas-cli").size()));
+  ASSERT_EQ(ed.code, 0) << ed.out;
+  EXPECT_NE(ed.out.find("input.shape: 1×8×8 -> 3×64×64"), std::string::npos) << ed.out;
+  EXPECT_NE(cli("summary " + proj).out.find("input            Input            3x64x64"),
+            std::string::npos);
+  CliRun again = cli("train " + proj + " --data " + photos + " --epochs 1 --steps-per-epoch 1");
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_EQ(again.out.find("to use a"), std::string::npos) << again.out;
+}
+
 TEST(CliImages, ProblemsBeforeARunNameTheFlagThatFixesThem) {
   Tmp t;
   const std::string photos = photo_folder(t, false);

@@ -507,5 +507,37 @@ TEST(Plan, LoadStateRejectsAnotherGraphWithoutChangingWeights) {
   for (int64_t i = 0; i < before.numel(); ++i) EXPECT_EQ(before.f32()[i], after.f32()[i]);
 }
 
+// Attribute values from text (the CLI's edit --set, a sweep's values).
+TEST(Attrs, TextParsesToEachTypeOrSaysWhatIsWrong) {
+  auto spec = [](AttrType t) {
+    AttrSpec s;
+    s.name = "a";
+    s.type = t;
+    return s;
+  };
+  using Ints = std::vector<int64_t>;
+  EXPECT_EQ(parse_attr_text(spec(AttrType::Int), "20"), AttrValue(int64_t(20)));
+  EXPECT_EQ(parse_attr_text(spec(AttrType::Float), "1e-3"), AttrValue(1e-3));
+  EXPECT_EQ(parse_attr_text(spec(AttrType::Bool), "false"), AttrValue(false));
+  EXPECT_EQ(parse_attr_text(spec(AttrType::Enum), "same"), AttrValue(std::string("same")));
+  for (const char* t : {"3x64x64", "3×64×64", "3,64,64", "3X64X64"})
+    EXPECT_EQ(parse_attr_text(spec(AttrType::IntList), t), AttrValue(Ints{3, 64, 64})) << t;
+  EXPECT_EQ(parse_attr_text(spec(AttrType::IntPair), "5"), AttrValue(Ints{5, 5}));
+  EXPECT_EQ(parse_attr_text(spec(AttrType::IntPair), "1x2"), AttrValue(Ints{1, 2}));
+  const std::pair<AttrType, const char*> bad[] = {
+      {AttrType::Int, "1.5"},     {AttrType::Int, ""},
+      {AttrType::Float, "0.5x"},  {AttrType::Bool, "yes"},
+      {AttrType::IntList, "3x"},  {AttrType::IntList, "3xx4"},
+      {AttrType::IntPair, "a,b"}, {AttrType::Int, "99999999999999999999"}};
+  for (const auto& [type, text] : bad) {
+    try {
+      parse_attr_text(spec(type), text);
+      ADD_FAILURE() << "'" << text << "' was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("is not"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dc

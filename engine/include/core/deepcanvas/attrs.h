@@ -50,6 +50,12 @@ class Attrs {
 
 // Checks one value against its spec; returns an error message or "".
 std::string validate_attr(const AttrSpec& spec, const AttrValue& v);
+// The value `text` gives an attribute of spec.type (the CLI's edit --set,
+// a sweep's values): an integer or number that is the whole text, true or
+// false (1 or 0), a list as 3x64x64, 3×64×64 or 3,64,64 (a pair may be one
+// number for both), else the text itself. Throws Error saying what is
+// wrong; the range is validate_attr's to check.
+AttrValue parse_attr_text(const AttrSpec& spec, const std::string& text);
 // Human-readable value, e.g. "3×3", "same", "0.5".
 std::string attr_to_string(const AttrValue& v);
 
