@@ -1,7 +1,8 @@
 // The ReLU or ReLU6 a layer applies to its own output when the plan fuses
-// one into it (Layer::fuse_relu): BatchNorm, Add and Conv2D. The arithmetic
-// is the ReLU and ReLU6 layers' own (activation.cpp), so a fused network
-// computes what the unfused one does, bit for bit.
+// one into it (Layer::fuse_relu): BatchNorm and Add. (Conv2D keeps its own
+// flags and conv_kernels::mask_relu_grad, the same arithmetic, for now.)
+// The arithmetic is the ReLU and ReLU6 layers' own (activation.cpp), so a
+// fused network computes what the unfused one does, bit for bit.
 #pragma once
 
 #include <algorithm>
@@ -51,7 +52,6 @@ struct FusedRelu {
     cap = c;
     return true;
   }
-  bool on() const { return kind != Act::None; }
 
   // Calls f with the kind as a compile-time constant, so the loops inside
   // are instantiated per kind and vectorise without a branch per element.
