@@ -359,34 +359,18 @@ std::string setting_problem(const SettingSpec& s, const AttrValue& v) {
 
 AttrValue parse_setting_text(const SettingSpec& s, const std::string& text) {
   const std::string opt = "--" + s.flag;
-  AttrValue v;
+  // A flag also takes yes/no and on/off; the rest is an attribute's text.
+  std::string t = text;
+  if (s.attr.type == AttrType::Bool) {
+    if (t == "yes" || t == "on") t = "true";
+    if (t == "no" || t == "off") t = "false";
+  }
+  AttrValue v = text;
   bool parsed = false;
   try {
-    size_t used = 0;
-    switch (s.attr.type) {
-      case AttrType::Int: {
-        long long x = std::stoll(text, &used);
-        v = int64_t(x);
-        parsed = used == text.size();
-        break;
-      }
-      case AttrType::Float: {
-        double x = std::stod(text, &used);
-        v = x;
-        parsed = used == text.size();
-        break;
-      }
-      case AttrType::Bool:
-        if (text == "true" || text == "1" || text == "yes" || text == "on") v = true, parsed = true;
-        if (text == "false" || text == "0" || text == "no" || text == "off")
-          v = false, parsed = true;
-        break;
-      default:
-        v = text;
-        parsed = true;
-        break;
-    }
-  } catch (const std::exception&) {
+    v = parse_attr_text(s.attr, t);
+    parsed = true;
+  } catch (const Error&) {
   }
   const bool numeric = s.attr.type == AttrType::Int || s.attr.type == AttrType::Float;
   if (!parsed || !setting_problem(s, v).empty()) {

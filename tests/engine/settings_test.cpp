@@ -174,6 +174,8 @@ TEST(Settings, CommandLineTextIsParsedOrRefusedWithTheFlag) {
       << message(lr, "0");
   const SettingSpec& norm = *find_setting("normalize");
   EXPECT_EQ(parse_setting_text(norm, "off"), AttrValue(false));
+  EXPECT_EQ(parse_setting_text(norm, "yes"), AttrValue(true));
+  EXPECT_EQ(parse_setting_text(norm, "1"), AttrValue(true));
   EXPECT_NE(message(norm, "maybe").find("true or false"), std::string::npos);
   EXPECT_NE(message(*find_setting("device"), "tpu").find("--device"), std::string::npos);
   EXPECT_EQ(setting_range_text(epochs), "[1, 100000], default 3");
