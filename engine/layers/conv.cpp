@@ -139,7 +139,7 @@ class Conv2D : public Layer {
     const bool keep = ctx.training && weight_.grad.defined();
     if (dnnl_ && (keep || !g_.pointwise())) {
       if (dnnl_->forward(N, x, weight_.value.f32(), g_.bias ? bias_.value.f32() : nullptr, y, relu_,
-                         capped_ ? cap_ : INFINITY, keep))
+                         keep))
         return;
       drop_onednn();
     }
@@ -158,29 +158,7 @@ class Conv2D : public Layer {
     });
   }
 
-  bool fuse_relu(float cap) override {
-    relu_ = true;
-    cap_ = cap;
-    capped_ = std::isfinite(cap);
-    return true;
-  }
-
-  // The fused activation, from src to dst (which may be the same). NaN
-  // stays NaN (std::max/min return their first argument then), as in the
-  // ReLU and ReLU6 layers.
-  void activate(const float* src, float* dst, int64_t n) const {
-    if (capped_) {
-      const float cap = cap_;
-      for (int64_t i = 0; i < n; ++i) dst[i] = std::min(std::max(src[i], 0.0f), cap);
-    } else {
-      for (int64_t i = 0; i < n; ++i) dst[i] = std::max(src[i], 0.0f);
-    }
-  }
-
-  // g = dy masked by the fused activation's gradient from its output y.
-  void mask_grad(const float* dy, const float* y, float* g, int64_t n) const {
-    conv_kernels::mask_relu_grad(dy, y, g, n, capped_, cap_);
-  }
+  bool fuse_relu(float cap) override { return relu_.fuse(cap); }
 
   bool overwrites_din() const override { return true; }
 
@@ -203,7 +181,7 @@ class Conv2D : public Layer {
     if (dnnl_) {
       if (dnnl_->backward(N, x, y, dy, weight_.value.f32(), dx, fresh,
                           wgrad ? weight_.grad.f32() : nullptr, bgrad ? bias_.grad.f32() : nullptr,
-                          relu_, capped_ ? cap_ : INFINITY))
+                          relu_))
         return;
       // (Its primitives are first built here when the forward was a GEMM.)
       drop_onednn();
@@ -214,7 +192,7 @@ class Conv2D : public Layer {
     }
     ensure_scratch(col_, chunks);
     if (dx) ensure_scratch(dcol_, chunks);
-    if (relu_) {
+    if (relu_.on()) {
       if (static_cast<int64_t>(masked_.size()) < chunks)
         masked_.resize(static_cast<size_t>(chunks));
       for (auto& m : masked_)
@@ -230,12 +208,12 @@ class Conv2D : public Layer {
         float* db = bgrad ? db_part_.data() + c * OC : nullptr;
         for (int64_t n = N * c / chunks; n < N * (c + 1) / chunks; ++n) {
           const float* dys = dy + n * OUT;
-          if (relu_) {
+          if (relu_.on()) {
             // The fused ReLU's backward, on this sample while it is in
             // cache: the output is max(conv, 0) (capped), so the mask
             // comes from it.
             float* m = masked_[c].data();
-            mask_grad(dys, y + n * OUT, m, OUT);
+            relu_.mask_grad(dys, y + n * OUT, m, OUT);
             dys = m;
           }
           if (db)
@@ -372,9 +350,9 @@ class Conv2D : public Layer {
     for (int64_t oh = 0; oh < g_.OH; ++oh) {
       float* r = gp + f.margin + oh * f.Wq;
       const float* d = dyo + oh * g_.OW;
-      if (relu_) {
+      if (relu_.on()) {
         const float* yr = yo + oh * g_.OW;
-        mask_grad(d, yr, r, g_.OW);
+        relu_.mask_grad(d, yr, r, g_.OW);
       } else {
         std::copy_n(d, g_.OW, r);
       }
@@ -403,8 +381,8 @@ class Conv2D : public Layer {
         for (int64_t oh = 0; oh < g_.OH; ++oh) {
           const float* r = yf.data() + oh * f.Wq;
           float* d = yo + oh * g_.OW;
-          if (relu_)
-            activate(r, d, g_.OW);
+          if (relu_.on())
+            relu_.activate(r, d, g_.OW);
           else
             std::copy_n(r, g_.OW, d);
         }
@@ -513,7 +491,7 @@ class Conv2D : public Layer {
             y + gi * OCg * OHW, OHW);
     // The fused ReLU, while the sample's output is in cache. std::max keeps
     // NaN as NaN, as the ReLU layer does.
-    if (relu_) activate(y, y, g_.OC * OHW);
+    if (relu_.on()) relu_.activate(y, y, g_.OC * OHW);
   }
 
   void backward_sample(const float* x, const float* dy, float* dx, float* dw, float* col,
@@ -548,9 +526,7 @@ class Conv2D : public Layer {
   std::vector<ScratchVec<float>> masked_;  // per chunk: one sample's ReLU-masked gradient
   FlatPlanes flat_;                        // depthwise layers: their planes' layout
   std::unique_ptr<DnnlConv> dnnl_;         // dense layers: oneDNN's kernels, unless unavailable
-  bool relu_ = false;                      // a ReLU is fused into this layer (fuse_relu)
-  bool capped_ = false;                    // ... a ReLU6: capped at cap_
-  float cap_ = 0.0f;
+  FusedRelu relu_;                         // the ReLU the plan fused into this layer, if any
 };
 
 const LayerDescriptor& conv_desc() {

@@ -174,8 +174,7 @@ struct DnnlConv::Impl {
     bool winograd = false;  // the Winograd kernels, else the direct ones
   };
   std::map<int64_t, Prims> by_batch;
-  bool relu = false;
-  float cap = 0.f;
+  FusedRelu act;  // the forward's post-op
   // The forward's reordered input, kept for the weight gradient: one buffer
   // for every batch size (the largest met), since only the last forward's
   // is read; and which x at which batch size it holds.
@@ -192,11 +191,10 @@ struct DnnlConv::Impl {
     return memory(p.src_md, cpu(), at);
   }
 
-  Prims& prims(int64_t N, bool want_relu, float want_cap) {
-    if (want_relu != relu || (want_relu && !(want_cap == cap))) {
+  Prims& prims(int64_t N, const FusedRelu& want) {
+    if (want.kind != act.kind || (want.on() && !(want.cap == act.cap))) {
       by_batch.clear();  // the forward's post-op changed
-      relu = want_relu;
-      cap = want_cap;
+      act = want;
     }
     auto it = by_batch.find(N);
     if (it != by_batch.end()) return it->second;
@@ -227,10 +225,10 @@ struct DnnlConv::Impl {
     dnnl::primitive_attr attr, fwd_attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     fwd_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (relu) {
+    if (act.on()) {
       dnnl::post_ops po;
-      if (std::isfinite(cap))
-        po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, 0.f, cap);
+      if (act.kind == Act::Relu6)
+        po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, 0.f, act.cap);
       else
         po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
       fwd_attr.set_post_ops(po);
@@ -311,7 +309,7 @@ struct DnnlConv::Impl {
     if (!p.ddst_shared) p.bd_ddst.make(p.y_md, bd_pd.diff_dst_desc(), false, ws, sizes_only);
     p.bd_wei.make(p.w_md, bd_pd.weights_desc(), false, ws, sizes_only);
     p.bd_dx.make(p.x_md, bd_pd.diff_src_desc(), true, ws, sizes_only);
-    if (relu) p.masked = ws.add(p.y_md);
+    if (act.on()) p.masked = ws.add(p.y_md);
     p.dw_plain = ws.add(p.w_md);
     if (g.bias) p.db_plain = ws.add(p.b_md);
     p.dx_plain = ws.add(p.x_md);
@@ -381,8 +379,7 @@ bool DnnlConv::bytes(const ConvGeom& g, int64_t N, bool relu, int threads, int64
     std::optional<Sizes> sz;
     try {
       DnnlConv c(g);
-      c.p_->relu = relu;
-      c.p_->cap = INFINITY;
+      if (relu) c.p_->act.fuse(INFINITY);
       Impl::Prims p;
       // oneDNN sizes its per-thread scratchpads by the calling thread's
       // OpenMP setting when a descriptor is made: the run's, for the answer.
@@ -413,12 +410,12 @@ bool DnnlConv::bytes(const ConvGeom& g, int64_t N, bool relu, int threads, int64
 }
 
 bool DnnlConv::forward(int64_t N, const float* x, const float* w, const float* b, float* y,
-                       bool relu, float cap, bool keep) {
+                       const FusedRelu& act, bool keep) {
   match_threads();
   Impl& I = *p_;
   Impl::Prims* pp = nullptr;
   try {
-    pp = &I.prims(N, relu, cap);
+    pp = &I.prims(N, act);
   } catch (const dnnl::error&) {
     return false;  // no oneDNN kernel for this geometry: the caller unfolds
   }
@@ -449,12 +446,12 @@ bool DnnlConv::forward(int64_t N, const float* x, const float* w, const float* b
 }
 
 bool DnnlConv::backward(int64_t N, const float* x, const float* y, const float* dy, const float* w,
-                        float* dx, bool fresh, float* dw, float* db, bool relu, float cap) {
+                        float* dx, bool fresh, float* dw, float* db, const FusedRelu& act) {
   match_threads();
   Impl& I = *p_;
   Impl::Prims* pp = nullptr;
   try {
-    pp = &I.prims(N, relu, cap);
+    pp = &I.prims(N, act);
   } catch (const dnnl::error&) {
     return false;  // no oneDNN kernel for this geometry: the caller's kernels
   }
@@ -462,14 +459,12 @@ bool DnnlConv::backward(int64_t N, const float* x, const float* y, const float* 
   char* base = workspace(p.ws_bytes);
   const int64_t out_n = N * I.g.OC * I.g.OHW();
   const float* g = dy;
-  if (relu) {
+  if (act.on()) {
     // The fused activation's gradient: dy where the output was inside
     // (0, cap), from the output, as the ReLU and ReLU6 layers do.
     float* m = static_cast<float*>(p.masked.at(base).get_data_handle());
-    const bool capped = std::isfinite(cap);
-    parallel_for(out_n, 1 << 14, [=](int64_t b, int64_t e) {
-      mask_relu_grad(dy + b, y + b, m + b, e - b, capped, cap);
-    });
+    parallel_for(out_n, 1 << 14,
+                 [=, &act](int64_t b, int64_t e) { act.mask_grad(dy + b, y + b, m + b, e - b); });
     g = m;
   }
   memory gm(p.y_md, cpu(), const_cast<float*>(g));
@@ -547,12 +542,12 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvGeom&) {
 bool DnnlConv::bytes(const ConvGeom&, int64_t, bool, int, int64_t&, int64_t&, bool*, int64_t*) {
   return false;
 }
-bool DnnlConv::forward(int64_t, const float*, const float*, const float*, float*, bool, float,
+bool DnnlConv::forward(int64_t, const float*, const float*, const float*, float*, const FusedRelu&,
                        bool) {
   return false;
 }
 bool DnnlConv::backward(int64_t, const float*, const float*, const float*, const float*, float*,
-                        bool, float*, float*, bool, float) {
+                        bool, float*, float*, const FusedRelu&) {
   return false;
 }
 

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "conv_kernels.h"
+#include "fused_relu.h"
 
 namespace dc::conv_kernels {
 
@@ -33,24 +34,24 @@ class DnnlConv {
                     int64_t& workspace, bool* winograd = nullptr, int64_t* forward_only = nullptr);
   ~DnnlConv();
 
-  // y = conv(x, w) + b, then the fused activation: none when relu is false,
-  // max(., 0) when cap is infinite, min(max(., 0), cap) otherwise. b may be
+  // y = conv(x, w) + b, then the fused activation `act` (none, ReLU or
+  // ReLU6, as the layer holds it; oneDNN's relu or clip post-op). b may be
   // null (no bias). False when oneDNN has no kernel for the geometry (the
   // primitives are built on a batch size's first call): the caller then
   // drops this object and unfolds. keep: hold the reordered input for the
   // weight gradient (training a layer that trains its weights); else it
   // lives in the shared workspace only while the call runs.
-  bool forward(int64_t N, const float* x, const float* w, const float* b, float* y, bool relu,
-               float cap, bool keep);
+  bool forward(int64_t N, const float* x, const float* w, const float* b, float* y,
+               const FusedRelu& act, bool keep);
   // From dy and the forward's output y (the fused activation's gradient is
-  // taken from it; relu and cap as forward's, which may not have run on
+  // taken from it; act as forward's, which may not have run on
   // this path: a frozen 1×1 convolution's forward is a GEMM): dw += dL/dw
   // and db += dL/db (each skipped when null), and dx = (fresh) or += (not
   // fresh) dL/dx (skipped when null). x is the forward's input. False,
   // with nothing computed, when oneDNN has no kernel for the geometry (the
   // primitives are built here when forward ran on a GEMM).
   bool backward(int64_t N, const float* x, const float* y, const float* dy, const float* w,
-                float* dx, bool fresh, float* dw, float* db, bool relu, float cap);
+                float* dx, bool fresh, float* dw, float* db, const FusedRelu& act);
 
  private:
   explicit DnnlConv(const ConvGeom& g);

@@ -41,18 +41,6 @@ struct ConvGeom {
 
 ConvGeom conv_geom(const std::vector<Shape>& in, const Attrs& a);
 
-// g = dy masked by a fused activation's gradient, taken from its output y:
-// 1 where 0 < y (< cap when capped), as the ReLU and ReLU6 layers' backward.
-// Inline so that each caller's loop vectorises with its own pointers.
-inline void mask_relu_grad(const float* __restrict dy, const float* __restrict y,
-                           float* __restrict g, int64_t n, bool capped, float cap) {
-  if (capped) {
-    for (int64_t i = 0; i < n; ++i) g[i] = dy[i] * (y[i] > 0.0f && y[i] < cap ? 1.0f : 0.0f);
-  } else {
-    for (int64_t i = 0; i < n; ++i) g[i] = dy[i] * (y[i] > 0.0f ? 1.0f : 0.0f);
-  }
-}
-
 // One sample's columns for the GEMM path: im2col unfolds, col2im folds back.
 void im2col(const ConvGeom& g, const float* x, float* col, int64_t ld);
 void col2im(const ConvGeom& g, const float* col, float* dx, int64_t ld);

@@ -1,12 +1,13 @@
 // The ReLU or ReLU6 a layer applies to its own output when the plan fuses
-// one into it (Layer::fuse_relu): BatchNorm and Add. (Conv2D keeps its own
-// flags and conv_kernels::mask_relu_grad, the same arithmetic, for now.)
+// one into it (Layer::fuse_relu): Conv2D (and its oneDNN path), BatchNorm
+// and Add.
 // The arithmetic is the ReLU and ReLU6 layers' own (activation.cpp), so a
 // fused network computes what the unfused one does, bit for bit.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 
@@ -42,6 +43,20 @@ inline f4 act_grad(f4 y, float cap) {
   if constexpr (A == Act::Relu6) return ((y > 0.0f) & (y < cap)) ? one : zero;
 }
 
+// dst = f(src), n values; dst may be src.
+template <Act A>
+inline void activate(const float* src, float* dst, int64_t n, float cap) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = act<A>(src[i], cap);
+}
+
+// g = dy * f'(y): the activation's backward from its output y. Inline with
+// restrict pointers so that each caller's loop vectorises.
+template <Act A>
+inline void mask_grad(const float* __restrict dy, const float* __restrict y, float* __restrict g,
+                      int64_t n, float cap) {
+  for (int64_t i = 0; i < n; ++i) g[i] = dy[i] * act_grad<A>(y[i], cap);
+}
+
 struct FusedRelu {
   Act kind = Act::None;
   float cap = std::numeric_limits<float>::infinity();
@@ -52,6 +67,8 @@ struct FusedRelu {
     cap = c;
     return true;
   }
+
+  bool on() const { return kind != Act::None; }
 
   // Calls f with the kind as a compile-time constant, so the loops inside
   // are instantiated per kind and vectorise without a branch per element.
@@ -65,6 +82,14 @@ struct FusedRelu {
       default:
         return f(std::integral_constant<Act, Act::None>{});
     }
+  }
+
+  // The two loops above, for the kind this layer holds.
+  void activate(const float* src, float* dst, int64_t n) const {
+    dispatch([&](auto a) { dc::activate<decltype(a)::value>(src, dst, n, cap); });
+  }
+  void mask_grad(const float* dy, const float* y, float* g, int64_t n) const {
+    dispatch([&](auto a) { dc::mask_grad<decltype(a)::value>(dy, y, g, n, cap); });
   }
 };
 
