@@ -7,6 +7,7 @@
 #include <deepcanvas/plan.h>
 
 #include <QLabel>
+#include <QListWidget>
 #include <QSplitter>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -15,7 +16,9 @@ namespace dc::gui {
 
 namespace {
 QString cellPrompt() {
-  return EvaluationView::tr("Click a cell to list its samples, most confident first.");
+  return EvaluationView::tr(
+      "Click a cell to list its samples, most confident first; double-click a sample to inspect "
+      "it in the Inference tab.");
 }
 }  // namespace
 
@@ -39,6 +42,22 @@ EvaluationView::EvaluationView(ProjectContext* ctx, QWidget* parent) : QWidget(p
   split->setStretchFactor(1, 2);
   lay->addWidget(split, 1);
   connect(matrix_, &widgets::ConfusionMatrixWidget::cellClicked, this, &EvaluationView::showCell);
+  // A double-click or Enter (the platform's activation), not a click: a
+  // click only selects, so looking through the samples stays on this tab.
+  connect(grid_, &QListWidget::itemActivated, this,
+          [this](QListWidgetItem* it) { inspect(grid_->row(it)); });
+}
+
+bool EvaluationView::inspect(int row) {
+  std::shared_ptr<Dataset> ds = ctx_->testSet();
+  if (!ds || row < 0 || row >= int(listed_.size())) return false;
+  const SamplePrediction& s = listed_[size_t(row)];
+  std::vector<uint8_t> chw = sample_chw(*ds, s.index);
+  if (chw.empty()) return false;
+  const QString name = ds->images ? QString::fromStdString(ds->images->item(s.index).path)
+                                  : tr("test #%1").arg(s.index);
+  Q_EMIT inspectRequested(name, chw, s.label, predicted_for_);
+  return true;
 }
 
 EvaluationView::~EvaluationView() {
@@ -155,7 +174,7 @@ void EvaluationView::list(int t, int p) {
   auto nm = [&](int i) { return i < names.size() ? names[i] : QString::number(i); };
   cell_label_->setText(
       tr("True <b>%1</b>, predicted <b>%2</b>: %3 sample(s)%4, most confident "
-         "first")
+         "first; double-click one to inspect it in the Inference tab")
           .arg(nm(t), nm(p))
           .arg(listed_.size())
           .arg(listed_.size() > shown ? tr(" (first %1 shown)").arg(shown) : QString()));

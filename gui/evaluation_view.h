@@ -42,9 +42,18 @@ class EvaluationView : public QWidget {
   widgets::ImageGrid* samplesGrid() const { return grid_; }
   // Indices (into the evaluated set) of the samples listed, in order.
   const std::vector<SamplePrediction>& listed() const { return listed_; }
+  // Asks for listed sample `row` to be inspected in the Inference tab (what
+  // a double-click or Enter on it does); false when there is no such row
+  // or its bytes cannot be read.
+  bool inspect(int row);
 
  signals:
   void samplesListed(int count);
+  // A listed sample to inspect: its name (the file, or "test #N"),
+  // bytes at the dataset's sample shape, true class, and the checkpoint
+  // whose predictions the listing shows.
+  void inspectRequested(const QString& name, const std::vector<uint8_t>& chw, int true_class,
+                        const QString& checkpoint);
 
  private:
   void list(int t, int p);

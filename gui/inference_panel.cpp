@@ -361,6 +361,37 @@ void InferencePanel::addImage(const QString& path, std::vector<uint8_t> chw, con
   images_.push_back(std::move(img));
 }
 
+bool InferencePanel::inspectSample(const QString& name, std::vector<uint8_t> chw, int true_class,
+                                   const QString& checkpoint) {
+  Shape in;
+  try {
+    in = Plan(ctx_->project().graph, 1).input_shape();
+  } catch (const std::exception& e) {
+    setMessage(tr("The network must be valid to inspect a sample: %1").arg(e.what()), true);
+    return false;
+  }
+  const bool picture = in.rank() == 3 && (in[0] == 1 || in[0] == 3);
+  if (!picture || int64_t(chw.size()) != in.numel()) {
+    setMessage(tr("%1 cannot be shown here: the Inference tab takes pictures (1 or 3 channels) "
+                  "at the Input's shape, %2.")
+                   .arg(name, QString::fromStdString(in.str())),
+               true);
+    return false;
+  }
+  // The listing's confidences came from this checkpoint: predict with it too.
+  if (!checkpoint.isEmpty() && !(use_checkpoint_ && checkpoint_path_ == checkpoint) &&
+      !loadCheckpoint(checkpoint, runCheckpointLabel(checkpoint)))
+    return false;
+  addImage(name, std::move(chw), in);
+  images_.back().label = true_class;
+  // The list's captions are two short lines: the true class is in the
+  // tooltip there, and under the picture.
+  list_->item(list_->count() - 1)->setToolTip(imageName(images_.back()));
+  setMessage({}, false);
+  selectImage(int(images_.size()) - 1);
+  return true;
+}
+
 bool InferencePanel::captureCamera() {
   try {
     Shape in = Plan(ctx_->project().graph, 1).input_shape();
@@ -385,6 +416,11 @@ void InferencePanel::selectImage(int row) {
   predictCurrent();
 }
 
+QString InferencePanel::imageName(const Image& img) const {
+  const QString file = QFileInfo(img.path).fileName();
+  return img.label < 0 ? file : tr("%1 (true: %2)").arg(file, className(img.label));
+}
+
 QString InferencePanel::className(int i) const {
   const ModelWeights& w = use_checkpoint_ ? checkpoint_ : ctx_->weights();
   QStringList names = w.class_names.isEmpty() ? ctx_->classNames() : w.class_names;
@@ -399,7 +435,7 @@ void InferencePanel::predictCurrent() {
   if (!ensureProbe()) {
     // No prediction: the caption and the list say only what the image is,
     // as the empty Top-5 does.
-    saliency_->setCaption(QFileInfo(img.path).fileName());
+    saliency_->setCaption(imageName(img));
     if (auto* item = list_->item(current_)) item->setText(QFileInfo(img.path).fileName());
     img.top = -1;
     img.prob = 0;
@@ -461,7 +497,7 @@ void InferencePanel::predictCurrent() {
       saliency_->setImage(tensor_image(x.f32(), in, w.mean, w.stddev));
     saliency_->setHeatmap(heat, wd, h);
     saliency_->setCaption(tr("%1 — %2 (%3 %)")
-                              .arg(QFileInfo(img.path).fileName(), className(img.top))
+                              .arg(imageName(img), className(img.top))
                               .arg(100.0 * img.prob, 0, 'f', 1));
     if (auto* item = list_->item(current_))
       item->setText(tr("%1\n%2 %3 %")

@@ -65,6 +65,14 @@ class InferencePanel : public QWidget {
   // Adds a frame from the first camera (OpenCV); false, with a message, when
   // there is none.
   bool captureCamera();
+  // Inspects a dataset sample as the Evaluation view listed it: its bytes
+  // (u8 at the Input's shape, before normalisation), shown as `name` with
+  // its true class beside the prediction, predicted with the checkpoint
+  // behind the listing (switched to when another is in use) and selected.
+  // False, with a message, when the sample does not fit the Input or the
+  // checkpoint cannot be used.
+  bool inspectSample(const QString& name, std::vector<uint8_t> chw, int true_class,
+                     const QString& checkpoint);
   QString weightsSource() const;
 
   int imageCount() const { return int(images_.size()); }
@@ -110,6 +118,7 @@ class InferencePanel : public QWidget {
   struct Image {
     QString path;
     std::vector<uint8_t> chw;  // as the network reads it, before normalisation
+    int label = -1;            // the true class of a dataset sample, else -1
     int top = -1;
     float prob = 0;
   };
@@ -126,6 +135,11 @@ class InferencePanel : public QWidget {
   void showActivations();
   void showActivationKind();  // bars for a vector, maps otherwise
   void setMessage(const QString& text, bool error);
+  // An image's name under the picture (and in the list's tooltip), with its
+  // true class when it is a dataset sample.
+  QString imageName(const Image& img) const;
+  // The label of a run's checkpoint in the weights list (empty for another file).
+  QString runCheckpointLabel(const QString& path) const;
   void updatePreprocessingText();
   QString className(int i) const;
 

@@ -90,12 +90,15 @@ void InferencePanel::weightChoiceActivated(int index) {
                                              tr("Checkpoints (*.safetensors)"));
     widgets::rememberDialogChoice("checkpoints", f);
     if (f.isEmpty() || !loadCheckpoint(f)) fillWeightChoices();  // back to the one in use
-  } else {
-    QString label;
-    for (const RunCheckpoint& c : ctx_->runCheckpoints())
-      if (c.path == data) label = c.label;
-    if (!loadCheckpoint(data, label)) fillWeightChoices();
+  } else if (!loadCheckpoint(data, runCheckpointLabel(data))) {
+    fillWeightChoices();
   }
+}
+
+QString InferencePanel::runCheckpointLabel(const QString& path) const {
+  for (const RunCheckpoint& c : ctx_->runCheckpoints())
+    if (c.path == path) return c.label;
+  return {};
 }
 
 QStringList InferencePanel::weightChoices() const {

@@ -4,6 +4,7 @@
 // tabs need the width for their plots and images, so the docks step aside there and come back as
 // they were.
 #include "gui/dataset_panel.h"
+#include "gui/evaluation_view.h"
 #include "gui/experiments_panel.h"
 #include "gui/inference_panel.h"
 #include "gui/main_window.h"
@@ -103,6 +104,16 @@ void MainWindow::createModes() {
             QString why = tr("the network has %1 Input layers, not one").arg(inputs.size());
             if (inputs.size() != 1 || !editor_->setAttr(inputs.front(), "shape", shape, &why))
               reportError(tr("Could not change the Input's shape: %1").arg(why));
+          });
+  // A sample double-clicked under the confusion matrix: why the network
+  // thought so, in the Inference tab (saliency, top 5, activations).
+  connect(training_panel_->evaluation(), &EvaluationView::inspectRequested, this,
+          [this](const QString& name, const std::vector<uint8_t>& chw, int true_class,
+                 const QString& checkpoint) {
+            if (inference_panel_->inspectSample(name, chw, true_class, checkpoint))
+              showMode(Mode::Inference);
+            else
+              statusBar()->showMessage(inference_panel_->messageText(), 10000);
           });
   // Problems found at Start usually concern the data: show them.
   connect(training_panel_, &TrainingPanel::problemsFound, this,

@@ -19,6 +19,17 @@
 
 namespace dc::gui {
 
+std::vector<uint8_t> sample_chw(const Dataset& d, int64_t index) {
+  const Shape& s = d.sample_shape;
+  if ((d.pixels.empty() && !d.images) || index < 0 || index >= d.size()) return {};
+  std::vector<uint8_t> chw(size_t(s.numel()));
+  if (d.images)
+    d.images->sample(index, 0, chw.data());
+  else
+    std::copy_n(d.pixels.data() + index * s.numel(), s.numel(), chw.data());
+  return chw;
+}
+
 QImage sample_image(const Dataset& d, int64_t index) {
   const Shape& s = d.sample_shape;
   if ((d.pixels.empty() && !d.images) || index < 0 || index >= d.size()) return {};
@@ -33,11 +44,9 @@ QImage sample_image(const Dataset& d, int64_t index) {
   } else {
     return {};
   }
+  // A file's pixels are decoded; pixels in memory are read in place.
   std::vector<uint8_t> decoded;
-  if (d.images) {
-    decoded.resize(size_t(s.numel()));
-    d.images->sample(index, 0, decoded.data());
-  }
+  if (d.images) decoded = sample_chw(d, index);
   const uint8_t* px = d.images ? decoded.data() : d.pixels.data() + index * s.numel();
   QImage img(w, h, c == 1 ? QImage::Format_Grayscale8 : QImage::Format_RGB888);
   for (int y = 0; y < h; ++y) {

@@ -105,6 +105,10 @@ struct RunCheckpoint {
   QString path;
 };
 
+// A dataset sample's bytes as the network reads them before normalisation
+// (its sample_shape, u8; a picture file decoded and resized as for
+// evaluation); empty when the dataset holds no bytes (numbers from a CSV).
+std::vector<uint8_t> sample_chw(const Dataset& d, int64_t index);
 // A dataset sample as an image (C×H×W u8 with C = 1 or 3); null for
 // non-image samples.
 QImage sample_image(const Dataset& d, int64_t index);

@@ -33,8 +33,16 @@ void TopKBars::paintEvent(QPaintEvent*) {
     p.drawText(rect(), Qt::AlignCenter, tr("No prediction yet"));
     return;
   }
+  // The top class is drawn bold: measured bold, else its name is cut
+  // ("-shirt/top" for "T-shirt/top").
+  QFont bold = font();
+  bold.setBold(true);
+  const QFontMetrics bold_fm(bold);
   int name_w = 0;
-  for (auto& e : entries_) name_w = std::max(name_w, fm.horizontalAdvance(e.name));
+  for (int i = 0; i < entries_.size(); ++i) {
+    const bool b = i == 0 && entries_[i].text.isEmpty();
+    name_w = std::max(name_w, (b ? bold_fm : fm).horizontalAdvance(entries_[i].name));
+  }
   name_w = std::min(name_w + 10, width() / 3);
   int pct_w = fm.horizontalAdvance("100.0 %") + 8;
   for (auto& e : entries_) pct_w = std::max(pct_w, fm.horizontalAdvance(e.text) + 8);
@@ -44,12 +52,11 @@ void TopKBars::paintEvent(QPaintEvent*) {
     const auto& e = entries_[i];
     int y = 2 + i * row_h;
     QRect name_r(0, y, name_w - 6, row_h);
-    QFont f = font();
-    f.setBold(i == 0 && e.text.isEmpty());
-    p.setFont(f);
+    const bool b = i == 0 && e.text.isEmpty();
+    p.setFont(b ? bold : font());
     p.setPen(palette().color(QPalette::Text));
     p.drawText(name_r, Qt::AlignRight | Qt::AlignVCenter,
-               fm.elidedText(e.name, Qt::ElideRight, name_r.width()));
+               (b ? bold_fm : fm).elidedText(e.name, Qt::ElideRight, name_r.width()));
     QRectF track(name_w, y + 4, bar_w, row_h - 8);
     p.setPen(Qt::NoPen);
     p.setBrush(palette().color(QPalette::AlternateBase));

@@ -4,6 +4,7 @@
 // Inference tab, and a running training guarded against closing or opening.
 #include "dashboard_test_util.h"
 #include "gui/dataset_panel.h"
+#include "gui/evaluation_view.h"
 #include "gui/inference_panel.h"
 #include "gui/main_window.h"
 #include "gui/project_context.h"
@@ -11,6 +12,7 @@
 #include "gui/training_panel.h"
 #include "gui/training_session.h"
 #include "gui_test_util.h"
+#include "widgets/confusion_matrix_widget.h"
 #include "widgets/graph_editor.h"
 #include "widgets/image_grid.h"
 #include "widgets/live_plot.h"
@@ -30,6 +32,7 @@
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QTest>
 #include <QTimer>
 
 namespace dc::test {
@@ -138,6 +141,64 @@ TEST_F(MainWindowDashboard, ANewProjectStartsWithAFreshDashboard) {
   EXPECT_TRUE(inf->weightsSource().startsWith("none yet")) << inf->weightsSource().toStdString();
   EXPECT_EQ(inf->weightChoices().size(), 2);  // "none yet" and "Checkpoint file…"
   EXPECT_FALSE(w.context()->hasDataset());
+}
+
+// A mistake listed under the confusion matrix, double-clicked, opens in the
+// Inference tab with the listing's checkpoint: the same class and
+// confidence as listed, its true class beside it.
+TEST_F(MainWindowDashboard, ASampleUnderTheConfusionMatrixOpensInTheInferenceTab) {
+  gui::MainWindow w;
+  ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+  QTemporaryDir dir;
+  gui::TrainingPanel* t = w.trainingPanel();
+  ASSERT_TRUE(train_briefly(*t, dir.path(), 30));
+  gui::EvaluationView* eval = t->evaluation();
+  const auto& m = eval->matrixWidget()->matrix();
+  ASSERT_EQ(m.size(), 10u);
+  int truth = -1, guess = -1;
+  int64_t most = 0;
+  for (int i = 0; i < 10; ++i)
+    for (int j = 0; j < 10; ++j)
+      if (i != j && m[i][j] > most) most = m[i][j], truth = i, guess = j;
+  ASSERT_GT(most, 0);
+  QSignalSpy listed(eval, &gui::EvaluationView::samplesListed);
+  eval->showCell(truth, guess);
+  ASSERT_TRUE(listed.wait(120000));
+  ASSERT_FALSE(eval->listed().empty());
+  const SamplePrediction first = eval->listed().front();
+
+  // The double-click, on the drawn thumbnail.
+  w.resize(1280, 720);
+  w.show();
+  w.showMode(gui::MainWindow::Mode::Training);
+  QWidget* page = eval;
+  while (page->parentWidget() && !qobject_cast<QTabWidget*>(page->parentWidget()->parentWidget()))
+    page = page->parentWidget();
+  ASSERT_TRUE(page->parentWidget());
+  qobject_cast<QTabWidget*>(page->parentWidget()->parentWidget())->setCurrentWidget(page);
+  widgets::ImageGrid* grid = eval->samplesGrid();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  const QRect r = grid->visualItemRect(grid->item(0));
+  ASSERT_TRUE(r.isValid());
+  // A click only selects (QTest's double-click event needs the press of
+  // the click before it, as a real double-click has).
+  QTest::mouseClick(grid->viewport(), Qt::LeftButton, {}, r.center());
+  EXPECT_EQ(w.mode(), gui::MainWindow::Mode::Training);
+  EXPECT_EQ(w.inferencePanel()->imageCount(), 0);
+  QTest::mouseDClick(grid->viewport(), Qt::LeftButton, {}, r.center());
+  EXPECT_EQ(w.mode(), gui::MainWindow::Mode::Inference);
+  gui::InferencePanel* inf = w.inferencePanel();
+  ASSERT_EQ(inf->imageCount(), 1);
+  EXPECT_EQ(inf->topClass(), guess);
+  EXPECT_NEAR(inf->topProbability(), first.confidence, 1e-4);
+  const QString text = inf->images()->item(0)->text(), tip = inf->images()->item(0)->toolTip();
+  EXPECT_TRUE(text.startsWith(QString("test #%1\n").arg(first.index))) << text.toStdString();
+  EXPECT_EQ(
+      tip,
+      QString("test #%1 (true: %2)").arg(first.index).arg(w.context()->classNames().at(truth)));
+  // Predicted with the checkpoint behind the listing, chosen in the list.
+  EXPECT_TRUE(inf->weightsSource().contains("Run 1")) << inf->weightsSource().toStdString();
+  w.setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
 }
 
 TEST_F(MainWindowDashboard, DatasetAndTrainingSettingsMarkTheProjectModified) {
