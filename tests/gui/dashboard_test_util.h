@@ -13,6 +13,7 @@
 #include <QString>
 #include <QTemporaryDir>
 #include <memory>
+#include <vector>
 
 namespace dc::test {
 
@@ -45,6 +46,20 @@ inline bool train_briefly(gui::TrainingPanel& panel, const QString& dir, int ste
   // Generous: a bound for a stuck run, not a timing check.
   if (!done.wait(600000)) return false;
   return done.first().at(0).toBool();
+}
+
+// The off-diagonal cell of a confusion matrix with the most samples, as
+// {true class, predicted class, count}; count 0 when there is no mistake.
+struct Mistake {
+  int truth = -1, guess = -1;
+  int64_t count = 0;
+};
+inline Mistake busiest_mistake(const std::vector<std::vector<int64_t>>& m) {
+  Mistake b;
+  for (size_t i = 0; i < m.size(); ++i)
+    for (size_t j = 0; j < m[i].size(); ++j)
+      if (i != j && m[i][j] > b.count) b = {int(i), int(j), m[i][j]};
+  return b;
 }
 
 // The checkpoint of one trained run, made on first use and shared.

@@ -139,12 +139,7 @@ TEST(DashboardTraining, ConfusionCellListsItsSamplesMostConfidentFirst) {
   auto* view = panel.evaluation();
   const auto& m = view->matrixWidget()->matrix();
   ASSERT_EQ(m.size(), 10u);
-  // The most populated off-diagonal cell.
-  int t = -1, p = -1;
-  int64_t best = 0;
-  for (int i = 0; i < 10; ++i)
-    for (int j = 0; j < 10; ++j)
-      if (i != j && m[i][j] > best) best = m[i][j], t = i, p = j;
+  const auto [t, p, best] = busiest_mistake(m);
   ASSERT_GT(best, 0);
   QSignalSpy listed(view, &gui::EvaluationView::samplesListed);
   // A click on the drawn cell, as the user does it.

@@ -155,11 +155,7 @@ TEST_F(MainWindowDashboard, ASampleUnderTheConfusionMatrixOpensInTheInferenceTab
   gui::EvaluationView* eval = t->evaluation();
   const auto& m = eval->matrixWidget()->matrix();
   ASSERT_EQ(m.size(), 10u);
-  int truth = -1, guess = -1;
-  int64_t most = 0;
-  for (int i = 0; i < 10; ++i)
-    for (int j = 0; j < 10; ++j)
-      if (i != j && m[i][j] > most) most = m[i][j], truth = i, guess = j;
+  const auto [truth, guess, most] = busiest_mistake(m);
   ASSERT_GT(most, 0);
   QSignalSpy listed(eval, &gui::EvaluationView::samplesListed);
   eval->showCell(truth, guess);
