@@ -20,4 +20,16 @@ std::string connectionProblem(const Graph& g, NodeId src, NodeId dst, int port) 
   return e;
 }
 
+bool flattenBridges(const Graph& g, NodeId src, NodeId dst, int port) {
+  if (!g.can_connect(src, dst, port).empty()) return false;
+  const auto shapes = g.infer_shapes();
+  const auto up = shapes.find(src);
+  if (up == shapes.end() || !up->second.ok() || up->second.shape->rank() < 3) return false;
+  if (connectionProblem(g, src, dst, port).empty()) return false;
+  Graph trial = g;
+  const NodeId flat = trial.add_node("Flatten", "", {});
+  trial.connect(src, flat, 0);
+  return connectionProblem(trial, flat, dst, port).empty();
+}
+
 }  // namespace dc::widgets

@@ -12,4 +12,11 @@ namespace dc::widgets {
 // "" when src's output may feed dst's input port.
 std::string connectionProblem(const Graph& g, NodeId src, NodeId dst, int port);
 
+// Whether a connection refused by connectionProblem would be legal through
+// a new Flatten between the two: a feature map (C×H×W or more) into a layer
+// that takes 1-D features (Dense, BatchNorm1D...), the commonest wiring
+// mistake; the editor then offers to insert it. Sequences (T×F) are not
+// bridged: flattening the steps is rarely what is meant there.
+bool flattenBridges(const Graph& g, NodeId src, NodeId dst, int port);
+
 }  // namespace dc::widgets

@@ -46,8 +46,15 @@ GraphEditor::GraphEditor(QObject* parent)
       undo_(new QUndoStack(this)),
       scene_(new NodeScene(model_, this)) {
   register_builtin_layers();
-  connect(scene_, &NodeScene::connectRequested, this,
-          [this](NodeId s, NodeId d, int p) { connectPorts(s, d, p); });
+  // The scene offers a connection through a Flatten while dragging (and
+  // says so); released, it is made here.
+  connect(scene_, &NodeScene::connectRequested, this, [this](NodeId s, NodeId d, int p) {
+    if (!connectionProblem(model_->graph(), s, d, p).empty() &&
+        flattenBridges(model_->graph(), s, d, p))
+      connectThroughFlatten(s, d, p);
+    else
+      connectPorts(s, d, p);
+  });
   connect(scene_, &NodeScene::moveRequested, this,
           [this](const std::map<NodeId, QPointF>& from, const std::map<NodeId, QPointF>& to) {
             // The items are already where the user left them; the command
@@ -134,6 +141,40 @@ bool GraphEditor::connectPorts(NodeId src, NodeId dst, int port, QString* why) {
     return false;
   }
   return push(new ConnectCommand(model_, Edge{src, dst, port}), why);
+}
+
+NodeId GraphEditor::connectThroughFlatten(NodeId src, NodeId dst, int port, QString* why) {
+  const Graph& g = model_->graph();
+  if (!flattenBridges(g, src, dst, port)) {
+    const std::string problem = connectionProblem(g, src, dst, port);
+    if (why) *why = QString::fromStdString(problem.empty() ? "no Flatten is needed" : problem);
+    return 0;
+  }
+  // Between the two, a row below them: the line stays readable and no
+  // layer is moved.
+  const Node &a = g.node(src), &b = g.node(dst);
+  QPointF at((a.x + b.x) / 2, std::max(a.y, b.y) + 100);
+  if (scene_->snapToGrid()) at = snapped(at);
+  Graph trial = g;
+  const NodeId id = model_->nextId();
+  trial.add_node("Flatten", "", {}, at.x(), at.y(), id);
+  Node n = trial.node(id);
+  const QString text = tr("Connect %1 to %2 through %3")
+                           .arg(QString::fromStdString(a.name), QString::fromStdString(b.name),
+                                QString::fromStdString(n.name));
+  if (!push(new AddNodesCommand(model_, {n}, {Edge{src, id, 0}, Edge{id, dst, port}}, text), why))
+    return 0;
+  Q_EMIT statusMessage(flattenNote(id, src, dst));
+  return id;
+}
+
+QString GraphEditor::flattenNote(NodeId flat, NodeId src, NodeId dst) const {
+  const Graph& g = model_->graph();
+  const NodeShape& up = g.infer_shapes()[src];
+  return tr("Added %1: %2 takes 1-D features, so %3's %4 output is flattened.")
+      .arg(QString::fromStdString(g.node(flat).name), QString::fromStdString(g.node(dst).name),
+           QString::fromStdString(g.node(src).name),
+           up.ok() ? QString::fromStdString(up.shape->str()) : QString());
 }
 
 bool GraphEditor::setAttr(NodeId id, const std::string& name, const AttrValue& v, QString* why) {
@@ -287,9 +328,25 @@ QPointF GraphEditor::nextFreePosition() const {
 NodeId GraphEditor::appendLayer(const QString& type) {
   std::vector<NodeId> sel = scene_->selectedNodes();
   undo_->beginMacro(tr("Add %1").arg(type));
-  NodeId id = addLayer(type, nextFreePosition());
-  if (id > 0 && sel.size() == 1 && connectionProblem(model_->graph(), sel[0], id, 0).empty())
+  const QPointF at = nextFreePosition();
+  // Would the new layer need a Flatten after the selected one? Then the
+  // Flatten takes the free spot and the layer the next, in one line.
+  bool bridge = false;
+  if (sel.size() == 1 && LayerRegistry::instance().find(type.toStdString())) {
+    Graph trial = model_->graph();
+    const NodeId t = trial.add_node(type.toStdString(), "", {}, at.x(), at.y());
+    bridge = !connectionProblem(trial, sel[0], t, 0).empty() && flattenBridges(trial, sel[0], t, 0);
+  }
+  const NodeId flat = bridge ? addLayer("Flatten", at) : 0;
+  NodeId id = addLayer(type, bridge ? nextFreePosition() : at);
+  if (id > 0 && flat > 0) {
+    connectPorts(sel[0], flat, 0);
+    connectPorts(flat, id, 0);
+    Q_EMIT statusMessage(flattenNote(flat, sel[0], id));
+  } else if (id > 0 && sel.size() == 1 &&
+             connectionProblem(model_->graph(), sel[0], id, 0).empty()) {
     connectPorts(sel[0], id, 0);
+  }
   undo_->endMacro();
   return id;
 }

@@ -59,9 +59,14 @@ class GraphEditor : public QObject {
   NodeId addLayer(const QString& type, QPointF pos, QString* why = nullptr);
   // The palette's double-click: adds a layer at the next free position and,
   // when one layer is selected and the connection is legal, wires it after
-  // that layer, in one undo step.
+  // that layer (through a new Flatten where only that makes it legal), in
+  // one undo step.
   NodeId appendLayer(const QString& type);
   bool connectPorts(NodeId src, NodeId dst, int port, QString* why = nullptr);
+  // A connection that is legal only through a new Flatten (flattenBridges:
+  // a feature map into a Dense): adds the Flatten between the two, wired,
+  // in one undo step, and returns its id; 0 (and *why) otherwise.
+  NodeId connectThroughFlatten(NodeId src, NodeId dst, int port, QString* why = nullptr);
   bool setAttr(NodeId id, const std::string& name, const AttrValue& v, QString* why = nullptr);
   bool rename(NodeId id, const QString& name, QString* why = nullptr);
   bool removeNodes(const std::vector<NodeId>& ids, const std::vector<Edge>& edges = {});
@@ -80,6 +85,8 @@ class GraphEditor : public QObject {
   // Where a new layer goes when none was dropped: right of the selection
   // or of the right-most node.
   QPointF nextFreePosition() const;
+  // The status line after a Flatten was inserted between src and dst.
+  QString flattenNote(NodeId flat, NodeId src, NodeId dst) const;
 
   void deleteSelection();
   void selectAll();

@@ -253,9 +253,17 @@ void NodeScene::mouseMoveEvent(QGraphicsSceneMouseEvent* e) {
       NodeId dst = drag_.from_output ? target->nodeId() : drag_.from->nodeId();
       int port = drag_.from_output ? tport : drag_.from_port;
       drag_.problem = connectionProblem(model_->graph(), src, dst, port);
+      // A feature map into a Dense: legal through a Flatten, which the
+      // editor inserts on release.
+      const bool bridged =
+          !drag_.problem.empty() && flattenBridges(model_->graph(), src, dst, port);
+      if (bridged) drag_.problem.clear();
       target->setHoverPort(tport, !drag_.from_output, drag_.problem.empty());
       Q_EMIT statusMessage(
-          drag_.problem.empty()
+          bridged ? tr("Release to connect through a new Flatten (%1 takes 1-D "
+                       "features)")
+                        .arg(QString::fromStdString(model_->graph().node(dst).name))
+          : drag_.problem.empty()
               ? tr("Release to connect")
               : tr("Cannot connect: %1").arg(QString::fromStdString(drag_.problem)));
     } else {

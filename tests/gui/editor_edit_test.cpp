@@ -56,6 +56,49 @@ TEST_F(EditorEdit, IllegalConnectionsAreRefusedWithAReason) {
   EXPECT_EQ(w->editor()->undoStack()->count(), commands + 3);
 }
 
+// Only a feature map into a layer of 1-D features is bridged by a Flatten;
+// a double-click on Dense in the palette after a convolution wires it so.
+TEST_F(EditorEdit, AFlattenIsOfferedOnlyWhereItMakesTheConnectionLegal) {
+  NodeId dense = w->editor()->addLayer("Dense", {600, 500});
+  NodeId conv = w->editor()->addLayer("Conv2D", {400, 500});
+  // pool1 (32×14×14) into a Dense: bridged; into a Conv2D: legal as it is.
+  EXPECT_FALSE(widgets::connectionProblem(g(), id("pool1"), dense, 0).empty());
+  EXPECT_TRUE(widgets::flattenBridges(g(), id("pool1"), dense, 0));
+  EXPECT_FALSE(widgets::flattenBridges(g(), id("pool1"), conv, 0));
+  // A flat vector into a Conv2D: a Flatten cannot help.
+  EXPECT_FALSE(widgets::flattenBridges(g(), id("dense1"), conv, 0));
+  // A taken port stays refused.
+  EXPECT_FALSE(widgets::flattenBridges(g(), id("pool1"), id("dense1"), 0));
+  QString why;
+  EXPECT_EQ(w->editor()->connectThroughFlatten(id("pool1"), conv, 0, &why), 0);
+  EXPECT_FALSE(why.isEmpty());
+  // A sequence (T×F) into a Dense is not bridged: flattening steps is rarely meant.
+  Graph seq;
+  NodeId in = seq.add_node("SequenceInput", "seq", {});
+  NodeId d = seq.add_node("Dense", "d", {});
+  ASSERT_EQ(seq.infer_shapes()[in].shape->rank(), 2);
+  EXPECT_FALSE(widgets::connectionProblem(seq, in, d, 0).empty());
+  EXPECT_FALSE(widgets::flattenBridges(seq, in, d, 0));
+
+  // The palette's double-click with conv selected: Dense wired through a Flatten.
+  NodeId conv_in = w->editor()->addLayer("Conv2D", {200, 700});
+  ASSERT_TRUE(w->editor()->connectPorts(id("input"), conv_in, 0));
+  scene()->selectNodes({conv_in});
+  const int history = w->editor()->undoStack()->count();
+  NodeId added = w->editor()->appendLayer("Dense");
+  ASSERT_GT(added, 0);
+  ASSERT_EQ(g().in_edges(added).size(), 1u);
+  const NodeId flat = g().in_edges(added)[0].src;
+  EXPECT_EQ(g().node(flat).type, "Flatten");
+  EXPECT_EQ(g().in_edges(flat)[0].src, conv_in);
+  EXPECT_TRUE(g().infer_shapes()[added].ok());
+  // In one line: the Flatten where the Dense would have gone, the Dense after it.
+  EXPECT_EQ(g().node(flat).y, g().node(added).y);
+  EXPECT_GT(g().node(flat).x, g().node(conv_in).x);
+  EXPECT_GT(g().node(added).x, g().node(flat).x);
+  EXPECT_EQ(w->editor()->undoStack()->count(), history + 1);  // one step
+}
+
 TEST_F(EditorEdit, RefusedConnectionChangesNothing) {
   const Graph before = g();
   const int commands = w->editor()->undoStack()->count();

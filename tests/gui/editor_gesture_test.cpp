@@ -80,6 +80,34 @@ TEST_F(EditorGesture, DraggingFromOutputToFreeInputConnects) {
   EXPECT_EQ(g().in_edges(id("conv2")).size(), 1u);
 }
 
+// A feature map dragged onto a Dense: said while dragging, and made on
+// release through a new Flatten, in one undo step.
+TEST_F(EditorGesture, DraggingAFeatureMapOntoADenseInsertsAFlatten) {
+  // The sample's flatten taken out: pool2 (64×7×7) is left unwired to dense1.
+  ASSERT_TRUE(w->editor()->removeNodes({id("flatten")}));
+  ASSERT_TRUE(g().in_edges(id("dense1")).empty());
+  const Graph before = g();
+  const int history = w->editor()->undoStack()->count();
+  QSignalSpy status(scene(), &widgets::NodeScene::statusMessage);
+  drag(scene()->nodeItem(id("pool2"))->outputPortPos(),
+       scene()->nodeItem(id("dense1"))->inputPortPos(0));
+  bool said = false;
+  for (const QList<QVariant>& args : status)
+    said |= args[0].toString().contains("through a new Flatten");
+  EXPECT_TRUE(said);
+  ASSERT_EQ(g().in_edges(id("dense1")).size(), 1u);
+  const Node& flat = g().node(g().in_edges(id("dense1"))[0].src);
+  EXPECT_EQ(flat.type, "Flatten");
+  ASSERT_EQ(g().in_edges(flat.id).size(), 1u);
+  EXPECT_EQ(g().in_edges(flat.id)[0].src, id("pool2"));
+  const auto shapes = g().infer_shapes();
+  for (const auto& [node, shape] : shapes) EXPECT_TRUE(shape.ok()) << shape.error;
+  EXPECT_EQ(shapes.at(flat.id).shape->str(), "3136");
+  EXPECT_EQ(w->editor()->undoStack()->count(), history + 1);
+  w->editor()->undoStack()->undo();
+  EXPECT_TRUE(g() == before);
+}
+
 TEST_F(EditorGesture, DraggingANodeMovesItSnappedAndUndoably) {
   widgets::NodeItem* conv = scene()->nodeItem(id("conv1"));
   QPointF grab = conv->sceneBoundingRect().center() + QPointF(0, 10);  // body, not a port
