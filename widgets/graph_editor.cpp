@@ -170,7 +170,7 @@ NodeId GraphEditor::connectThroughFlatten(NodeId src, NodeId dst, int port, QStr
 
 QString GraphEditor::flattenNote(NodeId flat, NodeId src, NodeId dst) const {
   const Graph& g = model_->graph();
-  const NodeShape& up = g.infer_shapes()[src];
+  const NodeShape up = g.infer_shapes()[src];  // a copy: the map is a temporary
   return tr("Added %1: %2 takes 1-D features, so %3's %4 output is flattened.")
       .arg(QString::fromStdString(g.node(flat).name), QString::fromStdString(g.node(dst).name),
            QString::fromStdString(g.node(src).name),
