@@ -117,7 +117,7 @@ void MainWindow::createPanels() {
   connect(palette_, &widgets::LayerPalette::layerActivated, this, [this](const QString& type) {
     editor_->appendLayer(type);
     for (NodeId id : editor_->scene()->selectedNodes())
-      view_->ensureVisible(editor_->scene()->nodeItem(id), 60, 60);
+      view_->reveal(editor_->scene()->nodeItem(id));
   });
   connect(view_, &widgets::NodeView::layerDropped, this, [this](const QString& type, QPointF p) {
     // Drop under the cursor: the point is the card's centre, not its corner.

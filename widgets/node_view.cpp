@@ -2,6 +2,7 @@
 
 #include "widgets/layer_style.h"
 #include "widgets/node_scene.h"
+#include "widgets/overview_map.h"
 
 #include <QDragEnterEvent>
 #include <QGraphicsItem>
@@ -137,6 +138,26 @@ void NodeView::resizeEvent(QResizeEvent* e) {
 
 void NodeView::centerOnItem(QGraphicsItem* item) {
   if (item) centerOn(item->sceneBoundingRect().center());
+}
+
+void NodeView::reveal(QGraphicsItem* item) {
+  if (!item) return;
+  ensureVisible(item, 60, 60);
+  const OverviewMap* map = findChild<OverviewMap*>(QString(), Qt::FindDirectChildrenOnly);
+  if (!map || !map->isEnabled()) return;
+  // The map shows only while part of the network is off the canvas (it
+  // decides on a timer, so ask the same question here).
+  const QRectF net = scene()->itemsBoundingRect();
+  if (mapToScene(viewport()->rect()).boundingRect().contains(net)) return;
+  const QRect at = mapFromScene(item->sceneBoundingRect()).boundingRect();
+  const QRect corner = map->geometry().translated(-viewport()->pos()).adjusted(-10, -10, 0, 0);
+  if (!at.intersects(corner)) return;
+  // The shorter way out: left of the map, or above it.
+  const int dx = at.right() - corner.left(), dy = at.bottom() - corner.top();
+  if (dx <= dy)
+    horizontalScrollBar()->setValue(horizontalScrollBar()->value() + dx);
+  else
+    verticalScrollBar()->setValue(verticalScrollBar()->value() + dy);
 }
 
 void NodeView::wheelEvent(QWheelEvent* e) {

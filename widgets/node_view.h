@@ -28,6 +28,10 @@ class NodeView : public QGraphicsView {
   // fits at this zoom, it is centred instead.
   void showAt(const QRectF& focus, double zoom);
   void centerOnItem(QGraphicsItem* item);
+  // Scrolls as little as needed to show the item with a margin, and clear
+  // of the overview map in the corner when that is shown (a layer appended
+  // at the right edge landed under it).
+  void reveal(QGraphicsItem* item);
   double zoom() const;
   // Previews refit whenever their size changes.
   void setFitOnResize(bool on) { fit_on_resize_ = on; }

@@ -243,6 +243,30 @@ TEST_F(EditorWindow, FitShowsEveryNodeOfTheSampleAt1280x720) {
   EXPECT_LT(view->zoom(), 0.6);
 }
 
+// A layer brought into view (one appended from the palette is) is not left
+// under the overview map in the canvas' corner, where scrolling just far
+// enough to show a layer beyond the bottom-right corner put it.
+TEST_F(EditorWindow, ARevealedLayerIsNotHiddenByTheOverviewMap) {
+  auto w = open();
+  widgets::NodeView* view = w->view();
+  auto* map = view->findChild<widgets::OverviewMap*>();
+  widgets::GraphEditor* ed = w->editor();
+  ed->addLayer("Input", {0, 0});
+  const NodeId far = ed->addLayer("Dense", {2400, 1600});
+  QApplication::processEvents();
+  // Up and left of the layer, which is then beyond the canvas' corner.
+  view->centerOn(1900, 1300);
+  QGraphicsItem* item = ed->scene()->nodeItem(far);
+  const QRect before = view->mapFromScene(item->sceneBoundingRect()).boundingRect();
+  ASSERT_FALSE(view->viewport()->rect().contains(before));
+  view->reveal(item);
+  map->refit();                   // what its timer does
+  ASSERT_TRUE(map->isVisible());  // the network is larger than the canvas
+  const QRect at = view->mapFromScene(item->sceneBoundingRect()).boundingRect();
+  EXPECT_TRUE(view->viewport()->rect().contains(at));
+  EXPECT_FALSE(at.intersects(map->geometry().translated(-view->viewport()->pos())));
+}
+
 TEST_F(EditorWindow, AutoLayoutWrapsTheSampleIntoRowsThatFitLarger) {
   auto w = open();
   openSampleInOneLine(*w);
