@@ -378,6 +378,7 @@ void TrainingPanel::startTraining() {
   // A followed run's plots are this run's overlay from now on.
   if (follower_->active()) stopFollowingRun(tr("no longer followed (run %1 started)").arg(run_));
   plots_->startRun(run_, cfg.device.cuda ? cfg.device.index : -1);
+  plots_->setEpochScores(cfg.val_split > 0, ctx_->testSet() != nullptr);
   diagnosis_->startRun(ctx_->project().graph, cfg, ctx_->residentBytes());
   history_->addRun(
       run_,

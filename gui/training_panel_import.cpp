@@ -43,6 +43,7 @@ QString TrainingPanel::beginImport(const QString& dir, bool wait) {
   ++run_;
   best_epoch_.clear();
   plots_->startRun(run_, -1, /*sample_device=*/false);  // this machine says nothing of it
+  plots_->setEpochScores(true, true);                   // whichever its metrics have
   import_row_ =
       history_->addRun(run_,
                        follower_->waiting() ? tr("imported: waiting for metrics.jsonl")

@@ -147,7 +147,15 @@ void TrainingPlots::endRun() {
   gpu_.reset();
 }
 
+void TrainingPlots::setEpochScores(bool validation, bool test) {
+  loss_->setSeriesVisible(s_loss_val_, validation);
+  acc_->setSeriesVisible(s_acc_val_, validation);
+  loss_->setSeriesVisible(s_loss_test_, test);
+  acc_->setSeriesVisible(s_acc_test_, test);
+}
+
 void TrainingPlots::reset() {
+  setEpochScores(true, true);
   endRun();
   for (auto* p : {loss_, acc_, speed_, lr_}) {
     p->clear();

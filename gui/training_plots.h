@@ -36,6 +36,9 @@ class TrainingPlots : public QWidget {
   // from another machine's folder: this machine says nothing about it).
   void startRun(int run, int gpu, bool sample_device = true);
   void endRun();  // one last device reading, then no more
+  // Which per-epoch scores this run has: the loss and accuracy plots draw
+  // (and their legends list) validation and test only when it does.
+  void setEpochScores(bool validation, bool test);
   void addSteps(const QVector<dc::TrainEvent>& batch);
   void addEpoch(const dc::TrainEvent& e);
   void addTelemetry(const DeviceReading& r);

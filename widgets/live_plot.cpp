@@ -170,7 +170,9 @@ void LivePlot::applyLooks() {
       s.key->setPen(QPen(grey, width, s.line));
       s.key->setScatterStyle(scatter(s.marker, grey));
     }
-    if (!shown->visible()) continue;
+    // A series this run does not draw keeps its key while an earlier run's
+    // overlay draws it.
+    if (!shown->visible() && !(by_run_ && s.archived)) continue;
     if (by_run_)
       s.key->addToLegend();
     else
@@ -372,6 +374,7 @@ void LivePlot::archiveRun(const QString& run) {
   for (Series& s : series_) {
     QCPGraph* src = s.smooth ? s.smooth : s.raw;
     if (src->dataCount() == 0) continue;
+    s.archived = true;
     QCPGraph* g = plot_->addGraph();
     g->setAdaptiveSampling(true);
     g->data()->set(*src->data());
@@ -435,6 +438,7 @@ void LivePlot::clearOverlays() {
     for (QCPGraph* g : o.graphs) plot_->removeGraph(g);
     if (o.key) plot_->removeGraph(o.key);
   }
+  for (Series& s : series_) s.archived = false;
   overlays_.clear();
   applyLooks();
   replot();

@@ -106,6 +106,7 @@ class LivePlot : public QWidget {
     QCPGraph* raw = nullptr;     // per-step values (faint) or epoch markers
     QCPGraph* smooth = nullptr;  // Steps only
     double ema = 0, ema_weight = 0;
+    bool archived = false;  // an earlier run's overlay has points of it
   };
   struct Overlay {
     QString run;

@@ -24,10 +24,11 @@ TEST(DashboardRuns, LegendsAboveThePlotsOneEntryPerRunAndTheRunsTableChoosesOver
 
   for (widgets::LivePlot* p : {panel.lossPlot(), panel.accuracyPlot()}) {
     EXPECT_FALSE(p->legendOverData());
-    // Four series keys (told apart by line style) and one entry per run,
-    // not one per series and run.
-    EXPECT_EQ(p->legendEntries(), QStringList({"train", "train (epoch)", "validation", "test",
-                                               "run 1", "run 2", "run 3"}));
+    // The series keys (told apart by line style) and one entry per run,
+    // not one per series and run. The sample holds out no validation
+    // split: no "validation" key for a curve that is never drawn.
+    EXPECT_EQ(p->legendEntries(),
+              QStringList({"train", "train (epoch)", "test", "run 1", "run 2", "run 3"}));
   }
   ASSERT_EQ(panel.lossPlot()->overlayCount(), 2);
 
@@ -50,6 +51,26 @@ TEST(DashboardRuns, LegendsAboveThePlotsOneEntryPerRunAndTheRunsTableChoosesOver
   EXPECT_GE(h->sectionSize(4), h->fontMetrics().horizontalAdvance(held));
 }
 
+// "validation" is listed for a run that holds out a validation split, and
+// stays listed while an earlier run's overlay draws it.
+TEST(DashboardRuns, TheValidationKeyIsListedWhereAValidationCurveIsDrawn) {
+  auto ctx = sample_context();
+  gui::TrainingPanel panel(ctx.get());
+  QTemporaryDir dir;
+  Project p = ctx->project();
+  p.training.val_split = 0.1;
+  ctx->setProject(p);
+  ASSERT_TRUE(train_briefly(panel, dir.path(), 4));
+  EXPECT_TRUE(panel.lossPlot()->legendEntries().contains("validation"));
+  EXPECT_TRUE(panel.accuracyPlot()->legendEntries().contains("validation"));
+  p.training.val_split = 0;
+  ctx->setProject(p);
+  ASSERT_TRUE(train_briefly(panel, dir.path(), 4));
+  EXPECT_TRUE(panel.lossPlot()->legendEntries().contains("validation"));  // run 1's
+  panel.lossPlot()->clearOverlays();
+  EXPECT_FALSE(panel.lossPlot()->legendEntries().contains("validation"));
+}
+
 // A run's entry joined the four series keys on a second legend row (a fixed
 // wrap of four), which took the curves' height at 1280x720: the entries now
 // fill the rows the plot's width holds.
@@ -59,7 +80,7 @@ TEST(DashboardRuns, LegendEntriesFillTheRowsThePlotsWidthHolds) {
   QTemporaryDir dir;
   ASSERT_TRUE(train_briefly(panel, dir.path(), 4));
   widgets::LivePlot* p = panel.lossPlot();
-  ASSERT_EQ(p->legendEntries().size(), 5);
+  ASSERT_EQ(p->legendEntries().size(), 4);
   panel.resize(2600, 900);
   panel.show();
   ASSERT_TRUE(QTest::qWaitForWindowExposed(&panel));
