@@ -16,9 +16,7 @@ namespace dc::gui {
 
 namespace {
 QString cellPrompt() {
-  return EvaluationView::tr(
-      "Click a cell to list its samples, most confident first; double-click a sample to inspect "
-      "it in the Inference tab.");
+  return EvaluationView::tr("Click a cell to list its samples, most confident first.");
 }
 }  // namespace
 
@@ -48,15 +46,36 @@ EvaluationView::EvaluationView(ProjectContext* ctx, QWidget* parent) : QWidget(p
           [this](QListWidgetItem* it) { inspect(grid_->row(it)); });
 }
 
+bool EvaluationView::inspectable() const {
+  const Dataset* ds = preds_ds_.get();
+  if (!ds || (!ds->images && ds->pixels.empty())) return false;
+  const Shape& s = ds->sample_shape;
+  return s.rank() == 3 && (s[0] == 1 || s[0] == 3);
+}
+
 bool EvaluationView::inspect(int row) {
-  std::shared_ptr<Dataset> ds = ctx_->testSet();
-  if (!ds || row < 0 || row >= int(listed_.size())) return false;
+  if (row < 0 || row >= int(listed_.size()) || !preds_weights_) return false;
+  if (!inspectable()) {
+    cell_label_->setText(tr("These samples are not pictures: the Inference tab cannot show them."));
+    return false;
+  }
+  const Dataset& ds = *preds_ds_;
   const SamplePrediction& s = listed_[size_t(row)];
-  std::vector<uint8_t> chw = sample_chw(*ds, s.index);
-  if (chw.empty()) return false;
-  const QString name = ds->images ? QString::fromStdString(ds->images->item(s.index).path)
-                                  : tr("test #%1").arg(s.index);
-  Q_EMIT inspectRequested(name, chw, s.label, predicted_for_);
+  InspectedSample out;
+  out.name = ds.images ? QString::fromStdString(ds.images->item(s.index).path)
+                       : tr("test #%1").arg(s.index);
+  try {
+    out.chw = sample_chw(ds, s.index);
+  } catch (const std::exception& e) {
+    // A picture gone or broken since it was listed (bad images as errors).
+    cell_label_->setText(tr("Could not read %1: %2").arg(out.name, QString::fromUtf8(e.what())));
+    return false;
+  }
+  out.shape = ds.sample_shape;
+  out.true_class = int(s.label);
+  out.weights = preds_weights_;
+  out.checkpoint = predicted_for_;
+  Q_EMIT inspectRequested(out);
   return true;
 }
 
@@ -69,6 +88,8 @@ void EvaluationView::clear() {
   grid_->clear();
   preds_.clear();
   listed_.clear();
+  preds_ds_.reset();
+  preds_weights_.reset();
   predicted_for_.clear();
   checkpoint_.clear();
   // The previous run's cell and epoch describe nothing now.
@@ -91,6 +112,9 @@ void EvaluationView::setConfusion(const std::vector<std::vector<int64_t>>& m, in
 
 void EvaluationView::setCheckpoint(const QString& path) {
   checkpoint_ = path;
+  // Each epoch rewrites last.safetensors: predictions made from the file
+  // before are not this checkpoint's, so the next cell click computes anew.
+  predicted_for_.clear();
 }
 
 void EvaluationView::showCell(int t, int p) {
@@ -116,22 +140,24 @@ void EvaluationView::showCell(int t, int p) {
   Graph g = ctx_->project().graph;
   worker_ = std::thread([this, ck, g, ds] {
     std::vector<SamplePrediction> preds;
+    std::shared_ptr<const ModelWeights> weights;
     QString error;
     try {
-      ModelWeights w = weights_from_checkpoint(ck);
+      auto w = std::make_shared<ModelWeights>(weights_from_checkpoint(ck));
       Plan plan(g, 256, Plan::Use::Inference);
-      plan.load_state(w.state, ck.toStdString());
+      plan.load_state(w->state, ck.toStdString());
       Dataset copy = *ds;  // normalised as the checkpoint was trained
-      copy.mean = w.mean;
-      copy.stddev = w.stddev;
+      copy.mean = w->mean;
+      copy.stddev = w->stddev;
       preds = predict_samples(plan, copy);
+      weights = std::move(w);
     } catch (const std::exception& e) {
       error = QString::fromUtf8(e.what());
     }
     // Queued to this object: discarded by Qt if the view is gone (joined first).
     QMetaObject::invokeMethod(
         this,
-        [this, ck, preds = std::move(preds), error] {
+        [this, ck, ds, weights, preds = std::move(preds), error] {
           if (worker_.joinable()) worker_.join();
           if (pending_t_ < 0) return;  // cleared meanwhile: a new run started
           if (!error.isEmpty()) {
@@ -140,6 +166,8 @@ void EvaluationView::showCell(int t, int p) {
             return;
           }
           preds_ = preds;
+          preds_ds_ = ds;
+          preds_weights_ = weights;
           predicted_for_ = ck;
           if (ck != checkpoint_) {  // a newer checkpoint arrived meanwhile
             showCell(pending_t_, pending_p_);
@@ -158,7 +186,7 @@ void EvaluationView::list(int t, int p) {
   std::stable_sort(listed_.begin(), listed_.end(),
                    [](const auto& a, const auto& b) { return a.confidence > b.confidence; });
   grid_->clear();
-  std::shared_ptr<Dataset> ds = ctx_->testSet();
+  const Dataset* ds = preds_ds_.get();                         // the samples the predictions are of
   const size_t shown = std::min<size_t>(listed_.size(), 200);  // a grid of thousands helps nobody
   for (size_t i = 0; i < shown; ++i) {
     const auto& s = listed_[i];
@@ -173,11 +201,12 @@ void EvaluationView::list(int t, int p) {
   QStringList names = ctx_->classNames();
   auto nm = [&](int i) { return i < names.size() ? names[i] : QString::number(i); };
   cell_label_->setText(
-      tr("True <b>%1</b>, predicted <b>%2</b>: %3 sample(s)%4, most confident "
-         "first; double-click one to inspect it in the Inference tab")
+      tr("True <b>%1</b>, predicted <b>%2</b>: %3 sample(s)%4, most confident first%5")
           .arg(nm(t), nm(p))
           .arg(listed_.size())
-          .arg(listed_.size() > shown ? tr(" (first %1 shown)").arg(shown) : QString()));
+          .arg(listed_.size() > shown ? tr(" (first %1 shown)").arg(shown) : QString())
+          .arg(inspectable() ? tr("; double-click one to inspect it in the Inference tab")
+                             : QString()));
   Q_EMIT samplesListed(int(listed_.size()));
 }
 

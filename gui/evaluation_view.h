@@ -43,17 +43,14 @@ class EvaluationView : public QWidget {
   // Indices (into the evaluated set) of the samples listed, in order.
   const std::vector<SamplePrediction>& listed() const { return listed_; }
   // Asks for listed sample `row` to be inspected in the Inference tab (what
-  // a double-click or Enter on it does); false when there is no such row
-  // or its bytes cannot be read.
+  // a double-click or Enter on it does), with the dataset and weights the
+  // listing came from; false (the reason on the cell's line) when there is
+  // no such row, the samples are not pictures, or its file cannot be read.
   bool inspect(int row);
 
  signals:
   void samplesListed(int count);
-  // A listed sample to inspect: its name (the file, or "test #N"),
-  // bytes at the dataset's sample shape, true class, and the checkpoint
-  // whose predictions the listing shows.
-  void inspectRequested(const QString& name, const std::vector<uint8_t>& chw, int true_class,
-                        const QString& checkpoint);
+  void inspectRequested(const InspectedSample& sample);
 
  private:
   void list(int t, int p);
@@ -63,8 +60,15 @@ class EvaluationView : public QWidget {
   widgets::ImageGrid* grid_;
   QLabel* title_;
   QLabel* cell_label_;
+  // Whether the listed samples are pictures the Inference tab can show.
+  bool inspectable() const;
+
   QString checkpoint_, predicted_for_;
   std::vector<SamplePrediction> preds_, listed_;
+  // What preds_ were computed from: the test set and the checkpoint's
+  // weights as read then (a later epoch rewrites the file).
+  std::shared_ptr<Dataset> preds_ds_;
+  std::shared_ptr<const ModelWeights> preds_weights_;
   std::thread worker_;
   int pending_t_ = -1, pending_p_ = -1;
 };

@@ -361,8 +361,7 @@ void InferencePanel::addImage(const QString& path, std::vector<uint8_t> chw, con
   images_.push_back(std::move(img));
 }
 
-bool InferencePanel::inspectSample(const QString& name, std::vector<uint8_t> chw, int true_class,
-                                   const QString& checkpoint) {
+bool InferencePanel::inspectSample(const InspectedSample& sample) {
   Shape in;
   try {
     in = Plan(ctx_->project().graph, 1).input_shape();
@@ -371,19 +370,20 @@ bool InferencePanel::inspectSample(const QString& name, std::vector<uint8_t> chw
     return false;
   }
   const bool picture = in.rank() == 3 && (in[0] == 1 || in[0] == 3);
-  if (!picture || int64_t(chw.size()) != in.numel()) {
-    setMessage(tr("%1 cannot be shown here: the Inference tab takes pictures (1 or 3 channels) "
-                  "at the Input's shape, %2.")
-                   .arg(name, QString::fromStdString(in.str())),
+  if (!picture || sample.shape != in || int64_t(sample.chw.size()) != in.numel()) {
+    setMessage(tr("%1 cannot be shown here: it is %2 and the Inference tab takes pictures at the "
+                  "Input's shape, %3.")
+                   .arg(sample.name, QString::fromStdString(sample.shape.str()),
+                        QString::fromStdString(in.str())),
                true);
     return false;
   }
-  // The listing's confidences came from this checkpoint: predict with it too.
-  if (!checkpoint.isEmpty() && !(use_checkpoint_ && checkpoint_path_ == checkpoint) &&
-      !loadCheckpoint(checkpoint, runCheckpointLabel(checkpoint)))
+  // The listing's confidences came from these weights: predict with them.
+  if (sample.weights && !useCheckpointWeights(*sample.weights, sample.checkpoint,
+                                              runCheckpointLabel(sample.checkpoint)))
     return false;
-  addImage(name, std::move(chw), in);
-  images_.back().label = true_class;
+  addImage(sample.name, sample.chw, in);
+  images_.back().label = sample.true_class;
   // The list's captions are two short lines: the true class is in the
   // tooltip there, and under the picture.
   list_->item(list_->count() - 1)->setToolTip(imageName(images_.back()));

@@ -56,6 +56,9 @@ class InferencePanel : public QWidget {
   // be used with the project's network. label names it in the weights list
   // (a run's checkpoint: "Run 2: best (epoch 3, …)"); empty: the file's name.
   bool loadCheckpoint(const QString& path, const QString& label = {});
+  // The same with weights already read from `path` (maybe before a later
+  // epoch rewrote it).
+  bool useCheckpointWeights(ModelWeights w, const QString& path, const QString& label = {});
   void useCurrentWeights();
   // The weights list as shown: the latest weights, each run's checkpoints,
   // checkpoint files opened, then "Checkpoint file…".
@@ -65,14 +68,13 @@ class InferencePanel : public QWidget {
   // Adds a frame from the first camera (OpenCV); false, with a message, when
   // there is none.
   bool captureCamera();
-  // Inspects a dataset sample as the Evaluation view listed it: its bytes
-  // (u8 at the Input's shape, before normalisation), shown as `name` with
-  // its true class beside the prediction, predicted with the checkpoint
-  // behind the listing (switched to when another is in use) and selected.
-  // False, with a message, when the sample does not fit the Input or the
-  // checkpoint cannot be used.
-  bool inspectSample(const QString& name, std::vector<uint8_t> chw, int true_class,
-                     const QString& checkpoint);
+  // Inspects a dataset sample as the Evaluation view listed it: shown with
+  // its true class beside the prediction, predicted with the weights the
+  // listing's confidences came from (chosen in the weights list under
+  // their checkpoint's entry), and selected. False, with a message, when
+  // the sample is not a picture of the Input's shape or the weights do not
+  // fit the network.
+  bool inspectSample(const InspectedSample& sample);
   QString weightsSource() const;
 
   int imageCount() const { return int(images_.size()); }

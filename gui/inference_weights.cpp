@@ -19,9 +19,19 @@ namespace dc::gui {
 
 bool InferencePanel::loadCheckpoint(const QString& path, const QString& label) {
   ModelWeights w;
-  std::unique_ptr<ModelProbe> probe;
   try {
     w = weights_from_checkpoint(path);
+  } catch (const std::exception& e) {
+    setMessage(tr("Cannot use this checkpoint: %1").arg(QString::fromUtf8(e.what())), true);
+    return false;
+  }
+  return useCheckpointWeights(std::move(w), path, label);
+}
+
+bool InferencePanel::useCheckpointWeights(ModelWeights w, const QString& path,
+                                          const QString& label) {
+  std::unique_ptr<ModelProbe> probe;
+  try {
     if (!label.isEmpty()) w.source = label + " — " + w.source;
     probe = std::make_unique<ModelProbe>(ctx_->project().graph, w.state, path.toStdString());
   } catch (const std::exception& e) {

@@ -108,9 +108,8 @@ void MainWindow::createModes() {
   // A sample double-clicked under the confusion matrix: why the network
   // thought so, in the Inference tab (saliency, top 5, activations).
   connect(training_panel_->evaluation(), &EvaluationView::inspectRequested, this,
-          [this](const QString& name, const std::vector<uint8_t>& chw, int true_class,
-                 const QString& checkpoint) {
-            if (inference_panel_->inspectSample(name, chw, true_class, checkpoint))
+          [this](const InspectedSample& sample) {
+            if (inference_panel_->inspectSample(sample))
               showMode(Mode::Inference);
             else
               statusBar()->showMessage(inference_panel_->messageText(), 10000);

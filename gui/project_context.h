@@ -97,6 +97,19 @@ struct ModelWeights {
   bool valid() const { return !state.empty(); }
 };
 
+// A dataset sample sent from the Evaluation view to the Inference tab: its
+// bytes as the dataset holds them, and the weights the listing's
+// confidences came from (in memory: the checkpoint file behind them may
+// have been rewritten by a later epoch since).
+struct InspectedSample {
+  QString name;              // the picture's file, or "test #N"
+  std::vector<uint8_t> chw;  // u8 at `shape`, before normalisation
+  Shape shape;               // the dataset's sample shape
+  int true_class = -1;
+  std::shared_ptr<const ModelWeights> weights;
+  QString checkpoint;  // the file they were read from (the weights list's entry)
+};
+
 // A checkpoint a run wrote, offered to the Inference tab by name ("Run 2:
 // best, epoch 3, 85.2 % validation") so the user picks whose weights to use.
 struct RunCheckpoint {

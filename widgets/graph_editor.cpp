@@ -150,11 +150,12 @@ NodeId GraphEditor::connectThroughFlatten(NodeId src, NodeId dst, int port, QStr
     if (why) *why = QString::fromStdString(problem.empty() ? "no Flatten is needed" : problem);
     return 0;
   }
-  // Between the two, a row below them: the line stays readable and no
-  // layer is moved.
+  // Between the two, a row below them (further down while that spot is
+  // taken): the line stays readable and no layer is moved.
   const Node &a = g.node(src), &b = g.node(dst);
   QPointF at((a.x + b.x) / 2, std::max(a.y, b.y) + 100);
   if (scene_->snapToGrid()) at = snapped(at);
+  for (int i = 0; i < 50 && spotTaken(at); ++i) at.ry() += 100;
   Graph trial = g;
   const NodeId id = model_->nextId();
   trial.add_node("Flatten", "", {}, at.x(), at.y(), id);
@@ -316,13 +317,14 @@ QPointF GraphEditor::nextFreePosition() const {
   // One column to the right (the templates' spacing), then down until the
   // spot is free.
   QPointF p = snapped(QPointF(anchor->x + 190, anchor->y));
-  auto taken = [&](QPointF q) {
-    for (const auto& [id, n] : g.nodes())
-      if (std::abs(n.x - q.x()) < 150 && std::abs(n.y - q.y()) < 80) return true;
-    return false;
-  };
-  for (int i = 0; i < 50 && taken(p); ++i) p.ry() += 100;
+  for (int i = 0; i < 50 && spotTaken(p); ++i) p.ry() += 100;
   return p;
+}
+
+bool GraphEditor::spotTaken(QPointF q) const {
+  for (const auto& [id, n] : model_->graph().nodes())
+    if (std::abs(n.x - q.x()) < 150 && std::abs(n.y - q.y()) < 80) return true;
+  return false;
 }
 
 NodeId GraphEditor::appendLayer(const QString& type) {
@@ -342,12 +344,13 @@ NodeId GraphEditor::appendLayer(const QString& type) {
   if (id > 0 && flat > 0) {
     connectPorts(sel[0], flat, 0);
     connectPorts(flat, id, 0);
-    Q_EMIT statusMessage(flattenNote(flat, sel[0], id));
   } else if (id > 0 && sel.size() == 1 &&
              connectionProblem(model_->graph(), sel[0], id, 0).empty()) {
     connectPorts(sel[0], id, 0);
   }
   undo_->endMacro();
+  // After the macro: its end is the index change that clears older notes.
+  if (id > 0 && flat > 0) Q_EMIT statusMessage(flattenNote(flat, sel[0], id));
   return id;
 }
 

@@ -85,6 +85,8 @@ class GraphEditor : public QObject {
   // Where a new layer goes when none was dropped: right of the selection
   // or of the right-most node.
   QPointF nextFreePosition() const;
+  // Whether a layer placed with its corner at q would overlap one.
+  bool spotTaken(QPointF q) const;
   // The status line after a Flatten was inserted between src and dst.
   QString flattenNote(NodeId flat, NodeId src, NodeId dst) const;
 

@@ -153,7 +153,7 @@ void NodeView::reveal(QGraphicsItem* item) {
   const QRect corner = map->geometry().translated(-viewport()->pos()).adjusted(-10, -10, 0, 0);
   if (!at.intersects(corner)) return;
   // The shorter way out: left of the map, or above it.
-  const int dx = at.right() - corner.left(), dy = at.bottom() - corner.top();
+  const int dx = at.right() + 1 - corner.left(), dy = at.bottom() + 1 - corner.top();
   if (dx <= dy)
     horizontalScrollBar()->setValue(horizontalScrollBar()->value() + dx);
   else

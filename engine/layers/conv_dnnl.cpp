@@ -192,7 +192,7 @@ struct DnnlConv::Impl {
   }
 
   Prims& prims(int64_t N, const FusedRelu& want) {
-    if (want.kind != act.kind || (want.on() && !(want.cap == act.cap))) {
+    if (want.kind != act.kind || (want.kind == Act::Relu6 && want.cap != act.cap)) {
       by_batch.clear();  // the forward's post-op changed
       act = want;
     }

@@ -19,6 +19,7 @@
 #include <QClipboard>
 #include <QListWidget>
 #include <QMimeData>
+#include <QSignalSpy>
 #include <QSpinBox>
 #include <QUndoStack>
 #include <set>
@@ -85,7 +86,13 @@ TEST_F(EditorEdit, AFlattenIsOfferedOnlyWhereItMakesTheConnectionLegal) {
   ASSERT_TRUE(w->editor()->connectPorts(id("input"), conv_in, 0));
   scene()->selectNodes({conv_in});
   const int history = w->editor()->undoStack()->count();
+  QSignalSpy said(w->editor(), &widgets::GraphEditor::statusMessage);
   NodeId added = w->editor()->appendLayer("Dense");
+  // The last word on the status line says what was added (not cleared by
+  // the step's own end).
+  ASSERT_FALSE(said.isEmpty());
+  EXPECT_TRUE(said.last().at(0).toString().startsWith("Added flatten"))
+      << said.last().at(0).toString().toStdString();
   ASSERT_GT(added, 0);
   ASSERT_EQ(g().in_edges(added).size(), 1u);
   const NodeId flat = g().in_edges(added)[0].src;

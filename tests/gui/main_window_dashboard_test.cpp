@@ -23,6 +23,9 @@
 #include <QAbstractButton>
 #include <QAction>
 #include <QApplication>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QScrollArea>
@@ -145,7 +148,9 @@ TEST_F(MainWindowDashboard, ANewProjectStartsWithAFreshDashboard) {
 
 // A mistake listed under the confusion matrix, double-clicked, opens in the
 // Inference tab with the listing's checkpoint: the same class and
-// confidence as listed, its true class beside it.
+// confidence as listed, its true class beside it. With the listing's
+// weights even when the checkpoint file was rewritten since (each epoch
+// rewrites last.safetensors).
 TEST_F(MainWindowDashboard, ASampleUnderTheConfusionMatrixOpensInTheInferenceTab) {
   gui::MainWindow w;
   ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
@@ -162,6 +167,13 @@ TEST_F(MainWindowDashboard, ASampleUnderTheConfusionMatrixOpensInTheInferenceTab
   ASSERT_TRUE(listed.wait(120000));
   ASSERT_FALSE(eval->listed().empty());
   const SamplePrediction first = eval->listed().front();
+  // Another run's weights written over the file, as a later epoch would.
+  const QString ck = QFileInfo(t->session()->lastCheckpoint()).dir().filePath("last.safetensors");
+  ASSERT_TRUE(QFileInfo::exists(ck)) << ck.toStdString();
+  const TrainedRun& other = TrainedRun::get();
+  ASSERT_TRUE(other.ok);
+  ASSERT_TRUE(QFile::remove(ck));
+  ASSERT_TRUE(QFile::copy(other.checkpoint, ck));
 
   // The double-click, on the drawn thumbnail.
   w.resize(1280, 720);
@@ -192,8 +204,9 @@ TEST_F(MainWindowDashboard, ASampleUnderTheConfusionMatrixOpensInTheInferenceTab
   EXPECT_EQ(
       tip,
       QString("test #%1 (true: %2)").arg(first.index).arg(w.context()->classNames().at(truth)));
-  // Predicted with the checkpoint behind the listing, chosen in the list.
-  EXPECT_TRUE(inf->weightsSource().contains("Run 1")) << inf->weightsSource().toStdString();
+  // Under the checkpoint behind the listing, chosen in the list.
+  EXPECT_TRUE(inf->weightsSource().contains("last.safetensors"))
+      << inf->weightsSource().toStdString();
   w.setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
 }
 
