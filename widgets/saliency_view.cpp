@@ -87,7 +87,8 @@ void SaliencyView::paintEvent(QPaintEvent*) {
   if (img_.isNull()) {
     p.setPen(palette().color(QPalette::PlaceholderText));
     p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap,
-               tr("Open or drop an image to see what the network predicts"));
+               tr("Open or drop an image to see what the network predicts, or double-click a "
+                  "test sample under the confusion matrix (Training → Evaluation)"));
     return;
   }
   QSize s = img_.size().scaled(area.size(), Qt::KeepAspectRatio);
