@@ -16,6 +16,7 @@
 #include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFontMetrics>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMimeData>
@@ -354,7 +355,9 @@ void InferencePanel::addImage(const QString& path, std::vector<uint8_t> chw, con
   one.sample_shape = in;
   one.pixels = chw;
   one.labels = {0};
-  list_->addImage(sample_image(one, 0), QFileInfo(path).fileName(), path);
+  Image shown;
+  shown.path = path;
+  list_->addImage(sample_image(one, 0), listCaption(shown), path);
   Image img;
   img.path = path;
   img.chw = std::move(chw);
@@ -421,6 +424,19 @@ QString InferencePanel::imageName(const Image& img) const {
   return img.label < 0 ? file : tr("%1 (true: %2)").arg(file, className(img.label));
 }
 
+QString InferencePanel::listCaption(const Image& img) const {
+  // Two lines that fit the grid's cell, cut where they are least needed
+  // (a long file name in its middle, a long class name before its
+  // percentage): wrapped instead, the percentage fell off the cell.
+  const QFontMetrics fm(list_->font());
+  const int w = list_->gridSize().width() - 8;
+  const QString file = fm.elidedText(QFileInfo(img.path).fileName(), Qt::ElideMiddle, w);
+  if (img.top < 0) return file;
+  const QString pct = QString(" %1 %").arg(100.0 * img.prob, 0, 'f', 0);
+  return file + "\n" +
+         fm.elidedText(className(img.top), Qt::ElideRight, w - fm.horizontalAdvance(pct)) + pct;
+}
+
 QString InferencePanel::className(int i) const {
   const ModelWeights& w = use_checkpoint_ ? checkpoint_ : ctx_->weights();
   QStringList names = w.class_names.isEmpty() ? ctx_->classNames() : w.class_names;
@@ -436,7 +452,7 @@ void InferencePanel::predictCurrent() {
     // No prediction: the caption and the list say only what the image is,
     // as the empty Top-5 does.
     saliency_->setCaption(imageName(img));
-    if (auto* item = list_->item(current_)) item->setText(QFileInfo(img.path).fileName());
+    if (auto* item = list_->item(current_)) item->setText(listCaption(img));
     img.top = -1;
     img.prob = 0;
     bars_->clear();
@@ -499,10 +515,7 @@ void InferencePanel::predictCurrent() {
     saliency_->setCaption(tr("%1 — %2 (%3 %)")
                               .arg(imageName(img), className(img.top))
                               .arg(100.0 * img.prob, 0, 'f', 1));
-    if (auto* item = list_->item(current_))
-      item->setText(tr("%1\n%2 %3 %")
-                        .arg(QFileInfo(img.path).fileName(), className(img.top))
-                        .arg(100.0 * img.prob, 0, 'f', 0));
+    if (auto* item = list_->item(current_)) item->setText(listCaption(img));
   } catch (const std::exception& e) {
     setMessage(tr("Inference failed: %1").arg(QString::fromUtf8(e.what())), true);
     return;

@@ -140,6 +140,9 @@ class InferencePanel : public QWidget {
   // An image's name under the picture (and in the list's tooltip), with its
   // true class when it is a dataset sample.
   QString imageName(const Image& img) const;
+  // Its caption in the list: the file and the top class with its
+  // percentage, each cut to the list's cell.
+  QString listCaption(const Image& img) const;
   // The label of a run's checkpoint in the weights list (empty for another file).
   QString runCheckpointLabel(const QString& path) const;
   void updatePreprocessingText();

@@ -26,6 +26,7 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QFontMetrics>
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QScrollArea>
@@ -201,6 +202,11 @@ TEST_F(MainWindowDashboard, ASampleUnderTheConfusionMatrixOpensInTheInferenceTab
   EXPECT_NEAR(inf->topProbability(), first.confidence, 1e-4);
   const QString text = inf->images()->item(0)->text(), tip = inf->images()->item(0)->toolTip();
   EXPECT_TRUE(text.startsWith(QString("test #%1\n").arg(first.index))) << text.toStdString();
+  // Both caption lines fit the list's cell, the percentage kept.
+  EXPECT_TRUE(text.endsWith(" %")) << text.toStdString();
+  const QFontMetrics fm(inf->images()->font());
+  for (const QString& line : text.split('\n'))
+    EXPECT_LE(fm.horizontalAdvance(line), inf->images()->gridSize().width()) << line.toStdString();
   EXPECT_EQ(
       tip,
       QString("test #%1 (true: %2)").arg(first.index).arg(w.context()->classNames().at(truth)));
