@@ -1,12 +1,15 @@
-// deepcanvas-cli eval: a checkpoint's accuracy, loss and confusion matrix
-// on the project's test set, on the CPU or a GPU.
+// deepcanvas-cli eval: a checkpoint's accuracy, loss, confusion matrix and
+// per-class precision, recall and F1 on the project's test set, on the CPU
+// or a GPU.
 #include "commands.h"
 
 #include <deepcanvas/device.h>
 #include <deepcanvas/errors.h>
+#include <deepcanvas/metrics.h>
 #include <deepcanvas/parallel.h>
 #include <deepcanvas/trainer.h>
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -51,12 +54,22 @@ int cmd_eval(const Args& a) {
     r = evaluate(*l.plan, test, {}, batch, *loss);
   }
   print_bad_images(prepared.data.data.train, test);
+  const std::vector<ClassScores> scores = class_scores(r.confusion);
+  auto class_name = [&](size_t i) {
+    return i < l.class_names.size() ? l.class_names[i] : std::to_string(i);
+  };
   if (a.flag("json")) {
-    json j = {{"test_accuracy", r.top1},
-              {"test_top5", r.top5},
-              {"test_loss", r.loss},
-              {"samples", r.samples},
-              {"confusion", r.confusion}};
+    // NaN (a share without samples) is written as null.
+    json per_class = json::array();
+    for (size_t i = 0; i < scores.size(); ++i)
+      per_class.push_back({{"class", class_name(i)},
+                           {"precision", scores[i].precision},
+                           {"recall", scores[i].recall},
+                           {"f1", scores[i].f1},
+                           {"support", scores[i].support}});
+    json j = {{"test_accuracy", r.top1},     {"test_top5", r.top5},      {"test_loss", r.loss},
+              {"samples", r.samples},        {"confusion", r.confusion}, {"per_class", per_class},
+              {"macro_f1", macro_f1(scores)}};
     std::cout << j.dump() << std::endl;
     return 0;
   }
@@ -64,11 +77,23 @@ int cmd_eval(const Args& a) {
               100 * r.top1, 100 * r.top5, r.loss);
   std::printf("confusion matrix (rows: true class, columns: predicted):\n");
   for (size_t i = 0; i < r.confusion.size(); ++i) {
-    std::printf("%14s",
-                i < l.class_names.size() ? l.class_names[i].c_str() : std::to_string(i).c_str());
+    std::printf("%14s", class_name(i).c_str());
     for (int64_t v : r.confusion[i]) std::printf(" %5lld", (long long)v);
     std::printf("\n");
   }
+  // As scikit-learn's classification_report; "-" where a share has no
+  // samples (nothing predicted as the class, or none of it).
+  auto share = [](double v) {
+    char b[16];
+    std::snprintf(b, sizeof b, "%9.3f", v);
+    return std::isnan(v) ? std::string("        -") : std::string(b);
+  };
+  std::printf("%14s %9s %9s %9s %9s\n", "per class", "precision", "recall", "F1", "support");
+  for (size_t i = 0; i < scores.size(); ++i)
+    std::printf("%14s %s %s %s %9lld\n", class_name(i).c_str(), share(scores[i].precision).c_str(),
+                share(scores[i].recall).c_str(), share(scores[i].f1).c_str(),
+                (long long)scores[i].support);
+  std::printf("macro F1 %.3f\n", macro_f1(scores));
   return 0;
 }
 

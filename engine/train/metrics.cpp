@@ -1,5 +1,8 @@
 #include <deepcanvas/metrics.h>
 
+#include <cmath>
+#include <limits>
+
 namespace dc {
 
 int argmax(const float* s, int n) {
@@ -7,6 +10,37 @@ int argmax(const float* s, int n) {
   for (int i = 1; i < n; ++i)
     if (s[i] > s[best]) best = i;
   return best;
+}
+
+std::vector<ClassScores> class_scores(const std::vector<std::vector<int64_t>>& m) {
+  const size_t n = m.size();
+  std::vector<ClassScores> out(n);
+  for (size_t k = 0; k < n; ++k) {
+    int64_t tp = k < m[k].size() ? m[k][k] : 0, predicted = 0, actual = 0;
+    for (size_t j = 0; j < m[k].size(); ++j) actual += m[k][j];
+    for (size_t i = 0; i < n; ++i) predicted += k < m[i].size() ? m[i][k] : 0;
+    ClassScores& s = out[k];
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    s.support = actual;
+    s.precision = predicted ? double(tp) / double(predicted) : nan;
+    s.recall = actual ? double(tp) / double(actual) : nan;
+    s.f1 = std::isnan(s.precision) || std::isnan(s.recall) ? nan
+           : s.precision + s.recall > 0 ? 2 * s.precision * s.recall / (s.precision + s.recall)
+                                        : 0.0;
+  }
+  return out;
+}
+
+double macro_f1(const std::vector<ClassScores>& scores) {
+  double sum = 0;
+  int counted = 0;
+  for (const ClassScores& s : scores) {
+    if (s.support == 0) continue;
+    // A class with samples that nothing was predicted as scores 0.
+    sum += std::isnan(s.f1) ? 0.0 : s.f1;
+    ++counted;
+  }
+  return counted ? sum / counted : std::numeric_limits<double>::quiet_NaN();
 }
 
 void ClassificationMetrics::reset(int c) {

@@ -45,6 +45,30 @@ TEST(Cli, TrainsTheSampleProjectToAUsefulAccuracy) {
   ASSERT_EQ(e.code, 0) << e.out;
   auto je = last_json_line(e.out);
   EXPECT_NEAR(je["test_accuracy"].get<double>(), j["test_accuracy"].get<double>(), 1e-9);
+  // Per-class scores agree with the confusion matrix they come from.
+  const auto& conf = je["confusion"];
+  ASSERT_EQ(je["per_class"].size(), conf.size());
+  int64_t total = 0;
+  for (size_t k = 0; k < conf.size(); ++k) {
+    const auto& pc = je["per_class"][k];
+    int64_t row = 0, col = 0;
+    for (size_t i = 0; i < conf.size(); ++i) {
+      row += conf[k][i].get<int64_t>();
+      col += conf[i][k].get<int64_t>();
+    }
+    const double tp = conf[k][k].get<double>();
+    EXPECT_EQ(pc["support"].get<int64_t>(), row);
+    EXPECT_NEAR(pc["recall"].get<double>(), tp / double(row), 1e-12);
+    EXPECT_NEAR(pc["precision"].get<double>(), tp / double(col), 1e-12);
+    total += row;
+  }
+  EXPECT_EQ(total, je["samples"].get<int64_t>());
+  EXPECT_GT(je["macro_f1"].get<double>(), 0.7);
+  EXPECT_LE(je["macro_f1"].get<double>(), 1.0);
+  CliRun et = cli("eval " + kSample + " --checkpoint " + ck);
+  EXPECT_NE(et.out.find("per class precision    recall        F1   support"), std::string::npos)
+      << et.out;
+  EXPECT_NE(et.out.find("macro F1 0."), std::string::npos) << et.out;
   CliRun p = cli("predict " + kSample + " --checkpoint " + ck + " --index 0");
   ASSERT_EQ(p.code, 0) << p.out;
   EXPECT_NE(p.out.find("true class"), std::string::npos) << p.out;

@@ -32,4 +32,18 @@ class ClassificationMetrics {
 // Index of the largest of n scores (first on ties).
 int argmax(const float* scores, int n);
 
+// One class's scores from a confusion matrix ([true][predicted]), as
+// scikit-learn's classification_report: precision, the share of the
+// samples predicted as the class that are of it; recall, the share of the
+// class's samples predicted as it; F1 their harmonic mean (0 when both
+// are 0). NaN where the share has no samples (nothing predicted as the
+// class, or none of it): undefined, not 0 (scikit-learn's zero_division).
+struct ClassScores {
+  double precision = 0, recall = 0, f1 = 0;
+  int64_t support = 0;  // the class's samples
+};
+std::vector<ClassScores> class_scores(const std::vector<std::vector<int64_t>>& confusion);
+// The mean F1 over the classes with samples ("macro F1"); NaN when none has.
+double macro_f1(const std::vector<ClassScores>& scores);
+
 }  // namespace dc
