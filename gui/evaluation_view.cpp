@@ -4,6 +4,7 @@
 #include "widgets/image_grid.h"
 
 #include <deepcanvas/errors.h>
+#include <deepcanvas/metrics.h>
 #include <deepcanvas/plan.h>
 
 #include <QLabel>
@@ -104,6 +105,10 @@ QString EvaluationView::cellText() const {
 
 void EvaluationView::setConfusion(const std::vector<std::vector<int64_t>>& m, int epoch) {
   matrix_->setMatrix(m, ctx_->classNames());
+  std::vector<widgets::ConfusionMatrixWidget::ClassShares> shares;
+  for (const ClassScores& c : class_scores(m))
+    shares.push_back({c.recall, c.precision, c.f1, c.support});
+  matrix_->setClassShares(std::move(shares));
   bool test = ctx_->testSet() != nullptr;
   title_->setText(tr("<b>Confusion matrix</b> — %1 set, after epoch %2")
                       .arg(test ? tr("test") : tr("validation"))

@@ -4,6 +4,7 @@
 #include <QPainter>
 #include <QToolTip>
 #include <algorithm>
+#include <cmath>
 
 namespace dc::widgets {
 
@@ -15,7 +16,13 @@ ConfusionMatrixWidget::ConfusionMatrixWidget(QWidget* parent) : QWidget(parent) 
 void ConfusionMatrixWidget::setMatrix(const std::vector<std::vector<int64_t>>& matrix,
                                       const QStringList& names) {
   m_ = matrix;
+  scores_.clear();
   names_ = names;
+  update();
+}
+
+void ConfusionMatrixWidget::setClassShares(std::vector<ClassShares> shares) {
+  scores_ = std::move(shares);
   update();
 }
 
@@ -52,6 +59,54 @@ int ConfusionMatrixWidget::labelWidth() const {
   return std::min(w + 8, width() / 3);
 }
 
+namespace {
+QString percent(double v) {
+  return std::isnan(v) ? QStringLiteral("–") : QString("%1 %").arg(std::lround(100 * v));
+}
+}  // namespace
+
+QString ConfusionMatrixWidget::recallText(int i) const {
+  return i >= 0 && i < int(scores_.size()) ? percent(scores_[size_t(i)].recall) : QString();
+}
+
+QString ConfusionMatrixWidget::precisionText(int i) const {
+  return i >= 0 && i < int(scores_.size()) ? percent(scores_[size_t(i)].precision) : QString();
+}
+
+int ConfusionMatrixWidget::scoreWidth() const {
+  if (m_.empty() || scores_.size() != m_.size()) return 0;
+  QFontMetrics fm(font());
+  return std::max(fm.horizontalAdvance("100 %"), fm.horizontalAdvance(tr("recall"))) + 8;
+}
+
+int ConfusionMatrixWidget::scoreHeight() const {
+  return m_.empty() || scores_.size() != m_.size() ? 0 : QFontMetrics(font()).height() + 6;
+}
+
+QRect ConfusionMatrixWidget::scoresRect() const {
+  const QRect g = gridRect();
+  if (g.isNull()) return {};
+  return QRect(0, 0, g.right() + 1 + scoreWidth(), g.bottom() + 1 + scoreHeight());
+}
+
+int ConfusionMatrixWidget::recallAt(const QPoint& pos) const {
+  const QRect g = gridRect();
+  const int n = int(m_.size());
+  if (n == 0 || pos.x() <= g.right() || pos.x() > g.right() + scoreWidth() || pos.y() < g.top() ||
+      pos.y() > g.bottom())
+    return -1;
+  return std::min(n - 1, (pos.y() - g.top()) / (g.height() / n));
+}
+
+int ConfusionMatrixWidget::precisionAt(const QPoint& pos) const {
+  const QRect g = gridRect();
+  const int n = int(m_.size());
+  if (n == 0 || pos.y() <= g.bottom() || pos.y() > g.bottom() + scoreHeight() ||
+      pos.x() < g.left() || pos.x() > g.right())
+    return -1;
+  return std::min(n - 1, (pos.x() - g.left()) / (g.width() / n));
+}
+
 int ConfusionMatrixWidget::gridTop(int header_height) const {
   QFontMetrics fm(font());
   return fm.height() + 4 + header_height + (title_.isEmpty() ? 0 : fm.height() + 4);
@@ -60,7 +115,8 @@ int ConfusionMatrixWidget::gridTop(int header_height) const {
 int ConfusionMatrixWidget::gridSide(int header_height) const {
   QFontMetrics fm(font());
   const int left = labelWidth() + fm.height() + 4;
-  const int side = std::min(width() - left - 6, height() - gridTop(header_height) - 6);
+  const int side = std::min(width() - left - 6 - scoreWidth(),
+                            height() - gridTop(header_height) - 6 - scoreHeight());
   return std::max(side, int(m_.size()) * 4);
 }
 
@@ -155,6 +211,8 @@ void ConfusionMatrixWidget::paintEvent(QPaintEvent*) {
       }
     }
   }
+  // Recall beside each row, precision under each column, in the key's grey.
+  if (scoreWidth() > 0) drawShares(p, g, cell, small);
   if (hover_.x() >= 0) {
     p.setPen(QPen(palette().color(QPalette::Highlight), 2));
     p.drawRect(cellRect(hover_.y(), hover_.x()).adjusted(1, 1, -1, -1));
@@ -183,6 +241,27 @@ void ConfusionMatrixWidget::paintEvent(QPaintEvent*) {
   }
 }
 
+void ConfusionMatrixWidget::drawShares(QPainter& p, const QRect& g, int cell,
+                                       const QFont& small) const {
+  QFontMetrics fm(font());
+  const QColor t = palette().color(QPalette::Text), b = palette().color(QPalette::Base);
+  const QColor grey((t.red() * 3 + b.red() * 2) / 5, (t.green() * 3 + b.green() * 2) / 5,
+                    (t.blue() * 3 + b.blue() * 2) / 5);
+  p.setPen(grey);
+  p.setFont(small);
+  for (int i = 0; i < int(m_.size()); ++i) {
+    p.drawText(QRect(g.right() + 5, g.top() + i * cell, scoreWidth() - 5, cell),
+               Qt::AlignLeft | Qt::AlignVCenter, recallText(i));
+    p.drawText(QRect(g.left() + i * cell, g.bottom() + 3, cell, scoreHeight() - 3),
+               Qt::AlignHCenter | Qt::AlignTop, precisionText(i));
+  }
+  p.setFont(font());
+  p.drawText(QRect(g.right() + 5, g.top() - fm.height() - 2, scoreWidth() - 5, fm.height()),
+             Qt::AlignLeft | Qt::AlignBottom, tr("recall"));
+  p.drawText(QRect(0, g.bottom() + 3, g.left() - 6, scoreHeight() - 3),
+             Qt::AlignRight | Qt::AlignTop, tr("precision"));
+}
+
 void ConfusionMatrixWidget::mousePressEvent(QMouseEvent* e) {
   QPoint c = cellAt(e->position().toPoint());
   if (c.x() >= 0 && e->button() == Qt::LeftButton) Q_EMIT cellClicked(c.y(), c.x());
@@ -200,6 +279,23 @@ void ConfusionMatrixWidget::mouseMoveEvent(QMouseEvent* e) {
                        tr("true %1, predicted %2: %3 samples\nclick to list them")
                            .arg(name(c.y()), name(c.x()))
                            .arg(v),
+                       this);
+    return;
+  }
+  const QPoint pos = e->position().toPoint();
+  if (const int r = recallAt(pos); r >= 0) {
+    const ClassShares& s = scores_[size_t(r)];
+    QToolTip::showText(
+        e->globalPosition().toPoint(),
+        tr("recall of %1: %2 of its %3 samples are predicted as %1 (F1 %4)")
+            .arg(name(r), recallText(r))
+            .arg(s.support)
+            .arg(std::isnan(s.f1) ? QStringLiteral("–") : QString::number(s.f1, 'f', 3)),
+        this);
+  } else if (const int c2 = precisionAt(pos); c2 >= 0) {
+    QToolTip::showText(e->globalPosition().toPoint(),
+                       tr("precision of %1: %2 of the samples predicted as %1 are %1")
+                           .arg(name(c2), precisionText(c2)),
                        this);
   }
 }

@@ -1,12 +1,15 @@
 #pragma once
 // A confusion matrix (rows: true class, columns: predicted class) drawn as a
 // heat map, each cell coloured by its share of the row so classes with few
-// samples read as clearly as big ones. Clicking a cell emits (true, predicted)
-// so a view can list the samples behind it.
+// samples read as clearly as big ones, with each class's recall beside its
+// row and precision under its column. Clicking a cell emits (true,
+// predicted) so a view can list the samples behind it.
 #include <QStringList>
 #include <QWidget>
 #include <cstdint>
 #include <vector>
+
+class QPainter;
 
 namespace dc::widgets {
 
@@ -16,8 +19,16 @@ class ConfusionMatrixWidget : public QWidget {
   explicit ConfusionMatrixWidget(QWidget* parent = nullptr);
 
   // matrix[true][predicted]; names may be shorter than the matrix (numbers
-  // are shown instead).
+  // are shown instead). Forgets the shares below.
   void setMatrix(const std::vector<std::vector<int64_t>>& matrix, const QStringList& names = {});
+  // Each class's recall, precision and F1 (NaN where undefined; the
+  // engine's class_scores, computed by the caller: these widgets stay
+  // engine-free), drawn beside the rows and under the columns.
+  struct ClassShares {
+    double recall = 0, precision = 0, f1 = 0;
+    int64_t support = 0;
+  };
+  void setClassShares(std::vector<ClassShares> shares);
   const std::vector<std::vector<int64_t>>& matrix() const { return m_; }
   void setTitle(const QString& t);
   // The cell under a widget position, or (-1, -1).
@@ -30,6 +41,13 @@ class ConfusionMatrixWidget : public QWidget {
   // Whether the column labels are drawn upright because they are wider
   // than a column.
   bool columnLabelsRotated() const { return header().rotated; }
+
+  // Class i's recall (beside row i) and precision (under column i) as
+  // drawn: "82 %", or "–" where the share has no samples.
+  QString recallText(int i) const;
+  QString precisionText(int i) const;
+  // The whole drawing (labels, grid, scores) lies inside the widget.
+  QRect scoresRect() const;
 
   QSize sizeHint() const override { return {420, 380}; }
   QSize minimumSizeHint() const override { return {200, 180}; }
@@ -54,8 +72,17 @@ class ConfusionMatrixWidget : public QWidget {
   int gridTop(int header_height) const;
   int gridSide(int header_height) const;
   QString name(int i) const;
+  // The recall column's width and the precision row's height.
+  int scoreWidth() const;
+  int scoreHeight() const;
+  void drawShares(QPainter& p, const QRect& grid, int cell, const QFont& small) const;
+  // What the pointer is over outside the cells: a recall (row) or a
+  // precision (column), for the tooltip; -1 when neither.
+  int recallAt(const QPoint& pos) const;
+  int precisionAt(const QPoint& pos) const;
 
   std::vector<std::vector<int64_t>> m_;
+  std::vector<ClassShares> scores_;
   QStringList names_;
   QString title_;
   QPoint hover_{-1, -1};

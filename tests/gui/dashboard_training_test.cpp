@@ -204,6 +204,25 @@ TEST(DashboardTraining, AShortRunStillPlotsTheProcessAndAnImportedRunDoesNot) {
   EXPECT_EQ(plots.memory()->pointCount(0), 0);
 }
 
+// Each class's recall beside its row and precision under its column, from
+// the matrix: "–" where the share has no samples.
+TEST(DashboardTraining, ConfusionMatrixShowsRecallAndPrecisionPerClass) {
+  // The Evaluation view's matrix after an epoch, with the engine's shares.
+  auto ctx = sample_context();
+  gui::EvaluationView view(ctx.get());
+  // class 0: 8 of 10 right, 9 predicted as 0; class 2 never predicted.
+  view.setConfusion({{8, 2, 0}, {1, 3, 0}, {0, 5, 0}}, 1);
+  widgets::ConfusionMatrixWidget& w = *view.matrixWidget();
+  w.resize(420, 380);
+  EXPECT_EQ(w.recallText(0), "80 %");
+  EXPECT_EQ(w.precisionText(0), "89 %");
+  EXPECT_EQ(w.recallText(1), "75 %");
+  EXPECT_EQ(w.precisionText(1), "30 %");
+  EXPECT_EQ(w.recallText(2), "0 %");
+  EXPECT_EQ(w.precisionText(2), "–");
+  EXPECT_TRUE(w.rect().contains(w.scoresRect()));
+}
+
 // Issue 18.14: Fashion-MNIST's column names ("T-shirt/top", "Ankle boot")
 // read "T-shir…" at the size the Training tab gives the matrix at 1280x720.
 TEST(DashboardTraining, ConfusionMatrixColumnNamesAreDrawnWhole) {
@@ -212,11 +231,15 @@ TEST(DashboardTraining, ConfusionMatrixColumnNamesAreDrawnWhole) {
   std::vector<std::vector<int64_t>> m(10, std::vector<int64_t>(10, 1));
   widgets::ConfusionMatrixWidget w;
   w.setMatrix(m, names);
+  w.setClassShares(std::vector<widgets::ConfusionMatrixWidget::ClassShares>(10));  // as the app
   w.resize(420, 380);
   EXPECT_TRUE(w.columnLabelsRotated());
   EXPECT_EQ(w.columnLabels(), names);
-  // The grid still fits inside the widget under the upright labels.
+  // The grid, with the recall column and the precision row, still fits
+  // inside the widget under the upright labels.
   EXPECT_TRUE(w.rect().contains(w.cellRect(9, 9)));
+  EXPECT_TRUE(w.rect().contains(w.scoresRect()))
+      << w.scoresRect().right() << " " << w.scoresRect().bottom();
   EXPECT_GT(w.cellRect(0, 0).width(), 20);
   // Short names stay horizontal.
   w.setMatrix(std::vector<std::vector<int64_t>>(3, std::vector<int64_t>(3, 1)), {"a", "b", "c"});
