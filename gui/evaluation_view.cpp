@@ -50,8 +50,7 @@ EvaluationView::EvaluationView(ProjectContext* ctx, QWidget* parent) : QWidget(p
 bool EvaluationView::inspectable() const {
   const Dataset* ds = preds_ds_.get();
   if (!ds || (!ds->images && ds->pixels.empty())) return false;
-  const Shape& s = ds->sample_shape;
-  return s.rank() == 3 && (s[0] == 1 || s[0] == 3);
+  return is_picture_shape(ds->sample_shape);
 }
 
 bool EvaluationView::inspect(int row) {

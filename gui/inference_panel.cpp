@@ -288,14 +288,19 @@ QString InferencePanel::checkpointDialogStart() const {
   return widgets::dialogStart("checkpoints", QString::fromStdString(ctx_->project().file));
 }
 
-int InferencePanel::openPaths(const QStringList& paths) {
-  Shape in;
+std::optional<Shape> InferencePanel::inputShapeTo(const QString& purpose) {
   try {
-    in = Plan(ctx_->project().graph, 1).input_shape();
+    return Plan(ctx_->project().graph, 1).input_shape();
   } catch (const std::exception& e) {
-    setMessage(tr("The network must be valid to read images: %1").arg(e.what()), true);
-    return 0;
+    setMessage(tr("The network must be valid to %1: %2").arg(purpose, e.what()), true);
+    return std::nullopt;
   }
+}
+
+int InferencePanel::openPaths(const QStringList& paths) {
+  const std::optional<Shape> input = inputShapeTo(tr("read images"));
+  if (!input) return 0;
+  const Shape& in = *input;
   QStringList files, notes;
   for (const QString& p : paths) {
     QFileInfo fi(p);
@@ -365,15 +370,10 @@ void InferencePanel::addImage(const QString& path, std::vector<uint8_t> chw, con
 }
 
 bool InferencePanel::inspectSample(const InspectedSample& sample) {
-  Shape in;
-  try {
-    in = Plan(ctx_->project().graph, 1).input_shape();
-  } catch (const std::exception& e) {
-    setMessage(tr("The network must be valid to inspect a sample: %1").arg(e.what()), true);
-    return false;
-  }
-  const bool picture = in.rank() == 3 && (in[0] == 1 || in[0] == 3);
-  if (!picture || sample.shape != in || int64_t(sample.chw.size()) != in.numel()) {
+  const std::optional<Shape> input = inputShapeTo(tr("inspect a sample"));
+  if (!input) return false;
+  const Shape& in = *input;
+  if (!is_picture_shape(in) || sample.shape != in || int64_t(sample.chw.size()) != in.numel()) {
     setMessage(tr("%1 cannot be shown here: it is %2 and the Inference tab takes pictures at the "
                   "Input's shape, %3.")
                    .arg(sample.name, QString::fromStdString(sample.shape.str()),

@@ -16,6 +16,7 @@
 
 #include <QWidget>
 #include <memory>
+#include <optional>
 #include <vector>
 
 class QComboBox;
@@ -137,6 +138,9 @@ class InferencePanel : public QWidget {
   void showActivations();
   void showActivationKind();  // bars for a vector, maps otherwise
   void setMessage(const QString& text, bool error);
+  // The network's input shape, or nullopt with "The network must be valid
+  // to <purpose>: …" shown.
+  std::optional<Shape> inputShapeTo(const QString& purpose);
   // An image's name under the picture (and in the list's tooltip), with its
   // true class when it is a dataset sample.
   QString imageName(const Image& img) const;

@@ -34,7 +34,7 @@ QImage sample_image(const Dataset& d, int64_t index) {
   const Shape& s = d.sample_shape;
   if ((d.pixels.empty() && !d.images) || index < 0 || index >= d.size()) return {};
   int c = 1, h = 0, w = 0;
-  if (s.rank() == 3 && (s[0] == 1 || s[0] == 3)) {
+  if (is_picture_shape(s)) {
     c = int(s[0]);
     h = int(s[1]);
     w = int(s[2]);
@@ -59,7 +59,7 @@ QImage sample_image(const Dataset& d, int64_t index) {
 
 QImage tensor_image(const float* chw, const Shape& s, float mean, float stddev,
                     const std::vector<float>& channel_mean, const std::vector<float>& channel_std) {
-  if (s.rank() != 3 || (s[0] != 1 && s[0] != 3)) return {};
+  if (!is_picture_shape(s)) return {};
   const int c = int(s[0]), h = int(s[1]), w = int(s[2]);
   const bool per_channel =
       int(channel_mean.size()) == c && channel_std.size() == channel_mean.size();

@@ -118,6 +118,12 @@ struct RunCheckpoint {
   QString path;
 };
 
+// Whether samples of this shape are pictures (C×H×W with 1 or 3 channels),
+// which the app can show and the Inference tab can take.
+inline bool is_picture_shape(const Shape& s) {
+  return s.rank() == 3 && (s[0] == 1 || s[0] == 3);
+}
+
 // A dataset sample's bytes as the network reads them before normalisation
 // (its sample_shape, u8; a picture file decoded and resized as for
 // evaluation); empty when the dataset holds no bytes (numbers from a CSV).

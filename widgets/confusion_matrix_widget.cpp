@@ -1,5 +1,7 @@
 #include "widgets/confusion_matrix_widget.h"
 
+#include "widgets/key_grey.h"
+
 #include <QMouseEvent>
 #include <QPainter>
 #include <QToolTip>
@@ -244,10 +246,7 @@ void ConfusionMatrixWidget::paintEvent(QPaintEvent*) {
 void ConfusionMatrixWidget::drawShares(QPainter& p, const QRect& g, int cell,
                                        const QFont& small) const {
   QFontMetrics fm(font());
-  const QColor t = palette().color(QPalette::Text), b = palette().color(QPalette::Base);
-  const QColor grey((t.red() * 3 + b.red() * 2) / 5, (t.green() * 3 + b.green() * 2) / 5,
-                    (t.blue() * 3 + b.blue() * 2) / 5);
-  p.setPen(grey);
+  p.setPen(keyGrey(palette()));
   p.setFont(small);
   for (int i = 0; i < int(m_.size()); ++i) {
     p.drawText(QRect(g.right() + 5, g.top() + i * cell, scoreWidth() - 5, cell),

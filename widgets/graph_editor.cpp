@@ -49,8 +49,7 @@ GraphEditor::GraphEditor(QObject* parent)
   // The scene offers a connection through a Flatten while dragging (and
   // says so); released, it is made here.
   connect(scene_, &NodeScene::connectRequested, this, [this](NodeId s, NodeId d, int p) {
-    if (!connectionProblem(model_->graph(), s, d, p).empty() &&
-        flattenBridges(model_->graph(), s, d, p))
+    if (flattenBridges(model_->graph(), s, d, p))
       connectThroughFlatten(s, d, p);
     else
       connectPorts(s, d, p);
@@ -337,7 +336,7 @@ NodeId GraphEditor::appendLayer(const QString& type) {
   if (sel.size() == 1 && LayerRegistry::instance().find(type.toStdString())) {
     Graph trial = model_->graph();
     const NodeId t = trial.add_node(type.toStdString(), "", {}, at.x(), at.y());
-    bridge = !connectionProblem(trial, sel[0], t, 0).empty() && flattenBridges(trial, sel[0], t, 0);
+    bridge = flattenBridges(trial, sel[0], t, 0);
   }
   const NodeId flat = bridge ? addLayer("Flatten", at) : 0;
   NodeId id = addLayer(type, bridge ? nextFreePosition() : at);

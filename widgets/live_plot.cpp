@@ -1,6 +1,7 @@
 #include "widgets/live_plot.h"
 
 #include "widgets/dialog_dirs.h"
+#include "widgets/key_grey.h"
 
 #include <qcustomplot.h>
 
@@ -145,10 +146,7 @@ QCPScatterStyle lone_point() {
 void LivePlot::applyLooks() {
   plot_->legend->clearItems();
   const QColor current = by_run_ ? runColor(int(overlays_.size())) : QColor();
-  // The keys' grey, between the text and the background of either theme.
-  const QColor t = palette().color(QPalette::Text), b = palette().color(QPalette::Base);
-  const QColor grey((t.red() * 3 + b.red() * 2) / 5, (t.green() * 3 + b.green() * 2) / 5,
-                    (t.blue() * 3 + b.blue() * 2) / 5);
+  const QColor grey = keyGrey(palette());
   for (Series& s : series_) {
     const QColor c = by_run_ ? current : s.color;
     const double width = s.style == Style::Line ? 1.5 : 2.0;
