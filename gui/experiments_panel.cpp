@@ -235,6 +235,9 @@ void ExperimentsPanel::setProjectFile(const QString& path) {
   loaded_.reset();
   state_path_ =
       path.isEmpty() ? QString() : QString::fromStdString(sweep_state_path(path.toStdString()));
+  weights_path_ = state_path_.isEmpty()
+                      ? QString()
+                      : QString::fromStdString(sweep_weights_path(state_path_.toStdString()));
   model_->reset({}, {});
   loadState();
   refreshPlots();
@@ -255,6 +258,7 @@ void ExperimentsPanel::loadState() {
         parse_search_space(std::vector<std::string>(s.space), currentProject().graph);
     check_sweep_points(s, space, p);
     model_->reset(space, s.trials);
+    offerBestWeights(s);
     setMessage(tr("%1 of %2 trials done in %3; Resume continues the sweep.")
                    .arg(std::count_if(s.trials.begin(), s.trials.end(),
                                       [](const Trial& t) {
@@ -374,14 +378,24 @@ bool ExperimentsPanel::launch(bool fresh) {
     running_text += QLatin1Char(' ') +
                     tr("No baseline trial: the project's %1.").arg(QString::fromStdString(why));
   log_dir_.clear();
-  if (form_->tensorBoard()) {
-    // A folder of its own: two sweeps started in the same second would
-    // otherwise write their trial-NNN sessions into one.
+  // A folder of its own: two sweeps started in the same second would
+  // otherwise write their trial-NNN sessions into one.
+  auto run_folder = [&] {
     const QString base = QString::fromStdString(new_run_folder(p.name + "-sweep"));
-    log_dir_ = base;
-    for (int n = 2; QFileInfo::exists(log_dir_); ++n) log_dir_ = base + QString("-%1").arg(n);
+    QString dir = base;
+    for (int n = 2; QFileInfo::exists(dir); ++n) dir = base + QString("-%1").arg(n);
+    return dir;
+  };
+  if (form_->tensorBoard()) {
+    log_dir_ = run_folder();
     running_text += QLatin1Char(' ') + tr("TensorBoard HParams: %1").arg(log_dir_);
   }
+  // Beside the state file, as the CLI keeps them; an unsaved project has
+  // none, so its sweep's run folder holds them.
+  weights_path_ = !state_path_.isEmpty()
+                      ? QString::fromStdString(sweep_weights_path(state_path_.toStdString()))
+                      : (log_dir_.isEmpty() ? run_folder() : log_dir_) + "/best.safetensors";
+  sweep->keep_best_weights(weights_path_.toStdString());
   setMessage(running_text, false);
   runner_->start(std::move(sweep), log_dir_.toStdString());
   // After the worker exists: busyChanged's receivers ask running().
@@ -435,11 +449,30 @@ void ExperimentsPanel::onFinished(const QString& error) {
   }
   // Trials read the same images: those found bad were skipped in each.
   if (const QString bad = badImagesText(ctx_->trainSet().get()); !bad.isEmpty()) text += "\n" + bad;
+  offerBestWeights(s);
+  if (const std::string why = runner_->sweep()->weights_problem(); !why.empty())
+    text += "\n" +
+            tr("The best trial's weights could not be kept: %1").arg(QString::fromStdString(why));
   if (!log_dir_.isEmpty()) text += "\n" + tr("TensorBoard HParams: %1").arg(log_dir_);
   setMessage(text, !error.isEmpty());
   Q_EMIT message(text.section('\n', 0, 0));
   updateButtons();
   Q_EMIT finished(complete);
+}
+
+void ExperimentsPanel::offerBestWeights(const SweepState& s) {
+  const std::string kept = sweep_best_weights(s, weights_path_.toStdString());
+  if (kept.empty()) return;
+  const Trial& t = s.trials[size_t(s.best())];
+  // Trained on the training set less the validation split, for the
+  // sweep's epochs per trial; the label says which trial, as the file is
+  // rewritten by a later sweep (the entry is then replaced).
+  ctx_->addRunCheckpoints({{0,
+                            tr("Sweep: best trial %1 (%2 % validation, %3 epochs)")
+                                .arg(t.id)
+                                .arg(100 * best_val_accuracy(t), 0, 'f', 1)
+                                .arg(s.options.epochs),
+                            QString::fromStdString(kept)}});
 }
 
 bool ExperimentsPanel::applyBest() {
@@ -497,10 +530,20 @@ bool ExperimentsPanel::applyBest() {
     setMessage(tr("Apply best failed: %1").arg(why), true);
     return false;
   }
-  setMessage(tr("Applied trial %1 (%2 % validation accuracy); Ctrl+Z undoes it.")
-                 .arg(t.id)
-                 .arg(100 * best_val_accuracy(t), 0, 'f', 1),
-             false);
+  QString applied = tr("Applied trial %1 (%2 % validation accuracy); Ctrl+Z undoes it.")
+                        .arg(t.id)
+                        .arg(100 * best_val_accuracy(t), 0, 'f', 1);
+  // Its weights fit the network as applied: the values may have changed
+  // layer sizes, so they are offered, not put in place of the current ones.
+  bool kept = false;
+  for (const RunCheckpoint& c : ctx_->runCheckpoints())
+    kept |= c.run == 0 && c.path == weights_path_;
+  if (kept)
+    applied += QLatin1Char(' ') +
+               tr("Its trained weights are in the Inference tab's weights list (Sweep: best "
+                  "trial %1).")
+                   .arg(t.id);
+  setMessage(applied, false);
   Q_EMIT message(message_->text());
   // The message is true only while the applier's step is the last one on
   // the stack: once the position moves (undone, or another edit on top) it

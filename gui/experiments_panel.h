@@ -138,6 +138,9 @@ class ExperimentsPanel : public QWidget {
   // The current or last sweep's TensorBoard HParams folder ("" : none was
   // written): a new folder of the runs folder per Start or Resume.
   QString logDir() const { return log_dir_; }
+  // Where the current or last sweep keeps its best trial's weights: beside
+  // the state file, or for an unsaved project in the sweep's run folder.
+  QString weightsPath() const { return weights_path_; }
   // Tests and the screenshot: epochs cut to this many steps (0: whole).
   void setStepsPerEpochLimit(int64_t n) { steps_limit_ = n; }
 
@@ -155,13 +158,16 @@ class ExperimentsPanel : public QWidget {
   void updateButtons();
   void setMessage(const QString& text, bool error);
   void loadState();
+  // Offers the best trial's kept weights in the Inference tab's list, when
+  // the file holds them.
+  void offerBestWeights(const SweepState& s);
   void saveUiSettings() const;
   Project currentProject() const;
   SweepOptions resumeOptions() const;
   QString resumeMismatch(const SweepOptions& o) const;
 
   ProjectContext* ctx_;
-  QString file_, state_path_, log_dir_;
+  QString file_, state_path_, log_dir_, weights_path_;
   std::function<Project()> project_source_;
   std::function<QString(const std::vector<BestValue>&, const QString&)> applier_;
   std::function<bool(const QString&)> confirm_;

@@ -493,6 +493,12 @@ void ProjectContext::setWeights(ModelWeights w) {
 
 void ProjectContext::addRunCheckpoints(const QVector<RunCheckpoint>& c) {
   if (c.isEmpty()) return;
+  // A file offered again was rewritten (a sweep's best weights): one entry,
+  // with its new label, listed as the newest.
+  run_checkpoints_.removeIf([&](const RunCheckpoint& old) {
+    return std::any_of(c.begin(), c.end(),
+                       [&](const RunCheckpoint& n) { return n.path == old.path; });
+  });
   run_checkpoints_ += c;
   Q_EMIT runCheckpointsChanged();
 }

@@ -113,7 +113,7 @@ struct InspectedSample {
 // A checkpoint a run wrote, offered to the Inference tab by name ("Run 2:
 // best, epoch 3, 85.2 % validation") so the user picks whose weights to use.
 struct RunCheckpoint {
-  int run = 0;
+  int run = 0;  // the Training tab's run; 0: the sweep's kept best
   QString label;
   QString path;
 };
@@ -212,8 +212,10 @@ class ProjectContext : public QObject {
 
   const ModelWeights& weights() const { return weights_; }
   void setWeights(ModelWeights w);
-  // The checkpoints of this project's runs, oldest run first.
+  // The checkpoints of this project's runs (and its sweep's kept best),
+  // oldest first.
   const QVector<RunCheckpoint>& runCheckpoints() const { return run_checkpoints_; }
+  // Appends c; an entry whose path is listed already replaces it.
   void addRunCheckpoints(const QVector<RunCheckpoint>& c);
 
   // True while a run trains on this context's data: the dataset cannot be

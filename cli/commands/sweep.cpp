@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "../common.h"
 #include "../interrupt.h"
 #include "../preflight.h"
@@ -103,7 +105,7 @@ int cmd_sweep(const Args& a) {
   prep.config = largest_batch_config(p.training, space, &batch_param);
   if (batch_param) prep.batch_option = "the batch in --param " + batch_param->spec_text();
   prep.concurrent = o.parallel;
-  prep.outputs = {{"--state", state, false}};
+  prep.outputs = {{"--state", state, false}, {"--state", sweep_weights_path(state), false}};
   prep.quiet = a.flag("quiet") || a.flag("json");
   PreparedRun prepared = prepare(p, a, prep);
   // Trials train on the device the run falls back to, with its precision.
@@ -122,6 +124,8 @@ int cmd_sweep(const Args& a) {
                 "; pass --fresh to replace it, or repeat that sweep's options to continue it");
   }
   Sweep& sweep = *made;
+  const std::string weights = sweep_weights_path(state);
+  sweep.keep_best_weights(weights);
   const bool quiet = a.flag("quiet") || a.flag("json");
   if (!quiet) {
     std::string pruning = "no pruning";
@@ -200,8 +204,14 @@ int cmd_sweep(const Args& a) {
                  guard.signal_name().c_str(), s.trials.size(), state.c_str());
     return kInterruptedExit;
   }
+  const std::string kept = sweep_best_weights(s, weights);
+  if (const std::string why = sweep.weights_problem(); !why.empty())
+    std::fprintf(stderr, "deepcanvas-cli: the best trial's weights were not kept: %s\n",
+                 why.c_str());
   if (a.flag("json")) {
-    std::cout << sweep_to_json(s, space) << std::endl;
+    nlohmann::json j = nlohmann::json::parse(sweep_to_json(s, space));
+    j["best_weights"] = kept.empty() ? nlohmann::json(nullptr) : nlohmann::json(kept);
+    std::cout << j.dump() << std::endl;
     return 0;
   }
   int completed = 0, pruned = 0, failed = 0;
@@ -225,6 +235,9 @@ int cmd_sweep(const Args& a) {
                 attr_to_string(search_value(space.params[i], t.x[i])).c_str());
   std::printf("%s\n",
               t.baseline ? " (the project's own values: no other trial validated better)" : "");
+  // Trained on the training set less the validation split, for the
+  // sweep's epochs: usable as they are (predict, eval, export --checkpoint).
+  if (!kept.empty()) std::printf("best trial's weights: %s\n", kept.c_str());
   return 0;
 }
 
@@ -237,7 +250,8 @@ const Command& sweep_command() {
       .summary =
           "Hyperparameter sweep: TPE or random search over training settings and layer "
           "attributes, ASHA pruning at its rungs (from a fraction of the first epoch); resumable "
-          "(state in PROJECT.sweep.json).",
+          "(state in PROJECT.sweep.json); the best trial's trained weights are kept in "
+          "PROJECT.sweep.best.safetensors.",
       .options = {{"param", "NAME=KIND:ARGS",
                    "a searched parameter, repeatable: lr=log:1e-4:1e-2, batch=choice:32,64,128, "
                    "conv1.filters=int:16:64, dropout.rate=float:0:0.5"},

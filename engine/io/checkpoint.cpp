@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +31,7 @@ void write_checkpoint(const std::string& path, std::vector<std::pair<std::string
   if (std::isfinite(meta.test_accuracy)) md["test_accuracy"] = std::to_string(meta.test_accuracy);
   // Only when something is frozen, so other checkpoints keep their form.
   if (!meta.frozen_params.empty()) md["frozen_params"] = nlohmann::json(meta.frozen_params).dump();
+  if (meta.sweep_trial >= 0) md["sweep_trial"] = std::to_string(meta.sweep_trial);
   std::filesystem::path p(path);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
   save_safetensors(path, model, md);
@@ -77,6 +79,11 @@ void check_metadata(const std::string& path, CheckpointInfo& ck) {
                   "' is not a whole number in 0.." + std::to_string(kMaxOptimizerSteps));
   ck.epoch = int(*e);
   ck.step = *st;
+  if (const std::string* trial = field("sweep_trial")) {
+    auto t = whole_int(*trial, 0, std::numeric_limits<int>::max());
+    if (!t) throw IoError(path + ": checkpoint sweep_trial '" + *trial + "' is not a trial number");
+    ck.sweep_trial = int(*t);
+  }
   // Inference divides by stddev: zero or NaN would make every prediction NaN.
   if (const std::string* mean = field("mean"); mean && !whole_float(*mean))
     throw IoError(path + ": checkpoint mean '" + *mean + "' is not a finite number");

@@ -186,7 +186,7 @@ bool Trainer::wait_if_paused() {
 }
 
 void Trainer::save_checkpoint(const std::string& path, int epoch, int64_t step,
-                              double test_accuracy) {
+                              double test_accuracy, int sweep_trial) {
   std::vector<std::pair<std::string, Tensor>> model = plan_->state();
   if (dplan_) dplan_->download_params();
   CheckpointMeta meta;
@@ -198,6 +198,7 @@ void Trainer::save_checkpoint(const std::string& path, int epoch, int64_t step,
   meta.stddev = train_->stddev;
   meta.class_names = train_->class_names;
   meta.test_accuracy = test_accuracy;
+  meta.sweep_trial = sweep_trial;
   for (const NamedParam& np : plan_->params())
     if (np.frozen) meta.frozen_params.push_back(np.name);
   write_checkpoint(path, std::move(model), dplan_ ? dplan_->optimizer_state() : opt_->state(),

@@ -1,3 +1,4 @@
+#include <deepcanvas/checkpoint.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/json_number.h>
@@ -95,6 +96,25 @@ std::string sweep_state_path(const std::string& project_file) {
   std::filesystem::path p(project_file);
   p.replace_extension(".sweep.json");
   return p.string();
+}
+
+std::string sweep_weights_path(const std::string& state_path) {
+  std::filesystem::path p(state_path);
+  if (p.extension() == ".json") p.replace_extension();
+  p += ".best.safetensors";
+  return p.string();
+}
+
+std::string sweep_best_weights(const SweepState& s, const std::string& path) {
+  const int b = s.best();
+  if (b < 0 || path.empty()) return {};
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return {};
+  try {
+    return read_checkpoint(path).sweep_trial == b ? path : std::string();
+  } catch (const std::exception&) {
+    return {};  // damaged: not offered; the next better trial rewrites it
+  }
 }
 
 std::string sweep_to_json(const SweepState& s, const SearchSpace& space, int indent) {
@@ -582,6 +602,7 @@ void Sweep::run_trial(int id, const std::function<void(const Trial&)>& on_update
   trainer->start();
   bool pruned = false, done = false;
   std::string failure;
+  int64_t step = 0;  // the optimizer steps at the last epoch's end
   while (!done) {
     if (stop && *stop) trainer->cancel();
     auto ev = trainer->events().pop(std::chrono::milliseconds(100));
@@ -594,6 +615,7 @@ void Sweep::run_trial(int id, const std::function<void(const Trial&)>& on_update
         if (pruned || !failure.empty()) break;
         const TrainEvent& e = *ev;
         const bool end = e.kind == TrainEvent::Kind::Epoch;
+        if (end) step = e.step;
         TrialEpoch m;
         m.epoch = e.epoch;
         m.at = end ? double(e.epoch) : e.at;
@@ -650,8 +672,38 @@ void Sweep::run_trial(int id, const std::function<void(const Trial&)>& on_update
     return;  // stays "running" in the file; a resumed sweep runs it again
   } else {
     finish(Trial::Status::Completed, "");
+    keep_if_best(id, *trainer, step);
   }
   on_update(snapshot);
+}
+
+void Sweep::keep_best_weights(std::string path) {
+  std::lock_guard<std::mutex> l(m_);
+  weights_path_ = std::move(path);
+  if (weights_path_.empty() || resumed_) return;
+  // Another sweep's best would otherwise be offered as this one's until a
+  // trial of this one completes.
+  std::error_code ec;
+  std::filesystem::remove(weights_path_, ec);
+}
+
+std::string Sweep::weights_problem() const {
+  std::lock_guard<std::mutex> l(m_);
+  return weights_problem_;
+}
+
+void Sweep::keep_if_best(int id, Trainer& trainer, int64_t step) {
+  std::lock_guard<std::mutex> l(m_);
+  if (weights_path_.empty() || state_.best() != id) return;
+  const Trial& t = state_.trials[size_t(id)];
+  const double test = t.epochs.empty() ? NAN : t.epochs.back().test_accuracy;
+  try {
+    trainer.save_checkpoint(weights_path_, state_.options.epochs, step, test, id);
+  } catch (const std::exception& e) {
+    // A full disk loses the weights, not the sweep: its results are in
+    // the state file and the trial can be trained again.
+    weights_problem_ = e.what();
+  }
 }
 
 void Sweep::apply_best(Graph& g, TrainConfig& c) const {

@@ -1,5 +1,7 @@
 // deepcanvas-cli lr-find, batch-fit and sweep end to end on the sample
 // project, with few steps per epoch so they stay quick.
+#include <deepcanvas/checkpoint.h>
+
 #include "cli_util.h"
 
 namespace dc::e2e {
@@ -63,10 +65,17 @@ TEST(CliTune, SweepRecordsTrialsResumesAndRefusesBadSpaces) {
   }
   ASSERT_FALSE(j["best"].is_null());
   EXPECT_TRUE(fs::exists(t.path("p.sweep.json")));
+  // The best trial's trained weights are kept beside the state, naming it.
+  const std::string weights = t.path("p.sweep.best.safetensors");
+  EXPECT_EQ(j["best_weights"], weights);
+  EXPECT_EQ(dc::read_checkpoint(weights).sweep_trial, j["best"]["id"].get<int>());
   // The same command again continues the recorded sweep: nothing left to run.
   CliRun again = cli(cmd);
   ASSERT_EQ(again.code, 0) << again.out;
   EXPECT_EQ(last_json_line(again.out)["trials"], j["trials"]);
+  CliRun text = cli(replaced(cmd, " --json", ""));
+  ASSERT_EQ(text.code, 0) << text.out;
+  EXPECT_NE(text.out.find("best trial's weights: " + weights), std::string::npos) << text.out;
   // Other options are another sweep.
   CliRun other = cli(replaced(cmd, "--trials 3", "--trials 5"));
   EXPECT_EQ(other.code, 1);

@@ -79,6 +79,24 @@ TEST(Checkpoint, EpochAndStepOutOfRangeAreRefused) {
   EXPECT_EQ(error_after(w, "step", "0"), "");
 }
 
+TEST(Checkpoint, ASweepsKeptWeightsNameTheirTrial) {
+  Written w;
+  write_valid(w);
+  EXPECT_EQ(read_checkpoint(w.path).sweep_trial, -1);   // a run's checkpoint
+  EXPECT_EQ(w.file.metadata.count("sweep_trial"), 0u);  // and its form unchanged
+  CheckpointMeta m;
+  m.sweep_trial = 7;
+  write_checkpoint(w.path, {{"dense.weight", Tensor::from(Shape{2}, {1.0f, 2.0f})}}, {}, m);
+  EXPECT_EQ(read_checkpoint(w.path).sweep_trial, 7);
+  w.file = load_safetensors(w.path);
+  for (std::string bad : {"-1", "x", "", "1.5", "99999999999"}) {
+    const std::string e = error_after(w, "sweep_trial", bad);
+    EXPECT_NE(e.find("checkpoint sweep_trial '" + bad + "' is not a trial number"),
+              std::string::npos)
+        << bad << ": " << e;
+  }
+}
+
 TEST(Checkpoint, UnknownFormatVersionIsRefused) {
   Written w;
   write_valid(w);

@@ -3,6 +3,7 @@
 // messages, the LR range test and a small resumable sweep.
 #include <deepcanvas/advisor/memory_model.h>
 #include <deepcanvas/asha.h>
+#include <deepcanvas/checkpoint.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/layer.h>
@@ -848,6 +849,84 @@ TEST_F(SweepTest, TrialZeroTrainsTheProjectsOwnValues) {
   EXPECT_TRUE(back.trials[0].baseline);
   EXPECT_TRUE(back.options.baseline);
   EXPECT_TRUE(Sweep(project_, data_, space_, opt_, state()).resumed());
+}
+
+TEST_F(SweepTest, TheBestTrialsTrainedWeightsAreKept) {
+  opt_.asha = false;
+  opt_.trials = 4;
+  const std::string weights = sweep_weights_path(state());
+  EXPECT_EQ(weights, (dir_ / "p.sweep.best.safetensors").string());
+  // What an earlier sweep kept goes when this one starts afresh.
+  write_file_atomic(weights, "an earlier sweep's weights");
+  Sweep s(project_, data_, space_, opt_, state());
+  s.keep_best_weights(weights);
+  EXPECT_FALSE(fs::exists(weights));
+  s.run();
+  const SweepState st = s.state();
+  const int b = st.best();
+  ASSERT_GE(b, 0);
+  EXPECT_EQ(s.weights_problem(), "");
+  ASSERT_EQ(sweep_best_weights(st, weights), weights);
+  const CheckpointInfo kept = read_checkpoint(weights);
+  EXPECT_EQ(kept.sweep_trial, b);
+  EXPECT_EQ(kept.epoch, opt_.epochs);
+  // They are the best trial's weights: training its point as the sweep
+  // trains a trial (its epochs, validation split and steps) gives the same
+  // tensors bit for bit.
+  Graph g = project_.graph;
+  TrainConfig c = project_.training;
+  s.apply_best(g, c);
+  c.epochs = opt_.epochs;
+  c.val_split = opt_.val_split;
+  c.steps_per_epoch_limit = opt_.steps_per_epoch_limit;
+  c.restore_best = false;
+  Trainer t(g, c, std::make_shared<Dataset>(data_->train), std::make_shared<Dataset>(data_->test));
+  t.start();
+  for (;;) {
+    auto e = t.events().pop(std::chrono::milliseconds(60000));
+    if (!e || e->kind == TrainEvent::Kind::Finished || e->kind == TrainEvent::Kind::Failed) break;
+  }
+  t.wait();
+  const auto trained = t.plan().state();
+  ASSERT_EQ(trained.size(), kept.model.size());
+  for (const auto& named : trained) {
+    const std::string& name = named.first;
+    const Tensor& tensor = named.second;
+    auto it = std::find_if(kept.model.begin(), kept.model.end(),
+                           [&](const auto& k) { return k.first == name; });
+    ASSERT_NE(it, kept.model.end()) << name;
+    ASSERT_EQ(tensor.numel(), it->second.numel()) << name;
+    EXPECT_EQ(0,
+              std::memcmp(tensor.f32(), it->second.f32(), size_t(tensor.numel()) * sizeof(float)))
+        << name;
+  }
+  // Not offered as the best of a state whose best is another trial.
+  SweepState other = st;
+  other.trials[size_t(b)].status = Trial::Status::Pruned;
+  EXPECT_EQ(sweep_best_weights(other, weights), "");
+  // A resumed sweep keeps them; a fresh one does not.
+  Sweep resumed(project_, data_, space_, opt_, state());
+  ASSERT_TRUE(resumed.resumed());
+  resumed.keep_best_weights(weights);
+  EXPECT_EQ(sweep_best_weights(resumed.state(), weights), weights);
+  Sweep fresh(project_, data_, space_, opt_, state(), /*fresh=*/true);
+  fresh.keep_best_weights(weights);
+  EXPECT_FALSE(fs::exists(weights));
+  // A damaged file is not offered.
+  write_file_atomic(weights, "not a checkpoint");
+  EXPECT_EQ(sweep_best_weights(st, weights), "");
+}
+
+TEST_F(SweepTest, ASweepThatCannotWriteItsWeightsGoesOnAndSaysWhy) {
+  opt_.asha = false;
+  opt_.trials = 2;
+  // The weights' folder is a file: nothing can be written under it.
+  write_file_atomic((dir_ / "blocked").string(), "");
+  Sweep s(project_, data_, space_, opt_, state());
+  s.keep_best_weights((dir_ / "blocked" / "best.safetensors").string());
+  s.run();
+  EXPECT_GE(s.state().best(), 0);
+  EXPECT_NE(s.weights_problem(), "");
 }
 
 TEST_F(SweepTest, ValuesOutsideTheSpaceGiveNoBaselineAndSaySo) {

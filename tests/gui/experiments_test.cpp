@@ -6,6 +6,7 @@
 // memory with the space's largest batch (issue 31).
 #include "gui/experiments_panel.h"
 
+#include "gui/inference_panel.h"
 #include "gui/main_window.h"
 #include "gui/project_context.h"
 #include "gui/training_panel.h"
@@ -191,6 +192,57 @@ TEST_F(ExperimentsTab, TinySweepFillsTheTableAndApplyBestIsOneUndoStep) {
   EXPECT_EQ(g().node(idOf(g(), "conv1")).attrs.i("filters"), filters_before);
   w->editor()->undoStack()->redo();
   EXPECT_NEAR(w->trainingPanel()->config().optimizer.lr, lr, lr * 1e-8);
+}
+
+TEST_F(ExperimentsTab, TheBestTrialsWeightsAreOfferedInTheInferenceTab) {
+  auto sweep = [&] {
+    p()->setSpace({"lr=log:1e-3:1e-2"});
+    SweepOptions o;
+    o.trials = 2;
+    o.epochs = 1;
+    o.asha = false;
+    o.seed = 3;
+    o.baseline = false;  // the best is then never "the project as it is"
+    p()->setOptions(o);
+    EXPECT_TRUE(p()->start()) << p()->messageText().toStdString();
+    EXPECT_TRUE(waitFinished(p()));
+  };
+  sweep();
+  const QString weights = dir + "/p.sweep.best.safetensors";
+  EXPECT_EQ(p()->weightsPath(), weights);
+  ASSERT_TRUE(QFileInfo::exists(weights));
+  SweepState s;
+  s.trials = p()->trials()->trials();
+  const int best = s.best();
+  ASSERT_GE(best, 0);
+  auto offered = [&] {
+    QStringList labels;
+    for (const gui::RunCheckpoint& c : w->context()->runCheckpoints())
+      if (c.path == weights) labels << c.label;
+    return labels;
+  };
+  ASSERT_EQ(offered().size(), 1);
+  const QString label = offered()[0];
+  EXPECT_TRUE(label.startsWith(QString("Sweep: best trial %1 (").arg(best))) << label.toStdString();
+  EXPECT_TRUE(label.endsWith("validation, 1 epochs)")) << label.toStdString();
+  // The Inference tab predicts with them when chosen.
+  gui::InferencePanel* inf = w->inferencePanel();
+  EXPECT_TRUE(inf->weightChoices().contains(label));
+  ASSERT_TRUE(inf->chooseWeights(label));
+  EXPECT_TRUE(inf->weightsSource().startsWith(label)) << inf->weightsSource().toStdString();
+  // Apply best says where its weights are.
+  ASSERT_TRUE(p()->applyBest()) << p()->messageText().toStdString();
+  EXPECT_TRUE(p()->messageText().contains(
+      QString("Its trained weights are in the Inference tab's weights list (Sweep: best trial %1)")
+          .arg(best)))
+      << p()->messageText().toStdString();
+  // Another sweep rewrites the file: its entry replaces the first.
+  sweep();
+  EXPECT_EQ(offered().size(), 1);
+  // A new window on the project offers them again.
+  w.reset();
+  w = open();
+  EXPECT_EQ(offered().size(), 1);
 }
 
 TEST_F(ExperimentsTab, TrialZeroIsTheProjectsOwnValuesWhenTheyAreInTheSpace) {

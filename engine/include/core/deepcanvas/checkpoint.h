@@ -24,7 +24,8 @@ constexpr int64_t kMaxOptimizerSteps = 1000000000000;
 
 // Metadata keys: format, format_version, epoch, step, input_shape,
 // num_classes, mean, stddev, class_names (JSON array), test_accuracy
-// (optional), frozen_params (JSON array; only when layers were frozen).
+// (optional), frozen_params (JSON array; only when layers were frozen),
+// sweep_trial (only in a sweep's kept weights: which trial wrote them).
 struct CheckpointInfo {
   std::vector<std::pair<std::string, Tensor>> model, optimizer;
   std::map<std::string, std::string> metadata;
@@ -34,6 +35,7 @@ struct CheckpointInfo {
   // optimizer state is indexed by the trainable ones, so a resume must
   // freeze the same.
   std::vector<std::string> frozen_params;
+  int sweep_trial = -1;  // the sweep trial that wrote it; -1: not a sweep's
 };
 // Reads and checks a checkpoint: format and format_version, epoch and step
 // in range, mean finite and stddev positive (when present), every model
@@ -54,6 +56,10 @@ struct CheckpointMeta {
   // model is better before replacing the file; NaN (not written) mid-run.
   double test_accuracy = NAN;
   std::vector<std::string> frozen_params;  // see CheckpointInfo
+  // A sweep's kept weights name their trial, so a front end can tell
+  // whether the file still holds the sweep's best (a crash between writing
+  // the weights and the state file leaves them apart); -1: not written.
+  int sweep_trial = -1;
 };
 
 // Writes the model's tensors and the optimizer's (prefixed "optimizer.")

@@ -28,6 +28,8 @@
 
 namespace dc {
 
+class Trainer;
+
 // Limits of a sweep, the same for the options given and for a state file
 // read back: a file holding more trials than its
 // options.trials, more measurements per trial than epochs + ASHA rungs, or
@@ -165,6 +167,13 @@ class SweepMismatchError : public Error {
 double sweep_min_epochs(const SweepOptions& o);
 // PROJECT.dcproj -> PROJECT.sweep.json
 std::string sweep_state_path(const std::string& project_file);
+// PROJECT.sweep.json -> PROJECT.sweep.best.safetensors: where a sweep with a
+// state file keeps its best trial's weights (Sweep::keep_best_weights).
+std::string sweep_weights_path(const std::string& state_path);
+// `path` when it holds the weights of s's best trial (a checkpoint that
+// reads whole and names that trial in its sweep_trial), else empty: no
+// trial completed, the file is gone or damaged, or another trial wrote it.
+std::string sweep_best_weights(const SweepState& s, const std::string& path);
 
 class Sweep {
  public:
@@ -186,17 +195,31 @@ class Sweep {
   bool resumed() const { return resumed_; }
   // The best trial's graph and settings (the project with its point applied).
   void apply_best(Graph& g, TrainConfig& c) const;
+  // Keeps the best completed trial's trained weights at `path`, a
+  // checkpoint naming the trial (CheckpointMeta::sweep_trial), rewritten
+  // atomically each time a trial completes better than every earlier one:
+  // what a sweep trained is not lost when the best is a model worth using
+  // (Keras Tuner's get_best_models). A sweep that does not continue a state
+  // file first removes what `path` held. Call before run().
+  void keep_best_weights(std::string path);
+  // Why the kept weights could not be written (the sweep goes on without
+  // them); empty when every write succeeded.
+  std::string weights_problem() const;
 
  private:
   void run_trial(int index, const std::function<void(const Trial&)>& on_update,
                  const std::atomic<bool>* stop);
   int next_trial();  // index into state_.trials, -1 when all are handed out
   void save_locked();
+  // Writes `trainer`'s weights to weights_path_ when trial `id` is now the
+  // best; under m_, so parallel trials write in the order they rank.
+  void keep_if_best(int id, Trainer& trainer, int64_t step);
 
   Project project_;
   std::shared_ptr<const TrainTest> data_;
   SearchSpace space_;
   std::string path_;
+  std::string weights_path_, weights_problem_;
   bool resumed_ = false;
   mutable std::mutex m_;
   SweepState state_;

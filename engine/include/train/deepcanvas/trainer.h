@@ -80,9 +80,10 @@ class Trainer {
   // What init_weights loaded (empty report when the run has none).
   const Plan::MatchReport& init_report() const { return init_report_; }
 
-  // Writes a checkpoint of the current weights (atomically).
-  void save_checkpoint(const std::string& path, int epoch, int64_t step,
-                       double test_accuracy = NAN);
+  // Writes a checkpoint of the current weights (atomically); sweep_trial
+  // >= 0 marks a sweep's kept weights (CheckpointMeta::sweep_trial).
+  void save_checkpoint(const std::string& path, int epoch, int64_t step, double test_accuracy = NAN,
+                       int sweep_trial = -1);
 
  private:
   // What one run carries from epoch to epoch.
