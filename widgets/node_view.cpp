@@ -86,8 +86,11 @@ void NodeView::fitAll() {
   // Centred in what the inset leaves uncovered: the viewport's centre is
   // half the inset below that area's centre.
   centerOn(r.center() + QPointF(0, usableInset() / 2.0 / z));
-  Q_EMIT zoomChanged(zoom());
   fit_pending_ = !isVisible();
+  // A hidden view's viewport has no real size yet, so its fit is a guess
+  // (5 % on another tab at start-up, shown in the status bar); the fit
+  // made when it is shown says the zoom.
+  if (!fit_pending_) Q_EMIT zoomChanged(zoom());
 }
 
 int NodeView::usableInset() const {

@@ -16,6 +16,8 @@
 #include <deepcanvas/project.h>
 #include <gtest/gtest.h>
 
+#include <QLabel>
+
 #include <QAction>
 #include <QApplication>
 #include <QSettings>
@@ -114,11 +116,19 @@ TEST_F(OpenZoom, ANetworkOpenedWhileTheCanvasWasNeverShownIsFittedWhenShown) {
   ASSERT_FALSE(m->view()->isVisible());
   ASSERT_TRUE(m->openFile(sourcePath("sample_data/sample_project.dcproj")));
   QApplication::processEvents();
+  // The status bar's zoom is not the hidden view's guess either.
+  auto zoom_text = [&] {
+    for (QLabel* l : m->statusBar()->findChildren<QLabel*>())
+      if (l->text().endsWith(" %")) return l->text();
+    return QString();
+  };
+  EXPECT_EQ(zoom_text(), "100 %");
   m->showMode(MainWindow::Mode::Model);
   QApplication::processEvents();
   QApplication::processEvents();
   ASSERT_TRUE(m->view()->isVisible());
   EXPECT_NEAR(m->view()->zoom(), m->view()->fitZoom(), 1e-6);
+  EXPECT_EQ(zoom_text(), QString("%1 %").arg(qRound(m->view()->zoom() * 100)));
   EXPECT_GE(m->view()->zoom(), MainWindow::kReadableZoom);
   const QRect canvas = m->view()->viewport()->rect();
   for (const auto& [id, node] : m->editor()->graph().nodes()) {
