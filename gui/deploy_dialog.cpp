@@ -191,8 +191,8 @@ DeployDialog::DeployDialog(ProjectContext* ctx, QWidget* parent) : QDialog(paren
   auto* intro = new QLabel(
       tr("The trained network as an ONNX model for a device (onnxruntime, TensorRT, OpenCV): "
          "fp32, fp16 for GPUs, or int8, calibrated on training samples and measured on the test "
-         "set before it is written. Measure compares them on this machine; the Inference tab's "
-         "latest weights are used."),
+         "set before it is written. Measure compares them on this machine, with the weights the "
+         "Inference tab predicts with (its Weights list)."),
       this);
   intro->setWordWrap(true);
   l->addWidget(intro);
@@ -335,18 +335,28 @@ DeployDialog::DeployDialog(ProjectContext* ctx, QWidget* parent) : QDialog(paren
   l->addLayout(row);
 
   // A measurement describes the weights, network and data it ran on.
-  connect(ctx_, &ProjectContext::weightsChanged, this, &DeployDialog::markStale);
+  connect(ctx_, &ProjectContext::weightsInUseChanged, this, [this] {
+    markStale();
+    // Weights that arrive while the dialog is open (a run ends, a
+    // checkpoint is chosen in the Inference tab) make it ready.
+    if (!have_ && !running()) showReadiness();
+    updateControls();
+  });
   connect(ctx_, &ProjectContext::datasetChanged, this, &DeployDialog::markStale);
   connect(ctx_, &ProjectContext::projectReplaced, this, &DeployDialog::markStale);
   connect(ctx_, &ProjectContext::projectChanged, this, [this] {
     if (have_ && !(measured_graph_ == ctx_->project().graph)) markStale();
   });
 
+  showReadiness();
+  fillTable();
+  updateControls();
+}
+
+void DeployDialog::showReadiness() {
   const QString missing = missingInputs(true);
   setStatus(missing.isEmpty() ? tr("Measure compares the three on this machine.") : missing,
             !missing.isEmpty());
-  fillTable();
-  updateControls();
 }
 
 DeployDialog::~DeployDialog() {
@@ -387,11 +397,11 @@ void DeployDialog::saveOptions() {
 }
 
 QString DeployDialog::missingInputs(bool need_dataset) const {
-  if (!ctx_->weights().valid())
+  if (!ctx_->weightsInUse().valid())
     return tr(
-        "There are no trained weights: train the network in the Training tab (or open a "
-        "checkpoint in the Inference tab) first; a deployed model of untrained weights "
-        "would be of no use.");
+        "There are no trained weights: train the network in the Training tab (or choose a "
+        "checkpoint in the Inference tab's Weights list) first; a deployed model of untrained "
+        "weights would be of no use.");
   if (need_dataset && (!ctx_->hasDataset() || !ctx_->testSet() || ctx_->testSet()->size() == 0))
     return tr(
         "There is no dataset: load it in the Dataset tab first. The int8 model is "
@@ -429,7 +439,7 @@ bool DeployDialog::measure() {
   auto job = std::make_shared<Job>();
   job->graph = ctx_->project().graph;
   job->name = ctx_->project().name;
-  job->weights = ctx_->weights();
+  job->weights = ctx_->weightsInUse();
   job->train = ctx_->trainSet();
   job->test = ctx_->testSet();
   job->options = options();
@@ -585,7 +595,7 @@ bool DeployDialog::fineTuneInt8(int epochs, int64_t steps_per_epoch) {
   qo->loss = c.loss;
   qo->label_smoothing = c.label_smoothing;
   qo->seed = c.seed;
-  const ModelWeights& w = ctx_->weights();
+  const ModelWeights& w = ctx_->weightsInUse();
   const auto train = normalisedFor(ctx_->trainSet(), w.mean, w.stddev);
   const auto test = normalisedFor(ctx_->testSet(), w.mean, w.stddev);
   Result base = result_;
@@ -688,10 +698,14 @@ void DeployDialog::onDone(bool ok, bool cancelled, const QString& error, Result 
     have_ = true;
     stale_ = false;
     progress_->setValue(1000);
-    QString text = tr("Measured on %1 test samples; int8 calibrated on %2 training samples (%3).")
-                       .arg(result_.accuracy.samples)
-                       .arg(result_.calibrated)
-                       .arg(QString::fromUtf8(calibration_name(result_.options.method)));
+    // Which weights: the Inference tab may hold a checkpoint rather than
+    // the latest run's.
+    QString text =
+        tr("Measured %1 on %2 test samples; int8 calibrated on %3 training samples (%4).")
+            .arg(ctx_->weightsInUse().source)
+            .arg(result_.accuracy.samples)
+            .arg(result_.calibrated)
+            .arg(QString::fromUtf8(calibration_name(result_.options.method)));
     const QString refusal = int8Refusal();
     if (!refusal.isEmpty()) text += "\n" + refusal;
     // What the int8 model is made of, as the CLI's export prints it.
@@ -839,7 +853,7 @@ void DeployDialog::updateControls() {
   percentile_->setEnabled(!busy && CalibrationMethod(method_->currentData().toInt()) ==
                                        CalibrationMethod::Percentile);
 #ifdef DC_HAVE_ONNX
-  const bool weights = ctx_->weights().valid();
+  const bool weights = ctx_->weightsInUse().valid();
   export_[0]->setEnabled(!busy && weights);
   export_[1]->setEnabled(!busy && weights);
   export_[2]->setEnabled(!busy && have_ && !stale_);
@@ -897,7 +911,7 @@ bool DeployDialog::exportModel(Format f, QString path) {
     widgets::rememberDialogChoice("exports", path);
   }
   try {
-    const ModelWeights& w = ctx_->weights();
+    const ModelWeights& w = ctx_->weightsInUse();
     const Project& p = ctx_->project();
     Plan plan(p.graph, 1, Plan::Use::Inference);
     plan.load_state(w.state, w.source.toStdString());
@@ -914,9 +928,9 @@ bool DeployDialog::exportModel(Format f, QString path) {
     else
       bytes = onnx_float_model_bytes(plan.steps(), weightMap(plan), oo, f == Format::Fp16, pre);
     write_file_atomic(path.toStdString(), bytes);
-    setStatus(tr("%1 ONNX model written to %2 (%3)")
+    setStatus(tr("%1 ONNX model of %4 written to %2 (%3)")
                   .arg(QString::fromLatin1(name), QDir::toNativeSeparators(path),
-                       humanBytes(double(bytes.size()))),
+                       humanBytes(double(bytes.size())), w.source),
               false);
     return true;
   } catch (const std::exception& e) {

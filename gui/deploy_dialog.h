@@ -118,6 +118,8 @@ class DeployDialog : public QDialog {
   // Why a measurement or an export cannot run: no dataset, no trained
   // weights; empty when fine.
   QString missingInputs(bool need_dataset) const;
+  // The opening status: what is missing, or that Measure can run.
+  void showReadiness();
   void onProgress(int permille, const QString& stage);
   void onDone(bool ok, bool cancelled, const QString& error, Result r);
   void onQatDone(bool ok, bool cancelled, const QString& error, Result r);

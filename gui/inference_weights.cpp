@@ -41,6 +41,7 @@ bool InferencePanel::useCheckpointWeights(ModelWeights w, const QString& path,
   }
   checkpoint_ = std::move(w);
   checkpoint_path_ = path;
+  ctx_->setChosenWeights(std::make_shared<const ModelWeights>(checkpoint_));
   probe_ = std::move(probe);
   probe_stale_ = false;
   use_checkpoint_ = true;
@@ -58,6 +59,7 @@ bool InferencePanel::useCheckpointWeights(ModelWeights w, const QString& path,
 void InferencePanel::useCurrentWeights() {
   use_checkpoint_ = false;
   checkpoint_path_.clear();
+  ctx_->setChosenWeights(nullptr);
   probe_stale_ = true;
   fillWeightChoices();
   showWeightsInUse();

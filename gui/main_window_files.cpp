@@ -256,13 +256,15 @@ bool MainWindow::saveAs() {
 }
 
 QString MainWindow::loadExportWeights(Plan& plan) const {
-  const ModelWeights& w = ctx_->weights();
+  const ModelWeights& w = ctx_->weightsInUse();
   if (w.valid()) {
     plan.load_state(w.state, w.source.toStdString());
     return w.source;
   }
   plan.init_params(ctx_->project().training.seed);
-  return tr("untrained weights (train or open a checkpoint in Inference first)");
+  return tr(
+      "untrained weights (train, or choose a checkpoint in the Inference tab's Weights list, "
+      "first)");
 }
 
 bool MainWindow::exportOnnx(QString path) {

@@ -61,7 +61,7 @@ bool MainWindow::writePyTorchExport(const QString& dir, bool force, bool fresh) 
     }
     PyTorchExportOptions o;
     o.force = force;
-    if (!fresh && ctx_->weights().valid()) o.weights_source = which.toStdString();
+    if (!fresh && ctx_->weightsInUse().valid()) o.weights_source = which.toStdString();
     o.version = DC_VERSION;
     export_pytorch(dir.toStdString(), p, plan, o);
     statusBar()->showMessage(
@@ -161,7 +161,7 @@ bool MainWindow::runWithPyTorch(const PyTorchRunOptions* preset) {
                           "/" + base + "-pytorch";
     PyTorchRunDialog dialog(start, p.training.epochs, p.training.batch, this);
     if (!file_.isEmpty()) dialog.setProjectDir(QFileInfo(file_).absolutePath());
-    dialog.setInferenceWeights(ctx_->weights().valid());
+    dialog.setInferenceWeights(ctx_->weightsInUse().valid());
     if (dialog.exec() != QDialog::Accepted) return false;
     o = dialog.options();
     const QDir d(o.export_dir);

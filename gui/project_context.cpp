@@ -345,11 +345,13 @@ void ProjectContext::replaceProject(Project p) {
   description_.clear();
   warnings_.clear();
   weights_ = {};
+  chosen_.reset();
   run_checkpoints_.clear();
   Q_EMIT projectReplaced();
   setProject(std::move(p));
   Q_EMIT datasetChanged();
   Q_EMIT weightsChanged();
+  Q_EMIT weightsInUseChanged();
   Q_EMIT runCheckpointsChanged();
 }
 
@@ -489,6 +491,13 @@ void ProjectContext::setBusy(BusyOwner o, bool b) {
 void ProjectContext::setWeights(ModelWeights w) {
   weights_ = std::move(w);
   Q_EMIT weightsChanged();
+  if (!chosen_) Q_EMIT weightsInUseChanged();
+}
+
+void ProjectContext::setChosenWeights(std::shared_ptr<const ModelWeights> w) {
+  if (!w && !chosen_) return;
+  chosen_ = std::move(w);
+  Q_EMIT weightsInUseChanged();
 }
 
 void ProjectContext::addRunCheckpoints(const QVector<RunCheckpoint>& c) {

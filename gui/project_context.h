@@ -210,8 +210,15 @@ class ProjectContext : public QObject {
   // the project's device may fall back, and no folder is written yet.
   QStringList trainingProblems() const;
 
+  // The latest run's weights (or an imported model's).
   const ModelWeights& weights() const { return weights_; }
   void setWeights(ModelWeights w);
+  // The weights the app predicts and exports with (Export for Deployment,
+  // ONNX, PyTorch): the checkpoint chosen in the Inference tab, else the
+  // latest run's. One choice, so that what is exported is what was looked at.
+  const ModelWeights& weightsInUse() const { return chosen_ ? *chosen_ : weights_; }
+  // The Inference tab's choice; null: the latest run's.
+  void setChosenWeights(std::shared_ptr<const ModelWeights> w);
   // The checkpoints of this project's runs (and its sweep's kept best),
   // oldest first.
   const QVector<RunCheckpoint>& runCheckpoints() const { return run_checkpoints_; }
@@ -232,6 +239,7 @@ class ProjectContext : public QObject {
   void datasetChanged();
   void datasetSpecChanged(const dc::DatasetSpec& before);
   void weightsChanged();
+  void weightsInUseChanged();  // weightsInUse() is other weights now
   void busyChanged(bool busy);
   void projectReplaced();  // before the projectChanged() of replaceProject
   void runCheckpointsChanged();
@@ -245,6 +253,7 @@ class ProjectContext : public QObject {
   ImageDataReport images_;
   std::vector<std::pair<int64_t, QImage>> thumbnails_;
   ModelWeights weights_;
+  std::shared_ptr<const ModelWeights> chosen_;
   QVector<RunCheckpoint> run_checkpoints_;
   int busy_ = 0;  // a bit per BusyOwner
 };

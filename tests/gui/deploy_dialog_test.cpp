@@ -7,6 +7,7 @@
 // short.
 #include "gui/deploy_dialog.h"
 #include "dashboard_test_util.h"
+#include "gui/inference_panel.h"
 #include "gui/main_window.h"
 #include "gui/project_context.h"
 #include "gui_test_util.h"
@@ -23,6 +24,7 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QStatusBar>
 #include <QTableWidget>
 #include <QTemporaryDir>
 
@@ -114,6 +116,35 @@ TEST_F(DeployDialogTest, MenuOpensItAndItSaysWhatIsMissing) {
   EXPECT_TRUE(d->exportModel(Format::Fp32, dir.path() + "/m.onnx"))
       << d->statusText().toStdString();
   EXPECT_GT(QFileInfo(dir.path() + "/m.onnx").size(), 0);
+}
+
+// The Inference tab's choice of weights is what the dialog (and File >
+// Export) uses: its "no trained weights" remedy names that choice.
+TEST_F(DeployDialogTest, UsesTheWeightsChosenInTheInferenceTab) {
+  TrainedRun& run = TrainedRun::get();
+  ASSERT_TRUE(run.ok);
+  gui::DeployDialog* d = open();
+  ASSERT_NE(d, nullptr);
+  EXPECT_FALSE(d->exportButton(Format::Fp32)->isEnabled());
+  EXPECT_TRUE(d->statusText().contains("Inference tab's Weights list"))
+      << d->statusText().toStdString();
+  ASSERT_TRUE(w->inferencePanel()->loadCheckpoint(run.checkpoint, "A checkpoint"));
+  EXPECT_FALSE(w->context()->weights().valid());  // the latest run's: still none
+  EXPECT_TRUE(w->context()->weightsInUse().valid());
+  EXPECT_TRUE(d->exportButton(Format::Fp32)->isEnabled());
+  QTemporaryDir dir;
+  ASSERT_TRUE(d->exportModel(Format::Fp32, dir.path() + "/m.onnx"))
+      << d->statusText().toStdString();
+  EXPECT_TRUE(d->statusText().contains("of A checkpoint")) << d->statusText().toStdString();
+  // File > Export > ONNX says which weights it wrote, too.
+  ASSERT_TRUE(w->exportOnnx(dir.path() + "/e.onnx"));
+  EXPECT_TRUE(w->statusBar()->currentMessage().contains("A checkpoint"))
+      << w->statusBar()->currentMessage().toStdString();
+  // Back to the latest run's weights (none): refused again.
+  w->inferencePanel()->useCurrentWeights();
+  EXPECT_FALSE(w->context()->weightsInUse().valid());
+  EXPECT_FALSE(d->exportButton(Format::Fp32)->isEnabled());
+  EXPECT_FALSE(d->exportModel(Format::Fp32, dir.path() + "/n.onnx"));
 }
 
 TEST_F(DeployDialogTest, OptionsAreRemembered) {
