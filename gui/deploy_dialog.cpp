@@ -354,6 +354,12 @@ DeployDialog::DeployDialog(ProjectContext* ctx, QWidget* parent) : QDialog(paren
 }
 
 void DeployDialog::showReadiness() {
+  if (ctx_->weightsInUse().valid() && !ctx_->hasDataset()) {
+    setStatus(tr("Measure loads the project's dataset, calibrates int8 on its training part "
+                 "and compares the three on its test part, on this machine."),
+              false);
+    return;
+  }
   const QString missing = missingInputs(true);
   setStatus(missing.isEmpty() ? tr("Measure compares the three on this machine.") : missing,
             !missing.isEmpty());
@@ -429,6 +435,20 @@ bool DeployDialog::measure() {
   if (!blocked_.isEmpty()) {
     setStatus(blocked_, true);
     return false;
+  }
+  // The project's dataset, loaded as Start in the Training tab loads it:
+  // Measure works straight after opening a project with trained weights.
+  if (ctx_->weightsInUse().valid() && !ctx_->hasDataset()) {
+    try {
+      ctx_->loadDataset(ctx_->datasetSource());
+    } catch (const std::exception& e) {
+      setStatus(tr("The project's dataset could not be loaded: %1. Choose a dataset in the "
+                   "Dataset tab; the int8 model is calibrated on its training part and "
+                   "measured on its test part.")
+                    .arg(QString::fromUtf8(e.what())),
+                true);
+      return false;
+    }
   }
   const QString missing = missingInputs(true);
   if (!missing.isEmpty()) {
@@ -701,7 +721,7 @@ void DeployDialog::onDone(bool ok, bool cancelled, const QString& error, Result 
     // Which weights: the Inference tab may hold a checkpoint rather than
     // the latest run's.
     QString text =
-        tr("Measured %1 on %2 test samples; int8 calibrated on %3 training samples (%4).")
+        tr("With %1: measured on %2 test samples; int8 calibrated on %3 training samples (%4).")
             .arg(ctx_->weightsInUse().source)
             .arg(result_.accuracy.samples)
             .arg(result_.calibrated)

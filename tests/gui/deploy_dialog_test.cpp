@@ -97,10 +97,18 @@ TEST_F(DeployDialogTest, MenuOpensItAndItSaysWhatIsMissing) {
   EXPECT_FALSE(d->exportModel(Format::Fp32, dir.path() + "/m.onnx"));
   EXPECT_FALSE(QFileInfo::exists(dir.path() + "/m.onnx"));
 
-  // Weights but no dataset.
+  // Weights but no dataset: Measure would load the project's; one that
+  // cannot be read is said, naming the Dataset tab.
   ASSERT_TRUE(loadTrained());
   EXPECT_FALSE(w->context()->hasDataset());
+  EXPECT_TRUE(d->statusText().startsWith("Measure loads the project's dataset"))
+      << d->statusText().toStdString();
+  DatasetSpec gone = w->context()->project().dataset;
+  gone.path = (QDir::tempPath() + "/no-such-dataset-folder").toStdString();
+  w->context()->setDatasetSpec(gone);
   EXPECT_FALSE(d->measure());
+  EXPECT_TRUE(d->statusText().startsWith("The project's dataset could not be loaded"))
+      << d->statusText().toStdString();
   EXPECT_TRUE(d->statusText().contains("Dataset tab")) << d->statusText().toStdString();
   // Blocked (the window does this while training runs): refused with the reason.
   d->setBlocked("Not while training runs");
@@ -145,6 +153,21 @@ TEST_F(DeployDialogTest, UsesTheWeightsChosenInTheInferenceTab) {
   EXPECT_FALSE(w->context()->weightsInUse().valid());
   EXPECT_FALSE(d->exportButton(Format::Fp32)->isEnabled());
   EXPECT_FALSE(d->exportModel(Format::Fp32, dir.path() + "/n.onnx"));
+}
+
+// Straight after opening a project, with weights chosen in the Inference
+// tab: Measure loads the project's dataset itself, as Start in the Training
+// tab does.
+TEST_F(DeployDialogTest, MeasureLoadsTheProjectsDatasetWhenNoneIsLoaded) {
+  ASSERT_TRUE(loadTrained());
+  gui::DeployDialog* d = open();
+  ASSERT_NE(d, nullptr);
+  ASSERT_FALSE(w->context()->hasDataset());
+  d->setOptions(small());
+  ASSERT_TRUE(measureAndWait(d)) << d->statusText().toStdString();
+  EXPECT_TRUE(w->context()->hasDataset());
+  EXPECT_TRUE(d->statusText().startsWith("With ")) << d->statusText().toStdString();
+  EXPECT_TRUE(d->statusText().contains(": measured on ")) << d->statusText().toStdString();
 }
 
 TEST_F(DeployDialogTest, OptionsAreRemembered) {
