@@ -138,8 +138,11 @@ void TrainingPanel::buildUi() {
   connect(settings_view_, &TrainingSettingsView::settingsShown, settings_area,
           [settings_area] { settings_area->updateGeometry(); });
   buildTuningUi(ll);
-  connect(settings_view_, &TrainingSettingsView::changed, this,
-          [this] { Q_EMIT settingsChanged(); });
+  connect(settings_view_, &TrainingSettingsView::changed, this, [this] {
+    // Before the first run the empty plots show the epochs it will train.
+    if (run_ == 0) plots_->setPlannedEpochs(settings_view_->config().epochs);
+    Q_EMIT settingsChanged();
+  });
 
   auto* buttons = new QHBoxLayout;
   start_ = new QPushButton(tr("Start"), left);
@@ -233,6 +236,7 @@ widgets::LivePlot* TrainingPanel::memoryPlot() const {
 
 void TrainingPanel::loadSettings(const TrainConfig& c) {
   settings_view_->loadSettings(c);
+  if (run_ == 0) plots_->setPlannedEpochs(c.epochs);
   shown_batch_ = c.batch;  // the hint compares later edits with this
   updateButtons();
 }
@@ -378,6 +382,7 @@ void TrainingPanel::startTraining() {
   // A followed run's plots are this run's overlay from now on.
   if (follower_->active()) stopFollowingRun(tr("no longer followed (run %1 started)").arg(run_));
   plots_->startRun(run_, cfg.device.cuda ? cfg.device.index : -1);
+  plots_->setPlannedEpochs(cfg.epochs);
   plots_->setEpochScores(cfg.val_split > 0, ctx_->testSet() != nullptr);
   diagnosis_->startRun(ctx_->project().graph, cfg, ctx_->residentBytes());
   history_->addRun(

@@ -119,7 +119,10 @@ void TrainingPlots::startRun(int run, int gpu, bool sample_device) {
   if (run_ > 0)
     for (auto* p : {loss_, acc_, speed_, lr_}) p->archiveRun(tr("run %1").arg(run_));
   run_ = run;
-  for (auto* p : {loss_, acc_, speed_, lr_}) p->setRunName(tr("run %1").arg(run));
+  for (auto* p : {loss_, acc_, speed_, lr_}) {
+    p->setRunName(tr("run %1").arg(run));
+    p->setKeySpan(0, 0);  // until the caller says how long this run is
+  }
   gpu_run_ = gpu >= 0 && Nvml::instance().available();
   setupDevicePlots(gpu_run_);
   if (gpu_run_)
@@ -137,6 +140,10 @@ void TrainingPlots::startRun(int run, int gpu, bool sample_device) {
   // end, even a run shorter than the timer's interval draws a line.
   if (!gpu_run_) sampleProcessMemory(0.0);
   device_timer_->start();
+}
+
+void TrainingPlots::setPlannedEpochs(int epochs) {
+  for (auto* p : {loss_, acc_, speed_, lr_}) p->setKeySpan(0, std::max(0, epochs));
 }
 
 void TrainingPlots::endRun() {

@@ -39,6 +39,10 @@ class TrainingPlots : public QWidget {
   // Which per-epoch scores this run has: the loss and accuracy plots draw
   // (and their legends list) validation and test only when it does.
   void setEpochScores(bool validation, bool test);
+  // The epochs the run (or the next one) will train: the epoch plots span
+  // 0..epochs from the start, so progress shows as the curves cross them;
+  // 0: the data alone decide (a run read from another machine).
+  void setPlannedEpochs(int epochs);
   void addSteps(const QVector<dc::TrainEvent>& batch);
   void addEpoch(const dc::TrainEvent& e);
   void addTelemetry(const DeviceReading& r);

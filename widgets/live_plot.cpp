@@ -463,8 +463,16 @@ double LivePlot::lastValue(int series) const {
   return (series_[series].raw->data()->constEnd() - 1)->value;
 }
 
+void LivePlot::setKeySpan(double lo, double hi) {
+  span_lo_ = lo;
+  span_hi_ = hi;
+  rescale();
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void LivePlot::rescale() {
   if (!follow_) return;
+  const bool spanned = span_lo_ < span_hi_;
   bool any = false;
   QCPRange kx, ky;
   for (int i = 0; i < plot_->graphCount(); ++i) {
@@ -484,7 +492,11 @@ void LivePlot::rescale() {
       ky.expand(v);
     }
   }
-  if (!any) return;
+  if (!any) {
+    if (spanned) plot_->xAxis->setRange(span_lo_, span_hi_);
+    return;
+  }
+  if (spanned) kx.expand(QCPRange(span_lo_, span_hi_));
   if (kx.size() <= 0) kx = QCPRange(kx.lower - 0.5, kx.upper + 0.5);
   plot_->xAxis->setRange(kx);
   if (fixed_y_) {

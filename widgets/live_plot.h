@@ -51,6 +51,11 @@ class LivePlot : public QWidget {
   void setNote(const QString& note);
   QString note() const;
   void setYRange(double lo, double hi);  // fixed range (0..100 for %), else automatic
+  // The key (x) range shown at the least, e.g. a run's planned epochs 0..N:
+  // the curves then grow across the plot as the run goes, and the empty
+  // plot's axis is the run's, not QCustomPlot's 0..5. lo >= hi: none, the
+  // data alone decide.
+  void setKeySpan(double lo, double hi);
   void setYLabel(const QString& label);
   // Hides a series and its legend entry (e.g. GPU-only series on a CPU run).
   void setSeriesVisible(int series, bool on);
@@ -141,6 +146,7 @@ class LivePlot : public QWidget {
   bool follow_ = true;  // auto-rescale until the user zooms or pans
   bool fixed_y_ = false;
   double y_lo_ = 0, y_hi_ = 1;
+  double span_lo_ = 0, span_hi_ = 0;  // setKeySpan; empty when lo >= hi
 };
 
 }  // namespace dc::widgets

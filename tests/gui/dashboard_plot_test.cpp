@@ -109,6 +109,29 @@ TEST(DashboardPlot, ALoneReadingIsDrawnAsADot) {
   EXPECT_GE(red_in_axes(), 12) << "an archived lone reading, nothing drawn";
 }
 
+// A run's planned epochs span the epoch axis from the start: the empty
+// plot shows 0..N (not QCustomPlot's 0..5) and the curves grow across it;
+// data beyond the span widen it, and no span leaves the data alone.
+TEST(DashboardPlot, TheKeySpanIsShownAtTheLeast) {
+  widgets::LivePlot plot("Loss", "loss");
+  plot.resize(400, 300);
+  const int s = plot.addSeries("train", Qt::blue);
+  QCPAxis* x = plot.customPlot()->xAxis;
+  plot.setKeySpan(0, 10);
+  EXPECT_DOUBLE_EQ(x->range().lower, 0);
+  EXPECT_DOUBLE_EQ(x->range().upper, 10);
+  plot.addPoints(s, {0.5, 1.0, 2.0}, {2.0, 1.5, 1.0});
+  plot.replot();
+  EXPECT_DOUBLE_EQ(x->range().lower, 0);
+  EXPECT_DOUBLE_EQ(x->range().upper, 10);
+  plot.addPoint(s, 12.0, 0.5);
+  plot.replot();
+  EXPECT_DOUBLE_EQ(x->range().upper, 12);
+  plot.setKeySpan(0, 0);
+  EXPECT_DOUBLE_EQ(x->range().lower, 0.5);
+  EXPECT_DOUBLE_EQ(x->range().upper, 12);
+}
+
 TEST(DashboardPlot, TopKBarsKeepOrder) {
   widgets::TopKBars bars;
   bars.setEntries({{"Bag", 0.9}, {"Coat", 0.05}});

@@ -19,6 +19,7 @@
 
 #include <deepcanvas/project.h>
 #include <gtest/gtest.h>
+#include <qcustomplot.h>
 
 #include <QAbstractButton>
 #include <QAction>
@@ -65,9 +66,14 @@ TEST_F(MainWindowDashboard, ModesAndTheProjectsSettings) {
   EXPECT_EQ(c.epochs, file.training.epochs);
   EXPECT_FALSE(w.isModified());
 
+  // Before any run the epoch plots span the epochs the run will train.
+  QCPAxis* epochs = w.trainingPanel()->lossPlot()->customPlot()->xAxis;
+  EXPECT_DOUBLE_EQ(epochs->range().upper, file.training.epochs);
+
   // A setting edited in the Training tab marks the project and is saved with it.
   w.trainingPanel()->setEpochs(file.training.epochs + 4);
   EXPECT_TRUE(w.isModified());
+  EXPECT_DOUBLE_EQ(epochs->range().upper, file.training.epochs + 4);
   QTemporaryDir dir;
   const QString path = dir.path() + "/p.dcproj";
   ASSERT_TRUE(w.saveFile(path));
@@ -214,6 +220,37 @@ TEST_F(MainWindowDashboard, ASampleUnderTheConfusionMatrixOpensInTheInferenceTab
   EXPECT_TRUE(inf->weightsSource().contains("last.safetensors"))
       << inf->weightsSource().toStdString();
   w.setConfirmHandler([](const QString&) { return gui::MainWindow::Answer::Discard; });
+}
+
+// A sample the Inference tab cannot take (another shape than the Input's,
+// or no bytes) is refused with the shapes named, and nothing is added or
+// changed: not the images, not the weights in use.
+TEST_F(MainWindowDashboard, AnInspectedSampleOfAnotherShapeIsRefusedSayingWhy) {
+  gui::MainWindow w;
+  ASSERT_TRUE(w.openFile(sourcePath("sample_data/sample_project.dcproj")));
+  gui::InferencePanel* inf = w.inferencePanel();
+  const QString before = inf->weightsSource();
+  auto weights = std::make_shared<gui::ModelWeights>();
+  weights->state = {{"dense2.bias", Tensor(Shape{10})}};
+  weights->source = "other weights";
+  gui::InspectedSample colour;
+  colour.name = "photo.jpg";
+  colour.shape = Shape{3, 28, 28};
+  colour.chw.assign(size_t(colour.shape.numel()), 128);
+  colour.weights = weights;
+  EXPECT_FALSE(inf->inspectSample(colour));
+  EXPECT_EQ(inf->messageText(),
+            "photo.jpg cannot be shown here: it is 3×28×28 and the Inference tab takes pictures "
+            "at the Input's shape, 1×28×28.");
+  gui::InspectedSample empty;
+  empty.name = "test #4";
+  empty.shape = Shape{1, 28, 28};
+  EXPECT_FALSE(inf->inspectSample(empty));
+  EXPECT_TRUE(inf->messageText().startsWith("test #4 cannot be shown here"))
+      << inf->messageText().toStdString();
+  EXPECT_EQ(inf->imageCount(), 0);
+  EXPECT_EQ(inf->weightsSource(), before);
+  EXPECT_FALSE(w.context()->weightsInUse().valid());
 }
 
 TEST_F(MainWindowDashboard, DatasetAndTrainingSettingsMarkTheProjectModified) {
