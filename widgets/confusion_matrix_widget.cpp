@@ -267,36 +267,33 @@ void ConfusionMatrixWidget::mousePressEvent(QMouseEvent* e) {
 }
 
 void ConfusionMatrixWidget::mouseMoveEvent(QMouseEvent* e) {
-  QPoint c = cellAt(e->position().toPoint());
+  const QPoint pos = e->position().toPoint();
+  const QPoint c = cellAt(pos);
   if (c != hover_) {
     hover_ = c;
     update();
   }
-  if (c.x() >= 0) {
-    int64_t v = m_[c.y()][c.x()];
-    QToolTip::showText(e->globalPosition().toPoint(),
-                       tr("true %1, predicted %2: %3 samples\nclick to list them")
-                           .arg(name(c.y()), name(c.x()))
-                           .arg(v),
-                       this);
-    return;
-  }
-  const QPoint pos = e->position().toPoint();
+  if (const QString tip = toolTipAt(pos); !tip.isEmpty())
+    QToolTip::showText(e->globalPosition().toPoint(), tip, this);
+}
+
+QString ConfusionMatrixWidget::toolTipAt(const QPoint& pos) const {
+  const QPoint c = cellAt(pos);
+  if (c.x() >= 0)
+    return tr("true %1, predicted %2: %3 samples\nclick to list them")
+        .arg(name(c.y()), name(c.x()))
+        .arg(m_[c.y()][c.x()]);
   if (const int r = recallAt(pos); r >= 0) {
     const ClassShares& s = scores_[size_t(r)];
-    QToolTip::showText(
-        e->globalPosition().toPoint(),
-        tr("recall of %1: %2 of its %3 samples are predicted as %1 (F1 %4)")
-            .arg(name(r), recallText(r))
-            .arg(s.support)
-            .arg(std::isnan(s.f1) ? QStringLiteral("–") : QString::number(s.f1, 'f', 3)),
-        this);
-  } else if (const int c2 = precisionAt(pos); c2 >= 0) {
-    QToolTip::showText(e->globalPosition().toPoint(),
-                       tr("precision of %1: %2 of the samples predicted as %1 are %1")
-                           .arg(name(c2), precisionText(c2)),
-                       this);
+    return tr("recall of %1: %2 of its %3 samples are predicted as %1 (F1 %4)")
+        .arg(name(r), recallText(r))
+        .arg(s.support)
+        .arg(std::isnan(s.f1) ? QStringLiteral("–") : QString::number(s.f1, 'f', 3));
   }
+  if (const int p = precisionAt(pos); p >= 0)
+    return tr("precision of %1: %2 of the samples predicted as %1 are %1")
+        .arg(name(p), precisionText(p));
+  return {};
 }
 
 void ConfusionMatrixWidget::leaveEvent(QEvent*) {

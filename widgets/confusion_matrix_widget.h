@@ -48,6 +48,10 @@ class ConfusionMatrixWidget : public QWidget {
   QString precisionText(int i) const;
   // The whole drawing (labels, grid, scores) lies inside the widget.
   QRect scoresRect() const;
+  // What the tooltip says at a widget position: a cell's count, a class's
+  // recall (with its F1 and samples) beside its row, its precision under
+  // its column; empty elsewhere.
+  QString toolTipAt(const QPoint& pos) const;
 
   QSize sizeHint() const override { return {420, 380}; }
   QSize minimumSizeHint() const override { return {200, 180}; }

@@ -221,6 +221,24 @@ TEST(DashboardTraining, ConfusionMatrixShowsRecallAndPrecisionPerClass) {
   EXPECT_EQ(w.recallText(2), "0 %");
   EXPECT_EQ(w.precisionText(2), "–");
   EXPECT_TRUE(w.rect().contains(w.scoresRect()));
+  // The tooltips: a cell's count, a row's recall with its F1 and samples,
+  // a column's precision; nothing outside.
+  const QStringList names = w.columnLabels();
+  ASSERT_EQ(names.size(), 3);
+  const QRect c01 = w.cellRect(0, 1);
+  EXPECT_EQ(
+      w.toolTipAt(c01.center()),
+      QString("true %1, predicted %2: 2 samples\nclick to list them").arg(names[0], names[1]));
+  const QRect row1 = w.cellRect(1, 2);
+  const QPoint recall1(row1.right() + 6, row1.center().y());
+  EXPECT_EQ(
+      w.toolTipAt(recall1),
+      QString("recall of %1: 75 % of its 4 samples are predicted as %1 (F1 0.429)").arg(names[1]));
+  const QRect col2 = w.cellRect(2, 2);
+  const QPoint precision2(col2.center().x(), col2.bottom() + 4);
+  EXPECT_EQ(w.toolTipAt(precision2),
+            QString("precision of %1: – of the samples predicted as %1 are %1").arg(names[2]));
+  EXPECT_EQ(w.toolTipAt(QPoint(1, 1)), "");
 }
 
 // Issue 18.14: Fashion-MNIST's column names ("T-shirt/top", "Ankle boot")
