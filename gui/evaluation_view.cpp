@@ -118,7 +118,19 @@ void EvaluationView::setCheckpoint(const QString& path) {
   checkpoint_ = path;
   // Each epoch rewrites last.safetensors: predictions made from the file
   // before are not this checkpoint's, so the next cell click computes anew.
+  const bool was_listed = !predicted_for_.isEmpty() && grid_->count() > 0;
   predicted_for_.clear();
+  // The listing stays (the user may be looking at it) but says it is older
+  // than the matrix above it; listing anew each epoch would take the
+  // training's cores for a test-set pass nobody asked for.
+  if (was_listed && !cell_label_->text().contains(staleNote()))
+    cell_label_->setText(cell_label_->text() + "<br>" + staleNote());
+}
+
+QString EvaluationView::staleNote() const {
+  return tr(
+      "<i>Listed with an earlier epoch's weights: click the cell again to list it with "
+      "the newest.</i>");
 }
 
 void EvaluationView::showCell(int t, int p) {

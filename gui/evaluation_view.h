@@ -54,6 +54,8 @@ class EvaluationView : public QWidget {
 
  private:
   void list(int t, int p);
+  // Said under a listing once a newer epoch's checkpoint has arrived.
+  QString staleNote() const;
 
   ProjectContext* ctx_;
   widgets::ConfusionMatrixWidget* matrix_;

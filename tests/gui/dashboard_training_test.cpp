@@ -159,6 +159,19 @@ TEST(DashboardTraining, ConfusionCellListsItsSamplesMostConfidentFirst) {
       EXPECT_GE(s[i - 1].confidence, s[i].confidence);
     }
   }
+  // A later epoch's checkpoint: the listing stays, saying it is older than
+  // the matrix (once), until the cell is clicked again.
+  const QString ck =
+      QFileInfo(panel.session()->lastCheckpoint()).dir().filePath("last.safetensors");
+  const QString stale = "Listed with an earlier epoch's weights";
+  EXPECT_FALSE(view->cellText().contains(stale));
+  view->setCheckpoint(ck);
+  view->setCheckpoint(ck);
+  EXPECT_EQ(view->cellText().count(stale), 1) << view->cellText().toStdString();
+  EXPECT_EQ(int64_t(view->listed().size()), best);
+  QTest::mouseClick(view->matrixWidget(), Qt::LeftButton, {}, r.center());
+  ASSERT_TRUE(listed.wait(120000));
+  EXPECT_FALSE(view->cellText().contains(stale)) << view->cellText().toStdString();
 }
 
 }  // namespace dc::test
