@@ -458,7 +458,7 @@ void TrainingPanel::onFinished(bool ok, const QString& message) {
       // tab keeps what it had, and offers this run's weights to choose.
       line = tr("Run %1 stopped. The Inference tab still uses %2; choose run %1's weights there.")
                  .arg(run_)
-                 .arg(ctx_->weights().source);
+                 .arg(ctx_->weightsInUse().source);
     } else {
       // The thread has ended (the session joined it), so the plan is ours to read.
       ModelWeights w;
@@ -485,6 +485,15 @@ void TrainingPanel::onFinished(bool ok, const QString& message) {
                        .arg(r.best_epoch)
                  : tr("Run %1 finished: the Inference tab now uses its last epoch's weights.")
                        .arg(run_);
+      // A checkpoint chosen in the Inference tab stays chosen (and is what
+      // the exports use): say so rather than claim the run's weights are in use.
+      if (&ctx_->weightsInUse() != &ctx_->weights())
+        line = (ok ? tr("Run %1 finished; its weights are the Inference tab's Latest, but it "
+                        "still predicts with %2, chosen there.")
+                   : tr("Run %1 stopped; its weights are the Inference tab's Latest, but it "
+                        "still predicts with %2, chosen there."))
+                   .arg(run_)
+                   .arg(ctx_->weightsInUse().source);
       Q_EMIT weightsReady();
     }
     appendLog(line);

@@ -4,6 +4,7 @@
 #include "dashboard_test_util.h"
 
 #include "gui/evaluation_view.h"
+#include "gui/inference_panel.h"
 #include "gui/training_plots.h"
 #include "widgets/confusion_matrix_widget.h"
 #include "widgets/live_plot.h"
@@ -129,6 +130,26 @@ TEST(DashboardTraining, PauseResumeStopWriteACheckpoint) {
   EXPECT_FALSE(ctx->busy());
   EXPECT_TRUE(panel.logText().contains("Paused"));
   EXPECT_TRUE(panel.logText().contains("Resumed"));
+}
+
+// A checkpoint chosen in the Inference tab stays chosen when a run ends:
+// the log says so instead of claiming the run's weights are in use.
+TEST(DashboardTraining, AFinishedRunNamesTheWeightsTheInferenceTabStillUses) {
+  const TrainedRun& trained = TrainedRun::get();
+  ASSERT_TRUE(trained.ok);
+  auto ctx = sample_context();
+  gui::TrainingPanel panel(ctx.get());
+  gui::InferencePanel inference(ctx.get());
+  ASSERT_TRUE(inference.loadCheckpoint(trained.checkpoint, "Chosen one"));
+  QTemporaryDir dir;
+  ASSERT_TRUE(train_briefly(panel, dir.path(), 5));
+  EXPECT_TRUE(ctx->weights().valid());
+  EXPECT_TRUE(ctx->weightsInUse().source.startsWith("Chosen one"));
+  EXPECT_TRUE(panel.logText().contains(
+      "Run 1 finished; its weights are the Inference tab's Latest, but it still predicts with "
+      "Chosen one"))
+      << panel.logText().toStdString();
+  EXPECT_FALSE(panel.logText().contains("the Inference tab now uses"));
 }
 
 TEST(DashboardTraining, ConfusionCellListsItsSamplesMostConfidentFirst) {
