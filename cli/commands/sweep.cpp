@@ -63,6 +63,10 @@ int cmd_sweep(const Args& a) {
   const uint64_t train_seed = p.training.seed;
   apply_setting_flags(a, p.training);
   p.training.seed = train_seed;
+  // What --save-best writes: the project as the trials started from it
+  // (setting flags included), before the device falls back below.
+  Project best_project = p;
+  const std::string save_best = a.get("save-best", "");
   std::vector<std::string> specs;
   if (auto it = a.repeated.find("param"); it != a.repeated.end()) specs = it->second;
   SearchSpace space;
@@ -105,7 +109,9 @@ int cmd_sweep(const Args& a) {
   prep.config = largest_batch_config(p.training, space, &batch_param);
   if (batch_param) prep.batch_option = "the batch in --param " + batch_param->spec_text();
   prep.concurrent = o.parallel;
-  prep.outputs = {{"--state", state, false}, {"--state", sweep_weights_path(state), false}};
+  prep.outputs = {{"--state", state, false},
+                  {"--state", sweep_weights_path(state), false},
+                  {"--save-best", save_best, false}};
   prep.quiet = a.flag("quiet") || a.flag("json");
   PreparedRun prepared = prepare(p, a, prep);
   // Trials train on the device the run falls back to, with its precision.
@@ -205,12 +211,22 @@ int cmd_sweep(const Args& a) {
     return kInterruptedExit;
   }
   const std::string kept = sweep_best_weights(s, weights);
+  // The best trial's values written into a copy of the project, so that
+  // it and the kept weights go together (eval, predict, export, train).
+  std::string saved_to;
+  if (!save_best.empty() && s.best() >= 0) {
+    sweep.apply_best(best_project.graph, best_project.training);
+    save_project(best_project, save_best);
+    saved_to = save_best;
+  }
   if (const std::string why = sweep.weights_problem(); !why.empty())
     std::fprintf(stderr, "deepcanvas-cli: the best trial's weights were not kept: %s\n",
                  why.c_str());
   if (a.flag("json")) {
     nlohmann::json j = nlohmann::json::parse(sweep_to_json(s, space));
     j["best_weights"] = kept.empty() ? nlohmann::json(nullptr) : nlohmann::json(kept);
+    if (!save_best.empty())
+      j["best_project"] = saved_to.empty() ? nlohmann::json(nullptr) : nlohmann::json(saved_to);
     std::cout << j.dump() << std::endl;
     return 0;
   }
@@ -238,6 +254,8 @@ int cmd_sweep(const Args& a) {
   // Trained on the training set less the validation split, for the
   // sweep's epochs: usable as they are (predict, eval, export --checkpoint).
   if (!kept.empty()) std::printf("best trial's weights: %s\n", kept.c_str());
+  if (!saved_to.empty())
+    std::printf("the project with the best trial's values: %s\n", saved_to.c_str());
   return 0;
 }
 
@@ -270,6 +288,9 @@ const Command& sweep_command() {
                    "do not start with the project's own values of the parameters as trial 0"},
                   {"state", "FILE", "state file (default PROJECT.sweep.json beside the project)"},
                   {"fresh", "", "discard an existing state file instead of continuing it"},
+                  {"save-best", "FILE",
+                   "write the project with the best trial's values there (its trained weights "
+                   "are PROJECT.sweep.best.safetensors)"},
                   {"log-dir", "DIR",
                    "TensorBoard's HParams summaries there, a folder per trial (default: a new "
                    "folder in ~/.local/share/DeepCanvas/runs)"},

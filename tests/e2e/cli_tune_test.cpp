@@ -1,6 +1,7 @@
 // deepcanvas-cli lr-find, batch-fit and sweep end to end on the sample
 // project, with few steps per epoch so they stay quick.
 #include <deepcanvas/checkpoint.h>
+#include <deepcanvas/project.h>
 
 #include "cli_util.h"
 
@@ -73,9 +74,25 @@ TEST(CliTune, SweepRecordsTrialsResumesAndRefusesBadSpaces) {
   CliRun again = cli(cmd);
   ASSERT_EQ(again.code, 0) << again.out;
   EXPECT_EQ(last_json_line(again.out)["trials"], j["trials"]);
-  CliRun text = cli(replaced(cmd, " --json", ""));
+  const std::string best_project = t.path("best.dcproj");
+  CliRun text = cli(replaced(cmd, " --json", " --save-best " + best_project));
   ASSERT_EQ(text.code, 0) << text.out;
   EXPECT_NE(text.out.find("best trial's weights: " + weights), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("the project with the best trial's values: " + best_project),
+            std::string::npos)
+      << text.out;
+  // The two go together: the weights evaluate on the written project (the
+  // best trial's conv1.filters may differ from the project's).
+  const Project written = load_project(best_project);
+  EXPECT_EQ(written.graph.find_by_name("conv1")->attrs.i("filters"),
+            j["best"]["params"]["conv1.filters"].get<int64_t>());
+  CliRun ev = cli("eval " + best_project + " --checkpoint " + weights + " --json");
+  ASSERT_EQ(ev.code, 0) << ev.out;
+  // The trial's own test figure; a few samples of slack for argmax ties
+  // under another batch size's arithmetic.
+  EXPECT_NEAR(last_json_line(ev.out)["test_accuracy"].get<double>(),
+              j["best"]["test_accuracy"].get<double>(), 0.005)
+      << ev.out;
   // Other options are another sweep.
   CliRun other = cli(replaced(cmd, "--trials 3", "--trials 5"));
   EXPECT_EQ(other.code, 1);
