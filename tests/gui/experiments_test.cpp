@@ -245,6 +245,31 @@ TEST_F(ExperimentsTab, TheBestTrialsWeightsAreOfferedInTheInferenceTab) {
   EXPECT_EQ(offered().size(), 1);
 }
 
+// An unsaved project has no state file beside it: its sweep keeps the
+// best weights in the sweep's run folder, and offers them all the same.
+TEST_F(ExperimentsTab, AnUnsavedProjectsSweepKeepsItsBestWeightsInItsRunFolder) {
+  ASSERT_TRUE(w->newFromTemplate(sourcePath("sample_data/sample_project.dcproj")));
+  ASSERT_TRUE(w->currentFile().isEmpty());
+  gui::DatasetSource src;
+  src.kind = gui::DatasetSource::Kind::Sample;
+  w->context()->loadDataset(src);
+  auto* box = p()->findChild<QCheckBox*>("sweepTensorBoard");
+  ASSERT_NE(box, nullptr);
+  box->setChecked(false);         // no HParams folder: the weights get one of their own
+  p()->setStepsPerEpochLimit(8);  // a new project's sweep starts without it
+  setSweep({"lr=log:1e-3:1e-2"}, 1, 1);
+  ASSERT_TRUE(p()->start()) << p()->messageText().toStdString();
+  ASSERT_TRUE(waitFinished(p()));
+  EXPECT_TRUE(p()->statePath().isEmpty());
+  const QString weights = p()->weightsPath();
+  EXPECT_TRUE(weights.contains("/DeepCanvas/runs/")) << weights.toStdString();
+  EXPECT_TRUE(weights.endsWith("sweep/best.safetensors")) << weights.toStdString();
+  EXPECT_TRUE(QFileInfo::exists(weights));
+  int offered = 0;
+  for (const gui::RunCheckpoint& c : w->context()->runCheckpoints()) offered += c.path == weights;
+  EXPECT_EQ(offered, 1);
+}
+
 TEST_F(ExperimentsTab, TrialZeroIsTheProjectsOwnValuesWhenTheyAreInTheSpace) {
   // The sample project: lr 0.003, conv1 32 filters.
   setSweep({"lr=log:1e-3:1e-2", "conv1.filters=int:8:40"}, 2, 1);
