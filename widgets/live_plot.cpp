@@ -493,7 +493,10 @@ void LivePlot::rescale() {
     }
   }
   if (!any) {
-    if (spanned) plot_->xAxis->setRange(span_lo_, span_hi_);
+    // Nothing drawn: the axes of a new plot, not the last data's (a new
+    // project's plots kept the previous run's loss and memory ranges).
+    plot_->xAxis->setRange(spanned ? QCPRange(span_lo_, span_hi_) : QCPRange(0, 5));
+    plot_->yAxis->setRange(fixed_y_ ? QCPRange(y_lo_, y_hi_) : QCPRange(0, 5));
     return;
   }
   if (spanned) kx.expand(QCPRange(span_lo_, span_hi_));

@@ -130,6 +130,13 @@ TEST(DashboardPlot, TheKeySpanIsShownAtTheLeast) {
   plot.setKeySpan(0, 0);
   EXPECT_DOUBLE_EQ(x->range().lower, 0.5);
   EXPECT_DOUBLE_EQ(x->range().upper, 12);
+  // Cleared (another project): the axes of a new plot, not the old data's.
+  plot.clear();
+  QCPAxis* y = plot.customPlot()->yAxis;
+  EXPECT_DOUBLE_EQ(x->range().lower, 0);
+  EXPECT_DOUBLE_EQ(x->range().upper, 5);
+  EXPECT_DOUBLE_EQ(y->range().lower, 0);
+  EXPECT_DOUBLE_EQ(y->range().upper, 5);
 }
 
 TEST(DashboardPlot, TopKBarsKeepOrder) {
