@@ -86,13 +86,30 @@ int CudaPlan::add_dataset(const Dataset& d) {
   r.size = d.size();
   r.u8 = !d.pixels.empty();
   const std::string what = "the dataset " + d.source;
-  size_t bytes = r.u8 ? d.pixels.size() : d.values.size() * 4;
+  const int64_t per = d.sample_shape.numel();
+  size_t bytes = r.u8 ? d.pixels.size() : size_t(d.size() * per) * 4;
   r.samples = DeviceBuffer(alloc_, bytes, what);
   r.labels = DeviceBuffer(alloc_, d.labels.size() * 4, what + " labels");
-  DC_CUDA(cudaMemcpy(r.samples.get<void>(),
-                     r.u8 ? (const void*)d.pixels.data() : (const void*)d.values.data(), bytes,
-                     cudaMemcpyHostToDevice),
-          "uploading " + what);
+  if (r.u8 || !d.windows) {
+    DC_CUDA(cudaMemcpy(r.samples.get<void>(),
+                       r.u8 ? (const void*)d.pixels.data() : (const void*)d.values.data(), bytes,
+                       cudaMemcpyHostToDevice),
+            "uploading " + what);
+  } else {
+    // Windows over a corpus are made on the host a chunk at a time (the
+    // device holds them all, as it did values): the host never holds a
+    // copy per window.
+    const int64_t chunk = std::max<int64_t>(1, (int64_t(16) << 20) / (per * 4));
+    std::vector<float> staged;
+    for (int64_t b = 0; b < d.size(); b += chunk) {
+      const int64_t k = std::min(chunk, d.size() - b);
+      staged.resize(size_t(k * per));
+      d.copy_values(b, k, staged.data());
+      DC_CUDA(cudaMemcpy(r.samples.get<float>() + b * per, staged.data(), size_t(k * per) * 4,
+                         cudaMemcpyHostToDevice),
+              "uploading " + what);
+    }
+  }
   DC_CUDA(cudaMemcpy(r.labels.get<void>(), d.labels.data(), d.labels.size() * 4,
                      cudaMemcpyHostToDevice),
           "uploading " + what);

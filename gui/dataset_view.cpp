@@ -160,11 +160,16 @@ void DatasetPanel::showTextSamples(const Dataset& train, const QStringList& name
     return c == "\n" ? QStringLiteral("⏎") : c == "\t" ? QStringLiteral("⇥") : c;
   };
   QStringList lines;
+  std::vector<float> ids(size_t(std::max<int64_t>(T, 0)));
   for (int k = 0; k < 10 && n > 0; ++k) {
     const int64_t i = n * k / 10;
-    if (train.values.size() < size_t((i + 1) * T)) break;
+    try {
+      train.copy_values(i, 1, ids.data());
+    } catch (const std::exception&) {
+      break;  // not a dataset of windows
+    }
     QString window;
-    for (int64_t t = 0; t < T; ++t) window += shown(int64_t(train.values[size_t(i * T + t)]));
+    for (int64_t t = 0; t < T; ++t) window += shown(int64_t(ids[size_t(t)]));
     const QString next = shown(train.labels[size_t(i)]);
     lines << tr("%1  →  %2").arg(window, next == " " ? QStringLiteral("␣") : next);
   }

@@ -25,9 +25,9 @@ int64_t gather_samples(const Dataset& d, const int64_t* idx, int64_t n, float* x
   const int64_t per = d.sample_shape.numel();
   const int64_t count = d.size();
   const bool u8 = d.is_bytes();
-  const int64_t stored = d.images ? count * per
-                         : u8     ? static_cast<int64_t>(d.pixels.size())
-                                  : static_cast<int64_t>(d.values.size());
+  const int64_t stored = d.images || d.windows ? count * per
+                         : u8                  ? static_cast<int64_t>(d.pixels.size())
+                                               : static_cast<int64_t>(d.values.size());
   if (stored != count * per || (d.images && d.images->size() != count))
     throw DataError(d.source + ": the dataset holds " + std::to_string(stored) + " values for " +
                     std::to_string(count) + " samples of " + d.sample_shape.str() +
@@ -98,8 +98,12 @@ int64_t gather_samples(const Dataset& d, const int64_t* idx, int64_t n, float* x
       convert(d.pixels.data() + s * per, x + i * per);
     } else {
       // normalisation() keeps float data on the shared form.
-      const float* src = d.values.data() + s * per;
       float* dst = x + i * per;
+      const float* src = d.values.data() + s * per;
+      if (d.windows) {
+        d.windows->write(s, dst);
+        src = dst;
+      }
       const float m = np.mean, inv = np.inv_std;
       for (int64_t k = 0; k < per; ++k) dst[k] = (src[k] - m) * inv;
     }
@@ -109,6 +113,30 @@ int64_t gather_samples(const Dataset& d, const int64_t* idx, int64_t n, float* x
 }
 
 }  // namespace
+
+void TokenWindows::write(int64_t sample, float* out) const {
+  const int64_t p = first + sample * stride;
+  const std::vector<int32_t>& v = *ids;
+  for (int64_t k = 0; k < window; ++k) {
+    const int64_t at = p - window + k;
+    out[k] = at < 0 ? 0.f : float(v[size_t(at)]);
+  }
+}
+
+void Dataset::copy_values(int64_t begin, int64_t n, float* out) const {
+  const int64_t per = sample_shape.numel();
+  if (begin < 0 || n < 0 || begin + n > size())
+    throw DataError(source + ": samples " + std::to_string(begin) + " to " +
+                    std::to_string(begin + n) + " are outside the dataset (" +
+                    std::to_string(size()) + " samples)");
+  if (windows) {
+    for (int64_t i = 0; i < n; ++i) windows->write(begin + i, out + i * per);
+    return;
+  }
+  if (is_bytes() || int64_t(values.size()) != size() * per)
+    throw DataError(source + ": the dataset holds no float values to copy");
+  std::copy(values.begin() + begin * per, values.begin() + (begin + n) * per, out);
+}
 
 void Dataset::require_bytes() const {
   if (!is_bytes())

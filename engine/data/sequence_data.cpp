@@ -1,6 +1,6 @@
-// Sequence datasets (see sequence_data.h). Text windows store token ids as
-// float values flagged `tokens`, so normalisation leaves them alone and the
-// Embedding receives exact integers.
+// Sequence datasets (see sequence_data.h). Text windows are token ids made
+// into floats as they are gathered (TokenWindows), flagged `tokens`, so
+// normalisation leaves them alone and the Embedding receives exact integers.
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
 #include <deepcanvas/sequence_data.h>
@@ -44,22 +44,38 @@ TrainTest load_text_dataset(const std::string& path, const TextOptions& o) {
   if (!(o.test_fraction >= 0 && o.test_fraction < 1))
     throw DataError("text test fraction must be in [0, 1)");
   std::string text = read_file(path, kMaxTextBytes, "text corpus");
-  std::vector<std::string> chars = utf8_chars(text, path);
-  if (chars.size() < 2)
-    throw DataError(path + ": the corpus is empty (" + std::to_string(chars.size()) +
-                    " characters); a text model needs at least a few thousand characters");
-  std::map<std::string, int32_t> index;
-  for (const auto& c : chars) index.emplace(c, 0);
-  // std::map orders UTF-8 strings bytewise, which is code point order.
-  std::vector<std::string> vocab{""};
-  for (auto& [c, id] : index) {
-    id = int32_t(vocab.size());
-    vocab.push_back(c);
+  // Code points, 4 bytes a character (a string per character was ~40: a
+  // 20 MB corpus peaked at 1.1 GB while loading), checked as utf8_chars
+  // checks them; each distinct one keeps its UTF-8 bytes for the vocabulary.
+  auto ids = std::make_shared<std::vector<int32_t>>();
+  ids->reserve(text.size());
+  std::map<int32_t, std::string> distinct;  // code point order is UTF-8's byte order
+  size_t line = 1;
+  for (size_t i = 0; i < text.size();) {
+    const size_t at = i;
+    const int32_t cp = next_code_point(text, i);
+    if (cp == kInvalidUtf8)
+      throw DataError(path + ": invalid UTF-8 at byte " + std::to_string(at) + " (line " +
+                      std::to_string(line) +
+                      "); save the text as UTF-8 (e.g. iconv -f latin1 -t utf-8)");
+    if (text[at] == '\n') ++line;
+    if (distinct.find(cp) == distinct.end()) distinct.emplace(cp, text.substr(at, i - at));
+    ids->push_back(cp);
   }
-  std::vector<int32_t> ids(chars.size());
-  for (size_t i = 0; i < chars.size(); ++i) ids[i] = index[chars[i]];
+  text = std::string();
+  if (ids->size() < 2)
+    throw DataError(path + ": the corpus is empty (" + std::to_string(ids->size()) +
+                    " characters); a text model needs at least a few thousand characters");
+  std::vector<std::string> vocab{""};
+  std::map<int32_t, int32_t> index;
+  for (auto& [cp, utf8] : distinct) {
+    index.emplace(cp, int32_t(vocab.size()));
+    vocab.push_back(std::move(utf8));
+  }
+  for (int32_t& id : *ids) id = index.at(id);
+  ids->shrink_to_fit();
 
-  const int64_t n = int64_t(ids.size()), T = o.window;
+  const int64_t n = int64_t(ids->size()), T = o.window;
   // Targets 1..n-1; the test set is the last part of the text, and its
   // windows may read training text (as any continuation would) but never
   // predict it.
@@ -72,11 +88,18 @@ TrainTest load_text_dataset(const std::string& path, const TextOptions& o) {
     d->class_names = vocab;
     d->source = path;
   }
+  // Targets at 1, 1 + stride, ...: those before `split` train, the rest
+  // test; each set's windows are made from the one corpus as they are read.
+  int64_t test_first = -1;
   for (int64_t p = 1; p < n; p += o.stride) {
     Dataset& d = p < split ? tt.train : tt.test;
-    for (int64_t k = p - T; k < p; ++k) d.values.push_back(k < 0 ? 0.f : float(ids[size_t(k)]));
-    d.labels.push_back(ids[size_t(p)]);
+    if (p >= split && test_first < 0) test_first = p;
+    d.labels.push_back((*ids)[size_t(p)]);
   }
+  tt.train.windows = std::make_shared<const TokenWindows>(TokenWindows{ids, T, 1, o.stride});
+  if (test_first >= 0)
+    tt.test.windows =
+        std::make_shared<const TokenWindows>(TokenWindows{ids, T, test_first, o.stride});
   if (tt.train.size() == 0)
     throw DataError(path + ": too little text for training after keeping " +
                     std::to_string(o.test_fraction) + " of it for testing");

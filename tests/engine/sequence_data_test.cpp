@@ -37,12 +37,47 @@ TEST(TextData, WindowsTargetsAndVocabulary) {
   EXPECT_TRUE(tt.train.tokens);
   ASSERT_EQ(tt.train.size(), 5);  // targets at characters 1..5
   // Sample 0 predicts 'b' from [pad, pad, a]; the last predicts 'é' from "cab".
+  std::vector<float> v(15);
+  tt.train.copy_values(0, 5, v.data());
   EXPECT_EQ(tt.train.labels[0], 2);
-  EXPECT_EQ(tt.train.values[0], 0.f);
-  EXPECT_EQ(tt.train.values[2], 1.f);
+  EXPECT_EQ(v[0], 0.f);
+  EXPECT_EQ(v[2], 1.f);
   EXPECT_EQ(tt.train.labels[4], 4);
-  EXPECT_EQ(tt.train.values[4 * 3 + 0], 3.f);
-  EXPECT_EQ(tt.train.values[4 * 3 + 2], 2.f);
+  EXPECT_EQ(v[4 * 3 + 0], 3.f);
+  EXPECT_EQ(v[4 * 3 + 2], 2.f);
+  // What training reads (gather) is the same windows, as they are: token
+  // ids are never normalised.
+  const int64_t idx[2] = {4, 0};
+  float x[6];
+  int32_t labels[2];
+  tt.train.gather(idx, 2, x, labels);
+  EXPECT_EQ(std::vector<float>(x, x + 6), (std::vector<float>{3, 1, 2, 0, 0, 1}));
+  EXPECT_EQ(labels[0], 4);
+  EXPECT_EQ(labels[1], 2);
+  // The corpus is held once, not once per window.
+  ASSERT_NE(tt.train.windows, nullptr);
+  EXPECT_TRUE(tt.train.values.empty());
+  EXPECT_EQ(tt.train.windows->ids->size(), 6u);
+  EXPECT_THROW(tt.train.copy_values(4, 2, v.data()), DataError);
+}
+
+// At stride 2 the windows step two characters; the test set's windows
+// continue the sequence after the split, reading training text before it.
+TEST(TextData, StridedWindowsAndTheTestSetsWindowsReadTheCorpus) {
+  test::TmpDir t;
+  std::string p = t.write("s.txt", "abcdefghij");  // ids 1..10
+  TrainTest tt = load_text_dataset(p, {3, 2, 0.3});
+  // Targets 1, 3, 5, 7, 9; the split is at 10 - round(0.3 * 9) = 7.
+  ASSERT_EQ(tt.train.size(), 3);
+  ASSERT_EQ(tt.test.size(), 2);
+  std::vector<float> v(6);
+  tt.test.copy_values(0, 2, v.data());
+  // Target 7 ('h') after "efg"; target 9 ('j') after "ghi".
+  EXPECT_EQ(v, (std::vector<float>{5, 6, 7, 7, 8, 9}));
+  EXPECT_EQ(tt.test.labels[0], 8);
+  EXPECT_EQ(tt.test.labels[1], 10);
+  tt.train.copy_values(1, 1, v.data());
+  EXPECT_EQ(std::vector<float>(v.begin(), v.begin() + 3), (std::vector<float>{1, 2, 3}));
 }
 
 TEST(TextData, TestSetIsTheEndOfTheText) {

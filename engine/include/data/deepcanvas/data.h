@@ -21,6 +21,19 @@ namespace dc {
 class ImageSamples;  // image_data.h
 class WorkPool;      // the threads that decode pictures (data/work_pool.h)
 
+// Windows over one token sequence (a text corpus), made as they are
+// gathered: sample i is the `window` ids before position first + i*stride
+// (ids before the start read 0, the padding token). The corpus is held
+// once, shared by the training and test sets, instead of a copy per
+// window: at window 64 and stride 1 that copy was 256 bytes per character,
+// so a 100 MB corpus took 25 GB before the first step.
+struct TokenWindows {
+  std::shared_ptr<const std::vector<int32_t>> ids;
+  int64_t window = 1, first = 0, stride = 1;
+  // Sample `sample`'s `window` ids as floats (what the network reads).
+  void write(int64_t sample, float* out) const;
+};
+
 struct Dataset {
   Shape sample_shape;                    // per sample, e.g. {1,28,28}
   std::vector<uint8_t> pixels;           // u8 samples (IDX images), size()*sample numel; or empty
@@ -38,6 +51,9 @@ struct Dataset {
   std::string source;  // file or folder it came from (for messages)
   // values are token ids (text): never normalised, so they stay exact.
   bool tokens = false;
+  // Samples made from one sequence as they are read (text corpora): values
+  // is then empty and the windows hold the samples.
+  std::shared_ptr<const TokenWindows> windows;
   // Image files decoded on demand (image folders and CSV lists): pixels and
   // values are then empty, labels hold one label per sample, and gather()
   // takes each sample's u8 bytes from here.
@@ -66,6 +82,10 @@ struct Dataset {
   // numeric samples.
   int64_t gather_bytes(const int64_t* idx, int64_t n, uint8_t* x, int32_t* labels,
                        uint64_t draw_seed, WorkPool* pool = nullptr) const;
+  // Samples [begin, begin + n) of float data as stored, not normalised
+  // ([n, ...sample_shape] contiguous): from values, or made by the windows.
+  // Throws DataError for byte data or a range outside the dataset.
+  void copy_values(int64_t begin, int64_t n, float* out) const;
   // Whether the samples are image bytes (gather_bytes can take them).
   bool is_bytes() const { return images != nullptr || (!pixels.empty() && values.empty()); }
   // Throws DataError naming the dataset unless is_bytes().
