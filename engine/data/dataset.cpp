@@ -99,11 +99,13 @@ int64_t gather_samples(const Dataset& d, const int64_t* idx, int64_t n, float* x
     } else {
       // normalisation() keeps float data on the shared form.
       float* dst = x + i * per;
-      const float* src = d.values.data() + s * per;
-      if (d.windows) {
+      // Windows are written in place first; values has no data then (no
+      // pointer into it may be formed).
+      const float* src = dst;
+      if (d.windows)
         d.windows->write(s, dst);
-        src = dst;
-      }
+      else
+        src = d.values.data() + s * per;
       const float m = np.mean, inv = np.inv_std;
       for (int64_t k = 0; k < per; ++k) dst[k] = (src[k] - m) * inv;
     }
