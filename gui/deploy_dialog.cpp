@@ -438,14 +438,12 @@ bool DeployDialog::measure() {
   }
   // The project's dataset, loaded as Start in the Training tab loads it:
   // Measure works straight after opening a project with trained weights.
-  if (ctx_->weightsInUse().valid() && !ctx_->hasDataset()) {
-    try {
-      ctx_->loadDataset(ctx_->datasetSource());
-    } catch (const std::exception& e) {
+  if (ctx_->weightsInUse().valid()) {
+    if (const QString why = ctx_->loadDatasetIfNone(ctx_->datasetSource()); !why.isEmpty()) {
       setStatus(tr("The project's dataset could not be loaded: %1. Choose a dataset in the "
                    "Dataset tab; the int8 model is calibrated on its training part and "
                    "measured on its test part.")
-                    .arg(QString::fromUtf8(e.what())),
+                    .arg(why),
                 true);
       return false;
     }

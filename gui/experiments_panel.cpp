@@ -72,7 +72,9 @@ ExperimentsPanel::ExperimentsPanel(ProjectContext* ctx, QWidget* parent)
   setOptions(o);
   // A new project (File > New, Open) has its own sweep, if any.
   connect(ctx_, &ProjectContext::projectReplaced, this, [this] {
-    if (!running()) model_->reset({}, {});
+    if (running()) return;
+    model_->reset({}, {});
+    offered_trial_ = -1;  // the context dropped the offer with the project
   });
   updateButtons();
 }
@@ -239,6 +241,7 @@ void ExperimentsPanel::setProjectFile(const QString& path) {
                       ? QString()
                       : QString::fromStdString(sweep_weights_path(state_path_.toStdString()));
   model_->reset({}, {});
+  offered_trial_ = -1;
   loadState();
   refreshPlots();
   updateButtons();
@@ -396,6 +399,7 @@ bool ExperimentsPanel::launch(bool fresh) {
                       ? QString::fromStdString(sweep_weights_path(state_path_.toStdString()))
                       : (log_dir_.isEmpty() ? run_folder() : log_dir_) + "/best.safetensors";
   sweep->keep_best_weights(weights_path_.toStdString());
+  offered_trial_ = -1;  // a fresh sweep rewrites the file; a resumed one offers again
   setMessage(running_text, false);
   runner_->start(std::move(sweep), log_dir_.toStdString());
   // After the worker exists: busyChanged's receivers ask running().
@@ -464,6 +468,7 @@ void ExperimentsPanel::offerBestWeights(const SweepState& s) {
   const std::string kept = sweep_best_weights(s, weights_path_.toStdString());
   if (kept.empty()) return;
   const Trial& t = s.trials[size_t(s.best())];
+  offered_trial_ = t.id;
   // Trained on the training set less the validation split, for the
   // sweep's epochs per trial; the label says which trial, as the file is
   // rewritten by a later sweep (the entry is then replaced).
@@ -535,10 +540,7 @@ bool ExperimentsPanel::applyBest() {
                         .arg(100 * best_val_accuracy(t), 0, 'f', 1);
   // Its weights fit the network as applied: the values may have changed
   // layer sizes, so they are offered, not put in place of the current ones.
-  bool kept = false;
-  for (const RunCheckpoint& c : ctx_->runCheckpoints())
-    kept |= c.run == 0 && c.path == weights_path_;
-  if (kept)
+  if (offered_trial_ == t.id)
     applied += QLatin1Char(' ') +
                tr("Its trained weights are in the Inference tab's weights list (Sweep: best "
                   "trial %1).")

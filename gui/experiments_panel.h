@@ -174,6 +174,7 @@ class ExperimentsPanel : public QWidget {
   std::function<QString()> start_blocker_;
   QUndoStack* undo_ = nullptr;
   QMetaObject::Connection applied_watch_;  // on undo_, while "Applied trial" shows
+  int offered_trial_ = -1;                 // whose weights offerBestWeights offered
 
   SearchSpaceEditor* space_ = nullptr;
   SweepOptionsForm* form_ = nullptr;

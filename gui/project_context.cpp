@@ -360,6 +360,16 @@ void ProjectContext::loadDataset(const DatasetSource& source) {
   applyDataset(source, readDataset(project_, source));
 }
 
+QString ProjectContext::loadDatasetIfNone(const DatasetSource& source) {
+  if (hasDataset()) return {};
+  try {
+    loadDataset(source);
+  } catch (const std::exception& e) {
+    return QString::fromUtf8(e.what());
+  }
+  return {};
+}
+
 LoadedDataset ProjectContext::readDataset(const Project& project, const DatasetSource& source) {
   // One loader for every kind, the engine's, on a copy of the project whose
   // dataset is the source's record: the app reads what the CLI would read.

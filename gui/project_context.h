@@ -162,6 +162,9 @@ class ProjectContext : public QObject {
   // file or folder). Problems that do not stop loading (skipped files) are
   // in datasetWarnings().
   void loadDataset(const DatasetSource& source);
+  // loadDataset when no data is loaded, as Start and Measure do so they work
+  // without a visit to the Dataset tab: "" when data is there, else why not.
+  QString loadDatasetIfNone(const DatasetSource& source);
   // The two halves of loadDataset, for loading on a worker thread:
   // readDataset touches nothing shared (a copy of the project is passed);
   // applyDataset runs on the UI thread.

@@ -9,13 +9,8 @@ QStringList runStartProblems(ProjectContext* ctx, const RunStartCheck& check,
   }
   // Both would train on the same cores (or GPU) and slow each other down.
   if (ctx->busyWith(check.other)) return {check.other_running};
-  if (!ctx->hasDataset()) {
-    try {
-      ctx->loadDataset(check.source);
-    } catch (const std::exception& e) {
-      return {check.data_failed.arg(QString::fromUtf8(e.what()))};
-    }
-  }
+  if (const QString why = ctx->loadDatasetIfNone(check.source); !why.isEmpty())
+    return {check.data_failed.arg(why)};
   const QStringList problems = check.setting_problems ? check.setting_problems() : QStringList();
   const TrainConfig cfg = settings();
   if (used) *used = cfg;

@@ -23,18 +23,32 @@ bool images_as_row_sequences(Dataset& d, const Shape& input) {
   return true;
 }
 
-std::vector<std::string> utf8_chars(const std::string& text, const std::string& what) {
-  std::vector<std::string> out;
+namespace {
+
+// Calls fn(code_point, byte_offset, byte_length) for each character of a
+// strict UTF-8 text; the one place that words what is wrong with a text, so
+// a prompt and a corpus get the same message.
+template <typename Fn>
+void for_each_code_point(const std::string& text, const std::string& what, Fn&& fn) {
   size_t line = 1;
   for (size_t i = 0; i < text.size();) {
     const size_t at = i;
-    if (next_code_point(text, i) == kInvalidUtf8)
+    const int32_t cp = next_code_point(text, i);
+    if (cp == kInvalidUtf8)
       throw DataError(what + ": invalid UTF-8 at byte " + std::to_string(at) + " (line " +
                       std::to_string(line) +
                       "); save the text as UTF-8 (e.g. iconv -f latin1 -t utf-8)");
     if (text[at] == '\n') ++line;
-    out.emplace_back(text, at, i - at);
+    fn(cp, at, i - at);
   }
+}
+
+}  // namespace
+
+std::vector<std::string> utf8_chars(const std::string& text, const std::string& what) {
+  std::vector<std::string> out;
+  for_each_code_point(text, what,
+                      [&](int32_t, size_t at, size_t len) { out.emplace_back(text, at, len); });
   return out;
 }
 
@@ -50,18 +64,10 @@ TrainTest load_text_dataset(const std::string& path, const TextOptions& o) {
   auto ids = std::make_shared<std::vector<int32_t>>();
   ids->reserve(text.size());
   std::map<int32_t, std::string> distinct;  // code point order is UTF-8's byte order
-  size_t line = 1;
-  for (size_t i = 0; i < text.size();) {
-    const size_t at = i;
-    const int32_t cp = next_code_point(text, i);
-    if (cp == kInvalidUtf8)
-      throw DataError(path + ": invalid UTF-8 at byte " + std::to_string(at) + " (line " +
-                      std::to_string(line) +
-                      "); save the text as UTF-8 (e.g. iconv -f latin1 -t utf-8)");
-    if (text[at] == '\n') ++line;
-    if (distinct.find(cp) == distinct.end()) distinct.emplace(cp, text.substr(at, i - at));
+  for_each_code_point(text, path, [&](int32_t cp, size_t at, size_t len) {
+    if (distinct.find(cp) == distinct.end()) distinct.emplace(cp, text.substr(at, len));
     ids->push_back(cp);
-  }
+  });
   text = std::string();
   if (ids->size() < 2)
     throw DataError(path + ": the corpus is empty (" + std::to_string(ids->size()) +

@@ -108,23 +108,17 @@ void check_weights(const std::string& path, const std::string& name, const Tenso
 
 }  // namespace
 
-CheckpointInfo read_checkpoint(const std::string& path) {
-  SafetensorsFile f = load_safetensors(path);
-  CheckpointInfo ck;
-  ck.metadata = f.metadata;
-  auto it = f.metadata.find("format");
-  if (it == f.metadata.end() || it->second != "deepcanvas-checkpoint")
+namespace {
+
+// The metadata checks, without the tensors (ck.metadata filled first).
+void check_checkpoint_metadata(const std::string& path, CheckpointInfo& ck) {
+  auto it = ck.metadata.find("format");
+  if (it == ck.metadata.end() || it->second != "deepcanvas-checkpoint")
     throw IoError(path +
                   ": not a DeepCanvas checkpoint (its metadata has no format "
                   "\"deepcanvas-checkpoint\")");
-  for (auto& [k, t] : f.tensors) {
-    if (k.rfind("optimizer.", 0) == 0)
-      ck.optimizer.emplace_back(k.substr(10), t);
-    else
-      ck.model.emplace_back(k, t);
-  }
   check_metadata(path, ck);
-  if (auto fz = f.metadata.find("frozen_params"); fz != f.metadata.end()) {
+  if (auto fz = ck.metadata.find("frozen_params"); fz != ck.metadata.end()) {
     nlohmann::json j = nlohmann::json::parse(fz->second, nullptr, false);
     bool ok = j.is_array();
     if (ok)
@@ -132,7 +126,29 @@ CheckpointInfo read_checkpoint(const std::string& path) {
     if (!ok) throw IoError(path + ": metadata frozen_params is not a list of names");
     ck.frozen_params = j.get<std::vector<std::string>>();
   }
+}
+
+}  // namespace
+
+CheckpointInfo read_checkpoint(const std::string& path) {
+  SafetensorsFile f = load_safetensors(path);
+  CheckpointInfo ck;
+  ck.metadata = std::move(f.metadata);
+  check_checkpoint_metadata(path, ck);
+  for (auto& [k, t] : f.tensors) {
+    if (k.rfind("optimizer.", 0) == 0)
+      ck.optimizer.emplace_back(k.substr(10), t);
+    else
+      ck.model.emplace_back(k, t);
+  }
   for (const auto& [name, t] : ck.model) check_weights(path, name, t);
+  return ck;
+}
+
+CheckpointInfo read_checkpoint_metadata(const std::string& path) {
+  CheckpointInfo ck;
+  ck.metadata = load_safetensors_metadata(path);
+  check_checkpoint_metadata(path, ck);
   return ck;
 }
 

@@ -187,9 +187,19 @@ void save_safetensors(const std::string& path,
   write_file_atomic(path, out);
 }
 
-SafetensorsFile load_safetensors(const std::string& path) {
-  File f(path);
-  const uint64_t size = f.size();
+namespace {
+
+struct Header {
+  uint64_t size = 0, length = 0;  // the file's bytes; the header's
+  std::map<std::string, std::string> metadata;
+  std::vector<Entry> entries;
+};
+
+// The header alone: its length, metadata and tensor entries checked, the
+// data section not read.
+Header read_header(File& f, const std::string& path) {
+  Header h;
+  const uint64_t size = h.size = f.size();
   if (size < 8)
     bad(path, "is too short to be a safetensors file (" + std::to_string(size) + " bytes)");
   unsigned char lenbuf[8];
@@ -203,6 +213,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
   if (n > kMaxHeader)
     bad(path, "its header is " + std::to_string(n) + " bytes, more than the " +
                   std::to_string(kMaxHeader) + " a safetensors file may have");
+  h.length = n;
 
   std::string text(n, '\0');
   f.read_at(8, text.data(), n);
@@ -213,8 +224,6 @@ SafetensorsFile load_safetensors(const std::string& path) {
     bad(path, "its header is not valid JSON; the file is corrupt or not a safetensors checkpoint");
   if (!header.is_object()) bad(path, "its header is not a JSON object");
 
-  SafetensorsFile out;
-  std::vector<Entry> entries;
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") {
       if (!it->is_object()) bad(path, "its \"__metadata__\" is not a JSON object");
@@ -223,12 +232,29 @@ SafetensorsFile load_safetensors(const std::string& path) {
           bad(path, "metadata entry '" + m.key() +
                         "' is not a string (safetensors metadata maps "
                         "strings to strings)");
-        out.metadata[m.key()] = m->get<std::string>();
+        h.metadata[m.key()] = m->get<std::string>();
       }
       continue;
     }
-    entries.push_back(parse_entry(path, it.key(), *it));
+    h.entries.push_back(parse_entry(path, it.key(), *it));
   }
+  return h;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> load_safetensors_metadata(const std::string& path) {
+  File f(path);
+  return read_header(f, path).metadata;
+}
+
+SafetensorsFile load_safetensors(const std::string& path) {
+  File f(path);
+  Header h = read_header(f, path);
+  const uint64_t size = h.size, n = h.length;
+  SafetensorsFile out;
+  out.metadata = std::move(h.metadata);
+  std::vector<Entry>& entries = h.entries;
 
   // The spec requires the tensors to cover the byte buffer exactly: no
   // overlaps (aliasing) and no holes (room for hidden data).

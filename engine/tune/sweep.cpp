@@ -111,7 +111,7 @@ std::string sweep_best_weights(const SweepState& s, const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return {};
   try {
-    return read_checkpoint(path).sweep_trial == b ? path : std::string();
+    return read_checkpoint_metadata(path).sweep_trial == b ? path : std::string();
   } catch (const std::exception&) {
     return {};  // damaged: not offered; the next better trial rewrites it
   }

@@ -88,12 +88,17 @@ TEST(Checkpoint, ASweepsKeptWeightsNameTheirTrial) {
   m.sweep_trial = 7;
   write_checkpoint(w.path, {{"dense.weight", Tensor::from(Shape{2}, {1.0f, 2.0f})}}, {}, m);
   EXPECT_EQ(read_checkpoint(w.path).sweep_trial, 7);
+  // Asked without its tensors, as a front end asks which trial wrote it.
+  const CheckpointInfo head = read_checkpoint_metadata(w.path);
+  EXPECT_EQ(head.sweep_trial, 7);
+  EXPECT_TRUE(head.model.empty());
   w.file = load_safetensors(w.path);
   for (std::string bad : {"-1", "x", "", "1.5", "99999999999"}) {
     const std::string e = error_after(w, "sweep_trial", bad);
     EXPECT_NE(e.find("checkpoint sweep_trial '" + bad + "' is not a trial number"),
               std::string::npos)
         << bad << ": " << e;
+    EXPECT_THROW(read_checkpoint_metadata(w.path), IoError) << bad;
   }
 }
 

@@ -85,6 +85,25 @@ TEST(Safetensors, RoundTripDtypesShapesAndMetadata) {
   EXPECT_TRUE(bare.metadata.empty());
 }
 
+TEST(Safetensors, MetadataAloneIsReadFromTheHeader) {
+  TmpDir t;
+  std::map<std::string, std::string> meta{{"format", "deepcanvas-checkpoint"}, {"epoch", "4"}};
+  const std::string p = t.path("model.safetensors");
+  save_safetensors(p, sample_tensors(), meta);
+  EXPECT_EQ(load_safetensors_metadata(p), meta);
+  // The data section is not read: a file cut short after its header still
+  // names its metadata, while loading its tensors says it is truncated.
+  std::string bytes = read_file(p);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[size_t(i)]);
+  write_file_atomic(p, bytes.substr(0, size_t(8 + n + 1)));
+  EXPECT_EQ(load_safetensors_metadata(p), meta);
+  EXPECT_THROW(load_safetensors(p), IoError);
+  // A damaged header is refused as load_safetensors refuses it.
+  write_file_atomic(p, "not a checkpoint");
+  EXPECT_THROW(load_safetensors_metadata(p), IoError);
+}
+
 TEST(Safetensors, HeaderFollowsTheSpec) {
   TmpDir t;
   auto tensors = sample_tensors();

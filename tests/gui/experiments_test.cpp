@@ -243,6 +243,15 @@ TEST_F(ExperimentsTab, TheBestTrialsWeightsAreOfferedInTheInferenceTab) {
   w.reset();
   w = open();
   EXPECT_EQ(offered().size(), 1);
+  // A damaged file is neither offered nor claimed by Apply best.
+  w.reset();
+  write_file_atomic(weights.toStdString(), "not a checkpoint");
+  w = open();
+  EXPECT_EQ(offered().size(), 0);
+  ASSERT_TRUE(p()->applyBest()) << p()->messageText().toStdString();
+  EXPECT_TRUE(p()->messageText().startsWith("Applied trial")) << p()->messageText().toStdString();
+  EXPECT_FALSE(p()->messageText().contains("Its trained weights"))
+      << p()->messageText().toStdString();
 }
 
 // An unsaved project has no state file beside it: its sweep keeps the

@@ -43,6 +43,9 @@ struct CheckpointInfo {
 // parameters when loaded (Optimizer::load_state). Throws IoError naming the
 // file and the field or tensor.
 CheckpointInfo read_checkpoint(const std::string& path);
+// The same checks of the metadata alone (model and optimizer left empty):
+// which epoch or sweep trial wrote a file, without reading its tensors.
+CheckpointInfo read_checkpoint_metadata(const std::string& path);
 
 // What a checkpoint records besides its tensors.
 struct CheckpointMeta {

@@ -41,5 +41,8 @@ void save_safetensors(const std::string& path,
 // Reads and fully validates a safetensors file; every problem is an IoError
 // naming the file and what is wrong with it.
 SafetensorsFile load_safetensors(const std::string& path);
+// The metadata alone, from the header (checked as load_safetensors checks
+// it); the tensors are not read, so asking a large file costs little.
+std::map<std::string, std::string> load_safetensors_metadata(const std::string& path);
 
 }  // namespace dc
