@@ -116,13 +116,26 @@ int64_t gather_samples(const Dataset& d, const int64_t* idx, int64_t n, float* x
 
 }  // namespace
 
-void TokenWindows::write(int64_t sample, float* out) const {
+void SequenceWindows::write(int64_t sample, float* out) const {
   const int64_t p = first + sample * stride;
-  const std::vector<int32_t>& v = *ids;
   for (int64_t k = 0; k < window; ++k) {
     const int64_t at = p - window + k;
-    out[k] = at < 0 ? 0.f : float(v[size_t(at)]);
+    if (ids) {
+      out[k] = at < 0 ? 0.f : float((*ids)[size_t(at)]);
+    } else if (at < 0) {
+      std::fill(out + k * width, out + (k + 1) * width, 0.f);
+    } else {
+      std::copy(rows->begin() + at * width, rows->begin() + (at + 1) * width, out + k * width);
+    }
   }
+}
+
+int64_t SequenceWindows::readers(int64_t step, int64_t samples) const {
+  // Sample i reads steps [first + i*stride - window, first + i*stride).
+  auto floor_div = [](int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
+  const int64_t lo = std::max<int64_t>(0, -floor_div(first - step - 1, stride));
+  const int64_t hi = std::min<int64_t>(samples - 1, floor_div(step + window - first, stride));
+  return std::max<int64_t>(0, hi - lo + 1);
 }
 
 void Dataset::copy_values(int64_t begin, int64_t n, float* out) const {
@@ -229,6 +242,30 @@ void compute_normalization(Dataset& d) {
       var += static_cast<double>(hist[v]) * diff * diff;
     }
     var /= count;
+  } else if (d.windows && d.windows->rows && d.size() > 0) {
+    // As if every window were stored (as they once were, and as the PyTorch
+    // export's loader stores them): a step counts once for each window that
+    // reads it, padding as zeros.
+    const SequenceWindows& w = *d.windows;
+    const int64_t n = d.size();
+    const int64_t last = w.first + (n - 1) * w.stride;  // one past the last step read
+    const double count = double(n) * double(w.window) * double(w.width);
+    double read = 0;
+    for (int64_t step = std::max<int64_t>(0, w.first - w.window); step < last; ++step) {
+      const double c = double(w.readers(step, n));
+      if (c == 0) continue;
+      read += c * double(w.width);
+      for (int64_t f = 0; f < w.width; ++f) mean += c * (*w.rows)[size_t(step * w.width + f)];
+    }
+    mean /= count;
+    for (int64_t step = std::max<int64_t>(0, w.first - w.window); step < last; ++step) {
+      const double c = double(w.readers(step, n));
+      for (int64_t f = 0; f < w.width && c > 0; ++f) {
+        const double diff = (*w.rows)[size_t(step * w.width + f)] - mean;
+        var += c * diff * diff;
+      }
+    }
+    var = (var + (count - read) * mean * mean) / count;
   } else if (!d.values.empty()) {
     const double count = static_cast<double>(d.values.size());
     for (float v : d.values) mean += v;

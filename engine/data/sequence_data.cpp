@@ -1,5 +1,5 @@
 // Sequence datasets (see sequence_data.h). Text windows are token ids made
-// into floats as they are gathered (TokenWindows), flagged `tokens`, so
+// into floats as they are gathered (SequenceWindows), flagged `tokens`, so
 // normalisation leaves them alone and the Embedding receives exact integers.
 #include <deepcanvas/errors.h>
 #include <deepcanvas/io.h>
@@ -102,10 +102,11 @@ TrainTest load_text_dataset(const std::string& path, const TextOptions& o) {
     if (p >= split && test_first < 0) test_first = p;
     d.labels.push_back((*ids)[size_t(p)]);
   }
-  tt.train.windows = std::make_shared<const TokenWindows>(TokenWindows{ids, T, 1, o.stride});
+  tt.train.windows = std::make_shared<const SequenceWindows>(
+      SequenceWindows{.ids = ids, .window = T, .first = 1, .stride = o.stride});
   if (test_first >= 0)
-    tt.test.windows =
-        std::make_shared<const TokenWindows>(TokenWindows{ids, T, test_first, o.stride});
+    tt.test.windows = std::make_shared<const SequenceWindows>(
+        SequenceWindows{.ids = ids, .window = T, .first = test_first, .stride = o.stride});
   if (tt.train.size() == 0)
     throw DataError(path + ": too little text for training after keeping " +
                     std::to_string(o.test_fraction) + " of it for testing");
@@ -168,7 +169,8 @@ TrainTest load_csv_sequences(const std::string& path, const CsvSequenceOptions& 
       throw DataError(path + ": no column named '" + o.target + "' in the header");
     target = it - header.begin();
   }
-  std::vector<float> feats;
+  auto series = std::make_shared<std::vector<float>>();
+  std::vector<float>& feats = *series;
   std::vector<int32_t> labels;
   while (std::getline(in, line)) {
     ++lineno;
@@ -214,11 +216,17 @@ TrainTest load_csv_sequences(const std::string& path, const CsvSequenceOptions& 
   }
   const int64_t windows = rows - T + 1;
   const int64_t test_start = windows - std::llround(o.test_fraction * double(windows));
-  for (int64_t w = 0; w < windows; ++w) {
-    Dataset& d = w < test_start ? tt.train : tt.test;
-    d.values.insert(d.values.end(), feats.begin() + w * F, feats.begin() + (w + T) * F);
-    d.labels.push_back(labels[size_t(w + T - 1)]);
-  }
+  // Window w is rows [w, w + T), labelled by its last row; the rows are
+  // held once and each window is made as it is read (SequenceWindows).
+  for (int64_t w = 0; w < windows; ++w)
+    (w < test_start ? tt.train : tt.test).labels.push_back(labels[size_t(w + T - 1)]);
+  feats.shrink_to_fit();
+  auto over = [&](int64_t first_window) {
+    return std::make_shared<const SequenceWindows>(
+        SequenceWindows{.rows = series, .width = F, .window = T, .first = first_window + T});
+  };
+  if (tt.train.size() > 0) tt.train.windows = over(0);
+  if (tt.test.size() > 0) tt.test.windows = over(test_start);
   // Too few windows to hold any out: train on them all.
   if (tt.train.size() == 0) std::swap(tt.train, tt.test);
   return tt;

@@ -1,5 +1,6 @@
 // Sequence datasets: character text and CSV windows, and every kind of bad
 // input the recurrent-layers issue names, each with one clear message.
+#include <deepcanvas/data.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/sequence_data.h>
 #include <gtest/gtest.h>
@@ -141,12 +142,79 @@ TEST(CsvData, WindowsOverRowsWithTargetColumn) {
   EXPECT_EQ(tt.train.sample_shape, (Shape{2, 2}));
   EXPECT_EQ(tt.train.num_classes, 3);
   // Window 1 covers rows 2-3: features (a, b) per row, label of row 3.
-  const float* w1 = tt.train.values.data() + 4;
+  std::vector<float> all(16);
+  tt.train.copy_values(0, 4, all.data());
+  const float* w1 = all.data() + 4;
   EXPECT_EQ(w1[0], 2.f);
   EXPECT_EQ(w1[1], 20.f);
+  EXPECT_EQ(w1[2], 3.f);
   EXPECT_EQ(w1[3], 30.f);
   EXPECT_EQ(tt.train.labels[1], 0);
   EXPECT_EQ(tt.train.labels[3], 2);
+  EXPECT_EQ(all[15], 50.f);
+  // The rows are held once (5 rows of 2), not once per window.
+  ASSERT_NE(tt.train.windows, nullptr);
+  EXPECT_TRUE(tt.train.values.empty());
+  EXPECT_EQ(tt.train.windows->rows->size(), 10u);
+}
+
+// Normalisation sees the windows as if each were stored: a row counts once
+// for each window that reads it. The figures are those of the stored
+// windows, computed here from a copy of them.
+TEST(CsvData, NormalisationCountsARowOncePerWindowThatReadsIt) {
+  test::TmpDir t;
+  std::string csv = "x,y,label\n";
+  for (int r = 0; r < 40; ++r)
+    csv += std::to_string(r * r % 17) + "," + std::to_string(3 * r - 50) + "," +
+           std::to_string(r % 3) + "\n";
+  std::string p = t.write("n.csv", csv);
+  TrainTest tt = load_csv_sequences(p, {7, "label", 0.25});
+  ASSERT_GT(tt.test.size(), 0);
+  for (Dataset* d : {&tt.train, &tt.test}) {
+    const int64_t per = d->sample_shape.numel();
+    std::vector<float> stored(size_t(d->size() * per));
+    d->copy_values(0, d->size(), stored.data());
+    double mean = 0, var = 0;
+    for (float v : stored) mean += v;
+    mean /= double(stored.size());
+    for (float v : stored) var += (v - mean) * (v - mean);
+    var /= double(stored.size());
+    compute_normalization(*d);
+    EXPECT_NEAR(d->mean, mean, 1e-5 * std::abs(mean));
+    EXPECT_NEAR(d->stddev, std::sqrt(var), 1e-5 * std::sqrt(var));
+    // Gathering reads the windows normalised.
+    const int64_t idx[1] = {d->size() - 1};
+    std::vector<float> x(static_cast<size_t>(per), 0.f);
+    d->gather(idx, 1, x.data(), nullptr);
+    for (int64_t k = 0; k < per; ++k)
+      EXPECT_NEAR(x[size_t(k)], (stored[size_t((d->size() - 1) * per + k)] - d->mean) / d->stddev,
+                  1e-5);
+  }
+}
+
+// Windows that start before the sequence read zeros there (as text windows
+// do), and the statistics count those zeros.
+TEST(SequenceWindows, PaddingAndStridesCountInTheStatistics) {
+  auto rows = std::make_shared<std::vector<float>>(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8});
+  Dataset d;
+  d.sample_shape = Shape{3, 2};
+  d.windows = std::make_shared<const SequenceWindows>(
+      SequenceWindows{.rows = rows, .width = 2, .window = 3, .first = 1, .stride = 2});
+  d.labels = {0, 1};  // windows ending before steps 1 and 3
+  std::vector<float> stored(12);
+  d.copy_values(0, 2, stored.data());
+  EXPECT_EQ(stored, (std::vector<float>{0, 0, 0, 0, 1, 2, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(d.windows->readers(0, 2), 2);
+  EXPECT_EQ(d.windows->readers(1, 2), 1);
+  EXPECT_EQ(d.windows->readers(2, 2), 1);
+  EXPECT_EQ(d.windows->readers(3, 2), 0);
+  compute_normalization(d);
+  double mean = 0, var = 0;
+  for (float v : stored) mean += v;
+  mean /= 12;
+  for (float v : stored) var += (v - mean) * (v - mean);
+  EXPECT_FLOAT_EQ(d.mean, float(mean));
+  EXPECT_FLOAT_EQ(d.stddev, float(std::sqrt(var / 12)));
 }
 
 TEST(CsvData, MissingValueNamesRowAndColumn) {

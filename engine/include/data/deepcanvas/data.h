@@ -21,17 +21,24 @@ namespace dc {
 class ImageSamples;  // image_data.h
 class WorkPool;      // the threads that decode pictures (data/work_pool.h)
 
-// Windows over one token sequence (a text corpus), made as they are
-// gathered: sample i is the `window` ids before position first + i*stride
-// (ids before the start read 0, the padding token). The corpus is held
-// once, shared by the training and test sets, instead of a copy per
-// window: at window 64 and stride 1 that copy was 256 bytes per character,
-// so a 100 MB corpus took 25 GB before the first step.
-struct TokenWindows {
-  std::shared_ptr<const std::vector<int32_t>> ids;
+// Windows over one sequence, made as they are gathered: sample i is the
+// `window` steps before position first + i*stride (steps before the start
+// read 0, the padding token). A text corpus has one token id per step; a
+// series (CSV rows) has `width` values per step. The sequence is held once,
+// shared by the training and test sets, instead of a copy per window: at
+// window 64 and stride 1 that copy was 256 bytes per character, so a 100 MB
+// corpus took 25 GB before the first step.
+struct SequenceWindows {
+  std::shared_ptr<const std::vector<int32_t>> ids;  // tokens; or
+  std::shared_ptr<const std::vector<float>> rows;   // `width` values a step
+  int64_t width = 1;
   int64_t window = 1, first = 0, stride = 1;
-  // Sample `sample`'s `window` ids as floats (what the network reads).
+  // Sample `sample`'s window × width values as floats (what the network
+  // reads).
   void write(int64_t sample, float* out) const;
+  // How many of the first `samples` windows read step `step` (the weight a
+  // step has in statistics of the windows as if each were stored).
+  int64_t readers(int64_t step, int64_t samples) const;
 };
 
 struct Dataset {
@@ -51,9 +58,9 @@ struct Dataset {
   std::string source;  // file or folder it came from (for messages)
   // values are token ids (text): never normalised, so they stay exact.
   bool tokens = false;
-  // Samples made from one sequence as they are read (text corpora): values
-  // is then empty and the windows hold the samples.
-  std::shared_ptr<const TokenWindows> windows;
+  // Samples made from one sequence as they are read (text corpora, CSV
+  // series): values is then empty and the windows hold the samples.
+  std::shared_ptr<const SequenceWindows> windows;
   // Image files decoded on demand (image folders and CSV lists): pixels and
   // values are then empty, labels hold one label per sample, and gather()
   // takes each sample's u8 bytes from here.
