@@ -4,6 +4,7 @@
 #include "gui/dataset_panel.h"
 
 #include <deepcanvas/image_data.h>
+#include "qcustomplot.h"
 #include "widgets/dialog_dirs.h"
 #include "widgets/image_grid.h"
 
@@ -156,6 +157,12 @@ void DatasetPanel::buildUi() {
   window_->setRange(1, 4096);
   window_->setValue(64);
   window_->setToolTip(tr("Steps per sample (CSV rows or text characters)"));
+  target_ = new QLineEdit(src);
+  target_->setObjectName("datasetTarget");
+  target_->setPlaceholderText(tr("the last column"));
+  target_->setToolTip(
+      tr("The CSV column that holds each row's class (a whole number from 0); "
+         "the other columns are the features"));
   test_fraction_ = new QDoubleSpinBox(src);
   test_fraction_->setRange(0.0, 0.9);
   test_fraction_->setSingleStep(0.05);
@@ -189,6 +196,7 @@ void DatasetPanel::buildUi() {
   sf->addRow(tr("Kind"), kind_);
   sf->addRow(tr("Path"), prow);
   sf->addRow(tr("Window"), window_);
+  sf->addRow(tr("Target column"), target_);
   sf->addRow(tr("Test fraction"), test_fraction_);
   sf->addRow(tr("Crop fraction"), crop_fraction_);
   sf->addRow(tr("Loading"), loading_);
@@ -350,6 +358,11 @@ void DatasetPanel::buildUi() {
   text_samples_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
   text_samples_->setVisible(false);
   rl->addWidget(text_samples_, 1);
+  series_plot_ = new QCustomPlot(right);
+  series_plot_->setObjectName("seriesPlot");
+  series_plot_->setMinimumHeight(200);
+  series_plot_->setVisible(false);
+  rl->addWidget(series_plot_, 1);
   rl->addLayout(bottom);
   split->addWidget(left);
   split->addWidget(right);
@@ -403,6 +416,7 @@ void DatasetPanel::kindChanged() {
   path_->setEnabled(needs_path(k));
   browse_->setEnabled(needs_path(k));
   window_->setEnabled(k == Kind::Csv || k == Kind::Text);
+  target_->setEnabled(k == Kind::Csv);
   test_fraction_->setEnabled(is_images(k) || k == Kind::Csv || k == Kind::Text);
   for (QWidget* w : {static_cast<QWidget*>(crop_fraction_), static_cast<QWidget*>(loading_),
                      static_cast<QWidget*>(bad_images_)})
@@ -455,6 +469,7 @@ DatasetSource DatasetPanel::sourceFromWidgets() const {
   s.kind = Kind(kind_->currentData().toInt());
   s.path = path_->text().trimmed();
   s.window = window_->value();
+  s.target = target_->text().trimmed();
   s.test_fraction = test_fraction_->value();
   s.crop_fraction = crop_fraction_->value();
   s.loading = loading_->currentData().toString();
@@ -470,6 +485,7 @@ void DatasetPanel::showSource(const DatasetSource& s) {
   }
   path_->setText(s.path);
   window_->setValue(int(s.window));
+  target_->setText(s.target);
   test_fraction_->setValue(s.test_fraction);
   crop_fraction_->setValue(s.crop_fraction);
   const int l = loading_->findData(s.loading);

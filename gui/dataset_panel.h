@@ -17,6 +17,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QCustomPlot;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
@@ -53,6 +54,9 @@ class DatasetPanel : public QWidget {
   // A text dataset's samples: a few windows and the character after each,
   // shown instead of the thumbnails.
   QPlainTextEdit* textSamples() const { return text_samples_; }
+  // A series' samples (CSV): the start of the training series plotted, each
+  // feature over the rows and the class on the right axis.
+  QCustomPlot* seriesPlot() const { return series_plot_; }
   // Whether the augmentation settings and preview are shown: for image
   // samples (or before a dataset is loaded), not for text or series.
   bool showsAugmentation() const;
@@ -103,6 +107,7 @@ class DatasetPanel : public QWidget {
   void buildUi();
   void showDataset();
   void showTextSamples(const Dataset& train, const QStringList& names);
+  void showSeries(const Dataset& train);
   void showMessages(const QString& error = {});
   void kindChanged();
   void optionsChanged();
@@ -116,7 +121,7 @@ class DatasetPanel : public QWidget {
 
   ProjectContext* ctx_;
   QComboBox *kind_, *normalize_, *loading_, *bad_images_;
-  QLineEdit* path_;
+  QLineEdit *path_, *target_;
   QPushButton *browse_, *load_, *reroll_, *suggest_;
   QSpinBox *window_, *pad_;
   QDoubleSpinBox *test_fraction_, *crop_fraction_, *val_split_, *rotate_, *translate_, *brightness_,
@@ -129,6 +134,7 @@ class DatasetPanel : public QWidget {
   QTableWidget* table_;
   widgets::ImageGrid *thumbs_, *preview_;
   QPlainTextEdit* text_samples_;
+  QCustomPlot* series_plot_;
   QWidget *aug_box_, *preview_box_;
   int preview_index_ = 0;
   uint64_t preview_seed_ = 1;

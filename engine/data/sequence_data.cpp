@@ -102,11 +102,14 @@ TrainTest load_text_dataset(const std::string& path, const TextOptions& o) {
     if (p >= split && test_first < 0) test_first = p;
     d.labels.push_back((*ids)[size_t(p)]);
   }
-  tt.train.windows = std::make_shared<const SequenceWindows>(
-      SequenceWindows{.ids = ids, .window = T, .first = 1, .stride = o.stride});
-  if (test_first >= 0)
-    tt.test.windows = std::make_shared<const SequenceWindows>(
-        SequenceWindows{.ids = ids, .window = T, .first = test_first, .stride = o.stride});
+  SequenceWindows w;
+  w.ids = ids;
+  w.window = T;
+  w.stride = o.stride;
+  w.first = 1;
+  tt.train.windows = std::make_shared<const SequenceWindows>(w);
+  w.first = test_first;
+  if (test_first >= 0) tt.test.windows = std::make_shared<const SequenceWindows>(w);
   if (tt.train.size() == 0)
     throw DataError(path + ": too little text for training after keeping " +
                     std::to_string(o.test_fraction) + " of it for testing");
@@ -209,10 +212,13 @@ TrainTest load_csv_sequences(const std::string& path, const CsvSequenceOptions& 
   TrainTest tt;
   int classes = 0;
   for (int32_t l : labels) classes = std::max(classes, l + 1);
+  std::vector<std::string> features = header;
+  features.erase(features.begin() + target);
   for (Dataset* d : {&tt.train, &tt.test}) {
     d->sample_shape = Shape{T, F};
     d->num_classes = classes;
     d->source = path;
+    d->feature_names = features;
   }
   const int64_t windows = rows - T + 1;
   const int64_t test_start = windows - std::llround(o.test_fraction * double(windows));
@@ -222,8 +228,12 @@ TrainTest load_csv_sequences(const std::string& path, const CsvSequenceOptions& 
     (w < test_start ? tt.train : tt.test).labels.push_back(labels[size_t(w + T - 1)]);
   feats.shrink_to_fit();
   auto over = [&](int64_t first_window) {
-    return std::make_shared<const SequenceWindows>(
-        SequenceWindows{.rows = series, .width = F, .window = T, .first = first_window + T});
+    SequenceWindows w;
+    w.rows = series;
+    w.width = F;
+    w.window = T;
+    w.first = first_window + T;
+    return std::make_shared<const SequenceWindows>(w);
   };
   if (tt.train.size() > 0) tt.train.windows = over(0);
   if (tt.test.size() > 0) tt.test.windows = over(test_start);

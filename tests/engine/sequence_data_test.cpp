@@ -198,8 +198,13 @@ TEST(SequenceWindows, PaddingAndStridesCountInTheStatistics) {
   auto rows = std::make_shared<std::vector<float>>(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8});
   Dataset d;
   d.sample_shape = Shape{3, 2};
-  d.windows = std::make_shared<const SequenceWindows>(
-      SequenceWindows{.rows = rows, .width = 2, .window = 3, .first = 1, .stride = 2});
+  SequenceWindows w;
+  w.rows = rows;
+  w.width = 2;
+  w.window = 3;
+  w.first = 1;
+  w.stride = 2;
+  d.windows = std::make_shared<const SequenceWindows>(w);
   d.labels = {0, 1};  // windows ending before steps 1 and 3
   std::vector<float> stored(12);
   d.copy_values(0, 2, stored.data());

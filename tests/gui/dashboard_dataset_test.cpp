@@ -8,6 +8,7 @@
 #include <deepcanvas/image_data.h>
 #include "gui/dataset_panel.h"
 #include "gui/inference_panel.h"
+#include "qcustomplot.h"
 #include "widgets/image_grid.h"
 
 #include <QAbstractItemDelegate>
@@ -15,6 +16,7 @@
 #include <QImage>
 #include <QPlainTextEdit>
 #include <QProgressBar>
+#include <QSignalSpy>
 #include <QStyleOptionViewItem>
 #include <QTableWidget>
 
@@ -262,6 +264,43 @@ TEST(DashboardDataset, TextAndCsvSourcesLoad) {
   EXPECT_EQ(panel.classTable()->rowCount(), 2);
   EXPECT_FALSE(panel.textSamples()->isVisibleTo(&panel));
   EXPECT_FALSE(panel.showsAugmentation());  // a series is no picture either
+  // Samples as a plot of the series: its features by name over the rows
+  // (four training windows of two rows: rows 0 to 4), and the class of
+  // each window at the row it labels.
+  EXPECT_FALSE(panel.thumbnails()->isVisibleTo(&panel));
+  QCustomPlot* plot = panel.seriesPlot();
+  ASSERT_TRUE(plot->isVisibleTo(&panel));
+  ASSERT_EQ(plot->graphCount(), 3);
+  EXPECT_EQ(plot->graph(0)->name(), "a");
+  EXPECT_EQ(plot->graph(1)->name(), "b");
+  ASSERT_EQ(plot->graph(0)->data()->size(), 5);
+  for (int r = 0; r < 5; ++r) {
+    EXPECT_EQ((plot->graph(0)->data()->begin() + r)->key, r);
+    EXPECT_EQ((plot->graph(0)->data()->begin() + r)->value, r + 1);  // a = row + 1
+    EXPECT_EQ((plot->graph(1)->data()->begin() + r)->value, r + 2);  // b = row + 2
+  }
+  const QCPGraph* cls = plot->graph(2);
+  EXPECT_EQ(cls->valueAxis(), plot->yAxis2);
+  ASSERT_EQ(cls->data()->size(), 4);
+  EXPECT_EQ(cls->data()->begin()->key, 1);    // window 0 labels row 1
+  EXPECT_EQ(cls->data()->begin()->value, 1);  // whose label is 1
+  EXPECT_EQ((cls->data()->begin() + 3)->key, 4);
+  EXPECT_EQ((cls->data()->begin() + 3)->value, 0);
+
+  // A target column that is not the last is shown, and loading again from
+  // the panel keeps it: the project's record does not change.
+  write_file(tmp.path() + "/first.csv", "label,a,b\n0,1,2\n1,2,3\n0,3,4\n1,4,5\n");
+  auto first = s;
+  first.path = tmp.path() + "/first.csv";
+  first.target = "label";
+  ASSERT_TRUE(panel.loadSource(first)) << panel.messageText().toStdString();
+  EXPECT_EQ(panel.sourceFromWidgets().target, "label");
+  EXPECT_EQ(plot->graph(0)->name(), "a");
+  QSignalSpy changed(ctx.get(), &gui::ProjectContext::datasetSpecChanged);
+  ASSERT_TRUE(panel.loadSource(panel.sourceFromWidgets())) << panel.messageText().toStdString();
+  EXPECT_EQ(changed.count(), 0);
+  EXPECT_EQ(ctx->project().dataset.target, "label");
+  EXPECT_EQ(panel.classTable()->rowCount(), 2);
 
   write_file(tmp.path() + "/broken.csv", "a,b,label\n1,x,0\n");
   EXPECT_FALSE(panel.loadSource([&] {

@@ -48,6 +48,9 @@ struct Dataset {
   std::vector<int32_t> labels;           // one per sample
   int num_classes = 0;                   // max label + 1 (or declared)
   std::vector<std::string> class_names;  // filled in by load_fashion_mnist
+  // The names of a step's values (a CSV series' feature columns), for
+  // display; empty when the data has none.
+  std::vector<std::string> feature_names;
   // Normalisation applied when gathering: pixels -> (p/255 - mean)/stddev,
   // values -> (v - mean)/stddev.
   float mean = 0.f, stddev = 1.f;
