@@ -82,6 +82,7 @@ DatasetPanel::DatasetPanel(ProjectContext* ctx, QWidget* parent) : QWidget(paren
   connect(ctx_, &ProjectContext::projectReplaced, this, [this] {
     auto_loaded_ = false;
     spec_shown_ = false;
+    ++generation_;
   });
   connect(ctx_, &ProjectContext::projectChanged, this, [this] {
     // Another project: its dataset in the widgets (once: the editor's
@@ -112,6 +113,10 @@ DatasetPanel::DatasetPanel(ProjectContext* ctx, QWidget* parent) : QWidget(paren
 
 void DatasetPanel::showEvent(QShowEvent* e) {
   QWidget::showEvent(e);
+  autoLoad();
+}
+
+void DatasetPanel::autoLoad() {
   if (auto_loaded_ || loading() || ctx_->hasDataset() || ctx_->busy()) return;
   if (ctx_->project().dataset.path.empty()) return;  // nothing named: the user chooses
   auto_loaded_ = true;  // once: after a failure the message stays until the user acts
@@ -362,6 +367,18 @@ void DatasetPanel::buildUi() {
   series_plot_->setObjectName("seriesPlot");
   series_plot_->setMinimumHeight(200);
   series_plot_->setVisible(false);
+  // The legend above the axes, as the Training tab's plots keep theirs:
+  // inside, it would cover the series.
+  QCPLegend* legend = series_plot_->legend;
+  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  legend->setWrap(5);
+  legend->setBorderPen(Qt::NoPen);
+  legend->setBrush(Qt::NoBrush);
+  legend->setRowSpacing(0);
+  series_plot_->axisRect()->insetLayout()->take(legend);
+  series_plot_->plotLayout()->insertRow(0);
+  series_plot_->plotLayout()->addElement(0, 0, legend);
+  series_plot_->plotLayout()->setRowStretchFactor(0, 0.001);
   rl->addWidget(series_plot_, 1);
   rl->addLayout(bottom);
   split->addWidget(left);
@@ -532,7 +549,8 @@ void DatasetPanel::loadSourceAsync(const DatasetSource& source) {
   summary_->setText(
       tr("Loading %1…").arg(source.path.isEmpty() ? kind_->currentText() : source.path));
   Project project = ctx_->project();  // the worker reads a copy, never the live project
-  worker_ = std::thread([this, source, project] {
+  const uint64_t generation = generation_;
+  worker_ = std::thread([this, source, project, generation] {
     auto loaded = std::make_shared<LoadedDataset>();
     QString error;
     try {
@@ -543,8 +561,20 @@ void DatasetPanel::loadSourceAsync(const DatasetSource& source) {
     // Queued to this panel: dropped by Qt if it is gone (the destructor joins first).
     QMetaObject::invokeMethod(
         this,
-        [this, source, loaded, error] {
+        [this, source, loaded, error, generation] {
           if (worker_.joinable()) worker_.join();
+          if (generation != generation_) {
+            // Another project was opened meanwhile (a project named on the
+            // command line while the tab showed the new project's sample):
+            // this data is not its, and applying it would also change its
+            // dataset record. Its own is loaded instead.
+            load_->setEnabled(!ctx_->busy());
+            load_progress_->setVisible(false);
+            auto_loading_ = false;
+            showDataset();
+            if (isVisible()) autoLoad();
+            return;
+          }
           finishLoad(source, error.isEmpty() ? loaded.get() : nullptr, error);
         },
         Qt::QueuedConnection);

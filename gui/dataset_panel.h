@@ -115,6 +115,10 @@ class DatasetPanel : public QWidget {
   void specChanged(const DatasetSpec& before);
   void addImagePreview(const Dataset& train, const AugmentConfig& a);
   void finishLoad(const DatasetSource& source, LoadedDataset* loaded, const QString& error);
+  // Loads the project's own dataset once, when it names one and none is
+  // loaded (the tab shown for the first time, or another project opened
+  // while it shows).
+  void autoLoad();
   // Pictures are read at the Input's size: when the Input's shape changes,
   // a loaded image dataset is read again at the new one (as Load would).
   void followInput();
@@ -131,6 +135,9 @@ class DatasetPanel : public QWidget {
   QProgressBar* load_progress_;
   bool auto_loaded_ = false;   // this project's dataset was loaded on first show
   bool auto_loading_ = false;  // that load is still running
+  // Counts project replacements: a load that began for an earlier project
+  // ends without applying its data (it would be the wrong project's).
+  uint64_t generation_ = 0;
   QTableWidget* table_;
   widgets::ImageGrid *thumbs_, *preview_;
   QPlainTextEdit* text_samples_;

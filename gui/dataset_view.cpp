@@ -250,7 +250,6 @@ void DatasetPanel::showSeries(const Dataset& train) {
     a->setLabelColor(fg);
   }
   p->legend->setVisible(true);
-  p->legend->setBrush(QBrush(bg));
   p->legend->setTextColor(fg);
   p->replot();
 }

@@ -148,6 +148,38 @@ TEST(DashboardDataset, TheProjectsDatasetLoadsInTheBackgroundWhenFirstShown) {
   EXPECT_FALSE(panel.loading());
 }
 
+// Another project opened while the tab loads the first one's dataset (the
+// app opens a project named on its command line after the window, and so
+// the tab, is shown): the first one's data is dropped, the new project's own
+// is loaded, and its dataset record is not changed.
+TEST(DashboardDataset, AProjectOpenedDuringALoadGetsItsOwnDataset) {
+  auto ctx = gui::ProjectContext::load(sample_project_path());
+  gui::DatasetPanel panel(ctx.get());
+  QSignalSpy loaded(&panel, &gui::DatasetPanel::datasetLoaded);
+  panel.show();
+  ASSERT_TRUE(panel.loading());
+  QTemporaryDir tmp;
+  write_file(tmp.path() + "/series.csv", "a,b,label\n1,2,0\n2,3,1\n3,4,0\n4,5,1\n5,6,0\n6,7,1\n");
+  Project p = ctx->project();
+  p.dataset = DatasetSpec{};
+  p.dataset.kind = "csv_sequence";
+  p.dataset.path = (tmp.path() + "/series.csv").toStdString();
+  p.dataset.window = 2;
+  p.dataset.target = "label";
+  p.dataset.test_fraction = 0.2;
+  const DatasetSpec record = p.dataset;
+  ctx->replaceProject(p);
+  QSignalSpy changed(ctx.get(), &gui::ProjectContext::datasetSpecChanged);
+  ASSERT_TRUE(loaded.wait(120000)) << panel.messageText().toStdString();
+  ASSERT_TRUE(ctx->hasDataset());
+  EXPECT_EQ(ctx->trainSet()->sample_shape, (Shape{2, 2}));
+  EXPECT_EQ(changed.count(), 0);
+  EXPECT_EQ(ctx->project().dataset.kind, record.kind);
+  EXPECT_EQ(ctx->project().dataset.path, record.path);
+  EXPECT_TRUE(panel.seriesPlot()->isVisibleTo(&panel));
+  EXPECT_FALSE(panel.loading());
+}
+
 // The preview is the engine's own augmentation: a vertical flip of a sample
 // with a bright top row shows that row at the bottom in some draw.
 TEST(DashboardDataset, ThePreviewDrawsTheEnginesAugmentation) {
