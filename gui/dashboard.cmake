@@ -20,6 +20,7 @@ add_library(deepcanvas-dashboard-widgets STATIC
   ${DC_DASH_ROOT}/widgets/top_k_bars.cpp
   ${DC_DASH_ROOT}/widgets/image_grid.cpp
   ${DC_DASH_ROOT}/widgets/saliency_view.cpp
+  ${DC_DASH_ROOT}/widgets/series_plot.cpp
   ${DC_DASH_ROOT}/widgets/dialog_dirs.cpp)
 set_target_properties(deepcanvas-dashboard-widgets PROPERTIES AUTOMOC ON)
 target_include_directories(deepcanvas-dashboard-widgets PUBLIC ${DC_DASH_ROOT})
@@ -57,6 +58,7 @@ add_library(deepcanvas-dashboard STATIC
   ${DC_DASH_ROOT}/gui/inference_panel.cpp
   ${DC_DASH_ROOT}/gui/inference_weights.cpp
   ${DC_DASH_ROOT}/gui/inference_text.cpp
+  ${DC_DASH_ROOT}/gui/inference_series.cpp
   ${DC_DASH_ROOT}/gui/dashboard_widget.cpp)
 set_target_properties(deepcanvas-dashboard PROPERTIES AUTOMOC ON)
 target_include_directories(deepcanvas-dashboard PUBLIC ${DC_DASH_ROOT})

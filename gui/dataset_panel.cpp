@@ -4,9 +4,9 @@
 #include "gui/dataset_panel.h"
 
 #include <deepcanvas/image_data.h>
-#include "qcustomplot.h"
 #include "widgets/dialog_dirs.h"
 #include "widgets/image_grid.h"
+#include "widgets/series_plot.h"
 
 #include <deepcanvas/errors.h>
 #include <deepcanvas/settings.h>
@@ -363,22 +363,9 @@ void DatasetPanel::buildUi() {
   text_samples_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
   text_samples_->setVisible(false);
   rl->addWidget(text_samples_, 1);
-  series_plot_ = new QCustomPlot(right);
+  series_plot_ = new widgets::SeriesPlot(right);
   series_plot_->setObjectName("seriesPlot");
-  series_plot_->setMinimumHeight(200);
   series_plot_->setVisible(false);
-  // The legend above the axes, as the Training tab's plots keep theirs:
-  // inside, it would cover the series.
-  QCPLegend* legend = series_plot_->legend;
-  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-  legend->setWrap(5);
-  legend->setBorderPen(Qt::NoPen);
-  legend->setBrush(Qt::NoBrush);
-  legend->setRowSpacing(0);
-  series_plot_->axisRect()->insetLayout()->take(legend);
-  series_plot_->plotLayout()->insertRow(0);
-  series_plot_->plotLayout()->addElement(0, 0, legend);
-  series_plot_->plotLayout()->setRowStretchFactor(0, 0.001);
   rl->addWidget(series_plot_, 1);
   rl->addLayout(bottom);
   split->addWidget(left);

@@ -17,7 +17,6 @@
 
 class QCheckBox;
 class QComboBox;
-class QCustomPlot;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
@@ -30,7 +29,8 @@ class QUndoStack;
 
 namespace dc::widgets {
 class ImageGrid;
-}
+class SeriesPlot;
+}  // namespace dc::widgets
 
 namespace dc::gui {
 
@@ -56,7 +56,7 @@ class DatasetPanel : public QWidget {
   QPlainTextEdit* textSamples() const { return text_samples_; }
   // A series' samples (CSV): the start of the training series plotted, each
   // feature over the rows and the class on the right axis.
-  QCustomPlot* seriesPlot() const { return series_plot_; }
+  widgets::SeriesPlot* seriesPlot() const { return series_plot_; }
   // Whether the augmentation settings and preview are shown: for image
   // samples (or before a dataset is loaded), not for text or series.
   bool showsAugmentation() const;
@@ -141,7 +141,7 @@ class DatasetPanel : public QWidget {
   QTableWidget* table_;
   widgets::ImageGrid *thumbs_, *preview_;
   QPlainTextEdit* text_samples_;
-  QCustomPlot* series_plot_;
+  widgets::SeriesPlot* series_plot_;
   QWidget *aug_box_, *preview_box_;
   int preview_index_ = 0;
   uint64_t preview_seed_ = 1;

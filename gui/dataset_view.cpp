@@ -13,9 +13,8 @@
 
 #include <deepcanvas/image_data.h>
 #include "gui/dataset_panel.h"
-#include "qcustomplot.h"
 #include "widgets/image_grid.h"
-#include "widgets/live_plot.h"
+#include "widgets/series_plot.h"
 
 namespace dc::gui {
 
@@ -186,15 +185,11 @@ void DatasetPanel::showTextSamples(const Dataset& train, const QStringList& name
 void DatasetPanel::showSeries(const Dataset& train) {
   // The start of the training series as the file holds it (before
   // normalisation): window 0's rows, then the last row of each later window
-  // (a window is the rows before its label's). Each feature is a line; the
-  // class each window is labelled with is a step line on the right axis, at
-  // the row it labels. At most 8 features and 400 rows, so it stays legible.
+  // (a window is the rows before its label's), and the class each window is
+  // labelled with at the row it labels. 400 rows stay legible.
   constexpr int64_t kRows = 400;
-  constexpr int kFeatures = 8;
-  QCustomPlot* p = series_plot_;
-  p->clearGraphs();
   const int64_t T = train.sample_shape[0], F = train.sample_shape[1];
-  const int shown = int(std::min<int64_t>(F, kFeatures));
+  const int shown = int(std::min<int64_t>(F, widgets::SeriesPlot::kMaxFeatures));
   std::vector<QVector<double>> rows(static_cast<size_t>(shown));
   QVector<double> at, label_at, label;
   std::vector<float> w(static_cast<size_t>(T * F));
@@ -211,47 +206,12 @@ void DatasetPanel::showSeries(const Dataset& train) {
       }
     }
   } catch (const std::exception&) {
-    p->setVisible(false);  // not a dataset of stored values
+    series_plot_->setVisible(false);  // not a dataset of stored values
     return;
   }
-  for (int f = 0; f < shown; ++f) {
-    QCPGraph* g = p->addGraph();
-    g->setData(at, rows[size_t(f)], true);
-    g->setPen(QPen(widgets::LivePlot::runColor(f), 1.5));
-    g->setName(size_t(f) < train.feature_names.size()
-                   ? QString::fromStdString(train.feature_names[size_t(f)])
-                   : tr("feature %1").arg(f + 1));
-  }
-  QCPGraph* cls = p->addGraph(p->xAxis, p->yAxis2);
-  cls->setData(label_at, label, true);
-  cls->setLineStyle(QCPGraph::lsStepLeft);
-  cls->setPen(QPen(palette().color(QPalette::Text), 1, Qt::DashLine));
-  cls->setName(tr("class (right axis)"));
-  p->xAxis->setLabel(F > kFeatures
-                         ? tr("row (the first %1 of %2 features shown)").arg(kFeatures).arg(F)
-                         : tr("row"));
-  p->yAxis->setLabel(tr("value"));
-  p->yAxis2->setLabel(tr("class"));
-  p->yAxis2->setVisible(true);
-  p->rescaleAxes();
-  p->yAxis2->setRange(-0.5, std::max(1, train.num_classes) - 0.5);
-  QSharedPointer<QCPAxisTickerFixed> whole(new QCPAxisTickerFixed);
-  whole->setTickStep(1);
-  whole->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);  // many classes: fewer ticks
-  p->yAxis2->setTicker(whole);
-  // The window's colours, as the other plots of the window take them.
-  const QColor bg = palette().color(QPalette::Base), fg = palette().color(QPalette::Text);
-  p->setBackground(QBrush(bg));
-  for (QCPAxis* a : {p->xAxis, p->yAxis, p->yAxis2}) {
-    a->setBasePen(QPen(fg, 1));
-    a->setTickPen(QPen(fg, 1));
-    a->setSubTickPen(QPen(fg, 1));
-    a->setTickLabelColor(fg);
-    a->setLabelColor(fg);
-  }
-  p->legend->setVisible(true);
-  p->legend->setTextColor(fg);
-  p->replot();
+  QStringList names;
+  for (const std::string& n : train.feature_names) names << QString::fromStdString(n);
+  series_plot_->setSeries(at, rows, names, int(F), label_at, label, std::max(1, train.num_classes));
 }
 
 void DatasetPanel::addImagePreview(const Dataset& train, const AugmentConfig& a) {

@@ -144,6 +144,9 @@ void InferencePanel::buildUi() {
   text_area_ = buildTextUi();
   text_area_->setVisible(false);
   root->addWidget(text_area_, 1);
+  series_area_ = buildSeriesUi();
+  series_area_->setVisible(false);
+  root->addWidget(series_area_, 1);
 
   connect(open_, &QPushButton::clicked, this, [this] {
     QStringList files = QFileDialog::getOpenFileNames(
@@ -443,6 +446,18 @@ QString InferencePanel::className(int i) const {
   return i >= 0 && i < names.size() && !names[i].isEmpty() ? names[i] : tr("class %1").arg(i);
 }
 
+int InferencePanel::showTopClasses(const std::vector<float>& probs, widgets::TopKBars* bars) const {
+  std::vector<int> order(probs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return probs[size_t(a)] > probs[size_t(b)]; });
+  QVector<widgets::TopKBars::Entry> top;
+  for (size_t k = 0; k < std::min<size_t>(5, order.size()); ++k)
+    top.push_back({className(order[k]), probs[size_t(order[k])]});
+  bars->setEntries(top);
+  return order.empty() ? -1 : order.front();
+}
+
 void InferencePanel::predictCurrent() {
   probs_.clear();
   if (current_ < 0 || current_ >= int(images_.size())) return;
@@ -490,16 +505,8 @@ void InferencePanel::predictCurrent() {
     const Tensor& out = probe_->forward(x);
     const int n = int(out.numel());
     probs_ = softmax(out.f32(), n);
-    std::vector<int> order(static_cast<size_t>(n));
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return probs_[size_t(a)] > probs_[size_t(b)]; });
-    QVector<widgets::TopKBars::Entry> top;
-    for (int k = 0; k < std::min(5, n); ++k)
-      top.push_back({className(order[size_t(k)]), probs_[size_t(order[size_t(k)])]});
-    bars_->setEntries(top);
-    img.top = order[0];
-    img.prob = probs_[size_t(order[0])];
+    img.top = showTopClasses(probs_, bars_);
+    img.prob = probs_[size_t(img.top)];
     // Saliency: the largest |gradient| over channels at each pixel.
     Tensor g = probe_->input_gradient(img.top);
     const int c = int(in[0]), h = int(in[1]), wd = int(in[2]);

@@ -32,6 +32,7 @@ class QSplitter;
 namespace dc::widgets {
 class ImageGrid;
 class SaliencyView;
+class SeriesPlot;
 class TopKBars;
 }  // namespace dc::widgets
 
@@ -107,12 +108,25 @@ class InferencePanel : public QWidget {
   QPlainTextEdit* generatedText() const { return generated_; }
   bool generateText();
 
+  // Networks that read a series (not pictures, not tokens): whether the
+  // test-window view is shown, its controls, and one prediction of the
+  // chosen test window with the weights in use (false, with the reason in
+  // seriesText(), when there is no dataset or no fitting weights).
+  bool showsSeries() const;
+  QSpinBox* seriesSample() const { return series_index_; }
+  widgets::SeriesPlot* seriesPlot() const { return series_plot_; }
+  widgets::TopKBars* seriesTopK() const { return series_bars_; }
+  QString seriesText() const;
+  bool predictSeries();
+
  signals:
   // After each prediction of the selected image.
   void predicted(int row, int top_class, double probability);
   void message(const QString& text);
 
  protected:
+  // A series network's view loads the project's dataset when first shown.
+  void showEvent(QShowEvent* e) override;
   void dragEnterEvent(QDragEnterEvent* e) override;
   void dropEvent(QDropEvent* e) override;
 
@@ -127,6 +141,7 @@ class InferencePanel : public QWidget {
   };
   void buildUi();
   QWidget* buildTextUi();
+  QWidget* buildSeriesUi();
   // Shows the text box or the image views, as the network's input asks.
   void showInputKind();
   void fillWeightChoices();
@@ -135,6 +150,8 @@ class InferencePanel : public QWidget {
   void resetForNewProject();
   bool ensureProbe();
   void predictCurrent();
+  // Fills `bars` with the five likeliest classes; the top one (-1: none).
+  int showTopClasses(const std::vector<float>& probs, widgets::TopKBars* bars) const;
   void showActivations();
   void showActivationKind();  // bars for a vector, maps otherwise
   void setMessage(const QString& text, bool error);
@@ -181,6 +198,15 @@ class InferencePanel : public QWidget {
   QDoubleSpinBox* temperature_;
   QPushButton* generate_;
   QPlainTextEdit* generated_;
+  QWidget* series_area_;
+  QSpinBox* series_index_;
+  QLabel* series_info_;
+  widgets::SeriesPlot* series_plot_;
+  widgets::TopKBars* series_bars_;
 };
+
+// Whether g's single Input is neither a picture nor tokens (the Inference
+// tab then shows test windows).
+bool reads_series(const Graph& g);
 
 }  // namespace dc::gui

@@ -85,12 +85,20 @@ bool InferencePanel::showsText() const {
 
 void InferencePanel::showInputKind() {
   const bool text = reads_tokens(ctx_->project().graph);
+  const bool series = !text && reads_series(ctx_->project().graph);
+  const bool was_series = showsSeries();
   text_area_->setVisible(text);
-  image_area_->setVisible(!text);
+  series_area_->setVisible(series);
+  image_area_->setVisible(!text && !series);
   for (QWidget* w : {static_cast<QWidget*>(open_), static_cast<QWidget*>(open_dir_),
                      static_cast<QWidget*>(camera_)})
-    w->setVisible(!text);
-  setAcceptDrops(!text);
+    w->setVisible(!text && !series);
+  setAcceptDrops(!text && !series);
+  // Shown for the first time (a project opened, an Input changed): fill it
+  // once the probe is rebuilt.
+  if (series && !was_series)
+    QMetaObject::invokeMethod(
+        this, [this] { predictSeries(); }, Qt::QueuedConnection);
 }
 
 bool InferencePanel::generateText() {

@@ -8,8 +8,8 @@
 #include <deepcanvas/image_data.h>
 #include "gui/dataset_panel.h"
 #include "gui/inference_panel.h"
-#include "qcustomplot.h"
 #include "widgets/image_grid.h"
+#include "widgets/series_plot.h"
 
 #include <QAbstractItemDelegate>
 #include <QApplication>

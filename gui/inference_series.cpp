@@ -1,0 +1,167 @@
+// The Inference tab for a network that reads a series (a CSV series'
+// windows, or any numeric input that is not a picture): a test window of the
+// loaded dataset, plotted as the file holds it, and the network's top
+// classes for it beside its true class. One window is one forward pass, so
+// it runs on the UI thread, with the panel's probe (the weights in use).
+#include <deepcanvas/errors.h>
+
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSpinBox>
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "gui/inference_panel.h"
+#include "widgets/series_plot.h"
+#include "widgets/top_k_bars.h"
+
+namespace dc::gui {
+
+bool reads_series(const Graph& g) {
+  if (reads_tokens(g)) return false;
+  const std::vector<NodeId> inputs = g.inputs();
+  if (inputs.size() != 1) return false;
+  const NodeShape in = g.infer_shapes()[inputs.front()];
+  return in.ok() && !is_picture_shape(*in.shape);
+}
+
+QWidget* InferencePanel::buildSeriesUi() {
+  auto* area = new QWidget(this);
+  auto* v = new QVBoxLayout(area);
+  v->setContentsMargins(0, 0, 0, 0);
+  v->addWidget(new QLabel(tr("<b>Test windows</b>: what the network predicts for a window of "
+                             "the test set, beside its true class."),
+                          area));
+  auto* row = new QHBoxLayout;
+  row->addWidget(new QLabel(tr("Test sample"), area));
+  series_index_ = new QSpinBox(area);
+  series_index_->setObjectName("seriesSample");
+  series_index_->setRange(0, 0);
+  series_index_->setToolTip(tr("Which window of the test set (Up and Down step through them)"));
+  row->addWidget(series_index_);
+  series_info_ = new QLabel(area);
+  series_info_->setWordWrap(true);
+  row->addWidget(series_info_, 1);
+  v->addLayout(row);
+  auto* body = new QHBoxLayout;
+  series_plot_ = new widgets::SeriesPlot(area);
+  body->addWidget(series_plot_, 3);
+  auto* right = new QVBoxLayout;
+  right->addWidget(new QLabel(tr("<b>Top 5</b>"), area));
+  series_bars_ = new widgets::TopKBars(area);
+  right->addWidget(series_bars_);
+  right->addStretch(1);
+  body->addLayout(right, 2);
+  v->addLayout(body, 1);
+
+  connect(series_index_, &QSpinBox::valueChanged, this, [this] { predictSeries(); });
+  // Queued: the panel's own handlers first mark the probe stale.
+  for (auto signal : {&ProjectContext::datasetChanged, &ProjectContext::weightsChanged,
+                      &ProjectContext::weightsInUseChanged, &ProjectContext::projectChanged})
+    connect(
+        ctx_, signal, this,
+        [this] {
+          if (showsSeries()) predictSeries();
+        },
+        Qt::QueuedConnection);
+  return area;
+}
+
+bool InferencePanel::showsSeries() const {
+  return !series_area_->isHidden();
+}
+
+QString InferencePanel::seriesText() const {
+  return series_info_->text();
+}
+
+void InferencePanel::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  if (showsSeries() && !ctx_->hasDataset()) predictSeries();
+}
+
+bool InferencePanel::predictSeries() {
+  series_bars_->setEntries({});
+  // The test windows are the project's: loaded here, as Start loads them,
+  // when the tab is looked at before the Dataset tab.
+  QString load_failed;
+  if (isVisible() && !ctx_->hasDataset() && !ctx_->busy() && !ctx_->project().dataset.path.empty())
+    load_failed = ctx_->loadDatasetIfNone(ctx_->datasetSource());
+  const std::shared_ptr<Dataset> test = ctx_->testSet();
+  if (!test || test->size() == 0) {
+    series_plot_->setVisible(false);  // nothing to plot
+    series_info_->setText(
+        load_failed.isEmpty()
+            ? tr("Load the project's dataset (Dataset tab) to see the network's predictions for "
+                 "its test windows.")
+            : tr("The project's dataset could not be loaded: %1").arg(load_failed));
+    return false;
+  }
+  series_plot_->setVisible(true);
+  {
+    const QSignalBlocker block(series_index_);
+    series_index_->setMaximum(int(std::min<int64_t>(test->size() - 1, INT32_MAX)));
+  }
+  const int64_t i = series_index_->value();
+  const Shape& s = test->sample_shape;
+  const int64_t T = s.rank() == 2 ? s[0] : 1, F = s.numel() / std::max<int64_t>(1, T);
+  const int32_t truth = test->labels[size_t(i)];
+  QString info = tr("Window %1 of %2 · true: %3").arg(i).arg(test->size()).arg(className(truth));
+  // The window as the file holds it (before normalisation).
+  std::vector<float> raw(size_t(s.numel()));
+  try {
+    test->copy_values(i, 1, raw.data());
+  } catch (const std::exception& e) {
+    series_info_->setText(QString::fromUtf8(e.what()));
+    return false;
+  }
+  const int shown = int(std::min<int64_t>(F, widgets::SeriesPlot::kMaxFeatures));
+  std::vector<QVector<double>> rows(static_cast<size_t>(shown));
+  QVector<double> at;
+  for (int64_t t = 0; t < T; ++t) {
+    at << double(t);
+    for (int f = 0; f < shown; ++f) rows[size_t(f)] << double(raw[size_t(t * F + f)]);
+  }
+  QStringList names;
+  for (const std::string& n : test->feature_names) names << QString::fromStdString(n);
+  series_plot_->setSeries(at, rows, names, int(F));
+  if (!ensureProbe()) {
+    const ModelWeights& w = use_checkpoint_ ? checkpoint_ : ctx_->weights();
+    series_info_->setText(info + " · " +
+                          (w.valid() ? tr("the weights do not fit the network")
+                                     : tr("no weights yet: train the network or choose a "
+                                          "checkpoint above")));
+    return false;
+  }
+  const Shape in = probe_->input_shape();
+  if (!(in == s)) {
+    series_info_->setText(
+        tr("The test windows are %1 but the network reads %2: load a dataset "
+           "that fits it (Dataset tab) or change the Input.")
+            .arg(QString::fromStdString(s.str()), QString::fromStdString(in.str())));
+    return false;
+  }
+  const ModelWeights& w = use_checkpoint_ ? checkpoint_ : ctx_->weights();
+  Dataset one = *test;  // normalised as the weights were trained
+  one.mean = w.mean;
+  one.stddev = w.stddev;
+  Tensor x(in.with_batch(1));
+  try {
+    one.gather(&i, 1, x.f32(), nullptr);
+    const Tensor& out = probe_->forward(x);
+    const int n = int(out.numel());
+    const std::vector<float> probs = softmax(out.f32(), n);
+    const int best = showTopClasses(probs, series_bars_);
+    info += " · " +
+            (best == truth ? tr("predicted %1 (%2 %), right") : tr("predicted %1 (%2 %), wrong"))
+                .arg(className(best))
+                .arg(100.0 * probs[size_t(std::max(best, 0))], 0, 'f', 1);
+  } catch (const std::exception& e) {
+    series_info_->setText(tr("Inference failed: %1").arg(QString::fromUtf8(e.what())));
+    return false;
+  }
+  series_info_->setText(info);
+  return true;
+}
+
+}  // namespace dc::gui

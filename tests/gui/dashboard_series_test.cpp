@@ -1,0 +1,137 @@
+// The Inference tab for a network that reads a CSV series: instead of
+// pictures it shows a test window, plotted by column name, and the
+// network's top classes for it beside its true class, the same
+// probabilities the engine's own prediction gives.
+#include "dashboard_test_util.h"
+
+#include <deepcanvas/plan.h>
+#include <deepcanvas/probe.h>
+#include "gui/inference_panel.h"
+#include "widgets/image_grid.h"
+#include "widgets/series_plot.h"
+#include "widgets/top_k_bars.h"
+
+#include <QSpinBox>
+#include <cmath>
+
+namespace dc::test {
+
+namespace {
+
+// Class 1 while the first feature is positive: an LSTM learns it in a few
+// steps. Three-row windows of two features.
+QString write_series_project(const QString& dir) {
+  QString csv = "up,noise,label\n";
+  for (int r = 0; r < 600; ++r) {
+    const double up = std::sin(r * 0.3);
+    csv += QString("%1,%2,%3\n").arg(up).arg((r * 7 % 11) / 11.0).arg(up > 0 ? 1 : 0);
+  }
+  QFile c(dir + "/wave.csv");
+  if (!c.open(QIODevice::WriteOnly)) return {};
+  c.write(csv.toUtf8());
+  c.close();
+  const char* project = R"({
+ "format": "deepcanvas-project", "version": 1, "name": "wave",
+ "graph": {
+  "nodes": [
+   {"id": 1, "type": "SequenceInput", "name": "input", "attrs": {"steps": 3, "features": 2},
+    "pos": [0, 0]},
+   {"id": 2, "type": "LSTM", "name": "lstm", "attrs": {"hidden_size": 8}, "pos": [200, 0]},
+   {"id": 3, "type": "Dense", "name": "fc", "attrs": {"units": 2}, "pos": [400, 0]}
+  ],
+  "edges": [{"from": "input", "to": "lstm", "port": 0}, {"from": "lstm", "to": "fc", "port": 0}]
+ },
+ "dataset": {"kind": "csv_sequence", "path": "wave.csv", "window": 3, "target": "label",
+             "test_fraction": 0.2},
+ "training": {"epochs": 1, "batch": 64, "loss": "softmax_cross_entropy", "seed": 3,
+              "optimizer": {"type": "adam", "lr": 0.02}}
+})";
+  QFile p(dir + "/wave.dcproj");
+  if (!p.open(QIODevice::WriteOnly)) return {};
+  p.write(project);
+  return p.fileName();
+}
+
+}  // namespace
+
+TEST(DashboardSeries, ATestWindowIsPlottedAndPredictedWithTheWeightsInUse) {
+  QTemporaryDir dir;
+  auto ctx = gui::ProjectContext::load(write_series_project(dir.path()));
+  ASSERT_TRUE(ctx);
+  gui::InferencePanel panel(ctx.get());
+  EXPECT_TRUE(panel.showsSeries());
+  EXPECT_FALSE(panel.showsText());
+  EXPECT_FALSE(panel.images()->isVisibleTo(&panel));  // no pictures to open
+  // Nothing loaded yet: it says what to do.
+  EXPECT_FALSE(panel.predictSeries());
+  EXPECT_TRUE(panel.seriesText().contains("Load the project's dataset"))
+      << panel.seriesText().toStdString();
+
+  ctx->loadDataset(gui::DatasetSource{});
+  ASSERT_TRUE(ctx->hasDataset());
+  const std::shared_ptr<Dataset> test = ctx->testSet();
+  ASSERT_GT(test->size(), 10);
+  // No weights yet: the window is shown, and why there is no prediction.
+  EXPECT_FALSE(panel.predictSeries());
+  EXPECT_TRUE(panel.seriesText().contains("no weights yet")) << panel.seriesText().toStdString();
+  ASSERT_EQ(panel.seriesPlot()->graphCount(), 2);
+  EXPECT_EQ(panel.seriesPlot()->graph(0)->name(), "up");
+  EXPECT_EQ(panel.seriesPlot()->graph(1)->name(), "noise");
+  EXPECT_EQ(panel.seriesPlot()->graph(0)->data()->size(), 3);
+  EXPECT_EQ(panel.seriesSample()->maximum(), test->size() - 1);
+
+  gui::TrainingPanel training(ctx.get());
+  ASSERT_TRUE(train_briefly(training, dir.path(), 60));
+  const gui::ModelWeights& w = ctx->weights();
+  ASSERT_TRUE(w.valid());
+  // The engine's own predictions of the test windows, with the same weights
+  // and the training set's normalisation.
+  Plan plan(ctx->project().graph, 1, Plan::Use::Inference);
+  plan.load_state(w.state, "weights");
+  Dataset normalised = *test;
+  normalised.mean = w.mean;
+  normalised.stddev = w.stddev;
+  const std::vector<SamplePrediction> want = predict_samples(plan, normalised);
+  for (int64_t i : {int64_t(0), int64_t(7), test->size() - 1}) {
+    panel.seriesSample()->setValue(int(i));  // predicts on change
+    ASSERT_TRUE(panel.predictSeries()) << panel.seriesText().toStdString();
+    const auto& top = panel.seriesTopK()->entries();
+    ASSERT_EQ(top.size(), 2);
+    const SamplePrediction& p = want[size_t(i)];
+    EXPECT_EQ(top[0].name.toStdString(), "class " + std::to_string(p.predicted)) << i;
+    EXPECT_NEAR(top[0].probability, p.confidence, 1e-5) << i;
+    const QString truth = QString("true: class %1").arg(test->labels[size_t(i)]);
+    EXPECT_TRUE(panel.seriesText().contains(truth)) << panel.seriesText().toStdString();
+    EXPECT_TRUE(panel.seriesText().contains(p.predicted == p.label ? "right" : "wrong"));
+    // The plot shows the window as the file holds it.
+    std::vector<float> raw(6);
+    test->copy_values(i, 1, raw.data());
+    EXPECT_FLOAT_EQ(float(panel.seriesPlot()->graph(0)->data()->begin()->value), raw[0]);
+    EXPECT_FLOAT_EQ(float((panel.seriesPlot()->graph(1)->data()->begin() + 2)->value), raw[5]);
+  }
+}
+
+// Looked at before the Dataset tab, the view loads the project's dataset
+// (as Start does) instead of asking for it.
+TEST(DashboardSeries, ShownItLoadsTheProjectsDataset) {
+  QTemporaryDir dir;
+  auto ctx = gui::ProjectContext::load(write_series_project(dir.path()));
+  ASSERT_TRUE(ctx);
+  gui::InferencePanel panel(ctx.get());
+  ASSERT_FALSE(ctx->hasDataset());
+  panel.show();
+  ASSERT_TRUE(ctx->hasDataset());
+  EXPECT_TRUE(panel.seriesPlot()->isVisibleTo(&panel));
+  EXPECT_TRUE(panel.seriesText().contains("no weights yet")) << panel.seriesText().toStdString();
+  EXPECT_EQ(panel.seriesSample()->maximum(), ctx->testSet()->size() - 1);
+}
+
+// A picture network keeps the picture view.
+TEST(DashboardSeries, AnImageModelShowsNoSeriesView) {
+  auto ctx = sample_context();
+  gui::InferencePanel panel(ctx.get());
+  EXPECT_FALSE(panel.showsSeries());
+  EXPECT_TRUE(panel.images()->isVisibleTo(&panel));
+}
+
+}  // namespace dc::test
