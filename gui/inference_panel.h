@@ -125,7 +125,8 @@ class InferencePanel : public QWidget {
   void message(const QString& text);
 
  protected:
-  // A series network's view loads the project's dataset when first shown.
+  // A series network's view predicts when shown (not on every edit while
+  // hidden), loading the project's dataset if none is.
   void showEvent(QShowEvent* e) override;
   void dragEnterEvent(QDragEnterEvent* e) override;
   void dropEvent(QDropEvent* e) override;

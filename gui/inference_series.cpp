@@ -61,7 +61,7 @@ QWidget* InferencePanel::buildSeriesUi() {
     connect(
         ctx_, signal, this,
         [this] {
-          if (showsSeries()) predictSeries();
+          if (showsSeries() && isVisible()) predictSeries();  // else when shown
         },
         Qt::QueuedConnection);
   return area;
@@ -77,7 +77,7 @@ QString InferencePanel::seriesText() const {
 
 void InferencePanel::showEvent(QShowEvent* e) {
   QWidget::showEvent(e);
-  if (showsSeries() && !ctx_->hasDataset()) predictSeries();
+  if (showsSeries()) predictSeries();
 }
 
 bool InferencePanel::predictSeries() {

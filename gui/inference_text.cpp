@@ -96,7 +96,7 @@ void InferencePanel::showInputKind() {
   setAcceptDrops(!text && !series);
   // Shown for the first time (a project opened, an Input changed): fill it
   // once the probe is rebuilt.
-  if (series && !was_series)
+  if (series && !was_series && isVisible())
     QMetaObject::invokeMethod(
         this, [this] { predictSeries(); }, Qt::QueuedConnection);
 }
