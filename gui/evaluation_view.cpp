@@ -49,14 +49,18 @@ EvaluationView::EvaluationView(ProjectContext* ctx, QWidget* parent) : QWidget(p
 
 bool EvaluationView::inspectable() const {
   const Dataset* ds = preds_ds_.get();
-  if (!ds || (!ds->images && ds->pixels.empty())) return false;
+  if (!ds) return false;
+  // A series window: the Inference tab's test-window view shows it.
+  if (!ds->tokens && !ds->is_bytes() && ds->sample_shape.rank() == 2) return true;
+  if (!ds->images && ds->pixels.empty()) return false;
   return is_picture_shape(ds->sample_shape);
 }
 
 bool EvaluationView::inspect(int row) {
   if (row < 0 || row >= int(listed_.size()) || !preds_weights_) return false;
   if (!inspectable()) {
-    cell_label_->setText(tr("These samples are not pictures: the Inference tab cannot show them."));
+    cell_label_->setText(
+        tr("These samples are neither pictures nor series: the Inference tab cannot show them."));
     return false;
   }
   const Dataset& ds = *preds_ds_;
@@ -64,8 +68,9 @@ bool EvaluationView::inspect(int row) {
   InspectedSample out;
   out.name = ds.images ? QString::fromStdString(ds.images->item(s.index).path)
                        : tr("test #%1").arg(s.index);
+  out.index = s.index;
   try {
-    out.chw = sample_chw(ds, s.index);
+    if (ds.is_bytes()) out.chw = sample_chw(ds, s.index);
   } catch (const std::exception& e) {
     // A picture gone or broken since it was listed (bad images as errors).
     cell_label_->setText(tr("Could not read %1: %2").arg(out.name, QString::fromUtf8(e.what())));

@@ -118,6 +118,9 @@ class InferencePanel : public QWidget {
   widgets::TopKBars* seriesTopK() const { return series_bars_; }
   QString seriesText() const;
   bool predictSeries();
+  // A test window listed under the confusion matrix, shown and predicted
+  // with the weights the listing came from (inspectSample's series half).
+  bool inspectWindow(const InspectedSample& sample);
 
  signals:
   // After each prediction of the selected image.

@@ -164,4 +164,26 @@ bool InferencePanel::predictSeries() {
   return true;
 }
 
+bool InferencePanel::inspectWindow(const InspectedSample& sample) {
+  const std::shared_ptr<Dataset> test = ctx_->testSet();
+  if (!test || sample.index < 0 || sample.index >= test->size() ||
+      !(test->sample_shape == sample.shape)) {
+    setMessage(
+        tr("%1 is no longer in the loaded test set: list the samples again.").arg(sample.name),
+        true);
+    return false;
+  }
+  // The listing's confidences came from these weights: predict with them.
+  if (sample.weights && !useCheckpointWeights(*sample.weights, sample.checkpoint,
+                                              runCheckpointLabel(sample.checkpoint)))
+    return false;
+  setMessage({}, false);
+  {
+    const QSignalBlocker block(series_index_);
+    series_index_->setMaximum(int(std::min<int64_t>(test->size() - 1, INT32_MAX)));
+    series_index_->setValue(int(sample.index));
+  }
+  return predictSeries();
+}
+
 }  // namespace dc::gui

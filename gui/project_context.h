@@ -103,11 +103,12 @@ struct ModelWeights {
 // have been rewritten by a later epoch since).
 struct InspectedSample {
   QString name;              // the picture's file, or "test #N"
-  std::vector<uint8_t> chw;  // u8 at `shape`, before normalisation
+  std::vector<uint8_t> chw;  // u8 at `shape`, before normalisation (pictures)
   Shape shape;               // the dataset's sample shape
   int true_class = -1;
   std::shared_ptr<const ModelWeights> weights;
   QString checkpoint;  // the file they were read from (the weights list's entry)
+  int64_t index = -1;  // its index in the test set (a series window has no picture)
 };
 
 // A checkpoint a run wrote, offered to the Inference tab by name ("Run 2:

@@ -6,7 +6,9 @@
 
 #include <deepcanvas/plan.h>
 #include <deepcanvas/probe.h>
+#include "gui/evaluation_view.h"
 #include "gui/inference_panel.h"
+#include "widgets/confusion_matrix_widget.h"
 #include "widgets/image_grid.h"
 #include "widgets/series_plot.h"
 #include "widgets/top_k_bars.h"
@@ -109,6 +111,43 @@ TEST(DashboardSeries, ATestWindowIsPlottedAndPredictedWithTheWeightsInUse) {
     EXPECT_FLOAT_EQ(float(panel.seriesPlot()->graph(0)->data()->begin()->value), raw[0]);
     EXPECT_FLOAT_EQ(float((panel.seriesPlot()->graph(1)->data()->begin() + 2)->value), raw[5]);
   }
+}
+
+// A window listed under the confusion matrix, double-clicked: the
+// Inference tab's test-window view shows and predicts that window, with the
+// weights the listing came from.
+TEST(DashboardSeries, AListedWindowIsInspectedInTheSeriesView) {
+  QTemporaryDir dir;
+  auto ctx = gui::ProjectContext::load(write_series_project(dir.path()));
+  ASSERT_TRUE(ctx);
+  ctx->loadDataset(gui::DatasetSource{});
+  gui::TrainingPanel training(ctx.get());
+  ASSERT_TRUE(train_briefly(training, dir.path(), 60));
+  gui::EvaluationView* view = training.evaluation();
+  const auto& m = view->matrixWidget()->matrix();
+  ASSERT_EQ(m.size(), 2u);
+  const int t = m[1][1] > 0 ? 1 : 0;  // a non-empty diagonal cell
+  ASSERT_GT(m[size_t(t)][size_t(t)], 0);
+  QSignalSpy listed(view, &gui::EvaluationView::samplesListed);
+  view->showCell(t, t);
+  ASSERT_TRUE(listed.wait(120000));
+  ASSERT_FALSE(view->listed().empty());
+  gui::InspectedSample got;
+  QObject::connect(view, &gui::EvaluationView::inspectRequested,
+                   [&](const gui::InspectedSample& s) { got = s; });
+  ASSERT_TRUE(view->inspect(0)) << view->cellText().toStdString();
+  const SamplePrediction& listed_first = view->listed()[0];
+  EXPECT_EQ(got.index, listed_first.index);
+  EXPECT_TRUE(got.chw.empty());
+
+  gui::InferencePanel panel(ctx.get());
+  ASSERT_TRUE(panel.inspectSample(got)) << panel.messageText().toStdString();
+  EXPECT_EQ(panel.seriesSample()->value(), int(got.index));
+  EXPECT_TRUE(panel.seriesText().startsWith(QString("Window %1 of").arg(got.index)))
+      << panel.seriesText().toStdString();
+  ASSERT_FALSE(panel.seriesTopK()->entries().empty());
+  EXPECT_EQ(panel.seriesTopK()->entries()[0].name, QString("class %1").arg(t));
+  EXPECT_NEAR(panel.seriesTopK()->entries()[0].probability, listed_first.confidence, 1e-5);
 }
 
 // Looked at before the Dataset tab, the view loads the project's dataset
