@@ -1,5 +1,8 @@
 #include "gui/project_context.h"
 
+#include "widgets/live_plot.h"
+#include "widgets/series_plot.h"
+
 #include <deepcanvas/advisor/memory_model.h>
 #include <deepcanvas/errors.h>
 #include <deepcanvas/image_data.h>
@@ -13,6 +16,8 @@
 
 #include <QDir>
 #include <QFileInfo>
+#include <QPainter>
+#include <QPolygonF>
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -30,9 +35,44 @@ std::vector<uint8_t> sample_chw(const Dataset& d, int64_t index) {
   return chw;
 }
 
+namespace {
+
+// A series window as a small line chart: each feature (up to 8, in the
+// plots' colours) over the window's rows, scaled together to the window's
+// range, so listed windows can be told apart at a glance.
+QImage series_image(const Dataset& d, int64_t index) {
+  const int64_t T = d.sample_shape[0], F = d.sample_shape[1];
+  std::vector<float> v(size_t(T * F));
+  try {
+    d.copy_values(index, 1, v.data());
+  } catch (const std::exception&) {
+    return {};
+  }
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  const float span = *hi - *lo > 0 ? *hi - *lo : 1.f;
+  constexpr int kW = 96, kH = 64, kPad = 3;
+  QImage img(kW, kH, QImage::Format_RGB32);
+  img.fill(Qt::white);
+  QPainter p(&img);
+  p.setRenderHint(QPainter::Antialiasing);
+  for (int64_t f = 0; f < std::min<int64_t>(F, widgets::SeriesPlot::kMaxFeatures); ++f) {
+    QPolygonF line;
+    for (int64_t t = 0; t < T; ++t)
+      line << QPointF(kPad + (kW - 2 * kPad) * (T > 1 ? double(t) / double(T - 1) : 0.5),
+                      kH - kPad - (kH - 2 * kPad) * (v[size_t(t * F + f)] - *lo) / span);
+    p.setPen(QPen(widgets::LivePlot::runColor(int(f)), 1.2));
+    p.drawPolyline(line);
+  }
+  return img;
+}
+
+}  // namespace
+
 QImage sample_image(const Dataset& d, int64_t index) {
   const Shape& s = d.sample_shape;
-  if ((d.pixels.empty() && !d.images) || index < 0 || index >= d.size()) return {};
+  if (index < 0 || index >= d.size()) return {};
+  if (!d.tokens && !d.is_bytes() && s.rank() == 2) return series_image(d, index);
+  if (d.pixels.empty() && !d.images) return {};
   int c = 1, h = 0, w = 0;
   if (is_picture_shape(s)) {
     c = int(s[0]);

@@ -129,8 +129,8 @@ inline bool is_picture_shape(const Shape& s) {
 // (its sample_shape, u8; a picture file decoded and resized as for
 // evaluation); empty when the dataset holds no bytes (numbers from a CSV).
 std::vector<uint8_t> sample_chw(const Dataset& d, int64_t index);
-// A dataset sample as an image (C×H×W u8 with C = 1 or 3); null for
-// non-image samples.
+// A dataset sample as an image (C×H×W u8 with C = 1 or 3; a series window
+// as a small line chart of its features); null for other samples (text).
 QImage sample_image(const Dataset& d, int64_t index);
 // An input tensor [1, C, H, W] (normalised floats) back as an image, undoing
 // the normalisation, for showing what the network saw.

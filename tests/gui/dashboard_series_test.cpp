@@ -140,6 +140,14 @@ TEST(DashboardSeries, AListedWindowIsInspectedInTheSeriesView) {
   EXPECT_EQ(got.index, listed_first.index);
   EXPECT_TRUE(got.chw.empty());
 
+  // Listed as small line charts of the window, not as empty cells.
+  const QImage chart = gui::sample_image(*ctx->testSet(), got.index);
+  ASSERT_FALSE(chart.isNull());
+  int drawn = 0;
+  for (int y = 0; y < chart.height(); ++y)
+    for (int x = 0; x < chart.width(); ++x) drawn += chart.pixel(x, y) != qRgb(255, 255, 255);
+  EXPECT_GT(drawn, chart.width());  // at least a line across it
+
   gui::InferencePanel panel(ctx.get());
   ASSERT_TRUE(panel.inspectSample(got)) << panel.messageText().toStdString();
   EXPECT_EQ(panel.seriesSample()->value(), int(got.index));
