@@ -58,6 +58,9 @@ int ConfusionMatrixWidget::labelWidth() const {
   QFontMetrics fm(font());
   int w = 0;
   for (int i = 0; i < int(m_.size()); ++i) w = std::max(w, fm.horizontalAdvance(name(i)));
+  // The "precision" key sits in this column too, beside the vertical
+  // "true": short class names ("0" to "4") left it cut to "ision".
+  w = std::max(w, fm.horizontalAdvance(tr("precision")) - fm.height());
   return std::min(w + 8, width() / 3);
 }
 

@@ -297,6 +297,8 @@ TEST(DashboardTraining, ConfusionMatrixColumnNamesAreDrawnWhole) {
   w.setMatrix(std::vector<std::vector<int64_t>>(3, std::vector<int64_t>(3, 1)), {"a", "b", "c"});
   EXPECT_FALSE(w.columnLabelsRotated());
   EXPECT_EQ(w.columnLabels(), (QStringList{"a", "b", "c"}));
+  // The "precision" key left of the scores row has room beside short names.
+  EXPECT_GE(w.cellRect(0, 0).left() - 6, QFontMetrics(w.font()).horizontalAdvance("precision"));
 }
 
 }  // namespace dc::test
