@@ -50,8 +50,9 @@ EvaluationView::EvaluationView(ProjectContext* ctx, QWidget* parent) : QWidget(p
 bool EvaluationView::inspectable() const {
   const Dataset* ds = preds_ds_.get();
   if (!ds) return false;
-  // A series window: the Inference tab's test-window view shows it.
-  if (!ds->tokens && !ds->is_bytes() && ds->sample_shape.rank() == 2) return true;
+  // A window of steps (a CSV series', or a grey picture read row by row):
+  // the Inference tab's test-window view shows it.
+  if (!ds->tokens && ds->sample_shape.rank() == 2) return true;
   if (!ds->images && ds->pixels.empty()) return false;
   return is_picture_shape(ds->sample_shape);
 }

@@ -376,7 +376,7 @@ bool InferencePanel::inspectSample(const InspectedSample& sample) {
   const std::optional<Shape> input = inputShapeTo(tr("inspect a sample"));
   if (!input) return false;
   const Shape& in = *input;
-  if (showsSeries() && sample.chw.empty()) return inspectWindow(sample);
+  if (showsSeries()) return inspectWindow(sample);
   if (!is_picture_shape(in) || sample.shape != in || int64_t(sample.chw.size()) != in.numel()) {
     setMessage(tr("%1 cannot be shown here: it is %2 and the Inference tab takes pictures at the "
                   "Input's shape, %3.")

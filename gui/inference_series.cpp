@@ -4,12 +4,14 @@
 // classes for it beside its true class. One window is one forward pass, so
 // it runs on the UI thread, with the panel's probe (the weights in use).
 #include <deepcanvas/errors.h>
+#include <deepcanvas/sequence_data.h>
 
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <optional>
 
 #include "gui/inference_panel.h"
 #include "widgets/series_plot.h"
@@ -17,12 +19,22 @@
 
 namespace dc::gui {
 
+namespace {
+
+// The single Input's shape, from shape inference alone.
+std::optional<Shape> input_shape(const Graph& g) {
+  const std::vector<NodeId> inputs = g.inputs();
+  if (inputs.size() != 1) return std::nullopt;
+  const NodeShape in = g.infer_shapes()[inputs.front()];
+  return in.ok() ? std::optional<Shape>(*in.shape) : std::nullopt;
+}
+
+}  // namespace
+
 bool reads_series(const Graph& g) {
   if (reads_tokens(g)) return false;
-  const std::vector<NodeId> inputs = g.inputs();
-  if (inputs.size() != 1) return false;
-  const NodeShape in = g.infer_shapes()[inputs.front()];
-  return in.ok() && !is_picture_shape(*in.shape);
+  const std::optional<Shape> in = input_shape(g);
+  return in && !is_picture_shape(*in);
 }
 
 QWidget* InferencePanel::buildSeriesUi() {
@@ -103,14 +115,32 @@ bool InferencePanel::predictSeries() {
     series_index_->setMaximum(int(std::min<int64_t>(test->size() - 1, INT32_MAX)));
   }
   const int64_t i = series_index_->value();
-  const Shape& s = test->sample_shape;
+  // Grey pictures are read row by row by a network whose Input is their
+  // rows × columns (the LSTM rows template), as training reads them.
+  Dataset one = *test;
+  if (const std::optional<Shape> in = input_shape(ctx_->project().graph))
+    images_as_row_sequences(one, *in);
+  const Shape& s = one.sample_shape;
+  if (s.rank() != 2) {
+    series_plot_->setVisible(false);
+    series_info_->setText(tr("The test samples are %1, not windows of steps: load a dataset that "
+                             "fits the network (Dataset tab).")
+                              .arg(QString::fromStdString(s.str())));
+    return false;
+  }
   const int64_t T = s.rank() == 2 ? s[0] : 1, F = s.numel() / std::max<int64_t>(1, T);
   const int32_t truth = test->labels[size_t(i)];
   QString info = tr("Window %1 of %2 · true: %3").arg(i).arg(test->size()).arg(className(truth));
-  // The window as the file holds it (before normalisation).
+  // The window as the file holds it (before normalisation): a CSV's numbers,
+  // or a grey picture's pixel rows for a network that reads it row by row.
   std::vector<float> raw(size_t(s.numel()));
   try {
-    test->copy_values(i, 1, raw.data());
+    if (test->is_bytes()) {
+      const std::vector<uint8_t> bytes = sample_chw(*test, i);
+      std::copy(bytes.begin(), bytes.end(), raw.begin());
+    } else {
+      test->copy_values(i, 1, raw.data());
+    }
   } catch (const std::exception& e) {
     series_info_->setText(QString::fromUtf8(e.what()));
     return false;
@@ -142,8 +172,7 @@ bool InferencePanel::predictSeries() {
     return false;
   }
   const ModelWeights& w = use_checkpoint_ ? checkpoint_ : ctx_->weights();
-  Dataset one = *test;  // normalised as the weights were trained
-  one.mean = w.mean;
+  one.mean = w.mean;  // normalised as the weights were trained
   one.stddev = w.stddev;
   Tensor x(in.with_batch(1));
   try {

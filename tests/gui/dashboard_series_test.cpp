@@ -6,6 +6,7 @@
 
 #include <deepcanvas/plan.h>
 #include <deepcanvas/probe.h>
+#include <deepcanvas/sequence_data.h>
 #include "gui/evaluation_view.h"
 #include "gui/inference_panel.h"
 #include "widgets/confusion_matrix_widget.h"
@@ -54,6 +55,21 @@ QString write_series_project(const QString& dir) {
   return p.fileName();
 }
 
+// The engine's own predictions of the test samples with the weights in use
+// and their normalisation, read as the network's Input reads them.
+std::vector<SamplePrediction> engine_predictions(const gui::ProjectContext& ctx,
+                                                 const Shape& input) {
+  const gui::ModelWeights& w = ctx.weights();
+  Plan plan(ctx.project().graph, 1, Plan::Use::Inference);
+  plan.load_state(w.state, "weights");
+  Dataset normalised = *ctx.testSet();
+  normalised.mean = w.mean;
+  normalised.stddev = w.stddev;
+  images_as_row_sequences(normalised, input);  // training may have done it already
+  EXPECT_EQ(normalised.sample_shape, input);
+  return predict_samples(plan, normalised);
+}
+
 }  // namespace
 
 TEST(DashboardSeries, ATestWindowIsPlottedAndPredictedWithTheWeightsInUse) {
@@ -84,16 +100,8 @@ TEST(DashboardSeries, ATestWindowIsPlottedAndPredictedWithTheWeightsInUse) {
 
   gui::TrainingPanel training(ctx.get());
   ASSERT_TRUE(train_briefly(training, dir.path(), 60));
-  const gui::ModelWeights& w = ctx->weights();
-  ASSERT_TRUE(w.valid());
-  // The engine's own predictions of the test windows, with the same weights
-  // and the training set's normalisation.
-  Plan plan(ctx->project().graph, 1, Plan::Use::Inference);
-  plan.load_state(w.state, "weights");
-  Dataset normalised = *test;
-  normalised.mean = w.mean;
-  normalised.stddev = w.stddev;
-  const std::vector<SamplePrediction> want = predict_samples(plan, normalised);
+  ASSERT_TRUE(ctx->weights().valid());
+  const std::vector<SamplePrediction> want = engine_predictions(*ctx, Shape{3, 2});
   for (int64_t i : {int64_t(0), int64_t(7), test->size() - 1}) {
     panel.seriesSample()->setValue(int(i));  // predicts on change
     ASSERT_TRUE(panel.predictSeries()) << panel.seriesText().toStdString();
@@ -171,6 +179,40 @@ TEST(DashboardSeries, ShownItLoadsTheProjectsDataset) {
   EXPECT_TRUE(panel.seriesPlot()->isVisibleTo(&panel));
   EXPECT_TRUE(panel.seriesText().contains("no weights yet")) << panel.seriesText().toStdString();
   EXPECT_EQ(panel.seriesSample()->maximum(), ctx->testSet()->size() - 1);
+}
+
+// A network that reads grey pictures row by row (the LSTM rows template)
+// has a 28×28 Input, not a picture's: its test pictures are stepped through
+// in the series view, their pixel rows plotted, and predicted as the
+// engine predicts them.
+TEST(DashboardSeries, ARowByRowModelPredictsItsTestPictures) {
+  auto ctx =
+      gui::ProjectContext::load(QString(DC_SOURCE_DIR) + "/resources/templates/lstm_rows.dcproj");
+  ASSERT_TRUE(ctx);
+  ctx->loadDataset(gui::DatasetSource{});
+  ASSERT_TRUE(ctx->hasDataset());
+  const std::shared_ptr<Dataset> test = ctx->testSet();
+  ASSERT_TRUE(test->is_bytes());
+  ASSERT_EQ(test->sample_shape, (Shape{1, 28, 28}));  // read as 28 rows by the network
+  gui::InferencePanel panel(ctx.get());
+  ASSERT_TRUE(panel.showsSeries());
+  EXPECT_FALSE(panel.predictSeries());  // no weights yet
+  EXPECT_TRUE(panel.seriesText().contains("no weights yet")) << panel.seriesText().toStdString();
+  ASSERT_EQ(panel.seriesPlot()->graphCount(), widgets::SeriesPlot::kMaxFeatures);
+  const std::vector<uint8_t> first = gui::sample_chw(*test, 0);
+  EXPECT_EQ(panel.seriesPlot()->graph(3)->data()->at(5)->value, first[5 * 28 + 3]);
+
+  QTemporaryDir dir;
+  gui::TrainingPanel training(ctx.get());
+  ASSERT_TRUE(train_briefly(training, dir.path(), 10));
+  ASSERT_TRUE(ctx->weights().valid());
+  panel.seriesSample()->setValue(9);
+  ASSERT_TRUE(panel.predictSeries()) << panel.seriesText().toStdString();
+  const SamplePrediction want = engine_predictions(*ctx, Shape{28, 28}).at(9);
+  const auto& top = panel.seriesTopK()->entries();
+  ASSERT_EQ(top.size(), 5);
+  EXPECT_EQ(top[0].name, ctx->classNames()[want.predicted]);
+  EXPECT_NEAR(top[0].probability, want.confidence, 1e-5);
 }
 
 // A picture network keeps the picture view.
