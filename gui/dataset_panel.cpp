@@ -550,19 +550,8 @@ void DatasetPanel::loadSourceAsync(const DatasetSource& source) {
         this,
         [this, source, loaded, error, generation] {
           if (worker_.joinable()) worker_.join();
-          if (generation != generation_) {
-            // Another project was opened meanwhile (a project named on the
-            // command line while the tab showed the new project's sample):
-            // this data is not its, and applying it would also change its
-            // dataset record. Its own is loaded instead.
-            load_->setEnabled(!ctx_->busy());
-            load_progress_->setVisible(false);
-            auto_loading_ = false;
-            showDataset();
-            if (isVisible()) autoLoad();
-            return;
-          }
-          finishLoad(source, error.isEmpty() ? loaded.get() : nullptr, error);
+          finishLoad(source, error.isEmpty() ? loaded.get() : nullptr, error,
+                     generation != generation_);
         },
         Qt::QueuedConnection);
   });
@@ -586,10 +575,19 @@ void DatasetPanel::followInput() {
 }
 
 void DatasetPanel::finishLoad(const DatasetSource& source, LoadedDataset* loaded,
-                              const QString& read_error) {
+                              const QString& read_error, bool stale) {
   load_->setEnabled(!ctx_->busy());
   load_progress_->setVisible(false);
   const bool automatic = std::exchange(auto_loading_, false);
+  if (stale) {
+    // Another project was opened meanwhile (a project named on the command
+    // line while the tab showed the new project's sample): this data is not
+    // its, and applying it would also change its dataset record. Its own is
+    // loaded instead.
+    showDataset();
+    if (isVisible()) autoLoad();
+    return;
+  }
   if (automatic && ctx_->hasDataset()) {
     // Start loaded the same data meanwhile (and may be training on it).
     showDataset();

@@ -114,7 +114,9 @@ class DatasetPanel : public QWidget {
   void showAugmentOptions(const AugmentConfig& a);  // no edit: the project's own
   void specChanged(const DatasetSpec& before);
   void addImagePreview(const Dataset& train, const AugmentConfig& a);
-  void finishLoad(const DatasetSource& source, LoadedDataset* loaded, const QString& error);
+  // stale: the load began for a project since replaced; its data is dropped.
+  void finishLoad(const DatasetSource& source, LoadedDataset* loaded, const QString& error,
+                  bool stale);
   // Loads the project's own dataset once, when it names one and none is
   // loaded (the tab shown for the first time, or another project opened
   // while it shows).

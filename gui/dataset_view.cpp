@@ -59,8 +59,7 @@ void DatasetPanel::showDataset() {
   text_samples_->clear();
   suggest_->setVisible(false);
   // A series: steps of numbers, neither pictures nor text.
-  const bool series = train && !train->tokens && !train->is_bytes() &&
-                      train->sample_shape.rank() == 2 && train->size() > 0;
+  const bool series = train && is_series(*train) && train->size() > 0;
   thumbs_->setVisible(!train || (!train->tokens && !series));
   text_samples_->setVisible(train && train->tokens);
   series_plot_->setVisible(series);
@@ -189,17 +188,14 @@ void DatasetPanel::showSeries(const Dataset& train) {
   // labelled with at the row it labels. 400 rows stay legible.
   constexpr int64_t kRows = 400;
   const int64_t T = train.sample_shape[0], F = train.sample_shape[1];
-  const int shown = int(std::min<int64_t>(F, widgets::SeriesPlot::kMaxFeatures));
-  std::vector<QVector<double>> rows(static_cast<size_t>(shown));
-  QVector<double> at, label_at, label;
-  std::vector<float> w(static_cast<size_t>(T * F));
+  std::vector<float> values, w(static_cast<size_t>(T * F));
+  QVector<double> label_at, label;
   try {
-    for (int64_t i = 0; i < train.size() && int64_t(at.size()) < kRows; ++i) {
+    for (int64_t i = 0; i < train.size() && int64_t(values.size()) < kRows * F; ++i) {
       train.copy_values(i, 1, w.data());
-      for (int64_t t = i == 0 ? 0 : T - 1; t < T && int64_t(at.size()) < kRows; ++t) {
-        at << double(at.size());
-        for (int f = 0; f < shown; ++f) rows[size_t(f)] << double(w[size_t(t * F + f)]);
-      }
+      const int64_t from = i == 0 ? 0 : T - 1;
+      const int64_t take = std::min(T - from, kRows - int64_t(values.size()) / F);
+      values.insert(values.end(), w.begin() + from * F, w.begin() + (from + take) * F);
       if (T - 1 + i < kRows) {
         label_at << double(T - 1 + i);
         label << double(train.labels[size_t(i)]);
@@ -209,9 +205,8 @@ void DatasetPanel::showSeries(const Dataset& train) {
     series_plot_->setVisible(false);  // not a dataset of stored values
     return;
   }
-  QStringList names;
-  for (const std::string& n : train.feature_names) names << QString::fromStdString(n);
-  series_plot_->setSeries(at, rows, names, int(F), label_at, label, std::max(1, train.num_classes));
+  series_plot_->setRows(values, F, train.feature_names, label_at, label,
+                        std::max(1, train.num_classes));
 }
 
 void DatasetPanel::addImagePreview(const Dataset& train, const AugmentConfig& a) {

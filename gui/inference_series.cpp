@@ -67,7 +67,8 @@ QWidget* InferencePanel::buildSeriesUi() {
   v->addLayout(body, 1);
 
   connect(series_index_, &QSpinBox::valueChanged, this, [this] { predictSeries(); });
-  // Queued: the panel's own handlers first mark the probe stale.
+  // Queued: the panel's own handlers first mark the probe stale and show
+  // this view (showInputKind) when another project or Input makes it due.
   for (auto signal : {&ProjectContext::datasetChanged, &ProjectContext::weightsChanged,
                       &ProjectContext::weightsInUseChanged, &ProjectContext::projectChanged})
     connect(
@@ -97,7 +98,7 @@ bool InferencePanel::predictSeries() {
   // The test windows are the project's: loaded here, as Start loads them,
   // when the tab is looked at before the Dataset tab.
   QString load_failed;
-  if (isVisible() && !ctx_->hasDataset() && !ctx_->busy() && !ctx_->project().dataset.path.empty())
+  if (isVisible() && !ctx_->busy() && !ctx_->project().dataset.path.empty())
     load_failed = ctx_->loadDatasetIfNone(ctx_->datasetSource());
   const std::shared_ptr<Dataset> test = ctx_->testSet();
   if (!test || test->size() == 0) {
@@ -128,7 +129,7 @@ bool InferencePanel::predictSeries() {
                               .arg(QString::fromStdString(s.str())));
     return false;
   }
-  const int64_t T = s.rank() == 2 ? s[0] : 1, F = s.numel() / std::max<int64_t>(1, T);
+  const int64_t F = s[1];
   const int32_t truth = test->labels[size_t(i)];
   QString info = tr("Window %1 of %2 · true: %3").arg(i).arg(test->size()).arg(className(truth));
   // The window as the file holds it (before normalisation): a CSV's numbers,
@@ -145,16 +146,7 @@ bool InferencePanel::predictSeries() {
     series_info_->setText(QString::fromUtf8(e.what()));
     return false;
   }
-  const int shown = int(std::min<int64_t>(F, widgets::SeriesPlot::kMaxFeatures));
-  std::vector<QVector<double>> rows(static_cast<size_t>(shown));
-  QVector<double> at;
-  for (int64_t t = 0; t < T; ++t) {
-    at << double(t);
-    for (int f = 0; f < shown; ++f) rows[size_t(f)] << double(raw[size_t(t * F + f)]);
-  }
-  QStringList names;
-  for (const std::string& n : test->feature_names) names << QString::fromStdString(n);
-  series_plot_->setSeries(at, rows, names, int(F));
+  series_plot_->setRows(raw, F, test->feature_names);
   if (!ensureProbe()) {
     const ModelWeights& w = use_checkpoint_ ? checkpoint_ : ctx_->weights();
     series_info_->setText(info + " · " +

@@ -86,7 +86,6 @@ bool InferencePanel::showsText() const {
 void InferencePanel::showInputKind() {
   const bool text = reads_tokens(ctx_->project().graph);
   const bool series = !text && reads_series(ctx_->project().graph);
-  const bool was_series = showsSeries();
   text_area_->setVisible(text);
   series_area_->setVisible(series);
   image_area_->setVisible(!text && !series);
@@ -94,11 +93,6 @@ void InferencePanel::showInputKind() {
                      static_cast<QWidget*>(camera_)})
     w->setVisible(!text && !series);
   setAcceptDrops(!text && !series);
-  // Shown for the first time (a project opened, an Input changed): fill it
-  // once the probe is rebuilt.
-  if (series && !was_series && isVisible())
-    QMetaObject::invokeMethod(
-        this, [this] { predictSeries(); }, Qt::QueuedConnection);
 }
 
 bool InferencePanel::generateText() {

@@ -71,7 +71,7 @@ QImage series_image(const Dataset& d, int64_t index) {
 QImage sample_image(const Dataset& d, int64_t index) {
   const Shape& s = d.sample_shape;
   if (index < 0 || index >= d.size()) return {};
-  if (!d.tokens && !d.is_bytes() && s.rank() == 2) return series_image(d, index);
+  if (is_series(d)) return series_image(d, index);
   if (d.pixels.empty() && !d.images) return {};
   int c = 1, h = 0, w = 0;
   if (is_picture_shape(s)) {

@@ -125,6 +125,12 @@ inline bool is_picture_shape(const Shape& s) {
   return s.rank() == 3 && (s[0] == 1 || s[0] == 3);
 }
 
+// Whether a dataset's samples are windows of numbers (a CSV series: steps ×
+// features, neither picture bytes nor text tokens).
+inline bool is_series(const Dataset& d) {
+  return !d.tokens && !d.is_bytes() && d.sample_shape.rank() == 2;
+}
+
 // A dataset sample's bytes as the network reads them before normalisation
 // (its sample_shape, u8; a picture file decoded and resized as for
 // evaluation); empty when the dataset holds no bytes (numbers from a CSV).

@@ -4,6 +4,7 @@
 
 #include <QEvent>
 #include <algorithm>
+#include <numeric>
 
 namespace dc::widgets {
 
@@ -30,16 +31,23 @@ SeriesPlot::SeriesPlot(QWidget* parent) : QCustomPlot(parent) {
   applyPalette();
 }
 
-void SeriesPlot::setSeries(const QVector<double>& at, const std::vector<QVector<double>>& rows,
-                           const QStringList& names, int features, const QVector<double>& label_at,
-                           const QVector<double>& labels, int classes) {
+void SeriesPlot::setRows(const std::vector<float>& values, int64_t features,
+                         const std::vector<std::string>& names, const QVector<double>& label_at,
+                         const QVector<double>& labels, int classes) {
   clearGraphs();
-  const int shown = std::min<int>(int(rows.size()), kMaxFeatures);
+  const int64_t steps = features > 0 ? int64_t(values.size()) / features : 0;
+  const int shown = int(std::min<int64_t>(features, kMaxFeatures));
+  QVector<double> at(steps);
+  std::iota(at.begin(), at.end(), 0.0);
   for (int f = 0; f < shown; ++f) {
+    QVector<double> v(steps);
+    for (int64_t t = 0; t < steps; ++t) v[t] = values[size_t(t * features + f)];
     QCPGraph* g = addGraph();
-    g->setData(at, rows[size_t(f)], true);
+    g->setData(at, v, true);
     g->setPen(QPen(LivePlot::runColor(f), 1.5));
-    g->setName(f < names.size() && !names[f].isEmpty() ? names[f] : tr("feature %1").arg(f + 1));
+    g->setName(size_t(f) < names.size() && !names[size_t(f)].empty()
+                   ? QString::fromStdString(names[size_t(f)])
+                   : tr("feature %1").arg(f + 1));
   }
   yAxis2->setVisible(classes > 0);
   if (classes > 0) {

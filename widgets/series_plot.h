@@ -6,8 +6,8 @@
 // tab the window it predicts.
 #include <qcustomplot.h>
 
-#include <QStringList>
 #include <QVector>
+#include <string>
 #include <vector>
 
 namespace dc::widgets {
@@ -20,13 +20,14 @@ class SeriesPlot : public QCustomPlot {
 
   explicit SeriesPlot(QWidget* parent = nullptr);
 
-  // rows[f] holds feature f's value at each key in `at`; names[f] its name
-  // (missing names read "feature N"). classes > 0 draws the labels on the
-  // right axis from 0 to classes - 1. `features` is how many the data has,
-  // for the axis to say when only the first kMaxFeatures are drawn.
-  void setSeries(const QVector<double>& at, const std::vector<QVector<double>>& rows,
-                 const QStringList& names, int features, const QVector<double>& label_at = {},
-                 const QVector<double>& labels = {}, int classes = 0);
+  // values: steps of `features` values each, row-major (as a window is
+  // stored), drawn at keys 0, 1, …; the first kMaxFeatures features get a
+  // line, named by `names` (missing names read "feature N"), and the axis
+  // says when there are more. classes > 0 draws `labels` (at keys label_at)
+  // on the right axis, from 0 to classes - 1.
+  void setRows(const std::vector<float>& values, int64_t features,
+               const std::vector<std::string>& names, const QVector<double>& label_at = {},
+               const QVector<double>& labels = {}, int classes = 0);
 
  protected:
   void changeEvent(QEvent* e) override;

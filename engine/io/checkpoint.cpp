@@ -106,10 +106,6 @@ void check_weights(const std::string& path, const std::string& name, const Tenso
                     "file is damaged");
 }
 
-}  // namespace
-
-namespace {
-
 // The metadata checks, without the tensors (ck.metadata filled first).
 void check_checkpoint_metadata(const std::string& path, CheckpointInfo& ck) {
   auto it = ck.metadata.find("format");
